@@ -1,0 +1,42 @@
+# gpucloud developer commands. `make run` and `make test` work from a clean clone.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+export PORT
+
+.PHONY: install run test lint schema schema-check services e2e clean
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+services:
+	@scripts/ensure-services.sh
+
+run: install services
+	@scripts/run.sh
+
+test: install services
+	$(PY) -m pytest -n 2 -q
+
+e2e: install services
+	$(PY) -m pytest -m e2e -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+schema: install
+	$(PY) manage.py spectacular --file docs/openapi/v1.yaml --validate
+
+schema-check: install
+	@scripts/schema-check.sh
+
+clean:
+	rm -rf $(VENV) var

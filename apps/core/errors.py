@@ -1,0 +1,171 @@
+"""RFC 9457 problem details for every error the API returns.
+
+Body (`application/problem+json`)::
+
+    {"type": "https://docs.gpucloud.dev/errors/<code>", "title": str, "status": int, "detail": str,
+     "instance": "<request path>", "code": "<stable snake_case code>", "request_id": str,
+     "errors": {"<field>": ["message", ...]}   # validation only
+     ...extra members a domain error adds (e.g. quota: resource, limit, usage, requested)}
+
+Domain code raises `DomainError` subclasses (each with a stable `code` and HTTP `status`); the DRF
+exception handler and `ProblemJsonMiddleware` turn everything else into the same shape. Never a traceback.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf_exc
+from rest_framework.response import Response
+
+from .request_context import get_request_id
+
+log = logging.getLogger("gpucloud.errors")
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+TYPE_BASE = "https://docs.gpucloud.dev/errors/"
+
+
+class DomainError(Exception):
+    """Base for errors services raise. Subclasses set `code`, `status` and `title`."""
+
+    code = "error"
+    status = 400
+    title = "Bad request"
+
+    def __init__(self, detail: str = "", *, code: str | None = None, status: int | None = None,
+                 errors: dict | None = None, **extra: Any):
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        if code:
+            self.code = code
+        if status:
+            self.status = status
+        self.errors = errors
+        self.extra = extra
+
+
+class ValidationFailed(DomainError):
+    code, status, title = "validation_error", 400, "Invalid input"
+
+
+class NotFound(DomainError):
+    code, status, title = "not_found", 404, "Not found"
+
+
+class Conflict(DomainError):
+    code, status, title = "conflict", 409, "Conflict"
+
+
+class InvalidState(DomainError):
+    """An action in the wrong state: 409, lists `allowed_states`."""
+
+    code, status, title = "invalid_state", 409, "Action not allowed in the current state"
+
+
+class PreconditionFailed(DomainError):
+    code, status, title = "precondition_failed", 412, "Precondition failed"
+
+
+class QuotaExceeded(DomainError):
+    code, status, title = "quota_exceeded", 422, "Quota exceeded"
+
+
+class ServiceUnavailable(DomainError):
+    code, status, title = "service_unavailable", 503, "Service unavailable"
+
+
+_DRF_CODES = {
+    drf_exc.NotAuthenticated: ("not_authenticated", "Authentication required"),
+    drf_exc.AuthenticationFailed: ("authentication_failed", "Authentication failed"),
+    drf_exc.PermissionDenied: ("permission_denied", "Permission denied"),
+    drf_exc.NotFound: ("not_found", "Not found"),
+    drf_exc.MethodNotAllowed: ("method_not_allowed", "Method not allowed"),
+    drf_exc.NotAcceptable: ("not_acceptable", "Not acceptable"),
+    drf_exc.UnsupportedMediaType: ("unsupported_media_type", "Unsupported media type"),
+    drf_exc.Throttled: ("throttled", "Too many requests"),
+    drf_exc.ParseError: ("parse_error", "Malformed request"),
+    drf_exc.ValidationError: ("validation_error", "Invalid input"),
+}
+
+
+def problem_body(*, status: int, code: str, title: str, detail: str, instance: str = "",
+                 errors: dict | None = None, extra: dict | None = None) -> dict:
+    body: dict[str, Any] = {
+        "type": TYPE_BASE + code,
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        "code": code,
+        "request_id": get_request_id(),
+    }
+    if errors:
+        body["errors"] = errors
+    if extra:
+        body.update({k: v for k, v in extra.items() if k not in body})
+    return body
+
+
+def problem_response(request, *, status: int, code: str, title: str, detail: str,
+                     errors: dict | None = None, extra: dict | None = None) -> JsonResponse:
+    """A Django `JsonResponse` carrying a problem document (for views outside DRF and middleware)."""
+    body = problem_body(status=status, code=code, title=title, detail=detail,
+                        instance=getattr(request, "path", ""), errors=errors, extra=extra)
+    return JsonResponse(body, status=status, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _flatten_errors(data: Any) -> dict:
+    if isinstance(data, dict):
+        return {k: (v if isinstance(v, list) else [v]) for k, v in data.items()}
+    if isinstance(data, list):
+        return {"non_field_errors": data}
+    return {"non_field_errors": [data]}
+
+
+def _detail_text(detail: Any) -> str:
+    if isinstance(detail, list | tuple) and detail:
+        return str(detail[0])
+    if isinstance(detail, dict):
+        return "Invalid input."
+    return str(detail)
+
+
+def problem_exception_handler(exc, context):
+    """DRF `EXCEPTION_HANDLER`: every exception becomes problem+json; unknown ones are a logged 500."""
+    request = context.get("request")
+    path = getattr(request, "path", "") if request is not None else ""
+    if isinstance(exc, DomainError):
+        body = problem_body(status=exc.status, code=exc.code, title=exc.title, detail=exc.detail,
+                            instance=path, errors=exc.errors, extra=exc.extra)
+        return Response(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
+    if isinstance(exc, Http404):
+        exc = drf_exc.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = drf_exc.PermissionDenied()
+    elif isinstance(exc, DjangoValidationError):
+        exc = drf_exc.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    if isinstance(exc, drf_exc.APIException):
+        code, title = next(((c, t) for cls, (c, t) in _DRF_CODES.items() if isinstance(exc, cls)),
+                           (getattr(exc, "default_code", "error"), "Error"))
+        errors = None
+        if isinstance(exc, drf_exc.ValidationError):
+            errors = _flatten_errors(exc.detail)
+            detail = "Invalid input: " + ", ".join(sorted(errors)) + "."
+        else:
+            detail = _detail_text(exc.detail)
+        body = problem_body(status=exc.status_code, code=code, title=title, detail=detail,
+                            instance=path, errors=errors)
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        return Response(body, status=exc.status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
+    log.exception("unhandled_exception", extra={"path": path})
+    body = problem_body(status=500, code="internal_error", title="Internal server error",
+                        detail="An unexpected error occurred. Quote the request_id to support.", instance=path)
+    return Response(body, status=500, content_type=PROBLEM_CONTENT_TYPE)

@@ -1,0 +1,40 @@
+"""Abstract bases every domain model builds on."""
+from django.db import models
+
+from .clock import now
+from .ids import uuid7
+
+
+class UUIDModel(models.Model):
+    """Primary key is a UUIDv7 (time ordered)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+
+    class Meta:
+        abstract = True
+
+
+class TimestampedModel(UUIDModel):
+    """UUIDv7 id plus `created_at` / `updated_at` (UTC, set from `apps.core.clock.now`)."""
+
+    created_at = models.DateTimeField(default=now, editable=False, db_index=True)
+    updated_at = models.DateTimeField(default=now)
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args, **kwargs):
+        self.updated_at = now()
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "updated_at" not in update_fields:
+            kwargs["update_fields"] = [*update_fields, "updated_at"]
+        super().save(*args, **kwargs)
+
+
+class ProjectOwned(TimestampedModel):
+    """A tenant-owned row: `project` is never null. Query it only through a `*_visible_to` selector."""
+
+    project = models.ForeignKey("tenancy.Project", on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        abstract = True

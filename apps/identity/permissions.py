@@ -1,0 +1,36 @@
+"""DRF permissions for provider staff endpoints.
+
+`request.auth` is an ApiToken (with `scope` "read" | "write") for bearer requests, None for sessions.
+"""
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+from .models import StaffRole
+
+
+def token_allows_write(request) -> bool:
+    """False when the request carries a read-scoped token."""
+    return getattr(request.auth, "scope", "write") == "write"
+
+
+class _StaffRolePermission(BasePermission):
+    write_roles: frozenset = frozenset()
+    read_roles = frozenset({StaffRole.OPERATOR, StaffRole.BILLING_ADMIN, StaffRole.SUPPORT})
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        role = getattr(user, "staff_role", "") if user is not None and user.is_authenticated else ""
+        if request.method in SAFE_METHODS:
+            return role in self.read_roles
+        return role in self.write_roles and token_allows_write(request)
+
+
+class IsStaffOperator(_StaffRolePermission):
+    """Any staff role reads; only operators write (fleet, placement)."""
+
+    write_roles = frozenset({StaffRole.OPERATOR})
+
+
+class IsStaffBillingAdmin(_StaffRolePermission):
+    """Any staff role reads; only billing admins write (price books, invoices)."""
+
+    write_roles = frozenset({StaffRole.BILLING_ADMIN})

@@ -1,0 +1,40 @@
+"""Celery application: queues `default`, `provisioning`, `reconcile`, `billing`.
+
+The beat schedule is collected from the apps: every installed app under `apps.` may define
+`BEAT_SCHEDULE` (a dict in Celery's beat format) in its `schedule.py`.
+"""
+import importlib
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpucloud.settings")
+
+app = Celery("gpucloud")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = [Queue(name) for name in ("default", "provisioning", "reconcile", "billing")]
+app.autodiscover_tasks()
+
+
+def collect_beat_schedule() -> dict:
+    """Merge `BEAT_SCHEDULE` dicts from every `apps.<name>.schedule` module that exists."""
+    from django.apps import apps as django_apps
+
+    schedule: dict = {}
+    for config in django_apps.get_app_configs():
+        if not config.name.startswith("apps."):
+            continue
+        try:
+            module = importlib.import_module(f"{config.name}.schedule")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{config.name}.schedule":
+                raise
+            continue
+        schedule.update(getattr(module, "BEAT_SCHEDULE", {}))
+    return schedule
+
+
+@app.on_after_finalize.connect
+def _install_beat_schedule(sender, **kwargs):  # pragma: no cover - wiring
+    sender.conf.beat_schedule = collect_beat_schedule()

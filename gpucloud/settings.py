@@ -1,0 +1,175 @@
+"""gpucloud settings, read from the environment (12-factor) with working development defaults.
+
+Environment variables (all optional):
+  DATABASE_URL   postgres://127.0.0.1:5432/gpucloud
+  REDIS_URL      redis://127.0.0.1:6379/0 (Celery broker, result backend and cache)
+  SECRET_KEY     a development key; set a real one in production
+  DEBUG          false
+  ALLOWED_HOSTS  * (comma separated)
+  CELERY_TASK_ALWAYS_EAGER  false (tests may set it)
+  SIGNUP_ENABLED false (self sign-up with e-mail verification)
+  OIDC_RP_CLIENT_ID / OIDC_RP_CLIENT_SECRET / OIDC_OP_*_ENDPOINT  OIDC login, off unless set
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
+
+DEFAULT_DATABASE_URL = "postgres://127.0.0.1:5432/gpucloud"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-in-production")
+DEBUG = env.bool("DEBUG", default=False)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "django_otp",
+    "django_otp.plugins.otp_totp",
+    "apps.core",
+    "apps.audit",
+    "apps.operations",
+    "apps.identity",
+    "apps.tenancy",
+    "apps.inventory",
+    "apps.scheduling",
+]
+
+MIDDLEWARE = [
+    "apps.core.middleware.RequestIdMiddleware",
+    "apps.core.middleware.MetricsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django_otp.middleware.OTPMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "apps.core.middleware.ProblemJsonMiddleware",
+]
+
+ROOT_URLCONF = "gpucloud.urls"
+WSGI_APPLICATION = "gpucloud.wsgi.application"
+ASGI_APPLICATION = "gpucloud.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASES = {"default": env.db_url("DATABASE_URL", default=DEFAULT_DATABASE_URL)}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("TEST", {"NAME": env.str("TEST_DATABASE_NAME", default="test_gpucloud")})
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+    }
+}
+
+AUTH_USER_MODEL = "identity.User"
+AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpucloud@localhost")
+PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000")
+SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
+INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.identity.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "apps.core.errors.problem_exception_handler",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpucloud API",
+    "DESCRIPTION": "Control plane for GPU clouds: tenancy, fleet, placement, compute, networking, leases, billing.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
+# (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_QUEUES = ("default", "provisioning", "reconcile", "billing")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TIMEZONE = "UTC"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "json": {
+            "()": "structlog.stdlib.ProcessorFormatter",
+            "processor": "structlog.processors.JSONRenderer",
+            "foreign_pre_chain": [
+                "structlog.contextvars.merge_contextvars",
+                "structlog.processors.TimeStamper",
+                "structlog.stdlib.add_log_level",
+                "structlog.stdlib.add_logger_name",
+            ],
+        }
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.server": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
+}
+
+from apps.core.logging import configure_logging  # noqa: E402
+
+LOGGING = configure_logging(LOGGING)

@@ -1,0 +1,26 @@
+"""URL map: operational endpoints, then /api/v1/ with each app's routes, the schema and the docs."""
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.core import views as core_views
+
+api_v1 = [
+    path("", include("apps.operations.api.urls")),
+    path("", include("apps.audit.api.urls")),
+    path("", include("apps.identity.api.urls")),
+    path("", include("apps.tenancy.api.urls")),
+    path("", include("apps.inventory.api.urls")),
+    path("", include("apps.scheduling.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+]
+
+urlpatterns = [
+    path("healthz", core_views.healthz, name="healthz"),
+    path("readyz", core_views.readyz, name="readyz"),
+    path("metrics", core_views.metrics, name="metrics"),
+    path("api/v1/", include(api_v1)),
+]
+
+handler404 = "apps.core.handlers.not_found"
+handler500 = "apps.core.handlers.server_error"

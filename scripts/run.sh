@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Run the whole service in the foreground: migrate, load the demo data, start the Celery worker and beat,
+# then the web server on $PORT (default 8000). Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+PORT=${PORT:-8000}
+mkdir -p var/log var/run
+$PY manage.py migrate --noinput >var/log/migrate.log
+$PY manage.py demo_load
+pids=()
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+.venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing -c 2 --loglevel INFO \
+  >var/log/worker.log 2>&1 & pids+=($!)
+.venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule --loglevel INFO \
+  >var/log/beat.log 2>&1 & pids+=($!)
+.venv/bin/gunicorn gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
+  --access-logfile var/log/access.log --error-logfile var/log/web.log & pids+=($!)
+for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
+echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
+wait -n "${pids[@]}"

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Fails when docs/openapi/v1.yaml differs from the schema the code generates (run `make schema` to update).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+.venv/bin/python manage.py spectacular --file "$tmp" --validate
+if ! diff -u docs/openapi/v1.yaml "$tmp"; then
+  echo "docs/openapi/v1.yaml is stale: run 'make schema' and commit it." >&2
+  exit 1
+fi
+echo "OpenAPI schema up to date."
