@@ -2,8 +2,8 @@
 from django.conf import settings
 from django.db import models
 
-from apps.core.models import UUIDModel
 from apps.core.clock import now
+from apps.core.models import UUIDModel
 
 
 class AuditEvent(UUIDModel):
