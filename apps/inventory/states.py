@@ -1,0 +1,94 @@
+"""Host, GPU and agent-command states, and the host condition TRANSITIONS table.
+
+Host lifecycle (docs/fleet.md, DOMAIN.md "Fleet"): ``enrolling -> available <-> cordoned -> draining ->
+maintenance -> available``; any non-retired state -> ``faulty``; ``faulty -> available`` (closes the incident);
+any state -> ``retired``. Applied with `apps.core.transitions.transition(host, action, HOST_TRANSITIONS,
+field="state")`.
+"""
+from django.db import models
+
+
+class HostState(models.TextChoices):
+    ENROLLING = "enrolling", "Enrolling"
+    AVAILABLE = "available", "Available"
+    CORDONED = "cordoned", "Cordoned"
+    DRAINING = "draining", "Draining"
+    MAINTENANCE = "maintenance", "Maintenance"
+    FAULTY = "faulty", "Faulty"
+    RETIRED = "retired", "Retired"
+
+
+class ProvisioningKind(models.TextChoices):
+    HYPERVISOR = "hypervisor", "Hypervisor (runs VMs)"
+    BAREMETAL = "baremetal", "Bare metal (leased whole)"
+
+
+class GpuMode(models.TextChoices):
+    EXCLUSIVE = "exclusive", "Exclusive (whole GPU)"
+    MIG = "mig", "MIG"
+    VGPU = "vgpu", "vGPU"
+    SHARED = "shared", "Shared (time-sliced)"
+
+
+class GpuHealth(models.TextChoices):
+    OK = "ok", "OK"
+    DEGRADED = "degraded", "Degraded"
+    FAULTY = "faulty", "Faulty"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class FabricKind(models.TextChoices):
+    INFINIBAND = "infiniband", "InfiniBand"
+    ETHERNET = "ethernet", "Ethernet"
+
+
+class SwitchRole(models.TextChoices):
+    LEAF = "leaf", "Leaf"
+    SPINE = "spine", "Spine"
+    CORE = "core", "Core"
+
+
+class SubnetManagerRole(models.TextChoices):
+    PRIMARY = "primary", "Primary (master)"
+    STANDBY = "standby", "Standby"
+
+
+class VgpuBacking(models.TextChoices):
+    MDEV = "mdev", "Mediated device"
+    SRIOV_VF = "sriov_vf", "SR-IOV virtual function"
+
+
+class CommandKind(models.TextChoices):
+    APPLY_MIG_LAYOUT = "apply_mig_layout", "Apply MIG layout"
+    CREATE_GPU_INSTANCE = "create_gpu_instance", "Create GPU instance"
+    DESTROY_GPU_INSTANCE = "destroy_gpu_instance", "Destroy GPU instance"
+    RESET_GPU = "reset_gpu", "Reset GPU and health check"
+    ACTIVATE_PARTITION = "activate_partition", "Activate NVSwitch partition"
+    DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
+
+
+class CommandStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    DISPATCHED = "dispatched", "Dispatched to agent"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+_ANY_LIVE = {HostState.ENROLLING, HostState.AVAILABLE, HostState.CORDONED, HostState.DRAINING,
+             HostState.MAINTENANCE}
+
+#: action -> (allowed source states, target state)
+HOST_TRANSITIONS = {
+    "enroll_complete": ({HostState.ENROLLING}, HostState.AVAILABLE),
+    "cordon": ({HostState.AVAILABLE}, HostState.CORDONED),
+    "drain": ({HostState.AVAILABLE, HostState.CORDONED}, HostState.DRAINING),
+    "maintenance": ({HostState.AVAILABLE, HostState.CORDONED, HostState.DRAINING, HostState.FAULTY},
+                    HostState.MAINTENANCE),
+    "mark_faulty": (_ANY_LIVE, HostState.FAULTY),
+    "mark_available": ({HostState.ENROLLING, HostState.CORDONED, HostState.DRAINING, HostState.MAINTENANCE,
+                        HostState.FAULTY}, HostState.AVAILABLE),
+    "retire": (_ANY_LIVE | {HostState.FAULTY}, HostState.RETIRED),
+}
+
+#: States in which new placements may land on a host.
+PLACEABLE_HOST_STATES = frozenset({HostState.AVAILABLE})
