@@ -1,6 +1,15 @@
-"""Shared fixtures: API clients and a clean Redis database for tests that use Celery or the cache."""
+"""Shared fixtures: API clients; Celery runs tasks eagerly in-process unless a test starts a real worker."""
 import pytest
 from rest_framework.test import APIClient
+
+from gpucloud.celery import app as celery_app
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _celery_eager():
+    celery_app.conf.task_always_eager = True
+    celery_app.conf.task_eager_propagates = True
+    yield
 
 
 @pytest.fixture

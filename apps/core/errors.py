@@ -165,7 +165,7 @@ def problem_exception_handler(exc, context):
         if getattr(exc, "wait", None):
             headers["Retry-After"] = str(int(exc.wait))
         return Response(body, status=exc.status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
-    log.exception("unhandled_exception", extra={"path": path})
+    log.exception("unhandled_exception", extra={"path": path, "request_id": get_request_id()})
     body = problem_body(status=500, code="internal_error", title="Internal server error",
                         detail="An unexpected error occurred. Quote the request_id to support.", instance=path)
     return Response(body, status=500, content_type=PROBLEM_CONTENT_TYPE)

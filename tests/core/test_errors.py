@@ -1,0 +1,79 @@
+"""The RFC 9457 error handler: every error is application/problem+json with a stable code and a request id."""
+import logging
+
+import pytest
+from rest_framework.test import APIClient
+
+pytestmark = [pytest.mark.urls("tests.core.urls"), pytest.mark.django_db]
+PROBLEM = "application/problem+json"
+
+
+@pytest.fixture
+def client():
+    return APIClient(raise_request_exception=False)
+
+
+def test_validation_error_is_400_with_field_errors(client):
+    resp = client.post("/test/validate", {"name": "far-too-long", "count": 0}, format="json")
+    assert resp.status_code == 400
+    assert resp["Content-Type"] == PROBLEM
+    body = resp.json()
+    assert body["code"] == "validation_error"
+    assert body["status"] == 400
+    assert set(body["errors"]) == {"name", "count"}
+    assert "5 characters" in body["errors"]["name"][0]
+    assert body["request_id"] == resp["X-Request-ID"]
+    assert body["instance"] == "/test/validate"
+
+
+def test_malformed_json_is_400_parse_error(client):
+    resp = client.generic("POST", "/test/validate", "{not json", content_type="application/json")
+    assert resp.status_code == 400
+    assert resp.json()["code"] == "parse_error"
+
+
+def test_unknown_route_is_404_problem(client):
+    resp = client.get("/api/v1/no-such-collection/")
+    assert resp.status_code == 404
+    assert resp["Content-Type"] == PROBLEM
+    assert resp.json()["code"] == "not_found"
+
+
+def test_domain_error_carries_extra_members(client):
+    resp = client.post("/test/quota", {}, format="json")
+    assert resp.status_code == 422
+    body = resp.json()
+    assert (body["code"], body["resource"], body["limit"], body["usage"], body["requested"]) == (
+        "quota_exceeded", "gpus", 8, 8, 1)
+
+
+def test_unhandled_exception_is_500_without_traceback_and_logged_with_request_id(client, caplog):
+    caplog.set_level(logging.ERROR)
+    resp = client.get("/test/boom", HTTP_X_REQUEST_ID="req-abc-123")
+    assert resp.status_code == 500
+    assert resp["Content-Type"] == PROBLEM
+    text = resp.content.decode()
+    assert "Traceback" not in text and "secret internal detail" not in text
+    body = resp.json()
+    assert body["code"] == "internal_error"
+    assert body["request_id"] == "req-abc-123"
+    records = [r for r in caplog.records if r.getMessage() == "unhandled_exception"]
+    assert len(records) == 1
+    assert records[0].exc_info is not None
+    assert getattr(records[0], "request_id", None) == "req-abc-123"
+
+
+def test_unhandled_exception_in_plain_django_view_is_problem_json(client, caplog):
+    caplog.set_level(logging.ERROR)
+    resp = client.get("/test/plain-boom")
+    assert resp.status_code == 500
+    assert resp["Content-Type"] == PROBLEM
+    assert "secret detail" not in resp.content.decode()
+    rid = resp.json()["request_id"]
+    assert rid and any(getattr(r, "request_id", None) == rid for r in caplog.records)
+
+
+def test_invalid_request_id_header_is_replaced(client):
+    resp = client.post("/test/validate", {}, format="json", HTTP_X_REQUEST_ID="bad id with spaces!")
+    assert resp["X-Request-ID"] != "bad id with spaces!"
+    assert resp.json()["request_id"] == resp["X-Request-ID"]
