@@ -1,0 +1,310 @@
+"""The allocation ledger's writes: claim, release, replace. The only code that writes `Allocation` rows.
+
+Every write runs in one transaction (a savepoint when the caller already has one), so a claim of many rows on
+many hosts (a gang) is all-or-nothing. Order inside a write (docs/adr/0400-allocation-ledger.md):
+
+1. lock the consumer row (``SELECT ... FOR UPDATE``) and check ``expected_generation`` when given;
+2. lock the per-host ledger rows (`HostUsage`) in host id order;
+3. insert the rows - the exclusion constraints reject any overlapping slice range (whole GPU, MIG, leases);
+4. check countable sums (vGPUs, VFs, shares, vCPUs, memory) at their peak over the period, under the locks;
+5. recompute the hosts' usage summary and bump the consumer's generation.
+
+Errors: `CapacityUnavailable` (409, code ``capacity_unavailable``) when the fleet cannot hold the claim,
+`ConsumerGenerationConflict` (409) on a stale generation, `InvalidAllocation` (400) on a malformed spec.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import IntegrityError, connection, transaction
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange, NumericRange
+from django.db.models import F, Q
+
+from apps.core import clock
+from apps.inventory.catalog import gpu_model_get
+from apps.inventory.models import Gpu, Host
+
+from ..errors import CapacityUnavailable, ConsumerGenerationConflict, InvalidAllocation
+from ..models import (
+    GPU_COUNTABLE_CLASSES,
+    GPU_SLICES,
+    SLICE_CLASSES,
+    Allocation,
+    Consumer,
+    ConsumerType,
+    ResourceClass,
+)
+from . import sql
+
+EXCLUSION_VIOLATION = "23P01"
+SHARE_CAPACITY_MILLI = 1000
+
+
+@dataclass(frozen=True)
+class ConsumerRef:
+    """Who claims: the consumer's own id, its type (`ConsumerType`), its project, and placement hints."""
+
+    id: uuid.UUID
+    consumer_type: str
+    project_id: uuid.UUID
+    group: str = ""
+    dedicated: bool = False
+
+
+@dataclass(frozen=True)
+class AllocationSpec:
+    """One resource on one host. ``slices`` is ``(start, end)`` in memory slices for `ResourceClass.MIG`
+    (a whole GPU is always ``(0, 8)``); ``amount`` is a count, MiB or milli-GPU; ``profile`` the MIG profile
+    name or vGPU type."""
+
+    host_id: uuid.UUID
+    resource_class: str
+    gpu_id: uuid.UUID | None = None
+    slices: tuple[int, int] | None = None
+    amount: int = 1
+    profile: str = ""
+
+
+def _validate(spec: AllocationSpec) -> AllocationSpec:
+    rc = spec.resource_class
+    if rc not in ResourceClass.values:
+        raise InvalidAllocation(f"unknown resource class {rc!r}")
+    if spec.amount < 1:
+        raise InvalidAllocation("amount must be at least 1")
+    if rc in SLICE_CLASSES or rc in GPU_COUNTABLE_CLASSES:
+        if spec.gpu_id is None:
+            raise InvalidAllocation(f"{rc} needs a gpu")
+    if rc == ResourceClass.GPU:
+        return AllocationSpec(spec.host_id, rc, spec.gpu_id, (0, GPU_SLICES), 1, spec.profile)
+    if rc == ResourceClass.MIG:
+        if not spec.slices or not (0 <= spec.slices[0] < spec.slices[1] <= GPU_SLICES):
+            raise InvalidAllocation(f"MIG slices must lie in [0, {GPU_SLICES})")
+        return AllocationSpec(spec.host_id, rc, spec.gpu_id, spec.slices, 1, spec.profile)
+    if rc == ResourceClass.SHARE and spec.amount > SHARE_CAPACITY_MILLI:
+        raise InvalidAllocation("a share is at most 1000 milli-GPU")
+    if rc == ResourceClass.VGPU and not spec.profile:
+        raise InvalidAllocation("vgpu needs a vGPU type in profile")
+    return AllocationSpec(spec.host_id, rc, spec.gpu_id, None, spec.amount, spec.profile)
+
+
+def _period(start: dt.datetime | None, end: dt.datetime | None, now: dt.datetime) -> DateTimeTZRange:
+    start = start or now
+    if end is not None and end <= start:
+        raise InvalidAllocation("period end must be after its start ([start, end) is half-open)")
+    return DateTimeTZRange(start, end, "[)")
+
+
+def _lock_consumer(ref: ConsumerRef, expected_generation: int | None, now: dt.datetime) -> Consumer:
+    Consumer.objects.bulk_create(
+        [Consumer(id=ref.id, consumer_type=ref.consumer_type, project_id=ref.project_id, group=ref.group,
+                  dedicated=ref.dedicated, created_at=now, updated_at=now)],
+        ignore_conflicts=True)
+    consumer = Consumer.objects.select_for_update().get(id=ref.id)
+    if consumer.consumer_type != ref.consumer_type or consumer.project_id != ref.project_id:
+        raise InvalidAllocation("consumer id already used by another consumer type or project",
+                                code="consumer_type_mismatch")
+    if expected_generation is not None and consumer.generation != expected_generation:
+        raise ConsumerGenerationConflict(
+            f"consumer generation is {consumer.generation}, not {expected_generation}; re-read and retry",
+            generation=consumer.generation)
+    return consumer
+
+
+def lock_hosts(host_ids: Sequence[uuid.UUID], now: dt.datetime) -> list[uuid.UUID]:
+    """Create missing ledger rows, then lock them in host id order. Returns the ordered ids."""
+    ordered = sorted(set(host_ids))
+    with connection.cursor() as cur:
+        cur.execute(sql.ENSURE_USAGE_ROWS, [now, ordered])
+        cur.execute(sql.LOCK_HOSTS, [ordered])
+    return ordered
+
+
+def refresh_usage(host_ids: Sequence[uuid.UUID], now: dt.datetime | None = None) -> None:
+    """Recompute the `HostUsage` summary of `host_ids` from the ledger (call under the host locks)."""
+    if host_ids:
+        with connection.cursor() as cur:
+            cur.execute(sql.REFRESH_USAGE, {"hosts": list(host_ids), "now": now or clock.now()})
+
+
+def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Allocation]) -> Allocation:
+    """The lease row that holds `spec` for the whole period: same GPU and covering slices, or same host-level
+    class on the same host."""
+    def covers_time(p: Allocation) -> bool:
+        pe, ce = p.period.upper, period.upper
+        return p.period.lower <= period.lower and (pe is None or (ce is not None and ce <= pe))
+
+    for p in parents:
+        if p.host_id != spec.host_id or not covers_time(p):
+            continue
+        if spec.gpu_id is not None and p.gpu_id == spec.gpu_id and p.resource_class in SLICE_CLASSES:
+            if spec.slices is None or (p.slices.lower <= spec.slices[0] and spec.slices[1] <= p.slices.upper):
+                return p
+        if spec.gpu_id is None and p.resource_class == spec.resource_class:
+            return p
+    raise CapacityUnavailable(
+        f"{spec.resource_class} on host {spec.host_id} is not within the lease's holding for the period",
+        explanation={"filters": [{"filter": "lease_holding", "removed": 1,
+                                  "reason": "not held by the lease over the requested period"}]})
+
+
+def _countable_capacity(row: Allocation, hosts: dict, gpus: dict) -> int:
+    rc = row.resource_class
+    if rc == ResourceClass.VCPU:
+        return hosts[row.host_id].cpu_threads
+    if rc == ResourceClass.MEMORY:
+        return hosts[row.host_id].memory_mib
+    if rc == ResourceClass.SHARE:
+        return SHARE_CAPACITY_MILLI
+    spec = gpu_model_get(gpus[row.gpu_id].model)
+    if spec is None:
+        raise InvalidAllocation(f"GPU model {gpus[row.gpu_id].model!r} is not in the catalog")
+    if rc == ResourceClass.VF:
+        return spec.sriov_vfs
+    vtype = next((t for t in spec.vgpu_types if t.name == row.profile), None)
+    if vtype is None:
+        raise InvalidAllocation(f"vGPU type {row.profile!r} does not exist for {spec.key}")
+    return vtype.max
+
+
+def _peak(row: Allocation, rowset: str, window: DateTimeTZRange) -> int:
+    query = sql.PEAK_SUM.format(rowset=rowset)
+    with connection.cursor() as cur:
+        cur.execute(query, {"host": row.host_id, "rc": row.resource_class, "gpu": row.gpu_id,
+                            "profile": row.profile if row.resource_class == ResourceClass.VGPU else "",
+                            "window": window})
+        return int(cur.fetchone()[0])
+
+
+def _check_countables(rows: list[Allocation]) -> None:
+    """Sum checks for countable rows (after insert, under the host locks): the holders set and the workloads
+    set must each stay within capacity at their peak over the period, and children within their parent."""
+    countable = [r for r in rows if r.resource_class not in SLICE_CLASSES]
+    if not countable:
+        return
+    hosts = {h.id: h for h in Host.objects.filter(id__in={r.host_id for r in countable})}
+    gpus = {g.id: g for g in Gpu.objects.filter(id__in={r.gpu_id for r in countable if r.gpu_id})}
+    seen: set = set()
+    for r in countable:
+        key = (r.host_id, r.resource_class, r.gpu_id, r.profile, r.parent_id, r.spot, r.consumer_type)
+        if key in seen:
+            continue
+        seen.add(key)
+        cap = _countable_capacity(r, hosts, gpus)
+        if r.resource_class == ResourceClass.VGPU:
+            with connection.cursor() as cur:
+                cur.execute(sql.OTHER_VGPU_TYPES, {"gpu": r.gpu_id, "profile": r.profile, "window": r.period})
+                others = [x[0] for x in cur.fetchall()]
+            if others:
+                raise CapacityUnavailable(f"GPU {r.gpu_id} already carries vGPU type {others[0]} (one type per GPU)")
+        checks = []
+        if r.parent_id is None and not r.spot:
+            checks.append(("holders", sql.HOLDERS, cap))
+        if r.consumer_type != ConsumerType.LEASE:
+            checks.append(("workloads", sql.WORKLOADS, cap))
+        if r.parent_id is not None and r.parent.resource_class == r.resource_class:
+            checks.append(("lease_holding", f"a.parent_id = '{r.parent_id}'", r.parent.amount))
+        for name, rowset, limit in checks:
+            peak = _peak(r, rowset, r.period)
+            if peak > limit:
+                raise CapacityUnavailable(
+                    f"{r.resource_class} on host {r.host_id} would reach {peak} of {limit} ({name})",
+                    resource_class=r.resource_class, host=str(r.host_id))
+
+
+def allocations_claim(*, consumer: ConsumerRef, specs: Sequence[AllocationSpec],
+                      start: dt.datetime | None = None, end: dt.datetime | None = None, spot: bool = False,
+                      parent_consumer_id: uuid.UUID | None = None, expected_generation: int | None = None,
+                      replace: bool = False) -> list[Allocation]:
+    """Claim all `specs` for `consumer` over ``[start, end)`` (start defaults to now, end None = open), or
+    nothing. `parent_consumer_id` names the lease the claim draws from (each row nests under the lease's row
+    that covers it). `replace=True` first ends the consumer's live allocations at the same instant (a resize or
+    rebuild: the consumer never holds both). Returns the created rows."""
+    if consumer.consumer_type not in ConsumerType.values:
+        raise InvalidAllocation(f"unknown consumer type {consumer.consumer_type!r}")
+    if consumer.consumer_type == ConsumerType.LEASE and (spot or parent_consumer_id):
+        raise InvalidAllocation("a lease is neither spot nor nested")
+    specs = [_validate(s) for s in specs]
+    if not specs:
+        raise InvalidAllocation("nothing to claim")
+    now = clock.now()
+    period = _period(start, end, now)
+    try:
+        with transaction.atomic():
+            c = _lock_consumer(consumer, expected_generation, now)
+            parents: list[Allocation] = []
+            if parent_consumer_id:
+                parents = list(Allocation.objects.filter(consumer_id=parent_consumer_id,
+                                                         consumer_type=ConsumerType.LEASE))
+            old_hosts = set()
+            if replace:
+                old_hosts = set(Allocation.objects.filter(consumer=c).values_list("host_id", flat=True))
+            hosts = lock_hosts([s.host_id for s in specs] + list(old_hosts), now)
+            if replace:
+                _end_rows(Allocation.objects.filter(consumer=c), now)
+            rows = [_row(c, s, period, spot, _find_parent(s, period, parents) if parents else None)
+                    for s in specs]
+            if parent_consumer_id and not parents:
+                raise CapacityUnavailable("the lease holds no capacity", code="capacity_unavailable")
+            Allocation.objects.bulk_create(rows)
+            _check_countables(rows)
+            refresh_usage(hosts, now)
+            Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=now)
+            return rows
+    except IntegrityError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == EXCLUSION_VIOLATION:
+            raise CapacityUnavailable("a GPU or slice range is already allocated for an overlapping period",
+                                      reason="slice_overlap")
+        raise
+
+
+def _row(c: Consumer, s: AllocationSpec, period, spot: bool, parent: Allocation | None) -> Allocation:
+    return Allocation(
+        consumer=c, consumer_type=c.consumer_type, project_id=c.project_id, host_id=s.host_id, gpu_id=s.gpu_id,
+        resource_class=s.resource_class, slices=NumericRange(*s.slices, "[)") if s.slices else None,
+        amount=s.amount, profile=s.profile, period=period, parent=parent, spot=spot, created_at=period.lower)
+
+
+def _end_rows(qs, at: dt.datetime) -> int:
+    """End live rows of `qs` (and rows nested in them) at `at`: rows that start at or after `at` are deleted,
+    the others get ``end = at``. Returns how many rows changed."""
+    live = qs.filter(Q(period__upper_inf=True) | Q(period__endswith__gt=at))
+    ids = list(live.values_list("id", flat=True))
+    if not ids:
+        return 0
+    children = Allocation.objects.filter(parent_id__in=ids)
+    n = _end_rows(children, at) if children.exists() else 0
+    live = Allocation.objects.filter(id__in=ids)
+    n += live.filter(period__startswith__gte=at).delete()[0]
+    for a in live:
+        a.period = DateTimeTZRange(a.period.lower, at, "[)")
+        a.save(update_fields=["period"])
+        n += 1
+    return n
+
+
+def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None,
+                        expected_generation: int | None = None) -> int:
+    """End every live allocation of the consumer at `at` (default now), with rows nested in them; rows that
+    had not started yet are deleted. Idempotent: releasing twice changes nothing. Returns the rows changed."""
+    at = at or clock.now()
+    with transaction.atomic():
+        c = Consumer.objects.select_for_update().filter(id=consumer_id).first()
+        if c is None:
+            return 0
+        if expected_generation is not None and c.generation != expected_generation:
+            raise ConsumerGenerationConflict(f"consumer generation is {c.generation}, not {expected_generation}",
+                                             generation=c.generation)
+        qs = Allocation.objects.filter(consumer=c)
+        host_ids = set(qs.values_list("host_id", flat=True))
+        host_ids |= set(Allocation.objects.filter(parent__consumer=c).values_list("host_id", flat=True))
+        if not host_ids:
+            return 0
+        hosts = lock_hosts(list(host_ids), at)
+        n = _end_rows(qs, at)
+        if n:
+            refresh_usage(hosts, clock.now())
+            Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=at)
+        return n
