@@ -112,13 +112,21 @@ PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000")
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
 
+# OIDC login (mozilla-django-oidc): on only when OIDC_RP_CLIENT_ID is set; see docs/tenancy.md.
+from apps.identity.oidc_config import oidc_settings  # noqa: E402
+
+OIDC_ENABLED, _oidc = oidc_settings(env)
+globals().update(_oidc)
+if OIDC_ENABLED:
+    AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "apps.identity.oidc.OIDCBackend"]
+
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.identity.authentication.BearerTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "apps.identity.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],

@@ -1,4 +1,5 @@
 """URL map: operational endpoints, then /api/v1/ with each app's routes, the schema and the docs."""
+from django.conf import settings
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -21,6 +22,9 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
 ]
+
+if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configured (apps/identity/oidc_config.py)
+    urlpatterns.append(path("oidc/", include("mozilla_django_oidc.urls")))
 
 handler404 = "apps.core.handlers.not_found"
 handler500 = "apps.core.handlers.server_error"

@@ -60,3 +60,76 @@ class User(AbstractBaseUser, PermissionsMixin):
     @property
     def is_provider_staff(self) -> bool:
         return bool(self.staff_role)
+
+
+class TokenScope(models.TextChoices):
+    """`read` allows safe methods only; `write` includes read."""
+
+    READ = "read", "Read"
+    WRITE = "write", "Write"
+
+
+class ApiToken(models.Model):
+    """A bearer token `gpc_<prefix>_<secret>` bound to exactly one of: a project, an organization, staff.
+
+    Only `prefix` (public, shown in lists and audit events) and `secret_hash` (SHA-256 hex of the whole token)
+    are stored; the token itself is returned once, by `apps.identity.services.api_token_create`.
+    A token never grants more than its user's own roles; it narrows them to its binding and scope.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hash = models.CharField(max_length=64)
+    scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.READ)
+    organization = models.ForeignKey("tenancy.Organization", null=True, blank=True, on_delete=models.CASCADE,
+                                     related_name="+")
+    project = models.ForeignKey("tenancy.Project", null=True, blank=True, on_delete=models.CASCADE,
+                                related_name="+")
+    is_staff_token = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=now, editable=False)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    expires_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(project__isnull=False, organization__isnull=True, is_staff_token=False)
+                           | models.Q(project__isnull=True, organization__isnull=False, is_staff_token=False)
+                           | models.Q(project__isnull=True, organization__isnull=True, is_staff_token=True)),
+                name="api_token_one_binding"),
+        ]
+        indexes = [models.Index(fields=["user", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"gpc_{self.prefix}_… ({self.name})"
+
+    @property
+    def binding(self) -> str:
+        return "staff" if self.is_staff_token else ("project" if self.project_id else "organization")
+
+    def is_usable(self, at) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > at)
+
+
+class ServiceAccount(models.Model):
+    """A non-human user for automation (Terraform, CI) owned by one organization.
+
+    Its `user` has `is_service_account=True`, no usable password and an e-mail under `.invalid` (RFC 2606), so it
+    can only authenticate with API tokens; its roles are ordinary memberships.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    user = models.OneToOneField(User, on_delete=models.CASCADE, related_name="service_account")
+    organization = models.ForeignKey("tenancy.Organization", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=now, editable=False)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    disabled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="service_account_name_unique")]

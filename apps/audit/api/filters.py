@@ -1,0 +1,37 @@
+"""Filters of /audit-events: actor (id or e-mail), action (exact or prefix `project.`), target, time range."""
+import django_filters
+from django.db.models import Q
+
+from ..models import AuditEvent
+
+
+class AuditEventFilter(django_filters.FilterSet):
+    actor = django_filters.CharFilter(method="filter_actor", help_text="User id or e-mail.")
+    action = django_filters.CharFilter(method="filter_action",
+                                       help_text="Exact action, or a prefix ending in '.' (e.g. project.).")
+    target_type = django_filters.CharFilter(help_text="app_label.model, e.g. tenancy.project")
+    target_id = django_filters.CharFilter()
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+                                                     help_text="Inclusive start (ISO 8601).")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
+                                                      help_text="Exclusive end (ISO 8601).")
+
+    class Meta:
+        model = AuditEvent
+        fields = ["actor", "action", "target_type", "target_id", "organization", "project", "created_after",
+                  "created_before"]
+
+    def filter_actor(self, queryset, name, value):
+        if "@" in value:
+            return queryset.filter(actor_email__iexact=value)
+        try:
+            import uuid
+
+            return queryset.filter(Q(actor_id=uuid.UUID(value)))
+        except ValueError:
+            return queryset.none()
+
+    def filter_action(self, queryset, name, value):
+        if value.endswith("."):
+            return queryset.filter(action__startswith=value)
+        return queryset.filter(action=value)

@@ -1,0 +1,127 @@
+"""Input/Output serializers of the identity API. The token secret appears only in `ApiTokenCreated`."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.tenancy.api.serializers import VisibleOrganizationField, VisibleProjectField
+
+from ..models import ApiToken, ServiceAccount, TokenScope, User
+from ..selectors import service_account_list_visible_to
+
+
+class ApiTokenOutput(serializers.ModelSerializer):
+    binding = serializers.CharField(read_only=True, help_text="project | organization | staff")
+    user_email = serializers.EmailField(source="user.email", read_only=True)
+
+    class Meta:
+        model = ApiToken
+        fields = ["id", "name", "prefix", "scope", "binding", "organization", "project", "user", "user_email",
+                  "created_at", "expires_at", "last_used_at", "revoked_at"]
+        read_only_fields = fields
+
+
+class ApiTokenCreated(ApiTokenOutput):
+    token = serializers.SerializerMethodField(help_text="The secret, shown only in this response.")
+
+    class Meta(ApiTokenOutput.Meta):
+        fields = [*ApiTokenOutput.Meta.fields, "token"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField())
+    def get_token(self, obj) -> str:
+        return self.context["raw_token"]
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class VisibleServiceAccountField(serializers.PrimaryKeyRelatedField):
+    def get_queryset(self):
+        return service_account_list_visible_to(self.context["request"].user).filter(disabled_at__isnull=True)
+
+
+class ApiTokenCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    scope = serializers.ChoiceField(choices=TokenScope.choices, default=TokenScope.READ)
+    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    organization = VisibleOrganizationField(required=False, allow_null=True, default=None)
+    staff = serializers.BooleanField(required=False, default=False)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
+                                           help_text="Default 90 days from now, at most 366.")
+    service_account = VisibleServiceAccountField(required=False, allow_null=True, default=None,
+                                                 help_text="Mint the token for this service account.")
+
+
+class ServiceAccountOutput(serializers.ModelSerializer):
+    user_email = serializers.EmailField(source="user.email", read_only=True)
+
+    class Meta:
+        model = ServiceAccount
+        fields = ["id", "organization", "name", "description", "user", "user_email", "created_at", "disabled_at"]
+        read_only_fields = fields
+
+
+class ServiceAccountCreateInput(serializers.Serializer):
+    organization = VisibleOrganizationField()
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    role = serializers.CharField(max_length=16, default="member", help_text="admin | billing | member | viewer")
+
+
+class MembershipBrief(serializers.Serializer):
+    organization = serializers.UUIDField()
+    project = serializers.UUIDField(allow_null=True)
+    role = serializers.CharField()
+
+
+class MeOutput(serializers.ModelSerializer):
+    memberships = serializers.SerializerMethodField()
+    token = serializers.SerializerMethodField(help_text="The token of this request (prefix etc.), or null.")
+    two_factor_enabled = serializers.SerializerMethodField()
+
+    class Meta:
+        model = User
+        fields = ["id", "email", "full_name", "staff_role", "is_service_account", "date_joined", "memberships",
+                  "token", "two_factor_enabled"]
+        read_only_fields = fields
+
+    @extend_schema_field(MembershipBrief(many=True))
+    def get_memberships(self, obj):
+        from apps.tenancy.models import Membership
+
+        rows = Membership.objects.filter(user_id=obj.pk).values("organization", "project", "role")
+        return MembershipBrief(rows, many=True).data
+
+    @extend_schema_field(ApiTokenOutput(allow_null=True))
+    def get_token(self, obj):
+        token = getattr(obj, "api_token", None)
+        return ApiTokenOutput(token).data if token is not None else None
+
+    def get_two_factor_enabled(self, obj) -> bool:
+        from django_otp.plugins.otp_totp.models import TOTPDevice
+
+        return TOTPDevice.objects.filter(user_id=obj.pk, confirmed=True).exists()
+
+
+class MeUpdateInput(serializers.Serializer):
+    full_name = serializers.CharField(max_length=200, allow_blank=True)
+
+
+class TotpEnrolmentOutput(serializers.Serializer):
+    config_url = serializers.CharField(help_text="otpauth:// URI for an authenticator app (shown once).")
+
+
+class TotpConfirmInput(serializers.Serializer):
+    otp_token = serializers.CharField(max_length=16)
+
+
+class SessionOutput(serializers.Serializer):
+    authenticated = serializers.BooleanField()
+    email = serializers.EmailField(allow_null=True)
+    two_factor_verified = serializers.BooleanField()
+    csrf_token = serializers.CharField(help_text="Send back in the X-CSRFToken header on unsafe requests.")
+
+
+class LoginInput(serializers.Serializer):
+    email = serializers.EmailField()
+    password = serializers.CharField(write_only=True)
+    otp_token = serializers.CharField(required=False, allow_blank=True, default="",
+                                      help_text="TOTP code; required when the user has a confirmed device.")

@@ -1,0 +1,215 @@
+"""Identity writes: API tokens, service accounts, the caller's profile, TOTP enrolment.
+
+Keyword-only, `actor` first; each runs in one transaction and writes its audit event (never the secret).
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import transaction
+from django_otp.plugins.otp_totp.models import TOTPDevice
+
+from apps.core.clock import now
+from apps.core.errors import NotFound, ValidationFailed
+from apps.tenancy import authz, selectors
+from apps.tenancy.errors import Forbidden
+from apps.tenancy.models import Organization, OrgRole, Project
+from apps.tenancy.services._common import audit
+from apps.tenancy.services.memberships import membership_add
+
+from . import tokens
+from .models import ApiToken, ServiceAccount, TokenScope, User
+
+DEFAULT_TOKEN_LIFETIME = dt.timedelta(days=90)
+MAX_TOKEN_LIFETIME = dt.timedelta(days=366)
+
+
+def _validate_token_request(*, scope, organization, project, staff, expires_at) -> None:
+    if scope not in TokenScope.values:
+        raise ValidationFailed("Unknown token scope.", code="unknown_scope",
+                               errors={"scope": ["one of read, write"]})
+    if sum(bool(x) for x in (organization, project, staff)) != 1:
+        raise ValidationFailed("Bind the token to exactly one of: project, organization, staff.",
+                               code="token_binding_required",
+                               errors={"non_field_errors": ["exactly one of project, organization, staff"]})
+    if expires_at is not None and not (now() < expires_at <= now() + MAX_TOKEN_LIFETIME):
+        raise ValidationFailed("The expiry must be in the future and at most 366 days away.",
+                               errors={"expires_at": ["between now and 366 days from now"]})
+
+
+def _check_actor_may_bind(actor, holder: User, *, organization, project, staff, scope) -> None:
+    """The caller may only mint what it holds itself: a token never widens its creator's access."""
+    if actor is None:
+        if staff and not holder.staff_role:
+            raise ValidationFailed("This user has no staff role.", errors={"staff": ["user is not staff"]})
+        return
+    authz.require_write_token(actor)
+    current = getattr(actor, "api_token", None)
+    if current is not None and scope == TokenScope.WRITE and current.scope != TokenScope.WRITE:
+        raise Forbidden("A read-only token cannot mint a write token.", code="token_read_only")
+    if staff:
+        if holder.pk != actor.pk or not selectors.is_staff(actor):
+            raise Forbidden("Only staff can create staff tokens, for themselves.", code="permission_denied")
+        return
+    if holder.pk != actor.pk:  # a service account's token: organization owner/admin of its organization
+        sa_org = holder.service_account.organization
+        authz.authorize_org(actor, sa_org, (OrgRole.OWNER, OrgRole.ADMIN))
+        target_org = organization.pk if organization is not None else project.organization_id
+        if target_org != sa_org.pk:
+            raise ValidationFailed("A service account's tokens stay in its organization.",
+                                   errors={"organization": ["not the service account's organization"]})
+        actor = holder
+    if project is not None and selectors.project_role_of(actor, project) is None:
+        raise NotFound("Project not found.")
+    if organization is not None and selectors.org_role_of(actor, organization) is None:
+        raise NotFound("Organization not found.")
+
+
+def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organization: Organization | None = None,
+                     project: Project | None = None, staff: bool = False, expires_at: dt.datetime | None = None,
+                     user: User | None = None) -> tuple[ApiToken, str]:
+    """Mint a token for `user` (default: the actor; or a service account of an organization the actor
+    administers). Returns (row, token); the token is never stored or shown again.
+
+    Default expiry 90 days, at most 366. 400 `token_binding_required` / `unknown_scope` / `validation_error`;
+    403 when the caller would widen its own access; 404 for a project/organization it cannot see."""
+    holder = user or actor
+    if holder is None:
+        raise ValidationFailed("A token needs a user.", errors={"user": ["required"]})
+    _validate_token_request(scope=scope, organization=organization, project=project, staff=staff,
+                            expires_at=expires_at)
+    _check_actor_may_bind(actor, holder, organization=organization, project=project, staff=staff, scope=scope)
+    raw, prefix, digest = tokens.generate()
+    with transaction.atomic():
+        row = ApiToken.objects.create(
+            user=holder, name=name, prefix=prefix, secret_hash=digest, scope=scope, organization=organization,
+            project=project, is_staff_token=staff, expires_at=expires_at or now() + DEFAULT_TOKEN_LIFETIME,
+            created_by=actor if getattr(actor, "pk", None) else None)
+        audit(actor, "api_token.create", row, organization=organization or getattr(project, "organization", None),
+              project=project, after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
+                                      "user": holder.email, "expires_at": row.expires_at})
+    return row, raw
+
+
+def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
+    """Revoke (idempotent). The token's user, an owner/admin of a service account's organization, or staff."""
+    if actor is not None and token.user_id != actor.pk:
+        service_account = ServiceAccount.objects.filter(user_id=token.user_id).select_related("organization").first()
+        if service_account is not None:
+            authz.authorize_org(actor, service_account.organization, (OrgRole.OWNER, OrgRole.ADMIN))
+        else:
+            authz.authorize_staff(actor)
+    elif actor is not None:
+        authz.require_write_token(actor)
+    with transaction.atomic():
+        locked = ApiToken.objects.select_for_update().get(pk=token.pk)
+        if locked.revoked_at is None:
+            locked.revoked_at = now()
+            locked.save(update_fields=["revoked_at"])
+            audit(actor, "api_token.revoke", locked, organization=locked.organization_id,
+                  project=locked.project, after={"prefix": locked.prefix})
+    return locked
+
+
+def service_account_create(*, actor, organization: Organization, name: str, role: str = OrgRole.MEMBER,
+                           description: str = "") -> ServiceAccount:
+    """A service account in `organization` with organization `role` (not owner). Owner/admin or staff.
+    409 `conflict` for a taken name; 400 `unknown_role`."""
+    if role == OrgRole.OWNER or role not in OrgRole.values:
+        raise ValidationFailed(f"A service account's role is one of admin, billing, member, viewer; not {role!r}.",
+                               code="unknown_role", errors={"role": ["admin, billing, member or viewer"]})
+    authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+    from apps.core.errors import Conflict
+
+    with transaction.atomic():
+        if ServiceAccount.objects.filter(organization=organization, name=name).exists():
+            raise Conflict("A service account with this name exists.", code="name_taken")
+        from apps.core.ids import uuid7
+
+        user = User.objects.create_user(f"sa-{uuid7().hex}@{organization.slug}.service-accounts.invalid",
+                                        full_name=name, is_service_account=True)
+        account = ServiceAccount.objects.create(user=user, organization=organization, name=name,
+                                                description=description,
+                                                created_by=actor if getattr(actor, "pk", None) else None)
+        audit(actor, "service_account.create", account, organization=organization,
+              after={"name": name, "role": role})
+        membership_add(actor=actor, organization=organization, user=user, role=role)
+    return account
+
+
+def service_account_disable(*, actor, account: ServiceAccount) -> None:
+    """Disable: deactivate its user and revoke its tokens (rows stay for the audit trail)."""
+    authz.authorize_org(actor, account.organization, (OrgRole.OWNER, OrgRole.ADMIN))
+    with transaction.atomic():
+        stamp = now()
+        User.objects.filter(pk=account.user_id).update(is_active=False)
+        ApiToken.objects.filter(user_id=account.user_id, revoked_at__isnull=True).update(revoked_at=stamp)
+        ServiceAccount.objects.filter(pk=account.pk).update(disabled_at=stamp)
+        audit(actor, "service_account.disable", account, organization=account.organization,
+              before={"name": account.name})
+
+
+def user_update(*, actor, full_name: str) -> User:
+    """Change the caller's own display name."""
+    authz.require_write_token(actor)
+    with transaction.atomic():
+        before = {"full_name": actor.full_name}
+        User.objects.filter(pk=actor.pk).update(full_name=full_name)
+        actor.full_name = full_name
+        audit(actor, "user.update", actor, before=before, after={"full_name": full_name})
+    return actor
+
+
+def totp_enrol(*, actor) -> TOTPDevice:
+    """Start TOTP enrolment: replaces any unconfirmed device; returns it (its `config_url` is shown once)."""
+    authz.require_write_token(actor)
+    with transaction.atomic():
+        TOTPDevice.objects.filter(user_id=actor.pk, confirmed=False).delete()
+        device = TOTPDevice.objects.create(user_id=actor.pk, name="default", confirmed=False)
+        audit(actor, "totp.enrol", actor, after={"device": device.pk})
+    return device
+
+
+def totp_confirm(*, actor, otp_token: str) -> TOTPDevice:
+    """Confirm the pending device with a current code. 400 `invalid_otp` if the code does not verify."""
+    authz.require_write_token(actor)
+    with transaction.atomic():
+        device = TOTPDevice.objects.select_for_update().filter(user_id=actor.pk, confirmed=False).first()
+        if device is None:
+            raise ValidationFailed("No TOTP enrolment is pending.", code="no_pending_totp")
+        if not device.verify_token(otp_token):
+            raise ValidationFailed("The code is not valid.", code="invalid_otp",
+                                   errors={"otp_token": ["invalid code"]})
+        device.confirmed = True
+        device.save(update_fields=["confirmed"])
+        audit(actor, "totp.confirm", actor, after={"device": device.pk})
+    return device
+
+
+def session_login(*, request, email: str, password: str, otp_token: str = "") -> User:
+    """Console login: password, plus a TOTP code when the user has a confirmed device (django-otp).
+
+    401 `invalid_credentials`, 401 `otp_required` (a device exists but no code was sent), 401 `invalid_otp`.
+    A user without a device logs in unverified; organizations with `require_2fa` then only allow enrolment."""
+    from django.contrib.auth import authenticate, login
+    from django_otp import login as otp_login
+    from django_otp import match_token
+
+    from apps.core.errors import DomainError
+
+    user = authenticate(request, username=email.strip().lower(), password=password)
+    if user is None:
+        raise DomainError("E-mail or password is wrong.", code="invalid_credentials", status=401)
+    device = None
+    if TOTPDevice.objects.filter(user_id=user.pk, confirmed=True).exists():
+        if not otp_token:
+            raise DomainError("Enter the code from your authenticator app.", code="otp_required", status=401)
+        device = match_token(user, otp_token)
+        if device is None:
+            raise DomainError("The code is not valid.", code="invalid_otp", status=401)
+    with transaction.atomic():
+        login(request, user)
+        if device is not None:
+            otp_login(request, device)
+        audit(user, "session.login", user, after={"two_factor": device is not None})
+    return user

@@ -1,0 +1,154 @@
+"""Input/Output serializers of the tenancy API (no business logic: services validate the domain rules)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
+from ..quotas import usage_of
+from ..selectors import organization_list_visible_to, project_list_visible_to
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class VisibleOrganizationField(serializers.PrimaryKeyRelatedField):
+    """An organization id the caller can see (others do not exist: 400 `does_not_exist`)."""
+
+    def get_queryset(self):
+        return organization_list_visible_to(self.context["request"].user)
+
+
+@extend_schema_field(OpenApiTypes.UUID)
+class VisibleProjectField(serializers.PrimaryKeyRelatedField):
+    def get_queryset(self):
+        return project_list_visible_to(self.context["request"].user).select_related("organization")
+
+
+class OrganizationOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Organization
+        fields = ["id", "slug", "name", "legal_name", "billing_email", "currency", "billing_timezone",
+                  "default_sla_tier", "plan", "require_2fa", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class OrganizationCreateInput(serializers.Serializer):
+    slug = serializers.SlugField(max_length=63)
+    name = serializers.CharField(max_length=200)
+    owner_email = serializers.EmailField(help_text="Receives the owner invitation.")
+    legal_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    billing_email = serializers.EmailField(required=False, allow_blank=True)
+    currency = serializers.CharField(max_length=3, required=False, help_text="ISO 4217, default USD.")
+    billing_timezone = serializers.CharField(max_length=64, required=False, help_text="IANA name, default UTC.")
+    default_sla_tier = serializers.CharField(max_length=32, required=False)
+    plan = serializers.CharField(max_length=32, required=False, help_text="trial | default | enterprise")
+    require_2fa = serializers.BooleanField(required=False)
+
+
+class OrganizationUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    legal_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    billing_email = serializers.EmailField(required=False, allow_blank=True)
+    currency = serializers.CharField(max_length=3, required=False)
+    billing_timezone = serializers.CharField(max_length=64, required=False)
+    default_sla_tier = serializers.CharField(max_length=32, required=False)
+    plan = serializers.CharField(max_length=32, required=False)
+    require_2fa = serializers.BooleanField(required=False)
+
+
+class ProjectOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Project
+        fields = ["id", "organization", "slug", "name", "description", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class ProjectCreateInput(serializers.Serializer):
+    organization = VisibleOrganizationField()
+    slug = serializers.SlugField(max_length=63)
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class ProjectUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class MembershipOutput(serializers.ModelSerializer):
+    user_email = serializers.EmailField(source="user.email", read_only=True)
+    user_is_service_account = serializers.BooleanField(source="user.is_service_account", read_only=True)
+    scope = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Membership
+        fields = ["id", "organization", "project", "scope", "user", "user_email", "user_is_service_account",
+                  "role", "created_at"]
+        read_only_fields = fields
+
+    def get_scope(self, obj) -> str:
+        return "project" if obj.project_id else "organization"
+
+
+ROLE_HELP = f"organization: {', '.join(OrgRole.values)}; project: {', '.join(ProjectRole.values)}"
+
+
+class MembershipCreateInput(serializers.Serializer):
+    organization = VisibleOrganizationField()
+    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    user_email = serializers.EmailField()
+    role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
+
+
+class MembershipUpdateInput(serializers.Serializer):
+    role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
+
+
+class InvitationOutput(serializers.ModelSerializer):
+    status = serializers.CharField(read_only=True, help_text="pending | accepted | revoked | expired")
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "organization", "project", "email", "role", "status", "invited_by", "expires_at",
+                  "accepted_at", "revoked_at", "created_at"]
+        read_only_fields = fields
+
+
+class InvitationCreateInput(serializers.Serializer):
+    organization = VisibleOrganizationField()
+    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    email = serializers.EmailField()
+    role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
+
+
+class InvitationAcceptInput(serializers.Serializer):
+    token = serializers.CharField(help_text="The token of the e-mailed link.")
+    password = serializers.CharField(required=False, allow_blank=True, write_only=True,
+                                     help_text="For a new account (anonymous caller).")
+    full_name = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class QuotaOutput(serializers.ModelSerializer):
+    scope = serializers.SerializerMethodField()
+    usage = serializers.SerializerMethodField(help_text="Counted from what is really held; null if not counted.")
+
+    class Meta:
+        model = Quota
+        fields = ["id", "organization", "project", "scope", "resource", "limit", "usage", "updated_at"]
+        read_only_fields = fields
+
+    def get_scope(self, obj) -> str:
+        return "project" if obj.project_id else "organization"
+
+    def get_usage(self, obj) -> int | None:
+        return usage_of(organization=obj.organization, project=obj.project, resource=obj.resource)
+
+
+class QuotaCreateInput(serializers.Serializer):
+    organization = VisibleOrganizationField()
+    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    resource = serializers.CharField(max_length=100, help_text="e.g. gpus, gpus:H100-SXM5-80GB, vcpus")
+    limit = serializers.IntegerField(min_value=0)
+
+
+class QuotaUpdateInput(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=0)
+

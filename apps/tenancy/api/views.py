@@ -1,0 +1,159 @@
+"""Tenancy API: /organizations, /projects, /memberships, /invitations, /quotas.
+
+Querysets come from the `*_list_visible_to` selectors, so another tenant's object is a 404. Views parse input,
+call one service and format the result; authorization of writes is in the services (`apps.tenancy.authz`).
+"""
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from .. import selectors, services
+from . import filters
+from . import serializers as s
+
+
+class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def _input(self, cls, **kwargs):
+        data = cls(data=self.request.data, context=self.get_serializer_context(), **kwargs)
+        data.is_valid(raise_exception=True)
+        return data.validated_data
+
+    def _out(self, obj, code=status.HTTP_200_OK):
+        return Response(self.get_serializer(obj).data, status=code)
+
+
+class OrganizationViewSet(_Base):
+    """Organizations (billing accounts). Staff create them and invite the owner."""
+
+    serializer_class = s.OrganizationOutput
+    filterset_class = filters.OrganizationFilter
+
+    def get_queryset(self):
+        return selectors.organization_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.OrganizationCreateInput, responses={201: s.OrganizationOutput})
+    def create(self, request):
+        data = self._input(s.OrganizationCreateInput)
+        org = services.organization_create(actor=request.user, **data)
+        return self._out(org, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.OrganizationUpdateInput, responses={200: s.OrganizationOutput})
+    def partial_update(self, request, pk=None):
+        org = services.organization_update(actor=request.user, organization=self.get_object(),
+                                           **self._input(s.OrganizationUpdateInput))
+        return self._out(org)
+
+
+class ProjectViewSet(_Base):
+    """Projects: the isolation boundary of every tenant resource."""
+
+    serializer_class = s.ProjectOutput
+    filterset_class = filters.ProjectFilter
+
+    def get_queryset(self):
+        return selectors.project_list_visible_to(self.request.user).select_related("organization")
+
+    @extend_schema(request=s.ProjectCreateInput, responses={201: s.ProjectOutput})
+    def create(self, request):
+        project = services.project_create(actor=request.user, **self._input(s.ProjectCreateInput))
+        return self._out(project, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ProjectUpdateInput, responses={200: s.ProjectOutput})
+    def partial_update(self, request, pk=None):
+        project = services.project_update(actor=request.user, project=self.get_object(),
+                                          **self._input(s.ProjectUpdateInput))
+        return self._out(project)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.project_delete(actor=request.user, project=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MembershipViewSet(_Base):
+    """Roles of users in organizations (`project` null) and projects."""
+
+    serializer_class = s.MembershipOutput
+    filterset_class = filters.MembershipFilter
+
+    def get_queryset(self):
+        return selectors.membership_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.MembershipCreateInput, responses={201: s.MembershipOutput})
+    def create(self, request):
+        membership = services.membership_create(actor=request.user, **self._input(s.MembershipCreateInput))
+        return self._out(membership, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.MembershipUpdateInput, responses={200: s.MembershipOutput})
+    def partial_update(self, request, pk=None):
+        membership = services.membership_update(actor=request.user, membership=self.get_object(),
+                                                **self._input(s.MembershipUpdateInput))
+        return self._out(membership)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.membership_delete(actor=request.user, membership=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationViewSet(_Base):
+    """E-mail invitations; `POST /invitations/accept` (no login needed) redeems the e-mailed token once."""
+
+    serializer_class = s.InvitationOutput
+    filterset_class = filters.InvitationFilter
+
+    def get_queryset(self):
+        return selectors.invitation_list_visible_to(self.request.user)
+
+    def get_permissions(self):
+        if self.action == "accept":
+            return [AllowAny()]
+        return super().get_permissions()
+
+    @extend_schema(request=s.InvitationCreateInput, responses={201: s.InvitationOutput})
+    def create(self, request):
+        invitation = services.invitation_create(actor=request.user, **self._input(s.InvitationCreateInput))
+        return self._out(invitation, status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.invitation_revoke(actor=request.user, invitation=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=s.InvitationAcceptInput, responses={201: s.MembershipOutput})
+    @action(detail=False, methods=["post"], serializer_class=s.MembershipOutput)
+    def accept(self, request):
+        data = self._input(s.InvitationAcceptInput)
+        membership = services.invitation_accept(actor=request.user, **data)
+        return Response(s.MembershipOutput(membership).data, status=status.HTTP_201_CREATED)
+
+
+class QuotaViewSet(_Base):
+    """Limits per organization (staff set them; defaults from the plan) and per project (owner/admin)."""
+
+    serializer_class = s.QuotaOutput
+    filterset_class = filters.QuotaFilter
+
+    def get_queryset(self):
+        return selectors.quota_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.QuotaCreateInput, responses={201: s.QuotaOutput})
+    def create(self, request):
+        data = self._input(s.QuotaCreateInput)
+        project = data.pop("project")
+        quota = services.quota_create(actor=request.user, project=project, **data)
+        return self._out(quota, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.QuotaUpdateInput, responses={200: s.QuotaOutput})
+    def partial_update(self, request, pk=None):
+        quota = services.quota_update(actor=request.user, quota=self.get_object(), **self._input(s.QuotaUpdateInput))
+        return self._out(quota)
+
+    @extend_schema(responses={204: OpenApiResponse(description="Removed: the scope falls back to its default.")})
+    def destroy(self, request, pk=None):
+        services.quota_delete(actor=request.user, quota=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,72 @@
+"""Authorization checks the tenancy and identity services run before writing.
+
+`actor=None` is the system (management commands, demo loader): always allowed.
+Order of checks: a read-scoped token → 403 `token_read_only`; provider staff with a writing staff role → allowed
+(support is read-only → 403); an object the actor cannot see → 404 `not_found` (never 403, so no existence leak);
+an insufficient role → 403 `permission_denied`.
+"""
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from apps.core.errors import NotFound
+from apps.identity.models import StaffRole
+
+from . import selectors
+from .errors import Code, Forbidden
+
+STAFF_WRITERS = frozenset({StaffRole.OPERATOR, StaffRole.BILLING_ADMIN})
+
+
+def require_write_token(actor) -> None:
+    """403 `token_read_only` when the request carries a read-scoped API token."""
+    token = getattr(actor, "api_token", None)
+    if token is not None and token.scope != "write":
+        raise Forbidden("This API token is read-only.", code=Code.TOKEN_READ_ONLY)
+
+
+def _staff_decision(actor, staff_roles: Collection[str]) -> bool | None:
+    """True: allowed as staff; raises for read-only staff; None: not staff, continue with tenant rules."""
+    if not selectors.is_staff(actor):
+        return None
+    if actor.staff_role in staff_roles:
+        return True
+    raise Forbidden("Your staff role is read-only for this action.", code=Code.PERMISSION_DENIED)
+
+
+def authorize_org(actor, organization, roles: Collection[str], *,
+                  staff_roles: Collection[str] = STAFF_WRITERS) -> None:
+    """Allow a write on `organization` if the actor holds one of `roles` there (or a writing staff role)."""
+    if actor is None:
+        return
+    require_write_token(actor)
+    if _staff_decision(actor, staff_roles):
+        return
+    if organization.pk not in selectors.organization_ids_visible_to(actor):
+        raise NotFound("Organization not found.")
+    if selectors.org_role_of(actor, organization) not in roles:
+        raise Forbidden("Your role in this organization does not allow this action.",
+                        code=Code.PERMISSION_DENIED)
+
+
+def authorize_project(actor, project, roles: Collection[str], *,
+                      staff_roles: Collection[str] = STAFF_WRITERS) -> None:
+    """Allow a write on `project` if the actor's effective project role is one of `roles`."""
+    if actor is None:
+        return
+    require_write_token(actor)
+    if _staff_decision(actor, staff_roles):
+        return
+    if not selectors.project_list_visible_to(actor).filter(pk=project.pk).exists():
+        raise NotFound("Project not found.")
+    if selectors.project_role_of(actor, project) not in roles:
+        raise Forbidden("Your role in this project does not allow this action.", code=Code.PERMISSION_DENIED)
+
+
+def authorize_staff(actor, staff_roles: Collection[str] = STAFF_WRITERS) -> None:
+    """Only provider staff with one of `staff_roles` (tenants get 403)."""
+    if actor is None:
+        return
+    require_write_token(actor)
+    if not _staff_decision(actor, staff_roles):
+        raise Forbidden("Only provider staff may do this.", code=Code.PERMISSION_DENIED)

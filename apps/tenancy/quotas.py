@@ -1,0 +1,142 @@
+"""Quotas: resource keys, plan defaults, pluggable usage counters and the atomic `quota_check`.
+
+Resource keys (units in parentheses)::
+
+    projects (projects)            gpus (whole GPUs)            gpus:<model> (GPUs of a catalog model)
+    mig_slices (GPU instances)     mig_slices:<profile>         vgpus (vGPUs)       vgpus:<type>
+    vcpus (vCPUs)                  memory_mib (MiB)             instances           vpcs
+    public_ips                     ib_partitions                leases
+
+Limits: an explicit `Quota` row for the scope, else (organization scope only) the organization's plan default
+from `PLANS`; a resource with neither is unlimited at that scope. A project-scope check also checks the
+organization scope (the organization's usage counts every project).
+
+Usage is never a stored counter: each resource has a counter function that counts what is really held (projects
+rows; later the allocation ledger, instances, VPCs ...). Apps register theirs in `AppConfig.ready()`::
+
+    from apps.tenancy.quotas import register_usage_counter
+    register_usage_counter("gpus", count_gpus)          # fn(*, organization, project, qualifier) -> int
+
+`project` is None for the organization-wide count; `qualifier` is the part after ":" (model, profile) or None.
+A counter registered for the base key also serves its qualified keys.
+
+Atomicity (ADR 0101): `quota_check` must run inside the caller's transaction, before the caller inserts. It
+locks the organization row (`SELECT ... FOR UPDATE`), so every quota-checked create in one organization is
+serialized until commit; it then counts real rows. Two racing creates can therefore never both see room for
+one more. Lock order: organization row first, then whatever the caller locks.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import connection
+
+from apps.core.errors import QuotaExceeded
+
+from .errors import Code, ValidationFailed
+
+RESOURCES = ("projects", "gpus", "mig_slices", "vgpus", "vcpus", "memory_mib", "instances", "vpcs",
+             "public_ips", "ib_partitions", "leases")
+QUALIFIABLE = frozenset({"gpus", "mig_slices", "vgpus"})
+PROJECT_SCOPED = frozenset(RESOURCES) - {"projects"}
+
+# Defaults per plan, copied into Quota rows when an organization is created (staff may change the rows).
+# The figures are our product defaults, not from an external source.
+PLANS: dict[str, dict[str, int]] = {
+    "trial": {"projects": 2, "gpus": 1, "mig_slices": 7, "vgpus": 2, "vcpus": 32, "memory_mib": 131072,
+              "instances": 2, "vpcs": 1, "public_ips": 1, "ib_partitions": 0, "leases": 0},
+    "default": {"projects": 10, "gpus": 8, "mig_slices": 56, "vgpus": 16, "vcpus": 256, "memory_mib": 2097152,
+                "instances": 32, "vpcs": 5, "public_ips": 8, "ib_partitions": 2, "leases": 2},
+    "enterprise": {"projects": 100, "gpus": 1024, "mig_slices": 7168, "vgpus": 2048, "vcpus": 65536,
+                   "memory_mib": 268435456, "instances": 2048, "vpcs": 100, "public_ips": 256,
+                   "ib_partitions": 64, "leases": 64},
+}
+
+UsageCounter = Callable[..., int]
+_COUNTERS: dict[str, UsageCounter] = {}
+
+
+def register_usage_counter(resource: str, fn: UsageCounter) -> None:
+    """Register `fn(*, organization, project, qualifier) -> int` as the usage count of `resource`.
+
+    `resource` is a base key from `RESOURCES` or a qualified key. Registering twice replaces the counter."""
+    split_resource(resource)
+    _COUNTERS[resource] = fn
+
+
+def split_resource(resource: str) -> tuple[str, str | None]:
+    """`"gpus:H100-SXM5-80GB"` → `("gpus", "H100-SXM5-80GB")`; 400 `unknown_resource` for an unknown key."""
+    base, sep, qualifier = resource.partition(":")
+    if base not in RESOURCES or (sep and (base not in QUALIFIABLE or not qualifier)):
+        raise ValidationFailed(f"Unknown quota resource {resource!r}.", code=Code.UNKNOWN_RESOURCE,
+                               errors={"resource": [f"one of {', '.join(RESOURCES)}; qualify "
+                                                    f"{', '.join(sorted(QUALIFIABLE))} as <key>:<name>"]})
+    return base, qualifier or None
+
+
+def plan_default(plan: str, resource: str) -> int | None:
+    return PLANS.get(plan, {}).get(resource)
+
+
+def usage_of(*, organization, project=None, resource: str) -> int | None:
+    """What `organization` (or `project`) really holds of `resource`; None when no counter is registered."""
+    base, qualifier = split_resource(resource)
+    fn = _COUNTERS.get(resource) or _COUNTERS.get(base)
+    if fn is None:
+        return None
+    return int(fn(organization=organization, project=project, qualifier=qualifier))
+
+
+def limit_of(*, organization, project=None, resource: str) -> int | None:
+    """The limit at the scope (explicit row, else the plan default for organizations); None = unlimited."""
+    from .models import Quota
+
+    row = Quota.objects.filter(organization_id=organization.pk, project_id=getattr(project, "pk", None),
+                               resource=resource).values_list("limit", flat=True).first()
+    if row is not None:
+        return row
+    return plan_default(organization.plan, resource) if project is None else None
+
+
+def quota_check(*, scope, resource: str, requested: int = 1) -> None:
+    """Raise 422 `quota_exceeded` if adding `requested` units of `resource` to `scope` would pass a limit.
+
+    `scope` is an Organization or a Project. Must be called inside `transaction.atomic()`; holds the
+    organization row lock until the caller's transaction ends. A qualified key also checks its base key
+    (`gpus:H100-SXM5-80GB` checks `gpus` too). The error carries `resource`, `limit`, `usage`, `requested`
+    and `scope` ("organization" | "project"). Raises `LookupError` if no usage counter is registered.
+    """
+    from .models import Organization, Project
+
+    if not connection.in_atomic_block:
+        raise RuntimeError("quota_check must run inside the caller's transaction")
+    project = scope if isinstance(scope, Project) else None
+    organization = project.organization if project is not None else scope
+    list(Organization.objects.select_for_update().filter(pk=organization.pk).values_list("pk"))
+    organization.refresh_from_db(fields=["plan"])
+    base, qualifier = split_resource(resource)
+    keys = [resource] + ([base] if qualifier else [])
+    scopes = ([("project", project)] if project is not None else []) + [("organization", None)]
+    for key in keys:
+        for scope_name, scope_project in scopes:
+            limit = limit_of(organization=organization, project=scope_project, resource=key)
+            if limit is None:
+                continue
+            usage = usage_of(organization=organization, project=scope_project, resource=key)
+            if usage is None:
+                raise LookupError(f"no usage counter registered for quota resource {key!r}")
+            if usage + requested > limit:
+                raise QuotaExceeded(
+                    f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
+                    f"({scope_name} {(scope_project or organization).slug}).",
+                    code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
+                    requested=requested, scope=scope_name)
+
+
+def _count_projects(*, organization, project, qualifier) -> int:
+    from .models import Project
+
+    return Project.objects.filter(organization_id=organization.pk).count()
+
+
+register_usage_counter("projects", _count_projects)

@@ -1,0 +1,80 @@
+"""Organization writes. Organizations are created by provider staff, who invite the owner (issue 3)."""
+from __future__ import annotations
+
+import re
+import zoneinfo
+
+from django.db import IntegrityError, transaction
+
+from apps.core.errors import Conflict, ValidationFailed
+
+from .. import authz, quotas
+from ..errors import Code, Forbidden
+from ..models import Organization, OrgRole, Quota
+from ._common import audit, fields_of
+
+EDITABLE = ("name", "legal_name", "billing_email", "currency", "billing_timezone", "default_sla_tier", "plan",
+            "require_2fa")
+STAFF_ONLY = frozenset({"currency", "default_sla_tier", "plan"})
+BILLING_FIELDS = frozenset({"legal_name", "billing_email", "billing_timezone"})
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def _validate(fields: dict) -> None:
+    errors: dict[str, list[str]] = {}
+    if "currency" in fields and not _CURRENCY.match(fields["currency"] or ""):
+        errors["currency"] = ["an ISO 4217 code of three capital letters, e.g. USD"]
+    if "billing_timezone" in fields:
+        try:
+            zoneinfo.ZoneInfo(fields["billing_timezone"])
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            errors["billing_timezone"] = ["an IANA time zone name, e.g. UTC or Europe/Berlin"]
+    if "plan" in fields and fields["plan"] not in quotas.PLANS:
+        raise ValidationFailed(f"Unknown plan {fields['plan']!r}.", code=Code.UNKNOWN_PLAN,
+                               errors={"plan": [f"one of {', '.join(quotas.PLANS)}"]})
+    if errors:
+        raise ValidationFailed("Invalid organization fields.", errors=errors)
+
+
+def organization_create(*, actor, slug: str, name: str, owner_email: str, **fields) -> Organization:
+    """Create an organization with its plan's default quotas and invite `owner_email` as owner.
+
+    Staff only (operator or billing admin). 409 `slug_taken`; 400 `unknown_plan` / `validation_error`.
+    The owner receives a signed invitation by e-mail (see `invitation_create`)."""
+    from .invitations import invitation_create
+
+    authz.authorize_staff(actor)
+    fields = {k: v for k, v in fields.items() if k in EDITABLE}
+    _validate(fields)
+    with transaction.atomic():
+        if Organization.objects.filter(slug=slug).exists():
+            raise Conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN)
+        try:
+            with transaction.atomic():
+                org = Organization.objects.create(slug=slug, name=name, **fields)
+        except IntegrityError:
+            raise Conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN)
+        Quota.objects.bulk_create([Quota(organization=org, resource=resource, limit=limit)
+                                   for resource, limit in quotas.PLANS[org.plan].items()])
+        audit(actor, "organization.create", org, after=fields_of(org, ("slug", *EDITABLE)))
+        invitation_create(actor=actor, organization=org, email=owner_email, role=OrgRole.OWNER)
+    return org
+
+
+def organization_update(*, actor, organization: Organization, **changes) -> Organization:
+    """Change organization fields. Staff: all; owner/admin: all but plan, currency, SLA tier; billing role:
+    legal name, billing e-mail, billing time zone. 403 `permission_denied` otherwise."""
+    changes = {k: v for k, v in changes.items() if k in EDITABLE}
+    roles = {OrgRole.OWNER, OrgRole.ADMIN} | ({OrgRole.BILLING} if set(changes) <= BILLING_FIELDS else set())
+    authz.authorize_org(actor, organization, roles)
+    if set(changes) & STAFF_ONLY and actor is not None and not getattr(actor, "staff_role", ""):
+        raise Forbidden("Plan, currency and SLA tier are set by the provider.", code=Code.PERMISSION_DENIED)
+    _validate(changes)
+    with transaction.atomic():
+        org = Organization.objects.select_for_update().get(pk=organization.pk)
+        before = fields_of(org, changes)
+        for key, value in changes.items():
+            setattr(org, key, value)
+        org.save(update_fields=list(changes))
+        audit(actor, "organization.update", org, before=before, after=fields_of(org, changes))
+    return org

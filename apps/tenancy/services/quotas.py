@@ -1,0 +1,62 @@
+"""Quota writes. Organization-level limits are set by provider staff; an organization's owner/admin may set
+project-level limits inside it (to share the organization's quota between projects)."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.core.errors import Conflict, ValidationFailed
+
+from .. import authz
+from ..errors import Code
+from ..models import Organization, OrgRole, Project, Quota
+from ..quotas import PROJECT_SCOPED, split_resource
+from ._common import audit
+
+
+def _authorize(actor, organization: Organization, project: Project | None) -> None:
+    if project is None:
+        authz.authorize_staff(actor)
+    else:
+        authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+
+
+def quota_create(*, actor, organization: Organization, resource: str, limit: int,
+                 project: Project | None = None) -> Quota:
+    """Set a limit for `resource` at the scope. 400 `unknown_resource`; 409 `conflict` if one exists
+    (change it with `quota_update`)."""
+    base, _qualifier = split_resource(resource)
+    if project is not None and base not in PROJECT_SCOPED:
+        raise ValidationFailed(f"{resource} is limited per organization only.", code=Code.UNKNOWN_RESOURCE,
+                               errors={"resource": ["not a project-level resource"]})
+    if project is not None and project.organization_id != organization.pk:
+        raise ValidationFailed("The project is not in this organization.", errors={"project": ["not found"]})
+    _authorize(actor, organization, project)
+    with transaction.atomic():
+        if Quota.objects.filter(organization=organization, project=project, resource=resource).exists():
+            raise Conflict(f"A quota for {resource} exists at this scope; change its limit.")
+        quota = Quota.objects.create(organization=organization, project=project, resource=resource, limit=limit)
+        audit(actor, "quota.create", quota, organization=organization, project=project,
+              after={"resource": resource, "limit": limit})
+    return quota
+
+
+def quota_update(*, actor, quota: Quota, limit: int) -> Quota:
+    """Change the limit. A limit below the current usage is allowed: it blocks new requests only."""
+    _authorize(actor, quota.organization, quota.project)
+    with transaction.atomic():
+        locked = Quota.objects.select_for_update().get(pk=quota.pk)
+        before = {"limit": locked.limit}
+        locked.limit = limit
+        locked.save(update_fields=["limit"])
+        audit(actor, "quota.update", locked, organization=locked.organization, project=locked.project,
+              before=before, after={"limit": limit, "resource": locked.resource})
+    return locked
+
+
+def quota_delete(*, actor, quota: Quota) -> None:
+    """Remove the limit: a project falls back to the organization's limit, an organization to its plan default."""
+    _authorize(actor, quota.organization, quota.project)
+    with transaction.atomic():
+        audit(actor, "quota.delete", quota, organization=quota.organization, project=quota.project,
+              before={"resource": quota.resource, "limit": quota.limit})
+        Quota.objects.filter(pk=quota.pk).delete()
