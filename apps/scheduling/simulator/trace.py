@@ -1,0 +1,80 @@
+"""Loaders for the Alibaba GPU-sharing trace ("openb", cluster-trace-gpu-v2023) and its FGD arrival sequences.
+
+The files stay where the project keeps shared data (``<repo>/../shared/traces/alibaba-gpu-v2023`` or the
+folder named by ``GPUCLOUD_TRACE_DIR``); nothing is copied into the repository. Formats: see that folder's
+``README.md`` (node and pod CSV columns) and ``sequences/README.md`` (one JSON object per arriving pod).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import os
+from pathlib import Path
+
+from apps.scheduling.policies.base import NodeView, PodRequest
+
+WORKLOADS = (
+    "default",
+    "cpu050", "cpu100", "cpu200", "cpu250",
+    "gpushare40", "gpushare60", "gpushare80", "gpushare100",
+    "gpuspec10", "gpuspec20", "gpuspec25", "gpuspec33",
+    "multigpu20", "multigpu30", "multigpu40", "multigpu50",
+)
+SEEDS = tuple(range(42, 52))
+GPU_NODE_FILE = "openb_node_list_gpu_node.csv"
+
+
+def trace_dir(path: str | os.PathLike | None = None) -> Path:
+    """The trace folder: ``path``, else ``$GPUCLOUD_TRACE_DIR``, else ``<repo>/../shared/traces/...``."""
+    if path:
+        return Path(path)
+    if os.environ.get("GPUCLOUD_TRACE_DIR"):
+        return Path(os.environ["GPUCLOUD_TRACE_DIR"])
+    repo_root = Path(__file__).resolve().parents[3]
+    return repo_root.parent / "shared" / "traces" / "alibaba-gpu-v2023"
+
+
+def load_nodes(directory: Path | None = None, filename: str = GPU_NODE_FILE) -> list[NodeView]:
+    """Hosts of the node list, sorted by ``sn``, all capacity free."""
+    nodes = []
+    with open(trace_dir(directory) / filename, newline="") as fh:
+        for row in csv.DictReader(fh):
+            gpus = int(row["gpu"])
+            nodes.append(NodeView(
+                name=row["sn"], model=row["model"] if gpus else "",
+                cpu_free_milli=int(row["cpu_milli"]), memory_free_mib=int(row["memory_mib"]),
+                gpu_free_milli=(1000,) * gpus,
+            ))
+    nodes.sort(key=lambda n: n.name)
+    return nodes
+
+
+def _request(d: dict, name_key: str) -> PodRequest:
+    num_gpu = int(d["num_gpu"])
+    return PodRequest(
+        cpu_milli=int(d["cpu_milli"]), memory_mib=int(d["memory_mib"]), num_gpu=num_gpu,
+        gpu_milli=int(d["gpu_milli"]) if num_gpu else 0, gpu_spec=d.get("gpu_spec") or "", name=d[name_key],
+    )
+
+
+def load_workload_pods(workload: str, directory: Path | None = None) -> list[PodRequest]:
+    """All pods of ``openb_pod_list_<workload>.csv`` (the workload FGD measures fragmentation against)."""
+    with open(trace_dir(directory) / f"openb_pod_list_{workload}.csv", newline="") as fh:
+        return [_request(row, "name") for row in csv.DictReader(fh)]
+
+
+def sequence_path(workload: str, seed: int, directory: Path | None = None) -> Path:
+    return trace_dir(directory) / "sequences" / f"openb-{workload}-seed{seed}.jsonl.gz"
+
+
+def load_sequence(workload: str, seed: int, directory: Path | None = None,
+                  limit: int | None = None) -> list[PodRequest]:
+    """The arrival sequence (in order); ``limit`` keeps only the first pods (for tests)."""
+    out = []
+    with gzip.open(sequence_path(workload, seed, directory), "rt") as fh:
+        for line in fh:
+            out.append(_request(json.loads(line), "pod"))
+            if limit is not None and len(out) >= limit:
+                break
+    return out
