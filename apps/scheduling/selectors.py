@@ -29,6 +29,36 @@ def gpu_usage_for_project(project, model: str | None = None, *, at: dt.datetime 
     return qs.count()
 
 
+def _scope(*, organization=None, project=None) -> Q:
+    return Q(project=project) if project is not None else Q(project__organization=organization)
+
+
+def quota_usage(resource: str, *, organization=None, project=None, qualifier: str | None = None,
+                at: dt.datetime | None = None) -> int:
+    """Usage counter for `apps.tenancy.quotas`: ``gpus`` (whole GPUs, qualifier = catalog model),
+    ``mig_slices`` (MIG GPU instances, qualifier = profile name), ``vgpus`` (vGPUs, qualifier = vGPU type).
+    Counts top-level allocations live at `at` (default now) of the project, or of every project of the
+    organization when `project` is None."""
+    rc = {"gpus": ResourceClass.GPU, "mig_slices": ResourceClass.MIG, "vgpus": ResourceClass.VGPU}[resource]
+    qs = Allocation.objects.filter(_current(at), _scope(organization=organization, project=project),
+                                   resource_class=rc, parent__isnull=True)
+    if qualifier:
+        qs = qs.filter(gpu__model=qualifier) if rc == ResourceClass.GPU else qs.filter(profile=qualifier)
+    if rc == ResourceClass.VGPU:
+        return int(qs.aggregate(s=Sum("amount"))["s"] or 0)
+    return qs.count()
+
+
+def register_quota_counters() -> None:
+    """Register the ledger's counters with the tenancy quota registry (called from AppConfig.ready)."""
+    from functools import partial
+
+    from apps.tenancy.quotas import register_usage_counter
+
+    for resource in ("gpus", "mig_slices", "vgpus"):
+        register_usage_counter(resource, partial(quota_usage, resource))
+
+
 def gpu_slice_usage_for_project(project, model: str | None = None, *, at: dt.datetime | None = None) -> float:
     """GPU equivalents held at `at`: whole GPUs + MIG slices / 8 + shares / 1000 (top-level rows)."""
     qs = Allocation.objects.filter(_current(at), project=project, parent__isnull=True)

@@ -291,3 +291,15 @@ def test_gpu_usage_counts_top_level_only(p, h):
     assert gpu_usage_for_project(p) == 3
     assert gpu_usage_for_project(p, model="A100-SXM4-80GB") == 0
     assert gpu_usage_for_project(fleet.project("other")) == 0
+
+
+def test_quota_counters_registered_with_tenancy(p, h):
+    from apps.tenancy.quotas import usage_of
+
+    allocations_claim(consumer=ref(p), specs=[gpu(h, 0), gpu(h, 1)])
+    allocations_claim(consumer=ref(p), specs=[mig(h, 0, 4, i=2)])
+    org = p.organization
+    assert usage_of(organization=org, project=p, resource="gpus") == 2
+    assert usage_of(organization=org, resource="gpus:H100-SXM5-80GB") == 2
+    assert usage_of(organization=org, resource="gpus:A100-SXM4-40GB") == 0
+    assert usage_of(organization=org, project=p, resource="mig_slices:x") == 1
