@@ -1,0 +1,1 @@
+"""Fleet description import/export (docs/fleet-format.md)."""
