@@ -13,8 +13,8 @@ def make_user(email: str, *, staff_role: str = "", password: str | None = None) 
 
 
 def make_org(slug: str, *, plan: str = "default", **fields) -> Organization:
-    from apps.tenancy.quotas import PLANS
     from apps.tenancy.models import Quota
+    from apps.tenancy.quotas import PLANS
 
     org = Organization.objects.create(slug=slug, name=slug.title(), plan=plan, **fields)
     Quota.objects.bulk_create([Quota(organization=org, resource=r, limit=v) for r, v in PLANS[plan].items()])

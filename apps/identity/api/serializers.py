@@ -34,6 +34,8 @@ class ApiTokenCreated(ApiTokenOutput):
 
 @extend_schema_field(OpenApiTypes.UUID)
 class VisibleServiceAccountField(serializers.PrimaryKeyRelatedField):
+    default_error_messages = VisibleOrganizationField.default_error_messages
+
     def get_queryset(self):
         return service_account_list_visible_to(self.context["request"].user).filter(disabled_at__isnull=True)
 

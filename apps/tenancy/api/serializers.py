@@ -10,7 +10,10 @@ from ..selectors import organization_list_visible_to, project_list_visible_to
 
 @extend_schema_field(OpenApiTypes.UUID)
 class VisibleOrganizationField(serializers.PrimaryKeyRelatedField):
-    """An organization id the caller can see (others do not exist: 400 `does_not_exist`)."""
+    """An organization id the caller can see (others do not exist: 400, the same answer as for a random id)."""
+
+    default_error_messages = {**serializers.PrimaryKeyRelatedField.default_error_messages,
+                              "does_not_exist": "Not found.", "incorrect_type": "Not a valid id."}
 
     def get_queryset(self):
         return organization_list_visible_to(self.context["request"].user)
@@ -18,6 +21,8 @@ class VisibleOrganizationField(serializers.PrimaryKeyRelatedField):
 
 @extend_schema_field(OpenApiTypes.UUID)
 class VisibleProjectField(serializers.PrimaryKeyRelatedField):
+    default_error_messages = VisibleOrganizationField.default_error_messages
+
     def get_queryset(self):
         return project_list_visible_to(self.context["request"].user).select_related("organization")
 

@@ -1,0 +1,34 @@
+"""Demo tenant for `manage.py demo_load` (idempotent): organization `demo`, project `demo`, owner
+demo@example.com, staff operator ops@example.com. Prints how to get tokens; never prints or stores a secret."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.identity.models import StaffRole, User
+
+from .models import Membership, Organization, OrgRole, Project, Quota
+from .quotas import PLANS
+
+OWNER = "demo@example.com"
+OPERATOR = "ops@example.com"
+
+
+def load_demo(stdout) -> None:
+    with transaction.atomic():
+        org, created = Organization.objects.get_or_create(
+            slug="demo", defaults={"name": "Demo", "legal_name": "Demo Inc.", "billing_email": OWNER})
+        if created:
+            Quota.objects.bulk_create([Quota(organization=org, resource=r, limit=v)
+                                       for r, v in PLANS[org.plan].items()])
+        Project.objects.get_or_create(organization=org, slug="demo", defaults={"name": "Demo"})
+        owner = User.objects.filter(email=OWNER).first() or User.objects.create_user(OWNER, full_name="Demo Owner")
+        Membership.objects.get_or_create(user=owner, organization=org, project=None,
+                                         defaults={"role": OrgRole.OWNER})
+        if not User.objects.filter(email=OPERATOR).exists():
+            User.objects.create_user(OPERATOR, full_name="Demo Operator", staff_role=StaffRole.OPERATOR)
+    stdout.write("Demo tenant: organization 'demo', project 'demo', owner demo@example.com; "
+                 "staff operator ops@example.com. Get API tokens with:\n"
+                 f"  .venv/bin/python manage.py create_api_token --email {OWNER} --project demo/demo --scope write\n"
+                 f"  .venv/bin/python manage.py create_api_token --email {OWNER} --organization demo --scope write\n"
+                 f"  .venv/bin/python manage.py create_api_token --email {OPERATOR} --staff --scope write\n"
+                 "then: curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8000/api/v1/projects/\n")

@@ -1,0 +1,15 @@
+"""Authorization-matrix entries of the operations app (`GET /operations/{pk}`)."""
+import uuid
+
+from apps.operations.models import Operation
+
+from .framework import Case, Entry, expect
+
+
+def _operation(world) -> Case:
+    op = Operation.objects.create(kind="test.noop", target_type="tenancy.project", target_id=uuid.uuid4(),
+                                  project=world.project_a, step="done")
+    return Case(kwargs={"pk": op.pk})
+
+
+ENTRIES = [Entry("GET", "/api/v1/operations/{pk}", expect(), _operation)]

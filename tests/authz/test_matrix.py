@@ -1,0 +1,68 @@
+"""Authorization matrix over every /api/v1/ endpoint (see framework.py for roles, entries and checks)."""
+import json
+
+import pytest
+from django.db import connection
+
+from apps.audit.models import AuditEvent
+from tests.tenancy.helpers import client_for
+
+from .framework import ROLES, Case, api_endpoints, collect_entries
+
+ENTRIES = collect_entries()
+
+
+def test_every_endpoint_has_an_entry():
+    served = api_endpoints()
+    covered = {entry.key for entry in ENTRIES}
+    missing = sorted(served - covered)
+    stale = sorted(covered - served)
+    assert not missing, "endpoints without an authorization-matrix entry (add them to tests/authz/matrix_<app>.py):\n" \
+        + "\n".join(f"  {m} {p}" for m, p in missing)
+    assert not stale, f"entries for endpoints that do not exist: {stale}"
+
+
+def test_entries_are_unique_and_complete():
+    keys = [entry.key for entry in ENTRIES]
+    assert len(keys) == len(set(keys)), "duplicate entries"
+    for entry in ENTRIES:
+        assert set(entry.expect) == set(ROLES), f"{entry}: expect must name every role {ROLES}"
+
+
+def _row_counts() -> dict[str, int]:
+    tables = [t for t in connection.introspection.table_names() if not t.startswith("django_")]
+    sql = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM \"{t}\"" for t in tables)
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return dict(cursor.fetchall())
+
+
+def _url(entry, case: Case) -> str:
+    return entry.path.format(**case.kwargs) + "/"
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("entry", ENTRIES, ids=str)
+def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
+    case = entry.setup(world) if entry.setup else Case()
+    client = client_for(world.tokens[role])
+    before = _row_counts()
+    audits_before = AuditEvent.objects.count()
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = getattr(client, entry.method.lower())(_url(entry, case), data=case.data if entry.method != "GET"
+                                                         else case.query, format="json" if case.data else None)
+    expected = entry.expect[role]
+    body = response.content.decode()
+    assert response.status_code == expected, f"{entry} as {role}: {response.status_code} {body[:400]}"
+    if response.status_code >= 400:
+        assert response["Content-Type"] == "application/problem+json"
+        assert response.json()["code"], body
+        assert _row_counts() == before, f"{entry} as {role} was denied but changed rows"
+        assert callbacks == [], f"{entry} as {role} was denied but scheduled work"
+    elif entry.method != "GET" and entry.audited:
+        assert AuditEvent.objects.count() > audits_before, f"{entry} as {role} wrote no audit event"
+    if role == "other_org":
+        if response.status_code >= 400:  # the problem's `instance` echoes the request path: not a leak
+            body = json.dumps({k: v for k, v in response.json().items() if k != "instance"})
+        leaked = [ident for ident in world.a_identifiers() + [str(v) for v in case.kwargs.values()] if ident in body]
+        assert not leaked, f"{entry}: organization A identifiers visible to another tenant: {leaked}"
