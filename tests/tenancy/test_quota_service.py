@@ -1,0 +1,80 @@
+"""`quota_check` as later issues use it: pluggable usage counters, project and organization scopes."""
+import pytest
+from django.db import transaction
+
+from apps.core.errors import QuotaExceeded, ValidationFailed
+from apps.tenancy import quotas
+from apps.tenancy.models import Quota
+
+from .helpers import make_org, make_project
+
+
+@pytest.fixture
+def gpu_usage():
+    """A registered counter reading a dict, standing in for the allocation ledger of a later issue."""
+    held = {}
+
+    def count(*, organization, project, qualifier):
+        return sum(n for (proj, model), n in held.items()
+                   if (project is None or proj == project.pk) and (qualifier is None or model == qualifier))
+
+    previous = dict(quotas._COUNTERS)
+    quotas.register_usage_counter("gpus", count)
+    yield held
+    quotas._COUNTERS.clear()
+    quotas._COUNTERS.update(previous)
+
+
+@pytest.mark.django_db
+def test_project_limit_then_organization_limit(gpu_usage):
+    org = make_org("gpuorg")  # default plan: 8 GPUs per organization
+    p1, p2 = make_project(org, "p1"), make_project(org, "p2")
+    Quota.objects.create(organization=org, project=p1, resource="gpus", limit=4)
+    gpu_usage[(p1.pk, "H100")] = 4
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check(scope=p1, resource="gpus", requested=1)
+    assert exc.value.extra == {"resource": "gpus", "limit": 4, "usage": 4, "requested": 1, "scope": "project"}
+    gpu_usage[(p2.pk, "H100")] = 3
+    with transaction.atomic():
+        quotas.quota_check(scope=p2, resource="gpus", requested=1)  # org: 7 + 1 <= 8
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check(scope=p2, resource="gpus", requested=2)
+    assert exc.value.extra["scope"] == "organization" and exc.value.extra["usage"] == 7
+
+
+@pytest.mark.django_db
+def test_qualified_resource_checks_model_and_total(gpu_usage):
+    org = make_org("models")
+    project = make_project(org, "p")
+    Quota.objects.create(organization=org, resource="gpus:H100-SXM5-80GB", limit=2)
+    gpu_usage[(project.pk, "H100-SXM5-80GB")] = 2
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check(scope=project, resource="gpus:H100-SXM5-80GB")
+    assert exc.value.extra["resource"] == "gpus:H100-SXM5-80GB"
+    with transaction.atomic():
+        quotas.quota_check(scope=project, resource="gpus:A100-SXM4-40GB", requested=6)  # total 8 <= 8
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check(scope=project, resource="gpus:A100-SXM4-40GB", requested=7)
+    assert exc.value.extra["resource"] == "gpus"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_quota_check_refuses_outside_a_transaction():
+    org = make_org("loose")
+    with pytest.raises(RuntimeError):
+        quotas.quota_check(scope=org, resource="projects")
+
+
+@pytest.mark.django_db
+def test_quota_check_refuses_unknown_keys():
+    org = make_org("strict")
+    with transaction.atomic(), pytest.raises(ValidationFailed) as exc:
+        quotas.quota_check(scope=org, resource="bananas")
+    assert exc.value.code == "unknown_resource"
+
+
+@pytest.mark.django_db
+def test_resource_without_counter_is_an_error_not_a_silent_pass():
+    org = make_org("nocounter")
+    with transaction.atomic(), pytest.raises(LookupError):
+        quotas.quota_check(scope=org, resource="vpcs")
