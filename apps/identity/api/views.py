@@ -113,7 +113,7 @@ class SessionView(generics.GenericAPIView):
 
     def _state(self, request, code=status.HTTP_200_OK):
         user = request.user
-        verified = bool(getattr(user, "is_verified", lambda: False)())
+        verified = bool(getattr(user, "is_verified", lambda: False)()) or getattr(user, "otp_device", None) is not None
         return Response({"authenticated": user.is_authenticated, "email": getattr(user, "email", None) or None,
                          "two_factor_verified": verified, "csrf_token": get_token(request._request)}, status=code)
 
@@ -125,7 +125,6 @@ class SessionView(generics.GenericAPIView):
         DrfSessionAuthentication().enforce_csrf(request)
         data = _validated(s.LoginInput, request)
         services.session_login(request=request._request, **data)
-        request._request.user = request._request.user
         request.user = request._request.user
         return self._state(request)
 

@@ -1,0 +1,66 @@
+"""/audit-events: every mutation writes one event in the same transaction; tenants see their organization's
+events only, with filters; staff see all."""
+import datetime as dt
+
+import pytest
+
+from apps.audit.models import AuditEvent
+from apps.identity.models import StaffRole
+from apps.tenancy.models import OrgRole, Project
+from tests.tenancy.helpers import client_for, make_org, make_user, member, token_for
+
+
+@pytest.fixture
+def two_tenants(db):
+    a, b = make_org("alpha"), make_org("beta")
+    owner_a, owner_b = make_user("owner@alpha.test"), make_user("owner@beta.test")
+    member(owner_a, a, OrgRole.OWNER)
+    member(owner_b, b, OrgRole.OWNER)
+    ca, cb = client_for(token_for(owner_a, organization=a)), client_for(token_for(owner_b, organization=b))
+    for client, org, slug in ((ca, a, "web"), (ca, a, "ml"), (cb, b, "db")):
+        assert client.post("/api/v1/projects/", {"organization": str(org.pk), "slug": slug, "name": slug}).status_code == 201
+    return a, b, ca, cb
+
+
+def _actions(response):
+    assert response.status_code == 200, response.content
+    return sorted(e["action"] + ":" + (e["after"] or {}).get("slug", "") for e in response.json()["results"])
+
+
+def test_tenants_see_only_their_organizations_events(two_tenants):
+    a, b, ca, cb = two_tenants
+    assert _actions(ca.get("/api/v1/audit-events/")) == ["api_token.create:", "project.create:ml",
+                                                         "project.create:web"]
+    assert _actions(cb.get("/api/v1/audit-events/")) == ["api_token.create:", "project.create:db"]
+    other = AuditEvent.objects.filter(organization=b).first()
+    assert ca.get(f"/api/v1/audit-events/{other.pk}/").status_code == 404
+
+
+def test_filters_actor_action_target_and_time_range(two_tenants):
+    a, b, ca, cb = two_tenants
+    web = Project.objects.get(slug="web")
+    assert _actions(ca.get("/api/v1/audit-events/", {"action": "project.create"})) == ["project.create:ml",
+                                                                                       "project.create:web"]
+    assert _actions(ca.get("/api/v1/audit-events/", {"action": "project."})) == ["project.create:ml",
+                                                                                 "project.create:web"]
+    assert _actions(ca.get("/api/v1/audit-events/", {"target_type": "tenancy.project", "target_id": str(web.pk)})) \
+        == ["project.create:web"]
+    assert len(_actions(ca.get("/api/v1/audit-events/", {"actor": "owner@alpha.test"}))) == 2
+    assert _actions(ca.get("/api/v1/audit-events/", {"actor": "owner@beta.test"})) == []
+    future = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()
+    assert _actions(ca.get("/api/v1/audit-events/", {"created_after": future})) == []
+    assert len(_actions(ca.get("/api/v1/audit-events/", {"created_before": future}))) == 3
+
+
+def test_staff_see_all_events_and_their_own_writes_are_audited(two_tenants):
+    a, b, ca, cb = two_tenants
+    staff = make_user("ops@provider.test", staff_role=StaffRole.OPERATOR)
+    client = client_for(token_for(staff, staff=True))
+    assert client.patch(f"/api/v1/organizations/{a.pk}/", {"plan": "enterprise"}).status_code == 200
+    events = client.get("/api/v1/audit-events/", {"page_size": 500}).json()["results"]
+    assert len(events) == AuditEvent.objects.count()
+    staff_event = next(e for e in events if e["action"] == "organization.update")
+    assert staff_event["actor_is_staff"] is True and staff_event["before"] == {"plan": "default"}
+    assert staff_event["organization"] == str(a.pk) and staff_event["token_prefix"]
+    # the tenant sees the provider's change to its organization
+    assert "organization.update:" in _actions(ca.get("/api/v1/audit-events/"))

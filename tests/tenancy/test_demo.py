@@ -1,0 +1,27 @@
+import io
+
+import pytest
+from django.core.management import call_command
+
+from apps.identity.models import User
+from apps.tenancy.demo import load_demo
+from apps.tenancy.models import Membership, Organization, Project
+from tests.tenancy.helpers import client_for
+
+
+@pytest.mark.django_db
+def test_demo_is_idempotent_and_its_printed_commands_work():
+    out = io.StringIO()
+    load_demo(out)
+    load_demo(io.StringIO())
+    assert Organization.objects.filter(slug="demo").count() == 1
+    assert Project.objects.filter(slug="demo", organization__slug="demo").count() == 1
+    assert Membership.objects.filter(user__email="demo@example.com", role="owner").count() == 1
+    assert User.objects.get(email="ops@example.com").staff_role == "operator"
+    commands = [line.split("manage.py ", 1)[1].split() for line in out.getvalue().splitlines()
+                if "create_api_token" in line]
+    assert len(commands) == 3
+    for argv in commands:
+        token_out = io.StringIO()
+        call_command(*argv, stdout=token_out)
+        assert client_for(token_out.getvalue().strip()).get("/api/v1/projects/").json()["results"][0]["slug"] == "demo"
