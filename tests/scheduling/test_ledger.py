@@ -303,3 +303,19 @@ def test_quota_counters_registered_with_tenancy(p, h):
     assert usage_of(organization=org, resource="gpus:H100-SXM5-80GB") == 2
     assert usage_of(organization=org, resource="gpus:A100-SXM4-40GB") == 0
     assert usage_of(organization=org, project=p, resource="mig_slices:x") == 1
+
+
+def test_lease_holding_vcpus_bounds_its_children(p):
+    h = fleet.host(threads=64)
+    lease = ref(p, "lease")
+    allocations_claim(consumer=lease, specs=[gpu(h, 0), AllocationSpec(h.id, "vcpu", amount=16)],
+                      start=T0, end=T0 + DAY)
+    allocations_claim(consumer=ref(p), specs=[gpu(h, 0), AllocationSpec(h.id, "vcpu", amount=12)], start=T0,
+                      end=T0 + DAY, parent_consumer_id=lease.id)
+    with pytest.raises(CapacityUnavailable):  # 12 + 8 > the lease's 16
+        allocations_claim(consumer=ref(p), specs=[AllocationSpec(h.id, "vcpu", amount=8)], start=T0,
+                          end=T0 + DAY, parent_consumer_id=lease.id)
+    # memory: the lease holds none on this host, so it comes from the host's pool (top-level row)
+    rows = allocations_claim(consumer=ref(p), specs=[AllocationSpec(h.id, "memory_mib", amount=1024)], start=T0,
+                             end=T0 + DAY, parent_consumer_id=lease.id)
+    assert rows[0].parent_id is None

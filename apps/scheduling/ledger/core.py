@@ -129,9 +129,10 @@ def refresh_usage(host_ids: Sequence[uuid.UUID], now: dt.datetime | None = None)
             cur.execute(sql.REFRESH_USAGE, {"hosts": list(host_ids), "now": now or clock.now()})
 
 
-def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Allocation]) -> Allocation:
+def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Allocation]) -> Allocation | None:
     """The lease row that holds `spec` for the whole period: same GPU and covering slices, or same host-level
-    class on the same host."""
+    class on the same host. vCPUs / memory of a host where the lease holds none of that class stay top-level
+    (drawn from the host's general pool); anything else outside the holding is refused."""
     def covers_time(p: Allocation) -> bool:
         pe, ce = p.period.upper, period.upper
         return p.period.lower <= period.lower and (pe is None or (ce is not None and ce <= pe))
@@ -144,6 +145,9 @@ def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Al
                 return p
         if spec.gpu_id is None and p.resource_class == spec.resource_class:
             return p
+    if spec.gpu_id is None and not any(p.host_id == spec.host_id and p.resource_class == spec.resource_class
+                                       for p in parents):
+        return None  # the lease holds no vCPUs / memory here: they come from the host's general pool
     raise CapacityUnavailable(
         f"{spec.resource_class} on host {spec.host_id} is not within the lease's holding for the period",
         explanation={"filters": [{"filter": "lease_holding", "removed": 1,

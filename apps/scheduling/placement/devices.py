@@ -1,0 +1,146 @@
+"""Device choice inside one host: which GPUs, which MIG start slice, which GPU for a vGPU or a share.
+
+* Whole GPUs on an HGX host: exactly one NVSwitch partition's GPUs from the catalog (Fabric Manager shared
+  NVSwitch multitenancy; `apps.inventory.catalog.nvswitch_partitions`, GPU physical id = index + 1). Among free
+  partitions of the requested size prefer (1) one NUMA node, (2) breaking the fewest still-free larger
+  partitions, (3) the lowest partition id. A size with no partition (e.g. 3 GPUs) does not fit.
+* Whole GPUs elsewhere: one NUMA node when one has room (the fullest such node, to keep whole nodes free).
+* MIG: `apps.inventory.mig.mig_plan` next to the GPU's current GPU instances (from the ledger).
+* vGPU: homogeneous vGPU mode (one type per GPU), at most the catalog's maximum of that type.
+* Share: the GPU scored best by the packing policy (`apps.scheduling.policies`), i.e. the FGD family.
+
+Each chooser returns ``(choice, score)`` or ``(None, reason)``; a higher score is a better fit for binpack.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from apps.inventory.catalog import gpu_model_get, nvswitch_partitions
+from apps.inventory.mig import mig_max_placeable, mig_plan
+
+from ..models import GPU_SLICES
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    id: uuid.UUID
+    index: int
+    numa: int
+    model: str = ""
+    occupancy: tuple = ()  # allocations overlapping the window: dicts rc/lo/hi/amount/profile/parent
+
+
+def choose_whole_gpus(n: int, free: list[GpuRow], nvswitch_system: str, all_indexes: int = 8):
+    """Pick `n` GPUs out of `free`. Returns ((gpus, detail), score) or (None, reason)."""
+    if len(free) < n:
+        return None, "gpu_capacity"
+    parts = nvswitch_partitions(nvswitch_system) if nvswitch_system else []
+    if parts:
+        return _by_partition(n, free, parts)
+    by_numa: dict[int, list[GpuRow]] = {}
+    for g in free:
+        by_numa.setdefault(g.numa, []).append(g)
+    fitting = sorted((len(v), node) for node, v in by_numa.items() if len(v) >= n)
+    if fitting:
+        node = fitting[0][1]
+        chosen = by_numa[node][:n]
+        return (chosen, {"numa_nodes": [node]}), 1.0
+    chosen = free[:n]
+    return (chosen, {"numa_nodes": sorted({g.numa for g in chosen})}), 0.0
+
+
+def _by_partition(n: int, free: list[GpuRow], parts: list[dict]):
+    by_phys = {g.index + 1: g for g in free}
+    sized = [p for p in parts if len(p["gpus"]) == n]
+    if not sized:
+        return None, "nvswitch_partition_size"
+    usable = [p for p in sized if set(p["gpus"]) <= by_phys.keys()]
+    if not usable:
+        return None, "nvswitch_partition_busy"
+    free_set = set(by_phys)
+
+    def key(p):
+        numa = len({by_phys[i].numa for i in p["gpus"]})
+        broken = sum(1 for q in parts if len(q["gpus"]) > n and set(p["gpus"]) <= set(q["gpus"])
+                     and set(q["gpus"]) <= free_set)
+        return (numa, broken, p["id"])
+
+    best = min(usable, key=key)
+    chosen = [by_phys[i] for i in sorted(best["gpus"])]
+    numa, broken, _ = key(best)
+    return (chosen, {"nvswitch_partition": best["id"], "numa_nodes": sorted({g.numa for g in chosen})}), \
+        float(2 - min(numa, 2)) - broken / 10
+
+
+def _mig_current(g: GpuRow) -> list | None:
+    """The GPU's current GPU instances as (profile, start), or None when a non-MIG row holds slices."""
+    current = []
+    for a in g.occupancy:
+        if a["rc"] != "mig":
+            if a["rc"] == "gpu":
+                return None
+            continue
+        current.append((a["profile"], a["lo"]))
+    return current
+
+
+def choose_mig(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
+    """The GPU and start slice for one GPU instance of `profile`. Score: slices used after (best fit),
+    then the placeability kept for other profiles."""
+    best = None
+    reason = "mig_geometry"
+    for g in gpus:
+        spec = gpu_model_get(g.model)
+        if spec is None or spec.mig is None:
+            reason = "mig_unsupported"
+            continue
+        current = _mig_current(g)
+        if current is None:
+            continue
+        plan = mig_plan(spec.mig, [profile], current=current, driver_version=driver_version)
+        if not plan.ok:
+            continue
+        p = plan.placements[0]
+        kept = sum(mig_max_placeable(spec.mig, plan.layout).values())
+        score = plan.memory_slices_used / GPU_SLICES + kept / 100
+        if best is None or score > best[1]:
+            best = ((g, p), score)
+    return best if best else (None, reason)
+
+
+def choose_vgpu(vgpu_type: str, gpus: list[GpuRow]):
+    best = None
+    reason = "vgpu_capacity"
+    for g in gpus:
+        spec = gpu_model_get(g.model)
+        vtype = next((t for t in spec.vgpu_types if t.name == vgpu_type), None) if spec else None
+        if vtype is None:
+            reason = "vgpu_type_unsupported"
+            continue
+        rows = [a for a in g.occupancy if a["rc"] == "vgpu"]
+        if any(a["profile"] != vgpu_type for a in rows) or any(a["rc"] in ("gpu", "mig") for a in g.occupancy):
+            continue
+        used = sum(a["amount"] for a in rows)
+        if used + 1 > vtype.max:
+            continue
+        score = (used + 1) / vtype.max
+        if best is None or score > best[1]:
+            best = (g, score)
+    return best if best else (None, reason)
+
+
+def share_free_milli(g: GpuRow) -> int:
+    if any(a["rc"] in ("gpu", "mig") for a in g.occupancy):
+        return 0
+    return 1000 - sum(a["amount"] for a in g.occupancy if a["rc"] == "share")
+
+
+def choose_share(share_milli: int, gpus: list[GpuRow]):
+    """Best fit among GPUs with room (the least free milli-GPU left); the packing-policy scorer refines the
+    ranking across hosts (see `weighers.share_scores`)."""
+    fitting = [(share_free_milli(g), g) for g in gpus if share_free_milli(g) >= share_milli]
+    if not fitting:
+        return None, "share_capacity"
+    free, g = min(fitting, key=lambda t: (t[0], t[1].index))
+    return g, 1.0 - (free - share_milli) / 1000

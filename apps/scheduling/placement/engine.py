@@ -1,0 +1,367 @@
+"""Placement: a `PlacementRequest` becomes ranked `Candidate`s through filters and weighers.
+
+Two paths give the same answers for what they cover:
+
+* **fast** (on-demand whole-GPU or CPU-only requests starting now): one indexed SQL pre-ranks hosts on the
+  per-host usage summary (`HostUsage`, recomputed by every ledger write), then the device step checks the top
+  hosts against the ledger itself. If it finds nothing, the exact path runs.
+* **exact** (everything else, dry runs, and every refusal): one SQL computes each host's state and its capacity
+  left over the request's period from the ledger; Python applies the filters in a fixed order and counts what
+  each removed (`Explanation`), then the device step (NVSwitch partitions / NUMA, MIG geometry, vGPU, shares)
+  and, for several hosts, the network topology step.
+
+Filter order: host_state, provisioning_kind, zone, lease_holding, tenant_isolation, affinity, anti_affinity,
+gpu_model, gpu_mode, gpu_health, gpu_capacity, vcpu, memory, then the device filters (nvswitch_partition,
+mig_geometry, vgpu_capacity, share_capacity) and topology.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+from django.db import connection
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
+
+from apps.core import clock
+from apps.inventory.models import Host, Zone
+from apps.inventory.states import HostState
+
+from ..ledger import AllocationSpec
+from ..ledger import sql as ledger_sql
+from ..ledger.core import refresh_usage
+from . import devices, sql, weighers
+from .explanation import Explanation
+from .request import Candidate, HostChoice, PlacementRequest, Result
+from .topology import select_hosts
+
+FAST_OVERFETCH = 8
+_ENSURED = {"at": 0.0}
+ENSURE_EVERY_S = 10.0
+
+
+class _Ctx:
+    """Per-call parameters shared by the SQL and the filters."""
+
+    def __init__(self, req: PlacementRequest):
+        self.req = req
+        self.now = clock.now()
+        self.window = DateTimeTZRange(req.start or self.now, req.end, "[)")
+        self.policy = weighers.policy_for(req)
+        nested = req.lease_id is not None
+        self.conflict = sql.conflict_predicate(consumer_type=req.consumer_type, spot=req.spot, nested=nested)
+        self.model_ok = "(cardinality(%(models)s::text[]) = 0 OR g.model = ANY(%(models)s::text[]))"
+        self.lease_gpu = ("AND g.id IN (SELECT la.gpu_id FROM scheduling_allocation la WHERE la.consumer_id = "
+                          "%(lease)s AND la.consumer_type = 'lease' AND la.period @> %(window)s)") if nested else ""
+        self.params = {"window": self.window, "models": list(req.gpu_models), "mode": req.gpu_mode or "exclusive",
+                       "lease": req.lease_id, "project": req.project_id}
+        self.zone_id = None
+        if req.zone:
+            self.zone_id = Zone.objects.filter(name=req.zone).values_list("id", flat=True).first() or uuid.UUID(int=0)
+        self.group_hosts: set | None = None
+        if req.affinity_group:
+            with connection.cursor() as cur:
+                cur.execute(sql.GROUP_HOSTS, {"group": req.affinity_group, "project": req.project_id,
+                                              "window": self.window})
+                self.group_hosts = {r[0] for r in cur.fetchall()}
+
+    def countable_used(self, holders: int, workloads: int) -> int:
+        r = self.req
+        if r.consumer_type == "lease":
+            return holders
+        if r.spot or r.lease_id:
+            return workloads
+        return max(holders, workloads)
+
+
+def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
+          exclude_hosts: frozenset = frozenset()) -> Result:
+    """Ranked candidates for `req` (best first, at most `limit`; a multi-host request gets one host set).
+    `explain=True` always runs the exact path and evaluates every host. Reads only; claims nothing."""
+    ctx = _Ctx(req)
+    if (req.is_on_demand_now and req.gpu_form in ("gpu", "none") and not explain and not req.affinity_group
+            and not (req.zone and ctx.zone_id == uuid.UUID(int=0))):
+        result = _fast(ctx, limit, exclude_hosts)
+        if result.candidates:
+            return result
+    return _exact(ctx, limit, explain, exclude_hosts)
+
+
+# ---- fast path ------------------------------------------------------------------------------------------
+def _ensure_usage_rows(now) -> None:
+    if time.monotonic() - _ENSURED["at"] < ENSURE_EVERY_S:
+        return
+    with connection.cursor() as cur:
+        cur.execute(sql.MISSING_USAGE_HOSTS)
+        missing = [r[0] for r in cur.fetchall()]
+        if missing:
+            cur.execute(ledger_sql.ENSURE_USAGE_ROWS, [now, missing])
+    if missing:
+        refresh_usage(missing, now)
+    _ENSURED["at"] = time.monotonic()
+
+
+def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
+    req = ctx.req
+    _ensure_usage_rows(ctx.now)
+    n_fetch = limit * FAST_OVERFETCH if req.hosts == 1 else max(req.hosts * 50, 2000)
+    params = {**ctx.params, "kind": req.provisioning_kind, "zone": ctx.zone_id, "gpus": req.gpus_per_host,
+              "vcpus": req.vcpus, "memory": req.memory_mib, "dedicated": req.dedicated,
+              "exclude": list(exclude), "limit": n_fetch}
+    with connection.cursor() as cur:
+        # a host without a summary row sorts as "very free": last for binpack, first for spread
+        direction = "DESC" if ctx.policy == "spread" else "ASC"
+        cur.execute(sql.FAST_HOSTS.format(direction=direction, unknown=1000), params)
+        ids = [r[0] for r in cur.fetchall()]
+    exp = Explanation(len(ids), "fast")
+    if not ids:
+        return Result([], exp.as_dict())
+    hosts = {h["id"]: h for h in Host.objects.filter(id__in=ids, state=HostState.AVAILABLE)
+             .values("id", "name", "nvswitch_system")}
+    free: dict = {}
+    if req.gpus_per_host:
+        with connection.cursor() as cur:
+            cur.execute(sql.FREE_GPUS.format(model_ok=ctx.model_ok, conflict=ctx.conflict),
+                        {**ctx.params, "hosts": ids})
+            for host_id, gpu_id in cur.fetchall():
+                free.setdefault(host_id, []).append(gpu_id)
+        gpu_meta = _gpu_meta([g for v in free.values() for g in v])
+    choices: list[tuple[tuple, HostChoice]] = []
+    for rank, hid in enumerate(ids):
+        h = hosts.get(hid)
+        if h is None:
+            continue
+        if req.gpus_per_host:
+            rows = [gpu_meta[g] for g in free.get(hid, [])]
+            got, score = devices.choose_whole_gpus(req.gpus_per_host, rows, h["nvswitch_system"])
+            if got is None:
+                exp.remove(_DEVICE_FILTER.get(score, score), score)
+                continue
+            gpus, detail = got
+        else:
+            gpus, detail, score = [], {}, 0.0
+        choices.append(((rank, -score), _choice(req, hid, h["name"], gpus, detail)))
+        if req.hosts == 1 and len(choices) >= limit:
+            break
+    exp.evaluated = len(choices)
+    return _finish(ctx, choices, exp, limit)
+
+
+def _gpu_meta(ids: list) -> dict:
+    from apps.inventory.models import Gpu
+
+    return {g["id"]: devices.GpuRow(g["id"], g["index"], g["numa_node"], g["model"])
+            for g in Gpu.objects.filter(id__in=ids).values("id", "index", "numa_node", "model")}
+
+
+# ---- exact path -----------------------------------------------------------------------------------------
+_DEVICE_FILTER = {
+    "gpu_capacity": "gpu_capacity",
+    "nvswitch_partition_size": "nvswitch_partition",
+    "nvswitch_partition_busy": "nvswitch_partition",
+    "mig_geometry": "mig_geometry",
+    "mig_unsupported": "mig_geometry",
+    "vgpu_capacity": "vgpu_capacity",
+    "vgpu_type_unsupported": "vgpu_capacity",
+    "share_capacity": "share_capacity",
+}
+_REASON_TEXT = {
+    "nvswitch_partition_size": "no NVSwitch partition has exactly the requested number of GPUs",
+    "nvswitch_partition_busy": "no NVSwitch partition of that size has all its GPUs free",
+    "mig_geometry": "no GPU has room for the MIG profile at an allowed start slice",
+    "mig_unsupported": "the GPU model does not support MIG",
+    "vgpu_capacity": "no GPU has room for one more vGPU of the type (one type per GPU)",
+    "vgpu_type_unsupported": "the vGPU type does not exist for the GPU model",
+    "share_capacity": "no shared-mode GPU has the share free",
+    "gpu_capacity": "fewer free GPUs than requested",
+}
+
+
+def _host_rows(ctx: _Ctx) -> list[tuple]:
+    free = (f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.id NOT IN (SELECT gpu_id FROM busy) "
+            f"{ctx.lease_gpu}")
+    query = sql.EXACT_HOSTS.format(conflict=ctx.conflict, model_ok=ctx.model_ok, free=free,
+                                   holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS)
+    with connection.cursor() as cur:
+        cur.execute(query, ctx.params)
+        return cur.fetchall()
+
+
+def _lease_hosts(ctx: _Ctx) -> set:
+    with connection.cursor() as cur:
+        cur.execute(sql.LEASE_HOLDING, {"lease": ctx.req.lease_id, "window": ctx.window})
+        return {r[0] for r in cur.fetchall()}
+
+
+def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | None) -> bool:
+    """Apply the host-level filters to one EXACT_HOSTS row; record the first that removes it."""
+    req = ctx.req
+    (hid, _name, state, zone_id, kind, threads, memory, _nvs, vh, vw, mh, mw, n_model, n_mode, n_healthy,
+     free_ids, _fi, _fn, projects, dedicated_pid) = row
+    models = "|".join(req.gpu_models) or "any model"
+    checks = [
+        ("host_state", state != HostState.AVAILABLE, state),
+        ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
+        ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone"),
+        ("lease_holding", lease_hosts is not None and hid not in lease_hosts, "not held by the lease"),
+        ("tenant_isolation", dedicated_pid is not None and dedicated_pid != req.project_id,
+         "dedicated to another project"),
+        ("tenant_isolation", req.dedicated and bool(set(projects) - {req.project_id}),
+         "runs other projects' workloads"),
+        ("affinity", ctx.group_hosts is not None and not req.anti_affinity and bool(ctx.group_hosts)
+         and hid not in ctx.group_hosts, "no member of the affinity group here"),
+        ("anti_affinity", ctx.group_hosts is not None and req.anti_affinity and hid in ctx.group_hosts,
+         "a member of the anti-affinity group runs here"),
+    ]
+    if req.gpu_form != "none":
+        need = req.gpus_per_host or 1
+        checks += [
+            ("gpu_model", n_model == 0, f"no GPU of {models}"),
+            ("gpu_mode", n_mode == 0, f"no GPU in {req.gpu_mode} mode"),
+            ("gpu_health", n_healthy < need, "too few healthy GPUs"),
+        ]
+        if req.gpu_form == "gpu":
+            checks.append(("gpu_capacity", len(free_ids) < need, f"fewer than {need} free GPUs"))
+    checks += [
+        ("vcpu", threads - ctx.countable_used(vh, vw) < req.vcpus, f"fewer than {req.vcpus} vCPUs free"),
+        ("memory", memory - ctx.countable_used(mh, mw) < req.memory_mib, f"less than {req.memory_mib} MiB free"),
+    ]
+    for name, failed, reason in checks:
+        if failed:
+            exp.remove(name, reason)
+            return False
+    return True
+
+
+def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
+    req = ctx.req
+    rows = [r for r in _host_rows(ctx) if r[0] not in exclude]
+    exp = Explanation(len(rows), "exact")
+    exp.declare("host_state")
+    lease_hosts = _lease_hosts(ctx) if req.lease_id else None
+    survivors = [r for r in rows if _host_filters(ctx, r, exp, lease_hosts)]
+    if req.gpu_form in ("gpu", "none"):
+        choices = _whole_gpu_choices(ctx, survivors, exp, limit, explain)
+    else:
+        choices = _fractional_choices(ctx, survivors, exp)
+    exp.evaluated = len(choices)
+    return _finish(ctx, choices, exp, limit)
+
+
+def _whole_gpu_choices(ctx, survivors, exp, limit, explain) -> list:
+    req = ctx.req
+    ranked = []
+    for r in survivors:
+        free_vcpus = r[5] - ctx.countable_used(r[8], r[9]) - req.vcpus
+        ranked.append((weighers.host_key(ctx.policy, len(r[15]) - req.gpus_per_host, free_vcpus), r))
+    ranked.sort(key=lambda t: (t[0], str(t[1][0])))
+    choices = []
+    for key, r in ranked:
+        gpus, detail, score = [], {}, 0.0
+        if req.gpus_per_host:
+            rows = [devices.GpuRow(i, x, n) for i, x, n in zip(r[15], r[16], r[17], strict=True)]
+            got, score = devices.choose_whole_gpus(req.gpus_per_host, rows, r[7])
+            if got is None:
+                exp.remove(_DEVICE_FILTER[score], _REASON_TEXT[score])
+                continue
+            gpus, detail = got
+        choices.append(((key, -score), _choice(req, r[0], r[1], gpus, detail)))
+        if req.hosts == 1 and len(choices) >= limit and not explain:
+            break
+    return choices
+
+
+def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
+    query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu)
+    out: dict = {}
+    with connection.cursor() as cur:
+        cur.execute(query, {**ctx.params, "hosts": host_ids})
+        for host_id, gid, index, numa, model, occ in cur.fetchall():
+            out.setdefault(host_id, []).append(devices.GpuRow(gid, index, numa, model, tuple(occ)))
+    return out
+
+
+def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
+    req = ctx.req
+    occ = _occupancy(ctx, [r[0] for r in survivors])
+    found = []
+    for r in survivors:
+        gpus = occ.get(r[0], [])
+        if req.gpu_form == "mig":
+            got, score = devices.choose_mig(req.mig_profile, gpus)
+        elif req.gpu_form == "vgpu":
+            got, score = devices.choose_vgpu(req.vgpu_type, gpus)
+        else:
+            got, score = devices.choose_share(req.share_milli, gpus)
+        if got is None:
+            exp.remove(_DEVICE_FILTER[score], _REASON_TEXT[score])
+            continue
+        found.append((r, got, score, gpus))
+    policy_scores = {}
+    if req.gpu_form == "share" and found:
+        policy_scores = weighers.share_scores(req, [
+            (str(r[0]), gpus[0].model if gpus else "", (r[5] - ctx.countable_used(r[8], r[9])) * 1000,
+             r[6] - ctx.countable_used(r[10], r[11]), tuple(devices.share_free_milli(g) for g in gpus))
+            for r, _, _, gpus in found])
+    sign = -1 if ctx.policy != "spread" else 1
+    choices = []
+    for r, got, score, gpus in found:
+        detail: dict = {}
+        if req.gpu_form == "mig":
+            g, p = got
+            spec = AllocationSpec(r[0], "mig", gpu_id=g.id, slices=(p.start, p.end), profile=p.profile)
+            detail = {"gpu_index": g.index, "mig_start": p.start}
+        elif req.gpu_form == "vgpu":
+            g = got
+            spec = AllocationSpec(r[0], "vgpu", gpu_id=g.id, profile=req.vgpu_type)
+            detail = {"gpu_index": g.index}
+        else:
+            g = got
+            if str(r[0]) in policy_scores:
+                pscore, pos = policy_scores[str(r[0])]
+                g, score = gpus[pos], pscore
+                detail = {"policy_score": pscore}
+            spec = AllocationSpec(r[0], "share", gpu_id=g.id, amount=req.share_milli)
+            detail["gpu_index"] = g.index
+        choice = _choice(req, r[0], r[1], [], detail)
+        choice.specs.insert(0, spec)
+        choices.append(((sign * score,), choice))
+    return choices
+
+
+# ---- common ---------------------------------------------------------------------------------------------
+def _choice(req: PlacementRequest, host_id, name: str, gpus: list, detail: dict) -> HostChoice:
+    specs = [AllocationSpec(host_id, "gpu", gpu_id=g.id) for g in gpus]
+    if req.vcpus:
+        specs.append(AllocationSpec(host_id, "vcpu", amount=req.vcpus))
+    if req.memory_mib:
+        specs.append(AllocationSpec(host_id, "memory_mib", amount=req.memory_mib))
+    if gpus:
+        detail = {**detail, "gpu_indexes": [g.index for g in gpus]}
+    return HostChoice(host_id, name, specs, detail)
+
+
+def _finish(ctx: _Ctx, choices: list, exp: Explanation, limit: int) -> Result:
+    req = ctx.req
+    choices.sort(key=lambda t: t[0])
+    ordered = [c for _, c in choices]
+    if req.hosts == 1:
+        exp.remaining = len(ordered)
+        cands = [Candidate([c], float(len(ordered) - i)) for i, c in enumerate(ordered[:limit])]
+        return Result(cands, exp.as_dict())
+    exp.declare("topology")
+    if len(ordered) < req.hosts:
+        exp.remove("topology", f"only {len(ordered)} suitable hosts for {req.hosts}", len(ordered))
+        exp.note("topology", f"needs {req.hosts} hosts")
+        return Result([], exp.as_dict())
+    by_id = {c.host_id: c for c in ordered}
+    picked, info = select_hosts([c.host_id for c in ordered], req.hosts, req.topology, ctx.policy)
+    if picked is None:
+        exp.remove("topology", info["reason"], len(ordered))
+        exp.note("topology", f"constraint {info.get('constraint')}: {info['reason']}")
+        exp.remaining = 0
+        out = exp.as_dict()
+        out["topology"] = info
+        return Result([], out)
+    exp.remaining = len(ordered)
+    score = -(info["max_leaves_per_rail"] * 100 + info["spine_groups"] * 10 + info["fabrics"])
+    return Result([Candidate([by_id[h] for h in picked], float(score), info)], exp.as_dict())

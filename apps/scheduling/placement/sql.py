@@ -1,0 +1,109 @@
+"""Set-based SQL of placement. Every query takes a ``window`` tstzrange and a ``{conflict}`` row-set predicate
+over ``scheduling_allocation a`` (see `conflict_predicate`)."""
+from __future__ import annotations
+
+from ..ledger.sql import HOLDERS, WORKLOADS
+
+
+def conflict_predicate(*, consumer_type: str, spot: bool, nested: bool) -> str:
+    """Rows a new allocation must not overlap, mirroring the two exclusion constraints: a lease checks the
+    holders set, spot and nested rows the workloads set, on-demand rows both."""
+    if consumer_type == "lease":
+        return HOLDERS
+    if spot or nested:
+        return WORKLOADS
+    return f"(({HOLDERS}) OR ({WORKLOADS}))"
+
+
+#: One row per host: state, capacity left over the window and, for whole-GPU requests, the free GPUs.
+EXACT_HOSTS = """
+WITH busy AS (
+  SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
+  WHERE a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict})
+), gg AS (
+  SELECT g.host_id,
+    count(*) FILTER (WHERE {model_ok}) AS n_model,
+    count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s) AS n_mode,
+    count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok') AS n_healthy,
+    array_agg(g.id ORDER BY g.index) FILTER (WHERE {free}) AS free_ids,
+    array_agg(g.index ORDER BY g.index) FILTER (WHERE {free}) AS free_idx,
+    array_agg(g.numa_node ORDER BY g.index) FILTER (WHERE {free}) AS free_numa
+  FROM inventory_gpu g GROUP BY g.host_id
+), cc AS (
+  SELECT a.host_id,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vcpu_h,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {workloads}), 0) AS vcpu_w,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {holders}), 0) AS mem_h,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {workloads}), 0) AS mem_w
+  FROM scheduling_allocation a
+  WHERE a.resource_class IN ('vcpu', 'memory_mib') AND a.period && %(window)s
+  GROUP BY a.host_id
+)
+SELECT h.id, h.name, h.state, h.zone_id, h.provisioning_kind, h.cpu_threads, h.memory_mib, h.nvswitch_system,
+  coalesce(cc.vcpu_h, 0), coalesce(cc.vcpu_w, 0), coalesce(cc.mem_h, 0), coalesce(cc.mem_w, 0),
+  coalesce(gg.n_model, 0), coalesce(gg.n_mode, 0), coalesce(gg.n_healthy, 0), coalesce(gg.free_ids, '{{}}'), coalesce(gg.free_idx, '{{}}'), coalesce(gg.free_numa, '{{}}'),
+  coalesce(u.projects, '{{}}'), u.dedicated_project_id
+FROM inventory_host h
+LEFT JOIN gg ON gg.host_id = h.id
+LEFT JOIN cc ON cc.host_id = h.id
+LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
+"""
+
+#: Fast path for on-demand whole-GPU (or CPU-only) requests: pre-rank on the per-host usage summary. A host
+#: without a summary row yet (just enrolled) ranks as if empty; the device step checks it against the ledger.
+FAST_HOSTS = """
+SELECT h.id FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
+WHERE h.state = 'available'
+  AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
+  AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
+  AND (cardinality(%(exclude)s::uuid[]) = 0 OR NOT (h.id = ANY(%(exclude)s::uuid[])))
+  AND (u.host_id IS NULL OR (
+        (cardinality(%(models)s::text[]) = 0 OR u.gpu_model = ANY(%(models)s::text[]))
+    AND u.gpus_exclusive - u.gpus_busy >= %(gpus)s
+    AND h.cpu_threads - u.vcpus_used >= %(vcpus)s
+    AND h.memory_mib - u.memory_used_mib >= %(memory)s
+    AND (u.dedicated_project_id IS NULL OR u.dedicated_project_id = %(project)s::uuid)
+    AND (NOT %(dedicated)s OR u.projects <@ ARRAY[%(project)s::uuid])))
+ORDER BY coalesce(u.gpus_exclusive - u.gpus_busy, {unknown}) {direction},
+         coalesce(h.cpu_threads - u.vcpus_used, h.cpu_threads) {direction}, h.id
+LIMIT %(limit)s
+"""
+
+#: Hosts of the fleet that have no ledger row yet (new hosts): created with a fresh summary.
+MISSING_USAGE_HOSTS = """
+SELECT h.id FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id WHERE u.host_id IS NULL
+"""
+
+#: Free whole GPUs of some hosts (device step of the fast path).
+FREE_GPUS = """
+SELECT g.host_id, g.id FROM inventory_gpu g
+WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND {model_ok}
+  AND NOT EXISTS (SELECT 1 FROM scheduling_allocation a
+                  WHERE a.gpu_id = g.id AND a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict}))
+ORDER BY g.host_id, g.index
+"""
+
+#: GPUs of some hosts in one mode with the allocations that overlap the window (MIG, vGPU, share steps).
+GPU_OCCUPANCY = """
+SELECT g.host_id, g.id, g.index, g.numa_node, g.model,
+  coalesce(json_agg(json_build_object('rc', a.resource_class, 'lo', lower(a.slices), 'hi', upper(a.slices),
+                                      'amount', a.amount, 'profile', a.profile, 'parent', a.parent_id))
+           FILTER (WHERE a.id IS NOT NULL), '[]')
+FROM inventory_gpu g
+LEFT JOIN scheduling_allocation a ON a.gpu_id = g.id AND a.period && %(window)s AND ({conflict})
+WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND {model_ok} {lease_gpu}
+GROUP BY g.id
+ORDER BY g.host_id, g.index
+"""
+
+#: Hosts with a live allocation of an affinity group's consumers.
+GROUP_HOSTS = """
+SELECT DISTINCT a.host_id FROM scheduling_allocation a JOIN scheduling_consumer c ON c.id = a.consumer_id
+WHERE c."group" = %(group)s AND c.project_id = %(project)s AND a.period && %(window)s
+"""
+
+#: The lease's holding over the whole window: hosts and GPUs.
+LEASE_HOLDING = """
+SELECT a.host_id, a.gpu_id FROM scheduling_allocation a
+WHERE a.consumer_id = %(lease)s AND a.consumer_type = 'lease' AND a.period @> %(window)s
+"""

@@ -1,0 +1,169 @@
+"""Network topology for multi-host requests, and the cached static view of it.
+
+A host's InfiniBand HCA ports give its fabric and, per rail, the leaf switch it hangs off (rail-optimised
+SuperPOD cabling: rail r of every host of a scalable unit goes to that SU's rail-r leaf). A leaf's *spine group*
+is the set of spine switches it is cabled to (`inventory.SwitchLink`); without cabling data it is the leaf's
+scalable unit. A set of hosts is scored by ``(max over rails of distinct leaves, distinct spine groups)``,
+lower is better (NVIDIA DGX SuperPOD reference architecture: traffic that stays under one leaf per rail takes
+one switch hop; leaves under one spine group take three).
+
+The view changes only when cabling changes, so it is cached in-process for ``PLACEMENT_TOPOLOGY_TTL_S`` seconds
+(default 60); `topology_cache_clear()` drops it.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connection
+
+from .request import TopologyConstraint
+
+
+@dataclass(frozen=True)
+class HostTopo:
+    fabric_id: uuid.UUID | None
+    leaves: tuple[tuple[int, uuid.UUID], ...]  # (rail, leaf switch id), sorted by rail
+    spine_groups: frozenset  # spine-group keys of its leaves
+
+
+_CACHE: dict = {"at": 0.0, "data": None}
+
+_TOPO_SQL = """
+SELECT p.host_id, p.fabric_id, p.rail, p.leaf_switch_id, s.scalable_unit_id
+FROM inventory_hcaport p JOIN inventory_fabric f ON f.id = p.fabric_id
+LEFT JOIN inventory_switch s ON s.id = p.leaf_switch_id
+WHERE f.kind = 'infiniband' AND p.leaf_switch_id IS NOT NULL
+ORDER BY p.host_id, p.rail
+"""
+_SPINES_SQL = """
+SELECT l.a_switch_id, l.b_switch_id FROM inventory_switchlink l
+JOIN inventory_switch a ON a.id = l.a_switch_id JOIN inventory_switch b ON b.id = l.b_switch_id
+WHERE (a.role = 'leaf' AND b.role = 'spine') OR (a.role = 'spine' AND b.role = 'leaf')
+"""
+
+
+def topology_cache_clear() -> None:
+    _CACHE["data"] = None
+
+
+def host_topology() -> dict[uuid.UUID, HostTopo]:
+    """host id -> `HostTopo` for every host with cabled IB ports (cached)."""
+    ttl = getattr(settings, "PLACEMENT_TOPOLOGY_TTL_S", 60)
+    if _CACHE["data"] is not None and time.monotonic() - _CACHE["at"] < ttl:
+        return _CACHE["data"]
+    with connection.cursor() as cur:
+        cur.execute(_SPINES_SQL)
+        spines: dict = defaultdict(set)
+        for a, b in cur.fetchall():
+            spines[a].add(b)
+            spines[b].add(a)
+        cur.execute(_TOPO_SQL)
+        rows = cur.fetchall()
+    per_host: dict = defaultdict(list)
+    for host_id, fabric_id, rail, leaf_id, su_id in rows:
+        per_host[host_id].append((fabric_id, rail if rail is not None else -1, leaf_id, su_id))
+    data = {}
+    for host_id, ports in per_host.items():
+        fabrics = [p[0] for p in ports]
+        fabric = max(set(fabrics), key=fabrics.count)
+        ports = [p for p in ports if p[0] == fabric]
+        leaves = tuple(sorted({(rail, leaf) for _, rail, leaf, _ in ports}, key=lambda x: (x[0], str(x[1]))))
+        groups = frozenset(frozenset(spines[leaf]) if spines.get(leaf) else ("su", su) for _, _, leaf, su in ports)
+        data[host_id] = HostTopo(fabric, leaves, groups)
+    _CACHE.update(at=time.monotonic(), data=data)
+    return data
+
+
+def set_score(hosts: list[uuid.UUID], topo: dict[uuid.UUID, HostTopo]) -> tuple[int, int, int]:
+    """(max distinct leaves on any rail, distinct spine groups, distinct fabrics) of a host set."""
+    per_rail: dict = defaultdict(set)
+    groups: set = set()
+    fabrics: set = set()
+    for h in hosts:
+        t = topo.get(h)
+        if t is None:
+            fabrics.add(None)
+            per_rail[-99].add(h)  # an uncabled host counts as its own leaf
+            continue
+        fabrics.add(t.fabric_id)
+        groups |= t.spine_groups
+        for rail, leaf in t.leaves:
+            per_rail[rail].add(leaf)
+    return (max((len(v) for v in per_rail.values()), default=0), len(groups), len(fabrics))
+
+
+def _greedy(groups: list[list[uuid.UUID]], n: int) -> list[uuid.UUID] | None:
+    """Fill from the largest leaf groups first (fewest groups => fewest leaves per rail)."""
+    chosen: list[uuid.UUID] = []
+    for g in sorted(groups, key=len, reverse=True):
+        chosen.extend(g[: n - len(chosen)])
+        if len(chosen) == n:
+            return chosen
+    return None
+
+
+def _options(hosts: list[uuid.UUID], n: int, topo: dict, policy: str) -> list[list[uuid.UUID]]:
+    """Candidate host sets inside one fabric: every single leaf group that fits, then greedy fills per spine
+    group and across the fabric. `hosts` is ranked best first; the order inside a group is kept."""
+    by_sig: dict = defaultdict(list)
+    for h in hosts:
+        by_sig[topo[h].leaves].append(h)
+    groups = list(by_sig.values())
+    fits = [g for g in groups if len(g) >= n]
+    # binpack: the tightest leaf group that fits; spread: the roomiest
+    fits.sort(key=lambda g: (len(g) if policy != "spread" else -len(g)))
+    options = [g[:n] for g in fits[:3]]
+    by_spine: dict = defaultdict(list)
+    for g in groups:
+        by_spine[topo[g[0]].spine_groups].append(g)
+    for gs in by_spine.values():
+        pick = _greedy(gs, n)
+        if pick:
+            options.append(pick)
+    pick = _greedy(groups, n)
+    if pick:
+        options.append(pick)
+    return options
+
+
+def select_hosts(ranked: list[uuid.UUID], n: int, constraint: TopologyConstraint, policy: str
+                 ) -> tuple[list[uuid.UUID] | None, dict]:
+    """Choose `n` of the `ranked` hosts minimising (leaves per rail, spine groups) inside one IB fabric.
+
+    Returns (hosts, info) or (None, info) where info says what the best achievable set would have scored and
+    which limit it broke. Hard limits come from `constraint`; without them a set spanning fabrics or uncabled
+    hosts is the last resort."""
+    topo = host_topology()
+    by_fabric: dict = defaultdict(list)
+    for h in ranked:
+        by_fabric[topo[h].fabric_id if h in topo else None].append(h)
+    best: tuple | None = None
+    for fabric, hosts in by_fabric.items():
+        if fabric is None or len(hosts) < n:
+            continue
+        for option in _options(hosts, n, topo, policy):
+            key = set_score(option, topo)
+            if best is None or key < best[0]:
+                best = (key, option)
+    if best is None and not constraint.is_set and len(ranked) >= n:
+        option = ranked[:n]
+        best = (set_score(option, topo), option)
+    if best is None:
+        largest = max((len(v) for f, v in by_fabric.items() if f is not None), default=0)
+        return None, {"reason": f"no InfiniBand fabric has {n} suitable hosts (largest: {largest})",
+                      "constraint": "one_fabric"}
+    (leaves, spines, fabrics), hosts = best
+    info = {"max_leaves_per_rail": leaves, "spine_groups": spines, "fabrics": fabrics}
+    if constraint.max_leaves_per_rail and leaves > constraint.max_leaves_per_rail:
+        return None, {**info, "constraint": "max_leaves_per_rail",
+                      "reason": f"the tightest {n}-host set needs {leaves} leaves on a rail "
+                                f"(limit {constraint.max_leaves_per_rail})"}
+    if constraint.max_spine_groups and spines > constraint.max_spine_groups:
+        return None, {**info, "constraint": "max_spine_groups",
+                      "reason": f"the tightest {n}-host set spans {spines} spine groups "
+                                f"(limit {constraint.max_spine_groups})"}
+    return hosts, info

@@ -1,0 +1,104 @@
+"""Multi-host (gang) placement across the network: one leaf per rail when a scalable unit has room."""
+import uuid
+
+import pytest
+
+from apps.scheduling.errors import CapacityUnavailable
+from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim
+from apps.scheduling.models import Allocation
+from apps.scheduling.placement import PlacementRequest, TopologyConstraint, place
+from apps.scheduling.placement.topology import topology_cache_clear
+from apps.scheduling.services import placement_claim
+
+from . import fleet
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_topology():
+    topology_cache_clear()
+    yield
+    topology_cache_clear()
+
+
+def _su(name, n_hosts, fabric=None):
+    su, leaves = fleet.su_with_leaves(name, rails=4, fabric=fabric)
+    hosts = []
+    for _ in range(n_hosts):
+        h = fleet.host(su=su)
+        fleet.cable(h, leaves, fabric)
+        hosts.append(h)
+    return su, hosts
+
+
+def _fill(p, h):
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", p.id),
+                      specs=[AllocationSpec(h.id, "gpu", gpu_id=g.id) for g in h.gpus.all()])
+
+
+def cluster(p, **kw):
+    return PlacementRequest(project_id=p.id, gpus_per_host=8, hosts=4, **kw)
+
+
+def test_cluster_lands_under_one_leaf_per_rail_when_one_su_has_room():
+    p = fleet.project("t")
+    _, su1 = _su("su1", 5)
+    _, su2 = _su("su2", 5)
+    for h in su1[:2]:  # su1 has 3 free hosts, su2 has 5
+        _fill(p, h)
+    members = [ConsumerRef(uuid.uuid4(), "cluster_member", p.id) for _ in range(4)]
+    placed = placement_claim(actor=None, request=cluster(p), consumers=members)
+    chosen = {h.host_id for h in placed.candidate.hosts}
+    assert chosen <= {h.id for h in su2}
+    assert placed.candidate.topology["max_leaves_per_rail"] == 1
+    assert Allocation.objects.filter(consumer_id__in=[m.id for m in members]).count() == 32
+
+
+def test_binpack_prefers_the_tightest_su_that_fits():
+    p = fleet.project("t")
+    _, su1 = _su("su1", 6)
+    _, su2 = _su("su2", 4)
+    got = place(cluster(p)).candidates[0]
+    assert {h.host_id for h in got.hosts} == {h.id for h in su2}
+
+
+def test_no_su_with_room_the_dry_run_names_the_topology_constraint():
+    p = fleet.project("t")
+    _, su1 = _su("su1", 4)
+    _, su2 = _su("su2", 4)
+    _fill(p, su1[0])
+    _fill(p, su2[0])
+    strict = cluster(p, topology=TopologyConstraint(max_leaves_per_rail=1, one_fabric=True))
+    result = place(strict, explain=True)
+    assert not result.candidates
+    topo = next(f for f in result.explanation["filters"] if f["filter"] == "topology")
+    assert topo["removed"] == 6 and "max_leaves_per_rail" in topo["note"]
+    assert result.explanation["topology"]["max_leaves_per_rail"] == 2
+    with pytest.raises(CapacityUnavailable) as e:
+        placement_claim(actor=None, request=strict, consumers=ConsumerRef(uuid.uuid4(), "lease", p.id))
+    assert "max_leaves_per_rail" in str(e.value.explanation)
+    # without the hard limit it spans two leaves per rail (the best available)
+    soft = place(cluster(p)).candidates[0]
+    assert soft.topology["max_leaves_per_rail"] == 2 and soft.topology["fabrics"] == 1
+
+
+def test_cluster_stays_in_one_fabric():
+    p = fleet.project("t")
+    f2 = fleet.ib_fabric("ib1")
+    _su("su1", 2)
+    _su("su2", 4, fabric=f2)
+    got = place(cluster(p)).candidates[0]
+    assert got.topology["fabrics"] == 1 and got.topology["max_leaves_per_rail"] == 1
+    one = cluster(p, topology=TopologyConstraint(one_fabric=True), gpu_models=("H100-SXM5-80GB",))
+    assert place(one).candidates
+
+
+def test_one_fabric_hard_limit_refuses_split():
+    p = fleet.project("t")
+    _su("su1", 2)
+    _su("su2", 2, fabric=fleet.ib_fabric("ib1"))
+    assert place(cluster(p)).candidates  # soft: spans fabrics as a last resort
+    result = place(cluster(p, topology=TopologyConstraint(one_fabric=True)), explain=True)
+    assert not result.candidates
+    assert result.explanation["topology"]["constraint"] == "one_fabric"
