@@ -1,0 +1,95 @@
+"""FilterSets with explicit fields for the staff inventory API."""
+import django_filters as df
+
+from ..models import AgentCommand, Fabric, Gpu, HcaPort, Host, Incident, Rack, ScalableUnit, Switch, Zone
+
+
+class ZoneFilter(df.FilterSet):
+    region = df.CharFilter(field_name="region__name")
+
+    class Meta:
+        model = Zone
+        fields = ["region"]
+
+
+class ScalableUnitFilter(df.FilterSet):
+    zone = df.CharFilter(field_name="zone__name")
+
+    class Meta:
+        model = ScalableUnit
+        fields = ["zone"]
+
+
+class RackFilter(df.FilterSet):
+    zone = df.CharFilter(field_name="zone__name")
+    scalable_unit = df.CharFilter(field_name="scalable_unit__name")
+
+    class Meta:
+        model = Rack
+        fields = ["zone", "scalable_unit"]
+
+
+class FabricFilter(df.FilterSet):
+    class Meta:
+        model = Fabric
+        fields = ["kind"]
+
+
+class SwitchFilter(df.FilterSet):
+    fabric = df.CharFilter(field_name="fabric__name")
+    zone = df.CharFilter(field_name="zone__name")
+    scalable_unit = df.CharFilter(field_name="scalable_unit__name")
+
+    class Meta:
+        model = Switch
+        fields = ["fabric", "role", "zone", "scalable_unit", "rail"]
+
+
+class HostFilter(df.FilterSet):
+    zone = df.CharFilter(field_name="zone__name")
+    scalable_unit = df.CharFilter(field_name="scalable_unit__name")
+    rack = df.CharFilter(field_name="rack__name")
+    gpu_model = df.CharFilter(field_name="gpus__model", distinct=True)
+    name = df.CharFilter(field_name="name")
+
+    class Meta:
+        model = Host
+        fields = ["zone", "scalable_unit", "rack", "state", "provisioning_kind", "gpu_model", "name"]
+
+
+class GpuFilter(df.FilterSet):
+    host = df.CharFilter(field_name="host__name")
+    zone = df.CharFilter(field_name="host__zone__name")
+
+    class Meta:
+        model = Gpu
+        fields = ["host", "zone", "model", "mode", "health"]
+
+
+class HcaPortFilter(df.FilterSet):
+    host = df.CharFilter(field_name="host__name")
+    fabric = df.CharFilter(field_name="fabric__name")
+    leaf_switch = df.CharFilter(field_name="leaf_switch__name")
+
+    class Meta:
+        model = HcaPort
+        fields = ["host", "fabric", "rail", "leaf_switch", "port_guid"]
+
+
+class IncidentFilter(df.FilterSet):
+    host = df.CharFilter(field_name="host__name")
+    open = df.BooleanFilter(field_name="end", lookup_expr="isnull")
+    start_after = df.IsoDateTimeFilter(field_name="start", lookup_expr="gte")
+    start_before = df.IsoDateTimeFilter(field_name="start", lookup_expr="lt")
+
+    class Meta:
+        model = Incident
+        fields = ["host", "open", "provider_at_fault", "start_after", "start_before"]
+
+
+class AgentCommandFilter(df.FilterSet):
+    host = df.CharFilter(field_name="host__name")
+
+    class Meta:
+        model = AgentCommand
+        fields = ["host", "kind", "status"]

@@ -1,0 +1,257 @@
+"""Input/Output serializers of the inventory API (staff only, except the GPU model catalog)."""
+from rest_framework import serializers
+
+from ..models import (
+    AgentCommand,
+    Fabric,
+    Gpu,
+    GpuInstance,
+    HcaPort,
+    Host,
+    Incident,
+    Rack,
+    Region,
+    ScalableUnit,
+    SubnetManager,
+    Switch,
+    Zone,
+)
+from ..states import CommandKind
+
+
+class RegionOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Region
+        fields = ["id", "name", "description", "created_at"]
+
+
+class ZoneOutput(serializers.ModelSerializer):
+    region = serializers.CharField(source="region.name")
+
+    class Meta:
+        model = Zone
+        fields = ["id", "name", "region", "description", "created_at"]
+
+
+class ScalableUnitOutput(serializers.ModelSerializer):
+    zone = serializers.CharField(source="zone.name")
+
+    class Meta:
+        model = ScalableUnit
+        fields = ["id", "name", "zone", "created_at"]
+
+
+class RackOutput(serializers.ModelSerializer):
+    zone = serializers.CharField(source="zone.name")
+    scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
+
+    class Meta:
+        model = Rack
+        fields = ["id", "name", "zone", "scalable_unit", "created_at"]
+
+
+class SubnetManagerOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SubnetManager
+        fields = ["name", "role", "priority", "address", "port_guid"]
+
+
+class FabricOutput(serializers.ModelSerializer):
+    region = serializers.CharField(source="region.name")
+    kind = serializers.CharField(help_text="infiniband | ethernet")
+    subnet_managers = SubnetManagerOutput(many=True)
+
+    class Meta:
+        model = Fabric
+        fields = ["id", "name", "kind", "region", "purpose", "description", "subnet_managers", "created_at"]
+
+
+class SwitchOutput(serializers.ModelSerializer):
+    fabric = serializers.CharField(source="fabric.name")
+    zone = serializers.CharField(source="zone.name", allow_null=True, default=None)
+    scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
+    rack = serializers.CharField(source="rack.name", allow_null=True, default=None)
+
+    class Meta:
+        model = Switch
+        fields = ["id", "name", "fabric", "role", "zone", "scalable_unit", "rack", "rail", "model", "port_count",
+                  "node_guid", "created_at"]
+
+
+class HostOutput(serializers.ModelSerializer):
+    zone = serializers.CharField(source="zone.name")
+    scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
+    rack = serializers.CharField(source="rack.name", allow_null=True, default=None)
+
+    class Meta:
+        model = Host
+        fields = ["id", "name", "zone", "scalable_unit", "rack", "rack_unit", "vendor", "model", "serial",
+                  "bmc_address", "bmc_credentials_ref", "cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib",
+                  "numa_nodes", "provisioning_kind", "libvirt_uri", "nvswitch_system", "driver_version", "state",
+                  "state_reason", "state_changed_at", "active_partitions", "last_heartbeat_at", "agent_version",
+                  "created_at", "updated_at"]
+
+
+class HostActionInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+    provider_at_fault = serializers.BooleanField(default=True, help_text="mark-faulty only: counts as SLA downtime")
+
+
+class GpuInstanceOutput(serializers.ModelSerializer):
+    class Meta:
+        model = GpuInstance
+        fields = ["profile_id", "profile", "start", "size", "gi_id"]
+
+
+class GpuOutput(serializers.ModelSerializer):
+    host = serializers.CharField(source="host.name")
+    gpu_instances = GpuInstanceOutput(many=True)
+
+    class Meta:
+        model = Gpu
+        fields = ["id", "host", "index", "model", "uuid", "serial", "pci_address", "numa_node", "nvlink_domain",
+                  "mode", "health", "gpu_instances", "observed", "created_at", "updated_at"]
+
+
+class GpuActionInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+    provider_at_fault = serializers.BooleanField(default=True)
+
+
+class HcaPortOutput(serializers.ModelSerializer):
+    host = serializers.CharField(source="host.name")
+    fabric = serializers.CharField(source="fabric.name")
+    leaf_switch = serializers.CharField(source="leaf_switch.name", allow_null=True, default=None)
+
+    class Meta:
+        model = HcaPort
+        fields = ["id", "host", "device", "port_number", "port_guid", "lid", "fabric", "rail", "leaf_switch",
+                  "leaf_port", "rate_gbps", "pci_address", "numa_node", "max_vfs", "created_at"]
+
+
+class IncidentOutput(serializers.ModelSerializer):
+    host = serializers.CharField(source="host.name")
+    gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
+    duration_s = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Incident
+        fields = ["id", "host", "gpu", "gpu_index", "start", "end", "duration_s", "reason", "provider_at_fault"]
+
+    def get_duration_s(self, obj) -> int | None:
+        return None if obj.end is None else int((obj.end - obj.start).total_seconds())
+
+
+# --- GPU model catalog -------------------------------------------------------------------------------------
+class MigProfileOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    compute = serializers.IntegerField(help_text="compute slices of 7")
+    memory = serializers.IntegerField(help_text="memory slices of 8")
+    starts = serializers.ListField(child=serializers.IntegerField(), help_text="allowed start memory slices")
+    max = serializers.IntegerField(help_text="maximum instances per GPU")
+    media = serializers.BooleanField(help_text="+me media-extension profile")
+
+
+class VgpuTypeOutput(serializers.Serializer):
+    name = serializers.CharField()
+    framebuffer_mib = serializers.IntegerField()
+    max = serializers.IntegerField(help_text="maximum per GPU")
+    kind = serializers.CharField(help_text="time_sliced | mig_backed")
+    mig_profile = serializers.IntegerField(allow_null=True)
+
+
+class NvswitchPartitionOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    gpus = serializers.ListField(child=serializers.IntegerField(), help_text="Fabric Manager GPU physical ids")
+
+
+class GpuModelOutput(serializers.Serializer):
+    key = serializers.CharField()
+    name = serializers.CharField()
+    architecture = serializers.CharField()
+    memory_gb = serializers.IntegerField()
+    memory_mib = serializers.IntegerField()
+    form_factor = serializers.CharField()
+    pcie_generation = serializers.IntegerField()
+    pcie_width = serializers.IntegerField()
+    nvlink = serializers.DictField(allow_null=True)
+    nvswitch_system = serializers.CharField()
+    nvswitch_partitions = NvswitchPartitionOutput(many=True)
+    sriov_vfs = serializers.IntegerField()
+    mig_profiles = MigProfileOutput(many=True)
+    vgpu_backing = serializers.CharField(help_text="mdev | sriov_vf")
+    vgpu_types = VgpuTypeOutput(many=True)
+    sources = serializers.DictField(help_text="cite key -> {title, url}")
+
+
+# --- fleet -----------------------------------------------------------------------------------------------------
+class FleetImportInput(serializers.Serializer):
+    document = serializers.CharField(help_text="fleet YAML (docs/fleet-format.md)", trim_whitespace=False)
+    dry_run = serializers.BooleanField(default=True, help_text="only validate and diff; false applies")
+
+
+class FleetImportOutput(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    applied = serializers.BooleanField()
+    changes = serializers.ListField(child=serializers.CharField(), help_text="+ created, ~ updated (field: old -> new)")
+    summary = serializers.DictField()
+
+
+class FleetExportOutput(serializers.Serializer):
+    document = serializers.CharField(help_text="fleet YAML, explicit form")
+
+
+# --- agent -----------------------------------------------------------------------------------------------------
+class EnrollmentTokenInput(serializers.Serializer):
+    ttl_s = serializers.IntegerField(default=3600, min_value=60, max_value=7 * 86400)
+
+
+class EnrollmentTokenOutput(serializers.Serializer):
+    host = serializers.CharField()
+    token = serializers.CharField(help_text="shown once")
+    expires_at = serializers.DateTimeField()
+
+
+class AgentCommandOutput(serializers.ModelSerializer):
+    host = serializers.CharField(source="host.name")
+
+    class Meta:
+        model = AgentCommand
+        fields = ["id", "host", "kind", "payload", "status", "result", "error", "created_at", "dispatched_at",
+                  "completed_at"]
+
+
+class AgentCommandInput(serializers.Serializer):
+    host = serializers.UUIDField()
+    kind = serializers.ChoiceField(choices=CommandKind.choices)
+    payload = serializers.DictField(default=dict, help_text="gpu_index, layout | profile, start | partition_id")
+
+
+class AgentEnrollInput(serializers.Serializer):
+    token = serializers.CharField()
+    inventory = serializers.DictField(default=dict)
+    agent_version = serializers.CharField(default="", allow_blank=True)
+
+
+class AgentEnrollOutput(serializers.Serializer):
+    host_id = serializers.UUIDField()
+    host = serializers.CharField()
+    credential = serializers.CharField(help_text="send as `Authorization: Agent <credential>`; shown once")
+
+
+class AgentHeartbeatInput(serializers.Serializer):
+    inventory = serializers.DictField(required=False)
+    agent_version = serializers.CharField(default="", allow_blank=True)
+
+
+class AgentHeartbeatOutput(serializers.Serializer):
+    host = serializers.CharField()
+    state = serializers.CharField()
+    pending_commands = serializers.IntegerField()
+
+
+class AgentCommandResultInput(serializers.Serializer):
+    succeeded = serializers.BooleanField()
+    result = serializers.DictField(default=dict)
+    error = serializers.CharField(default="", allow_blank=True, max_length=500)

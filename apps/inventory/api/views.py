@@ -1,0 +1,346 @@
+"""Staff inventory API, the GPU model catalog, fleet import/export and the node-agent endpoints.
+
+Views parse, authorize, call one service or selector, and format. Staff endpoints use `IsStaffOperator` (any staff
+role reads, operators write); tenants get 403 and never see hosts or serials. Agent endpoints authenticate with
+`Authorization: Agent <credential>` (see `services.agent`).
+"""
+from drf_spectacular.utils import extend_schema
+from rest_framework import authentication, exceptions, mixins, permissions, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.errors import NotFound
+from apps.identity.permissions import IsStaffOperator
+
+from .. import selectors
+from ..catalog import gpu_model_get as catalog_get
+from ..catalog import gpu_model_list as catalog_list
+from ..catalog import load_sources, nvswitch_partitions
+from ..fleet.export import fleet_export_yaml
+from ..models import Host
+from ..services import agent as agent_services
+from ..services import hosts as host_services
+from ..services.fleet import fleet_import
+from ..states import CommandStatus
+from . import filters
+from . import schema as _schema  # noqa: F401  (registers the agent auth scheme)
+from . import serializers as s
+
+UUID_RE = "[0-9a-fA-F-]{36}"
+
+
+class _StaffReadOnly(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    permission_classes = [IsStaffOperator]
+    lookup_value_regex = UUID_RE
+    selector = None
+
+    def get_queryset(self):
+        return type(self).selector(self.request.user)
+
+
+class RegionViewSet(_StaffReadOnly):
+    """Regions (staff)."""
+
+    serializer_class = s.RegionOutput
+    selector = staticmethod(selectors.region_list_visible_to)
+
+
+class ZoneViewSet(_StaffReadOnly):
+    """Zones: failure domains (staff)."""
+
+    serializer_class = s.ZoneOutput
+    filterset_class = filters.ZoneFilter
+    selector = staticmethod(selectors.zone_list_visible_to)
+
+
+class ScalableUnitViewSet(_StaffReadOnly):
+    """Scalable units: blocks of hosts sharing leaf switches (staff)."""
+
+    serializer_class = s.ScalableUnitOutput
+    filterset_class = filters.ScalableUnitFilter
+    selector = staticmethod(selectors.scalable_unit_list_visible_to)
+
+
+class RackViewSet(_StaffReadOnly):
+    serializer_class = s.RackOutput
+    filterset_class = filters.RackFilter
+    selector = staticmethod(selectors.rack_list_visible_to)
+
+
+class FabricViewSet(_StaffReadOnly):
+    """InfiniBand and Ethernet fabrics with their subnet managers (staff)."""
+
+    serializer_class = s.FabricOutput
+    filterset_class = filters.FabricFilter
+    selector = staticmethod(selectors.fabric_list_visible_to)
+
+
+class SwitchViewSet(_StaffReadOnly):
+    serializer_class = s.SwitchOutput
+    filterset_class = filters.SwitchFilter
+    selector = staticmethod(selectors.switch_list_visible_to)
+
+
+class HcaPortViewSet(_StaffReadOnly):
+    serializer_class = s.HcaPortOutput
+    filterset_class = filters.HcaPortFilter
+    selector = staticmethod(selectors.hca_port_list_visible_to)
+
+
+class IncidentViewSet(_StaffReadOnly):
+    """Faulty periods of hosts and GPUs (billing reads provider-at-fault ones as SLA downtime)."""
+
+    serializer_class = s.IncidentOutput
+    filterset_class = filters.IncidentFilter
+    selector = staticmethod(selectors.incident_list_visible_to)
+
+
+def _host_action(name: str, service, doc: str):
+    @extend_schema(request=s.HostActionInput, responses=s.HostOutput, summary=doc)
+    def handler(self, request, pk=None):
+        host = self.get_object()
+        data = s.HostActionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        kwargs = dict(data.validated_data)
+        if name != "mark-faulty":
+            kwargs.pop("provider_at_fault", None)
+        service(actor=request.user, host=host, **kwargs)
+        return Response(s.HostOutput(host).data)
+
+    handler.__name__ = name.replace("-", "_")
+    return action(detail=True, methods=["post"], url_path=name)(handler)
+
+
+class HostViewSet(_StaffReadOnly):
+    """Hosts and their conditions. Each action takes a `reason`, is audited, and is a 409 from a wrong state."""
+
+    serializer_class = s.HostOutput
+    filterset_class = filters.HostFilter
+    selector = staticmethod(selectors.host_list_visible_to)
+
+    cordon = _host_action("cordon", host_services.host_cordon, "Cordon: no new placements")
+    drain = _host_action("drain", host_services.host_drain, "Drain: cordon, then move or stop workloads")
+    maintenance = _host_action("maintenance", host_services.host_maintenance, "Put the host in maintenance")
+    mark_faulty = _host_action("mark-faulty", host_services.host_mark_faulty, "Mark faulty (opens an incident)")
+    mark_available = _host_action("mark-available", host_services.host_mark_available,
+                                  "Back to available (closes an open incident)")
+
+    @extend_schema(request=s.EnrollmentTokenInput, responses={201: s.EnrollmentTokenOutput},
+                   summary="Create a one-time agent enrollment token (shown once)")
+    @action(detail=True, methods=["post"], url_path="enrollment-token")
+    def enrollment_token(self, request, pk=None):
+        host = self.get_object()
+        data = s.EnrollmentTokenInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        token, clear = agent_services.enrollment_token_create(actor=request.user, host=host, **data.validated_data)
+        return Response({"host": host.name, "token": clear, "expires_at": token.expires_at},
+                        status=status.HTTP_201_CREATED)
+
+
+def _gpu_action(name: str, service, doc: str):
+    @extend_schema(request=s.GpuActionInput, responses=s.GpuOutput, summary=doc)
+    def handler(self, request, pk=None):
+        gpu = self.get_object()
+        data = s.GpuActionInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        kwargs = dict(data.validated_data)
+        if name != "mark-faulty":
+            kwargs.pop("provider_at_fault", None)
+        gpu = service(actor=request.user, gpu=gpu, **kwargs)
+        return Response(s.GpuOutput(self.get_queryset().get(pk=gpu.pk)).data)
+
+    handler.__name__ = name.replace("-", "_")
+    return action(detail=True, methods=["post"], url_path=name)(handler)
+
+
+class GpuViewSet(_StaffReadOnly):
+    """GPUs with their MIG GPU instances (staff)."""
+
+    serializer_class = s.GpuOutput
+    filterset_class = filters.GpuFilter
+    selector = staticmethod(selectors.gpu_list_visible_to)
+
+    mark_faulty = _gpu_action("mark-faulty", host_services.gpu_mark_faulty, "Mark one GPU faulty (incident)")
+    mark_healthy = _gpu_action("mark-healthy", host_services.gpu_mark_healthy, "Mark a GPU healthy again")
+
+
+class AgentCommandViewSet(mixins.CreateModelMixin, _StaffReadOnly):
+    """Commands for node agents. A create is validated (MIG layouts by the planner) before it is queued."""
+
+    serializer_class = s.AgentCommandOutput
+    filterset_class = filters.AgentCommandFilter
+    selector = staticmethod(selectors.agent_command_list_visible_to)
+
+    @extend_schema(request=s.AgentCommandInput, responses={201: s.AgentCommandOutput})
+    def create(self, request, *args, **kwargs):
+        data = s.AgentCommandInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        host = selectors.host_list_visible_to(request.user).filter(pk=data.validated_data["host"]).first()
+        if host is None:
+            raise NotFound("No such host.")
+        cmd = agent_services.agent_command_enqueue(actor=request.user, host=host, kind=data.validated_data["kind"],
+                                                   payload=data.validated_data["payload"])
+        return Response(s.AgentCommandOutput(cmd).data, status=status.HTTP_201_CREATED)
+
+
+def _catalog_entry(spec) -> dict:
+    sources = load_sources()
+    cites = set(spec.raw.get("cite_memory", [])) | set(spec.raw.get("cite_sriov", []))
+    for block in ("pcie", "nvlink", "mig", "vgpu"):
+        cites |= set((spec.raw.get(block) or {}).get("cite", []))
+    return {
+        "key": spec.key, "name": spec.name, "architecture": spec.architecture, "memory_gb": spec.memory_gb,
+        "memory_mib": spec.memory_mib, "form_factor": spec.form_factor, "pcie_generation": spec.pcie_generation,
+        "pcie_width": spec.pcie_width, "nvlink": spec.nvlink, "nvswitch_system": spec.nvswitch_system,
+        "nvswitch_partitions": nvswitch_partitions(spec.nvswitch_system), "sriov_vfs": spec.sriov_vfs,
+        "mig_profiles": [vars(p) | {"starts": list(p.starts)} for p in (spec.mig.profiles if spec.mig else ())],
+        "vgpu_backing": spec.vgpu_backing, "vgpu_types": [vars(t) for t in spec.vgpu_types],
+        "sources": {c: sources[c] for c in sorted(cites)},
+    }
+
+
+class GpuModelViewSet(viewsets.ViewSet):
+    """The GPU model catalog (readable by any authenticated user): memory, NVLink, MIG, vGPU, VFs, partitions."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    serializer_class = s.GpuModelOutput
+    lookup_field = "key"
+    lookup_value_regex = "[A-Za-z0-9._-]+"
+
+    @extend_schema(responses=s.GpuModelOutput(many=True))
+    def list(self, request):
+        return Response([_catalog_entry(m) for m in catalog_list()])
+
+    @extend_schema(responses=s.GpuModelOutput)
+    def retrieve(self, request, key=None):
+        """`key` is matched case-insensitively (`h100-sxm5-80gb` finds `H100-SXM5-80GB`)."""
+        spec = catalog_get(key) or next((m for m in catalog_list() if m.key.lower() == (key or "").lower()), None)
+        if spec is None:
+            raise NotFound(f"No GPU model {key!r} in the catalog.", code="gpu_model_not_found")
+        return Response(_catalog_entry(spec))
+
+
+class FleetImportView(APIView):
+    """Validate a fleet YAML document and show its diff; `dry_run=false` applies it in one transaction."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.FleetImportInput
+
+    @extend_schema(request=s.FleetImportInput, responses=s.FleetImportOutput)
+    def post(self, request):
+        data = s.FleetImportInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        dry_run = data.validated_data["dry_run"]
+        plan = fleet_import(actor=request.user, document=data.validated_data["document"], dry_run=dry_run)
+        return Response({"dry_run": dry_run, "applied": not dry_run and bool(plan.changes),
+                         "changes": plan.diff_lines(), "summary": plan.summary()})
+
+
+class FleetExportView(APIView):
+    """The whole fleet as an explicit YAML document that re-imports with no change."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.FleetExportOutput
+
+    @extend_schema(responses=s.FleetExportOutput)
+    def get(self, request):
+        return Response({"document": fleet_export_yaml()})
+
+
+# --- node agent ------------------------------------------------------------------------------------------------
+class AgentPrincipal:
+    """`request.user` for agent requests: authenticated, never staff, never a tenant."""
+
+    is_authenticated = True
+    is_anonymous = False
+    staff_role = ""
+    pk = None
+
+    def __init__(self, host: Host):
+        self.host = host
+
+    def __str__(self) -> str:
+        return f"agent:{self.host.name}"
+
+
+class AgentAuthentication(authentication.BaseAuthentication):
+    keyword = "Agent"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != self.keyword.lower():
+            return None
+        cred = agent_services.agent_authenticate(raw.strip())
+        if cred is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
+        return AgentPrincipal(cred.host), cred
+
+    def authenticate_header(self, request):
+        return 'Agent realm="gpucloud-agent"'
+
+
+class IsAgent(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, AgentPrincipal)
+
+
+class AgentEnrollView(APIView):
+    """Exchange a one-time enrollment token (and the discovered inventory) for an agent credential."""
+
+    authentication_classes: list = []
+    permission_classes = [permissions.AllowAny]
+    serializer_class = s.AgentEnrollInput
+
+    @extend_schema(request=s.AgentEnrollInput, responses={201: s.AgentEnrollOutput}, auth=[])
+    def post(self, request):
+        data = s.AgentEnrollInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        cred, clear = agent_services.agent_enroll(**data.validated_data)
+        return Response({"host_id": cred.host_id, "host": cred.host.name, "credential": clear},
+                        status=status.HTTP_201_CREATED)
+
+
+class _AgentView(APIView):
+    authentication_classes = [AgentAuthentication]
+    permission_classes = [IsAgent]
+
+
+class AgentHeartbeatView(_AgentView):
+    """Heartbeat, optionally with a fresh inventory; answers with the number of pending commands."""
+
+    serializer_class = s.AgentHeartbeatInput
+
+    @extend_schema(request=s.AgentHeartbeatInput, responses=s.AgentHeartbeatOutput)
+    def post(self, request):
+        data = s.AgentHeartbeatInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        host = agent_services.agent_heartbeat(credential=request.auth, **data.validated_data)
+        pending = host.agent_commands.filter(status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED]).count()
+        return Response({"host": host.name, "state": host.state, "pending_commands": pending})
+
+
+class AgentCommandPollView(_AgentView):
+    """Commands for this host that have no result yet (oldest first)."""
+
+    serializer_class = s.AgentCommandOutput
+
+    @extend_schema(responses=s.AgentCommandOutput(many=True), operation_id="agent_commands_poll")
+    def get(self, request):
+        cmds = agent_services.agent_commands_pull(credential=request.auth)
+        return Response(s.AgentCommandOutput(cmds, many=True).data)
+
+
+class AgentCommandResultView(_AgentView):
+    """Report a command's result; repeated reports of one command id change nothing."""
+
+    serializer_class = s.AgentCommandResultInput
+
+    @extend_schema(request=s.AgentCommandResultInput, responses=s.AgentCommandOutput)
+    def post(self, request, pk=None):
+        data = s.AgentCommandResultInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        cmd = agent_services.agent_command_report(credential=request.auth, command_id=pk, **data.validated_data)
+        return Response(s.AgentCommandOutput(cmd).data)
+

@@ -1,0 +1,70 @@
+"""Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from .models import (
+    AgentCommand,
+    Fabric,
+    Gpu,
+    HcaPort,
+    Host,
+    Incident,
+    Rack,
+    Region,
+    ScalableUnit,
+    Switch,
+    Zone,
+)
+
+
+def _is_staff(actor) -> bool:
+    return bool(getattr(actor, "is_authenticated", False) and getattr(actor, "staff_role", ""))
+
+
+def _staff_only(actor, qs: QuerySet) -> QuerySet:
+    return qs if _is_staff(actor) else qs.none()
+
+
+def region_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Region.objects.all())
+
+
+def zone_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Zone.objects.select_related("region"))
+
+
+def scalable_unit_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, ScalableUnit.objects.select_related("zone"))
+
+
+def rack_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Rack.objects.select_related("zone", "scalable_unit"))
+
+
+def fabric_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Fabric.objects.select_related("region").prefetch_related("subnet_managers"))
+
+
+def switch_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Switch.objects.select_related("fabric", "zone", "scalable_unit", "rack"))
+
+
+def host_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Host.objects.select_related("zone", "scalable_unit", "rack"))
+
+
+def gpu_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Gpu.objects.select_related("host").prefetch_related("gpu_instances"))
+
+
+def hca_port_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, HcaPort.objects.select_related("host", "fabric", "leaf_switch"))
+
+
+def incident_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, Incident.objects.select_related("host", "gpu"))
+
+
+def agent_command_list_visible_to(actor) -> QuerySet:
+    return _staff_only(actor, AgentCommand.objects.select_related("host", "gpu"))

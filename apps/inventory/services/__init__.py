@@ -1,0 +1,1 @@
+"""Inventory writes. Every function is keyword-only with `actor` first and runs in one transaction."""

@@ -1,0 +1,364 @@
+"""Node-agent side of the control plane: enrollment tokens, enrollment, heartbeats, inventory sync, commands.
+
+Protocol (docs/fleet.md, "Node agent"):
+
+1. Staff create a one-time enrollment token for a host (`enrollment_token_create`), valid `ttl_s` seconds.
+2. The agent POSTs it with its discovered inventory to `/api/v1/agent/enroll`; `agent_enroll` spends the token,
+   syncs the inventory, moves the host `enrolling -> available` and returns an agent credential
+   (`<prefix>.<secret>`, shown once; only its SHA-256 is stored).
+3. The agent heartbeats and polls `/api/v1/agent/commands` with `Authorization: Agent <credential>`.
+4. Staff (or other services) queue commands with `agent_command_enqueue`: every MIG change is validated by the
+   planner here, so a layout the planner rejects never reaches the agent. The agent executes each command id at
+   most once and reports; `agent_command_report` applies the reported state and is idempotent.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.db import transaction
+
+from apps.audit.services import audit_record
+from apps.core.clock import now
+from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.transitions import transition
+
+from ..catalog import gpu_model_get, nvswitch_partitions
+from ..errors import Code, GpuNotFound, MigLayoutRejected, PartitionConflict
+from ..mig import mig_plan
+from ..models import AgentCommand, AgentCredential, EnrollmentToken, Gpu, GpuInstance, HcaPort, Host
+from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _issue() -> tuple[str, str, str]:
+    prefix = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    return prefix, secret, f"{prefix}.{secret}"
+
+
+def _split(token: str) -> tuple[str, str]:
+    prefix, _, secret = (token or "").strip().partition(".")
+    return prefix, secret
+
+
+# --- enrollment ---------------------------------------------------------------------------------------------
+def enrollment_token_create(*, actor, host: Host, ttl_s: int = 3600) -> tuple[EnrollmentToken, str]:
+    """Issue a one-time token for `host`; returns (row, clear token). Earlier unused tokens stay valid until expiry."""
+    if not 60 <= ttl_s <= 7 * 86400:
+        raise ValidationFailed("ttl_s must be between 60 and 604800 seconds.", errors={"ttl_s": ["out of range"]})
+    prefix, secret, clear = _issue()
+    with transaction.atomic():
+        token = EnrollmentToken.objects.create(host=host, prefix=prefix, secret_hash=_hash(secret),
+                                               expires_at=now() + timedelta(seconds=ttl_s), created_by=actor)
+        audit_record(actor=actor, action="inventory.agent.enrollment_token_create", target=host,
+                     after={"token_prefix": prefix, "expires_at": token.expires_at})
+    return token, clear
+
+
+def agent_enroll(*, token: str, inventory: dict, agent_version: str = "") -> tuple[AgentCredential, str]:
+    """Spend an enrollment token: sync inventory, mark the host available, return (credential, clear secret).
+
+    Raises ValidationFailed (`enrollment_token_invalid`) for an unknown, spent or expired token.
+    """
+    prefix, secret = _split(token)
+    with transaction.atomic():
+        row = EnrollmentToken.objects.select_for_update().select_related("host").filter(prefix=prefix).first()
+        if (row is None or row.used_at is not None or row.expires_at <= now()
+                or not hmac.compare_digest(row.secret_hash, _hash(secret))):
+            raise ValidationFailed("The enrollment token is unknown, spent or expired.",
+                                   code=Code.ENROLLMENT_TOKEN_INVALID)
+        row.used_at = now()
+        row.save(update_fields=["used_at"])
+        host = Host.objects.select_for_update().get(pk=row.host_id)
+        AgentCredential.objects.filter(host=host, revoked_at__isnull=True).update(revoked_at=now())
+        cprefix, csecret, clear = _issue()
+        credential = AgentCredential.objects.create(host=host, prefix=cprefix, secret_hash=_hash(csecret),
+                                                    last_seen_at=now())
+        host_inventory_sync(host=host, inventory=inventory or {}, agent_version=agent_version)
+        if host.state == HostState.ENROLLING:
+            transition(host, "enroll_complete", HOST_TRANSITIONS, field="state",
+                       extra={"state_reason": "agent enrolled", "state_changed_at": now()})
+        audit_record(actor=None, action="inventory.agent.enroll", target=host,
+                     after={"credential_prefix": cprefix, "agent_version": agent_version})
+    return credential, clear
+
+
+def agent_authenticate(token: str) -> AgentCredential | None:
+    """The active credential for `<prefix>.<secret>`, or None."""
+    prefix, secret = _split(token)
+    if not prefix or not secret:
+        return None
+    cred = AgentCredential.objects.select_related("host").filter(prefix=prefix, revoked_at__isnull=True).first()
+    if cred is None or not hmac.compare_digest(cred.secret_hash, _hash(secret)):
+        return None
+    return cred
+
+
+def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = None, agent_version: str = "") -> Host:
+    """Record a heartbeat; when `inventory` is given, sync it too. Returns the host."""
+    at = now()
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(pk=credential.host_id)
+        AgentCredential.objects.filter(pk=credential.pk).update(last_seen_at=at)
+        if inventory:
+            host_inventory_sync(host=host, inventory=inventory, agent_version=agent_version)
+        else:
+            host.last_heartbeat_at = at
+            host.agent_version = agent_version or host.agent_version
+            host.save(update_fields=["last_heartbeat_at", "agent_version"])
+    return host
+
+
+# --- inventory sync -------------------------------------------------------------------------------------------
+_GPU_OBSERVED = ("name", "memory_mib", "pcie", "ecc", "nvlink", "mig", "module_id", "driver_version")
+
+
+def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "") -> None:
+    """Make the host's GPUs, MIG layouts and HCA port GUIDs match what the agent reports.
+
+    `inventory` shape (agent/gpucloud_agent/inventory.py): {"host": {cpu_sockets, cpu_cores, cpu_threads,
+    memory_mib, numa_nodes, driver_version}, "gpus": [{index, uuid, serial, model, pci_address, numa_node,
+    mig: {enabled, layout: [{profile_id, start, size}]}, ...}], "hca_ports": [{device, port_number, port_guid,
+    lid, rate_gbps}]}. GPUs unknown to the inventory are created; HCA ports are matched by device/port and only
+    updated (their fabric and cabling come from the fleet file). Raises Conflict when a reported GPU UUID or
+    serial belongs to another host.
+    """
+    facts = inventory.get("host") or {}
+    for attr in ("cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version"):
+        if facts.get(attr) not in (None, ""):
+            setattr(host, attr, facts[attr])
+    host.last_heartbeat_at = now()
+    host.agent_version = agent_version or host.agent_version
+    host.observed = {"host": facts, "hca_ports": inventory.get("hca_ports", []),
+                     "nvswitch": inventory.get("nvswitch", {})}
+    if "active_partitions" in (inventory.get("nvswitch") or {}):
+        host.active_partitions = sorted(inventory["nvswitch"]["active_partitions"])
+    host.save()
+    for g in inventory.get("gpus", []):
+        _gpu_sync(host, g)
+    for p in inventory.get("hca_ports", []):
+        HcaPort.objects.filter(host=host, device=p["device"], port_number=p.get("port_number", 1)).update(
+            port_guid=p["port_guid"], lid=p.get("lid"), rate_gbps=p.get("rate_gbps") or 0, updated_at=now())
+
+
+def _gpu_sync(host: Host, g: dict) -> None:
+    clash = Gpu.objects.filter(uuid=g["uuid"]).exclude(host=host).values_list("host__name", flat=True).first()
+    if clash:
+        raise Conflict(f"GPU {g['uuid']} is already recorded on host {clash}.", code="gpu_uuid_conflict")
+    gpu = Gpu.objects.filter(host=host, index=g["index"]).first() or Gpu(host=host, index=g["index"])
+    gpu.uuid, gpu.serial = g["uuid"], g.get("serial") or g["uuid"]
+    gpu.model = g.get("model") or gpu.model
+    gpu.pci_address, gpu.numa_node = g.get("pci_address", gpu.pci_address), g.get("numa_node", gpu.numa_node)
+    gpu.observed = {k: g[k] for k in _GPU_OBSERVED if k in g}
+    mig = g.get("mig") or {}
+    if mig.get("enabled"):
+        gpu.mode = GpuMode.MIG
+    elif gpu.mode == GpuMode.MIG:
+        gpu.mode = GpuMode.EXCLUSIVE
+    gpu.save()
+    if "layout" in mig:
+        _layout_replace(gpu, mig.get("layout") or [])
+
+
+def _layout_replace(gpu: Gpu, layout: list[dict]) -> None:
+    spec = gpu_model_get(gpu.model)
+    by_id = {p.id: p for p in spec.mig.profiles} if spec and spec.mig else {}
+    GpuInstance.objects.filter(gpu=gpu).delete()
+    GpuInstance.objects.bulk_create([
+        GpuInstance(gpu=gpu, profile_id=i["profile_id"], start=i["start"],
+                    profile=by_id[i["profile_id"]].name if i["profile_id"] in by_id else str(i["profile_id"]),
+                    size=i.get("size") or (by_id[i["profile_id"]].memory if i["profile_id"] in by_id else 1),
+                    gi_id=i.get("gi_id")) for i in layout])
+
+
+# --- commands ------------------------------------------------------------------------------------------------
+def _gpu(host: Host, payload: dict) -> Gpu:
+    index = payload.get("gpu_index")
+    gpu = Gpu.objects.filter(host=host, index=index).first() if isinstance(index, int) else None
+    if gpu is None:
+        raise GpuNotFound(f"Host {host.name} has no GPU with index {index!r}.")
+    return gpu
+
+
+def _mig_spec(gpu: Gpu):
+    spec = gpu_model_get(gpu.model)
+    if spec is None or spec.mig is None:
+        raise MigLayoutRejected(f"{gpu.model} does not support MIG.", code=Code.MIG_LAYOUT_REJECTED,
+                                rejections=[{"code": "mig_unsupported", "message": f"{gpu.model} has no MIG"}])
+    return spec.mig
+
+
+def _reject(plan) -> MigLayoutRejected:
+    return MigLayoutRejected(plan.explain(), rejections=[r.as_dict() for r in plan.rejections])
+
+
+def _current_layout(gpu: Gpu) -> list[tuple[int, int]]:
+    return [(gi.profile_id, gi.start) for gi in gpu.gpu_instances.all()]
+
+
+def _validate_mig_apply(host: Host, payload: dict) -> dict:
+    gpu = _gpu(host, payload)
+    spec = _mig_spec(gpu)
+    items = payload.get("layout")
+    if not isinstance(items, list):
+        raise ValidationFailed("layout must be a list of {profile, start?}.", code=Code.COMMAND_INVALID)
+    plan = mig_plan(spec, [(i.get("profile", i.get("profile_id")), i.get("start")) if isinstance(i, dict) else i
+                           for i in items], driver_version=host.driver_version or None)
+    if not plan.ok:
+        raise _reject(plan)
+    in_use = gpu.gpu_instances.filter(vgpu_devices__isnull=False).distinct()
+    new = {(p.profile_id, p.start) for p in plan.layout}
+    busy = [f"{gi.profile}@{gi.start}" for gi in in_use if (gi.profile_id, gi.start) not in new]
+    if busy:
+        raise Conflict(f"GPU instances {', '.join(busy)} hold vGPUs; drain them before changing the layout.",
+                       code="gpu_instance_in_use", instances=busy)
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "layout": [p.as_dict() for p in plan.layout]}
+
+
+def _validate_gi_create(host: Host, payload: dict) -> dict:
+    gpu = _gpu(host, payload)
+    spec = _mig_spec(gpu)
+    if gpu.mode != GpuMode.MIG:
+        raise ValidationFailed(f"GPU {gpu.index} is not in MIG mode.", code=Code.MIG_NOT_ENABLED)
+    plan = mig_plan(spec, [(payload.get("profile"), payload.get("start"))], current=_current_layout(gpu),
+                    driver_version=host.driver_version or None)
+    if not plan.ok:
+        raise _reject(plan)
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, **plan.placements[0].as_dict()}
+
+
+def _validate_gi_destroy(host: Host, payload: dict) -> dict:
+    gpu = _gpu(host, payload)
+    gi = gpu.gpu_instances.filter(start=payload.get("start")).first()
+    if gi is None:
+        raise NotFound(f"GPU {gpu.index} has no GPU instance at start slice {payload.get('start')!r}.",
+                       code=Code.GPU_INSTANCE_NOT_FOUND)
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "profile_id": gi.profile_id, "start": gi.start}
+
+
+def _validate_reset(host: Host, payload: dict) -> dict:
+    gpu = _gpu(host, payload)
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid}
+
+
+def host_nvswitch_system(host: Host) -> str:
+    if host.nvswitch_system:
+        return host.nvswitch_system
+    model = host.gpus.values_list("model", flat=True).first()
+    spec = gpu_model_get(model) if model else None
+    return spec.nvswitch_system if spec else ""
+
+
+def _partition(host: Host, payload: dict) -> dict:
+    pid = payload.get("partition_id")
+    for p in nvswitch_partitions(host_nvswitch_system(host)):
+        if p["id"] == pid:
+            return p
+    raise ValidationFailed(f"Host {host.name} has no NVSwitch partition {pid!r}.", code=Code.PARTITION_UNKNOWN)
+
+
+def _validate_activate(host: Host, payload: dict) -> dict:
+    part = _partition(host, payload)
+    partitions = {p["id"]: p for p in nvswitch_partitions(host_nvswitch_system(host))}
+    for active in host.active_partitions:
+        shared = sorted(set(part["gpus"]) & set(partitions.get(active, {}).get("gpus", [])))
+        if active != part["id"] and shared:
+            raise PartitionConflict(f"Partition {part['id']} shares GPUs {shared} with active partition {active}.",
+                                    active_partition=active, gpus=shared)
+    return {"partition_id": part["id"], "gpus": part["gpus"]}
+
+
+def _validate_deactivate(host: Host, payload: dict) -> dict:
+    part = _partition(host, payload)
+    if part["id"] not in host.active_partitions:
+        raise ValidationFailed(f"Partition {part['id']} is not active.", code=Code.PARTITION_NOT_ACTIVE)
+    return {"partition_id": part["id"], "gpus": part["gpus"]}
+
+
+VALIDATORS = {
+    CommandKind.APPLY_MIG_LAYOUT: _validate_mig_apply, CommandKind.CREATE_GPU_INSTANCE: _validate_gi_create,
+    CommandKind.DESTROY_GPU_INSTANCE: _validate_gi_destroy, CommandKind.RESET_GPU: _validate_reset,
+    CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
+}
+
+
+def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict) -> AgentCommand:
+    """Validate and queue a command for the host's agent; the payload stored is the normalised, planned one.
+
+    Raises MigLayoutRejected (400, `rejections`), GpuNotFound (404), PartitionConflict (409), ValidationFailed.
+    """
+    if kind not in VALIDATORS:
+        raise ValidationFailed(f"Unknown command kind {kind!r}.", code=Code.COMMAND_INVALID)
+    normalised = VALIDATORS[kind](host, payload or {})
+    with transaction.atomic():
+        gpu = Gpu.objects.filter(host=host, index=normalised.get("gpu_index")).first() \
+            if "gpu_index" in normalised else None
+        cmd = AgentCommand.objects.create(host=host, gpu=gpu, kind=kind, payload=normalised, created_by=actor)
+        audit_record(actor=actor, action=f"inventory.agent.command.{kind}", target=host,
+                     after={"command_id": cmd.id, **normalised})
+    return cmd
+
+
+def agent_commands_pull(*, credential: AgentCredential, limit: int = 20) -> list[AgentCommand]:
+    """Commands not yet reported, oldest first; marks queued ones dispatched. Re-sent until a result arrives."""
+    with transaction.atomic():
+        cmds = list(AgentCommand.objects.select_for_update().filter(
+            host_id=credential.host_id, status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED])
+            .order_by("created_at")[:limit])
+        at = now()
+        fresh = [c.pk for c in cmds if c.status == CommandStatus.QUEUED]
+        AgentCommand.objects.filter(pk__in=fresh).update(status=CommandStatus.DISPATCHED, dispatched_at=at,
+                                                          updated_at=at)
+        for c in cmds:
+            if c.pk in fresh:
+                c.status, c.dispatched_at = CommandStatus.DISPATCHED, at
+    return cmds
+
+
+def agent_command_report(*, credential: AgentCredential, command_id, succeeded: bool, result: dict | None = None,
+                         error: str = "") -> AgentCommand:
+    """Record a command's outcome and apply the reported state. A second report of the same id changes nothing."""
+    with transaction.atomic():
+        cmd = AgentCommand.objects.select_for_update().filter(pk=command_id, host_id=credential.host_id).first()
+        if cmd is None:
+            raise NotFound("No such command for this host.", code=Code.COMMAND_NOT_FOUND)
+        if cmd.status in (CommandStatus.SUCCEEDED, CommandStatus.FAILED):
+            return cmd
+        result = result or {}
+        cmd.status = CommandStatus.SUCCEEDED if succeeded else CommandStatus.FAILED
+        cmd.result, cmd.error, cmd.completed_at = result, (error or "")[:500], now()
+        cmd.save(update_fields=["status", "result", "error", "completed_at"])
+        if succeeded:
+            _apply_result(cmd, result)
+        audit_record(actor=None, action="inventory.agent.command_report", target=cmd.host,
+                     after={"command_id": cmd.id, "kind": cmd.kind, "status": cmd.status, "error": cmd.error})
+    return cmd
+
+
+def _apply_result(cmd: AgentCommand, result: dict) -> None:
+    host = Host.objects.select_for_update().get(pk=cmd.host_id)
+    gpu = Gpu.objects.filter(host=host, index=cmd.payload.get("gpu_index")).first()
+    if cmd.kind == CommandKind.APPLY_MIG_LAYOUT and gpu is not None:
+        gpu.mode = GpuMode.MIG
+        gpu.save(update_fields=["mode"])
+        _layout_replace(gpu, result.get("layout", cmd.payload["layout"]))
+    elif cmd.kind == CommandKind.CREATE_GPU_INSTANCE and gpu is not None:
+        p = cmd.payload
+        GpuInstance.objects.update_or_create(gpu=gpu, start=result.get("start", p["start"]), defaults={
+            "profile_id": p["profile_id"], "profile": p["profile"], "size": p["size"], "gi_id": result.get("gi_id")})
+    elif cmd.kind == CommandKind.DESTROY_GPU_INSTANCE and gpu is not None:
+        GpuInstance.objects.filter(gpu=gpu, start=cmd.payload["start"]).delete()
+    elif cmd.kind == CommandKind.RESET_GPU and gpu is not None:
+        health = result.get("health", GpuHealth.UNKNOWN)
+        gpu.health = health if health in GpuHealth.values else GpuHealth.UNKNOWN
+        gpu.save(update_fields=["health"])
+    elif cmd.kind in (CommandKind.ACTIVATE_PARTITION, CommandKind.DEACTIVATE_PARTITION):
+        if "active_partitions" in result:
+            host.active_partitions = sorted(result["active_partitions"])
+            host.save(update_fields=["active_partitions"])
