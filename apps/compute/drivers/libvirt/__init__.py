@@ -1,0 +1,4 @@
+"""The libvirt compute driver (see `driver.LibvirtDriver`)."""
+from .driver import LibvirtDriver
+
+__all__ = ["LibvirtDriver"]
