@@ -109,7 +109,7 @@ def test_base_document_is_valid():
 @pytest.mark.parametrize(("old", "new", "expected"), [
     ("model: H100-SXM5-80GB, uuid: GPU-2", "model: H900-SXM, uuid: GPU-2",
      "line 20: gpu h2/0: unknown GPU model 'H900-SXM'"),
-    ("serial: S2", "serial: S1", "line 16: duplicate host serial 'S1' (also line 8)"),
+    ("serial: S2", "serial: S1", "line 18: duplicate host serial 'S1' (also line 10)"),
     ("serial: G2", "serial: G1", "line 20: duplicate gpu serial 'G1' (also line 13)"),
     ('port_guid: "0x02"', 'port_guid: "0x01"', "line 22: duplicate hca_port port_guid '0x01' (also line 15)"),
     ("leaf_port: 2", "leaf_port: 1",
@@ -130,7 +130,7 @@ def test_invalid_file_rejected_with_line_and_nothing_written(old, new, expected)
 
 def test_serial_owned_by_another_host_in_the_inventory(sample):
     doc = BASE.replace("serial: S1", "serial: S4H1000001")
-    assert "line 8: host serial 'S4H1000001' already belongs to host a-su1-n01 in the inventory" in [
+    assert "line 10: host serial 'S4H1000001' already belongs to host a-su1-n01 in the inventory" in [
         str(e) for e in fleet_plan(doc).errors]
 
 

@@ -25,7 +25,10 @@ class FleetError:
 
 
 class LineDict(dict):
+    """A mapping that remembers its YAML line and the line of each key's value (`key_lines`)."""
+
     line = 0
+    key_lines: dict = {}
 
 
 class LineList(list):
@@ -41,6 +44,8 @@ def _mapping(loader, node):
     value = LineDict((loader.construct_object(k, deep=True), loader.construct_object(v, deep=True))
                      for k, v in node.value)
     value.line = node.start_mark.line + 1
+    value.key_lines = {loader.construct_object(k, deep=True): v.start_mark.line + 1 for k, v in node.value
+                       if isinstance(k, yaml.ScalarNode)}
     return value
 
 
@@ -123,6 +128,7 @@ def render(value, env: dict):
     if isinstance(value, dict):
         out = LineDict({k: render(v, env) for k, v in value.items()})
         out.line = line_of(value)
+        out.key_lines = getattr(value, "key_lines", {})
         return out
     if isinstance(value, list):
         out = LineList(render(v, env) for v in value)
@@ -180,6 +186,7 @@ def _devices(spec, env: dict, line: int) -> list:
                 value = value[i % len(value)]
             item[key] = render(value, denv)
         item.line = line_of(spec, line)
+        item.key_lines = getattr(spec, "key_lines", {})
         out.append(item)
     return out
 

@@ -134,7 +134,7 @@ def normalise(doc) -> tuple[dict[str, dict[Key, Values]], dict[str, dict[Key, in
             errors.append(FleetError(line, f"duplicate {kind_name} {'/'.join(map(str, key))} "
                                            f"(first at line {lines[kind_name][key]})"))
             return
-        desired[kind_name][key], lines[kind_name][key] = rec, line
+        desired[kind_name][key], lines[kind_name][key] = rec, RecordLine(line, getattr(raw, "key_lines", {}))
         for coll, child in NESTED.get(kind_name, {}).items():
             for item in raw.get(coll) or []:
                 add(child, item, key)
@@ -143,6 +143,21 @@ def normalise(doc) -> tuple[dict[str, dict[Key, Values]], dict[str, dict[Key, in
         for raw in doc.get(coll) or []:
             add(kind_name, raw)
     return desired, lines, errors
+
+
+class RecordLine(int):
+    """A record's line number that also knows the line of each of its fields."""
+
+    def __new__(cls, line: int, fields: dict):
+        obj = super().__new__(cls, line)
+        obj.fields = fields
+        return obj
+
+
+def _fline(lines, kind: str, key, field: str) -> int:
+    """Line of `field` in the record (the record's own line when the field came from a template or is absent)."""
+    rec_line = lines[kind][key]
+    return int(getattr(rec_line, "fields", {}).get(field) or rec_line)
 
 
 # --- validation --------------------------------------------------------------------------------------------
@@ -167,10 +182,10 @@ def _uniques(desired, lines, db_owner, errors):
                 value = rec.get(fname)
                 if not value:
                     continue
-                line = lines[kind.name][key]
+                line = _fline(lines, kind.name, key, fname)
                 if value in seen:
                     errors.append(FleetError(line, f"duplicate {kind.name} {fname} {value!r} "
-                                                   f"(also line {lines[kind.name][seen[value]]})"))
+                                                   f"(also line {_fline(lines, kind.name, seen[value], fname)})"))
                     continue
                 seen[value] = key
                 owner = db_owner[(kind.name, fname)].get(value)
@@ -200,16 +215,17 @@ def _switch_ports(desired, lines, port_counts, errors):
         use(rec["a_switch"], rec["a_port"], line, f"link {rec['a_switch'][0]}:{rec['a_port']}")
         use(rec["b_switch"], rec["b_port"], line, f"link {rec['b_switch'][0]}:{rec['b_port']}")
     for key, rec in desired["hca_port"].items():
-        use(rec["leaf_switch"], rec["leaf_port"], lines["hca_port"][key], f"HCA port {key[0]}/{key[1]}")
+        use(rec["leaf_switch"], rec["leaf_port"], _fline(lines, "hca_port", key, "leaf_port"),
+            f"HCA port {key[0]}/{key[1]}")
     for key, rec in desired["nic"].items():
-        use(rec["switch"], rec["switch_port"], lines["nic"][key], f"NIC {key[0]}/{key[1]}")
+        use(rec["switch"], rec["switch_port"], _fline(lines, "nic", key, "switch_port"), f"NIC {key[0]}/{key[1]}")
 
 
 def _devices(desired, lines, existing_hosts, errors):
     for key, rec in desired["gpu"].items():
-        line = lines["gpu"][key]
+        line = _fline(lines, "gpu", key, "numa_node")
         if gpu_model_get(rec["model"]) is None:
-            errors.append(FleetError(line, f"gpu {key[0]}/{key[1]}: unknown GPU model {rec['model']!r}"))
+            errors.append(FleetError(_fline(lines, "gpu", key, "model"), f"gpu {key[0]}/{key[1]}: unknown GPU model {rec['model']!r}"))
         host = desired["host"].get(rec["host"]) or existing_hosts.get(rec["host"])
         if host is not None and rec["numa_node"] >= host["numa_nodes"]:
             errors.append(FleetError(line, f"gpu {key[0]}/{key[1]}: NUMA node {rec['numa_node']} but host "
@@ -218,7 +234,7 @@ def _devices(desired, lines, existing_hosts, errors):
         for key, rec in desired[kind].items():
             host = desired["host"].get(rec["host"]) or existing_hosts.get(rec["host"])
             if host is not None and rec["numa_node"] >= host["numa_nodes"]:
-                errors.append(FleetError(lines[kind][key], f"{kind} {key[0]}/{key[1]}: NUMA node "
+                errors.append(FleetError(_fline(lines, kind, key, "numa_node"), f"{kind} {key[0]}/{key[1]}: NUMA node "
                                                            f"{rec['numa_node']} but host has {host['numa_nodes']}"))
 
 
