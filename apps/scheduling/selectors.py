@@ -85,8 +85,8 @@ def allocation_list_for_consumer(consumer_id: uuid.UUID, *, live_only: bool = Tr
     return qs.order_by("host_id", "gpu__index", "resource_class")
 
 
-def allocation_list_overlapping(*, host_id: uuid.UUID | None = None) -> QuerySet[Allocation]:
-    """Staff read: live allocations, optionally of one host."""
+def allocation_list_live(*, host_id: uuid.UUID | None = None) -> QuerySet[Allocation]:
+    """Staff read: live allocations (end open or in the future), optionally of one host."""
     now = clock.now()
     qs = Allocation.objects.filter(Q(period__upper_inf=True) | Q(period__endswith__gt=now))
     if host_id:

@@ -1,0 +1,108 @@
+"""Input/output serializers of the scheduling API (staff only): the placement dry run and the ledger."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ..models import Allocation, ConsumerType
+from ..placement.request import POLICIES
+
+
+class TopologyInput(serializers.Serializer):
+    max_leaves_per_rail = serializers.IntegerField(min_value=1, required=False, allow_null=True,
+                                                   help_text="1 = the same leaf on every rail")
+    max_spine_groups = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    one_fabric = serializers.BooleanField(required=False, default=False)
+
+
+class PlacementRequestInput(serializers.Serializer):
+    """A `PlacementRequest`. One GPU form per host: gpus_per_host | mig_profile | vgpu_type | share_milli."""
+
+    project = serializers.UUIDField(help_text="the project the request is for (tenant isolation, affinity)")
+    gpu_models = serializers.ListField(child=serializers.CharField(max_length=32), required=False, default=list,
+                                       help_text="allowed catalog keys, e.g. H100-SXM5-80GB; empty = any")
+    gpus_per_host = serializers.IntegerField(min_value=0, max_value=16, required=False, default=0)
+    mig_profile = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    vgpu_type = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    share_milli = serializers.IntegerField(min_value=0, max_value=999, required=False, default=0)
+    vcpus = serializers.IntegerField(min_value=0, required=False, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, required=False, default=0)
+    hosts = serializers.IntegerField(min_value=1, max_value=4096, required=False, default=1)
+    zone = serializers.CharField(max_length=63, required=False, default="", allow_blank=True)
+    provisioning_kind = serializers.ChoiceField(choices=["", "hypervisor", "baremetal"], required=False, default="")
+    policy = serializers.ChoiceField(choices=["", *POLICIES], required=False, default="")
+    affinity_group = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
+    anti_affinity = serializers.BooleanField(required=False, default=False)
+    dedicated = serializers.BooleanField(required=False, default=False)
+    lease = serializers.UUIDField(required=False, allow_null=True, default=None)
+    spot = serializers.BooleanField(required=False, default=False)
+    consumer_type = serializers.ChoiceField(choices=ConsumerType.choices, required=False,
+                                            default=ConsumerType.INSTANCE)
+    start = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    end = serializers.DateTimeField(required=False, allow_null=True, default=None)
+    topology = TopologyInput(required=False)
+    limit = serializers.IntegerField(min_value=1, max_value=50, required=False, default=5)
+
+
+class ResourceOutput(serializers.Serializer):
+    resource_class = serializers.CharField()
+    gpu_id = serializers.UUIDField(allow_null=True)
+    slices = serializers.ListField(child=serializers.IntegerField(), allow_null=True)
+    amount = serializers.IntegerField()
+    profile = serializers.CharField()
+
+
+class HostChoiceOutput(serializers.Serializer):
+    host_id = serializers.UUIDField()
+    host = serializers.CharField()
+    gpu_indexes = serializers.ListField(child=serializers.IntegerField(), required=False)
+    nvswitch_partition = serializers.IntegerField(required=False)
+    numa_nodes = serializers.ListField(child=serializers.IntegerField(), required=False)
+    resources = ResourceOutput(many=True)
+
+
+class CandidateOutput(serializers.Serializer):
+    score = serializers.FloatField()
+    topology = serializers.DictField(help_text="max_leaves_per_rail, spine_groups, fabrics (multi-host)")
+    hosts = HostChoiceOutput(many=True)
+
+
+class FilterOutput(serializers.Serializer):
+    filter = serializers.CharField()
+    removed = serializers.IntegerField()
+    reasons = serializers.DictField(child=serializers.IntegerField())
+    note = serializers.CharField(required=False)
+
+
+class ExplanationOutput(serializers.Serializer):
+    hosts_considered = serializers.IntegerField()
+    path = serializers.CharField()
+    filters = FilterOutput(many=True)
+    remaining = serializers.IntegerField()
+    evaluated = serializers.IntegerField(required=False)
+    topology = serializers.DictField(required=False)
+
+
+class PlacementCandidatesOutput(serializers.Serializer):
+    placeable = serializers.BooleanField()
+    code = serializers.CharField(allow_null=True, help_text="capacity_unavailable when nothing can hold it")
+    candidates = CandidateOutput(many=True)
+    explanation = ExplanationOutput()
+
+
+class AllocationOutput(serializers.ModelSerializer):
+    consumer = serializers.UUIDField(source="consumer_id")
+    project = serializers.UUIDField(source="project_id")
+    host = serializers.UUIDField(source="host_id")
+    gpu = serializers.UUIDField(source="gpu_id", allow_null=True)
+    parent = serializers.UUIDField(source="parent_id", allow_null=True)
+    slices = serializers.SerializerMethodField()
+    start = serializers.DateTimeField(source="period.lower")
+    end = serializers.DateTimeField(source="period.upper", allow_null=True)
+
+    class Meta:
+        model = Allocation
+        fields = ["id", "consumer", "consumer_type", "project", "host", "gpu", "resource_class", "slices", "amount",
+                  "profile", "start", "end", "parent", "spot", "created_at"]
+
+    def get_slices(self, obj) -> list[int] | None:
+        return [obj.slices.lower, obj.slices.upper] if obj.slices else None
