@@ -45,6 +45,8 @@ INSTALLED_APPS = [
     "apps.tenancy",
     "apps.inventory",
     "apps.scheduling",
+    "apps.networking",
+    "apps.billing",
 ]
 
 MIDDLEWARE = [

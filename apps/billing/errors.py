@@ -1,0 +1,19 @@
+"""Stable error codes billing services raise (rendered as problem+json by the core handler)."""
+from enum import StrEnum
+
+
+class Code(StrEnum):
+    INVALID_CURRENCY = "invalid_currency"
+    INVALID_SKU = "invalid_sku"
+    INVALID_CREDIT_SCHEDULE = "invalid_credit_schedule"
+    PRICE_BOOK_LOCKED = "price_book_locked"
+    PRICE_BOOK_EXISTS = "price_book_exists"
+    UNKNOWN_USAGE_SOURCE = "unknown_usage_source"
+    WINDOW_NOT_ALIGNED = "window_not_aligned"
+    PERIOD_CLOSED = "period_closed"
+    INVALID_PERIOD = "invalid_period"
+    PAYMENT_AMOUNT_MISMATCH = "payment_amount_mismatch"
+    CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    IDEMPOTENCY_REQUEST_IN_FLIGHT = "idempotency_request_in_flight"
+    UNPRICED_USAGE = "unpriced_usage"

@@ -1,0 +1,58 @@
+"""Money rules: `Decimal` only, ISO 4217 currencies, one rounding rule.
+
+The rounding rule (documented in docs/billing.md, SOURCE RW-070): amounts are accumulated at full precision and
+rounded once per invoice line, half-up (ties away from zero) to the currency's minor unit (2 decimals for USD/EUR,
+0 for JPY, as py-moneyed's ISO 4217 table gives); a line's tax is its rounded amount × the tax rate, rounded the
+same way; invoice totals are sums of rounded lines, so printed lines always add up to the printed total.
+"""
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+import moneyed
+from moneyed import Money
+
+from apps.core.errors import ValidationFailed
+
+from .errors import Code
+
+
+def currency_validate(code: str) -> str:
+    """Return the upper-case ISO 4217 code; 400 `invalid_currency` when it is not one."""
+    code = (code or "").upper()
+    try:
+        currency = moneyed.get_currency(code)
+    except (moneyed.CurrencyDoesNotExist, ValueError, TypeError):
+        raise ValidationFailed(f"{code!r} is not an ISO 4217 currency code.", code=Code.INVALID_CURRENCY) from None
+    if currency.code == "XXX":
+        raise ValidationFailed(f"{code!r} is not an ISO 4217 currency code.", code=Code.INVALID_CURRENCY)
+    return currency.code
+
+
+def minor_units(code: str) -> int:
+    """Decimal places of the currency's minor unit (USD 2, JPY 0, BHD 3)."""
+    sub_unit = moneyed.get_currency(code).sub_unit or 1
+    return len(str(sub_unit)) - 1
+
+
+def round_money(amount: Decimal, currency: str) -> Decimal:
+    """Round half-up (away from zero on ties) to the currency's minor unit."""
+    exponent = Decimal(1).scaleb(-minor_units(currency))
+    return Decimal(amount).quantize(exponent, rounding=ROUND_HALF_UP)
+
+
+def line_tax(amount: Decimal, rate: Decimal, currency: str) -> Decimal:
+    """Tax of one (already rounded) line: amount × rate rounded by `round_money` (RW-070 (a): 8180.00 × 9.975 %
+    = 815.955 → 815.96)."""
+    return round_money(Decimal(amount) * Decimal(rate), currency)
+
+
+def as_money(amount: Decimal, currency: str) -> Money:
+    return Money(amount, currency)
+
+
+def format_money(amount: Decimal, currency: str) -> str:
+    """Human formatting for CSV/PDF (e.g. "$1,656.00")."""
+    from moneyed.l10n import format_money as fmt
+
+    return fmt(Money(amount, currency), locale="en_US")

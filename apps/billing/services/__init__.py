@@ -1,0 +1,16 @@
+"""Billing services (writes). Keyword-only, `actor` first; `actor=None` is the system (beat tasks, demo, bench)."""
+from .catalog import billing_account_update, price_book_create, price_set, sla_tier_create, sla_tier_update
+from .invoicing import (
+                        adjustment_create,
+                        credit_note_create,
+                        invoice_finalize,
+                        invoice_pay,
+                        invoice_run_execute,
+                        invoice_void,
+                        usage_rerate,
+)
+from .metering import downtime_sync, usage_record_collect, usage_record_ingest
+
+__all__ = ["adjustment_create", "billing_account_update", "credit_note_create", "downtime_sync", "invoice_finalize",
+           "invoice_pay", "invoice_run_execute", "invoice_void", "price_book_create", "price_set",
+           "sla_tier_create", "sla_tier_update", "usage_record_collect", "usage_record_ingest", "usage_rerate"]

@@ -1,0 +1,284 @@
+"""Invoice runs, finalization with gap-free numbers, payment, void, credit notes, adjustments, re-rating.
+
+SOURCE: issue 9 (invoices per organization per calendar month in its billing time zone; draft → finalized →
+paid | void; idempotent runs); RW-055 (no period skipped or overlapping); RW-056 (the once-per-period guard uses
+the customer's time zone: one invoice per (organization, local month), enforced by a unique index).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from decimal import Decimal
+
+from django.db import connection, transaction
+
+from apps.audit.services import audit_record
+from apps.core.clock import now
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.ids import uuid7
+from apps.core.transitions import transition
+
+from .. import conf
+from ..errors import Code
+from ..models import Adjustment, CreditNote, Invoice, InvoiceRun
+from ..money import currency_validate, line_tax, minor_units, round_money
+from ..periods import parse_period, period_bounds, period_of
+from ..states import INVOICE_TRANSITIONS, InvoiceStatus, RunStatus
+from . import rating, sla
+from .metering import downtime_sync, window_validate
+
+# Test seam: called after each committed batch with (run, batch_number); raising simulates a crash mid-run.
+after_batch_hook: Callable[[InvoiceRun, int], None] | None = None
+
+CANDIDATES_SQL = """
+SELECT o.id FROM tenancy_organization o
+WHERE (EXISTS (SELECT 1 FROM billing_usagerecord r WHERE r.organization_id = o.id
+               AND r.start < make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone)
+               AND r."end" > make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone))
+    OR EXISTS (SELECT 1 FROM billing_adjustment a WHERE a.organization_id = o.id AND a.period = %(period)s)
+    OR EXISTS (SELECT 1 FROM billing_slareport s WHERE s.organization_id = o.id AND s.period < %(period)s
+               AND s.credit_amount > 0 AND s.applied_invoice_id IS NULL))
+  AND NOT EXISTS (SELECT 1 FROM billing_invoice i WHERE i.organization_id = o.id AND i.period = %(period)s
+                  AND i.status IN ('finalized', 'paid'))
+  AND (%(orgs)s::uuid[] IS NULL OR o.id = ANY(%(orgs)s::uuid[]))
+ORDER BY o.id
+"""
+
+DRAFTS_SQL = """
+INSERT INTO billing_invoice (id, created_at, updated_at, organization_id, period, period_start, period_end, timezone,
+  currency, status, tax_rate, subtotal, credits, tax, total, credited, unpriced_seconds, run_id, payment_reference)
+SELECT t.id, %(now)s, %(now)s, o.id, %(period)s, make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone),
+       make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone), o.billing_timezone, upper(o.currency),
+       'draft', coalesce(ba.tax_rate, %(tax)s), 0, 0, 0, 0, 0, 0, %(run)s, ''
+FROM unnest(%(ids)s::uuid[], %(orgs)s::uuid[]) AS t(id, org_id)
+JOIN tenancy_organization o ON o.id = t.org_id
+LEFT JOIN billing_billingaccount ba ON ba.organization_id = o.id
+ON CONFLICT (organization_id, period) WHERE status <> 'void' DO NOTHING;
+
+UPDATE billing_invoice i SET timezone = o.billing_timezone, currency = upper(o.currency),
+  tax_rate = coalesce(ba.tax_rate, %(tax)s), run_id = %(run)s, updated_at = %(now)s,
+  period_start = make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone),
+  period_end = make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone)
+FROM tenancy_organization o LEFT JOIN billing_billingaccount ba ON ba.organization_id = o.id
+WHERE i.organization_id = o.id AND o.id = ANY(%(orgs)s::uuid[]) AND i.period = %(period)s AND i.status = 'draft';
+
+DELETE FROM billing_invoiceline l USING billing_invoice i
+WHERE l.invoice_id = i.id AND i.organization_id = ANY(%(orgs)s::uuid[]) AND i.period = %(period)s
+  AND i.status = 'draft';
+"""
+
+TOTALS_SQL = """
+UPDATE billing_invoice i SET
+  subtotal = coalesce(x.subtotal, 0), credits = coalesce(x.credits, 0), tax = coalesce(x.tax, 0),
+  total = coalesce(x.subtotal, 0) + coalesce(x.credits, 0) + coalesce(x.tax, 0), updated_at = %(now)s
+FROM billing_scope s LEFT JOIN (
+  SELECT invoice_id, sum(amount) FILTER (WHERE kind <> 'sla_credit') AS subtotal,
+         sum(amount) FILTER (WHERE kind = 'sla_credit') AS credits, sum(tax_amount) AS tax
+  FROM billing_invoiceline WHERE invoice_id IN (SELECT invoice_id FROM billing_scope) GROUP BY 1
+) x USING (invoice_id)
+WHERE i.id = s.invoice_id;
+"""
+
+FINALIZE_SQL = """
+WITH numbered AS (
+  SELECT i.id, %(first)s + row_number() OVER (ORDER BY i.organization_id) - 1 AS number
+  FROM billing_invoice i JOIN billing_scope s ON s.invoice_id = i.id
+  WHERE i.status = 'draft' AND i.unpriced_seconds = 0
+)
+UPDATE billing_invoice i SET status = 'finalized', number = numbered.number, finalized_at = %(now)s,
+  updated_at = %(now)s
+FROM numbered WHERE i.id = numbered.id
+"""
+
+
+def _month_params(period: str) -> dict:
+    year, month = parse_period(period)
+    return {"period": period, "y": year, "m": month, "ny": year + month // 12, "nm": month % 12 + 1}
+
+
+def _sequence_lock(cursor, name: str) -> int:
+    """Lock the gap-free counter row `name` (creating it at 1) and return its next value."""
+    cursor.execute("INSERT INTO billing_numbersequence (name, next_value) VALUES (%s, 1) ON CONFLICT DO NOTHING",
+                   [name])
+    cursor.execute("SELECT next_value FROM billing_numbersequence WHERE name = %s FOR UPDATE", [name])
+    return cursor.fetchone()[0]
+
+
+def _scope_fill(cursor, params: dict) -> None:
+    cursor.execute(rating.SCOPE_DDL)
+    cursor.execute("""
+        INSERT INTO billing_scope (invoice_id, organization_id, period, period_start, period_end, currency, minor,
+                                   tax_rate)
+        SELECT id, organization_id, period, period_start, period_end, currency, 2, tax_rate FROM billing_invoice
+        WHERE organization_id = ANY(%(orgs)s::uuid[]) AND period = %(period)s AND status = 'draft'""", params)
+    cursor.execute("SELECT DISTINCT currency FROM billing_scope")
+    for (currency,) in cursor.fetchall():
+        cursor.execute("UPDATE billing_scope SET minor = %s WHERE currency = %s", [minor_units(currency), currency])
+    cursor.execute("ANALYZE billing_scope")
+
+
+def _batch_process(run: InvoiceRun, org_ids: list, finalize: bool) -> tuple[int, int]:
+    """One transaction: draft, rate, SLA, credits, totals and (optionally) finalize the invoices of `org_ids`."""
+    stamp = now()
+    params = {**_month_params(run.period), "orgs": org_ids, "ids": [uuid7() for _ in org_ids], "now": stamp,
+              "tax": conf.get("BILLING_DEFAULT_TAX_RATE"), "run": run.id}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(DRAFTS_SQL, params)
+        _scope_fill(cursor, params)
+        rating.rate_scope()
+        sla.sla_reports_compute(period=run.period)
+        sla.sla_credit_lines_add()
+        cursor.execute(TOTALS_SQL, params)
+        cursor.execute("SELECT count(*) FROM billing_scope")
+        drafted = cursor.fetchone()[0]
+        finalized = 0
+        if finalize:
+            first = _sequence_lock(cursor, "invoice")
+            cursor.execute(FINALIZE_SQL, {"first": first, "now": stamp})
+            finalized = cursor.rowcount
+            cursor.execute("UPDATE billing_numbersequence SET next_value = %s WHERE name = 'invoice'",
+                           [first + finalized])
+    return drafted, finalized
+
+
+def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
+                        organization_ids: list | None = None) -> InvoiceRun:
+    """Invoice every organization with activity in `period` ("YYYY-MM", local month of each organization).
+
+    Per batch of BILLING_RUN_BATCH_SIZE organizations (ordered by id), in one transaction: create or refresh
+    the draft, replace its lines from the usage records (late records in a still-open period are picked up here),
+    compute SLA reports, add pending SLA credits of earlier months, compute totals, and when `finalize` number
+    the invoices gap-free (the counter row is locked FOR UPDATE) — except drafts with unpriced usage, which stay
+    drafts and are listed in `held_invoices`. Finalized invoices are never touched again, so running twice, or
+    rerunning after a crash, yields the same invoices, numbers and totals.
+    """
+    parse_period(period)
+    run = InvoiceRun.objects.create(period=period, finalize=finalize,
+                                    requested_by=actor if getattr(actor, "pk", None) else None)
+    start, end = period_bounds(period, "UTC")
+    downtime_sync(window_start=start - dt.timedelta(hours=15), window_end=end + dt.timedelta(hours=13))
+    with connection.cursor() as cursor:
+        cursor.execute(CANDIDATES_SQL, {**_month_params(period),
+                                        "orgs": [str(o) for o in organization_ids] if organization_ids else None})
+        org_ids = [row[0] for row in cursor.fetchall()]
+    size = conf.get("BILLING_RUN_BATCH_SIZE")
+    try:
+        for number, i in enumerate(range(0, len(org_ids), size)):
+            drafted, finalized = _batch_process(run, org_ids[i:i + size], finalize)
+            run.invoices_drafted += drafted
+            run.invoices_finalized += finalized
+            if after_batch_hook:
+                after_batch_hook(run, number)
+    except Exception as exc:
+        InvoiceRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=repr(exc)[:2000],
+                                                    finished_at=now(), invoices_drafted=run.invoices_drafted,
+                                                    invoices_finalized=run.invoices_finalized)
+        raise
+    run.held_invoices = [str(i) for i in Invoice.objects.filter(
+        period=period, status=InvoiceStatus.DRAFT, unpriced_seconds__gt=0).values_list("id", flat=True)[:1000]]
+    run.status, run.finished_at = RunStatus.COMPLETED, now()
+    with transaction.atomic():
+        run.save()
+        audit_record(actor=actor, action="billing.invoice_run.execute", target=run,
+                     after={"period": period, "drafted": run.invoices_drafted, "finalized": run.invoices_finalized})
+    return run
+
+
+def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
+    """Finalize one draft (staff): assigns the next gap-free number. 409 `invalid_state`, 409 `unpriced_usage`."""
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status == InvoiceStatus.DRAFT and invoice.unpriced_seconds > 0:
+            raise Conflict("The invoice has usage without a price; add the price and rerun.",
+                           code=Code.UNPRICED_USAGE)
+        with connection.cursor() as cursor:
+            number = _sequence_lock(cursor, "invoice")
+            transition(invoice, "finalize", INVOICE_TRANSITIONS, extra={"number": number, "finalized_at": now()})
+            cursor.execute("UPDATE billing_numbersequence SET next_value = %s WHERE name = 'invoice'", [number + 1])
+        audit_record(actor=actor, action="billing.invoice.finalize", target=invoice,
+                     organization=invoice.organization_id, after={"number": number})
+    return invoice
+
+
+def invoice_pay(*, actor, invoice: Invoice, amount: Decimal, reference: str = "") -> Invoice:
+    """Record full payment of a finalized invoice. `amount` must equal the balance due (total − credit notes):
+    400 `payment_amount_mismatch`; 409 `invalid_state` unless finalized."""
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status == InvoiceStatus.FINALIZED and Decimal(amount) != invoice.balance_due:
+            raise ValidationFailed(f"Amount {amount} does not match the balance due {invoice.balance_due}.",
+                                   code=Code.PAYMENT_AMOUNT_MISMATCH)
+        transition(invoice, "pay", INVOICE_TRANSITIONS, extra={"paid_at": now(), "payment_reference": reference})
+        audit_record(actor=actor, action="billing.invoice.pay", target=invoice, organization=invoice.organization_id,
+                     after={"amount": str(amount), "reference": reference})
+    return invoice
+
+
+def invoice_void(*, actor, invoice: Invoice, reason: str) -> Invoice:
+    """Void a finalized, unpaid invoice (its number stays used; a rerun then drafts a replacement). Its SLA
+    credits return to pending. 409 `invalid_state`."""
+    from ..models import SlaReport
+
+    with transaction.atomic():
+        transition(invoice, "void", INVOICE_TRANSITIONS, extra={"voided_at": now()})
+        SlaReport.objects.filter(applied_invoice=invoice).update(applied_invoice=None)
+        audit_record(actor=actor, action="billing.invoice.void", target=invoice, organization=invoice.organization_id,
+                     after={"reason": reason})
+    return invoice
+
+
+def credit_note_create(*, actor, invoice: Invoice, amount: Decimal, reason: str) -> CreditNote:
+    """Issue a credit note of `amount` (before tax; tax at the invoice's rate is added) against a finalized or
+    paid invoice. 400 when amount ≤ 0 or the credit would exceed the invoice total (`credit_note_exceeds_balance`);
+    409 `invalid_state` for drafts and void invoices."""
+    amount = round_money(Decimal(amount), invoice.currency)
+    if amount <= 0:
+        raise ValidationFailed("A credit note amount must be positive.")
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status not in (InvoiceStatus.FINALIZED, InvoiceStatus.PAID):
+            raise Conflict("Credit notes apply to finalized or paid invoices.", code="invalid_state",
+                           current_state=invoice.status)
+        tax = line_tax(amount, invoice.tax_rate, invoice.currency)
+        if invoice.credited + amount + tax > invoice.total:
+            raise ValidationFailed("The credit notes would exceed the invoice total.",
+                                   code=Code.CREDIT_NOTE_EXCEEDS_BALANCE)
+        with connection.cursor() as cursor:
+            number = _sequence_lock(cursor, "credit_note")
+            cursor.execute("UPDATE billing_numbersequence SET next_value = %s WHERE name = 'credit_note'",
+                           [number + 1])
+        note = CreditNote.objects.create(invoice=invoice, organization_id=invoice.organization_id, number=number,
+                                         currency=invoice.currency, amount=amount, tax=tax, total=amount + tax,
+                                         reason=reason, created_by=actor if getattr(actor, "pk", None) else None)
+        Invoice.objects.filter(pk=invoice.pk).update(credited=invoice.credited + amount + tax)
+        audit_record(actor=actor, action="billing.credit_note.create", target=note,
+                     organization=invoice.organization_id, after={"number": number, "total": str(amount + tax)})
+    return note
+
+
+def adjustment_create(*, actor, organization, period: str, amount: Decimal, description: str,
+                      recurring: bool = False) -> Adjustment:
+    """Add a manual charge (> 0) or credit (< 0) to `organization`'s invoice for `period`; it appears when the
+    draft is (re)computed. 409 `period_closed` when that invoice is already finalized."""
+    parse_period(period)
+    currency_validate(organization.currency)
+    if Invoice.objects.filter(organization=organization, period=period,
+                              status__in=[InvoiceStatus.FINALIZED, InvoiceStatus.PAID]).exists():
+        raise Conflict(f"The invoice for {period} is finalized; issue a credit note or adjust a later period.",
+                       code=Code.PERIOD_CLOSED)
+    with transaction.atomic():
+        adjustment = Adjustment.objects.create(organization=organization, period=period,
+                                               amount=round_money(Decimal(amount), organization.currency),
+                                               description=description, recurring=recurring,
+                                               created_by=actor if getattr(actor, "pk", None) else None)
+        audit_record(actor=actor, action="billing.adjustment.create", target=adjustment, organization=organization,
+                     after={"period": period, "amount": str(adjustment.amount)})
+    return adjustment
+
+
+def usage_rerate(*, actor, window_start: dt.datetime, window_end: dt.datetime) -> list[InvoiceRun]:
+    """Re-rate a window: recompute the drafts of every still-open period it touches (RW-059: the window must be
+    aligned to the metering period, else 400 `window_not_aligned`). Finalized periods are left alone."""
+    window_validate(window_start, window_end)
+    periods = sorted({period_of(window_start, "UTC"), period_of(window_end - dt.timedelta(microseconds=1), "UTC")})
+    return [invoice_run_execute(actor=actor, period=p, finalize=False) for p in periods]

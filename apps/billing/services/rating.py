@@ -1,0 +1,168 @@
+"""Rating: usage records × effective-dated prices − downtime → invoice lines, as set-based SQL.
+
+Works on the temporary table `billing_scope` (one row per draft invoice being computed: invoice, organization,
+period bounds in UTC, currency, minor unit, tax rate) that `invoicing` fills. Every statement handles all the
+invoices of a batch at once (INSERT ... SELECT ... GROUP BY), never one usage record per Python step.
+
+Rules (SOURCE issue 9 and the section G cases):
+- each usage record is clipped to the invoice period, then split at every price change (price books overlay:
+  a price holds from its book's `effective_from` until the next book of that currency listing the same key; RW-068);
+- provider-fault downtime is cut out (multirange difference) and not charged (issue 9);
+- per run (one start of a resource) and line, the seconds are rounded up to the price's increment and to at least
+  its minimum (RW-052); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
+  seconds of the whole billing period (RW-053);
+- reserved commitments: amount = committed price × covered seconds / seconds of the commitment window, whether
+  used or not (issue 9, RW-053);
+- every line's amount is rounded once, half-up to the currency's minor unit, from the full-precision sum of its
+  pieces (RW-070 (d)); tax is computed per rounded line and rounded the same way (RW-070 (a)-(c)).
+"""
+from __future__ import annotations
+
+from django.db import connection
+
+SCOPE_DDL = """
+DROP TABLE IF EXISTS billing_seg, billing_dt, billing_u, billing_scope;
+CREATE TEMP TABLE billing_scope (
+  invoice_id uuid PRIMARY KEY, organization_id uuid NOT NULL, period text NOT NULL,
+  period_start timestamptz NOT NULL, period_end timestamptz NOT NULL, currency text NOT NULL,
+  minor int NOT NULL, tax_rate numeric NOT NULL
+) ON COMMIT DROP;
+CREATE INDEX ON billing_scope (organization_id);
+"""
+
+USAGE_SQL = """
+CREATE TEMP TABLE billing_u ON COMMIT DROP AS
+SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_type, r.resource_id, r.sku,
+       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, r.commitment_amount, r.commitment_start,
+       r.commitment_end,
+       tstzrange(greatest(r.start, s.period_start), least(r."end", s.period_end)) AS span
+FROM billing_scope s
+JOIN billing_usagerecord r ON r.organization_id = s.organization_id
+ AND r.start < s.period_end AND r."end" > s.period_start;
+
+CREATE TEMP TABLE billing_dt ON COMMIT DROP AS
+SELECT d.resource_type, d.resource_id, range_agg(tstzrange(d.start, d."end")) AS down
+FROM billing_downtimeinterval d
+WHERE d.start < (SELECT max(period_end) FROM billing_scope) AND d."end" > (SELECT min(period_start) FROM billing_scope)
+  AND EXISTS (SELECT 1 FROM billing_u u WHERE u.resource_type = d.resource_type AND u.resource_id = d.resource_id)
+GROUP BY 1, 2;
+CREATE INDEX ON billing_dt (resource_type, resource_id);
+ANALYZE billing_u;
+"""
+
+SEGMENTS_SQL = """
+CREATE TEMP TABLE billing_seg ON COMMIT DROP AS
+WITH ps AS (
+  SELECT b.currency, p.sku, p.sla_tier, p.pricing_model, p.unit, p.unit_price,
+         p.billing_increment_seconds AS incr, p.minimum_seconds AS mins,
+         tstzrange(b.effective_from, lead(b.effective_from) OVER (
+           PARTITION BY b.currency, p.sku, p.sla_tier, p.pricing_model ORDER BY b.effective_from)) AS valid
+  FROM billing_price p JOIN billing_pricebook b ON b.id = p.book_id
+), piece AS (
+  SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
+         u.gpu_model, u.run_id, ps.unit, ps.unit_price, ps.incr, ps.mins, u.span * ps.valid AS part, dt.down
+  FROM billing_u u
+  JOIN ps ON ps.currency = u.currency AND ps.sku = u.sku AND ps.sla_tier = u.sla_tier
+         AND ps.pricing_model = u.pricing_model AND ps.valid && u.span
+  LEFT JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
+  WHERE u.commitment_amount IS NULL
+)
+SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, run_id, unit,
+       unit_price, incr, mins,
+       extract(epoch FROM upper(part) - lower(part)) AS priced_secs,
+       CASE WHEN down IS NULL THEN extract(epoch FROM upper(part) - lower(part))
+            ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
+                  FROM unnest(multirange(part) - down) AS x) END AS secs
+FROM piece;
+"""
+
+LINES_SQL = """
+WITH runs AS (
+  SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
+         unit_price, run_id,
+         CASE WHEN sum(secs) > 0 THEN greatest(ceil(sum(secs) / max(incr)) * max(incr), max(mins)) ELSE 0 END
+           AS billed
+  FROM billing_seg
+  GROUP BY invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
+           unit_price, run_id
+), grouped AS (
+  SELECT r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
+         r.gpu_model, r.unit, r.unit_price, sum(r.billed) AS billed,
+         extract(epoch FROM s.period_end - s.period_start) AS period_secs, s.minor, s.tax_rate
+  FROM runs r JOIN billing_scope s USING (invoice_id)
+  GROUP BY r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
+           r.gpu_model, r.unit, r.unit_price, s.period_start, s.period_end, s.minor, s.tax_rate
+), priced AS (
+  SELECT *, CASE WHEN unit = 'hour' THEN billed * unit_price / 3600 ELSE billed * unit_price / period_secs END
+              AS raw,
+         CASE WHEN unit = 'hour' THEN billed / 3600 ELSE billed / period_secs END AS qty
+  FROM grouped
+)
+INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
+  sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount)
+SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
+       gpu_model, left(resource_type || ' ' || resource_id || ' ' || sku, 300), billed, round(qty, 6), unit,
+       unit_price, round(raw, 12), round(raw, minor), round(round(raw, minor) * tax_rate, minor)
+FROM priced;
+"""
+
+COMMITMENT_SQL = """
+WITH c AS (
+  SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
+         u.gpu_model, u.commitment_amount AS amount,
+         extract(epoch FROM u.commitment_end - u.commitment_start) AS term_secs,
+         u.span * tstzrange(u.commitment_start, u.commitment_end) AS part, dt.down
+  FROM billing_u u
+  LEFT JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
+  WHERE u.commitment_amount IS NOT NULL
+), secs AS (
+  SELECT *, CASE WHEN down IS NULL THEN coalesce(extract(epoch FROM upper(part) - lower(part)), 0)
+                 ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
+                       FROM unnest(multirange(part) - down) AS x) END AS secs
+  FROM c
+), grouped AS (
+  SELECT x.invoice_id, x.project_id, x.resource_type, x.resource_id, x.sku, x.pricing_model, x.sla_tier,
+         x.gpu_model, x.amount, x.term_secs, sum(x.secs) AS billed, s.minor, s.tax_rate
+  FROM secs x JOIN billing_scope s USING (invoice_id)
+  GROUP BY x.invoice_id, x.project_id, x.resource_type, x.resource_id, x.sku, x.pricing_model, x.sla_tier,
+           x.gpu_model, x.amount, x.term_secs, s.minor, s.tax_rate
+  HAVING sum(x.secs) > 0
+)
+INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
+  sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount)
+SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
+       gpu_model, left('commitment ' || resource_type || ' ' || resource_id || ' ' || sku, 300), billed,
+       round(billed / 3600, 6), 'hour', round(amount * 3600 / term_secs, 6),
+       round(amount * billed / term_secs, 12), round(amount * billed / term_secs, minor),
+       round(round(amount * billed / term_secs, minor) * tax_rate, minor)
+FROM grouped;
+"""
+
+UNPRICED_SQL = """
+UPDATE billing_invoice i SET unpriced_seconds = coalesce(t.total, 0) - coalesce(p.priced, 0)
+FROM billing_scope s
+LEFT JOIN (SELECT invoice_id, sum(extract(epoch FROM upper(span) - lower(span))) AS total
+           FROM billing_u WHERE commitment_amount IS NULL GROUP BY 1) t USING (invoice_id)
+LEFT JOIN (SELECT invoice_id, sum(priced_secs) AS priced FROM billing_seg GROUP BY 1) p USING (invoice_id)
+WHERE i.id = s.invoice_id;
+"""
+
+ADJUSTMENTS_SQL = """
+INSERT INTO billing_invoiceline (id, invoice_id, kind, description, billed_seconds, quantity, unit, unit_price,
+  raw_amount, amount, tax_amount, adjustment_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model)
+SELECT gen_random_uuid(), s.invoice_id, 'adjustment', a.description, 0, 1, 'each', a.amount, a.amount,
+       round(a.amount, s.minor), round(round(a.amount, s.minor) * s.tax_rate, s.minor), a.id,
+       '', '', '', '', '', ''
+FROM billing_scope s JOIN billing_adjustment a ON a.organization_id = s.organization_id AND a.period = s.period;
+"""
+
+
+def rate_scope() -> None:
+    """Fill the usage and adjustment lines of every invoice in `billing_scope` (their old lines must be gone)."""
+    with connection.cursor() as cursor:
+        cursor.execute(USAGE_SQL)
+        cursor.execute(SEGMENTS_SQL)
+        cursor.execute(LINES_SQL)
+        cursor.execute(COMMITMENT_SQL)
+        cursor.execute(UNPRICED_SQL)
+        cursor.execute(ADJUSTMENTS_SQL)
