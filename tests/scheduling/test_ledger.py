@@ -319,3 +319,37 @@ def test_lease_holding_vcpus_bounds_its_children(p):
     rows = allocations_claim(consumer=ref(p), specs=[AllocationSpec(h.id, "memory_mib", amount=1024)], start=T0,
                              end=T0 + DAY, parent_consumer_id=lease.id)
     assert rows[0].parent_id is None
+
+
+def test_usage_refresh_all_rebuilds_the_summary(p, h):
+    from apps.scheduling.ledger.maintenance import ledger_usage_refresh_all
+
+    other = fleet.host(gpus=2, nvswitch="")
+    allocations_claim(consumer=ref(p), specs=[gpu(h, 0), AllocationSpec(h.id, "vcpu", amount=4)])
+    HostUsage.objects.all().update(gpus_busy=0, vcpus_used=0, gpus_exclusive=0)
+    other.gpus.filter(index=0).update(health="faulty")
+    assert ledger_usage_refresh_all() >= 2
+    u, o = HostUsage.objects.get(host=h), HostUsage.objects.get(host=other)
+    assert (u.gpus_busy, u.vcpus_used, u.gpus_exclusive, u.gpu_model) == (1, 4, 8, "H100-SXM5-80GB")
+    assert (o.gpus_busy, o.gpus_exclusive) == (0, 1)
+
+
+def test_rw066_audit_reports_and_removes_orphans(p, h):
+    """RW-066 (second half): an allocation left behind by a consumer that no longer exists is reported, and
+    released on request; consumer types without a resolver are only listed as unchecked."""
+    from apps.scheduling.ledger import maintenance
+
+    alive, gone = ref(p), ref(p)
+    allocations_claim(consumer=alive, specs=[gpu(h, 0), gpu(h, 1)])
+    allocations_claim(consumer=gone, specs=[gpu(h, 2), gpu(h, 3)])
+    allocations_claim(consumer=ref(p, "lease"), specs=[gpu(h, 4)], start=T0, end=T0 + DAY)
+    maintenance.register_consumer_resolver("instance", lambda ids: {i for i in ids if i == alive.id})
+    try:
+        report = maintenance.ledger_audit()
+        assert report == {"orphaned": [str(gone.id)], "unchecked_types": ["lease"], "released_rows": 0}
+        report = maintenance.ledger_audit(remove=True)
+        assert report["released_rows"] == 2
+        assert maintenance.ledger_audit()["orphaned"] == []
+        assert gpu_usage_for_project(p) == 2
+    finally:
+        maintenance._RESOLVERS.pop("instance", None)
