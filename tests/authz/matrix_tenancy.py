@@ -100,3 +100,11 @@ ENTRIES = [
     Entry("PATCH", "/api/v1/quotas/{pk}", mutation(admin=403), _org_quota),
     Entry("DELETE", "/api/v1/quotas/{pk}", mutation(admin=204, staff=204), _project_quota),
 ]
+
+# self sign-up is off by default: the endpoints do not exist for anyone
+SIGNUP_OFF = expect(404, 404, 404, 404, 404, 404, 404)
+ENTRIES += [
+    Entry("POST", "/api/v1/signup", SIGNUP_OFF, lambda w: Case(data={"email": "someone@example.test"})),
+    Entry("POST", "/api/v1/signup/verify", SIGNUP_OFF,
+          lambda w: Case(data={"token": "x", "password": "a-long-password-42", "organization_slug": "x"})),
+]

@@ -157,3 +157,19 @@ class QuotaCreateInput(serializers.Serializer):
 class QuotaUpdateInput(serializers.Serializer):
     limit = serializers.IntegerField(min_value=0)
 
+
+
+class SignupRequestInput(serializers.Serializer):
+    email = serializers.EmailField()
+
+
+class SignupCompleteInput(serializers.Serializer):
+    token = serializers.CharField()
+    password = serializers.CharField(write_only=True)
+    organization_slug = serializers.SlugField(max_length=63)
+    organization_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    full_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class SignupAccepted(serializers.Serializer):
+    detail = serializers.CharField()

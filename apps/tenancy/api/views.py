@@ -157,3 +157,27 @@ class QuotaViewSet(_Base):
     def destroy(self, request, pk=None):
         services.quota_delete(actor=request.user, quota=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SignupViewSet(viewsets.GenericViewSet):
+    """Self sign-up with e-mail verification; 404 unless `SIGNUP_ENABLED` is set (off by default)."""
+
+    serializer_class = s.SignupAccepted
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(request=s.SignupRequestInput, responses={202: s.SignupAccepted})
+    def create(self, request):
+        data = s.SignupRequestInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.signup_request(**data.validated_data)
+        return Response({"detail": "If the address can sign up, a verification e-mail is on its way."},
+                        status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=s.SignupCompleteInput, responses={201: s.MembershipOutput})
+    @action(detail=False, methods=["post"], serializer_class=s.MembershipOutput)
+    def verify(self, request):
+        data = s.SignupCompleteInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = services.signup_complete(**data.validated_data)
+        return Response(s.MembershipOutput(membership).data, status=status.HTTP_201_CREATED)

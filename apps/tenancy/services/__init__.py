@@ -4,6 +4,7 @@ from .memberships import membership_add, membership_create, membership_delete, m
 from .organizations import organization_create, organization_update
 from .projects import project_create, project_delete, project_update
 from .quotas import quota_create, quota_delete, quota_update
+from .signup import signup_complete, signup_request
 
 __all__ = [
     "invitation_accept", "invitation_create", "invitation_revoke",
@@ -11,4 +12,5 @@ __all__ = [
     "organization_create", "organization_update",
     "project_create", "project_delete", "project_update",
     "quota_create", "quota_delete", "quota_update",
+    "signup_complete", "signup_request",
 ]
