@@ -1,0 +1,261 @@
+"""Input/Output serializers of the networking API. Domain rules live in the services; ids in request bodies
+resolve only among objects the caller can see (others are "Not found.", a 400)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from apps.inventory.models import Fabric
+from apps.tenancy.api.serializers import VisibleProjectField
+
+from .. import selectors
+from ..models import (
+    IbPartition,
+    IbPartitionMember,
+    PkeyPool,
+    Port,
+    PublicIp,
+    PublicIpPool,
+    SecurityGroup,
+    SecurityGroupRule,
+    Subnet,
+    Vpc,
+)
+from ..states import Direction, Ethertype, Membership
+
+NOT_FOUND = {"does_not_exist": "Not found.", "incorrect_type": "Not a valid id."}
+
+
+def _visible(selector_name: str):
+    @extend_schema_field(OpenApiTypes.UUID)
+    class Field(serializers.PrimaryKeyRelatedField):
+        default_error_messages = {**serializers.PrimaryKeyRelatedField.default_error_messages, **NOT_FOUND}
+
+        def get_queryset(self):
+            return getattr(selectors, selector_name)(self.context["request"].user)
+    Field.__name__ = f"Visible{selector_name}"
+    return Field
+
+
+VisibleVpc = _visible("vpc_list_visible_to")
+VisibleSubnet = _visible("subnet_list_visible_to")
+VisibleSecurityGroup = _visible("security_group_list_visible_to")
+VisiblePort = _visible("port_list_visible_to")
+
+
+class PoolNameField(serializers.SlugRelatedField):
+    def __init__(self, **kwargs):
+        super().__init__(slug_field="name", queryset=PublicIpPool.objects.all(), **kwargs)
+
+
+class IbFabricField(serializers.SlugRelatedField):
+    def __init__(self, **kwargs):
+        super().__init__(slug_field="name", queryset=Fabric.objects.filter(kind="infiniband"), **kwargs)
+
+
+# --- VPCs and subnets -------------------------------------------------------------------------------------
+class VpcOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Vpc
+        fields = ["id", "project", "name", "description", "cidr", "ipv6_cidr", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class VpcCreateInput(serializers.Serializer):
+    project = VisibleProjectField()
+    name = serializers.SlugField(max_length=63)
+    cidr = serializers.CharField(max_length=43, help_text="IPv4 CIDR inside RFC 1918 or an operator-allowed range")
+    ipv6_cidr = serializers.CharField(max_length=43, required=False, allow_blank=True,
+                                      help_text="optional IPv6 CIDR inside fc00::/7 (RFC 4193)")
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class VpcUpdateInput(serializers.Serializer):
+    description = serializers.CharField(max_length=200, allow_blank=True)
+
+
+class SubnetOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Subnet
+        fields = ["id", "project", "vpc", "name", "cidr", "ip_version", "gateway_ip", "dhcp_start", "dhcp_end",
+                  "enable_dhcp", "dns_nameservers", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class SubnetCreateInput(serializers.Serializer):
+    vpc = VisibleVpc()
+    name = serializers.SlugField(max_length=63)
+    cidr = serializers.CharField(max_length=43)
+    gateway_ip = serializers.CharField(required=False, help_text="default: the first usable address")
+    dhcp_start = serializers.CharField(required=False)
+    dhcp_end = serializers.CharField(required=False)
+    enable_dhcp = serializers.BooleanField(required=False, default=True)
+    dns_nameservers = serializers.ListField(child=serializers.CharField(max_length=45), required=False,
+                                            max_length=5)
+
+
+# --- security groups --------------------------------------------------------------------------------------
+class SecurityGroupRuleOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SecurityGroupRule
+        fields = ["id", "security_group", "direction", "ethertype", "protocol", "port_range_min", "port_range_max",
+                  "icmp_type", "icmp_code", "remote_ip_prefix", "remote_group", "description", "created_at"]
+        read_only_fields = fields
+
+
+class RuleInput(serializers.Serializer):
+    direction = serializers.ChoiceField(choices=Direction.choices)
+    ethertype = serializers.ChoiceField(choices=Ethertype.choices, required=False, default="IPv4")
+    protocol = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=16,
+                                     help_text="tcp, udp, icmp, ... or an IP protocol number; any/empty: all")
+    port_range_min = serializers.IntegerField(required=False, allow_null=True)
+    port_range_max = serializers.IntegerField(required=False, allow_null=True)
+    icmp_type = serializers.IntegerField(required=False, allow_null=True)
+    icmp_code = serializers.IntegerField(required=False, allow_null=True)
+    remote_ip_prefix = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=43)
+    remote_group = VisibleSecurityGroup(required=False, allow_null=True)
+    description = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class SecurityGroupRuleCreateInput(RuleInput):
+    security_group = VisibleSecurityGroup()
+
+
+class SecurityGroupOutput(serializers.ModelSerializer):
+    rules = SecurityGroupRuleOutput(many=True, read_only=True)
+
+    class Meta:
+        model = SecurityGroup
+        fields = ["id", "project", "vpc", "name", "description", "is_default", "rules", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class SecurityGroupCreateInput(serializers.Serializer):
+    vpc = VisibleVpc()
+    name = serializers.SlugField(max_length=63)
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    rules = RuleInput(many=True, required=False)
+
+
+# --- ports and public IPs ---------------------------------------------------------------------------------
+class FixedIpOutput(serializers.Serializer):
+    subnet = serializers.UUIDField(source="subnet_id")
+    ip_address = serializers.IPAddressField(source="address")
+
+
+class PortOutput(serializers.ModelSerializer):
+    fixed_ips = FixedIpOutput(many=True, read_only=True)
+    security_groups = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    class Meta:
+        model = Port
+        fields = ["id", "project", "vpc", "subnet", "name", "mac_address", "fixed_ips", "security_groups",
+                  "instance_id", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class PortCreateInput(serializers.Serializer):
+    subnet = VisibleSubnet()
+    name = serializers.CharField(max_length=63, required=False, allow_blank=True)
+    ip_addresses = serializers.ListField(child=serializers.CharField(max_length=45), required=False, max_length=8,
+                                         help_text="fixed IPs in the subnet; default: the lowest free address")
+    security_groups = VisibleSecurityGroup(many=True, required=False,
+                                           help_text="default: the VPC's default group")
+    mac_address = serializers.CharField(max_length=17, required=False)
+
+
+class PortUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=63, required=False, allow_blank=True)
+    security_groups = VisibleSecurityGroup(many=True, required=False)
+
+
+class PublicIpOutput(serializers.ModelSerializer):
+    pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = PublicIp
+        fields = ["id", "project", "vpc", "pool", "address", "kind", "port", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class PublicIpCreateInput(serializers.Serializer):
+    vpc = VisibleVpc()
+    pool = PoolNameField(help_text="name of an operator pool (GET /public-ip-pools)")
+    port = VisiblePort(required=False, allow_null=True)
+
+
+class PublicIpUpdateInput(serializers.Serializer):
+    port = VisiblePort(allow_null=True, help_text="NAT to this port; null removes the NAT")
+
+
+class PublicIpPoolOutput(serializers.ModelSerializer):
+    class Meta:
+        model = PublicIpPool
+        fields = ["id", "name", "cidr", "first_ip", "last_ip", "gateway_ip", "network_name", "description",
+                  "created_at"]
+        read_only_fields = fields
+
+
+class PublicIpPoolCreateInput(serializers.Serializer):
+    name = serializers.SlugField(max_length=63)
+    cidr = serializers.CharField(max_length=43)
+    first_ip = serializers.CharField(max_length=45)
+    last_ip = serializers.CharField(max_length=45)
+    gateway_ip = serializers.CharField(max_length=45)
+    network_name = serializers.CharField(max_length=63, required=False)
+    description = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+# --- InfiniBand -------------------------------------------------------------------------------------------
+class IbPartitionMemberOutput(serializers.ModelSerializer):
+    class Meta:
+        model = IbPartitionMember
+        fields = ["guid", "membership", "instance_id", "created_at"]
+        read_only_fields = fields
+
+
+class IbPartitionOutput(serializers.ModelSerializer):
+    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    pkey_hex = serializers.SerializerMethodField()
+    members = IbPartitionMemberOutput(many=True, read_only=True)
+
+    class Meta:
+        model = IbPartition
+        fields = ["id", "project", "fabric", "name", "pkey", "pkey_hex", "ipoib", "mtu", "rate_gbps", "sl", "index0",
+                  "members", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_pkey_hex(self, obj) -> str:
+        return f"{obj.pkey:#06x}"
+
+
+class IbPartitionCreateInput(serializers.Serializer):
+    project = VisibleProjectField()
+    fabric = IbFabricField(help_text="InfiniBand fabric name")
+    name = serializers.SlugField(max_length=63)
+    pkey = serializers.CharField(required=False, max_length=10,
+                                 help_text="optional: 0x0001-0x7ffe inside the fabric's pool (hex or decimal)")
+    ipoib = serializers.BooleanField(required=False, default=True)
+    mtu = serializers.IntegerField(required=False, allow_null=True, help_text="256, 512, 1024, 2048 or 4096")
+    rate_gbps = serializers.IntegerField(required=False, allow_null=True)
+    sl = serializers.IntegerField(required=False, allow_null=True, help_text="service level 0-15")
+    index0 = serializers.BooleanField(required=False, default=False)
+
+
+class PkeyPoolOutput(serializers.ModelSerializer):
+    fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = PkeyPool
+        fields = ["id", "fabric", "first_pkey", "last_pkey", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class PkeyPoolSetInput(serializers.Serializer):
+    fabric = IbFabricField()
+    first_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
+    last_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
+
+
+class MembershipChoice(serializers.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(choices=Membership.choices, **kwargs)

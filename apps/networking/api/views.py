@@ -1,0 +1,219 @@
+"""Networking API: /vpcs, /subnets, /security-groups, /security-group-rules, /ports, /public-ips,
+/ib-partitions (tenants) and /public-ip-pools, /pkey-pools (operators).
+
+Querysets come from the `*_list_visible_to` selectors (another tenant's object is a 404); writes are authorized
+in the services (viewer or read-only token → 403). Views parse, call one service, format.
+"""
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.response import Response
+
+from apps.identity.permissions import IsStaffOperator
+
+from .. import selectors, services
+from . import filters
+from . import serializers as s
+
+
+class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def _input(self, cls, **kwargs):
+        data = cls(data=self.request.data, context=self.get_serializer_context(), **kwargs)
+        data.is_valid(raise_exception=True)
+        return data.validated_data
+
+    def _out(self, obj, code=status.HTTP_200_OK):
+        return Response(self.get_serializer(obj).data, status=code)
+
+
+class VpcViewSet(_Base):
+    """VPCs: a tenant network with one router. Creating one also creates its default security group."""
+
+    serializer_class = s.VpcOutput
+    filterset_class = filters.VpcFilter
+
+    def get_queryset(self):
+        return selectors.vpc_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.VpcCreateInput, responses={201: s.VpcOutput})
+    def create(self, request):
+        vpc = services.vpc_create(actor=request.user, **self._input(s.VpcCreateInput))
+        return self._out(vpc, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.VpcUpdateInput, responses={200: s.VpcOutput})
+    def partial_update(self, request, pk=None):
+        vpc = services.vpc_update(actor=request.user, vpc=self.get_object(), **self._input(s.VpcUpdateInput))
+        return self._out(vpc)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.vpc_delete(actor=request.user, vpc=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SubnetViewSet(_Base):
+    """Subnets (IPv4 or IPv6) of a VPC, with gateway, DHCP range and DNS servers."""
+
+    serializer_class = s.SubnetOutput
+    filterset_class = filters.SubnetFilter
+
+    def get_queryset(self):
+        return selectors.subnet_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.SubnetCreateInput, responses={201: s.SubnetOutput})
+    def create(self, request):
+        subnet = services.subnet_create(actor=request.user, **self._input(s.SubnetCreateInput))
+        return self._out(subnet, status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.subnet_delete(actor=request.user, subnet=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SecurityGroupViewSet(_Base):
+    """Security groups with their rules (nested on create and in every response)."""
+
+    serializer_class = s.SecurityGroupOutput
+    filterset_class = filters.SecurityGroupFilter
+
+    def get_queryset(self):
+        return selectors.security_group_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.SecurityGroupCreateInput, responses={201: s.SecurityGroupOutput})
+    def create(self, request):
+        sg = services.security_group_create(actor=request.user, **self._input(s.SecurityGroupCreateInput))
+        return self._out(selectors.security_group_list_visible_to(request.user).get(pk=sg.pk),
+                         status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.security_group_delete(actor=request.user, security_group=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SecurityGroupRuleViewSet(_Base):
+    """Single rules, to add to or remove from an existing group."""
+
+    serializer_class = s.SecurityGroupRuleOutput
+    filterset_class = filters.SecurityGroupRuleFilter
+
+    def get_queryset(self):
+        return selectors.security_group_rule_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.SecurityGroupRuleCreateInput, responses={201: s.SecurityGroupRuleOutput})
+    def create(self, request):
+        rule = services.security_group_rule_create(actor=request.user,
+                                                   **self._input(s.SecurityGroupRuleCreateInput))
+        return self._out(rule, status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.security_group_rule_delete(actor=request.user, rule=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PortViewSet(_Base):
+    """Ports: a MAC and fixed IPs in one subnet, security groups, and the instance bound to it."""
+
+    serializer_class = s.PortOutput
+    filterset_class = filters.PortFilter
+
+    def get_queryset(self):
+        return selectors.port_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.PortCreateInput, responses={201: s.PortOutput})
+    def create(self, request):
+        port = services.port_create(actor=request.user, **self._input(s.PortCreateInput))
+        return self._out(self.get_queryset().get(pk=port.pk), status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.PortUpdateInput, responses={200: s.PortOutput})
+    def partial_update(self, request, pk=None):
+        port = services.port_update(actor=request.user, port=self.get_object(), **self._input(s.PortUpdateInput))
+        return self._out(self.get_queryset().get(pk=port.pk))
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.port_delete(actor=request.user, port=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PublicIpViewSet(_Base):
+    """Public IPs from operator pools, NATed on the VPC's router to a port (PATCH `port` to move or clear)."""
+
+    serializer_class = s.PublicIpOutput
+    filterset_class = filters.PublicIpFilter
+
+    def get_queryset(self):
+        return selectors.public_ip_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.PublicIpCreateInput, responses={201: s.PublicIpOutput})
+    def create(self, request):
+        pip = services.public_ip_create(actor=request.user, **self._input(s.PublicIpCreateInput))
+        return self._out(pip, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.PublicIpUpdateInput, responses={200: s.PublicIpOutput})
+    def partial_update(self, request, pk=None):
+        pip = services.public_ip_associate(actor=request.user, public_ip=self.get_object(),
+                                           **self._input(s.PublicIpUpdateInput))
+        return self._out(pip)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.public_ip_delete(actor=request.user, public_ip=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IbPartitionViewSet(_Base):
+    """InfiniBand partitions: a P_Key from the fabric's pool; members join and leave with instances."""
+
+    serializer_class = s.IbPartitionOutput
+    filterset_class = filters.IbPartitionFilter
+
+    def get_queryset(self):
+        return selectors.ib_partition_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.IbPartitionCreateInput, responses={201: s.IbPartitionOutput})
+    def create(self, request):
+        part = services.ib_partition_create(actor=request.user, **self._input(s.IbPartitionCreateInput))
+        return self._out(part, status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.ib_partition_delete(actor=request.user, partition=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PublicIpPoolViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Operator-defined external ranges. Every user may list them (to pick one); operators create them."""
+
+    _input = _Base._input
+    _out = _Base._out
+
+    serializer_class = s.PublicIpPoolOutput
+    filterset_class = filters.PublicIpPoolFilter
+
+    def get_queryset(self):
+        return selectors.public_ip_pool_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.PublicIpPoolCreateInput, responses={201: s.PublicIpPoolOutput})
+    def create(self, request):
+        pool = services.public_ip_pool_create(actor=request.user, **self._input(s.PublicIpPoolCreateInput))
+        return self._out(pool, status.HTTP_201_CREATED)
+
+
+class PkeyPoolViewSet(_Base):
+    """P_Key pools per InfiniBand fabric (staff). POST sets (creates or replaces) a fabric's pool."""
+
+    serializer_class = s.PkeyPoolOutput
+    filterset_class = filters.PkeyPoolFilter
+    permission_classes = [IsStaffOperator]
+
+    def get_queryset(self):
+        return selectors.pkey_pool_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.PkeyPoolSetInput, responses={201: s.PkeyPoolOutput})
+    def create(self, request):
+        pool = services.pkey_pool_set(actor=request.user, **self._input(s.PkeyPoolSetInput))
+        return self._out(pool, status.HTTP_201_CREATED)

@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class NetworkingConfig(AppConfig):
+    name = "apps.networking"
+    label = "networking"
+
+    def ready(self) -> None:
+        from . import selectors
+
+        selectors.register_quota_counters()

@@ -1,0 +1,200 @@
+"""Desired fabric state computed from the database (pure reads; the drivers' dataclasses out).
+
+OVN naming (stable, derived from our UUIDs, so a retry finds what the last try made):
+  VPC → router `gpc-r-<vpc id>`; subnet → switch `gpc-s-<subnet id>`, router port `gpc-rp-<subnet id>` and its
+  peer LSP `gpc-rsp-<subnet id>`; port → LSP named by the port id; security group → port group
+  `pg_<sg id hex>`; public IP pool → external switch `gpc-ext-<pool id>` with a localnet port; a VPC with public
+  IPs → gateway router port `gpc-gw-<vpc id>` (on the gateway chassis), a default route to the pool's gateway,
+  SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port.
+
+Security groups → ACLs on the group's port group (ovn-nb(5) ACL table): priority 1001 drop of all IP to and from
+members (so a port is closed unless a rule opens it: the default deny, also between tenants), priority 1002
+`allow` for DHCPv4 requests and IPv6 neighbour discovery, and one priority 1002 `allow-related` per rule.
+"""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections import defaultdict
+
+from apps.inventory.models import Fabric, HcaPort, Switch, SwitchLink
+
+from .drivers.base import (
+    Acl,
+    LogicalRouter,
+    LogicalSwitch,
+    LogicalSwitchPort,
+    Nat,
+    OvnTopology,
+    PartitionMemberSpec,
+    PartitionSpec,
+    PortGroup,
+    Route,
+    RouterPort,
+)
+from .drivers.ibsim import SimHca, SimLink, SimSwitch, render_topology
+from .models import IbPartition, Port, PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
+from .pkeys import parse_guid
+from .sg_rules import CanonicalRule, ovn_match
+from .states import IB_MTU_CODES, IB_RATE_CODES, PublicIpKind
+
+PRIO_DROP, PRIO_ALLOW = 1001, 1002
+
+
+def router_name(vpc_id) -> str:
+    return f"gpc-r-{vpc_id}"
+
+
+def switch_name(subnet_id) -> str:
+    return f"gpc-s-{subnet_id}"
+
+
+def port_group_name(sg_id) -> str:
+    return f"pg_{sg_id.hex}"
+
+
+def derived_mac(seed: str) -> str:
+    """A stable locally administered MAC for router ports (0a:5a + 4 bytes of sha256(seed))."""
+    digest = hashlib.sha256(seed.encode()).digest()
+    return "0a:5a:" + ":".join(f"{b:02x}" for b in digest[:4])
+
+
+def _pairs(**kw) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((f"gpucloud:{k}", str(v)) for k, v in kw.items()))
+
+
+def _sg_acls(sg: SecurityGroup, rules: list[SecurityGroupRule]) -> tuple[Acl, ...]:
+    pg = port_group_name(sg.id)
+    acls = [Acl("to-lport", PRIO_DROP, f"outport == @{pg} && ip", "drop"),
+            Acl("from-lport", PRIO_DROP, f"inport == @{pg} && ip", "drop"),
+            Acl("from-lport", PRIO_ALLOW, f"inport == @{pg} && udp && udp.src == 68 && udp.dst == 67", "allow"),
+            Acl("from-lport", PRIO_ALLOW, f"inport == @{pg} && icmp6 && icmp6.type == {{133, 135, 136}}", "allow"),
+            Acl("to-lport", PRIO_ALLOW, f"outport == @{pg} && icmp6 && icmp6.type == {{134, 135, 136}}", "allow")]
+    for r in rules:
+        canon = CanonicalRule(r.direction, r.ethertype, r.protocol, r.port_range_min, r.port_range_max,
+                              r.icmp_type, r.icmp_code, r.remote_ip_prefix)
+        remote = port_group_name(r.remote_group_id) if r.remote_group_id else None
+        acls.append(Acl("to-lport" if r.direction == "ingress" else "from-lport", PRIO_ALLOW,
+                        ovn_match(canon, port_group=pg, remote_group_pg=remote), "allow-related"))
+    return tuple(acls)
+
+
+def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
+    """Everything the database wants in OVN (a handful of queries, whatever the number of VPCs)."""
+    vpcs = list(Vpc.objects.all().order_by("id"))
+    subnets = defaultdict(list)
+    for s in Subnet.objects.all().order_by("id"):
+        subnets[s.vpc_id].append(s)
+    ports = defaultdict(list)
+    addresses = defaultdict(list)
+    port_groups = defaultdict(list)
+    all_ports = list(Port.objects.all().order_by("id").prefetch_related("fixed_ips"))
+    for p in all_ports:
+        ports[p.subnet_id].append(p)
+        addresses[p.id] = [a.address for a in sorted(p.fixed_ips.all(), key=lambda a: ipaddress.ip_address(a.address))]
+    for port_id, sg_id in Port.security_groups.through.objects.values_list("port_id", "securitygroup_id"):
+        port_groups[sg_id].append(str(port_id))
+    rules = defaultdict(list)
+    for r in SecurityGroupRule.objects.all().order_by("id"):
+        rules[r.security_group_id].append(r)
+    pips = defaultdict(list)
+    for pip in PublicIp.objects.select_related("pool").order_by("address"):
+        pips[pip.vpc_id].append(pip)
+    port_v4 = {p.id: next((a for a in addresses[p.id] if ":" not in a), None) for p in all_ports}
+
+    switches, routers, pools = [], [], {}
+    for vpc in vpcs:
+        rports, nats, routes = [], [], []
+        for s in subnets[vpc.id]:
+            net = ipaddress.ip_network(s.cidr)
+            rports.append(RouterPort(f"gpc-rp-{s.id}", derived_mac(f"rp-{s.id}"), (f"{s.gateway_ip}/{net.prefixlen}",)))
+            lsps = [LogicalSwitchPort(f"gpc-rsp-{s.id}", ("router",), (), "router",
+                                      (("router-port", f"gpc-rp-{s.id}"),))]
+            for p in ports[s.id]:
+                entry = " ".join([p.mac_address, *addresses[p.id]])
+                lsps.append(LogicalSwitchPort(str(p.id), (entry,), (entry,)))
+            switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
+                                          external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))
+        gateway = next((p for p in pips[vpc.id] if p.kind == PublicIpKind.ROUTER_GATEWAY), None)
+        if gateway is not None:
+            pool = gateway.pool
+            pools[pool.id] = pool
+            prefix = ipaddress.ip_network(pool.cidr).prefixlen
+            rports.append(RouterPort(f"gpc-gw-{vpc.id}", derived_mac(f"gw-{vpc.id}"), (f"{gateway.address}/{prefix}",),
+                                     gateway_chassis=gateway_chassis))
+            routes.append(Route("0.0.0.0/0", pool.gateway_ip))
+            nats.append(Nat("snat", gateway.address, vpc.cidr))
+            nats += [Nat("dnat_and_snat", p.address, port_v4[p.port_id]) for p in pips[vpc.id]
+                     if p.kind == PublicIpKind.FLOATING and p.port_id and port_v4.get(p.port_id)]
+        routers.append(LogicalRouter(router_name(vpc.id), tuple(rports), tuple(nats), tuple(routes),
+                                     external_ids=_pairs(vpc=vpc.id, project=vpc.project_id)))
+    switches += _external_switches(pools, pips, vpcs)
+    groups = [PortGroup(port_group_name(sg.id), tuple(sorted(port_groups[sg.id])), _sg_acls(sg, rules[sg.id]),
+                        external_ids=_pairs(security_group=sg.id, project=sg.project_id))
+              for sg in SecurityGroup.objects.all().order_by("id")]
+    return OvnTopology(tuple(routers), tuple(switches), tuple(groups))
+
+
+def _external_switches(pools: dict, pips: dict, vpcs: list) -> list[LogicalSwitch]:
+    out = []
+    for pool in sorted(pools.values(), key=lambda p: p.name):
+        lsps = [LogicalSwitchPort(f"gpc-ln-{pool.id}", ("unknown",), (), "localnet",
+                                  (("network_name", pool.network_name),))]
+        for vpc in vpcs:
+            if any(p.kind == PublicIpKind.ROUTER_GATEWAY and p.pool_id == pool.id for p in pips[vpc.id]):
+                lsps.append(LogicalSwitchPort(f"gpc-gwsp-{vpc.id}", ("router",), (), "router",
+                                              (("router-port", f"gpc-gw-{vpc.id}"),)))
+        out.append(LogicalSwitch(f"gpc-ext-{pool.id}", tuple(lsps), external_ids=_pairs(pool=pool.name)))
+    return out
+
+
+def ib_partitions(fabric: Fabric) -> list[PartitionSpec]:
+    """The fabric's partitions and members as the SM must enforce them."""
+    out = []
+    for part in IbPartition.objects.filter(fabric=fabric).prefetch_related("members").order_by("pkey"):
+        members = tuple(PartitionMemberSpec(m.guid, m.membership) for m in part.members.all())
+        out.append(PartitionSpec(
+            name=f"{part.name}-{str(part.project_id)[:8]}", pkey=part.pkey, members=members, ipoib=part.ipoib,
+            index0=part.index0, mtu_code=IB_MTU_CODES.get(part.mtu) if part.mtu else None,
+            rate_code=IB_RATE_CODES.get(part.rate_gbps) if part.rate_gbps else None, sl=part.sl))
+    return out
+
+
+def expected_pkey_tables(partitions: list[PartitionSpec], guids: list[str]) -> dict[str, set[int]]:
+    """What `smpquery pkeys` must show per port: the default partition as a limited member (0x7fff) plus each
+    partition of the port with the membership bit for full members."""
+    tables = {g: {0x7FFF} for g in guids}
+    for p in partitions:
+        for m in p.members:
+            if m.guid in tables:
+                tables[m.guid].add(p.pkey | (0x8000 if m.membership == "full" else 0))
+    return tables
+
+
+def _switch_guid(sw: Switch) -> int:
+    if sw.node_guid:
+        return parse_guid(sw.node_guid)
+    return int.from_bytes(hashlib.sha256(f"switch:{sw.name}".encode()).digest()[:8], "big") | (1 << 57)
+
+
+def ibsim_topology(fabric: Fabric) -> str:
+    """An ibsim topology of `fabric` from inventory: its switches and inter-switch links, and every HCA port
+    cabled to a leaf (port GUID from inventory, node GUID = port GUID - 1 as ibsim numbers them). A spine hosts
+    the simulated SM. Raises ValueError on duplicate GUIDs or double-used switch ports."""
+    switches = list(Switch.objects.filter(fabric=fabric).order_by("name"))
+    switches.sort(key=lambda s: (s.role == "leaf", s.name))
+    ports = list(HcaPort.objects.filter(fabric=fabric, leaf_switch__isnull=False, leaf_port__isnull=False)
+                 .select_related("host", "leaf_switch").order_by("port_guid"))
+    links = list(SwitchLink.objects.filter(a_switch__fabric=fabric, b_switch__fabric=fabric)
+                 .select_related("a_switch", "b_switch"))
+    used: dict[str, int] = defaultdict(int)
+    for p in ports:
+        used[p.leaf_switch.name] = max(used[p.leaf_switch.name], p.leaf_port)
+    for link in links:
+        used[link.a_switch.name] = max(used[link.a_switch.name], link.a_port)
+        used[link.b_switch.name] = max(used[link.b_switch.name], link.b_port)
+    sim_switches = [SimSwitch(s.name, _switch_guid(s), max(s.port_count, used[s.name], 1)) for s in switches]
+    hcas = [SimHca(f"{p.host.name} {p.device}/{p.port_number}", parse_guid(p.port_guid) - 1, parse_guid(p.port_guid),
+                   p.leaf_switch.name, p.leaf_port) for p in ports]
+    sim_links = [SimLink(lk.a_switch.name, lk.a_port, lk.b_switch.name, lk.b_port) for lk in links]
+    return render_topology(sim_switches, hcas, sim_links)

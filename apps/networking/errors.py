@@ -1,0 +1,25 @@
+"""Stable error codes of the networking app (the `code` member of problem+json bodies)."""
+from enum import StrEnum
+
+
+class Code(StrEnum):
+    VPC_CIDR_NOT_ALLOWED = "vpc_cidr_not_allowed"
+    SUBNET_OVERLAP = "subnet_overlap"
+    SUBNET_OUTSIDE_VPC = "subnet_outside_vpc"
+    SUBNET_EXHAUSTED = "subnet_exhausted"
+    IP_IN_USE = "ip_in_use"
+    IN_USE = "in_use"
+    NAME_TAKEN = "name_taken"
+    INVALID_PKEY = "invalid_pkey"
+    PKEY_RESERVED = "pkey_reserved"
+    PKEY_OUT_OF_POOL = "pkey_out_of_pool"
+    PKEY_IN_USE = "pkey_in_use"
+    PKEY_POOL_EXHAUSTED = "pkey_pool_exhausted"
+    NO_PKEY_POOL = "no_pkey_pool"
+    WRONG_FABRIC = "wrong_fabric"
+    GUID_IN_OTHER_PROJECT = "guid_in_other_project"
+    PKEY_LIMIT_PER_PORT = "pkey_limit_per_port"
+    GUID_POOL_EXHAUSTED = "guid_pool_exhausted"
+    GUID_POOL_OVERLAP = "guid_pool_overlap"
+    PUBLIC_IP_POOL_EXHAUSTED = "public_ip_pool_exhausted"
+    NOT_INFINIBAND = "not_infiniband"

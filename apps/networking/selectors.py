@@ -1,0 +1,108 @@
+"""Tenant-scoped reads of networking objects, and the quota usage counters (vpcs, public_ips, ib_partitions).
+
+Every queryset is narrowed to the projects `apps.tenancy.selectors.project_list_visible_to(user)` returns, so
+another tenant's object is a 404 in the API (ARCHITECTURE.md §4.8). Staff see everything.
+"""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from apps.core.errors import NotFound
+from apps.tenancy import selectors as tenancy
+
+from .models import (
+    IbPartition,
+    IbPartitionMember,
+    PkeyPool,
+    Port,
+    PublicIp,
+    PublicIpPool,
+    SecurityGroup,
+    SecurityGroupRule,
+    Subnet,
+    Vpc,
+)
+from .states import PublicIpKind
+
+
+def _scoped(qs: QuerySet, user) -> QuerySet:
+    if tenancy.is_staff(user):
+        return qs
+    return qs.filter(project__in=tenancy.project_list_visible_to(user))
+
+
+def vpc_list_visible_to(user) -> QuerySet[Vpc]:
+    return _scoped(Vpc.objects.select_related("project"), user)
+
+
+def subnet_list_visible_to(user) -> QuerySet[Subnet]:
+    return _scoped(Subnet.objects.select_related("vpc", "project"), user)
+
+
+def security_group_list_visible_to(user) -> QuerySet[SecurityGroup]:
+    return _scoped(SecurityGroup.objects.select_related("vpc", "project").prefetch_related("rules"), user)
+
+
+def security_group_rule_list_visible_to(user) -> QuerySet[SecurityGroupRule]:
+    return _scoped(SecurityGroupRule.objects.select_related("security_group"), user)
+
+
+def port_list_visible_to(user) -> QuerySet[Port]:
+    return _scoped(Port.objects.select_related("subnet", "vpc", "project")
+                   .prefetch_related("fixed_ips", "security_groups"), user)
+
+
+def public_ip_list_visible_to(user) -> QuerySet[PublicIp]:
+    return _scoped(PublicIp.objects.select_related("pool", "vpc", "port"), user)
+
+
+def ib_partition_list_visible_to(user) -> QuerySet[IbPartition]:
+    return _scoped(IbPartition.objects.select_related("fabric", "project").prefetch_related("members"), user)
+
+
+def public_ip_pool_list_visible_to(user) -> QuerySet[PublicIpPool]:
+    """Pools are provider objects; every authenticated user may read their names (to choose one)."""
+    if not getattr(user, "is_authenticated", False):
+        return PublicIpPool.objects.none()
+    return PublicIpPool.objects.all()
+
+
+def pkey_pool_list_visible_to(user) -> QuerySet[PkeyPool]:
+    """P_Key pools are staff-only."""
+    if not tenancy.is_staff(user):
+        return PkeyPool.objects.none()
+    return PkeyPool.objects.select_related("fabric")
+
+
+def get_visible(qs: QuerySet, pk, what: str):
+    """`qs.get(pk=pk)` or 404 `not_found` (also for another tenant's object and for malformed ids)."""
+    try:
+        return qs.get(pk=pk)
+    except (qs.model.DoesNotExist, ValueError, TypeError):
+        raise NotFound(f"{what} not found.")
+    except Exception as exc:  # django.core.exceptions.ValidationError for a malformed UUID
+        if type(exc).__name__ == "ValidationError":
+            raise NotFound(f"{what} not found.")
+        raise
+
+
+def ib_members_of_instance(instance_id) -> QuerySet[IbPartitionMember]:
+    return IbPartitionMember.objects.filter(instance_id=instance_id).select_related("partition", "virtual_guid")
+
+
+# Quota usage counters (apps.tenancy.quotas): count what is really held.
+def _count(model, extra: dict | None = None):
+    def counter(*, organization, project, qualifier) -> int:
+        qs = model.objects.filter(**(extra or {}))
+        qs = qs.filter(project_id=project.pk) if project is not None else qs.filter(
+            project__organization_id=organization.pk)
+        return qs.count()
+    return counter
+
+
+def register_quota_counters() -> None:
+    from apps.tenancy.quotas import register_usage_counter
+
+    register_usage_counter("vpcs", _count(Vpc))
+    register_usage_counter("public_ips", _count(PublicIp, {"kind": PublicIpKind.FLOATING}))
+    register_usage_counter("ib_partitions", _count(IbPartition))

@@ -1,0 +1,141 @@
+"""Ports (virtual NICs): MAC, fixed IPs from the subnet's IPAM, security groups, bound instance.
+
+Compute calls `port_create_for_instance` when it places an instance and `ports_delete_for_instance` when it
+deletes one; both are ordinary services (authorization, audit, reconcile after commit).
+"""
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from apps.core.errors import Conflict, ValidationFailed
+
+from .. import ipam
+from ..errors import Code
+from ..models import IpAllocation, Port, PublicIp, SecurityGroup, Subnet
+from ._common import audit, authorize_write, input_errors, schedule_ovn_reconcile
+
+MAC_PREFIX_DEFAULT = "0a:58"
+
+
+def _mac_prefix() -> str:
+    return getattr(settings, "NETWORKING_MAC_PREFIX", MAC_PREFIX_DEFAULT)
+
+
+def _port_after(port: Port) -> dict:
+    return {"subnet": str(port.subnet_id), "mac_address": port.mac_address, "instance_id": port.instance_id,
+            "fixed_ips": [a.address for a in port.fixed_ips.all()],
+            "security_groups": sorted(str(g) for g in port.security_groups.values_list("id", flat=True))}
+
+
+def _allocate(subnet: Subnet, requested: list[str]) -> list[str]:
+    """Addresses for a new port: the requested ones (checked) or the lowest free one of the DHCP range."""
+    cidr = ipam.parse_network(subnet.cidr, field="subnet")
+    gateway = ipam.parse_address(subnet.gateway_ip, field="subnet")
+    taken = {ipam.parse_address(a, field="subnet")
+             for a in IpAllocation.objects.filter(subnet=subnet).values_list("address", flat=True)}
+    if requested:
+        out = []
+        for text in requested:
+            addr = ipam.parse_address(text, field="ip_addresses")
+            ipam.check_fixed_ip(addr, cidr=cidr, gateway=gateway)
+            if addr in taken or str(addr) in out:
+                raise Conflict(f"{addr} is already in use in subnet {subnet.name!r}.", code=Code.IP_IN_USE)
+            out.append(str(addr))
+        return out
+    start = ipam.parse_address(subnet.dhcp_start, field="subnet")
+    end = ipam.parse_address(subnet.dhcp_end, field="subnet")
+    addr = ipam.next_free(start, end, taken)
+    if addr is None:
+        raise Conflict(f"Subnet {subnet.name!r} has no free address.", code=Code.SUBNET_EXHAUSTED)
+    return [str(addr)]
+
+
+def port_create(*, actor, subnet: Subnet, name: str = "", ip_addresses: list[str] | None = None,
+                security_groups: list[SecurityGroup] | None = None, mac_address: str | None = None,
+                instance_id: uuid.UUID | None = None) -> Port:
+    """A port in `subnet` with fixed IPs (`ip_addresses`, else the lowest free address of the DHCP range) and
+    security groups of the same VPC (default: the VPC's default group). 409 `ip_in_use`, `subnet_exhausted`."""
+    authorize_write(actor, subnet.project)
+    groups = list(security_groups) if security_groups is not None else None
+    if groups and any(g.vpc_id != subnet.vpc_id for g in groups):
+        raise ValidationFailed("Security groups must belong to the port's VPC.", code="invalid_security_group",
+                               errors={"security_groups": ["not in this VPC"]})
+    with transaction.atomic():
+        subnet = Subnet.objects.select_for_update().get(pk=subnet.pk)   # serialize IPAM per subnet
+        with input_errors():
+            addresses = _allocate(subnet, list(ip_addresses or []))
+            mac = ipam.canonical_mac(mac_address) if mac_address else None
+        port = _insert_port(subnet, name, mac, instance_id)
+        IpAllocation.objects.bulk_create([IpAllocation(project=subnet.project, port=port, subnet=subnet, address=a)
+                                          for a in addresses])
+        if groups is None:
+            groups = list(SecurityGroup.objects.filter(vpc_id=subnet.vpc_id, is_default=True))
+        port.security_groups.set(groups)
+        audit(actor, "port.create", port, after=_port_after(port))
+        schedule_ovn_reconcile()
+    return port
+
+
+def _insert_port(subnet: Subnet, name: str, mac: str | None, instance_id) -> Port:
+    for _ in range(5):
+        candidate = mac or ipam.random_mac(_mac_prefix(), secrets.randbits(48))
+        try:
+            with transaction.atomic():
+                return Port.objects.create(project=subnet.project, vpc_id=subnet.vpc_id, subnet=subnet, name=name,
+                                           mac_address=candidate, instance_id=instance_id)
+        except IntegrityError:
+            if mac:
+                raise Conflict(f"MAC {mac} is in use.", code="mac_in_use")
+    raise Conflict("Could not find a free MAC address.", code="mac_in_use")
+
+
+def port_create_for_instance(*, actor, subnet: Subnet, instance_id: uuid.UUID, name: str = "",
+                             ip_addresses: list[str] | None = None,
+                             security_groups: list[SecurityGroup] | None = None) -> Port:
+    """For compute: the NIC of instance `instance_id` in `subnet` (same rules as `port_create`)."""
+    return port_create(actor=actor, subnet=subnet, name=name, ip_addresses=ip_addresses,
+                       security_groups=security_groups, instance_id=instance_id)
+
+
+def port_update(*, actor, port: Port, name: str | None = None,
+                security_groups: list[SecurityGroup] | None = None) -> Port:
+    """Rename a port or replace its security groups (same VPC)."""
+    authorize_write(actor, port.project)
+    if security_groups is not None and any(g.vpc_id != port.vpc_id for g in security_groups):
+        raise ValidationFailed("Security groups must belong to the port's VPC.", code="invalid_security_group",
+                               errors={"security_groups": ["not in this VPC"]})
+    with transaction.atomic():
+        before = _port_after(port)
+        if name is not None:
+            port.name = name
+            port.save(update_fields=["name"])
+        if security_groups is not None:
+            port.security_groups.set(security_groups)
+        audit(actor, "port.update", port, before=before, after=_port_after(port))
+        schedule_ovn_reconcile()
+    return port
+
+
+def port_delete(*, actor, port: Port) -> None:
+    """Delete a port and free its addresses; a floating IP on it is disassociated (kept by the project)."""
+    authorize_write(actor, port.project)
+    with transaction.atomic():
+        before = _port_after(port)
+        PublicIp.objects.filter(port=port).update(port=None)
+        audit(actor, "port.delete", port, before=before)
+        port.delete()
+        schedule_ovn_reconcile()
+
+
+def ports_delete_for_instance(*, actor, instance_id: uuid.UUID) -> int:
+    """For compute: delete every port bound to `instance_id` (system actor or the instance's project writer).
+    Returns how many were deleted; 0 is fine (idempotent)."""
+    count = 0
+    for port in Port.objects.filter(instance_id=instance_id).select_related("project"):
+        port_delete(actor=actor, port=port)
+        count += 1
+    return count

@@ -1,0 +1,137 @@
+"""VPC and subnet writes (IPAM rules in `apps.networking.ipam`)."""
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from apps.core.errors import Conflict
+from apps.tenancy.quotas import quota_check
+
+from .. import ipam
+from ..errors import Code
+from ..models import PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
+from ._common import audit, authorize_write, fields_of, input_errors, schedule_ovn_reconcile
+
+VPC_FIELDS = ("name", "cidr", "ipv6_cidr", "description")
+SUBNET_FIELDS = ("name", "cidr", "ip_version", "gateway_ip", "dhcp_start", "dhcp_end", "dns_nameservers")
+
+
+def _allowed_extra() -> list[str]:
+    return list(getattr(settings, "NETWORKING_ALLOWED_VPC_CIDRS", []))
+
+
+def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", description: str = "") -> Vpc:
+    """Create a VPC and its default security group (egress anywhere + ingress from the same group).
+
+    `cidr`: IPv4, inside RFC 1918 or `settings.NETWORKING_ALLOWED_VPC_CIDRS` (400 `vpc_cidr_not_allowed`);
+    `ipv6_cidr` optional, inside fc00::/7 or allowed. Other projects may use the same CIDR. 422 past the `vpcs`
+    quota; 409 `name_taken`."""
+    authorize_write(actor, project)
+    with input_errors():
+        net4 = ipam.parse_network(cidr, field="cidr")
+        if net4.version != 4:
+            raise ipam.AddressError("cidr must be IPv4; put IPv6 in ipv6_cidr.", field="cidr", code="invalid_cidr")
+        ipam.check_vpc_cidr(net4, _allowed_extra())
+        net6 = ipam.parse_network(ipv6_cidr, field="ipv6_cidr") if ipv6_cidr else None
+        if net6 is not None:
+            if net6.version != 6:
+                raise ipam.AddressError("ipv6_cidr must be IPv6.", field="ipv6_cidr", code="invalid_cidr")
+            ipam.check_vpc_cidr(net6, _allowed_extra(), field="ipv6_cidr")
+    with transaction.atomic():
+        quota_check(scope=project, resource="vpcs", requested=1)
+        try:
+            with transaction.atomic():
+                vpc = Vpc.objects.create(project=project, name=name, cidr=str(net4),
+                                         ipv6_cidr=str(net6) if net6 else "", description=description)
+        except IntegrityError:
+            raise Conflict(f"A VPC named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        _default_security_group(vpc)
+        audit(actor, "vpc.create", vpc, after=fields_of(vpc, VPC_FIELDS))
+        schedule_ovn_reconcile()
+    return vpc
+
+
+def _default_security_group(vpc: Vpc) -> SecurityGroup:
+    sg = SecurityGroup.objects.create(project=vpc.project, vpc=vpc, name="default", is_default=True,
+                                      description="Egress anywhere; ingress from members of this group")
+    rules = [SecurityGroupRule(project=vpc.project, security_group=sg, direction="egress", ethertype="IPv4"),
+             SecurityGroupRule(project=vpc.project, security_group=sg, direction="ingress", ethertype="IPv4",
+                               remote_group=sg)]
+    if vpc.ipv6_cidr:
+        rules += [SecurityGroupRule(project=vpc.project, security_group=sg, direction="egress", ethertype="IPv6"),
+                  SecurityGroupRule(project=vpc.project, security_group=sg, direction="ingress",
+                                    ethertype="IPv6", remote_group=sg)]
+    SecurityGroupRule.objects.bulk_create(rules)
+    return sg
+
+
+def vpc_update(*, actor, vpc: Vpc, description: str | None = None) -> Vpc:
+    """Change the description (CIDRs are fixed after creation)."""
+    authorize_write(actor, vpc.project)
+    with transaction.atomic():
+        before = fields_of(vpc, ("description",))
+        if description is not None:
+            vpc.description = description
+            vpc.save(update_fields=["description"])
+        audit(actor, "vpc.update", vpc, before=before, after=fields_of(vpc, ("description",)))
+    return vpc
+
+
+def vpc_delete(*, actor, vpc: Vpc) -> None:
+    """Delete an empty VPC (409 `in_use` while it has subnets or floating IPs); frees its router address."""
+    authorize_write(actor, vpc.project)
+    with transaction.atomic():
+        vpc = Vpc.objects.select_for_update().get(pk=vpc.pk)
+        if vpc.subnets.exists() or vpc.public_ips.filter(kind="floating").exists():
+            raise Conflict("Delete the VPC's subnets and floating IPs first.", code=Code.IN_USE)
+        PublicIp.objects.filter(vpc=vpc, kind="router_gateway").delete()
+        rules = SecurityGroupRule.objects.filter(security_group__vpc=vpc)
+        if SecurityGroupRule.objects.filter(remote_group__vpc=vpc).exclude(pk__in=rules).exists():
+            raise Conflict("Another group's rule refers to a group of this VPC.", code=Code.IN_USE)
+        rules.delete()
+        vpc.security_groups.all().delete()
+        audit(actor, "vpc.delete", vpc, before=fields_of(vpc, VPC_FIELDS))
+        vpc.delete()
+        schedule_ovn_reconcile()
+
+
+def subnet_create(*, actor, vpc: Vpc, name: str, cidr: str, gateway_ip: str | None = None,
+                  dhcp_start: str | None = None, dhcp_end: str | None = None, enable_dhcp: bool = True,
+                  dns_nameservers: list[str] | None = None) -> Subnet:
+    """Add a subnet (IPv4 or IPv6 by its CIDR) inside the VPC's CIDR of that family.
+
+    400 `subnet_overlap` when it overlaps another subnet of the VPC (naming it), `subnet_outside_vpc`,
+    `subnet_too_small`, `invalid_address` for a gateway or DHCP range outside the subnet."""
+    authorize_write(actor, vpc.project)
+    with transaction.atomic():
+        vpc = Vpc.objects.select_for_update().get(pk=vpc.pk)
+        with input_errors():
+            net = ipam.parse_network(cidr, field="cidr")
+            vpc_net = ipam.parse_network(vpc.cidr if net.version == 4 else vpc.ipv6_cidr, field="cidr") \
+                if (net.version == 4 or vpc.ipv6_cidr) else None
+            siblings = {s.name: ipam.parse_network(s.cidr, field="cidr") for s in vpc.subnets.all()}
+            ipam.check_subnet_fits(net, vpc_cidr=vpc_net, siblings=siblings)
+            plan = ipam.plan_subnet(net, gateway=gateway_ip, dhcp_start=dhcp_start, dhcp_end=dhcp_end)
+            dns = [str(ipam.parse_address(a, field="dns_nameservers")) for a in (dns_nameservers or [])]
+        try:
+            with transaction.atomic():
+                subnet = Subnet.objects.create(
+                    project=vpc.project, vpc=vpc, name=name, cidr=str(net), ip_version=net.version,
+                    gateway_ip=str(plan.gateway), dhcp_start=str(plan.dhcp_start), dhcp_end=str(plan.dhcp_end),
+                    enable_dhcp=enable_dhcp, dns_nameservers=dns)
+        except IntegrityError:
+            raise Conflict(f"A subnet named {name!r} exists in this VPC.", code=Code.NAME_TAKEN)
+        audit(actor, "subnet.create", subnet, after=fields_of(subnet, SUBNET_FIELDS))
+        schedule_ovn_reconcile()
+    return subnet
+
+
+def subnet_delete(*, actor, subnet: Subnet) -> None:
+    """Delete a subnet without ports (409 `in_use` otherwise)."""
+    authorize_write(actor, subnet.project)
+    with transaction.atomic():
+        if subnet.ports.exists():
+            raise Conflict("The subnet still has ports.", code=Code.IN_USE)
+        audit(actor, "subnet.delete", subnet, before=fields_of(subnet, SUBNET_FIELDS))
+        subnet.delete()
+        schedule_ovn_reconcile()
