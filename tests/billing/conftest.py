@@ -87,3 +87,21 @@ def book(effective_from: dt.datetime, prices: dict, *, currency: str = "USD", na
         spec = spec if isinstance(spec, dict) else {"unit_price": Decimal(str(spec))}
         price_set(actor=None, book=b, sku=sku, sla_tier=tier, pricing_model=model, **spec)
     return b
+
+
+@pytest.fixture
+def host(db):
+    from apps.inventory.models import Host, Region, Zone
+
+    zone = Zone.objects.create(region=Region.objects.create(name="r1"), name="r1-a")
+
+    def make(name: str):
+        return Host.objects.create(name=name, zone=zone, serial=f"SN-{name}")
+    return make
+
+
+def incident(host, start, end, *, at_fault=True, gpu=None):
+    from apps.inventory.models import Incident
+
+    return Incident.objects.create(host=host, gpu=gpu, start=start, end=end, reason="host fault",
+                                   provider_at_fault=at_fault)

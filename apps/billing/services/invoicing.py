@@ -41,6 +41,7 @@ WHERE (EXISTS (SELECT 1 FROM billing_usagerecord r WHERE r.organization_id = o.i
   AND NOT EXISTS (SELECT 1 FROM billing_invoice i WHERE i.organization_id = o.id AND i.period = %(period)s
                   AND i.status IN ('finalized', 'paid'))
   AND (%(orgs)s::uuid[] IS NULL OR o.id = ANY(%(orgs)s::uuid[]))
+  AND (NOT %(closing)s OR make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone) <= %(now)s)
 ORDER BY o.id
 """
 
@@ -150,7 +151,9 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     compute SLA reports, add pending SLA credits of earlier months, compute totals, and when `finalize` number
     the invoices gap-free (the counter row is locked FOR UPDATE) — except drafts with unpriced usage, which stay
     drafts and are listed in `held_invoices`. Finalized invoices are never touched again, so running twice, or
-    rerunning after a crash, yields the same invoices, numbers and totals.
+    rerunning after a crash, yields the same invoices, numbers and totals. With `finalize`, only organizations
+    whose local month has ended are included (RW-056: an organization east or west of UTC is invoiced once, for
+    its own month); without it, drafts are computed for open months too (a running preview).
     """
     parse_period(period)
     run = InvoiceRun.objects.create(period=period, finalize=finalize,
@@ -158,7 +161,7 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     start, end = period_bounds(period, "UTC")
     downtime_sync(window_start=start - dt.timedelta(hours=15), window_end=end + dt.timedelta(hours=13))
     with connection.cursor() as cursor:
-        cursor.execute(CANDIDATES_SQL, {**_month_params(period),
+        cursor.execute(CANDIDATES_SQL, {**_month_params(period), "closing": finalize, "now": now(),
                                         "orgs": [str(o) for o in organization_ids] if organization_ids else None})
         org_ids = [row[0] for row in cursor.fetchall()]
     size = conf.get("BILLING_RUN_BATCH_SIZE")
