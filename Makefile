@@ -13,6 +13,7 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-deps -e ./agent
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,0 +1,2 @@
+"""gpucloud node agent."""
+__version__ = "0.1.0"

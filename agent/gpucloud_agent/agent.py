@@ -1,0 +1,51 @@
+"""The agent loop: enroll once, then heartbeat, poll commands, execute, report."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from . import __version__
+from .backends.base import GpuBackend
+from .client import ControlPlane
+from .executor import Executor, Journal
+from .inventory import collect
+
+log = logging.getLogger("gpucloud_agent")
+
+
+class Agent:
+    def __init__(self, backend: GpuBackend, control_plane: ControlPlane, state_dir: str | None = None):
+        self.backend, self.cp = backend, control_plane
+        self.state_dir = Path(state_dir) if state_dir else None
+        self.executor = Executor(backend, Journal(self.state_dir / "journal.json" if self.state_dir else None))
+
+    def enroll(self, token: str) -> dict:
+        body = self.cp.enroll(token, collect(self.backend), __version__)
+        if self.state_dir:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            cred = self.state_dir / "credential.json"
+            cred.write_text(json.dumps({"url": self.cp.base, "credential": body["credential"], "host": body["host"]}))
+            cred.chmod(0o600)
+        return body
+
+    def run_once(self, send_inventory: bool = False) -> list[dict]:
+        """One cycle: heartbeat (optionally with inventory), then execute and report every pending command."""
+        self.cp.heartbeat(__version__, collect(self.backend) if send_inventory else None)
+        reports = []
+        for command in self.cp.commands():
+            outcome = self.executor.execute(command)
+            self.cp.report(command["id"], outcome["succeeded"], outcome["result"], outcome["error"])
+            reports.append({"id": command["id"], "kind": command["kind"], **outcome})
+        return reports
+
+    def run_forever(self, interval_s: float = 15.0, inventory_every: int = 20) -> None:  # pragma: no cover
+        cycle = 0
+        while True:
+            try:
+                self.run_once(send_inventory=cycle % inventory_every == 0)
+            except Exception:  # keep the daemon alive; the control plane sees missed heartbeats
+                log.exception("agent cycle failed")
+            cycle += 1
+            time.sleep(interval_s)

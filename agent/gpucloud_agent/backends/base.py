@@ -1,0 +1,74 @@
+"""The interface every GPU backend implements (NVML or fake). Plain dicts/dataclasses in and out."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+
+class BackendError(Exception):
+    """A driver/NVML/Fabric Manager call failed. `code` mirrors the NVML error name where there is one."""
+
+    def __init__(self, message: str, code: str = "backend_error"):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class GpuInstanceInfo:
+    profile_id: int
+    start: int
+    size: int
+    gi_id: int
+
+
+@dataclass
+class GpuInfo:
+    index: int
+    uuid: str
+    serial: str
+    name: str                  # NVML device name, e.g. "NVIDIA H100 80GB HBM3"
+    model: str                 # gpucloud catalog key, e.g. "H100-SXM5-80GB" ("" when unknown)
+    pci_address: str
+    numa_node: int
+    memory_mib: int
+    module_id: int             # HGX module id = Fabric Manager GPU physical id
+    pcie: dict = field(default_factory=dict)     # {"generation": 5, "width": 16, "max_generation": 5, "max_width": 16}
+    ecc: dict = field(default_factory=dict)      # {"enabled": True, "pending": True}
+    nvlink: dict = field(default_factory=dict)   # {"links": 18, "active": 18}
+    mig: dict = field(default_factory=dict)      # {"enabled": bool, "layout": [GpuInstanceInfo as dict]}
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class GpuBackend(Protocol):
+    name: str
+
+    def host_facts(self) -> dict:
+        """{"cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version"}."""
+
+    def gpus(self) -> list[GpuInfo]: ...
+
+    def set_mig_mode(self, index: int, enabled: bool) -> None: ...
+
+    def gpu_instances(self, index: int) -> list[GpuInstanceInfo]: ...
+
+    def create_gpu_instance(self, index: int, profile_id: int, start: int) -> GpuInstanceInfo:
+        """Create a GPU instance (and one full-size compute instance in it) at memory slice `start`."""
+
+    def destroy_gpu_instance(self, index: int, start: int) -> None: ...
+
+    def reset_gpu(self, index: int) -> None: ...
+
+    def health_check(self, index: int) -> dict:
+        """{"health": "ok" | "degraded" | "faulty", "checks": {...}}."""
+
+    def partitions(self) -> dict:
+        """Fabric Manager state: {"supported": [{"id", "gpus"}], "active": [ids]} ({} without NVSwitch)."""
+
+    def activate_partition(self, partition_id: int) -> None: ...
+
+    def deactivate_partition(self, partition_id: int) -> None: ...
+
+    def hca_ports(self) -> list[dict]:
+        """[{"device", "port_number", "port_guid", "lid", "rate_gbps", "state"}] (sysfs in the nvml backend)."""

@@ -1,0 +1,162 @@
+"""A fake NVML + Fabric Manager + sysfs backend serving an 8-GPU HGX H100 or HGX H200 host, for CI.
+
+Values are NVIDIA's documented ones:
+- DGX H100 / DGX H200 User Guide, "Hardware Overview": 2x Intel Xeon Platinum 8480C (56 cores each, 2 threads per
+  core), 2 TB system memory, 8 GPUs on 4 NVSwitch chips, 8 single-port ConnectX-7 400 Gb/s NDR compute ports.
+- H100 / H200 datasheets: 80 GB HBM3 / 141 GB HBM3e, PCIe Gen5 x16, 18 NVLink 4 links (900 GB/s), ECC on.
+- Framebuffer totals as the driver reports them (nvidia-smi: 81559 MiB for H100 80GB HBM3, 143771 MiB for H200).
+- MIG GPU instance profiles and placements of GH100 (MIG User Guide, "Supported MIG Profiles" and the
+  `nvidia-smi mig -lgipp` placement lists): the driver here refuses exactly what the real one refuses.
+- Fabric Manager shared NVSwitch partitions of an 8-GPU HGX H100 baseboard (Fabric Manager User Guide): 1x8, 2x4,
+  4x2, 8x1 groups of GPU physical ids 1..8.
+Identifiers (UUIDs, serials, GUIDs) are synthetic and derived from `host_id` so two fake hosts never collide.
+With `state_path` the fake persists its MIG/partition state as JSON (so separate CLI runs see the same "driver").
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .base import BackendError, GpuInfo, GpuInstanceInfo
+
+# GH100 GPU instance profiles: id -> (memory slices, compute slices, allowed starts, max per GPU)
+GH100_PROFILES = {19: (1, 1, range(7), 7), 20: (1, 1, range(7), 1), 15: (2, 1, (0, 2, 4, 6), 4),
+                  14: (2, 2, (0, 2, 4), 3), 9: (4, 3, (0, 4), 2), 5: (4, 4, (0,), 1), 0: (8, 7, (0,), 1)}
+HGX_PARTITIONS = [{"id": 0, "gpus": list(range(1, 9))}, {"id": 1, "gpus": [1, 2, 3, 4]},
+                  {"id": 2, "gpus": [5, 6, 7, 8]}, {"id": 3, "gpus": [1, 2]}, {"id": 4, "gpus": [3, 4]},
+                  {"id": 5, "gpus": [5, 6]}, {"id": 6, "gpus": [7, 8]},
+                  *({"id": 6 + g, "gpus": [g]} for g in range(1, 9))]
+# DGX H100 GPU PCI bus ids and compute HCA device names (DGX H100 User Guide)
+PCI_BUSES = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
+HCA_DEVICES = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+
+HOSTS = {
+    "hgx-h100": {"gpu_name": "NVIDIA H100 80GB HBM3", "model": "H100-SXM5-80GB", "memory_mib": 81559,
+                 "serial_prefix": "1652"},
+    "hgx-h200": {"gpu_name": "NVIDIA H200", "model": "H200-SXM-141GB", "memory_mib": 143771,
+                 "serial_prefix": "1653"},
+}
+DRIVER_VERSION = "550.90.07"
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, host: str = "hgx-h100", host_id: int = 1, state_path: str | None = None):
+        if host not in HOSTS:
+            raise ValueError(f"fake host must be one of {sorted(HOSTS)}")
+        self.kind, self.host_id, self.spec = host, host_id, HOSTS[host]
+        self.state_path = Path(state_path) if state_path else None
+        self.state = {"mig": {str(i): False for i in range(8)}, "gis": {str(i): [] for i in range(8)},
+                      "active_partitions": [], "resets": {str(i): 0 for i in range(8)}, "next_gi": 1}
+        if self.state_path and self.state_path.exists():
+            self.state = json.loads(self.state_path.read_text())
+
+    def _save(self) -> None:
+        if self.state_path:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            self.state_path.write_text(json.dumps(self.state))
+
+    # --- discovery -------------------------------------------------------------------------------------------
+    def host_facts(self) -> dict:
+        return {"cpu_sockets": 2, "cpu_cores": 112, "cpu_threads": 224, "memory_mib": 2 * 1024 * 1024,
+                "numa_nodes": 2, "driver_version": DRIVER_VERSION}
+
+    def gpus(self) -> list[GpuInfo]:
+        out = []
+        for i in range(8):
+            out.append(GpuInfo(
+                index=i, uuid=f"GPU-{self.host_id:08x}-{i:04x}-4fa0-8000-{self.kind.encode().hex()[:12]}",
+                serial=f"{self.spec['serial_prefix']}{self.host_id:07d}{i:02d}", name=self.spec["gpu_name"],
+                model=self.spec["model"], pci_address=f"0000:{PCI_BUSES[i]}:00.0", numa_node=0 if i < 4 else 1,
+                memory_mib=self.spec["memory_mib"], module_id=i + 1,
+                pcie={"generation": 5, "width": 16, "max_generation": 5, "max_width": 16},
+                ecc={"enabled": True, "pending": True}, nvlink={"links": 18, "active": 18},
+                mig={"enabled": self.state["mig"][str(i)],
+                     "layout": [vars(g) for g in self.gpu_instances(i)]}))
+        return out
+
+    def hca_ports(self) -> list[dict]:
+        return [{"device": dev, "port_number": 1, "port_guid": f"0x946dae03{self.host_id:04x}{i:04x}",
+                 "lid": 100 * self.host_id + i, "rate_gbps": 400, "state": "ACTIVE"}
+                for i, dev in enumerate(HCA_DEVICES)]
+
+    # --- MIG ---------------------------------------------------------------------------------------------------
+    def _check_index(self, index: int) -> str:
+        if not 0 <= index < 8:
+            raise BackendError(f"no GPU {index}", "NVML_ERROR_INVALID_ARGUMENT")
+        return str(index)
+
+    def set_mig_mode(self, index: int, enabled: bool) -> None:
+        key = self._check_index(index)
+        if not enabled and self.state["gis"][key]:
+            raise BackendError("GPU instances exist; destroy them first", "NVML_ERROR_IN_USE")
+        self.state["mig"][key] = enabled
+        self._save()
+
+    def gpu_instances(self, index: int) -> list[GpuInstanceInfo]:
+        key = self._check_index(index)
+        return [GpuInstanceInfo(**g) for g in sorted(self.state["gis"][key], key=lambda g: g["start"])]
+
+    def create_gpu_instance(self, index: int, profile_id: int, start: int) -> GpuInstanceInfo:
+        key = self._check_index(index)
+        if not self.state["mig"][key]:
+            raise BackendError("MIG mode is disabled", "NVML_ERROR_NOT_SUPPORTED")
+        if profile_id not in GH100_PROFILES:
+            raise BackendError(f"unknown profile {profile_id}", "NVML_ERROR_INVALID_ARGUMENT")
+        size, compute, starts, maximum = GH100_PROFILES[profile_id]
+        current = self.state["gis"][key]
+        if start not in starts:
+            raise BackendError(f"profile {profile_id} cannot be placed at {start}", "NVML_ERROR_INVALID_ARGUMENT")
+        taken = {s for g in current for s in range(g["start"], g["start"] + g["size"])}
+        used_compute = sum(GH100_PROFILES[g["profile_id"]][1] for g in current)
+        if (taken & set(range(start, start + size)) or used_compute + compute > 7
+                or sum(g["profile_id"] == profile_id for g in current) >= maximum):
+            raise BackendError("Insufficient Resources", "NVML_ERROR_INSUFFICIENT_RESOURCES")
+        gi = {"profile_id": profile_id, "start": start, "size": size, "gi_id": self.state["next_gi"]}
+        self.state["next_gi"] += 1
+        current.append(gi)
+        self._save()
+        return GpuInstanceInfo(**gi)
+
+    def destroy_gpu_instance(self, index: int, start: int) -> None:
+        key = self._check_index(index)
+        before = len(self.state["gis"][key])
+        self.state["gis"][key] = [g for g in self.state["gis"][key] if g["start"] != start]
+        if len(self.state["gis"][key]) == before:
+            raise BackendError(f"no GPU instance at {start}", "NVML_ERROR_NOT_FOUND")
+        self._save()
+
+    def reset_gpu(self, index: int) -> None:
+        key = self._check_index(index)
+        if self.state["gis"][key]:
+            raise BackendError("GPU is in use", "NVML_ERROR_IN_USE")
+        self.state["resets"][key] += 1
+        self._save()
+
+    def health_check(self, index: int) -> dict:
+        self._check_index(index)
+        return {"health": "ok", "checks": {"ecc_volatile_uncorrected": 0, "retired_pages_pending": False,
+                                           "nvlink_active": 18, "pcie_link": "gen5 x16"}}
+
+    # --- Fabric Manager ----------------------------------------------------------------------------------------
+    def partitions(self) -> dict:
+        return {"supported": HGX_PARTITIONS, "active": sorted(self.state["active_partitions"])}
+
+    def activate_partition(self, partition_id: int) -> None:
+        part = next((p for p in HGX_PARTITIONS if p["id"] == partition_id), None)
+        if part is None:
+            raise BackendError(f"no partition {partition_id}", "FM_ST_BADPARAM")
+        for active in self.state["active_partitions"]:
+            other = next(p for p in HGX_PARTITIONS if p["id"] == active)
+            if active != partition_id and set(other["gpus"]) & set(part["gpus"]):
+                raise BackendError(f"partition {partition_id} overlaps active {active}", "FM_ST_IN_USE")
+        if partition_id not in self.state["active_partitions"]:
+            self.state["active_partitions"].append(partition_id)
+        self._save()
+
+    def deactivate_partition(self, partition_id: int) -> None:
+        if partition_id not in self.state["active_partitions"]:
+            raise BackendError(f"partition {partition_id} is not active", "FM_ST_PARTITION_NOT_ACTIVE")
+        self.state["active_partitions"].remove(partition_id)
+        self._save()

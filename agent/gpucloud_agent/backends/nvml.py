@@ -1,0 +1,206 @@
+"""The real backend: NVML through nvidia-ml-py (`pynvml`), sysfs for HCA ports and host facts, `nvidia-smi` for
+GPU reset and NVIDIA's `fmpm` (Fabric-Manager-Client) for NVSwitch partitions.
+
+NVML calls used (NVML API Reference): device discovery (`nvmlDeviceGetUUID/Serial/Name/PciInfo/MemoryInfo/
+ModuleId`), PCIe link (`nvmlDeviceGetCurr/MaxPcieLinkGeneration/Width`), ECC (`nvmlDeviceGetEccMode`), NVLink
+(`nvmlDeviceGetNvLinkState`), MIG (`nvmlDeviceGet/SetMigMode`, `nvmlDeviceGetGpuInstanceProfileInfo`,
+`nvmlDeviceCreateGpuInstanceWithPlacement`, `nvmlGpuInstanceCreateComputeInstance`, `nvmlGpuInstanceDestroy`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from .. import sysfs
+from .base import BackendError, GpuInfo, GpuInstanceInfo
+
+#: NVML device name -> gpucloud catalog key
+MODEL_KEYS = {
+    "NVIDIA A100-SXM4-40GB": "A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB": "A100-SXM4-80GB",
+    "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB", "NVIDIA H100 NVL": "H100-NVL-94GB",
+    "NVIDIA H200": "H200-SXM-141GB", "NVIDIA L40S": "L40S", "NVIDIA B200": "B200",
+}
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class NvmlBackend:
+    name = "nvml"
+
+    def __init__(self, sysfs_root: str = "/sys", proc_root: str = "/proc", fmpm: str | None = None):
+        try:
+            import pynvml
+        except ImportError as exc:  # pragma: no cover - depends on the host
+            raise BackendError("nvidia-ml-py is not installed", "nvml_missing") from exc
+        self.nv = pynvml
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise BackendError(f"NVML init failed: {exc}", "NVML_ERROR_UNINITIALIZED") from exc
+        self.sysfs_root, self.proc_root = Path(sysfs_root), Path(proc_root)
+        self.fmpm = fmpm or os.environ.get("GPUCLOUD_FMPM", "fmpm")
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except self.nv.NVMLError as exc:
+            raise BackendError(str(exc), type(exc).__name__.replace("NVMLError_", "NVML_ERROR_").upper()) from exc
+
+    def _opt(self, fn, *args, default=None):
+        try:
+            return fn(*args)
+        except (self.nv.NVMLError, AttributeError):
+            return default
+
+    def _handle(self, index: int):
+        return self._call(self.nv.nvmlDeviceGetHandleByIndex, index)
+
+    # --- discovery -------------------------------------------------------------------------------------------
+    def host_facts(self) -> dict:
+        facts = sysfs.host_facts(self.sysfs_root, self.proc_root)
+        facts["driver_version"] = _text(self._call(self.nv.nvmlSystemGetDriverVersion))
+        return facts
+
+    def gpus(self) -> list[GpuInfo]:
+        return [self._gpu(i) for i in range(self._call(self.nv.nvmlDeviceGetCount))]
+
+    def _gpu(self, index: int) -> GpuInfo:
+        nv, h = self.nv, self._handle(index)
+        name = _text(self._call(nv.nvmlDeviceGetName, h))
+        bus = _text(self._call(nv.nvmlDeviceGetPciInfo, h).busId).lower()
+        pci = bus[-12:] if len(bus) > 12 else bus  # "00000000:1b:00.0" -> "0000:1b:00.0"
+        ecc = self._opt(nv.nvmlDeviceGetEccMode, h, default=(None, None))
+        mig = self._opt(nv.nvmlDeviceGetMigMode, h, default=(0, 0))
+        links = active = 0
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+            state = self._opt(nv.nvmlDeviceGetNvLinkState, h, link)
+            if state is None:
+                continue
+            links += 1
+            active += int(state == 1)
+        mig_on = bool(mig and mig[0] == getattr(nv, "NVML_DEVICE_MIG_ENABLE", 1))
+        return GpuInfo(
+            index=index, uuid=_text(self._call(nv.nvmlDeviceGetUUID, h)),
+            serial=_text(self._opt(nv.nvmlDeviceGetSerial, h, default="")), name=name,
+            model=MODEL_KEYS.get(name, ""), pci_address=pci, numa_node=sysfs.pci_numa_node(self.sysfs_root, pci),
+            memory_mib=int(self._call(nv.nvmlDeviceGetMemoryInfo, h).total // (1024 * 1024)),
+            module_id=int(self._opt(nv.nvmlDeviceGetModuleId, h, default=index + 1)),
+            pcie={"generation": self._opt(nv.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                  "width": self._opt(nv.nvmlDeviceGetCurrPcieLinkWidth, h),
+                  "max_generation": self._opt(nv.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                  "max_width": self._opt(nv.nvmlDeviceGetMaxPcieLinkWidth, h)},
+            ecc={"enabled": None if ecc[0] is None else bool(ecc[0]),
+                 "pending": None if ecc[1] is None else bool(ecc[1])},
+            nvlink={"links": links, "active": active},
+            mig={"enabled": mig_on, "layout": [vars(g) for g in self.gpu_instances(index)] if mig_on else []})
+
+    def hca_ports(self) -> list[dict]:
+        return sysfs.hca_ports(self.sysfs_root)
+
+    # --- MIG ---------------------------------------------------------------------------------------------------
+    def set_mig_mode(self, index: int, enabled: bool) -> None:
+        mode = self.nv.NVML_DEVICE_MIG_ENABLE if enabled else self.nv.NVML_DEVICE_MIG_DISABLE
+        self._call(self.nv.nvmlDeviceSetMigMode, self._handle(index), mode)
+
+    def _profiles(self, h) -> dict[int, object]:
+        out = {}
+        for i in range(self.nv.NVML_GPU_INSTANCE_PROFILE_COUNT):
+            info = self._opt(self.nv.nvmlDeviceGetGpuInstanceProfileInfo, h, i)
+            if info is not None:
+                out[int(info.id)] = info
+        return out
+
+    def _gis(self, h):
+        for pid in self._profiles(h):
+            for gi in self._opt(self.nv.nvmlDeviceGetGpuInstances, h, pid, default=[]) or []:
+                info = self._call(self.nv.nvmlGpuInstanceGetInfo, gi)
+                yield gi, GpuInstanceInfo(profile_id=int(info.profileId), start=int(info.placement.start),
+                                          size=int(info.placement.size), gi_id=int(info.id))
+
+    def gpu_instances(self, index: int) -> list[GpuInstanceInfo]:
+        return sorted((g for _, g in self._gis(self._handle(index))), key=lambda g: g.start)
+
+    def create_gpu_instance(self, index: int, profile_id: int, start: int) -> GpuInstanceInfo:
+        nv, h = self.nv, self._handle(index)
+        info = self._profiles(h).get(profile_id)
+        if info is None:
+            raise BackendError(f"profile {profile_id} not supported", "NVML_ERROR_NOT_SUPPORTED")
+        placement = nv.c_nvmlGpuInstancePlacement_t()
+        placement.start, placement.size = start, self._placement_size(h, profile_id, start)
+        gi = self._call(nv.nvmlDeviceCreateGpuInstanceWithPlacement, h, profile_id, placement)
+        ci_profile = getattr(nv, f"NVML_COMPUTE_INSTANCE_PROFILE_{int(info.sliceCount)}_SLICE")
+        ci_info = self._call(nv.nvmlGpuInstanceGetComputeInstanceProfileInfo, gi, ci_profile,
+                             nv.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+        self._call(nv.nvmlGpuInstanceCreateComputeInstance, gi, ci_info.id)
+        gi_info = self._call(nv.nvmlGpuInstanceGetInfo, gi)
+        return GpuInstanceInfo(profile_id=profile_id, start=int(gi_info.placement.start),
+                               size=int(gi_info.placement.size), gi_id=int(gi_info.id))
+
+    def _placement_size(self, h, profile_id: int, start: int) -> int:
+        for p in self._call(self.nv.nvmlDeviceGetGpuInstancePossiblePlacements, h, profile_id):
+            if int(p.start) == start:
+                return int(p.size)
+        raise BackendError(f"profile {profile_id} cannot start at {start}", "NVML_ERROR_INVALID_ARGUMENT")
+
+    def destroy_gpu_instance(self, index: int, start: int) -> None:
+        nv = self.nv
+        for gi, info in self._gis(self._handle(index)):
+            if info.start != start:
+                continue
+            for ci_profile in range(nv.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
+                ci_info = self._opt(nv.nvmlGpuInstanceGetComputeInstanceProfileInfo, gi, ci_profile,
+                                    nv.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+                if ci_info is None:
+                    continue
+                for ci in self._opt(nv.nvmlGpuInstanceGetComputeInstances, gi, ci_info.id, default=[]) or []:
+                    self._call(nv.nvmlComputeInstanceDestroy, ci)
+            self._call(nv.nvmlGpuInstanceDestroy, gi)
+            return
+        raise BackendError(f"no GPU instance at {start}", "NVML_ERROR_NOT_FOUND")
+
+    def reset_gpu(self, index: int) -> None:
+        proc = subprocess.run(["nvidia-smi", "--gpu-reset", "-i", str(index)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        if proc.returncode != 0:
+            raise BackendError(proc.stdout.strip() or proc.stderr.strip(), "gpu_reset_failed")
+
+    def health_check(self, index: int) -> dict:
+        nv, h = self.nv, self._handle(index)
+        uncorrected = self._opt(nv.nvmlDeviceGetTotalEccErrors, h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                nv.NVML_VOLATILE_ECC, default=0)
+        pending = self._opt(nv.nvmlDeviceGetRetiredPagesPendingStatus, h, default=0)
+        gpu = self._gpu(index)
+        checks = {"ecc_volatile_uncorrected": int(uncorrected or 0), "retired_pages_pending": bool(pending),
+                  "nvlink_active": gpu.nvlink["active"], "pcie_link": f"gen{gpu.pcie['generation']} "
+                  f"x{gpu.pcie['width']}"}
+        degraded = gpu.nvlink["active"] < gpu.nvlink["links"] or bool(pending)
+        health = "faulty" if checks["ecc_volatile_uncorrected"] else ("degraded" if degraded else "ok")
+        return {"health": health, "checks": checks}
+
+    # --- Fabric Manager (NVIDIA Fabric-Manager-Client `fmpm`) ---------------------------------------------------
+    def _fmpm(self, *args: str) -> str:
+        try:
+            proc = subprocess.run([self.fmpm, *args], capture_output=True, text=True, timeout=60, check=False)
+        except FileNotFoundError as exc:
+            raise BackendError("fmpm (Fabric Manager partition tool) not found", "fm_missing") from exc
+        if proc.returncode != 0:
+            raise BackendError(proc.stderr.strip() or proc.stdout.strip(), "fm_error")
+        return proc.stdout
+
+    def partitions(self) -> dict:
+        try:
+            text = self._fmpm("-l")
+        except BackendError:
+            return {}
+        active = [int(m) for m in re.findall(r'"partitionId"\s*:\s*(\d+)[^}]*?"isActive"\s*:\s*1', text)]
+        return {"supported": [], "active": sorted(active)}
+
+    def activate_partition(self, partition_id: int) -> None:
+        self._fmpm("-a", str(partition_id))
+
+    def deactivate_partition(self, partition_id: int) -> None:
+        self._fmpm("-d", str(partition_id))

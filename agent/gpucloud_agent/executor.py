@@ -1,0 +1,102 @@
+"""Execute control-plane commands on a backend, at most once per command id.
+
+The journal (a JSON file in the state directory, or memory) maps command id -> outcome. A command whose id is in
+the journal is not executed again; its stored outcome is reported again (the control plane may re-send a command
+whose first report was lost). Each command is also idempotent on the device: creating a GPU instance that already
+exists at that start with that profile, or activating an active partition, succeeds without a change.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .backends.base import BackendError, GpuBackend
+
+
+class Journal:
+    def __init__(self, path: Path | None = None):
+        self.path = path
+        self.entries: dict[str, dict] = {}
+        if path and path.exists():
+            self.entries = json.loads(path.read_text())
+
+    def get(self, command_id: str) -> dict | None:
+        return self.entries.get(command_id)
+
+    def put(self, command_id: str, outcome: dict) -> None:
+        self.entries[command_id] = outcome
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.entries))
+            tmp.replace(self.path)
+
+
+class Executor:
+    def __init__(self, backend: GpuBackend, journal: Journal | None = None):
+        self.backend, self.journal = backend, journal or Journal()
+        self.executions = 0  # how many commands actually ran (tests assert repeats do not)
+
+    def execute(self, command: dict) -> dict:
+        """-> {"succeeded": bool, "result": {...}, "error": str}; never raises for a device error."""
+        stored = self.journal.get(command["id"])
+        if stored is not None:
+            return stored
+        handler = getattr(self, f"_{command['kind']}", None)
+        try:
+            if handler is None:
+                raise BackendError(f"unknown command kind {command['kind']!r}", "unknown_command")
+            outcome = {"succeeded": True, "result": handler(command["payload"]), "error": ""}
+        except BackendError as exc:
+            outcome = {"succeeded": False, "result": {"code": exc.code}, "error": str(exc)}
+        self.executions += 1
+        self.journal.put(command["id"], outcome)
+        return outcome
+
+    def _layout(self, index: int) -> list[dict]:
+        return [vars(g) for g in self.backend.gpu_instances(index)]
+
+    def _apply_mig_layout(self, p: dict) -> dict:
+        index = p["gpu_index"]
+        target = {(i["profile_id"], i["start"]) for i in p["layout"]}
+        if not any(g.get("index") == index and g.get("mig", {}).get("enabled") for g in
+                   (x.as_dict() for x in self.backend.gpus())):
+            self.backend.set_mig_mode(index, True)
+        current = self.backend.gpu_instances(index)
+        for gi in current:
+            if (gi.profile_id, gi.start) not in target:
+                self.backend.destroy_gpu_instance(index, gi.start)
+        have = {(g.profile_id, g.start) for g in self.backend.gpu_instances(index)}
+        for item in sorted(p["layout"], key=lambda i: (-i["size"], i["start"])):
+            if (item["profile_id"], item["start"]) not in have:
+                self.backend.create_gpu_instance(index, item["profile_id"], item["start"])
+        return {"layout": self._layout(index)}
+
+    def _create_gpu_instance(self, p: dict) -> dict:
+        index = p["gpu_index"]
+        existing = next((g for g in self.backend.gpu_instances(index) if g.start == p["start"]), None)
+        if existing is not None and existing.profile_id == p["profile_id"]:
+            gi = existing
+        else:
+            gi = self.backend.create_gpu_instance(index, p["profile_id"], p["start"])
+        return {"start": gi.start, "gi_id": gi.gi_id, "layout": self._layout(index)}
+
+    def _destroy_gpu_instance(self, p: dict) -> dict:
+        index = p["gpu_index"]
+        if any(g.start == p["start"] for g in self.backend.gpu_instances(index)):
+            self.backend.destroy_gpu_instance(index, p["start"])
+        return {"layout": self._layout(index)}
+
+    def _reset_gpu(self, p: dict) -> dict:
+        self.backend.reset_gpu(p["gpu_index"])
+        return self.backend.health_check(p["gpu_index"])
+
+    def _activate_partition(self, p: dict) -> dict:
+        if p["partition_id"] not in self.backend.partitions().get("active", []):
+            self.backend.activate_partition(p["partition_id"])
+        return {"active_partitions": self.backend.partitions().get("active", [])}
+
+    def _deactivate_partition(self, p: dict) -> dict:
+        if p["partition_id"] in self.backend.partitions().get("active", []):
+            self.backend.deactivate_partition(p["partition_id"])
+        return {"active_partitions": self.backend.partitions().get("active", [])}

@@ -1,0 +1,16 @@
+"""Build the inventory document the control plane syncs (`apps.inventory.services.agent.host_inventory_sync`)."""
+from __future__ import annotations
+
+from .backends.base import GpuBackend
+
+
+def collect(backend: GpuBackend) -> dict:
+    """{"host": {...facts}, "gpus": [...], "hca_ports": [...], "nvswitch": {"active_partitions": [...]}}."""
+    partitions = backend.partitions() or {}
+    doc = {"host": backend.host_facts(), "gpus": [g.as_dict() for g in backend.gpus()],
+           "hca_ports": backend.hca_ports(), "nvswitch": {}}
+    if partitions:
+        doc["nvswitch"] = {"active_partitions": partitions.get("active", [])}
+    for g in doc["gpus"]:
+        g["driver_version"] = doc["host"].get("driver_version", "")
+    return doc

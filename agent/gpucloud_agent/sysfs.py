@@ -1,0 +1,58 @@
+"""Host facts and InfiniBand HCA ports from sysfs/procfs (Linux kernel ABI: Documentation/ABI/stable/sysfs-class-infiniband).
+
+`/sys/class/infiniband/<dev>/ports/<n>/`: `gids/0` is the port GID 0 (subnet prefix + port GUID), `lid` (hex),
+`rate` ("400 Gb/sec (4X NDR)"), `state` ("4: ACTIVE"), `link_layer` ("InfiniBand" | "Ethernet").
+Roots are parameters so tests can point them at a fake tree.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+
+def _read(path: Path, default: str = "") -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return default
+
+
+def hca_ports(sysfs_root: Path | str = "/sys") -> list[dict]:
+    """InfiniBand ports (link layer InfiniBand only): device, port number, port GUID, LID, rate, state."""
+    base = Path(sysfs_root) / "class" / "infiniband"
+    out = []
+    for dev in sorted(base.glob("*")) if base.exists() else []:
+        for port in sorted((dev / "ports").glob("*"), key=lambda p: int(p.name) if p.name.isdigit() else 0):
+            if _read(port / "link_layer", "InfiniBand") != "InfiniBand":
+                continue
+            gid = _read(port / "gids" / "0")
+            guid = "0x" + gid.replace(":", "")[-16:] if gid else ""
+            rate = re.match(r"(\d+)", _read(port / "rate"))
+            state = _read(port / "state")
+            out.append({"device": dev.name, "port_number": int(port.name), "port_guid": guid,
+                        "lid": int(_read(port / "lid", "0x0"), 16),
+                        "rate_gbps": int(rate.group(1)) if rate else 0,
+                        "state": state.split(":", 1)[-1].strip() if state else ""})
+    return out
+
+
+def pci_numa_node(sysfs_root: Path | str, pci_address: str) -> int:
+    value = _read(Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address / "numa_node", "0")
+    return max(0, int(value)) if value.lstrip("-").isdigit() else 0
+
+
+def host_facts(sysfs_root: Path | str = "/sys", proc_root: Path | str = "/proc") -> dict:
+    """CPU sockets/cores/threads (topology), memory (MemTotal) and NUMA node count."""
+    cpus = Path(sysfs_root) / "devices" / "system" / "cpu"
+    packages, cores, threads = set(), set(), 0
+    for cpu in cpus.glob("cpu[0-9]*"):
+        pkg = _read(cpu / "topology" / "physical_package_id")
+        if not pkg:
+            continue
+        threads += 1
+        packages.add(pkg)
+        cores.add((pkg, _read(cpu / "topology" / "core_id")))
+    mem = re.search(r"MemTotal:\s+(\d+) kB", _read(Path(proc_root) / "meminfo"))
+    nodes = len(list((Path(sysfs_root) / "devices" / "system" / "node").glob("node[0-9]*")))
+    return {"cpu_sockets": len(packages) or 1, "cpu_cores": len(cores) or threads or 1, "cpu_threads": threads or 1,
+            "memory_mib": int(mem.group(1)) // 1024 if mem else 0, "numa_nodes": nodes or 1}

@@ -1,0 +1,163 @@
+"""The node agent (fake NVML backend) against the live Django test server: enroll, inventory, commands."""
+import pytest
+from gpucloud_agent.agent import Agent
+from gpucloud_agent.backends.fake import HCA_DEVICES, FakeBackend
+from gpucloud_agent.client import ControlPlane, ControlPlaneError
+
+from apps.core.errors import Conflict, ValidationFailed
+from apps.identity.models import StaffRole, User
+from apps.inventory.errors import MigLayoutRejected
+from apps.inventory.models import AgentCommand, Fabric, Gpu, HcaPort, Host, Region, Switch, Zone
+from apps.inventory.services.agent import agent_command_enqueue, enrollment_token_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def staff():
+    return User.objects.create_user("ops@provider.test", staff_role=StaffRole.OPERATOR)
+
+
+@pytest.fixture
+def host():
+    region = Region.objects.create(name="r1")
+    zone = Zone.objects.create(name="z1", region=region)
+    fabric = Fabric.objects.create(name="ib", kind="infiniband", region=region)
+    host = Host.objects.create(name="hgx-01", zone=zone, serial="SER-1", numa_nodes=2,
+                               nvswitch_system="hgx-h100-8gpu")
+    for rail, dev in enumerate(HCA_DEVICES):
+        leaf = Switch.objects.create(name=f"leaf-{rail}", fabric=fabric, role="leaf", rail=rail)
+        HcaPort.objects.create(host=host, device=dev, port_guid=f"0xplaceholder{rail}", fabric=fabric, rail=rail,
+                               leaf_switch=leaf, leaf_port=1)
+    return host
+
+
+@pytest.fixture
+def enrolled(live_server, host, staff):
+    backend = FakeBackend("hgx-h100", host_id=7)
+    _, token = enrollment_token_create(actor=staff, host=host)
+    agent = Agent(backend, ControlPlane(live_server.url))
+    agent.enroll(token)
+    yield agent, backend
+    agent.cp.http.close()  # drop keep-alive connections so the server thread releases its DB session
+
+
+def db_layout(host, index):
+    return [(g.profile_id, g.start, g.size) for g in Gpu.objects.get(host=host, index=index).gpu_instances
+            .order_by("start")]
+
+
+def fake_layout(backend, index):
+    return [(g.profile_id, g.start, g.size) for g in backend.gpu_instances(index)]
+
+
+def test_enroll_makes_inventory_match_the_backend(enrolled, host):
+    _, backend = enrolled
+    host.refresh_from_db()
+    assert host.state == "available" and host.agent_version
+    assert (host.cpu_cores, host.cpu_threads, host.memory_mib, host.driver_version) == (112, 224, 2097152,
+                                                                                        "550.90.07")
+    want = sorted((g.index, g.uuid, g.serial, g.model, g.pci_address, g.numa_node) for g in backend.gpus())
+    have = sorted(Gpu.objects.filter(host=host).values_list("index", "uuid", "serial", "model", "pci_address",
+                                                            "numa_node"))
+    assert have == want and len(have) == 8
+    assert Gpu.objects.get(host=host, index=0).observed["pcie"] == {"generation": 5, "width": 16,
+                                                                    "max_generation": 5, "max_width": 16}
+    assert sorted(HcaPort.objects.filter(host=host).values_list("device", "port_guid")) == sorted(
+        (p["device"], p["port_guid"]) for p in backend.hca_ports())
+
+
+def test_token_is_one_time(live_server, host, staff):
+    _, token = enrollment_token_create(actor=staff, host=host)
+    cp = ControlPlane(live_server.url)
+    Agent(FakeBackend(), cp).enroll(token)
+    with pytest.raises(ControlPlaneError) as exc:
+        Agent(FakeBackend(), cp).enroll(token)
+    cp.http.close()
+    assert exc.value.status == 400 and exc.value.body["code"] == "enrollment_token_invalid"
+
+
+def test_mig_commands_round_trip(enrolled, host, staff):
+    agent, backend = enrolled
+    cmd = agent_command_enqueue(actor=staff, host=host, kind="apply_mig_layout", payload={
+        "gpu_index": 0, "layout": [{"profile": "1g.10gb"}, {"profile": "1g.10gb"}, {"profile": "2g.20gb"},
+                                   {"profile": "3g.40gb"}]})
+    [report] = agent.run_once()
+    assert report["succeeded"], report
+    assert fake_layout(backend, 0) == db_layout(host, 0) == [(19, 0, 1), (19, 1, 1), (14, 2, 2), (9, 4, 4)]
+    assert Gpu.objects.get(host=host, index=0).mode == "mig"
+    cmd.refresh_from_db()
+    assert cmd.status == "succeeded"
+
+    agent_command_enqueue(actor=staff, host=host, kind="apply_mig_layout", payload={"gpu_index": 1, "layout": []})
+    agent.run_once()
+    create = agent_command_enqueue(actor=staff, host=host, kind="create_gpu_instance",
+                                   payload={"gpu_index": 1, "profile": "1g.10gb"})
+    assert create.payload["start"] == 6  # fragmentation-aware: keeps 4g and 3g placeable
+    agent.run_once()
+    assert fake_layout(backend, 1) == db_layout(host, 1) == [(19, 6, 1)]
+    agent_command_enqueue(actor=staff, host=host, kind="destroy_gpu_instance", payload={"gpu_index": 1, "start": 6})
+    agent.run_once()
+    assert fake_layout(backend, 1) == db_layout(host, 1) == []
+
+
+def test_reset_and_partitions_round_trip(enrolled, host, staff):
+    agent, backend = enrolled
+    agent_command_enqueue(actor=staff, host=host, kind="reset_gpu", payload={"gpu_index": 2})
+    agent_command_enqueue(actor=staff, host=host, kind="activate_partition", payload={"partition_id": 1})
+    reports = agent.run_once()
+    assert [r["succeeded"] for r in reports] == [True, True]
+    assert backend.state["resets"]["2"] == 1
+    assert Gpu.objects.get(host=host, index=2).health == "ok"
+    host.refresh_from_db()
+    assert host.active_partitions == [1] == backend.partitions()["active"]
+    with pytest.raises(Conflict):  # partition 3 = GPUs 1,2, inside active partition 1
+        agent_command_enqueue(actor=staff, host=host, kind="activate_partition", payload={"partition_id": 3})
+    agent_command_enqueue(actor=staff, host=host, kind="deactivate_partition", payload={"partition_id": 1})
+    agent.run_once()
+    host.refresh_from_db()
+    assert host.active_partitions == [] == backend.partitions()["active"]
+
+
+def test_rejected_layout_never_reaches_the_agent(enrolled, host, staff):
+    agent, backend = enrolled
+    before = AgentCommand.objects.count()
+    with pytest.raises(MigLayoutRejected) as exc:
+        agent_command_enqueue(actor=staff, host=host, kind="apply_mig_layout",
+                              payload={"gpu_index": 0, "layout": [{"profile": "4g.40gb"}, {"profile": "4g.40gb"}]})
+    assert exc.value.extra["rejections"][0]["code"] == "max_instances"
+    with pytest.raises(ValidationFailed):
+        agent_command_enqueue(actor=staff, host=host, kind="create_gpu_instance",
+                              payload={"gpu_index": 3, "profile": "1g.10gb"})  # GPU 3 is not in MIG mode
+    assert AgentCommand.objects.count() == before
+    assert agent.run_once() == [] and agent.executor.executions == 0
+    assert fake_layout(backend, 0) == []
+
+
+def test_repeated_command_runs_once(enrolled, host, staff, monkeypatch):
+    agent, backend = enrolled
+    cmd = agent_command_enqueue(actor=staff, host=host, kind="apply_mig_layout",
+                                payload={"gpu_index": 4, "layout": [{"profile": "7g.80gb"}]})
+    real_report = agent.cp.report
+    calls = {"n": 0}
+
+    def lost_report(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ControlPlaneError(503, "lost")
+        return real_report(*args, **kwargs)
+
+    monkeypatch.setattr(agent.cp, "report", lost_report)
+    with pytest.raises(ControlPlaneError):
+        agent.run_once()
+    cmd.refresh_from_db()
+    assert cmd.status == "dispatched"
+    agent.run_once()  # the control plane re-sends the command; the journal answers it
+    assert agent.executor.executions == 1
+    assert fake_layout(backend, 4) == db_layout(host, 4) == [(0, 0, 8)]
+    cmd.refresh_from_db()
+    assert cmd.status == "succeeded"
+    # a duplicate report changes nothing
+    agent.cp.report(str(cmd.id), False, {}, "late duplicate")
+    cmd.refresh_from_db()
+    assert cmd.status == "succeeded"

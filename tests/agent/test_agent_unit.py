@@ -1,0 +1,72 @@
+"""Agent pieces without a control plane: sysfs parsing, the fake driver's MIG rules, the executor journal, CLI."""
+import json
+
+import pytest
+from gpucloud_agent import cli, sysfs
+from gpucloud_agent.backends import BackendError, get_backend
+from gpucloud_agent.executor import Executor, Journal
+
+
+def write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_sysfs_hca_ports_and_host_facts(tmp_path):
+    port = tmp_path / "class/infiniband/mlx5_0/ports/1"
+    write(port / "gids/0", "fe80:0000:0000:0000:946d:ae03:00a1:0002\n")
+    write(port / "lid", "0x1f\n")
+    write(port / "rate", "400 Gb/sec (4X NDR)\n")
+    write(port / "state", "4: ACTIVE\n")
+    write(port / "link_layer", "InfiniBand\n")
+    eth = tmp_path / "class/infiniband/mlx5_1/ports/1"
+    write(eth / "link_layer", "Ethernet\n")
+    assert sysfs.hca_ports(tmp_path) == [{"device": "mlx5_0", "port_number": 1, "port_guid": "0x946dae0300a10002",
+                                          "lid": 31, "rate_gbps": 400, "state": "ACTIVE"}]
+    for cpu, (pkg, core) in enumerate([(0, 0), (0, 0), (0, 1), (1, 0)]):
+        write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/physical_package_id", str(pkg))
+        write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/core_id", str(core))
+    (tmp_path / "devices/system/node/node0").mkdir(parents=True)
+    (tmp_path / "devices/system/node/node1").mkdir(parents=True)
+    write(tmp_path / "proc/meminfo", "MemTotal:       2113536 kB\n")
+    assert sysfs.host_facts(tmp_path, tmp_path / "proc") == {"cpu_sockets": 2, "cpu_cores": 3, "cpu_threads": 4,
+                                                             "memory_mib": 2064, "numa_nodes": 2}
+
+
+def test_fake_driver_refuses_what_the_driver_refuses():
+    fake = get_backend("fake", host="hgx-h200")
+    with pytest.raises(BackendError) as exc:
+        fake.create_gpu_instance(0, 9, 0)
+    assert exc.value.code == "NVML_ERROR_NOT_SUPPORTED"  # MIG mode off
+    fake.set_mig_mode(0, True)
+    fake.create_gpu_instance(0, 9, 0)
+    with pytest.raises(BackendError) as exc:
+        fake.create_gpu_instance(0, 5, 0)  # 4g over the 3g's slices
+    assert exc.value.code == "NVML_ERROR_INSUFFICIENT_RESOURCES"
+    with pytest.raises(BackendError):
+        fake.create_gpu_instance(0, 9, 2)  # not an allowed start
+    assert [g.memory_mib for g in fake.gpus()][:1] == [143771]
+
+
+def test_executor_journal_survives_restart(tmp_path):
+    fake = get_backend("fake")
+    cmd = {"id": "c1", "kind": "apply_mig_layout",
+           "payload": {"gpu_index": 0, "layout": [{"profile_id": 0, "start": 0, "size": 8}]}}
+    first = Executor(fake, Journal(tmp_path / "j.json")).execute(cmd)
+    fake.destroy_gpu_instance(0, 0)  # somebody changes the device behind the agent's back
+    again = Executor(fake, Journal(tmp_path / "j.json"))
+    assert again.execute(cmd) == first and again.executions == 0
+    assert fake.gpu_instances(0) == []  # not re-executed
+
+
+def test_executor_reports_device_errors_as_failed_results():
+    ex = Executor(get_backend("fake"))
+    out = ex.execute({"id": "c2", "kind": "destroy_gpu_instance", "payload": {"gpu_index": 9, "start": 0}})
+    assert out["succeeded"] is False and out["result"]["code"] == "NVML_ERROR_INVALID_ARGUMENT"
+
+
+def test_cli_discover_fake(capsys, tmp_path):
+    assert cli.main(["--backend", "fake", "--fake-host", "hgx-h200", "discover"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [g["model"] for g in doc["gpus"]] == ["H200-SXM-141GB"] * 8
+    assert len(doc["hca_ports"]) == 8 and doc["nvswitch"] == {"active_partitions": []}
