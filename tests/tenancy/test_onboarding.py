@@ -100,3 +100,23 @@ def test_project_with_resources_cannot_be_deleted():
     r = client.delete(f"/api/v1/projects/{project.pk}/")
     assert (r.status_code, r.json()["code"]) == (409, "project_not_empty")
     assert AuditEvent.objects.count() == audits
+
+
+@pytest.mark.django_db
+def test_organization_fields_by_role():
+    org = make_org("acme")
+    billing, admin = make_user("billing@acme.test"), make_user("admin@acme.test")
+    member(billing, org, OrgRole.BILLING)
+    member(admin, org, OrgRole.ADMIN)
+    as_billing = client_for(token_for(billing, organization=org))
+    as_admin = client_for(token_for(admin, organization=org))
+    assert as_billing.patch(f"/api/v1/organizations/{org.pk}/", {"billing_email": "ap@acme.test"}).status_code == 200
+    r = as_billing.patch(f"/api/v1/organizations/{org.pk}/", {"require_2fa": True})
+    assert (r.status_code, r.json()["code"]) == (403, "permission_denied")
+    assert as_admin.patch(f"/api/v1/organizations/{org.pk}/", {"require_2fa": True}).status_code == 200
+    r = as_admin.patch(f"/api/v1/organizations/{org.pk}/", {"plan": "enterprise"})
+    assert (r.status_code, r.json()["code"]) == (403, "permission_denied")
+    r = as_admin.patch(f"/api/v1/organizations/{org.pk}/", {"currency": "EUR"})
+    assert r.status_code == 403  # staff-only field
+    org.refresh_from_db()
+    assert (org.billing_email, org.require_2fa, org.plan, org.currency) == ("ap@acme.test", True, "default", "USD")

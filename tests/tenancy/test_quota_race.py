@@ -27,7 +27,7 @@ def test_twenty_concurrent_creates_leave_exactly_the_quota():
     def create(i: int) -> None:
         try:
             barrier.wait(timeout=30)
-            project_create(actor=None, organization=org, slug=f"p{i}", name=f"P{i}")
+            project_create(actor=owner, organization=org, slug=f"p{i}", name=f"P{i}")
             outcome = "created"
         except QuotaExceeded as exc:
             outcome = exc.code
