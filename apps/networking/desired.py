@@ -179,8 +179,8 @@ def _switch_guid(sw: Switch) -> int:
 
 def ibsim_topology(fabric: Fabric) -> str:
     """An ibsim topology of `fabric` from inventory: its switches and inter-switch links, and every HCA port
-    cabled to a leaf (port GUID from inventory, node GUID = port GUID - 1 as ibsim numbers them). A spine hosts
-    the simulated SM. Raises ValueError on duplicate GUIDs or double-used switch ports."""
+    cabled to a leaf (port GUID from inventory; ibsim numbers a CA's port 1 as node GUID + 1, so the simulated
+    node GUID is port GUID - 1; node and port GUIDs live in separate tables in OpenSM). A spine hosts the SM. Raises ValueError on duplicate GUIDs or double-used switch ports."""
     switches = list(Switch.objects.filter(fabric=fabric).order_by("name"))
     switches.sort(key=lambda s: (s.role == "leaf", s.name))
     ports = list(HcaPort.objects.filter(fabric=fabric, leaf_switch__isnull=False, leaf_port__isnull=False)
@@ -194,7 +194,7 @@ def ibsim_topology(fabric: Fabric) -> str:
         used[link.a_switch.name] = max(used[link.a_switch.name], link.a_port)
         used[link.b_switch.name] = max(used[link.b_switch.name], link.b_port)
     sim_switches = [SimSwitch(s.name, _switch_guid(s), max(s.port_count, used[s.name], 1)) for s in switches]
-    hcas = [SimHca(f"{p.host.name} {p.device}/{p.port_number}", parse_guid(p.port_guid) - 1, parse_guid(p.port_guid),
-                   p.leaf_switch.name, p.leaf_port) for p in ports]
+    hcas = [SimHca(f"{p.host.name} {p.device}/{p.port_number}", parse_guid(p.port_guid) - 1,
+                   parse_guid(p.port_guid), p.leaf_switch.name, p.leaf_port) for p in ports]
     sim_links = [SimLink(lk.a_switch.name, lk.a_port, lk.b_switch.name, lk.b_port) for lk in links]
     return render_topology(sim_switches, hcas, sim_links)

@@ -53,8 +53,9 @@ def host_with_hca(fabric: Fabric, *, ports: int = 1, leaf: Switch | None = None,
     host = Host.objects.create(name=f"nh{n}-{uuid.uuid4().hex[:4]}", zone=zone, serial=f"NS{uuid.uuid4().hex}")
     base = guid_base if guid_base is not None else (0x0C42A10300000000 | (n << 8))
     for i in range(ports):
+        leaf_port = (HcaPort.objects.filter(leaf_switch=leaf).count() + 1) if leaf else None
         HcaPort.objects.create(host=host, device=f"mlx5_{i}", port_guid=f"0x{base + 2 * i + 1:016x}", fabric=fabric,
-                               rail=i, leaf_switch=leaf, leaf_port=(n * 8 + i) if leaf else None)
+                               rail=i, leaf_switch=leaf, leaf_port=leaf_port)
     return host
 
 

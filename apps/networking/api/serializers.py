@@ -170,6 +170,7 @@ class PortUpdateInput(serializers.Serializer):
 
 class PublicIpOutput(serializers.ModelSerializer):
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    kind = serializers.CharField(read_only=True, help_text="floating | router_gateway")
 
     class Meta:
         model = PublicIp

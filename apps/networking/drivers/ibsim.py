@@ -6,7 +6,8 @@ simulated fabric (OpenSM has no parse-only option), by the contract tests, and b
 Facts from COMPONENTS.md Part 2 §1 (verified with ibsim 0.10, OpenSM 3.3.23): every libibumad tool talks to the
 simulator when `LD_PRELOAD` holds libumad2sim.so; `IBSIM_SOCKNAME` must be unique per simulator; OpenSM must be
 stopped before ibsim; `-d2` flushes the log so "SUBNET UP" can be polled; the topology file uses the
-ibnetdiscover format (`switchguid=`, `caguid=`, `"H-<guid>"`, `[port](<port guid>)`).
+ibnetdiscover format (`switchguid=`, `caguid=`, `"H-<guid>"`, `[port](<port guid>)`). Measured here: ibsim ignores the
+`(<port guid>)` annotation of a CA and numbers port 1 as node GUID + 1, so the node GUID must be port GUID - 1.
 """
 from __future__ import annotations
 
@@ -68,9 +69,12 @@ def render_topology(switches: Sequence[SimSwitch], hcas: Sequence[SimHca], links
 
     Raises ValueError for duplicate GUIDs, unknown switches, a port used twice or beyond the switch's ports."""
     by_name = {s.name: s for s in switches}
-    guids = [s.guid for s in switches] + [h.node_guid for h in hcas] + [h.port_guid for h in hcas]
-    if len(set(guids)) != len(guids):
-        raise ValueError("duplicate GUID in topology")
+    node_guids = [s.guid for s in switches] + [h.node_guid for h in hcas]
+    port_guids = [s.guid for s in switches] + [h.port_guid for h in hcas]
+    if len(set(node_guids)) != len(node_guids) or len(set(port_guids)) != len(port_guids):
+        raise ValueError("duplicate node or port GUID in topology")
+    if any(h.port_guid != h.node_guid + 1 for h in hcas):
+        raise ValueError("ibsim numbers a CA's port 1 as node GUID + 1: give node_guid = port_guid - 1")
     wiring: dict[str, dict[int, str]] = {s.name: {} for s in switches}
 
     def plug(switch: str, port: int, text: str) -> None:
