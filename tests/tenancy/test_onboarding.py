@@ -120,3 +120,19 @@ def test_organization_fields_by_role():
     assert r.status_code == 403  # staff-only field
     org.refresh_from_db()
     assert (org.billing_email, org.require_2fa, org.plan, org.currency) == ("ap@acme.test", True, "default", "USD")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/projects/", "/api/v1/memberships/", "/api/v1/quotas/",
+                                  "/api/v1/invitations/", "/api/v1/audit-events/", "/api/v1/tokens/",
+                                  "/api/v1/service-accounts/"])
+def test_filtering_by_another_tenants_id_looks_like_a_random_id(path):
+    import uuid
+
+    mine, theirs = make_org("mine"), make_org("theirs")
+    owner = make_user("owner@mine.test")
+    member(owner, mine, OrgRole.OWNER)
+    client = client_for(token_for(owner, organization=mine))
+    other = client.get(path, {"organization": str(theirs.pk)})
+    random = client.get(path, {"organization": str(uuid.uuid4())})
+    assert (other.status_code, other.json()["results"]) == (random.status_code, random.json()["results"]) == (200, [])

@@ -11,6 +11,8 @@ class AuditEventFilter(django_filters.FilterSet):
                                        help_text="Exact action, or a prefix ending in '.' (e.g. project.).")
     target_type = django_filters.CharFilter(help_text="app_label.model, e.g. tenancy.project")
     target_id = django_filters.CharFilter()
+    organization = django_filters.UUIDFilter(field_name="organization_id")
+    project = django_filters.UUIDFilter(field_name="project_id")
     created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
                                                      help_text="Inclusive start (ISO 8601).")
     created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from .. import services
 from ..selectors import api_token_list_visible_to, service_account_list_visible_to
+from . import filters
 from . import serializers as s
 
 UUID_RE = "[0-9a-fA-F-]{36}"
@@ -25,7 +26,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     """API tokens. The secret is in the create response only; DELETE revokes (the row stays)."""
 
     serializer_class = s.ApiTokenOutput
-    filterset_fields = ["scope", "project", "organization"]
+    filterset_class = filters.ApiTokenFilter
     lookup_value_regex = UUID_RE
 
     def get_queryset(self):
@@ -48,7 +49,7 @@ class ServiceAccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
     """Service accounts (automation users of one organization); DELETE disables one and revokes its tokens."""
 
     serializer_class = s.ServiceAccountOutput
-    filterset_fields = ["organization"]
+    filterset_class = filters.ServiceAccountFilter
     lookup_value_regex = UUID_RE
 
     def get_queryset(self):

@@ -1,7 +1,16 @@
-"""FilterSets of the tenancy API (explicit fields)."""
+"""FilterSets of the tenancy API (explicit fields).
+
+Ids of organizations and projects are plain UUID filters, not model choices: a model-choice filter answers 400
+for an id that does not exist and 200 for another tenant's id, which would reveal which ids exist.
+"""
 import django_filters
 
 from ..models import Invitation, Membership, Organization, Project, Quota
+
+
+class ScopedFilterSet(django_filters.FilterSet):
+    organization = django_filters.UUIDFilter(field_name="organization_id")
+    project = django_filters.UUIDFilter(field_name="project_id")
 
 
 class OrganizationFilter(django_filters.FilterSet):
@@ -10,13 +19,15 @@ class OrganizationFilter(django_filters.FilterSet):
         fields = ["slug", "plan"]
 
 
-class ProjectFilter(django_filters.FilterSet):
+class ProjectFilter(ScopedFilterSet):
+    project = None
+
     class Meta:
         model = Project
         fields = ["organization", "slug"]
 
 
-class MembershipFilter(django_filters.FilterSet):
+class MembershipFilter(ScopedFilterSet):
     user_email = django_filters.CharFilter(field_name="user__email", lookup_expr="iexact")
     scope = django_filters.ChoiceFilter(choices=[("organization", "organization"), ("project", "project")],
                                         method="filter_scope")
@@ -29,13 +40,13 @@ class MembershipFilter(django_filters.FilterSet):
         return queryset.filter(project__isnull=(value == "organization"))
 
 
-class InvitationFilter(django_filters.FilterSet):
+class InvitationFilter(ScopedFilterSet):
     class Meta:
         model = Invitation
         fields = ["organization", "project", "email"]
 
 
-class QuotaFilter(django_filters.FilterSet):
+class QuotaFilter(ScopedFilterSet):
     class Meta:
         model = Quota
         fields = ["organization", "project", "resource"]
