@@ -25,7 +25,7 @@ from django.db.models import F, Q
 
 from apps.core import clock
 from apps.inventory.catalog import gpu_model_get
-from apps.inventory.models import Gpu, Host
+from apps.inventory.models import Gpu
 
 from ..errors import CapacityUnavailable, ConsumerGenerationConflict, InvalidAllocation
 from ..models import (
@@ -98,28 +98,29 @@ def _period(start: dt.datetime | None, end: dt.datetime | None, now: dt.datetime
 
 
 def _lock_consumer(ref: ConsumerRef, expected_generation: int | None, now: dt.datetime) -> Consumer:
-    Consumer.objects.bulk_create(
-        [Consumer(id=ref.id, consumer_type=ref.consumer_type, project_id=ref.project_id, group=ref.group,
-                  dedicated=ref.dedicated, created_at=now, updated_at=now)],
-        ignore_conflicts=True)
-    consumer = Consumer.objects.select_for_update().get(id=ref.id)
-    if consumer.consumer_type != ref.consumer_type or consumer.project_id != ref.project_id:
+    """Create the consumer row if new, and lock it (one statement)."""
+    with connection.cursor() as cur:
+        cur.execute(sql.UPSERT_CONSUMER, {"id": ref.id, "type": ref.consumer_type, "project": ref.project_id,
+                                          "group": ref.group, "dedicated": ref.dedicated, "now": now})
+        ctype, project_id, generation = cur.fetchone()
+    if ctype != ref.consumer_type or project_id != ref.project_id:
         raise InvalidAllocation("consumer id already used by another consumer type or project",
                                 code="consumer_type_mismatch")
-    if expected_generation is not None and consumer.generation != expected_generation:
+    if expected_generation is not None and generation != expected_generation:
         raise ConsumerGenerationConflict(
-            f"consumer generation is {consumer.generation}, not {expected_generation}; re-read and retry",
-            generation=consumer.generation)
-    return consumer
+            f"consumer generation is {generation}, not {expected_generation}; re-read and retry",
+            generation=generation)
+    return Consumer(id=ref.id, consumer_type=ctype, project_id=project_id, generation=generation)
 
 
-def lock_hosts(host_ids: Sequence[uuid.UUID], now: dt.datetime) -> list[uuid.UUID]:
-    """Create missing ledger rows, then lock them in host id order. Returns the ordered ids."""
+def lock_hosts(host_ids: Sequence[uuid.UUID], now: dt.datetime) -> dict[uuid.UUID, tuple[int, int]]:
+    """Create missing ledger rows, then lock them in host id order. Returns {host id: (vCPU threads, memory
+    MiB)} - the host-level capacities the sum checks use."""
     ordered = sorted(set(host_ids))
     with connection.cursor() as cur:
         cur.execute(sql.ENSURE_USAGE_ROWS, [now, ordered])
         cur.execute(sql.LOCK_HOSTS, [ordered])
-    return ordered
+        return {h: (threads, memory) for h, threads, memory in cur.fetchall()}
 
 
 def refresh_usage(host_ids: Sequence[uuid.UUID], now: dt.datetime | None = None) -> None:
@@ -157,9 +158,9 @@ def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Al
 def _countable_capacity(row: Allocation, hosts: dict, gpus: dict) -> int:
     rc = row.resource_class
     if rc == ResourceClass.VCPU:
-        return hosts[row.host_id].cpu_threads
+        return hosts[row.host_id][0]
     if rc == ResourceClass.MEMORY:
-        return hosts[row.host_id].memory_mib
+        return hosts[row.host_id][1]
     if rc == ResourceClass.SHARE:
         return SHARE_CAPACITY_MILLI
     spec = gpu_model_get(gpus[row.gpu_id].model)
@@ -173,49 +174,52 @@ def _countable_capacity(row: Allocation, hosts: dict, gpus: dict) -> int:
     return vtype.max
 
 
-def _peak(row: Allocation, rowset: str, window: DateTimeTZRange) -> int:
-    query = sql.PEAK_SUM.format(rowset=rowset)
-    with connection.cursor() as cur:
-        cur.execute(query, {"host": row.host_id, "rc": row.resource_class, "gpu": row.gpu_id,
-                            "profile": row.profile if row.resource_class == ResourceClass.VGPU else "",
-                            "window": window})
-        return int(cur.fetchone()[0])
+def _check_vgpu_homogeneous(rows: list[Allocation]) -> None:
+    for r in rows:
+        if r.resource_class != ResourceClass.VGPU:
+            continue
+        with connection.cursor() as cur:
+            cur.execute(sql.OTHER_VGPU_TYPES, {"gpu": r.gpu_id, "profile": r.profile, "window": r.period})
+            others = [x[0] for x in cur.fetchall()]
+        if others:
+            raise CapacityUnavailable(f"GPU {r.gpu_id} already carries vGPU type {others[0]} (one type per GPU)")
 
 
-def _check_countables(rows: list[Allocation]) -> None:
+def _check_countables(rows: list[Allocation], hosts: dict, period: DateTimeTZRange) -> None:
     """Sum checks for countable rows (after insert, under the host locks): the holders set and the workloads
-    set must each stay within capacity at their peak over the period, and children within their parent."""
+    set must each stay within capacity at their peak over the period, and children within their parent.
+    All checks run in one query."""
     countable = [r for r in rows if r.resource_class not in SLICE_CLASSES]
     if not countable:
         return
-    hosts = {h.id: h for h in Host.objects.filter(id__in={r.host_id for r in countable})}
-    gpus = {g.id: g for g in Gpu.objects.filter(id__in={r.gpu_id for r in countable if r.gpu_id})}
-    seen: set = set()
+    gpu_ids = {r.gpu_id for r in countable if r.resource_class in (ResourceClass.VGPU, ResourceClass.VF)}
+    gpus = {g.id: g for g in Gpu.objects.filter(id__in=gpu_ids)} if gpu_ids else {}
+    checks: dict[tuple, tuple[Allocation, int]] = {}
     for r in countable:
-        key = (r.host_id, r.resource_class, r.gpu_id, r.profile, r.parent_id, r.spot, r.consumer_type)
-        if key in seen:
-            continue
-        seen.add(key)
         cap = _countable_capacity(r, hosts, gpus)
-        if r.resource_class == ResourceClass.VGPU:
-            with connection.cursor() as cur:
-                cur.execute(sql.OTHER_VGPU_TYPES, {"gpu": r.gpu_id, "profile": r.profile, "window": r.period})
-                others = [x[0] for x in cur.fetchall()]
-            if others:
-                raise CapacityUnavailable(f"GPU {r.gpu_id} already carries vGPU type {others[0]} (one type per GPU)")
-        checks = []
+        profile = r.profile if r.resource_class == ResourceClass.VGPU else ""
+        base = (r.host_id, r.resource_class, r.gpu_id, profile)
         if r.parent_id is None and not r.spot:
-            checks.append(("holders", sql.HOLDERS, cap))
+            checks[(*base, "h", None)] = (r, cap)
         if r.consumer_type != ConsumerType.LEASE:
-            checks.append(("workloads", sql.WORKLOADS, cap))
+            checks[(*base, "w", None)] = (r, cap)
         if r.parent_id is not None and r.parent.resource_class == r.resource_class:
-            checks.append(("lease_holding", f"a.parent_id = '{r.parent_id}'", r.parent.amount))
-        for name, rowset, limit in checks:
-            peak = _peak(r, rowset, r.period)
-            if peak > limit:
-                raise CapacityUnavailable(
-                    f"{r.resource_class} on host {r.host_id} would reach {peak} of {limit} ({name})",
-                    resource_class=r.resource_class, host=str(r.host_id))
+            checks[(*base, "p", r.parent_id)] = (r, r.parent.amount)
+    _check_vgpu_homogeneous(countable)
+    keys = list(checks)
+    cols = list(zip(*keys, strict=True))
+    with connection.cursor() as cur:
+        cur.execute(sql.PEAK_SUMS, {"window": period, "i": list(range(len(keys))), "host": list(cols[0]),
+                                    "rc": list(cols[1]), "gpu": list(cols[2]), "profile": list(cols[3]),
+                                    "kind": list(cols[4]), "parent": list(cols[5])})
+        peaks = dict(cur.fetchall())
+    names = {"h": "holders", "w": "workloads", "p": "lease_holding"}
+    for i, key in enumerate(keys):
+        r, limit = checks[key]
+        if peaks[i] > limit:
+            raise CapacityUnavailable(
+                f"{r.resource_class} on host {r.host_id} would reach {peaks[i]} of {limit} ({names[key[4]]})",
+                resource_class=r.resource_class, host=str(r.host_id))
 
 
 def allocations_claim(*, consumer: ConsumerRef, specs: Sequence[AllocationSpec],
@@ -253,8 +257,8 @@ def allocations_claim(*, consumer: ConsumerRef, specs: Sequence[AllocationSpec],
             if parent_consumer_id and not parents:
                 raise CapacityUnavailable("the lease holds no capacity", code="capacity_unavailable")
             Allocation.objects.bulk_create(rows)
-            _check_countables(rows)
-            refresh_usage(hosts, now)
+            _check_countables(rows, hosts, period)
+            refresh_usage(list(hosts), now)
             Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=now)
             return rows
     except IntegrityError as exc:
@@ -309,6 +313,6 @@ def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None
         hosts = lock_hosts(list(host_ids), at)
         n = _end_rows(qs, at)
         if n:
-            refresh_usage(hosts, clock.now())
+            refresh_usage(list(hosts), clock.now())
             Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=at)
         return n

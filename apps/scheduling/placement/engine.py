@@ -23,7 +23,7 @@ from django.db import connection
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
 from apps.core import clock
-from apps.inventory.models import Host, Zone
+from apps.inventory.models import Zone
 from apps.inventory.states import HostState
 
 from ..ledger import AllocationSpec
@@ -111,46 +111,37 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
         # a host without a summary row sorts as "very free": last for binpack, first for spread
         direction = "DESC" if ctx.policy == "spread" else "ASC"
         cur.execute(sql.FAST_HOSTS.format(direction=direction, unknown=1000), params)
-        ids = [r[0] for r in cur.fetchall()]
-    exp = Explanation(len(ids), "fast")
-    if not ids:
-        return Result([], exp.as_dict())
-    hosts = {h["id"]: h for h in Host.objects.filter(id__in=ids, state=HostState.AVAILABLE)
-             .values("id", "name", "nvswitch_system")}
-    free: dict = {}
-    if req.gpus_per_host:
-        with connection.cursor() as cur:
-            cur.execute(sql.FREE_GPUS.format(model_ok=ctx.model_ok, conflict=ctx.conflict),
-                        {**ctx.params, "hosts": ids})
-            for host_id, gpu_id in cur.fetchall():
-                free.setdefault(host_id, []).append(gpu_id)
-        gpu_meta = _gpu_meta([g for v in free.values() for g in v])
+        hosts = cur.fetchall()
+    exp = Explanation(len(hosts), "fast")
     choices: list[tuple[tuple, HostChoice]] = []
-    for rank, hid in enumerate(ids):
-        h = hosts.get(hid)
-        if h is None:
-            continue
-        if req.gpus_per_host:
-            rows = [gpu_meta[g] for g in free.get(hid, [])]
-            got, score = devices.choose_whole_gpus(req.gpus_per_host, rows, h["nvswitch_system"])
-            if got is None:
-                exp.remove(_DEVICE_FILTER.get(score, score), score)
-                continue
-            gpus, detail = got
-        else:
+    # the device step reads the ledger for a few hosts at a time, best ranked first
+    step = limit + 2 if req.hosts == 1 else len(hosts)
+    for lo in range(0, len(hosts), max(step, 1)):
+        batch = hosts[lo:lo + step]
+        free = _free_gpus(ctx, [h[0] for h in batch]) if req.gpus_per_host else {}
+        for rank, (hid, name, nvs) in enumerate(batch, start=lo):
             gpus, detail, score = [], {}, 0.0
-        choices.append(((rank, -score), _choice(req, hid, h["name"], gpus, detail)))
+            if req.gpus_per_host:
+                got, score = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs)
+                if got is None:
+                    exp.remove(_DEVICE_FILTER.get(score, score), score)
+                    continue
+                gpus, detail = got
+            choices.append(((rank, -score), _choice(req, hid, name, gpus, detail)))
         if req.hosts == 1 and len(choices) >= limit:
             break
     exp.evaluated = len(choices)
     return _finish(ctx, choices, exp, limit)
 
 
-def _gpu_meta(ids: list) -> dict:
-    from apps.inventory.models import Gpu
-
-    return {g["id"]: devices.GpuRow(g["id"], g["index"], g["numa_node"], g["model"])
-            for g in Gpu.objects.filter(id__in=ids).values("id", "index", "numa_node", "model")}
+def _free_gpus(ctx: _Ctx, host_ids: list) -> dict:
+    out: dict = {}
+    with connection.cursor() as cur:
+        cur.execute(sql.FREE_GPUS.format(model_ok=ctx.model_ok, conflict=ctx.conflict),
+                    {**ctx.params, "hosts": host_ids})
+        for host_id, gpu_id, index, numa, model in cur.fetchall():
+            out.setdefault(host_id, []).append(devices.GpuRow(gpu_id, index, numa, model))
+    return out
 
 
 # ---- exact path -----------------------------------------------------------------------------------------

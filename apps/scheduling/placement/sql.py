@@ -52,7 +52,7 @@ LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
 #: Fast path for on-demand whole-GPU (or CPU-only) requests: pre-rank on the per-host usage summary. A host
 #: without a summary row yet (just enrolled) ranks as if empty; the device step checks it against the ledger.
 FAST_HOSTS = """
-SELECT h.id FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
+SELECT h.id, h.name, h.nvswitch_system FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
 WHERE h.state = 'available'
   AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
   AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
@@ -76,7 +76,7 @@ SELECT h.id FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id 
 
 #: Free whole GPUs of some hosts (device step of the fast path).
 FREE_GPUS = """
-SELECT g.host_id, g.id FROM inventory_gpu g
+SELECT g.host_id, g.id, g.index, g.numa_node, g.model FROM inventory_gpu g
 WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND {model_ok}
   AND NOT EXISTS (SELECT 1 FROM scheduling_allocation a
                   WHERE a.gpu_id = g.id AND a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict}))

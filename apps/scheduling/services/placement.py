@@ -33,6 +33,9 @@ def placement_candidates(*, actor, request: PlacementRequest, limit: int = 5) ->
 def _claim_candidate(req: PlacementRequest, cand: Candidate, consumers: Sequence[ConsumerRef]) -> list[Allocation]:
     from apps.core import clock
 
+    if len(consumers) == 1 and len(cand.hosts) == 1:  # one claim: its own transaction, no savepoint
+        return allocations_claim(consumer=consumers[0], specs=cand.hosts[0].specs, start=req.start, end=req.end,
+                                 spot=req.spot, parent_consumer_id=req.lease_id)
     with transaction.atomic():
         if len(cand.hosts) > 1:  # gang: lock every host first, in id order, so two gangs cannot deadlock
             lock_hosts([h.host_id for h in cand.hosts], clock.now())
