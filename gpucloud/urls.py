@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("apps.inventory.api.urls")),
     path("", include("apps.scheduling.api.urls")),
     path("", include("apps.networking.api.urls")),
+    path("", include("apps.billing.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -1,0 +1,189 @@
+"""Billing API serializers: Input/Output pairs. Money is a decimal string; times are ISO 8601 UTC."""
+from rest_framework import serializers
+
+from ..models import (Adjustment, CreditNote, Invoice, InvoiceLine, InvoiceRun, Price, PriceBook, SlaReport, SlaTier,
+                      UsageRecord)
+from ..states import PriceUnit, PricingModel
+
+
+class UsageRecordOutput(serializers.ModelSerializer):
+    seconds = serializers.FloatField(read_only=True)
+
+    class Meta:
+        model = UsageRecord
+        fields = ["id", "organization", "project", "resource_type", "resource_id", "sku", "pricing_model", "sla_tier",
+                  "start", "end", "seconds", "run_id", "source", "gpu_model", "gpu_equivalents", "commitment_amount",
+                  "commitment_start", "commitment_end", "recorded_at"]
+
+
+class InvoiceLineOutput(serializers.ModelSerializer):
+    kind = serializers.CharField(read_only=True, help_text="usage | adjustment | sla_credit")
+
+    class Meta:
+        model = InvoiceLine
+        fields = ["id", "kind", "project", "resource_type", "resource_id", "sku", "pricing_model", "sla_tier",
+                  "gpu_model", "description", "billed_seconds", "quantity", "unit", "unit_price", "amount",
+                  "tax_amount"]
+
+
+class InvoiceOutput(serializers.ModelSerializer):
+    display_number = serializers.CharField(read_only=True)
+    balance_due = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True)
+    lines = InvoiceLineOutput(many=True, read_only=True)
+
+    class Meta:
+        model = Invoice
+        fields = ["id", "organization", "period", "period_start", "period_end", "timezone", "currency", "status",
+                  "number", "display_number", "tax_rate", "subtotal", "credits", "tax", "total", "credited",
+                  "balance_due", "unpriced_seconds", "finalized_at", "paid_at", "payment_reference", "voided_at",
+                  "lines"]
+
+
+class InvoicePayInput(serializers.Serializer):
+    amount = serializers.DecimalField(max_digits=16, decimal_places=2)
+    reference = serializers.CharField(max_length=200, required=False, default="")
+
+
+class InvoiceVoidInput(serializers.Serializer):
+    reason = serializers.CharField(max_length=500)
+
+
+class CreditNoteOutput(serializers.ModelSerializer):
+    display_number = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = CreditNote
+        fields = ["id", "invoice", "organization", "number", "display_number", "currency", "amount", "tax", "total",
+                  "reason", "issued_at"]
+
+
+class CreditNoteCreateInput(serializers.Serializer):
+    invoice = serializers.UUIDField()
+    amount = serializers.DecimalField(max_digits=16, decimal_places=2)
+    reason = serializers.CharField(max_length=500)
+
+
+class SlaReportOutput(serializers.ModelSerializer):
+    class Meta:
+        model = SlaReport
+        fields = ["id", "organization", "project", "resource_type", "resource_id", "sla_tier", "period",
+                  "held_minutes", "downtime_minutes", "uptime_pct", "target_uptime_pct", "credit_pct",
+                  "billed_amount", "credit_amount", "currency", "source_invoice", "applied_invoice"]
+
+
+class CreditStep(serializers.Serializer):
+    below = serializers.DecimalField(max_digits=7, decimal_places=4)
+    credit_pct = serializers.DecimalField(max_digits=6, decimal_places=2)
+
+
+class SlaTierOutput(serializers.ModelSerializer):
+    credit_schedule = CreditStep(many=True)
+
+    class Meta:
+        model = SlaTier
+        fields = ["id", "code", "name", "target_uptime_pct", "credit_schedule", "support_response_minutes",
+                  "description"]
+
+
+class SlaTierCreateInput(serializers.Serializer):
+    code = serializers.SlugField(max_length=32)
+    name = serializers.CharField(max_length=100)
+    target_uptime_pct = serializers.DecimalField(max_digits=7, decimal_places=4, min_value=0, max_value=100)
+    credit_schedule = CreditStep(many=True)
+    support_response_minutes = serializers.IntegerField(min_value=0)
+    description = serializers.CharField(required=False, default="", allow_blank=True)
+
+
+class SlaTierUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=100, required=False)
+    target_uptime_pct = serializers.DecimalField(max_digits=7, decimal_places=4, min_value=0, max_value=100,
+                                                 required=False)
+    credit_schedule = CreditStep(many=True, required=False)
+    support_response_minutes = serializers.IntegerField(min_value=0, required=False)
+    description = serializers.CharField(required=False, allow_blank=True)
+
+
+class PriceOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Price
+        fields = ["id", "book", "sku", "sla_tier", "pricing_model", "unit", "unit_price", "billing_increment_seconds",
+                  "minimum_seconds"]
+
+
+class PriceBookOutput(serializers.ModelSerializer):
+    prices = PriceOutput(many=True, read_only=True)
+
+    class Meta:
+        model = PriceBook
+        fields = ["id", "name", "currency", "effective_from", "notes", "prices"]
+
+
+class PriceBookCreateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    currency = serializers.CharField(max_length=3)
+    effective_from = serializers.DateTimeField()
+    notes = serializers.CharField(required=False, default="", allow_blank=True)
+
+
+class PriceSetInput(serializers.Serializer):
+    sku = serializers.CharField(max_length=200)
+    sla_tier = serializers.CharField(max_length=32)
+    pricing_model = serializers.ChoiceField(choices=PricingModel.choices)
+    unit = serializers.ChoiceField(choices=PriceUnit.choices, default=PriceUnit.HOUR)
+    unit_price = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0)
+    billing_increment_seconds = serializers.IntegerField(min_value=1, default=1)
+    minimum_seconds = serializers.IntegerField(min_value=0, default=60)
+
+
+class InvoiceRunOutput(serializers.ModelSerializer):
+    class Meta:
+        model = InvoiceRun
+        fields = ["id", "period", "status", "finalize", "created_at", "finished_at", "invoices_drafted",
+                  "invoices_finalized", "held_invoices", "error"]
+
+
+class InvoiceRunCreateInput(serializers.Serializer):
+    period = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
+    finalize = serializers.BooleanField(default=True)
+
+
+class RerateInput(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+
+
+class AdjustmentOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Adjustment
+        fields = ["id", "organization", "period", "amount", "description", "recurring", "created_at"]
+
+
+class AdjustmentCreateInput(serializers.Serializer):
+    organization = serializers.UUIDField()
+    period = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
+    amount = serializers.DecimalField(max_digits=16, decimal_places=2)
+    description = serializers.CharField(max_length=300)
+    recurring = serializers.BooleanField(default=False)
+
+
+class RevenueRow(serializers.Serializer):
+    key = serializers.CharField()
+    currency = serializers.CharField()
+    amount = serializers.DecimalField(max_digits=20, decimal_places=2)
+
+
+class UtilizationRow(serializers.Serializer):
+    key = serializers.CharField()
+    gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=4)
+
+
+class RevenueQuery(serializers.Serializer):
+    period_from = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
+    period_to = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
+    group_by = serializers.ChoiceField(choices=["gpu_model", "organization"], default="organization")
+
+
+class UtilizationQuery(serializers.Serializer):
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    group_by = serializers.ChoiceField(choices=["gpu_model", "organization"], default="organization")

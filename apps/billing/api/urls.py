@@ -1,0 +1,17 @@
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter(trailing_slash="/?")
+router.register("usage", views.UsageRecordViewSet, basename="usage")
+router.register("invoices", views.InvoiceViewSet, basename="invoice")
+router.register("credit-notes", views.CreditNoteViewSet, basename="credit-note")
+router.register("sla-reports", views.SlaReportViewSet, basename="sla-report")
+router.register("sla-tiers", views.SlaTierViewSet, basename="sla-tier")
+router.register("price-books", views.PriceBookViewSet, basename="price-book")
+router.register("prices", views.PriceViewSet, basename="price")
+router.register("invoice-runs", views.InvoiceRunViewSet, basename="invoice-run")
+router.register("adjustments", views.AdjustmentViewSet, basename="adjustment")
+router.register("billing", views.BillingOpsViewSet, basename="billing")
+
+urlpatterns = router.urls

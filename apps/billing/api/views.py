@@ -1,0 +1,265 @@
+"""Billing API.
+
+Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /sla-tiers.
+Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
+(+ /prices), /prices, /sla-tiers writes, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
+/adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
+Querysets come from `apps.billing.selectors`, so another tenant's object is a 404.
+"""
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from apps.identity.permissions import IsStaffBillingAdmin
+from apps.tenancy.models import Organization
+
+from .. import exports, reports, selectors, services
+from ..idempotency import idempotent
+from ..models import Adjustment, Invoice, InvoiceRun, Price, PriceBook
+from . import filters
+from . import serializers as s
+
+UUID = "[0-9a-fA-F-]{36}"
+IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                               description="replays the first answer for 24 h (RW-057)")
+
+
+class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    lookup_value_regex = UUID
+    staff_actions: frozenset = frozenset()
+
+    def get_permissions(self):
+        if self.action in self.staff_actions:
+            return [IsStaffBillingAdmin()]
+        return [IsAuthenticated()]
+
+    def _input(self, cls):
+        data = cls(data=self.request.data, context=self.get_serializer_context())
+        data.is_valid(raise_exception=True)
+        return data.validated_data
+
+    def _out(self, obj, code=status.HTTP_200_OK, cls=None):
+        return Response((cls or self.get_serializer_class())(obj, context=self.get_serializer_context()).data,
+                        status=code)
+
+
+class _StaffBase(_Base):
+    def get_permissions(self):
+        return [IsStaffBillingAdmin()]
+
+
+class UsageRecordViewSet(_Base):
+    """Metered usage: one record per resource, SKU and metering hour. Filter by project, SKU and period."""
+
+    serializer_class = s.UsageRecordOutput
+    filterset_class = filters.UsageRecordFilter
+
+    def get_queryset(self):
+        return selectors.usage_record_list_visible_to(self.request.user)
+
+
+class InvoiceViewSet(_Base):
+    """Invoices of the caller's organizations (owners, admins, billing members; drafts only for staff)."""
+
+    serializer_class = s.InvoiceOutput
+    filterset_class = filters.InvoiceFilter
+    staff_actions = frozenset({"finalize", "pay", "void"})
+
+    def get_queryset(self):
+        return selectors.invoice_list_visible_to(self.request.user).prefetch_related("lines")
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
+    @action(detail=True, methods=["get"])
+    def csv(self, request, pk=None):
+        invoice = self.get_object()
+        response = HttpResponse(exports.invoice_csv(invoice), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="invoice-{invoice.period}-{invoice.pk}.csv"'
+        return response
+
+    @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY})
+    @action(detail=True, methods=["get"])
+    def pdf(self, request, pk=None):
+        invoice = self.get_object()
+        response = HttpResponse(exports.invoice_pdf(invoice), content_type="application/pdf")
+        response["Content-Disposition"] = f'attachment; filename="invoice-{invoice.period}-{invoice.pk}.pdf"'
+        return response
+
+    @extend_schema(request=None, responses={200: s.InvoiceOutput})
+    @action(detail=True, methods=["post"])
+    def finalize(self, request, pk=None):
+        return self._out(services.invoice_finalize(actor=request.user, invoice=self.get_object()))
+
+    @extend_schema(request=s.InvoicePayInput, responses={200: s.InvoiceOutput}, parameters=[IDEMPOTENCY])
+    @action(detail=True, methods=["post"])
+    def pay(self, request, pk=None):
+        invoice = self.get_object()
+
+        def execute():
+            data = self._input(s.InvoicePayInput)
+            return self._out(services.invoice_pay(actor=request.user, invoice=invoice, **data))
+        return idempotent(request, f"invoices/{invoice.pk}/pay", execute)
+
+    @extend_schema(request=s.InvoiceVoidInput, responses={200: s.InvoiceOutput})
+    @action(detail=True, methods=["post"])
+    def void(self, request, pk=None):
+        data = self._input(s.InvoiceVoidInput)
+        return self._out(services.invoice_void(actor=request.user, invoice=self.get_object(), **data))
+
+
+class CreditNoteViewSet(_Base):
+    """Credit notes against finalized invoices; billing admins issue them."""
+
+    serializer_class = s.CreditNoteOutput
+    filterset_class = filters.CreditNoteFilter
+    staff_actions = frozenset({"create"})
+
+    def get_queryset(self):
+        return selectors.credit_note_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.CreditNoteCreateInput, responses={201: s.CreditNoteOutput}, parameters=[IDEMPOTENCY])
+    def create(self, request):
+        def execute():
+            data = self._input(s.CreditNoteCreateInput)
+            invoice = get_object_or_404(Invoice, pk=data.pop("invoice"))
+            note = services.credit_note_create(actor=request.user, invoice=invoice, **data)
+            return self._out(note, status.HTTP_201_CREATED)
+        return idempotent(request, "credit-notes", execute)
+
+
+class SlaReportViewSet(_Base):
+    """Monthly uptime and SLA credit per resource that had provider-caused downtime."""
+
+    serializer_class = s.SlaReportOutput
+    filterset_class = filters.SlaReportFilter
+
+    def get_queryset(self):
+        return selectors.sla_report_list_visible_to(self.request.user)
+
+
+class SlaTierViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """SLA tiers (the public offer, a short list: no per-tier GET); billing admins create and edit them."""
+
+    lookup_value_regex = UUID
+    staff_actions = frozenset({"create", "partial_update"})
+    get_permissions = _Base.get_permissions
+    _input = _Base._input
+    _out = _Base._out
+
+    serializer_class = s.SlaTierOutput
+    filterset_class = None
+
+    def get_queryset(self):
+        return selectors.sla_tier_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.SlaTierCreateInput, responses={201: s.SlaTierOutput})
+    def create(self, request):
+        tier = services.sla_tier_create(actor=request.user, **self._input(s.SlaTierCreateInput))
+        return self._out(tier, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.SlaTierUpdateInput, responses={200: s.SlaTierOutput})
+    def partial_update(self, request, pk=None):
+        tier = self.get_object()
+        data = self._input(s.SlaTierUpdateInput)
+        return self._out(services.sla_tier_update(actor=request.user, tier=tier, **data))
+
+
+class PriceBookViewSet(_StaffBase):
+    """Price books (effective-dated, per currency) and their prices."""
+
+    serializer_class = s.PriceBookOutput
+    filterset_class = None
+
+    def get_queryset(self):
+        return selectors.price_book_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.PriceBookCreateInput, responses={201: s.PriceBookOutput})
+    def create(self, request):
+        book = services.price_book_create(actor=request.user, **self._input(s.PriceBookCreateInput))
+        return self._out(book, status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.PriceSetInput, responses={200: s.PriceOutput})
+    @action(detail=True, methods=["post"])
+    def prices(self, request, pk=None):
+        book = self.get_object()
+        price = services.price_set(actor=request.user, book=book, **self._input(s.PriceSetInput))
+        return self._out(price, cls=s.PriceOutput)
+
+
+class PriceViewSet(_StaffBase):
+    """Every price of every book (filter by book, SKU, tier, model)."""
+
+    serializer_class = s.PriceOutput
+    filterset_class = filters.PriceFilter
+    queryset = Price.objects.select_related("book")
+
+
+class InvoiceRunViewSet(_StaffBase):
+    """Invoice runs. POST runs one synchronously for a period (idempotent: rerun at will)."""
+
+    serializer_class = s.InvoiceRunOutput
+    filterset_class = filters.InvoiceRunFilter
+    queryset = InvoiceRun.objects.all()
+
+    @extend_schema(request=s.InvoiceRunCreateInput, responses={201: s.InvoiceRunOutput})
+    def create(self, request):
+        run = services.invoice_run_execute(actor=request.user, **self._input(s.InvoiceRunCreateInput))
+        return self._out(run, status.HTTP_201_CREATED)
+
+
+class AdjustmentViewSet(_StaffBase):
+    """Manual charges and credits on an organization's invoice for a period."""
+
+    serializer_class = s.AdjustmentOutput
+    filterset_class = filters.AdjustmentFilter
+    queryset = Adjustment.objects.all()
+
+    @extend_schema(request=s.AdjustmentCreateInput, responses={201: s.AdjustmentOutput})
+    def create(self, request):
+        data = self._input(s.AdjustmentCreateInput)
+        organization = Organization.objects.filter(pk=data.pop("organization")).first()
+        if organization is None:
+            raise serializers.ValidationError({"organization": ["Organization not found."]})
+        adjustment = services.adjustment_create(actor=request.user, organization=organization, **data)
+        return self._out(adjustment, status.HTTP_201_CREATED)
+
+
+class BillingOpsViewSet(viewsets.GenericViewSet):
+    """Staff operations and reports of the admin billing portal."""
+
+    permission_classes = [IsStaffBillingAdmin]
+    serializer_class = s.RerateInput
+    queryset = PriceBook.objects.none()
+    filterset_class = None
+    pagination_class = None
+
+    @extend_schema(request=s.RerateInput, responses={200: s.InvoiceRunOutput(many=True)})
+    @action(detail=False, methods=["post"])
+    def rerate(self, request):
+        data = s.RerateInput(data=request.data)
+        data.is_valid(raise_exception=True)
+        runs = services.usage_rerate(actor=request.user, window_start=data.validated_data["start"],
+                                     window_end=data.validated_data["end"])
+        return Response(s.InvoiceRunOutput(runs, many=True).data)
+
+    @extend_schema(parameters=[s.RevenueQuery], responses={200: s.RevenueRow(many=True)})
+    @action(detail=False, methods=["get"], url_path="reports/revenue")
+    def revenue(self, request):
+        query = s.RevenueQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(s.RevenueRow(reports.revenue_report(**query.validated_data), many=True).data)
+
+    @extend_schema(parameters=[s.UtilizationQuery], responses={200: s.UtilizationRow(many=True)},
+                   description="GPU-hours by GPU model or organization.")
+    @action(detail=False, methods=["get"], url_path="reports/utilization")
+    def utilization(self, request):
+        query = s.UtilizationQuery(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response(s.UtilizationRow(reports.utilization_report(**query.validated_data), many=True).data)
+
+
+

@@ -1,0 +1,117 @@
+"""Authorization-matrix entries of the billing app.
+
+Tenant reads: usage and SLA reports follow project visibility; invoices and credit notes are for organization
+owners, admins and billing members (so `viewer` and `member` get 404 on one invoice). Staff endpoints: any staff
+reads, only billing admins write — the matrix's staff caller is an operator, so every billing write is 403 for it
+(the billing-admin path is tested in tests/billing/test_api.py)."""
+import datetime as dt
+from decimal import Decimal
+
+from apps.billing.models import (Adjustment, CreditNote, Invoice, InvoiceRun, Price, PriceBook, SlaReport, SlaTier,
+                                 UsageRecord)
+
+from .framework import Case, Entry, expect
+
+UTC = dt.UTC
+STAFF_ONLY = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+DENIED = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=403)
+LIST = expect(other_org=200)
+BILLING_READ = expect(viewer=404, member=404)
+
+
+def _usage(world) -> UsageRecord:
+    return UsageRecord.objects.create(
+        organization=world.org_a, project=world.project_a, resource_type="instance", resource_id="vm-1",
+        sku="gpu:gpu_count=1,model=H100", pricing_model="on_demand", sla_tier="standard",
+        start=dt.datetime(2026, 1, 1, tzinfo=UTC), end=dt.datetime(2026, 1, 1, 1, tzinfo=UTC), run_id="r1",
+        source="authz", source_key=f"authz:{world.org_a.pk}")
+
+
+def _invoice(world, status="finalized") -> Invoice:
+    number = None if status == "draft" else 900000 + Invoice.objects.count()
+    return Invoice.objects.create(
+        organization=world.org_a, period="2026-01", period_start=dt.datetime(2026, 1, 1, tzinfo=UTC),
+        period_end=dt.datetime(2026, 2, 1, tzinfo=UTC), timezone="UTC", currency="USD", status=status,
+        number=number, subtotal=Decimal("10.00"), total=Decimal("10.00"))
+
+
+def _credit_note(world) -> CreditNote:
+    invoice = _invoice(world)
+    return CreditNote.objects.create(invoice=invoice, organization=world.org_a, number=900000, currency="USD",
+                                     amount=Decimal("1.00"), tax=Decimal("0"), total=Decimal("1.00"), reason="x")
+
+
+def _sla_report(world) -> SlaReport:
+    return SlaReport.objects.create(
+        organization=world.org_a, project=world.project_a, resource_type="instance", resource_id="vm-1",
+        sla_tier="standard", period="2026-01", held_minutes=100, downtime_minutes=1, uptime_pct=99,
+        target_uptime_pct=99, credit_pct=0, billed_amount=Decimal("1"), credit_amount=Decimal("0"), currency="USD",
+        source_invoice=_invoice(world))
+
+
+def _tier(world) -> SlaTier:
+    return SlaTier.objects.get_or_create(code="standard", defaults={
+        "name": "Standard", "target_uptime_pct": 99, "support_response_minutes": 480,
+        "credit_schedule": [{"below": "99.0", "credit_pct": "10"}]})[0]
+
+
+def _book(world) -> PriceBook:
+    return PriceBook.objects.create(name="authz", currency="USD", effective_from=dt.datetime(2030, 1, 1, tzinfo=UTC))
+
+
+def _price(world) -> Price:
+    return Price.objects.create(book=_book(world), sku="public_ip", sla_tier="standard", pricing_model="on_demand",
+                                unit_price=Decimal("0.005"))
+
+
+def pk(factory, data=None):
+    return lambda world: Case(kwargs={"pk": factory(world).pk}, data=data)
+
+
+ENTRIES = [
+    Entry("GET", "/api/v1/usage", LIST, lambda w: (_usage(w), Case())[1]),
+    Entry("GET", "/api/v1/usage/{pk}", expect(), pk(_usage)),
+    Entry("GET", "/api/v1/invoices", LIST, lambda w: (_invoice(w), Case())[1]),
+    Entry("GET", "/api/v1/invoices/{pk}", BILLING_READ, pk(_invoice)),
+    Entry("GET", "/api/v1/invoices/{pk}/csv", BILLING_READ, pk(_invoice)),
+    Entry("GET", "/api/v1/invoices/{pk}/pdf", BILLING_READ, pk(_invoice)),
+    Entry("POST", "/api/v1/invoices/{pk}/finalize", DENIED, pk(lambda w: _invoice(w, "draft"))),
+    Entry("POST", "/api/v1/invoices/{pk}/pay", DENIED, pk(_invoice, {"amount": "10.00"})),
+    Entry("POST", "/api/v1/invoices/{pk}/void", DENIED, pk(_invoice, {"reason": "wrong"})),
+    Entry("GET", "/api/v1/credit-notes", LIST, lambda w: (_credit_note(w), Case())[1]),
+    Entry("GET", "/api/v1/credit-notes/{pk}", BILLING_READ, pk(_credit_note)),
+    Entry("POST", "/api/v1/credit-notes", DENIED,
+          lambda w: Case(data={"invoice": str(_invoice(w).pk), "amount": "1.00", "reason": "goodwill"})),
+    Entry("GET", "/api/v1/sla-reports", LIST, lambda w: (_sla_report(w), Case())[1]),
+    Entry("GET", "/api/v1/sla-reports/{pk}", expect(), pk(_sla_report)),
+    Entry("GET", "/api/v1/sla-tiers", LIST),
+    Entry("POST", "/api/v1/sla-tiers", DENIED,
+          lambda w: Case(data={"code": "gold", "name": "Gold", "target_uptime_pct": "99.95",
+                               "credit_schedule": [{"below": "99.95", "credit_pct": "10"}],
+                               "support_response_minutes": 15})),
+    Entry("PATCH", "/api/v1/sla-tiers/{pk}", DENIED, pk(_tier, {"name": "Renamed"})),
+    Entry("GET", "/api/v1/price-books", STAFF_ONLY),
+    Entry("POST", "/api/v1/price-books", DENIED,
+          lambda w: Case(data={"name": "2031", "currency": "USD", "effective_from": "2031-01-01T00:00:00Z"})),
+    Entry("GET", "/api/v1/price-books/{pk}", STAFF_ONLY, pk(_book)),
+    Entry("POST", "/api/v1/price-books/{pk}/prices", DENIED,
+          pk(_book, {"sku": "public_ip", "sla_tier": "standard", "pricing_model": "on_demand",
+                     "unit_price": "0.005"})),
+    Entry("GET", "/api/v1/prices", STAFF_ONLY),
+    Entry("GET", "/api/v1/prices/{pk}", STAFF_ONLY, pk(_price)),
+    Entry("GET", "/api/v1/invoice-runs", STAFF_ONLY),
+    Entry("GET", "/api/v1/invoice-runs/{pk}", STAFF_ONLY, pk(lambda w: InvoiceRun.objects.create(period="2026-01"))),
+    Entry("POST", "/api/v1/invoice-runs", DENIED, lambda w: Case(data={"period": "2026-01"})),
+    Entry("GET", "/api/v1/adjustments", STAFF_ONLY),
+    Entry("GET", "/api/v1/adjustments/{pk}", STAFF_ONLY, pk(lambda w: Adjustment.objects.create(
+        organization=w.org_a, period="2026-01", amount=Decimal("5.00"), description="x"))),
+    Entry("POST", "/api/v1/adjustments", DENIED,
+          lambda w: Case(data={"organization": str(w.org_a.pk), "period": "2026-01", "amount": "5.00",
+                               "description": "goodwill"})),
+    Entry("POST", "/api/v1/billing/rerate", DENIED,
+          lambda w: Case(data={"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"})),
+    Entry("GET", "/api/v1/billing/reports/revenue", STAFF_ONLY,
+          lambda w: Case(query={"period_from": "2026-01", "period_to": "2026-12"})),
+    Entry("GET", "/api/v1/billing/reports/utilization", STAFF_ONLY,
+          lambda w: Case(query={"since": "2026-01-01T00:00:00Z", "until": "2026-02-01T00:00:00Z"})),
+]
