@@ -7,8 +7,17 @@ reads, only billing admins write — the matrix's staff caller is an operator, s
 import datetime as dt
 from decimal import Decimal
 
-from apps.billing.models import (Adjustment, CreditNote, Invoice, InvoiceRun, Price, PriceBook, SlaReport, SlaTier,
-                                 UsageRecord)
+from apps.billing.models import (
+    Adjustment,
+    CreditNote,
+    Invoice,
+    InvoiceRun,
+    Price,
+    PriceBook,
+    SlaReport,
+    SlaTier,
+    UsageRecord,
+)
 
 from .framework import Case, Entry, expect
 

@@ -1,8 +1,18 @@
 """Billing API serializers: Input/Output pairs. Money is a decimal string; times are ISO 8601 UTC."""
 from rest_framework import serializers
 
-from ..models import (Adjustment, CreditNote, Invoice, InvoiceLine, InvoiceRun, Price, PriceBook, SlaReport, SlaTier,
-                      UsageRecord)
+from ..models import (
+    Adjustment,
+    CreditNote,
+    Invoice,
+    InvoiceLine,
+    InvoiceRun,
+    Price,
+    PriceBook,
+    SlaReport,
+    SlaTier,
+    UsageRecord,
+)
 from ..states import PriceUnit, PricingModel
 
 
