@@ -2,7 +2,7 @@
 
 OVN naming (stable, derived from our UUIDs, so a retry finds what the last try made):
   VPC → router `gpc-r-<vpc id>`; subnet → switch `gpc-s-<subnet id>`, router port `gpc-rp-<subnet id>` and its
-  peer LSP `gpc-rsp-<subnet id>`; port → LSP named by the port id; security group → port group
+  peer LSP `gpc-rsp-<subnet id>`; port → LSP `gpc-p-<port id hex>`; security group → port group
   `pg_<sg id hex>`; public IP pool → external switch `gpc-ext-<pool id>` with a localnet port; a VPC with public
   IPs → gateway router port `gpc-gw-<vpc id>` (on the gateway chassis), a default route to the pool's gateway,
   SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port.
@@ -49,6 +49,12 @@ def switch_name(subnet_id) -> str:
     return f"gpc-s-{subnet_id}"
 
 
+def lsp_name(port_id) -> str:
+    """The LSP (and the hypervisor's `iface-id`) of a port: `gpc-p-<32 hex digits>`. Not the dashed UUID, which
+    ovn-trace abbreviates to six digits (ambiguous with time-ordered UUIDv7 ids)."""
+    return f"gpc-p-{port_id.hex}"
+
+
 def port_group_name(sg_id) -> str:
     return f"pg_{sg_id.hex}"
 
@@ -93,7 +99,7 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
         ports[p.subnet_id].append(p)
         addresses[p.id] = [a.address for a in sorted(p.fixed_ips.all(), key=lambda a: ipaddress.ip_address(a.address))]
     for port_id, sg_id in Port.security_groups.through.objects.values_list("port_id", "securitygroup_id"):
-        port_groups[sg_id].append(str(port_id))
+        port_groups[sg_id].append(lsp_name(port_id))
     rules = defaultdict(list)
     for r in SecurityGroupRule.objects.all().order_by("id"):
         rules[r.security_group_id].append(r)
@@ -112,7 +118,7 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
                                       (("router-port", f"gpc-rp-{s.id}"),))]
             for p in ports[s.id]:
                 entry = " ".join([p.mac_address, *addresses[p.id]])
-                lsps.append(LogicalSwitchPort(str(p.id), (entry,), (entry,)))
+                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,)))
             switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
                                           external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))
         gateway = next((p for p in pips[vpc.id] if p.kind == PublicIpKind.ROUTER_GATEWAY), None)

@@ -65,6 +65,15 @@ def sim_config(sim: SimFabric) -> dict:
             "verify_sample": 64, "verify_timeout": 10}
 
 
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
 class OvnCluster:
     """OVN NB + SB ovsdb-servers and ovn-northd, daemonised, stopped by pidfile (COMPONENTS.md Part 2 §2)."""
 
@@ -114,10 +123,6 @@ class OvnCluster:
             except ProcessLookupError:
                 continue
             deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
+            while time.monotonic() < deadline and _alive(pid):
                 time.sleep(0.05)
         shutil.rmtree(self.run, ignore_errors=True)

@@ -2,8 +2,9 @@
 
 Only rows whose `external_ids` carry `gpucloud:managed=1` (routers, switches, port groups) are ours; their
 ports, NAT rules, routes and ACLs are owned through them. One `sync` reads the IDL replica (free), computes
-what differs and writes it in at most three transactions (deletes and creates; then ACLs, because ovsdbapp's
-`pg_acl_add` cannot see a port group inserted in the same transaction; then gateway chassis). Nothing differs →
+what differs and writes it in at most two transactions (deletes, creates and updates of rows; then port-group
+members, ACLs, NAT rules, routes and gateway chassis, because ovsdbapp's `pg_acl_add`/`lr_nat_add` read the
+parent row's column, which a row inserted in the same transaction does not have yet). Nothing differs →
 no transaction at all, which is how idempotency is tested (COMPONENTS.md Part 2 §2, pitfalls 1-3, 5).
 """
 from __future__ import annotations
@@ -194,15 +195,15 @@ class OvnDriver:
             match_ip = logical_ip if nat_type == "snat" else external_ip
             out.append(nb.lr_nat_del(rt.name, nat_type, match_ip, if_exists=True))
             result.deleted += 1
-        for nat in sorted(wanted_nats - nats):
-            out.append(nb.lr_nat_add(rt.name, *nat))
+        for nat in sorted(wanted_nats - nats):      # second transaction: lr_nat_add reads lr.nat (pitfall 1)
+            gw_out.append(nb.lr_nat_add(rt.name, *nat))
             result.created += 1
         wanted_routes = {(r.prefix, r.nexthop) for r in rt.routes}
         for prefix, nexthop in sorted(routes - wanted_routes):
             out.append(nb.lr_route_del(rt.name, prefix, if_exists=True, nexthop=nexthop))
             result.deleted += 1
         for prefix, nexthop in sorted(wanted_routes - routes):
-            out.append(nb.lr_route_add(rt.name, prefix, nexthop))
+            gw_out.append(nb.lr_route_add(rt.name, prefix, nexthop))
             result.created += 1
 
     def _plan_port_group(self, pg: PortGroup, row, out: list, result: SyncResult) -> None:
