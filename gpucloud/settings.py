@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "apps.tenancy",
     "apps.inventory",
     "apps.scheduling",
+    "apps.compute",
     "apps.networking",
     "apps.billing",
 ]

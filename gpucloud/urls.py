@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("apps.tenancy.api.urls")),
     path("", include("apps.inventory.api.urls")),
     path("", include("apps.scheduling.api.urls")),
+    path("", include("apps.compute.api.urls")),
     path("", include("apps.networking.api.urls")),
     path("", include("apps.billing.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

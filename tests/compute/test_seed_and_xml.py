@@ -47,7 +47,7 @@ def test_hugepages_need_whole_gib():
 
 def test_cpuset_shorter_than_vcpus_is_rejected():
     with pytest.raises(DriverError) as exc:
-        domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=4, memory_mib=1024, cpuset=(0, 1)))
+        domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=4, memory_mib=1024, cpuset=(0, 1), dedicated_cpus=True))
     assert exc.value.code == "invalid_cpuset"
 
 

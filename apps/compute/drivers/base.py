@@ -94,7 +94,8 @@ class DomainSpec:
     """Everything needed to define one VM.
 
     Units: `memory_mib` MiB; `vcpus` count. `numa_node` is the host NUMA node of the VM's GPUs (memory is bound
-    there and vCPUs pinned to `cpuset`, host CPU ids); `hugepages` backs memory with 1 GiB pages (the flavor
+    there and vCPUs run on `cpuset`, host CPU ids; with `dedicated_cpus` each vCPU is pinned 1:1 to one of them,
+    which needs a scheduler that hands out CPUs exclusively); `hugepages` backs memory with 1 GiB pages (the flavor
     must then be a multiple of 1024 MiB). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
     `uefi` selects firmware autoselection (`<os firmware='efi'>`). `project_id` and `labels` travel in the
     domain's metadata so a reconciler can tell our domains from others.
@@ -106,6 +107,7 @@ class DomainSpec:
     project_id: str = ""
     numa_node: int | None = None
     cpuset: tuple[int, ...] = ()
+    dedicated_cpus: bool = False
     hugepages: bool = False
     uefi: bool = True
     machine: str = "q35"

@@ -21,6 +21,7 @@ def driver(test_node_uri, tmp_path):
 def _gpu_spec(**kw) -> DomainSpec:
     base = dict(
         uuid=uuid.uuid4(), vcpus=4, memory_mib=16384, project_id="p1", numa_node=1, cpuset=(16, 17, 18, 19),
+        dedicated_cpus=True,
         hugepages=True, machine="q35", uefi=True, virt_type="kvm",
         hostdevs=(
             PciHostdev("0000:3b:00.0"),  # a whole GPU

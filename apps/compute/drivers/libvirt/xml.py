@@ -63,9 +63,10 @@ def _cpu_and_memory(root: ET.Element, spec: DomainSpec) -> None:
         _sub(_sub(mb, "hugepages"), "page", size="1", unit="G")
     vcpu = _sub(root, "vcpu", str(spec.vcpus), placement="static")
     if spec.cpuset:
+        vcpu.set("cpuset", _cpuset(spec.cpuset))
+    if spec.cpuset and spec.dedicated_cpus:
         if len(spec.cpuset) < spec.vcpus:
             raise DriverError("cpuset has fewer host CPUs than vcpus", code="invalid_cpuset")
-        vcpu.set("cpuset", _cpuset(spec.cpuset))
         tune = _sub(root, "cputune")
         for i in range(spec.vcpus):
             _sub(tune, "vcpupin", vcpu=str(i), cpuset=str(spec.cpuset[i]))

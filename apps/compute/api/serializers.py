@@ -1,0 +1,143 @@
+"""Compute API serializers: `*Input` parse requests, `*Output` format responses."""
+from rest_framework import serializers
+
+from apps.operations.api.serializers import OperationOutput
+
+from ..drivers.base import USER_DATA_MAX_BYTES
+from ..models import Cluster, Flavor, Image, Instance, SshKey
+from ..states import GpuForm, Visibility
+
+
+class FlavorOutput(serializers.ModelSerializer):
+    kind = serializers.CharField(read_only=True, help_text="provisioning kind: vm")
+
+    class Meta:
+        model = Flavor
+        fields = ["id", "name", "description", "kind", "vcpus", "memory_mib", "disk_gib", "gpu_form", "gpu_model",
+                  "gpu_count", "mig_profile", "vgpu_type", "share_milli", "hugepages", "visibility", "is_active",
+                  "created_at"]
+        read_only_fields = fields
+
+
+class FlavorCreateInput(serializers.Serializer):
+    name = serializers.SlugField(max_length=63)
+    description = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
+    vcpus = serializers.IntegerField(min_value=1, max_value=1024)
+    memory_mib = serializers.IntegerField(min_value=64)
+    disk_gib = serializers.IntegerField(min_value=0, default=0)
+    gpu_form = serializers.ChoiceField(choices=GpuForm.choices, default=GpuForm.NONE)
+    gpu_model = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    gpu_count = serializers.IntegerField(min_value=0, max_value=16, default=0)
+    mig_profile = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    vgpu_type = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    share_milli = serializers.IntegerField(min_value=0, max_value=999, default=0)
+    hugepages = serializers.BooleanField(default=False)
+    visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PUBLIC)
+    organizations = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
+
+
+class ImageOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Image
+        fields = ["id", "name", "os", "os_version", "arch", "cloud_init", "source_url", "checksum", "disk_format",
+                  "min_disk_gib", "is_active", "created_at"]
+        read_only_fields = fields
+
+
+class ImageCreateInput(serializers.Serializer):
+    name = serializers.SlugField(max_length=63)
+    os = serializers.CharField(max_length=32)
+    os_version = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
+    arch = serializers.ChoiceField(choices=["x86_64", "aarch64"], default="x86_64")
+    cloud_init = serializers.BooleanField(default=True)
+    source_url = serializers.URLField(max_length=500)
+    checksum = serializers.CharField(max_length=100)
+    disk_format = serializers.ChoiceField(choices=["qcow2", "raw"], default="qcow2")
+    min_disk_gib = serializers.IntegerField(min_value=0, default=0)
+
+
+class SshKeyOutput(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id", read_only=True)
+
+    class Meta:
+        model = SshKey
+        fields = ["id", "project", "name", "public_key", "fingerprint", "created_at"]
+        read_only_fields = fields
+
+
+class SshKeyCreateInput(serializers.Serializer):
+    project = serializers.UUIDField()
+    name = serializers.CharField(max_length=63)
+    public_key = serializers.CharField(max_length=16384, trim_whitespace=True)
+
+
+class InstanceOutput(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id", read_only=True)
+    flavor = serializers.UUIDField(source="flavor_id", read_only=True)
+    image = serializers.UUIDField(source="image_id", read_only=True)
+    cluster = serializers.UUIDField(source="cluster_id", read_only=True, allow_null=True)
+    ssh_keys = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Instance
+        fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
+                  "observed_at", "error_code", "error_reason", "launched_at", "deleted_at", "created_at",
+                  "updated_at"]
+        read_only_fields = fields
+
+    def get_ssh_keys(self, obj) -> list[str]:
+        return [str(k.pk) for k in obj.ssh_keys.all()]
+
+
+class InstanceCreateInput(serializers.Serializer):
+    """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
+
+    project = serializers.UUIDField()
+    name = serializers.CharField(max_length=255)
+    flavor = serializers.UUIDField()
+    image = serializers.UUIDField()
+    ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
+    user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
+                                      max_length=USER_DATA_MAX_BYTES * 4)
+
+
+class InstanceActionInput(serializers.Serializer):
+    hard = serializers.BooleanField(default=False, help_text="power off / reset instead of an ACPI request")
+
+
+class InstanceAccepted(serializers.Serializer):
+    """202 body: the instance and the operation doing the work (also in the Location header)."""
+
+    instance = InstanceOutput()
+    operation = OperationOutput()
+
+
+class ConsoleLogOutput(serializers.Serializer):
+    log = serializers.CharField()
+
+
+class ClusterOutput(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id", read_only=True)
+    flavor = serializers.UUIDField(source="flavor_id", read_only=True)
+    image = serializers.UUIDField(source="image_id", read_only=True)
+    members = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Cluster
+        fields = ["id", "project", "name", "flavor", "image", "size", "status", "error_code", "error_reason",
+                  "members", "created_at"]
+        read_only_fields = fields
+
+    def get_members(self, obj) -> list[str]:
+        return [str(m.pk) for m in obj.members.all()]
+
+
+class ClusterCreateInput(serializers.Serializer):
+    project = serializers.UUIDField()
+    name = serializers.CharField(max_length=255)
+    flavor = serializers.UUIDField()
+    image = serializers.UUIDField()
+    size = serializers.IntegerField(min_value=1, max_value=256)
+    ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
+    user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
+                                      max_length=USER_DATA_MAX_BYTES * 4)

@@ -1,0 +1,174 @@
+"""Compute API: /flavors, /images, /ssh-keys, /instances (with actions), /clusters.
+
+Querysets come from the `*_list_visible_to` selectors, so another tenant's object is a 404. Long actions answer
+202 with the instance and its Operation, and `Location: /api/v1/operations/{id}`. Creates accept an
+`Idempotency-Key` header: the same key (per project) replays the first answer.
+"""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.core.errors import NotFound
+from apps.core.request_context import get_request_id
+from apps.tenancy.models import Organization
+from apps.tenancy.selectors import project_list_visible_to
+
+from .. import selectors
+from ..services import catalog, clusters, instances, ssh_keys
+from . import filters
+from . import serializers as s
+
+IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+                               description="Replays the first answer for the same key in the project.")
+
+
+class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def _input(self, cls):
+        data = cls(data=self.request.data, context=self.get_serializer_context())
+        data.is_valid(raise_exception=True)
+        return data.validated_data
+
+    def _project(self, project_id):
+        project = project_list_visible_to(self.request.user).filter(pk=project_id).select_related(
+            "organization").first()
+        if project is None:
+            raise NotFound("Project not found.", errors={"project": ["not found"]})
+        return project
+
+
+class FlavorViewSet(_Base):
+    """Instance types offered to the caller's organizations; staff operators create them."""
+
+    serializer_class = s.FlavorOutput
+    filterset_class = filters.FlavorFilter
+
+    def get_queryset(self):
+        return selectors.flavor_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.FlavorCreateInput, responses={201: s.FlavorOutput})
+    def create(self, request):
+        data = dict(self._input(s.FlavorCreateInput))
+        orgs = list(Organization.objects.filter(pk__in=data.pop("organizations")))
+        flavor = catalog.flavor_create(actor=request.user, organizations=orgs, **data)
+        return Response(s.FlavorOutput(flavor).data, status=status.HTTP_201_CREATED)
+
+
+class ImageViewSet(_Base):
+    """Boot images; staff operators register them."""
+
+    serializer_class = s.ImageOutput
+    filterset_class = filters.ImageFilter
+
+    def get_queryset(self):
+        return selectors.image_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.ImageCreateInput, responses={201: s.ImageOutput})
+    def create(self, request):
+        image = catalog.image_create(actor=request.user, **self._input(s.ImageCreateInput))
+        return Response(s.ImageOutput(image).data, status=status.HTTP_201_CREATED)
+
+
+class SshKeyViewSet(_Base):
+    """A project's SSH public keys (installed into instances through cloud-init)."""
+
+    serializer_class = s.SshKeyOutput
+    filterset_class = filters.SshKeyFilter
+
+    def get_queryset(self):
+        return selectors.ssh_key_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.SshKeyCreateInput, responses={201: s.SshKeyOutput})
+    def create(self, request):
+        data = self._input(s.SshKeyCreateInput)
+        key = ssh_keys.ssh_key_create(actor=request.user, project=self._project(data["project"]),
+                                      name=data["name"], public_key=data["public_key"])
+        return Response(s.SshKeyOutput(key).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        ssh_keys.ssh_key_delete(actor=request.user, ssh_key=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _accepted(instance, op) -> Response:
+    instance.refresh_from_db()
+    body = s.InstanceAccepted({"instance": instance, "operation": op}).data
+    return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/v1/operations/{op.pk}"})
+
+
+class InstanceViewSet(_Base):
+    """GPU virtual machines. `status` is ours; `observed_state` is the hypervisor's power state."""
+
+    serializer_class = s.InstanceOutput
+    filterset_class = filters.InstanceFilter
+
+    def get_queryset(self):
+        return selectors.instance_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted}, parameters=[IDEMPOTENCY])
+    def create(self, request):
+        data = self._input(s.InstanceCreateInput)
+        inst, op, _replayed = instances.instance_create(
+            actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
+            image_id=data["image"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
+            idempotency_key=request.headers.get("Idempotency-Key", "")[:255], request_id=get_request_id())
+        return _accepted(inst, op)
+
+    @extend_schema(request=None, responses={202: s.InstanceAccepted})
+    def destroy(self, request, pk=None):
+        inst = self.get_object()
+        return _accepted(inst, instances.instance_delete(actor=request.user, instance=inst))
+
+    @extend_schema(request=s.InstanceActionInput, responses={202: s.InstanceAccepted})
+    @action(detail=True, methods=["post"])
+    def stop(self, request, pk=None):
+        inst = self.get_object()
+        hard = self._input(s.InstanceActionInput)["hard"]
+        return _accepted(inst, instances.instance_stop(actor=request.user, instance=inst, hard=hard))
+
+    @extend_schema(request=None, responses={202: s.InstanceAccepted})
+    @action(detail=True, methods=["post"])
+    def start(self, request, pk=None):
+        inst = self.get_object()
+        return _accepted(inst, instances.instance_start(actor=request.user, instance=inst))
+
+    @extend_schema(request=s.InstanceActionInput, responses={202: s.InstanceAccepted})
+    @action(detail=True, methods=["post"])
+    def reboot(self, request, pk=None):
+        inst = self.get_object()
+        hard = self._input(s.InstanceActionInput)["hard"]
+        return _accepted(inst, instances.instance_reboot(actor=request.user, instance=inst, hard=hard))
+
+    @extend_schema(responses={200: s.ConsoleLogOutput})
+    @action(detail=True, methods=["get"], url_path="console-log")
+    def console_log(self, request, pk=None):
+        inst = self.get_object()
+        return Response({"log": instances.instance_console_log(actor=request.user, instance=inst)})
+
+
+class ClusterViewSet(_Base):
+    """N instances of one flavor placed together (all-or-nothing) and deleted together."""
+
+    serializer_class = s.ClusterOutput
+    filterset_class = filters.ClusterFilter
+
+    def get_queryset(self):
+        return selectors.cluster_list_visible_to(self.request.user).prefetch_related("members")
+
+    @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput}, parameters=[IDEMPOTENCY])
+    def create(self, request):
+        data = self._input(s.ClusterCreateInput)
+        cluster = clusters.cluster_create(
+            actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
+            image_id=data["image"], size=data["size"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
+            request_id=get_request_id())
+        return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={202: s.ClusterOutput})
+    def destroy(self, request, pk=None):
+        cluster = clusters.cluster_delete(actor=request.user, cluster=self.get_object())
+        return Response(s.ClusterOutput(cluster).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+
+
+class ComputeConfig(AppConfig):
+    name = "apps.compute"
+    label = "compute"
+    verbose_name = "Compute"
+
+    def ready(self) -> None:
+        from . import workflows  # noqa: F401  (registers the instance workflows with the step runner)
+        from .selectors import register_quota_counters
+
+        register_quota_counters()

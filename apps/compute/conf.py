@@ -1,0 +1,42 @@
+"""Compute settings, read from the environment (12-factor; defaults suit production KVM hosts).
+
+  COMPUTE_VIRT_TYPE        kvm (tests: qemu, i.e. TCG)
+  COMPUTE_MACHINE          q35
+  COMPUTE_UEFI             true (needs OVMF firmware on the host)
+  COMPUTE_SEED_DIR         "" = the driver's default (local URIs only; remote hosts get seeds through a pool)
+  COMPUTE_IMAGE_DIR        "" = no root disk; else images are pre-staged on hosts as <dir>/<image>.<format>
+  COMPUTE_TRANSIENT_RETRIES  5: host-unreachable errors in a create step before the create fails
+  COMPUTE_STOP_GRACE_S     60: seconds a soft stop waits for the guest before powering off
+  COMPUTE_VANISHED_GRACE_S 300: seconds the reconciler waits before releasing a vanished domain's allocation
+"""
+import environ
+
+env = environ.Env()
+
+
+def virt_type() -> str:
+    return env.str("COMPUTE_VIRT_TYPE", default="kvm")
+
+
+def machine() -> str:
+    return env.str("COMPUTE_MACHINE", default="q35")
+
+
+def uefi() -> bool:
+    return env.bool("COMPUTE_UEFI", default=True)
+
+
+def image_dir() -> str:
+    return env.str("COMPUTE_IMAGE_DIR", default="")
+
+
+def transient_retries() -> int:
+    return env.int("COMPUTE_TRANSIENT_RETRIES", default=5)
+
+
+def stop_grace_seconds() -> float:
+    return env.float("COMPUTE_STOP_GRACE_S", default=60.0)
+
+
+def vanished_grace_seconds() -> float:
+    return env.float("COMPUTE_VANISHED_GRACE_S", default=300.0)

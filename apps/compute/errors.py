@@ -1,0 +1,23 @@
+"""Compute error codes (stable, snake_case) and the exceptions services raise with them."""
+import enum
+
+from apps.core.errors import Conflict, NotFound, ValidationFailed  # noqa: F401  (re-exported for services)
+
+
+class Code(enum.StrEnum):
+    FLAVOR_NOT_FOUND = "flavor_not_found"
+    IMAGE_NOT_FOUND = "image_not_found"
+    SSH_KEY_NOT_FOUND = "ssh_key_not_found"
+    INSTANCE_NOT_FOUND = "instance_not_found"
+    CLUSTER_NOT_FOUND = "cluster_not_found"
+    INVALID_SSH_KEY = "invalid_ssh_key"
+    SSH_KEY_EXISTS = "ssh_key_exists"
+    NAME_TAKEN = "name_taken"
+    USER_DATA_TOO_LARGE = "user_data_too_large"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    FLAVOR_DOES_NOT_FIT = "flavor_does_not_fit"
+    INVALID_FLAVOR = "invalid_flavor"
+    SSH_KEY_IN_USE = "ssh_key_in_use"
+    DOMAIN_VANISHED = "domain_vanished"
+    AGENT_COMMAND_FAILED = "agent_command_failed"
+    NO_HOST_URI = "host_has_no_libvirt_uri"

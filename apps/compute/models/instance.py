@@ -1,0 +1,75 @@
+"""Tenant-owned compute resources: SSH keys, instances and clusters."""
+from django.db import models
+
+from apps.core.models import ProjectOwned
+
+from ..states import ClusterStatus, InstanceStatus
+
+
+class SshKey(ProjectOwned):
+    """An OpenSSH public key (`public_key`, one line) of a project; `fingerprint` is OpenSSH's
+    ``SHA256:<base64>`` of the key blob."""
+
+    name = models.CharField(max_length=63)
+    public_key = models.TextField()
+    fingerprint = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="compute_sshkey_project_name"),
+            models.UniqueConstraint(fields=["project", "fingerprint"], name="compute_sshkey_project_fp"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Cluster(ProjectOwned):
+    """N instances of one flavor placed together, all-or-nothing, and deleted together."""
+
+    name = models.CharField(max_length=63)
+    flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
+    image = models.ForeignKey("compute.Image", on_delete=models.PROTECT, related_name="+")
+    size = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=16, choices=ClusterStatus.choices, default=ClusterStatus.PENDING)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_reason = models.CharField(max_length=1000, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], condition=~models.Q(status="deleted"),
+                                               name="compute_cluster_project_name_live")]
+
+
+class Instance(ProjectOwned):
+    """A VM. `status` is ours (`states.INSTANCE_TRANSITIONS`); `observed_state` is the hypervisor's power state
+    (`drivers.base.PowerState`) with `observed_at`. `host` is set once placement claimed capacity; `devices`
+    records what the create workflow prepared (PCI addresses, mdev UUIDs, MIG GPU instances, NVSwitch partition)
+    so retries and delete find them. `user_data` is the tenant's cloud-init user data (<= 16 KiB)."""
+
+    name = models.CharField(max_length=63)
+    flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
+    image = models.ForeignKey("compute.Image", on_delete=models.PROTECT, related_name="+")
+    ssh_keys = models.ManyToManyField(SshKey, blank=True, related_name="+")
+    user_data = models.TextField(blank=True)
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, null=True, blank=True, related_name="members")
+    status = models.CharField(max_length=16, choices=InstanceStatus.choices, default=InstanceStatus.PENDING,
+                              db_index=True)
+    observed_state = models.CharField(max_length=16, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+    host = models.ForeignKey("inventory.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    devices = models.JSONField(default=dict, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_reason = models.CharField(max_length=1000, blank=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], condition=~models.Q(status="deleted"),
+                                               name="compute_instance_project_name_live")]
+        indexes = [models.Index(fields=["host", "status"], name="compute_instance_host_status")]
+
+    def __str__(self) -> str:
+        return self.name

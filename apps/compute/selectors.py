@@ -1,0 +1,75 @@
+"""Tenant-scoped reads of compute objects. Every API queryset starts here (ARCHITECTURE.md §4.8)."""
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet, Sum
+
+from apps.tenancy.selectors import is_staff, organization_ids_visible_to, project_list_visible_to
+
+from .models import Cluster, Flavor, Image, Instance, SshKey
+from .states import InstanceStatus, Visibility
+
+
+def _authenticated(user) -> bool:
+    return user is not None and getattr(user, "is_authenticated", False)
+
+
+def flavor_list_visible_to(user) -> QuerySet[Flavor]:
+    """Active flavors that are public or offered to one of the user's organizations (staff: all)."""
+    qs = Flavor.objects.all()
+    if not _authenticated(user):
+        return qs.none()
+    if is_staff(user):
+        return qs
+    return qs.filter(Q(visibility=Visibility.PUBLIC) | Q(organizations__in=organization_ids_visible_to(user)),
+                     is_active=True).distinct()
+
+
+def flavor_offered_to_project(flavor: Flavor, project) -> bool:
+    """True when `flavor` is active and public or offered to the project's organization."""
+    if not flavor.is_active:
+        return False
+    return flavor.visibility == Visibility.PUBLIC or flavor.organizations.filter(pk=project.organization_id).exists()
+
+
+def image_list_visible_to(user) -> QuerySet[Image]:
+    """Active images (staff: all). Images are provider-wide."""
+    if not _authenticated(user):
+        return Image.objects.none()
+    return Image.objects.all() if is_staff(user) else Image.objects.filter(is_active=True)
+
+
+def ssh_key_list_visible_to(user) -> QuerySet[SshKey]:
+    return SshKey.objects.filter(project__in=project_list_visible_to(user)).select_related("project")
+
+
+def instance_list_visible_to(user) -> QuerySet[Instance]:
+    return (Instance.objects.filter(project__in=project_list_visible_to(user))
+            .select_related("project", "flavor", "image").prefetch_related("ssh_keys"))
+
+
+def cluster_list_visible_to(user) -> QuerySet[Cluster]:
+    return Cluster.objects.filter(project__in=project_list_visible_to(user)).select_related("flavor", "image")
+
+
+def _live(*, organization=None, project=None) -> QuerySet[Instance]:
+    qs = Instance.objects.exclude(status=InstanceStatus.DELETED)
+    return qs.filter(project=project) if project is not None else qs.filter(project__organization=organization)
+
+
+def quota_usage(resource: str, *, organization=None, project=None, qualifier=None) -> int:
+    """Usage counter for `apps.tenancy.quotas`: `instances` (live instances), `vcpus` and `memory_mib`
+    (the sum over live instances' flavors). Deleted instances hold nothing."""
+    qs = _live(organization=organization, project=project)
+    if resource == "instances":
+        return qs.count()
+    field = {"vcpus": "flavor__vcpus", "memory_mib": "flavor__memory_mib"}[resource]
+    return int(qs.aggregate(s=Sum(field))["s"] or 0)
+
+
+def register_quota_counters() -> None:
+    from functools import partial
+
+    from apps.tenancy.quotas import register_usage_counter
+
+    for resource in ("instances", "vcpus", "memory_mib"):
+        register_usage_counter(resource, partial(quota_usage, resource))

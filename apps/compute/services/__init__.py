@@ -1,0 +1,1 @@
+"""Compute writes. Import services from their modules (`catalog`, `ssh_keys`, `instances`, `clusters`)."""

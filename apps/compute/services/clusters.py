@@ -1,0 +1,124 @@
+"""Clusters: N instances of one flavor, placed all-or-nothing under the placement engine's network-topology
+rules (one InfiniBand fabric; fewest leaf switches per rail), and deleted together.
+
+`cluster_create` writes the cluster and its N pending instances and starts one `cluster.create` operation that
+claims every member's capacity in one ledger transaction (gang claim); it then starts each member's
+`instance.create`, whose placement step finds the host already chosen.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.transitions import transition
+from apps.operations import workflows as wf
+from apps.operations.runner import operation_start
+from apps.scheduling.ledger import ConsumerRef
+from apps.scheduling.placement.request import TopologyConstraint
+from apps.scheduling.services.placement import placement_claim
+from apps.tenancy.authz import authorize_project
+from apps.tenancy.quotas import quota_check
+
+from ..errors import Code
+from ..models import Cluster, Instance
+from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
+from ._common import audit, validate_name
+from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
+from .placement import placement_request_for
+
+CLUSTER_CREATE = "cluster.create"
+MEMBER = "cluster_member"
+MAX_MEMBER_NAME = 63
+
+
+def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
+                   user_data: str = "", request_id: str = "") -> Cluster:
+    """Create a cluster of `size` members named ``<name>-<i>`` (i from 0). 400 when a member name would not be
+    a DNS label; otherwise the errors of `instance_create`. Capacity is claimed by the operation: when the
+    fleet cannot hold every member, the cluster and all members end in `error` and nothing stays allocated."""
+    authorize_project(actor, project, WRITERS)
+    validate_name(name)
+    validate_name(f"{name}-{size - 1}", field="name")
+    if size < 1:
+        raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
+    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    with transaction.atomic():
+        for key, amount in quota_keys(flavor, size):
+            quota_check(scope=project, resource=key, requested=amount)
+        if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
+            raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
+        for i in range(size):
+            member_name = f"{name}-{i}"
+            if Instance.objects.filter(project=project, name=member_name).exclude(
+                    status=InstanceStatus.DELETED).exists():
+                raise Conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN)
+            inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
+                                           user_data=user_data, cluster=cluster)
+            inst.ssh_keys.set(keys)
+        operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk, project=project,
+                        actor=actor, request_id=request_id)
+        audit(actor, "compute.cluster.create", cluster, after={"name": name, "flavor": flavor.name, "size": size})
+    return cluster
+
+
+def _claim_members(op) -> None:
+    cluster = Cluster.objects.select_for_update().select_related("flavor", "project").get(pk=op.target_id)
+    members = list(cluster.members.select_for_update().order_by("name"))
+    if all(m.host_id for m in members):
+        return
+    for key, amount in gpu_quota_keys(cluster.flavor):
+        quota_check(scope=cluster.project, resource=key, requested=amount * len(members))
+    req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
+                                topology=TopologyConstraint(one_fabric=True))
+    placed = placement_claim(actor=op.actor, request=req, consumers=[
+        ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
+        for m in members])
+    for m, choice in zip(members, placed.candidate.hosts, strict=True):
+        devices = {**(m.devices or {}), "placement": choice.as_dict()}
+        Instance.objects.filter(pk=m.pk).update(host_id=choice.host_id, devices=devices)
+
+
+def _start_members(op) -> None:
+    cluster = Cluster.objects.select_for_update().get(pk=op.target_id)
+    for m in cluster.members.filter(status=InstanceStatus.PENDING):
+        operation_start(kind=CREATE, target_type=TARGET, target_id=m.pk, project=m.project, actor=op.actor)
+    transition(cluster, "activate", CLUSTER_TRANSITIONS)
+
+
+def _cluster_failed(op, code: str, detail: str) -> None:
+    cluster = Cluster.objects.select_for_update().get(pk=op.target_id)
+    if cluster.status != ClusterStatus.PENDING:
+        return
+    transition(cluster, "fail", CLUSTER_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+    from ..states import INSTANCE_TRANSITIONS
+
+    for m in cluster.members.select_for_update().filter(status=InstanceStatus.PENDING):
+        transition(m, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+
+
+def cluster_delete(*, actor, cluster: Cluster) -> Cluster:
+    """Delete the cluster and every member (each member's delete is idempotent and releases its allocations)."""
+    authorize_project(actor, cluster.project, WRITERS)
+    with transaction.atomic():
+        if cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
+            transition(cluster, "delete", CLUSTER_TRANSITIONS)
+            audit(actor, "compute.cluster.delete", cluster, after={"status": cluster.status})
+        for m in cluster.members.exclude(status=InstanceStatus.DELETED):
+            instance_delete(actor=actor, instance=m)
+        cluster_finish_if_empty(cluster)
+    return cluster
+
+
+def cluster_finish_if_empty(cluster: Cluster) -> None:
+    """`deleting` → `deleted` once every member is deleted (called by the member delete workflow)."""
+    if cluster.status == ClusterStatus.DELETING and not cluster.members.exclude(
+            status=InstanceStatus.DELETED).exists():
+        transition(cluster, "deleted", CLUSTER_TRANSITIONS)
+
+
+wf.register(wf.Workflow(kind=CLUSTER_CREATE, steps=(("claim_members", _claim_members),
+                                                    ("start_members", _start_members)),
+                        on_error=_cluster_failed, deadline_seconds=600.0))

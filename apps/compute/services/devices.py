@@ -1,0 +1,208 @@
+"""GPU devices of an instance: what the create workflow prepares on the host and the delete workflow releases.
+
+Recorded in `Instance.devices` (JSON), written in the step's transaction:
+  placement    the placement engine's host choice (`HostChoice.as_dict()`: resources, gpu_index, mig_start, ...)
+  numa_node    host NUMA node of the GPUs (memory binding; DOMAIN.md "Gpu.numa_node")
+  pci          whole-GPU PCI addresses (hostdev passthrough)
+  partition    NVSwitch partition id (HGX, shared NVSwitch multitenancy), activated through the agent
+  gpu_instance {gpu_index, start, profile}: the MIG GPU instance the agent creates at the planner's start slice
+  vfs          [{address, vgpu_type, gpu_index}]: SR-IOV VFs (vGPU on NVIDIA's vendor VFIO driver, Hopper+)
+  mdevs        [{uuid, mdev_type, parent, gpu_instance_start}]: mediated devices (vGPU on mdev drivers)
+  agent        {name: command id} of commands to finish before define; `agent_release` the same for delete
+
+Which vGPU mechanism a GPU uses is the catalog's `vgpu_backing` (`mdev` | `sriov_vf`); a MIG flavor gets the
+catalog's MIG-backed vGPU type for its profile (NVIDIA vGPU software user guide, "MIG-backed vGPU").
+"""
+from __future__ import annotations
+
+import uuid
+
+from apps.core.drivers import DriverError
+from apps.core.errors import DomainError
+from apps.inventory.catalog import gpu_model_get
+from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
+from apps.inventory.services.agent import agent_command_enqueue
+from apps.inventory.states import CommandKind, CommandStatus, HostState
+
+from ..models import Instance
+from ..states import GpuForm, InstanceStatus
+
+GPU_CLASSES = ("gpu", "mig", "vgpu", "share")
+
+
+def _save(inst: Instance, d: dict) -> None:
+    inst.devices = d
+    Instance.objects.filter(pk=inst.pk).update(devices=d)
+
+
+def _enqueue(inst: Instance, d: dict, bucket: str, name: str, kind: str, payload: dict) -> None:
+    if name in d.setdefault(bucket, {}):
+        return
+    cmd = agent_command_enqueue(actor=None, host=inst.host, kind=kind, payload=payload)
+    d[bucket][name] = str(cmd.pk)
+
+
+def mig_vgpu_type(model: str, profile: str) -> str:
+    """The catalog's MIG-backed vGPU type for `profile` on `model` ('' when the catalog has none)."""
+    spec = gpu_model_get(model)
+    if spec is None or spec.mig is None:
+        return ""
+    prof = spec.mig.profile(profile)
+    for t in spec.vgpu_types:
+        if t.kind == "mig_backed" and prof is not None and t.mig_profile == prof.id:
+            return t.name
+    return ""
+
+
+def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | None) -> None:
+    spec = gpu_model_get(gpu.model)
+    backing = spec.vgpu_backing if spec else ""
+    if backing == "sriov_vf":
+        if d.get("vfs"):
+            return
+        Gpu.objects.select_for_update().filter(pk=gpu.pk).first()  # serialise VF choice per GPU
+        used = set()
+        for devs in Instance.objects.filter(host_id=inst.host_id).exclude(status=InstanceStatus.DELETED).exclude(
+                pk=inst.pk).values_list("devices", flat=True):
+            used |= {v["address"] for v in (devs or {}).get("vfs", [])}
+        vf = (VirtualFunction.objects.filter(gpu=gpu).exclude(pci_address="").exclude(pci_address__in=used)
+              .order_by("index").first())
+        if vf is None:
+            raise DriverError(f"GPU {gpu.index} on {inst.host.name} has no free SR-IOV VF in inventory",
+                              code="no_free_vf")
+        d["vfs"] = [{"address": vf.pci_address, "vgpu_type": vgpu_type, "gpu_index": gpu.index}]
+    elif backing == "mdev":
+        mdev_uuid = str(uuid.uuid5(inst.pk, f"mdev-{gpu.index}"))
+        d["mdevs"] = [{"uuid": mdev_uuid, "vgpu_type": vgpu_type, "mdev_type": "", "parent": gpu.pci_address,
+                       "gpu_instance_start": gi_start}]
+    else:
+        raise DriverError(f"GPU model {gpu.model} has no vGPU backing in the catalog", code="vgpu_unsupported")
+
+
+def devices_prepare(*, instance: Instance, driver, call) -> None:
+    """Decide the instance's devices from its placement and queue the agent commands they need (MIG GPU
+    instance, NVSwitch partition). Idempotent. Raises `DriverError` (terminal) when a device cannot exist."""
+    inst = instance
+    d = dict(inst.devices or {})
+    resources = [r for r in d.get("placement", {}).get("resources", []) if r["resource_class"] in GPU_CLASSES]
+    gpus = {str(g.pk): g for g in Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources])}
+    ordered = [gpus[r["gpu_id"]] for r in resources]
+    if ordered:
+        d["numa_node"] = ordered[0].numa_node
+    form = inst.flavor.gpu_form
+    if form == GpuForm.GPU:
+        d["pci"] = [g.pci_address for g in ordered]
+        part = d["placement"].get("nvswitch_partition")
+        if part is not None:
+            d["partition"] = part
+            if part not in inst.host.active_partitions:
+                _enqueue(inst, d, "agent", "partition_activate", CommandKind.ACTIVATE_PARTITION,
+                         {"partition_id": part})
+    elif form == GpuForm.MIG:
+        gpu, start = ordered[0], resources[0]["slices"][0]
+        d["gpu_instance"] = {"gpu_index": gpu.index, "start": start, "profile": inst.flavor.mig_profile}
+        if not GpuInstance.objects.filter(gpu=gpu, start=start).exists():
+            _enqueue(inst, d, "agent", "gpu_instance_create", CommandKind.CREATE_GPU_INSTANCE,
+                     {"gpu_index": gpu.index, "profile": inst.flavor.mig_profile, "start": start})
+        _vgpu(inst, d, gpu, mig_vgpu_type(gpu.model, inst.flavor.mig_profile), start)
+    elif form == GpuForm.VGPU:
+        _vgpu(inst, d, ordered[0], inst.flavor.vgpu_type, None)
+    elif form == GpuForm.SHARE:
+        raise DriverError("fractional GPU shares are not offered to VMs", code="share_not_supported_for_vm")
+    _save(inst, d)
+
+
+def mdevs_create(*, instance: Instance, driver, call) -> None:
+    """Create the instance's mediated devices through libvirt's node-device API (after the MIG GPU instance
+    exists). The mdev type id is looked up on the parent by the catalog's vGPU type name."""
+    d = dict(instance.devices or {})
+    changed = False
+    for m in d.get("mdevs", []):
+        if not m.get("mdev_type"):
+            types = call(driver.mdev_types, m["parent"])
+            match = [t for t in types if t.name.split()[-1] == m["vgpu_type"] or t.type_id == m["vgpu_type"]]
+            if not match:
+                raise DriverError(f"{m['parent']} offers no mdev type for vGPU {m['vgpu_type']}",
+                                  code="mdev_type_unsupported")
+            m["mdev_type"], changed = match[0].type_id, True
+        from ..drivers.base import MdevHostdev
+
+        call(driver.mdev_create, MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start")))
+    if changed:
+        _save(instance, d)
+
+
+def agent_commands_pending(inst: Instance, *, phase: str) -> list[str]:
+    """Ids of the instance's agent commands of `phase` (prepare | release) not finished yet. A failed command
+    raises `DriverError` (code `agent_command_failed`), which fails the operation."""
+    from apps.inventory.models import AgentCommand
+
+    bucket = "agent" if phase == "prepare" else "agent_release"
+    ids = list((inst.devices or {}).get(bucket, {}).values())
+    pending = []
+    for cmd_id, status, error, kind in AgentCommand.objects.filter(pk__in=ids).values_list(
+            "pk", "status", "error", "kind"):
+        if status == CommandStatus.FAILED:
+            raise DriverError(f"agent command {kind} failed: {error}", code="agent_command_failed")
+        if status != CommandStatus.SUCCEEDED:
+            pending.append(str(cmd_id))
+    return pending
+
+
+def _deactivation_pending(host: Host, partition_id: int) -> bool:
+    from apps.inventory.models import AgentCommand
+
+    return AgentCommand.objects.filter(host=host, kind=CommandKind.DEACTIVATE_PARTITION,
+                                       payload__partition_id=partition_id,
+                                       status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED]).exists()
+
+
+def partition_deactivate(inst: Instance) -> None:
+    """Queue the NVSwitch partition's deactivation after the VM stopped (its GPUs stay allocated)."""
+    d = dict(inst.devices or {})
+    part = d.get("partition")
+    if part is None or part not in inst.host.active_partitions or _deactivation_pending(inst.host, part):
+        return
+    d.get("agent", {}).pop("partition_activate", None)  # a later start activates it again
+    cmd = agent_command_enqueue(actor=None, host=inst.host, kind=CommandKind.DEACTIVATE_PARTITION,
+                                payload={"partition_id": part})
+    d.setdefault("agent_stop", {})["partition_deactivate"] = str(cmd.pk)
+    _save(inst, d)
+
+
+def devices_release(*, instance: Instance, driver) -> None:
+    """Remove the instance's mdevs and queue the agent work that makes its GPUs placeable again: destroy its MIG
+    GPU instance (the GPU's other instances are untouched), reset and health-check whole GPUs, deactivate its
+    NVSwitch partition. Idempotent."""
+    inst = instance
+    d = dict(inst.devices or {})
+    for m in d.get("mdevs", []):
+        driver.mdev_delete(m["uuid"])
+    gi = d.get("gpu_instance")
+    if gi is not None:
+        gpu = Gpu.objects.filter(host_id=inst.host_id, index=gi["gpu_index"]).first()
+        if gpu is not None and GpuInstance.objects.filter(gpu=gpu, start=gi["start"]).exists():
+            _enqueue(inst, d, "agent_release", "gpu_instance_destroy", CommandKind.DESTROY_GPU_INSTANCE,
+                     {"gpu_index": gi["gpu_index"], "start": gi["start"]})
+    part = d.get("partition")
+    if part is not None and part in inst.host.active_partitions and not _deactivation_pending(inst.host, part):
+        _enqueue(inst, d, "agent_release", "partition_deactivate", CommandKind.DEACTIVATE_PARTITION,
+                 {"partition_id": part})
+    for addr in d.get("pci", []):
+        gpu = Gpu.objects.filter(host_id=inst.host_id, pci_address=addr).first()
+        if gpu is not None:
+            _enqueue(inst, d, "agent_release", f"reset_{gpu.index}", CommandKind.RESET_GPU,
+                     {"gpu_index": gpu.index})
+    _save(inst, d)
+
+
+def host_cordon_unreachable(host: Host, detail: str) -> None:
+    """Cordon a host whose libvirt did not answer, so new placements avoid it until a health check passes."""
+    from apps.inventory.services.hosts import host_cordon
+
+    if host.state != HostState.AVAILABLE:
+        return
+    try:
+        host_cordon(actor=None, host=host, reason=f"compute: libvirt unreachable: {detail}"[:500])
+    except DomainError:
+        pass

@@ -1,0 +1,199 @@
+"""Instance writes: create, stop, start, reboot, delete. Each validates, applies a transition and starts an
+Operation (the workflows in `apps.compute.workflows` do the work); every write is audited in its transaction.
+
+Errors: 404 `flavor_not_found` (also a flavor not offered to the project), `image_not_found`,
+`ssh_key_not_found` (also another project's key); 400 `validation_error` (name), `user_data_too_large`;
+422 `quota_exceeded`, `idempotency_key_reused`; 409 `invalid_state` (with `allowed_states`), `name_taken`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+
+from django.db import IntegrityError, connection, transaction
+
+from apps.core.clock import now
+from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.core.transitions import transition
+from apps.operations.models import TERMINAL, Operation, OperationStatus
+from apps.operations.runner import operation_start
+from apps.tenancy.authz import authorize_project
+from apps.tenancy.models import ProjectRole
+from apps.tenancy.quotas import quota_check
+
+from ..drivers.base import USER_DATA_MAX_BYTES
+from ..errors import Code
+from ..models import Flavor, Image, Instance, SshKey
+from ..selectors import flavor_offered_to_project
+from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
+from ._common import audit, validate_name
+
+WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
+TARGET = "compute.instance"
+CREATE, STOP, START, REBOOT, DELETE = ("instance.create", "instance.stop", "instance.start", "instance.reboot",
+                                       "instance.delete")
+
+
+class IdempotencyKeyReused(DomainError):
+    """422: the key was used for a different request (draft-ietf-httpapi-idempotency-key-header §2.7)."""
+
+    code, status, title = Code.IDEMPOTENCY_KEY_REUSED, 422, "Idempotency key reused"
+
+
+def gpu_quota_keys(flavor: Flavor) -> list[tuple[str, int]]:
+    """The tenancy quota resources a flavor's GPU spec consumes: (key, amount)."""
+    if flavor.gpu_form == GpuForm.GPU:
+        return [(f"gpus:{flavor.gpu_model}" if flavor.gpu_model else "gpus", flavor.gpu_count)]
+    if flavor.gpu_form == GpuForm.MIG:
+        return [(f"mig_slices:{flavor.mig_profile}", 1)]
+    if flavor.gpu_form == GpuForm.VGPU:
+        return [(f"vgpus:{flavor.vgpu_type}", 1)]
+    return []
+
+
+def quota_keys(flavor: Flavor, count: int = 1) -> list[tuple[str, int]]:
+    return [("instances", count), ("vcpus", flavor.vcpus * count), ("memory_mib", flavor.memory_mib * count)] + [
+        (k, n * count) for k, n in gpu_quota_keys(flavor)]
+
+
+def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence) -> tuple[Flavor, Image, list[SshKey]]:
+    flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
+    if flavor is None or not flavor_offered_to_project(flavor, project):
+        raise NotFound("Flavor not found.", code=Code.FLAVOR_NOT_FOUND, errors={"flavor": ["not found"]})
+    image = Image.objects.filter(pk=image_id, is_active=True).first() if _is_uuid(image_id) else None
+    if image is None:
+        raise NotFound("Image not found.", code=Code.IMAGE_NOT_FOUND, errors={"image": ["not found"]})
+    ids = {str(k) for k in ssh_key_ids}
+    keys = list(SshKey.objects.filter(project=project, pk__in=[k for k in ids if _is_uuid(k)]))
+    if len(keys) != len(ids):
+        raise NotFound("SSH key not found.", code=Code.SSH_KEY_NOT_FOUND, errors={"ssh_keys": ["not found"]})
+    return flavor, image, keys
+
+
+def _is_uuid(value) -> bool:
+    try:
+        uuid.UUID(str(value))
+        return True
+    except ValueError:
+        return False
+
+
+def _request_hash(**fields) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _replay(project, key: str, request_hash: str) -> tuple[Instance, Operation] | None:
+    """The earlier answer for `key` in `project`, under a transaction-scoped advisory lock on the key so two
+    concurrent requests with one key create one instance."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"compute:{project.pk}:{key}"])
+    op = Operation.objects.filter(kind=CREATE, project=project, idempotency_key=key).first()
+    if op is None:
+        return None
+    if op.state.get("request_hash") != request_hash:
+        raise IdempotencyKeyReused("This Idempotency-Key was used with a different request.")
+    return Instance.objects.get(pk=op.target_id), op
+
+
+def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
+                    user_data: str = "", idempotency_key: str = "", request_id: str = "",
+                    cluster=None) -> tuple[Instance, Operation, bool]:
+    """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation,
+    replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer)."""
+    authorize_project(actor, project, WRITERS)
+    validate_name(name)
+    if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
+        raise ValidationFailed(f"user_data is over {USER_DATA_MAX_BYTES} bytes.", code=Code.USER_DATA_TOO_LARGE,
+                               errors={"user_data": [f"at most {USER_DATA_MAX_BYTES} bytes (UTF-8)"]})
+    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    rhash = _request_hash(name=name, flavor=flavor.pk, image=image.pk, keys=sorted(str(k.pk) for k in keys),
+                          user_data=user_data)
+    with transaction.atomic():
+        if idempotency_key:
+            earlier = _replay(project, idempotency_key, rhash)
+            if earlier:
+                return (*earlier, True)
+        for key, amount in quota_keys(flavor):
+            quota_check(scope=project, resource=key, requested=amount)
+        if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
+            raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        try:
+            with transaction.atomic():
+                inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
+                                               user_data=user_data, cluster=cluster)
+        except IntegrityError as exc:
+            raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN) from exc
+        inst.ssh_keys.set(keys)
+        op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
+                             state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)
+        audit(actor, "compute.instance.create", inst, after={
+            "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
+            "operation": str(op.pk)})
+    return inst, op, False
+
+
+def _act(actor, instance: Instance, action: str, kind: str, state: dict | None = None) -> Operation:
+    authorize_project(actor, instance.project, WRITERS)
+    with transaction.atomic():
+        before = transition(instance, action, INSTANCE_TRANSITIONS)
+        op = operation_start(kind=kind, target_type=TARGET, target_id=instance.pk, project=instance.project,
+                             actor=actor, state=state or {})
+        audit(actor, f"compute.instance.{action}", instance, before={"status": before},
+              after={"status": instance.status, "operation": str(op.pk), **(state or {})})
+    return op
+
+
+def instance_stop(*, actor, instance: Instance, hard: bool = False) -> Operation:
+    """active → stopping; the guest gets an ACPI shutdown, then a power-off after the grace period (or at once
+    with `hard`). The GPU stays allocated while stopped."""
+    return _act(actor, instance, "stop", STOP, {"hard": bool(hard)})
+
+
+def instance_start(*, actor, instance: Instance) -> Operation:
+    return _act(actor, instance, "start", START)
+
+
+def instance_reboot(*, actor, instance: Instance, hard: bool = False) -> Operation:
+    """Soft: ACPI reboot request; hard: reset."""
+    return _act(actor, instance, "reboot", REBOOT, {"hard": bool(hard)})
+
+
+def instance_delete(*, actor, instance: Instance) -> Operation:
+    """Delete (idempotent): cancels the instance's unfinished operations and starts `instance.delete`, which
+    removes the domain and its devices and releases every allocation. A second delete returns the same
+    operation."""
+    authorize_project(actor, instance.project, WRITERS)
+    with transaction.atomic():
+        # Lock order as in the step runner: operation rows first (waits for a running step), then the instance.
+        earlier = Operation.objects.filter(kind=DELETE, target_id=instance.pk).order_by("-created_at").first()
+        if earlier is None:
+            Operation.objects.filter(target_type=TARGET, target_id=instance.pk).exclude(
+                status__in=TERMINAL).update(status=OperationStatus.CANCELLED, error_code="superseded_by_delete",
+                                            finished_at=now(), updated_at=now())
+        inst = Instance.objects.select_for_update().get(pk=instance.pk)
+        if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED) and earlier is not None:
+            instance.status = inst.status
+            return earlier
+        before = transition(inst, "delete", INSTANCE_TRANSITIONS)
+        op = operation_start(kind=DELETE, target_type=TARGET, target_id=inst.pk, project=inst.project, actor=actor)
+        audit(actor, "compute.instance.delete", inst, before={"status": before},
+              after={"status": inst.status, "operation": str(op.pk)})
+    instance.status = inst.status
+    return op
+
+
+def current_operation(instance: Instance) -> Operation | None:
+    return Operation.objects.filter(target_type=TARGET, target_id=instance.pk).order_by("-created_at").first()
+
+
+def instance_console_log(*, actor, instance: Instance, max_bytes: int = 65536) -> str:
+    """The last `max_bytes` of the serial console log (project members and admins with a write-scoped token; the
+    log may hold secrets). '' before the instance has a host. Driver errors as in `ComputeDriver.console_log`."""
+    from .hypervisor import driver_for_host
+
+    authorize_project(actor, instance.project, WRITERS)
+    if instance.host_id is None:
+        return ""
+    return driver_for_host(instance.host).console_log(instance.pk, max_bytes=max_bytes)

@@ -1,0 +1,58 @@
+"""The integration point with the allocation ledger (apps.scheduling): place and claim an instance's capacity,
+and release it. Compute never writes allocations itself."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.scheduling.ledger import ConsumerRef, allocations_release
+from apps.scheduling.placement import PlacementRequest
+from apps.scheduling.services.placement import placement_claim
+from apps.tenancy.quotas import quota_check
+
+from ..models import Flavor, Instance
+from ..states import GpuForm
+
+CONSUMER_TYPE = "instance"
+
+
+def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
+                          topology=None) -> PlacementRequest:
+    """The `PlacementRequest` of `hosts` instances of `flavor` on hypervisors."""
+    kw = {"project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
+          "provisioning_kind": "hypervisor", "consumer_type": consumer_type,
+          "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else ()}
+    if flavor.gpu_form == GpuForm.GPU:
+        kw["gpus_per_host"] = flavor.gpu_count
+    elif flavor.gpu_form == GpuForm.MIG:
+        kw["mig_profile"] = flavor.mig_profile
+    elif flavor.gpu_form == GpuForm.VGPU:
+        kw["vgpu_type"] = flavor.vgpu_type
+    elif flavor.gpu_form == GpuForm.SHARE:
+        kw["share_milli"] = flavor.share_milli
+    if topology is not None:
+        kw["topology"] = topology
+    return PlacementRequest(**kw)
+
+
+def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
+    """Re-check the GPU quotas against the ledger, then place and claim for the instance (consumer id = instance
+    id) in this transaction, and record the host and the placement's choice on the instance.
+    Raises `CapacityUnavailable` (409) or `QuotaExceeded` (422): terminal for the create operation."""
+    from .instances import gpu_quota_keys
+
+    with transaction.atomic():
+        for key, amount in gpu_quota_keys(instance.flavor):
+            quota_check(scope=instance.project, resource=key, requested=amount)
+        placed = placement_claim(actor=actor, request=placement_request_for(instance.flavor, instance.project_id),
+                                 consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
+                                                       project_id=instance.project_id))
+        choice = placed.candidate.hosts[0]
+        instance.host_id = choice.host_id
+        instance.devices = {**(instance.devices or {}), "placement": choice.as_dict()}
+        Instance.objects.filter(pk=instance.pk).update(host_id=choice.host_id, devices=instance.devices)
+        operation.state["host_id"] = str(choice.host_id)
+
+
+def instance_allocations_release(*, instance: Instance) -> int:
+    """End every allocation the instance holds (idempotent). Returns the rows changed."""
+    return allocations_release(consumer_id=instance.pk)

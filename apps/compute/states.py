@@ -1,0 +1,81 @@
+"""Instance and cluster states and their transition tables (applied by `apps.core.transitions.transition`).
+
+Two axes (ARCHITECTURE.md §4.5, after Nova's vm_state/power_state): `status` is ours and changes only through
+these tables; `observed_state` (`apps.compute.drivers.base.PowerState`) is what the hypervisor reported, written
+only by workflow polls and the reconciler.
+"""
+from django.db import models
+
+
+class InstanceStatus(models.TextChoices):
+    PENDING = "pending"
+    PROVISIONING = "provisioning"
+    ACTIVE = "active"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    STARTING = "starting"
+    REBOOTING = "rebooting"
+    RESIZING = "resizing"
+    DELETING = "deleting"
+    DELETED = "deleted"
+    ERROR = "error"
+
+
+S = InstanceStatus
+_BUSY = {S.PENDING, S.PROVISIONING, S.STOPPING, S.STARTING, S.REBOOTING, S.RESIZING}
+
+# action: (allowed source statuses, target status)
+INSTANCE_TRANSITIONS = {
+    "provision": ({S.PENDING}, S.PROVISIONING),
+    "provisioned": ({S.PROVISIONING}, S.ACTIVE),
+    "stop": ({S.ACTIVE}, S.STOPPING),
+    "stopped": ({S.STOPPING}, S.STOPPED),
+    "start": ({S.STOPPED}, S.STARTING),
+    "started": ({S.STARTING}, S.ACTIVE),
+    "reboot": ({S.ACTIVE}, S.REBOOTING),
+    "rebooted": ({S.REBOOTING}, S.ACTIVE),
+    "resize": ({S.ACTIVE, S.STOPPED}, S.RESIZING),
+    "resized_active": ({S.RESIZING}, S.ACTIVE),
+    "resized_stopped": ({S.RESIZING}, S.STOPPED),
+    "delete": ({S.ACTIVE, S.STOPPED, S.ERROR} | _BUSY, S.DELETING),
+    "deleted": ({S.DELETING}, S.DELETED),
+    "fail": (_BUSY | {S.ACTIVE, S.STOPPED, S.DELETING}, S.ERROR),
+}
+
+LIVE_STATUSES = frozenset(set(S.values) - {S.DELETED})
+
+
+class ClusterStatus(models.TextChoices):
+    PENDING = "pending"
+    ACTIVE = "active"
+    DELETING = "deleting"
+    DELETED = "deleted"
+    ERROR = "error"
+
+
+C = ClusterStatus
+CLUSTER_TRANSITIONS = {
+    "activate": ({C.PENDING}, C.ACTIVE),
+    "delete": ({C.PENDING, C.ACTIVE, C.ERROR}, C.DELETING),
+    "deleted": ({C.DELETING}, C.DELETED),
+    "fail": ({C.PENDING, C.ACTIVE}, C.ERROR),
+}
+
+
+class GpuForm(models.TextChoices):
+    """How a flavor receives GPU capacity (one form per flavor)."""
+
+    NONE = "none"
+    GPU = "gpu", "Whole GPUs of a model"
+    MIG = "mig", "One MIG GPU instance (MIG-backed vGPU)"
+    VGPU = "vgpu", "One vGPU of a type"
+    SHARE = "share", "A fractional GPU share"
+
+
+class Visibility(models.TextChoices):
+    PUBLIC = "public"
+    ORGANIZATION = "organization", "Offered to listed organizations"
+
+
+class ProvisioningKind(models.TextChoices):
+    VM = "vm"

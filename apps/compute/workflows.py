@@ -1,0 +1,242 @@
+"""Instance workflows on the Operation step runner (`apps.operations.runner`).
+
+create:  place_and_claim → prepare_devices → wait_devices → define → start → wait_running
+stop:    stop → wait_stopped            start: start → wait_running_after_start
+reboot:  reboot                         delete: destroy_domain → release_devices → wait_devices_released
+                                                 → release_allocations
+
+Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
+keyed by the instance UUID (= domain UUID and name) and mdev UUIDs derived from it; agent commands are
+recorded in `instance.devices` before they are waited on; the ledger claim commits with the step that made it.
+Steps that wait (`wait_*`) only read, because a `StepWait` rolls the step's writes back.
+"""
+from __future__ import annotations
+
+from apps.core.clock import now
+from apps.core.drivers import DriverError, DriverTransientError
+from apps.core.transitions import transition
+from apps.operations import workflows as wf
+from apps.operations.workflows import StepWait
+
+from . import conf
+from .drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, PciHostdev, PowerState
+from .models import Instance
+from .services import clusters as _clusters  # noqa: F401  (registers cluster.create)
+from .services import devices as devsvc
+from .services.hypervisor import driver_for_host
+from .services.instances import CREATE, DELETE, REBOOT, START, STOP
+from .services.placement import instance_allocations_release, instance_place_and_claim
+from .states import INSTANCE_TRANSITIONS, InstanceStatus
+
+
+def _instance(op) -> Instance:
+    return Instance.objects.select_for_update(of=("self",)).select_related("flavor", "image", "host").get(
+        pk=op.target_id)
+
+
+def _call(op, fn, *args, **kwargs):
+    """Run a driver call; after `COMPUTE_TRANSIENT_RETRIES` transient failures in one step, give up (terminal,
+    same code) so the create fails over instead of retrying an unreachable host until the deadline."""
+    try:
+        return fn(*args, **kwargs)
+    except DriverTransientError as exc:
+        if op.kind == CREATE and op.attempts + 1 >= conf.transient_retries():
+            raise DriverError(str(exc), code=exc.code) from exc
+        raise
+
+
+def _observe(inst: Instance, state: PowerState) -> None:
+    Instance.objects.filter(pk=inst.pk).update(observed_state=str(state), observed_at=now())
+    inst.observed_state = str(state)
+
+
+# ---- create ------------------------------------------------------------------------------------------------
+def place_and_claim(op) -> None:
+    inst = _instance(op)
+    if inst.status == InstanceStatus.PENDING:
+        transition(inst, "provision", INSTANCE_TRANSITIONS)
+    if inst.host_id is None:
+        instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
+
+
+def prepare_devices(op) -> None:
+    inst = _instance(op)
+    devsvc.devices_prepare(instance=inst, driver=driver_for_host(inst.host),
+                           call=lambda f, *a, **k: _call(op, f, *a, **k))
+
+
+def wait_devices(op) -> None:
+    inst = _instance(op)
+    pending = devsvc.agent_commands_pending(inst, phase="prepare")
+    if pending:
+        raise StepWait(0.5, f"waiting for agent commands {pending}")
+
+
+def _spec(inst: Instance) -> DomainSpec:
+    d = inst.devices or {}
+    hostdevs: list = [PciHostdev(a) for a in d.get("pci", [])]
+    hostdevs += [PciHostdev(v["address"], vgpu_type=v.get("vgpu_type", ""), is_vf=True) for v in d.get("vfs", [])]
+    hostdevs += [MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start"))
+                 for m in d.get("mdevs", [])]
+    image = inst.image
+    disk = None
+    if conf.image_dir():
+        disk = DiskSpec(max(inst.flavor.disk_gib, image.min_disk_gib),
+                        f"{conf.image_dir()}/{image.name}.{image.disk_format}", image.disk_format)
+    seed = None
+    if image.cloud_init:
+        seed = CloudInitSeed(instance_id=str(inst.pk), hostname=inst.name,
+                             ssh_authorized_keys=tuple(k.public_key for k in inst.ssh_keys.order_by("name")),
+                             user_data=inst.user_data)
+    flavor = inst.flavor
+    return DomainSpec(uuid=inst.pk, vcpus=flavor.vcpus, memory_mib=flavor.memory_mib, project_id=str(inst.project_id),
+                      numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
+                      uefi=conf.uefi(), machine=conf.machine(), virt_type=conf.virt_type(), hostdevs=tuple(hostdevs),
+                      disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
+
+
+def define(op) -> None:
+    inst = _instance(op)
+    drv = driver_for_host(inst.host)
+    devsvc.mdevs_create(instance=inst, driver=drv, call=lambda f, *a, **k: _call(op, f, *a, **k))
+    info = _call(op, drv.domain_define, _spec(inst))
+    _observe(inst, info.power_state)
+
+
+def start(op) -> None:
+    inst = _instance(op)
+    info = _call(op, driver_for_host(inst.host).domain_start, inst.pk)
+    _observe(inst, info.power_state)
+
+
+def _wait_running(op, action: str) -> None:
+    inst = _instance(op)
+    info = _call(op, driver_for_host(inst.host).domain_get, inst.pk)
+    if info.power_state != PowerState.RUNNING:
+        raise StepWait(0.5, f"domain is {info.power_state}")
+    _observe(inst, info.power_state)
+    extra = {"launched_at": inst.launched_at or now(), "error_code": "", "error_reason": ""}
+    transition(inst, action, INSTANCE_TRANSITIONS, extra=extra)
+
+
+def wait_running(op) -> None:
+    _wait_running(op, "provisioned")
+
+
+def create_failed(op, code: str, detail: str) -> None:
+    """on_error of create: the instance goes to `error` with the code and reason, its devices are released
+    and its allocations ended; an unreachable host is cordoned until a health check clears it."""
+    inst = _instance(op)
+    if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
+        return  # a delete superseded this create; it cleans up
+    transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+    if inst.host_id is not None:
+        try:
+            drv = driver_for_host(inst.host)
+            drv.domain_delete(inst.pk)
+            devsvc.devices_release(instance=inst, driver=drv)
+        except DriverError:
+            pass  # the reconciler finds leftovers; the allocation must not wait for an unreachable host
+        if code == "host_unreachable":
+            devsvc.host_cordon_unreachable(inst.host, detail)
+    instance_allocations_release(instance=inst)
+
+
+# ---- stop / start / reboot --------------------------------------------------------------------------------
+def stop(op) -> None:
+    inst = _instance(op)
+    info = _call(op, driver_for_host(inst.host).domain_stop, inst.pk, hard=op.state.get("hard", False))
+    op.state["stop_requested_at"] = now().isoformat()
+    _observe(inst, info.power_state)
+
+
+def wait_stopped(op) -> None:
+    inst = _instance(op)
+    drv = driver_for_host(inst.host)
+    info = _call(op, drv.domain_get, inst.pk)
+    if info.power_state != PowerState.SHUTOFF:
+        import datetime as dt
+
+        asked = dt.datetime.fromisoformat(op.state["stop_requested_at"])
+        if (now() - asked).total_seconds() < conf.stop_grace_seconds():
+            raise StepWait(1.0, "waiting for the guest to shut down")
+        info = _call(op, drv.domain_stop, inst.pk, hard=True)
+        if info.power_state != PowerState.SHUTOFF:
+            raise StepWait(1.0, "waiting for power-off")
+    _observe(inst, info.power_state)
+    devsvc.partition_deactivate(inst)
+    transition(inst, "stopped", INSTANCE_TRANSITIONS)
+
+
+def wait_running_after_start(op) -> None:
+    _wait_running(op, "started")
+
+
+def reboot(op) -> None:
+    inst = _instance(op)
+    info = _call(op, driver_for_host(inst.host).domain_reboot, inst.pk, hard=op.state.get("hard", False))
+    _observe(inst, info.power_state)
+    transition(inst, "rebooted", INSTANCE_TRANSITIONS)
+
+
+def action_failed(op, code: str, detail: str) -> None:
+    inst = _instance(op)
+    if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
+        return
+    transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+
+
+# ---- delete -------------------------------------------------------------------------------------------------
+def destroy_domain(op) -> None:
+    inst = _instance(op)
+    if inst.host_id is not None:
+        driver_for_host(inst.host).domain_delete(inst.pk)
+        _observe(inst, PowerState.MISSING)
+
+
+def release_devices(op) -> None:
+    inst = _instance(op)
+    if inst.host_id is not None:
+        devsvc.devices_release(instance=inst, driver=driver_for_host(inst.host))
+
+
+def wait_devices_released(op) -> None:
+    inst = _instance(op)
+    pending = devsvc.agent_commands_pending(inst, phase="release")
+    if pending:
+        raise StepWait(0.5, f"waiting for agent commands {pending}")
+
+
+def release_allocations(op) -> None:
+    inst = _instance(op)
+    instance_allocations_release(instance=inst)
+    transition(inst, "deleted", INSTANCE_TRANSITIONS, extra={"deleted_at": now()})
+    if inst.cluster_id is not None:
+        from .models import Cluster
+        from .services.clusters import cluster_finish_if_empty
+
+        cluster_finish_if_empty(Cluster.objects.select_for_update().get(pk=inst.cluster_id))
+
+
+def delete_failed(op, code: str, detail: str) -> None:
+    inst = _instance(op)
+    if inst.status == InstanceStatus.DELETING:
+        transition(inst, "fail", INSTANCE_TRANSITIONS,
+                   extra={"error_code": code[:64], "error_reason": f"delete failed: {detail}"[:1000]})
+
+
+wf.register(wf.Workflow(kind=CREATE, steps=(
+    ("place_and_claim", place_and_claim), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
+    ("define", define), ("start", start), ("wait_running", wait_running)),
+    on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
+wf.register(wf.Workflow(kind=STOP, steps=(("stop", stop), ("wait_stopped", wait_stopped)),
+                        on_error=action_failed, deadline_seconds=600.0))
+wf.register(wf.Workflow(kind=START, steps=(
+    ("prepare_devices", prepare_devices), ("wait_devices", wait_devices), ("start", start),
+    ("wait_running", wait_running_after_start)),
+                        on_error=action_failed, deadline_seconds=600.0))
+wf.register(wf.Workflow(kind=REBOOT, steps=(("reboot", reboot),), on_error=action_failed, deadline_seconds=300.0))
+wf.register(wf.Workflow(kind=DELETE, steps=(
+    ("destroy_domain", destroy_domain), ("release_devices", release_devices),
+    ("wait_devices_released", wait_devices_released), ("release_allocations", release_allocations)),
+    on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))

@@ -1,0 +1,89 @@
+"""Authorization-matrix entries of the compute app: flavors, images, SSH keys, instances (with actions) and
+clusters. Tenants write in their projects as members or admins; flavors and images are written by staff."""
+from apps.compute.models import Cluster, Flavor, Image, Instance, SshKey
+
+from .framework import Case, Entry, expect
+
+ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExDrqrBxQMwu8GE5t92+fB5/rnDc4YqlLtsc5HrGCgc authz"
+LIST = expect(other_org=200)
+ANY_USER = expect(other_org=200)
+STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
+# A body naming project A is "project not found" (404) for another tenant.
+CREATE = expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201)
+ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
+DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204)
+# The serial log can hold secrets: project members and admins only, with a write-scoped token.
+MEMBERS_READ = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
+
+
+def _image() -> Image:
+    return Image.objects.get_or_create(name="authz-img", defaults={
+        "os": "ubuntu", "source_url": "https://images.test/u.qcow2", "checksum": "sha256:" + "a" * 64})[0]
+
+
+def _flavor(world, private: bool = False) -> Flavor:
+    f = Flavor.objects.create(name="authz-private" if private else "authz-c2", vcpus=2, memory_mib=2048,
+                              visibility="organization" if private else "public")
+    if private:
+        f.organizations.set([world.org_a])
+    return f
+
+
+def _key(world) -> SshKey:
+    return SshKey.objects.create(project=world.project_a, name="k", public_key=ED25519, fingerprint="SHA256:x")
+
+
+def _instance(world, status="active") -> Instance:
+    return Instance.objects.create(project=world.project_a, name="vm", flavor=_flavor(world), image=_image(),
+                                   status=status)
+
+
+def _pk(factory):
+    return lambda w: Case(kwargs={"pk": factory(w).pk})
+
+
+def _instance_body(world) -> Case:
+    return Case(data={"project": str(world.project_a.pk), "name": "vm-new", "flavor": str(_flavor(world).pk),
+                      "image": str(_image().pk)})
+
+
+def _cluster_body(world) -> Case:
+    return Case(data={"project": str(world.project_a.pk), "name": "cl", "flavor": str(_flavor(world).pk),
+                      "image": str(_image().pk), "size": 2})
+
+
+def _cluster(world) -> Cluster:
+    return Cluster.objects.create(project=world.project_a, name="cl", flavor=_flavor(world), image=_image(), size=0)
+
+
+ENTRIES = [
+    Entry("GET", "/api/v1/flavors", LIST),
+    Entry("GET", "/api/v1/flavors/{pk}", expect(), _pk(lambda w: _flavor(w, private=True))),
+    Entry("POST", "/api/v1/flavors", STAFF_CREATE,
+          lambda w: Case(data={"name": "new-flavor", "vcpus": 2, "memory_mib": 2048})),
+    Entry("GET", "/api/v1/images", LIST),
+    # images are provider-wide: the harness treats URL kwargs as organization-A identifiers and looks for them in
+    # the body, so the lookup uses the upper-case spelling of the UUID
+    Entry("GET", "/api/v1/images/{pk}", ANY_USER, lambda w: Case(kwargs={"pk": str(_image().pk).upper()})),
+    Entry("POST", "/api/v1/images", STAFF_CREATE,
+          lambda w: Case(data={"name": "new-img", "os": "debian", "source_url": "https://images.test/d.qcow2",
+                               "checksum": "sha256:" + "b" * 64})),
+    Entry("GET", "/api/v1/ssh-keys", LIST),
+    Entry("GET", "/api/v1/ssh-keys/{pk}", expect(), _pk(_key)),
+    Entry("POST", "/api/v1/ssh-keys", CREATE,
+          lambda w: Case(data={"project": str(w.project_a.pk), "name": "laptop", "public_key": ED25519})),
+    Entry("DELETE", "/api/v1/ssh-keys/{pk}", DELETE, _pk(_key)),
+    Entry("GET", "/api/v1/instances", LIST),
+    Entry("GET", "/api/v1/instances/{pk}", expect(), _pk(_instance)),
+    Entry("POST", "/api/v1/instances", expect(other_org=404, viewer=403, member=202, admin=202, read_token=403,
+                                              staff=202), _instance_body),
+    Entry("DELETE", "/api/v1/instances/{pk}", ACCEPTED, _pk(_instance)),
+    Entry("POST", "/api/v1/instances/{pk}/stop", ACCEPTED, _pk(_instance)),
+    Entry("POST", "/api/v1/instances/{pk}/start", ACCEPTED, _pk(lambda w: _instance(w, "stopped"))),
+    Entry("POST", "/api/v1/instances/{pk}/reboot", ACCEPTED, _pk(_instance)),
+    Entry("GET", "/api/v1/instances/{pk}/console-log", MEMBERS_READ, _pk(lambda w: _instance(w, "pending"))),
+    Entry("GET", "/api/v1/clusters", LIST),
+    Entry("GET", "/api/v1/clusters/{pk}", expect(), _pk(_cluster)),
+    Entry("POST", "/api/v1/clusters", CREATE, _cluster_body),
+    Entry("DELETE", "/api/v1/clusters/{pk}", ACCEPTED, _pk(_cluster)),
+]
