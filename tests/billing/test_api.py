@@ -1,0 +1,200 @@
+"""Billing API: tenant scoping (billing role, other tenants, drafts), staff billing-admin flows, exports,
+Idempotency-Key on payments (RW-057), re-rating windows (RW-059)."""
+import csv
+import datetime as dt
+import io
+from decimal import Decimal
+
+import pytest
+import time_machine
+
+from apps.billing.models import IdempotencyRecord, Invoice
+from apps.billing.services import invoice_run_execute
+from apps.identity.models import StaffRole
+from apps.tenancy import selectors as tenancy_selectors
+from apps.tenancy.authz import authorize_project
+from apps.tenancy.errors import Forbidden
+from tests.tenancy.helpers import client_for, make_user, member, token_for
+
+from .conftest import H100, book, collect, make_org, utc
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def billed(tiers, fleet):
+    """Organization acme with a finalized February 2026 invoice ($12.00) and a beta organization with its own."""
+    book(utc(2026, 1, 1), {(H100, "standard", "on_demand"): "2.00"})
+    acme, acme_p = make_org("acme")
+    beta, beta_p = make_org("beta")
+    fleet.run(acme, acme_p, "vm-a", utc(2026, 2, 1), utc(2026, 2, 1, 6), gpu_equivalents=Decimal(1))
+    fleet.run(beta, beta_p, "vm-b", utc(2026, 2, 1), utc(2026, 2, 1, 1), gpu_equivalents=Decimal(1))
+    collect(utc(2026, 2, 1), utc(2026, 2, 2))
+    invoice_run_execute(period="2026-02")
+    return acme, acme_p, beta
+
+
+def _client(user, org=None):
+    return client_for(token_for(user, organization=org, staff=org is None))
+
+
+def _admin():
+    return _client(make_user("ba@provider.test", staff_role=StaffRole.BILLING_ADMIN))
+
+
+def test_billing_member_sees_invoices_but_cannot_manage_instances(billed):
+    acme, project, beta = billed
+    user = make_user("billing@acme.test")
+    member(user, acme, "billing")
+    client = _client(user, acme)
+    rows = client.get("/api/v1/invoices/").json()["results"]
+    assert [(r["period"], r["total"], r["status"]) for r in rows] == [("2026-02", "12.00", "finalized")]
+    invoice = Invoice.objects.get(organization=acme)
+    assert client.get(f"/api/v1/invoices/{invoice.pk}/").status_code == 200
+    other = Invoice.objects.get(organization=beta)
+    assert client.get(f"/api/v1/invoices/{other.pk}/").status_code == 404
+    assert tenancy_selectors.project_role_of(user, project) == "viewer"
+    with pytest.raises(Forbidden):
+        authorize_project(user, project, ("admin", "member"))  # what instance writes require
+
+
+def test_viewer_sees_usage_not_invoices_and_drafts_stay_hidden(billed, fleet):
+    acme, project, _ = billed
+    viewer = make_user("viewer@acme.test")
+    member(viewer, acme, "viewer")
+    client = _client(viewer, acme)
+    assert client.get("/api/v1/invoices/").json()["results"] == []
+    usage = client.get("/api/v1/usage/", {"project": str(project.pk)}).json()["results"]
+    assert {u["resource_id"] for u in usage} == {"vm-a"} and len(usage) == 6
+    assert client.get("/api/v1/usage/", {"sku": "nope"}).json()["results"] == []
+    assert len(client.get("/api/v1/usage/", {"since": "2026-02-01T04:30:00Z"}).json()["results"]) == 2
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    invoice_run_execute(period="2026-03", finalize=False)  # nothing in March: no draft
+    fleet.run(acme, project, "vm-c", utc(2026, 3, 1), utc(2026, 3, 1, 1))
+    collect(utc(2026, 3, 1), utc(2026, 3, 2))
+    invoice_run_execute(period="2026-03", finalize=False)
+    assert Invoice.objects.filter(organization=acme, period="2026-03", status="draft").exists()
+    periods = [r["period"] for r in _client(owner, acme).get("/api/v1/invoices/").json()["results"]]
+    assert periods == ["2026-02"]
+
+
+def test_exports_csv_and_pdf(billed):
+    acme, _, _ = billed
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    invoice = Invoice.objects.get(organization=acme)
+    client = _client(owner, acme)
+    csv_text = client.get(f"/api/v1/invoices/{invoice.pk}/csv/").content.decode()
+    rows = list(csv.reader(io.StringIO(csv_text)))
+    assert rows[0][0] == "invoice_number" and rows[1][2] == "usage" and rows[1][13] == "12.00"
+    assert rows[-1][2] == "total" and rows[-1][13] == "12.00"
+    pdf = client.get(f"/api/v1/invoices/{invoice.pk}/pdf/")
+    assert pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
+    assert invoice.display_number.encode() in pdf.content and b"12.00" in pdf.content
+
+
+def test_pay_with_idempotency_key(billed):
+    """RW-057 (a)-(e)."""
+    acme, _, _ = billed
+    invoice = Invoice.objects.get(organization=acme)
+    client = _admin()
+    url = f"/api/v1/invoices/{invoice.pk}/pay/"
+    # (d) a first attempt that fails validation is not stored; the corrected retry is processed
+    bad = client.post(url, {"amount": "11.00"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert (bad.status_code, bad.json()["code"]) == (400, "payment_amount_mismatch")
+    assert not IdempotencyRecord.objects.exists()
+    first = client.post(url, {"amount": "12.00", "reference": "wire-1"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert first.status_code == 200 and first.json()["status"] == "paid"
+    # (a) same key and body after a client timeout: same answer, no second payment
+    again = client.post(url, {"amount": "12.00", "reference": "wire-1"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert (again.status_code, again.json(), again["Idempotent-Replayed"]) == (200, first.json(), "true")
+    # (b) same key, different amount: rejected, nothing changes
+    other = client.post(url, {"amount": "13.00", "reference": "wire-1"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert (other.status_code, other.json()["code"]) == (422, "idempotency_key_reused")
+    # (c) a duplicate while the first is still executing: 409
+    record = IdempotencyRecord.objects.get()
+    IdempotencyRecord.objects.filter(pk=record.pk).update(response_status=None)
+    busy = client.post(url, {"amount": "12.00", "reference": "wire-1"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert (busy.status_code, busy.json()["code"]) == (409, "idempotency_request_in_flight")
+    # (e) the same key after 25 h is a new request (here: the invoice is already paid -> 409 invalid_state)
+    with time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(hours=25)):
+        late = client.post(url, {"amount": "12.00", "reference": "wire-1"}, format="json", HTTP_IDEMPOTENCY_KEY="K")
+    assert (late.status_code, late.json()["code"]) == (409, "invalid_state")
+
+
+def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
+    acme, project, _ = billed
+    client = _admin()
+    bad = client.post("/api/v1/sla-tiers/", {"code": "gold", "name": "Gold", "target_uptime_pct": "99.95",
+                                             "credit_schedule": [{"below": "99.95", "credit_pct": "50"},
+                                                                 {"below": "99.0", "credit_pct": "10"}],
+                                             "support_response_minutes": 15}, format="json")
+    assert (bad.status_code, bad.json()["code"]) == (400, "invalid_credit_schedule")
+    tier = client.post("/api/v1/sla-tiers/", {"code": "gold", "name": "Gold", "target_uptime_pct": "99.95",
+                                              "credit_schedule": [{"below": "99.95", "credit_pct": "10"}],
+                                              "support_response_minutes": 15}, format="json")
+    assert tier.status_code == 201
+    patched = client.patch(f"/api/v1/sla-tiers/{tier.json()['id']}/", {"support_response_minutes": 10}, format="json")
+    assert patched.json()["support_response_minutes"] == 10
+
+    new_book = client.post("/api/v1/price-books/", {"name": "2026-04", "currency": "usd",
+                                                    "effective_from": "2026-04-01T00:00:00Z"}, format="json")
+    assert (new_book.status_code, new_book.json()["currency"]) == (201, "USD")
+    price = client.post(f"/api/v1/price-books/{new_book.json()['id']}/prices/",
+                        {"sku": "gpu:model=H100-SXM5-80GB,gpu_count=1", "sla_tier": "standard",
+                         "pricing_model": "on_demand", "unit_price": "1.50"}, format="json")
+    assert price.json()["sku"] == H100
+    assert client.post("/api/v1/price-books/", {"name": "x", "currency": "ZZZ",
+                                                "effective_from": "2026-05-01T00:00:00Z"},
+                       format="json").json()["code"] == "invalid_currency"
+    locked = client.post("/api/v1/price-books/", {"name": "x", "currency": "USD",
+                                                  "effective_from": "2026-02-10T00:00:00Z"}, format="json")
+    assert (locked.status_code, locked.json()["code"]) == (409, "price_book_locked")
+
+    fleet.run(acme, project, "vm-a", utc(2026, 4, 1), utc(2026, 4, 1, 2))
+    collect(utc(2026, 4, 1), utc(2026, 4, 2))
+    adj = client.post("/api/v1/adjustments/", {"organization": str(acme.pk), "period": "2026-04", "amount": "-1.00",
+                                               "description": "goodwill"}, format="json")
+    assert adj.status_code == 201
+    run = client.post("/api/v1/invoice-runs/", {"period": "2026-04"}, format="json").json()
+    assert (run["status"], run["invoices_finalized"]) == ("completed", 1)
+    april = Invoice.objects.get(organization=acme, period="2026-04")
+    assert (april.subtotal, april.total) == (Decimal("2.00"), Decimal("2.00"))  # 2 h x $1.50 - $1.00
+
+    note = client.post("/api/v1/credit-notes/", {"invoice": str(april.pk), "amount": "0.50", "reason": "goodwill"},
+                       format="json", HTTP_IDEMPOTENCY_KEY="cn-1")
+    assert note.status_code == 201 and note.json()["total"] == "0.50"
+    replay = client.post("/api/v1/credit-notes/", {"invoice": str(april.pk), "amount": "0.50", "reason": "goodwill"},
+                         format="json", HTTP_IDEMPOTENCY_KEY="cn-1")
+    assert replay.json()["number"] == note.json()["number"]
+    too_much = client.post("/api/v1/credit-notes/", {"invoice": str(april.pk), "amount": "5.00", "reason": "x"},
+                           format="json")
+    assert too_much.json()["code"] == "credit_note_exceeds_balance"
+    april.refresh_from_db()
+    assert april.balance_due == Decimal("1.50")
+    voided = client.post(f"/api/v1/invoices/{april.pk}/void/", {"reason": "wrong customer"}, format="json")
+    assert voided.json()["status"] == "void"
+
+    unaligned = client.post("/api/v1/billing/rerate/", {"start": "2026-05-01T10:30:00Z",
+                                                        "end": "2026-05-01T11:30:00Z"}, format="json")
+    assert (unaligned.status_code, unaligned.json()["code"]) == (400, "window_not_aligned")
+    assert client.post("/api/v1/billing/rerate/", {"start": "2026-05-01T10:00:00Z", "end": "2026-05-01T12:00:00Z"},
+                       format="json").status_code == 200
+
+    revenue = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-01", "period_to": "2026-12",
+                                                              "group_by": "organization"}).json()
+    assert revenue == [{"key": "acme", "currency": "USD", "amount": "12.00"},
+                       {"key": "beta", "currency": "USD", "amount": "2.00"}]
+    by_model = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-01", "period_to": "2026-12",
+                                                               "group_by": "gpu_model"}).json()
+    assert by_model == [{"key": "H100-SXM5-80GB", "currency": "USD", "amount": "14.00"}]
+    util = client.get("/api/v1/billing/reports/utilization/", {"since": "2026-02-01T00:00:00Z",
+                                                               "until": "2026-03-01T00:00:00Z"}).json()
+    assert util == [{"key": "acme", "gpu_hours": "6.0000"}, {"key": "beta", "gpu_hours": "1.0000"}]
+
+
+def test_operator_staff_reads_but_cannot_write_billing(billed):
+    client = _client(make_user("op@provider.test", staff_role=StaffRole.OPERATOR))
+    assert client.get("/api/v1/price-books/").status_code == 200
+    assert client.post("/api/v1/invoice-runs/", {"period": "2026-02"}, format="json").status_code == 403
