@@ -336,3 +336,23 @@ def mig_max_placeable(spec: MigSpec, layout: Iterable) -> dict[str, int]:
     search = _Search(spec, [], sum(p.mask() for p in fixed), Counter(p.profile_id for p in fixed),
                      sum(p.compute for p in fixed))
     return {p.name: n for p, n in zip(search.order, search.best_key[0], strict=True)}
+
+
+def mig_single_strategy_problems(gpus: Sequence[tuple[bool, Iterable]]) -> list[Rejection]:
+    """Check a node for the `single` MIG strategy (NVIDIA GPU Operator: every GPU in MIG mode, sliced alike).
+
+    `gpus`: `(mig_enabled, layout)` per GPU in index order, layout items carrying a profile (`Placement`,
+    `(profile, start)` or a profile name). Returns [] when the node may be advertised as uniform capacity (RW-065).
+    """
+    problems = []
+    shapes = []
+    for index, (enabled, layout) in enumerate(gpus):
+        if not enabled:
+            problems.append(Rejection("gpu_not_in_mig", f"GPU {index} is not in MIG mode", {"gpu_index": index}))
+            continue
+        names = sorted(p.profile if isinstance(p, Placement) else str(_as_item(p)[0]) for p in layout)
+        shapes.append((index, names))
+    if len({tuple(n) for _, n in shapes}) > 1:
+        problems.append(Rejection("non_uniform_layout", "GPUs are sliced differently: " + "; ".join(
+            f"GPU {i}: {', '.join(n) or 'no instances'}" for i, n in shapes), {"layouts": dict(shapes)}))
+    return problems

@@ -161,3 +161,18 @@ def test_repeated_command_runs_once(enrolled, host, staff, monkeypatch):
     agent.cp.report(str(cmd.id), False, {}, "late duplicate")
     cmd.refresh_from_db()
     assert cmd.status == "succeeded"
+
+
+def test_reboot_loses_mig_instances_and_the_recorded_geometry_is_restored(enrolled, host, staff):
+    """RW-009 (a): after a reboot the host reports no GPU instances; the record stays and is re-created."""
+    agent, backend = enrolled
+    agent_command_enqueue(actor=staff, host=host, kind="apply_mig_layout",
+                          payload={"gpu_index": 3, "layout": [{"profile": "3g.40gb"}, {"profile": "3g.40gb"}]})
+    agent.run_once()
+    recorded = db_layout(host, 3)
+    assert recorded == [(9, 0, 4), (9, 4, 4)]
+    backend.state["gis"]["3"] = []  # reboot: MIG mode persists, GPU instances do not
+    reports = agent.run_once(send_inventory=True)  # heartbeat carries the inventory; restore is queued and run
+    assert [r["kind"] for r in reports] == ["apply_mig_layout"] and reports[0]["succeeded"]
+    assert fake_layout(backend, 3) == db_layout(host, 3) == recorded
+    assert Gpu.objects.get(host=host, index=3).observed["mig_restore_pending"] is False

@@ -152,3 +152,8 @@ def test_agent_command_api_rejects_bad_layout_with_reasons(ops):
     ok = ops.post("/api/v1/agent-commands/", {"host": str(host.pk), "kind": "apply_mig_layout", "payload": {
         "gpu_index": 0, "layout": [{"profile": "3g.20gb"}, {"profile": "3g.20gb"}]}}, format="json")
     assert ok.status_code == 201 and [i["start"] for i in ok.json()["payload"]["layout"]] == [0, 4]
+
+
+def test_fleet_import_accepts_a_raw_yaml_body(ops):
+    resp = ops.generic("POST", "/api/v1/fleet/import/?dry_run=false", SAMPLE, content_type="application/yaml")
+    assert resp.status_code == 200 and resp.json()["applied"] and Host.objects.count() == 80

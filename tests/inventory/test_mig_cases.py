@@ -140,3 +140,18 @@ def test_pinned_start_collision_is_explained():
 def test_unknown_profile_and_non_mig_gpu():
     assert codes(mig_plan(mig("H100-SXM5-80GB"), ["1g.5gb"])) == ["unknown_profile"]
     assert codes(mig_plan(gpu_model_get("L40S").mig, ["1g.5gb"])) == ["mig_unsupported"]
+
+
+# RW-065 (a), (b): node-level `single` strategy needs every GPU in MIG mode and sliced alike -------------------
+def test_rw065_single_strategy_requires_uniform_mig():
+    from apps.inventory.mig import mig_single_strategy_problems
+
+    h100 = mig("H100-SXM5-80GB")
+    seven = mig_plan(h100, ["1g.10gb"] * 7).layout
+    two = mig_plan(h100, ["3g.40gb"] * 2).layout
+    a = mig_single_strategy_problems([(True, seven), (True, two)])
+    assert [p.code for p in a] == ["non_uniform_layout"]
+    assert "GPU 1: 3g.40gb, 3g.40gb" in a[0].message
+    b = mig_single_strategy_problems([(True, two), (False, [])])
+    assert [p.code for p in b] == ["gpu_not_in_mig"]
+    assert mig_single_strategy_problems([(True, two), (True, two)]) == []

@@ -5,7 +5,7 @@ role reads, operators write); tenants get 403 and never see hosts or serials. Ag
 `Authorization: Agent <credential>` (see `services.agent`).
 """
 from drf_spectacular.utils import extend_schema
-from rest_framework import authentication, exceptions, mixins, permissions, status, viewsets
+from rest_framework import authentication, exceptions, mixins, parsers, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -221,15 +221,32 @@ class GpuModelViewSet(viewsets.ViewSet):
         return Response(_catalog_entry(spec))
 
 
+class YamlDocumentParser(parsers.BaseParser):
+    """A raw YAML body (`Content-Type: application/yaml`) becomes `{"document": <text>}`."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        return {"document": stream.read().decode("utf-8")}
+
+
 class FleetImportView(APIView):
-    """Validate a fleet YAML document and show its diff; `dry_run=false` applies it in one transaction."""
+    """Validate a fleet YAML document and show its diff; `dry_run=false` applies it in one transaction.
+
+    Body: JSON `{"document": "<yaml>", "dry_run": true}`, or the raw YAML with `Content-Type: application/yaml`
+    and `?dry_run=false` to apply.
+    """
 
     permission_classes = [IsStaffOperator]
     serializer_class = s.FleetImportInput
+    parser_classes = [parsers.JSONParser, YamlDocumentParser]
 
     @extend_schema(request=s.FleetImportInput, responses=s.FleetImportOutput)
     def post(self, request):
-        data = s.FleetImportInput(data=request.data)
+        payload = dict(request.data)
+        if "dry_run" in request.query_params:
+            payload["dry_run"] = request.query_params["dry_run"]
+        data = s.FleetImportInput(data=payload)
         data.is_valid(raise_exception=True)
         dry_run = data.validated_data["dry_run"]
         plan = fleet_import(actor=request.user, document=data.validated_data["document"], dry_run=dry_run)

@@ -126,8 +126,10 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "")
     memory_mib, numa_nodes, driver_version}, "gpus": [{index, uuid, serial, model, pci_address, numa_node,
     mig: {enabled, layout: [{profile_id, start, size}]}, ...}], "hca_ports": [{device, port_number, port_guid,
     lid, rate_gbps}]}. GPUs unknown to the inventory are created; HCA ports are matched by device/port and only
-    updated (their fabric and cabling come from the fleet file). Raises Conflict when a reported GPU UUID or
-    serial belongs to another host.
+    updated (their fabric and cabling come from the fleet file). A GPU with no recorded MIG layout adopts the
+    reported one; a GPU whose recorded layout differs from the reported one (e.g. after a reboot) keeps the record,
+    is flagged `observed.mig_restore_pending` and gets an `apply_mig_layout` command to restore it. Raises Conflict
+    when a reported GPU UUID belongs to another host.
     """
     facts = inventory.get("host") or {}
     for attr in ("cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version"):
@@ -157,13 +159,31 @@ def _gpu_sync(host: Host, g: dict) -> None:
     gpu.pci_address, gpu.numa_node = g.get("pci_address", gpu.pci_address), g.get("numa_node", gpu.numa_node)
     gpu.observed = {k: g[k] for k in _GPU_OBSERVED if k in g}
     mig = g.get("mig") or {}
+    recorded = {(gi.profile_id, gi.start) for gi in gpu.gpu_instances.all()} if gpu.pk else set()
     if mig.get("enabled"):
         gpu.mode = GpuMode.MIG
-    elif gpu.mode == GpuMode.MIG:
+    elif gpu.mode == GpuMode.MIG and not recorded:
         gpu.mode = GpuMode.EXCLUSIVE
+    observed = {(i["profile_id"], i["start"]) for i in mig.get("layout") or []}
+    drift = bool(recorded) and "layout" in mig and observed != recorded
+    gpu.observed["mig_restore_pending"] = drift
     gpu.save()
-    if "layout" in mig:
-        _layout_replace(gpu, mig.get("layout") or [])
+    if "layout" in mig and not recorded:
+        _layout_replace(gpu, mig.get("layout") or [])  # nothing recorded yet: adopt what the host has
+    elif drift:
+        _mig_restore(host, gpu)
+
+
+def _mig_restore(host: Host, gpu: Gpu) -> None:
+    """The host lost or changed the recorded MIG geometry (MIG GPU instances do not survive a reboot, MIG User
+    Guide): queue the recorded layout again, unless a layout change for this GPU is already pending (RW-009)."""
+    pending = AgentCommand.objects.filter(host=host, gpu=gpu, kind=CommandKind.APPLY_MIG_LAYOUT,
+                                          status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED]).exists()
+    if pending:
+        return
+    layout = [{"profile": gi.profile_id, "start": gi.start} for gi in gpu.gpu_instances.order_by("start")]
+    agent_command_enqueue(actor=None, host=host, kind=CommandKind.APPLY_MIG_LAYOUT,
+                          payload={"gpu_index": gpu.index, "layout": layout})
 
 
 def _layout_replace(gpu: Gpu, layout: list[dict]) -> None:
@@ -346,7 +366,8 @@ def _apply_result(cmd: AgentCommand, result: dict) -> None:
     gpu = Gpu.objects.filter(host=host, index=cmd.payload.get("gpu_index")).first()
     if cmd.kind == CommandKind.APPLY_MIG_LAYOUT and gpu is not None:
         gpu.mode = GpuMode.MIG
-        gpu.save(update_fields=["mode"])
+        gpu.observed = {**gpu.observed, "mig_restore_pending": False}
+        gpu.save(update_fields=["mode", "observed"])
         _layout_replace(gpu, result.get("layout", cmd.payload["layout"]))
     elif cmd.kind == CommandKind.CREATE_GPU_INSTANCE and gpu is not None:
         p = cmd.payload
