@@ -101,3 +101,9 @@ def same_partition(a: int, b: int) -> bool:
 def is_full_member(raw_pkey: int) -> bool:
     """True when a P_Key table entry carries the full-membership bit."""
     return bool(raw_pkey & MEMBERSHIP_BIT)
+
+
+def pkey_index(table: list[int], key: int) -> int | None:
+    """The index of partition `key` (15-bit) in a port's full P_Key table (zeros kept at their positions), or
+    None. Workloads must use this index, not 0 (RW-044: a hard-coded index 0 hangs when the key sits elsewhere)."""
+    return next((i for i, raw in enumerate(table) if raw and same_partition(raw, key)), None)
