@@ -1,0 +1,77 @@
+"""Bad input to POST /instances is a 4xx problem+json with a stable code, and nothing is written, allocated
+or scheduled (issue 6, acceptance "Bad input")."""
+from __future__ import annotations
+
+import pytest
+
+from apps.audit.models import AuditEvent
+from apps.compute.drivers.base import USER_DATA_MAX_BYTES
+from apps.compute.models import Instance, SshKey
+from apps.operations.models import Operation
+from apps.scheduling.models import Allocation
+
+from .conftest import ED25519, create_body, gpu_host, new_uuid
+
+pytestmark = pytest.mark.django_db
+
+
+def _other_tenant_key(world) -> SshKey:
+    return SshKey.objects.create(project=world.project_b, name="b", public_key=ED25519, fingerprint="SHA256:b")
+
+
+CASES = {
+    "flavor not offered to the project": (lambda w: {"flavor": str(w.private_b.pk)}, 404, "flavor_not_found"),
+    "unknown flavor": (lambda w: {"flavor": new_uuid()}, 404, "flavor_not_found"),
+    "missing image": (lambda w: {"image": new_uuid()}, 404, "image_not_found"),
+    "another tenant's SSH key": (lambda w: {"ssh_keys": [str(_other_tenant_key(w).pk)]}, 404, "ssh_key_not_found"),
+    "over-long name": (lambda w: {"name": "a" * 64}, 400, "validation_error"),
+    "name that is not a hostname": (lambda w: {"name": "Web_1"}, 400, "validation_error"),
+    "user data over the limit": (lambda w: {"user_data": "#cloud-config\n" + "x" * USER_DATA_MAX_BYTES}, 400,
+                                 "user_data_too_large"),
+    "malformed flavor id": (lambda w: {"flavor": "not-a-uuid"}, 400, "validation_error"),
+    "another tenant's project": (lambda w: {"project": str(w.project_b.pk)}, 404, "not_found"),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_bad_input_writes_nothing(world, case, django_capture_on_commit_callbacks):
+    gpu_host(gpus=2)
+    overrides, status, code = CASES[case]
+    body = {**create_body(world, world.gpu1), **overrides(world)}
+    audits = AuditEvent.objects.count()
+    with django_capture_on_commit_callbacks() as callbacks:
+        resp = world.client_a.post("/api/v1/instances/", body, format="json", HTTP_IDEMPOTENCY_KEY="k")
+    assert (resp.status_code, resp.json()["code"]) == (status, code), resp.content
+    assert resp["Content-Type"] == "application/problem+json"
+    assert (Instance.objects.count(), Operation.objects.count(), Allocation.objects.count()) == (0, 0, 0)
+    assert AuditEvent.objects.count() == audits
+    assert callbacks == []
+
+
+def test_quota_exceeded_is_422_with_nothing_written(world, django_capture_on_commit_callbacks):
+    from apps.tenancy.models import Quota
+
+    gpu_host(gpus=2)
+    Quota.objects.create(organization=world.org_a, project=world.project_a, resource="gpus", limit=0)
+    with django_capture_on_commit_callbacks() as callbacks:
+        resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    assert (resp.status_code, resp.json()["code"], resp.json()["resource"]) == (422, "quota_exceeded", "gpus")
+    assert (Instance.objects.count(), callbacks) == (0, [])
+
+
+def test_duplicate_live_name_is_409(world):
+    gpu_host(gpus=2)
+    assert world.client_a.post("/api/v1/instances/", create_body(world, world.cpu), format="json").status_code == 202
+    again = world.client_a.post("/api/v1/instances/", create_body(world, world.cpu), format="json")
+    assert (again.status_code, again.json()["code"]) == (409, "name_taken")
+
+
+def test_other_tenant_gets_404_for_reads_and_actions(world):
+    gpu_host(gpus=2)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.cpu), format="json")
+    pk = resp.data["instance"]["id"]
+    assert world.client_b.get(f"/api/v1/instances/{pk}/").status_code == 404
+    assert world.client_b.post(f"/api/v1/instances/{pk}/stop/").status_code == 404
+    assert world.client_b.delete(f"/api/v1/instances/{pk}/").status_code == 404
+    assert world.client_b.get("/api/v1/instances/").json()["results"] == []
+    assert Operation.objects.filter(kind="instance.delete").count() == 0
