@@ -40,6 +40,9 @@ INSTANCE_TRANSITIONS = {
     "delete": ({S.ACTIVE, S.STOPPED, S.ERROR} | _BUSY, S.DELETING),
     "deleted": ({S.DELETING}, S.DELETED),
     "fail": (_BUSY | {S.ACTIVE, S.STOPPED, S.DELETING}, S.ERROR),
+    # the reconciler saw an active instance's domain shut off (the guest powered itself off): like a stop,
+    # the GPU stays held (Nova's power-state sync does the same)
+    "sync_stopped": ({S.ACTIVE}, S.STOPPED),
 }
 
 LIVE_STATUSES = frozenset(set(S.values) - {S.DELETED})

@@ -1,0 +1,131 @@
+"""The compute reconciler: compare instances in the database with the domains on each host and repair drift
+through transitions (ARCHITECTURE.md §4.7).
+
+Per libvirt URI (hosts may share one: the demo fleet uses `test:///default` for every host):
+- an instance with an unfinished operation is left alone (its workflow owns it);
+- the domain's power state is written to `observed_state` when it changed;
+- an `active` instance whose domain is shut off becomes `stopped` (the guest powered off; the GPU stays held);
+- a domain that vanished: `observed_state = missing` at once; after `COMPUTE_VANISHED_GRACE_S` the instance
+  goes to `error` (code `domain_vanished`) and its allocations are released;
+- a domain we do not know (no instance row, or a deleted one) is reported to staff as an audit event
+  `compute.reconcile.unknown_domain` (once an hour per domain), never deleted.
+A host whose libvirt does not answer is skipped (reported in the result).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from django.core.cache import cache
+from django.db import transaction
+
+from apps.audit.services import audit_record
+from apps.core.clock import now
+from apps.core.drivers import DriverError
+from apps.core.transitions import transition
+from apps.inventory.models import Host
+from apps.operations.models import TERMINAL, Operation
+
+from .. import conf
+from ..drivers.base import PowerState
+from ..errors import Code
+from ..models import Instance
+from ..states import INSTANCE_TRANSITIONS, InstanceStatus
+from .hypervisor import driver_for_uri
+from .placement import instance_allocations_release
+
+log = logging.getLogger("gpucloud.compute.reconcile")
+NEEDS_DOMAIN = {InstanceStatus.ACTIVE, InstanceStatus.STOPPED}
+
+
+@dataclass
+class ReconcileReport:
+    uris: int = 0
+    observed: int = 0
+    stopped: int = 0
+    missing: int = 0
+    errored: int = 0
+    unknown: list[str] = field(default_factory=list)
+    unreachable: list[str] = field(default_factory=list)
+
+
+def _busy_ids(ids) -> set:
+    return set(Operation.objects.filter(target_type="compute.instance", target_id__in=ids).exclude(
+        status__in=TERMINAL).values_list("target_id", flat=True))
+
+
+def _report_unknown(uri: str, host_ids: list, info) -> None:
+    if not cache.add(f"compute:unknown-domain:{uri}:{info.uuid}", 1, timeout=3600):
+        return
+    audit_record(actor=None, action="compute.reconcile.unknown_domain", target_type="inventory.host",
+                 target_id=str(host_ids[0]), after={"uri": uri, "domain_uuid": str(info.uuid), "name": info.name,
+                                                    "power_state": str(info.power_state), "managed": info.managed})
+
+
+def _vanished(inst: Instance, at: dt.datetime, report: ReconcileReport) -> None:
+    if inst.observed_state != PowerState.MISSING:
+        Instance.objects.filter(pk=inst.pk).update(observed_state=PowerState.MISSING, observed_at=at)
+        report.missing += 1
+        return
+    if inst.observed_at and (at - inst.observed_at).total_seconds() < conf.vanished_grace_seconds():
+        return
+    with transaction.atomic():
+        reason = f"the domain vanished from its host (missing since {inst.observed_at.isoformat()})"
+        transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": Code.DOMAIN_VANISHED,
+                                                              "error_reason": reason})
+        instance_allocations_release(instance=inst)
+        audit_record(actor=None, action="compute.reconcile.domain_vanished", target=inst, after={"reason": reason})
+    report.errored += 1
+
+
+def _sync(inst: Instance, info, at: dt.datetime, report: ReconcileReport) -> None:
+    if inst.observed_state != info.power_state:
+        Instance.objects.filter(pk=inst.pk).update(observed_state=info.power_state, observed_at=at)
+        inst.observed_state = info.power_state
+        report.observed += 1
+    if inst.status == InstanceStatus.ACTIVE and info.power_state == PowerState.SHUTOFF:
+        with transaction.atomic():
+            transition(inst, "sync_stopped", INSTANCE_TRANSITIONS)
+            audit_record(actor=None, action="compute.reconcile.sync_stopped", target=inst,
+                         after={"observed_state": str(info.power_state)})
+        report.stopped += 1
+
+
+def _reconcile_uri(uri: str, host_ids: list, report: ReconcileReport) -> None:
+    try:
+        domains = {d.uuid: d for d in driver_for_uri(uri).domain_list()}
+    except DriverError as exc:
+        report.unreachable.append(uri)
+        log.warning("reconcile_unreachable", extra={"uri": uri, "error": str(exc)})
+        return
+    at = now()
+    instances = {i.pk: i for i in Instance.objects.filter(host_id__in=host_ids)}
+    busy = _busy_ids(list(instances))
+    for pk, inst in instances.items():
+        if pk in busy or inst.status == InstanceStatus.DELETED:
+            continue
+        info = domains.get(pk)
+        if info is not None:
+            _sync(inst, info, at, report)
+        elif inst.status in NEEDS_DOMAIN:
+            _vanished(inst, at, report)
+    live = {pk for pk, i in instances.items() if i.status != InstanceStatus.DELETED}
+    for domain_uuid, info in domains.items():
+        if domain_uuid not in live:
+            report.unknown.append(str(domain_uuid))
+            _report_unknown(uri, host_ids, info)
+
+
+def instances_reconcile() -> ReconcileReport:
+    """Reconcile every hypervisor's domains with the instance rows. Returns counts of what changed."""
+    report = ReconcileReport()
+    by_uri: dict[str, list] = defaultdict(list)
+    for host_id, uri in Host.objects.filter(provisioning_kind="hypervisor").exclude(libvirt_uri="").exclude(
+            state="retired").values_list("id", "libvirt_uri"):
+        by_uri[uri].append(host_id)
+    for uri, host_ids in sorted(by_uri.items()):
+        report.uris += 1
+        _reconcile_uri(uri, host_ids, report)
+    return report
