@@ -56,3 +56,20 @@ def test_staff_creates_flavors_checked_against_the_catalog(world):
                                                                                   ["mig_profile"])
     tenant = world.client_a.post("/api/v1/flavors/", {"name": "x", "vcpus": 1, "memory_mib": 1024}, format="json")
     assert tenant.status_code == 403
+
+
+def test_demo_catalog_loads_idempotently_and_matches_the_gpu_catalog():
+    import io
+
+    from apps.compute.demo import FLAVORS, load_demo
+    from apps.compute.models import Flavor
+    from apps.compute.services.catalog import _validate_gpu_spec
+
+    for f in FLAVORS:
+        _validate_gpu_spec({"gpu_form": "none", **f})
+    out = io.StringIO()
+    load_demo(out)
+    load_demo(out)
+    assert Flavor.objects.count() == len(FLAVORS)
+    assert out.getvalue().splitlines()[1] == f"compute: 0 demo flavors and 0 image created ({len(FLAVORS)} flavors" \
+                                             " in the demo catalog)"
