@@ -9,24 +9,49 @@ from decimal import Decimal
 
 from django.db import connection
 
-from ..models import SlaReport, SlaTier
-from ..money import round_money
+from apps.core.clock import now
 
-HELD_SQL = """
+REPORTS_SQL = """
 WITH h AS (
   SELECT u.invoice_id, u.organization_id, u.project_id, u.resource_type, u.resource_id, u.sla_tier, u.currency,
          range_agg(u.span) AS held
   FROM billing_u u JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
   GROUP BY 1, 2, 3, 4, 5, 6, 7
+), m AS (
+  SELECT h.*, s.minor,
+         (SELECT sum(extract(epoch FROM upper(x) - lower(x))) FROM unnest(h.held) x) / 60 AS held_min,
+         ceil((SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
+               FROM unnest(h.held * dt.down) x) / 60) AS down_min,
+         (SELECT coalesce(sum(l.amount), 0) FROM billing_invoiceline l WHERE l.invoice_id = h.invoice_id
+            AND l.kind = 'usage' AND l.resource_type = h.resource_type AND l.resource_id = h.resource_id
+            AND l.sla_tier = h.sla_tier) AS billed
+  FROM h JOIN billing_dt dt ON dt.resource_type = h.resource_type AND dt.resource_id = h.resource_id
+  JOIN billing_scope s ON s.invoice_id = h.invoice_id
+), up AS (
+  SELECT m.*, least(m.down_min, m.held_min) AS down_c,
+         CASE WHEN m.held_min > 0 THEN 100 * (m.held_min - least(m.down_min, m.held_min)) / m.held_min
+              ELSE 100 END AS uptime,
+         t.target_uptime_pct, t.credit_schedule
+  FROM m LEFT JOIN billing_slatier t ON t.code = m.sla_tier
+), credited AS (
+  SELECT up.*, coalesce((SELECT (e ->> 'credit_pct')::numeric FROM jsonb_array_elements(up.credit_schedule) e
+                         WHERE up.uptime < (e ->> 'below')::numeric ORDER BY (e ->> 'below')::numeric LIMIT 1), 0)
+                 AS pct
+  FROM up
 )
-SELECT h.invoice_id, h.organization_id, h.project_id, h.resource_type, h.resource_id, h.sla_tier, h.currency,
-       (SELECT sum(extract(epoch FROM upper(x) - lower(x))) FROM unnest(h.held) x) AS held_secs,
-       (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0) FROM unnest(h.held * dt.down) x)
-         AS down_secs,
-       (SELECT coalesce(sum(l.amount), 0) FROM billing_invoiceline l WHERE l.invoice_id = h.invoice_id
-          AND l.kind = 'usage' AND l.resource_type = h.resource_type AND l.resource_id = h.resource_id
-          AND l.sla_tier = h.sla_tier) AS billed
-FROM h JOIN billing_dt dt ON dt.resource_type = h.resource_type AND dt.resource_id = h.resource_id
+INSERT INTO billing_slareport (id, created_at, updated_at, organization_id, project_id, resource_type, resource_id,
+  sla_tier, period, held_minutes, downtime_minutes, uptime_pct, target_uptime_pct, credit_pct, billed_amount,
+  credit_amount, currency, source_invoice_id)
+SELECT gen_random_uuid(), %(now)s, %(now)s, organization_id, project_id, resource_type, resource_id, sla_tier,
+       %(period)s, round(held_min, 4), down_c, round(uptime, 8), coalesce(target_uptime_pct, 0), pct, billed,
+       round(billed * pct / 100, minor), currency, invoice_id
+FROM credited
+ON CONFLICT (resource_type, resource_id, sla_tier, period, organization_id) DO UPDATE SET
+  updated_at = EXCLUDED.updated_at, project_id = EXCLUDED.project_id, held_minutes = EXCLUDED.held_minutes,
+  downtime_minutes = EXCLUDED.downtime_minutes, uptime_pct = EXCLUDED.uptime_pct,
+  target_uptime_pct = EXCLUDED.target_uptime_pct, credit_pct = EXCLUDED.credit_pct,
+  billed_amount = EXCLUDED.billed_amount, credit_amount = EXCLUDED.credit_amount, currency = EXCLUDED.currency,
+  source_invoice_id = EXCLUDED.source_invoice_id
 """
 
 
@@ -53,27 +78,12 @@ def downtime_minutes(seconds: Decimal) -> Decimal:
 
 
 def sla_reports_compute(*, period: str) -> int:
-    """Compute (or recompute) the SlaReport of every resource in `billing_scope` that had provider-fault downtime,
-    from its lines on the draft invoice. Returns how many reports were written."""
-    tiers = {tier.code: tier for tier in SlaTier.objects.all()}
+    """Compute (or recompute) in one statement the SlaReport of every resource in `billing_scope` that had
+    provider-fault downtime, from its lines on the draft invoice. The SQL applies the same rules as
+    `uptime_pct`, `downtime_minutes` and `credit_pct_for` (tests hold both to the RW-050 boundaries)."""
     with connection.cursor() as cursor:
-        cursor.execute(HELD_SQL)
-        rows = cursor.fetchall()
-    for (invoice_id, org_id, project_id, rtype, rid, tier_code, currency, held_secs, down_secs, billed) in rows:
-        tier = tiers.get(tier_code)
-        held_min = Decimal(held_secs) / 60
-        down_min = min(downtime_minutes(down_secs), held_min)
-        uptime = uptime_pct(held_min, down_min)
-        pct = credit_pct_for(tier.credit_schedule, uptime) if tier else Decimal(0)
-        SlaReport.objects.update_or_create(
-            organization_id=org_id, resource_type=rtype, resource_id=rid, sla_tier=tier_code, period=period,
-            defaults={"project_id": project_id, "held_minutes": held_min, "downtime_minutes": down_min,
-                      "uptime_pct": uptime.quantize(Decimal("1e-8")),
-                      "target_uptime_pct": tier.target_uptime_pct if tier else Decimal(0),
-                      "credit_pct": pct, "billed_amount": billed,
-                      "credit_amount": round_money(Decimal(billed) * pct / 100, currency),
-                      "currency": currency, "source_invoice_id": invoice_id})
-    return len(rows)
+        cursor.execute(REPORTS_SQL, {"now": now(), "period": period})
+        return cursor.rowcount
 
 
 CREDIT_LINES_SQL = """
