@@ -118,16 +118,23 @@ def lock_hosts(host_ids: Sequence[uuid.UUID], now: dt.datetime) -> dict[uuid.UUI
     MiB)} - the host-level capacities the sum checks use."""
     ordered = sorted(set(host_ids))
     with connection.cursor() as cur:
-        cur.execute(sql.ENSURE_USAGE_ROWS, [now, ordered])
         cur.execute(sql.LOCK_HOSTS, [ordered])
-        return {h: (threads, memory) for h, threads, memory in cur.fetchall()}
+        locked = {h: (threads, memory) for h, threads, memory in cur.fetchall()}
+        if len(locked) < len(ordered):  # a host's first claim: create its row, then lock all again in order
+            cur.execute(sql.ENSURE_USAGE_ROWS, [now, ordered])
+            cur.execute(sql.LOCK_HOSTS, [ordered])
+            locked = {h: (threads, memory) for h, threads, memory in cur.fetchall()}
+        return locked
 
 
-def refresh_usage(host_ids: Sequence[uuid.UUID], now: dt.datetime | None = None) -> None:
-    """Recompute the `HostUsage` summary of `host_ids` from the ledger (call under the host locks)."""
+def refresh_usage(host_ids: Sequence[uuid.UUID], now: dt.datetime | None = None,
+                  bump_consumer: uuid.UUID | None = None) -> None:
+    """Recompute the `HostUsage` summary of `host_ids` from the ledger (call under the host locks); with
+    `bump_consumer`, increment that consumer's generation in the same statement."""
     if host_ids:
         with connection.cursor() as cur:
-            cur.execute(sql.REFRESH_USAGE, {"hosts": list(host_ids), "now": now or clock.now()})
+            cur.execute(sql.REFRESH_USAGE, {"hosts": list(host_ids), "now": now or clock.now(),
+                                            "consumer": bump_consumer})
 
 
 def _find_parent(spec: AllocationSpec, period: DateTimeTZRange, parents: list[Allocation]) -> Allocation | None:
@@ -258,8 +265,7 @@ def allocations_claim(*, consumer: ConsumerRef, specs: Sequence[AllocationSpec],
                 raise CapacityUnavailable("the lease holds no capacity", code="capacity_unavailable")
             Allocation.objects.bulk_create(rows)
             _check_countables(rows, hosts, period)
-            refresh_usage(list(hosts), now)
-            Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=now)
+            refresh_usage(list(hosts), now, bump_consumer=c.id)
             return rows
     except IntegrityError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == EXCLUSION_VIOLATION:

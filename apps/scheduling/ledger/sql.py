@@ -61,7 +61,9 @@ WHERE a.gpu_id = %(gpu)s AND a.resource_class = 'vgpu' AND a.profile <> %(profil
 
 #: Recompute the usage summary of some hosts from the ledger (live = end open or after `now`); one pass.
 REFRESH_USAGE = """
-WITH live AS (
+WITH bump AS (
+  UPDATE scheduling_consumer SET generation = generation + 1, updated_at = %(now)s WHERE id = %(consumer)s
+), live AS (
   SELECT a.* FROM scheduling_allocation a
   WHERE a.host_id = ANY(%(hosts)s) AND (upper_inf(a.period) OR upper(a.period) > %(now)s)
 ), agg AS (
