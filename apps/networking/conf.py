@@ -9,7 +9,7 @@
       {"ib-compute": {"driver": "opensm", "partitions_path": "/etc/opensm/partitions.conf",
                       "pid_file": "/run/opensm.pid", "verify_sample": 16, "verify_timeout": 10,
                       "env": {}},
-       "ib-storage": {"driver": "ufm", "url": "https://ufm.example", "token": "<secret ref>"}}
+       "ib-storage": {"driver": "ufm", "url": "https://ufm.example", "username": "...", "password": "..."}}
 
   A fabric not listed is not reconciled.
 """

@@ -7,9 +7,11 @@ OVN naming (stable, derived from our UUIDs, so a retry finds what the last try m
   IPs → gateway router port `gpc-gw-<vpc id>` (on the gateway chassis), a default route to the pool's gateway,
   SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port.
 
-Security groups → ACLs on the group's port group (ovn-nb(5) ACL table): priority 1001 drop of all IP to and from
-members (so a port is closed unless a rule opens it: the default deny, also between tenants), priority 1002
-`allow` for DHCPv4 requests and IPv6 neighbour discovery, and one priority 1002 `allow-related` per rule.
+Security groups → ACLs (ovn-nb(5) ACL table): every port is in the port group `pg_gpc_default_drop`, whose
+priority 1001 ACLs drop all IP to and from it (a port is closed unless a rule opens it: the default deny, also
+between tenants) and whose priority 1002 ACLs let DHCPv4 requests and IPv6 neighbour discovery pass; each
+security group's port group carries one priority 1002 `allow-related` ACL per rule (a port in several groups
+gets the union). One shared drop group instead of drops per group keeps the ACL count at one per rule.
 """
 from __future__ import annotations
 
@@ -69,13 +71,24 @@ def _pairs(**kw) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((f"gpucloud:{k}", str(v)) for k, v in kw.items()))
 
 
-def _sg_acls(sg: SecurityGroup, rules: list[SecurityGroupRule]) -> tuple[Acl, ...]:
-    pg = port_group_name(sg.id)
-    acls = [Acl("to-lport", PRIO_DROP, f"outport == @{pg} && ip", "drop"),
+DROP_GROUP = "pg_gpc_default_drop"
+
+
+def _drop_group(lsp_names: list[str]) -> PortGroup:
+    """Every tenant port is in this group: IP to and from it is dropped unless a security group allows it
+    (so a port is closed by default, also towards other tenants); DHCPv4 and IPv6 neighbour discovery pass."""
+    pg = DROP_GROUP
+    acls = (Acl("to-lport", PRIO_DROP, f"outport == @{pg} && ip", "drop"),
             Acl("from-lport", PRIO_DROP, f"inport == @{pg} && ip", "drop"),
             Acl("from-lport", PRIO_ALLOW, f"inport == @{pg} && udp && udp.src == 68 && udp.dst == 67", "allow"),
             Acl("from-lport", PRIO_ALLOW, f"inport == @{pg} && icmp6 && icmp6.type == {{133, 135, 136}}", "allow"),
-            Acl("to-lport", PRIO_ALLOW, f"outport == @{pg} && icmp6 && icmp6.type == {{134, 135, 136}}", "allow")]
+            Acl("to-lport", PRIO_ALLOW, f"outport == @{pg} && icmp6 && icmp6.type == {{134, 135, 136}}", "allow"))
+    return PortGroup(pg, tuple(sorted(lsp_names)), acls, external_ids=_pairs(role="default-drop"))
+
+
+def _sg_acls(sg: SecurityGroup, rules: list[SecurityGroupRule]) -> tuple[Acl, ...]:
+    pg = port_group_name(sg.id)
+    acls = []
     for r in rules:
         canon = CanonicalRule(r.direction, r.ethertype, r.protocol, r.port_range_min, r.port_range_max,
                               r.icmp_type, r.icmp_code, r.remote_ip_prefix)
@@ -138,6 +151,7 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
     groups = [PortGroup(port_group_name(sg.id), tuple(sorted(port_groups[sg.id])), _sg_acls(sg, rules[sg.id]),
                         external_ids=_pairs(security_group=sg.id, project=sg.project_id))
               for sg in SecurityGroup.objects.all().order_by("id")]
+    groups.append(_drop_group([lsp_name(p.id) for p in all_ports]))
     return OvnTopology(tuple(routers), tuple(switches), tuple(groups))
 
 

@@ -37,6 +37,17 @@ def _api_class():
         return type("GpucloudOvnNb", (impl_idl.OvnNbApiIdlImpl,), {"_ovsdb_connection": None})
 
 
+def _idl_class():
+    from ovsdbapp.backend.ovs_idl import connection
+
+    class Idl(connection.OvsdbIdl):
+        def cooperative_yield(self):
+            """ovsdbapp sleeps(0) per received row to yield to eventlet; we run a plain thread, and on a busy
+            machine those sleeps cost ~20% of a bulk sync."""
+
+    return Idl
+
+
 class OvnDriver:
     """`remote`: the NB database, e.g. `unix:/run/ovn/ovnnb_db.sock` or `tcp:127.0.0.1:6641`."""
 
@@ -51,7 +62,7 @@ class OvnDriver:
             try:
                 from ovsdbapp.backend.ovs_idl import connection
 
-                idl = connection.OvsdbIdl.from_server(self.remote, "OVN_Northbound")
+                idl = _idl_class().from_server(self.remote, "OVN_Northbound")
                 conn = connection.Connection(idl=idl, timeout=self.timeout)
                 self._api = _api_class()(conn)
             except Exception as exc:  # connection refused, schema fetch timeout

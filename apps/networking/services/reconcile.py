@@ -70,8 +70,8 @@ def _ib_driver(config: dict):
     if kind == "ufm":
         from ..drivers.ufm import UfmDriver
 
-        return UfmDriver(base_url=config["url"], token=config.get("token", ""),
-                         verify_tls=config.get("verify_tls", True))
+        return UfmDriver(base_url=config["url"], username=config.get("username", ""),
+                         password=config.get("password", ""), verify_tls=config.get("verify_tls", True))
     raise DriverError(f"unknown IB driver {kind!r}", code="unknown_driver")
 
 
