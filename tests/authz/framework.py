@@ -11,9 +11,13 @@ How to add an entry (for a new endpoint, in your own module, no edit here or in 
    `world.project_a`; users `world.users[role]`) and returns `Case(kwargs=..., data=..., query=...)`.
    It runs inside the test's transaction before the request; it must not depend on the role.
 The harness then checks for every role: the status; for any 4xx, that no table changed row count, no audit event
-was written and nothing was scheduled with `transaction.on_commit` (so nothing enqueued); for a successful
+was written, nothing was scheduled with `transaction.on_commit` and no Celery queue in the broker grew (so
+nothing enqueued); for a successful
 mutation, that an audit event was written (set `audited=False` only for endpoints that change nothing durable);
 for `other_org`, that no identifier of organization A appears in the body (never listed, never counted).
+
+`last_used_at` of the caller's token is written even on a denied request: probing with a leaked token is
+exactly what that column must show.
 
 Roles: anonymous (no credentials); other_org (write token of the owner of organization B); viewer, member, admin
 (write tokens of organization-A users with those organization roles); read_token (a read-scoped token of

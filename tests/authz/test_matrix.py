@@ -2,6 +2,8 @@
 import json
 
 import pytest
+import redis
+from django.conf import settings
 from django.db import connection
 
 from apps.audit.models import AuditEvent
@@ -37,6 +39,12 @@ def _row_counts() -> dict[str, int]:
         return dict(cursor.fetchall())
 
 
+def _queued() -> int:
+    """Messages waiting in the Celery broker's queues (the real Redis broker of this test run)."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return sum(client.llen(queue) for queue in settings.CELERY_QUEUES)
+
+
 def _url(entry, case: Case) -> str:
     return entry.path.format(**case.kwargs) + "/"
 
@@ -48,6 +56,7 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
     client = client_for(world.tokens[role])
     before = _row_counts()
     audits_before = AuditEvent.objects.count()
+    queued_before = _queued()
     with django_capture_on_commit_callbacks() as callbacks:
         response = getattr(client, entry.method.lower())(_url(entry, case), data=case.data if entry.method != "GET"
                                                          else case.query, format="json" if case.data else None)
@@ -59,6 +68,7 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
         assert response.json()["code"], body
         assert _row_counts() == before, f"{entry} as {role} was denied but changed rows"
         assert callbacks == [], f"{entry} as {role} was denied but scheduled work"
+        assert _queued() == queued_before, f"{entry} as {role} was denied but enqueued a task"
     elif entry.method != "GET" and entry.audited:
         assert AuditEvent.objects.count() > audits_before, f"{entry} as {role} wrote no audit event"
     if role == "other_org":
