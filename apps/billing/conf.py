@@ -7,6 +7,7 @@ settings module):
 - BILLING_METERING_PERIOD_SECONDS (3600): usage records never cross a metering period boundary; recording and
   re-rating windows must be aligned to it (RW-059).
 - BILLING_RUN_BATCH_SIZE (2000): organizations per invoice-run transaction.
+- BILLING_LATE_LOOKBACK_DAYS (93): how far back late usage records are carried onto the next open invoice.
 """
 from decimal import Decimal
 
@@ -21,6 +22,7 @@ def get(name: str):
         "BILLING_IDEMPOTENCY_TTL_HOURS": 24,
         "BILLING_METERING_PERIOD_SECONDS": 3600,
         "BILLING_RUN_BATCH_SIZE": 2000,
+        "BILLING_LATE_LOOKBACK_DAYS": 93,
     }
     value = getattr(settings, name, defaults[name])
     return Decimal(str(value)) if name == "BILLING_DEFAULT_TAX_RATE" else value

@@ -233,3 +233,25 @@ def test_finalized_invoice_and_usage_records_are_immutable(tiers, fleet):
 def test_bad_period_is_refused():
     with pytest.raises(ValidationFailed):
         invoice_run_execute(period="2026-13")
+
+
+def test_late_record_after_finalization_is_carried_once_to_the_next_invoice(tiers, fleet):
+    org, project = make_org("acme")
+    book(utc(2026, 1, 1), {(H100, "standard", "on_demand"): "1.50"})
+    fleet.run(org, project, "vm1", utc(2026, 2, 1), utc(2026, 2, 1, 2))
+    collect(utc(2026, 2, 1), utc(2026, 2, 2))
+    invoice_run_execute(period="2026-02")
+    fleet.run(org, project, "vm1", utc(2026, 2, 20), utc(2026, 2, 20, 3), key="late")  # arrives after finalization
+    fleet.run(org, project, "vm1", utc(2026, 3, 2), utc(2026, 3, 2, 1))
+    collect(utc(2026, 2, 20), utc(2026, 2, 21))
+    collect(utc(2026, 3, 2), utc(2026, 3, 3))
+    invoice_run_execute(period="2026-02")  # February is closed: unchanged
+    assert Invoice.objects.get(period="2026-02").total == Decimal("3.00")
+    invoice_run_execute(period="2026-03", finalize=False)
+    invoice_run_execute(period="2026-03")
+    march = Invoice.objects.get(period="2026-03")
+    lines = sorted((line.description.startswith("late usage of 2026-02"), line.amount) for line in march.lines.all())
+    assert lines == [(False, Decimal("1.50")), (True, Decimal("4.50"))]
+    invoice_run_execute(period="2026-04")  # carried once, not again
+    assert not Invoice.objects.filter(period="2026-04").exists()
+    assert sum(Invoice.objects.values_list("total", flat=True)) == Decimal("1.50") * 6  # all 6 hours, once each

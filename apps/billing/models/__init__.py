@@ -10,8 +10,8 @@ from .invoices import (
                        NumberSequence,
                        SlaReport,
 )
-from .usage import DowntimeInterval, UsageRecord
+from .usage import DowntimeInterval, LateUsage, UsageRecord
 
 __all__ = ["Adjustment", "BillingAccount", "CreditNote", "DowntimeInterval", "IdempotencyRecord", "Invoice",
-           "InvoiceLine", "InvoiceRun", "NumberSequence", "Price", "PriceBook", "SlaReport", "SlaTier",
+           "InvoiceLine", "InvoiceRun", "LateUsage", "NumberSequence", "Price", "PriceBook", "SlaReport", "SlaTier",
            "UsageRecord"]

@@ -75,3 +75,17 @@ class DowntimeInterval(UUIDModel):
         constraints = [models.CheckConstraint(condition=models.Q(end__gt=models.F("start")),
                                               name="billing_downtime_end_after_start")]
         indexes = [models.Index(fields=["resource_type", "resource_id", "start"])]
+
+
+class LateUsage(UUIDModel):
+    """A usage record that arrived after the invoice of its period was finalized (`source_invoice`), carried onto
+    the organization's next open invoice (`invoice`) so it is billed once and never dropped. Looked for up to
+    BILLING_LATE_LOOKBACK_DAYS (93) back."""
+
+    usage_record = models.ForeignKey(UsageRecord, on_delete=models.PROTECT, related_name="+")
+    source_invoice = models.ForeignKey("billing.Invoice", on_delete=models.PROTECT, related_name="+")
+    invoice = models.ForeignKey("billing.Invoice", on_delete=models.CASCADE, related_name="late_usage")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["usage_record", "source_invoice"],
+                                               name="billing_lateusage_once")]

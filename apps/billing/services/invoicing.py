@@ -63,6 +63,10 @@ UPDATE billing_invoice i SET timezone = o.billing_timezone, currency = upper(o.c
 FROM tenancy_organization o LEFT JOIN billing_billingaccount ba ON ba.organization_id = o.id
 WHERE i.organization_id = o.id AND o.id = ANY(%(orgs)s::uuid[]) AND i.period = %(period)s AND i.status = 'draft';
 
+DELETE FROM billing_lateusage l USING billing_invoice i
+WHERE l.invoice_id = i.id AND i.organization_id = ANY(%(orgs)s::uuid[]) AND i.period = %(period)s
+  AND i.status = 'draft';
+
 DELETE FROM billing_invoiceline l USING billing_invoice i
 WHERE l.invoice_id = i.id AND i.organization_id = ANY(%(orgs)s::uuid[]) AND i.period = %(period)s
   AND i.status = 'draft';

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from django.db import connection
 
+from .. import conf
+
 SCOPE_DDL = """
 DROP TABLE IF EXISTS billing_seg, billing_dt, billing_u, billing_scope;
 CREATE TEMP TABLE billing_scope (
@@ -35,15 +37,31 @@ CREATE TEMP TABLE billing_u ON COMMIT DROP AS
 SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_type, r.resource_id, r.sku,
        r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, r.commitment_amount, r.commitment_start,
        r.commitment_end,
-       tstzrange(greatest(r.start, s.period_start), least(r."end", s.period_end)) AS span
+       tstzrange(greatest(r.start, s.period_start), least(r."end", s.period_end)) AS span,
+       ''::text AS late_period, r.id AS record_id, NULL::uuid AS late_source
 FROM billing_scope s
 JOIN billing_usagerecord r ON r.organization_id = s.organization_id
  AND r.start < s.period_end AND r."end" > s.period_start;
 
+-- late records: recorded after the invoice of their (earlier) period was finalized, not yet carried elsewhere
+INSERT INTO billing_u
+SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_type, r.resource_id, r.sku,
+       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, NULL, NULL, NULL,
+       tstzrange(greatest(r.start, prev.period_start), least(r."end", prev.period_end)), prev.period, r.id, prev.id
+FROM billing_scope s
+JOIN billing_invoice prev ON prev.organization_id = s.organization_id AND prev.status IN ('finalized', 'paid')
+ AND prev.period_end <= s.period_start AND prev.period_start >= s.period_start - %(lookback)s * interval '1 day'
+JOIN billing_usagerecord r ON r.organization_id = s.organization_id AND r.start < prev.period_end
+ AND r."end" > prev.period_start AND r.recorded_at > prev.finalized_at AND r.commitment_amount IS NULL
+WHERE NOT EXISTS (SELECT 1 FROM billing_lateusage lu JOIN billing_invoice li ON li.id = lu.invoice_id
+                  WHERE lu.usage_record_id = r.id AND lu.source_invoice_id = prev.id AND li.status <> 'void'
+                    AND li.id <> s.invoice_id);
+
 CREATE TEMP TABLE billing_dt ON COMMIT DROP AS
 SELECT d.resource_type, d.resource_id, range_agg(tstzrange(d.start, d."end")) AS down
 FROM billing_downtimeinterval d
-WHERE d.start < (SELECT max(period_end) FROM billing_scope) AND d."end" > (SELECT min(period_start) FROM billing_scope)
+WHERE d.start < (SELECT max(period_end) FROM billing_scope)
+  AND d."end" > (SELECT min(period_start) FROM billing_scope) - %(lookback)s * interval '1 day'
   AND EXISTS (SELECT 1 FROM billing_u u WHERE u.resource_type = d.resource_type AND u.resource_id = d.resource_id)
 GROUP BY 1, 2;
 CREATE INDEX ON billing_dt (resource_type, resource_id);
@@ -60,15 +78,16 @@ WITH ps AS (
   FROM billing_price p JOIN billing_pricebook b ON b.id = p.book_id
 ), piece AS (
   SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
-         u.gpu_model, u.run_id, ps.unit, ps.unit_price, ps.incr, ps.mins, u.span * ps.valid AS part, dt.down
+         u.gpu_model, u.run_id, u.late_period, ps.unit, ps.unit_price, ps.incr, ps.mins, u.span * ps.valid AS part,
+         dt.down
   FROM billing_u u
   JOIN ps ON ps.currency = u.currency AND ps.sku = u.sku AND ps.sla_tier = u.sla_tier
          AND ps.pricing_model = u.pricing_model AND ps.valid && u.span
   LEFT JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
   WHERE u.commitment_amount IS NULL
 )
-SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, run_id, unit,
-       unit_price, incr, mins,
+SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, run_id,
+       late_period, unit, unit_price, incr, mins,
        extract(epoch FROM upper(part) - lower(part)) AS priced_secs,
        CASE WHEN down IS NULL THEN extract(epoch FROM upper(part) - lower(part))
             ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
@@ -79,19 +98,19 @@ FROM piece;
 LINES_SQL = """
 WITH runs AS (
   SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
-         unit_price, run_id,
+         unit_price, run_id, late_period,
          CASE WHEN sum(secs) > 0 THEN greatest(ceil(sum(secs) / max(incr)) * max(incr), max(mins)) ELSE 0 END
            AS billed
   FROM billing_seg
   GROUP BY invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
-           unit_price, run_id
+           unit_price, run_id, late_period
 ), grouped AS (
   SELECT r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
-         r.gpu_model, r.unit, r.unit_price, sum(r.billed) AS billed,
+         r.gpu_model, r.unit, r.unit_price, r.late_period, sum(r.billed) AS billed,
          extract(epoch FROM s.period_end - s.period_start) AS period_secs, s.minor, s.tax_rate
   FROM runs r JOIN billing_scope s USING (invoice_id)
   GROUP BY r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
-           r.gpu_model, r.unit, r.unit_price, s.period_start, s.period_end, s.minor, s.tax_rate
+           r.gpu_model, r.unit, r.unit_price, r.late_period, s.period_start, s.period_end, s.minor, s.tax_rate
 ), priced AS (
   SELECT *, CASE WHEN unit = 'hour' THEN billed * unit_price / 3600 ELSE billed * unit_price / period_secs END
               AS raw,
@@ -101,7 +120,8 @@ WITH runs AS (
 INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
   sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount)
 SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
-       gpu_model, left(resource_type || ' ' || resource_id || ' ' || sku, 300), billed, round(qty, 6), unit,
+       gpu_model, left(CASE WHEN late_period <> '' THEN 'late usage of ' || late_period || ': ' ELSE '' END
+                       || resource_type || ' ' || resource_id || ' ' || sku, 300), billed, round(qty, 6), unit,
        unit_price, round(raw, 12), round(raw, minor), round(round(raw, minor) * tax_rate, minor)
 FROM priced;
 """
@@ -157,10 +177,23 @@ FROM billing_scope s JOIN billing_adjustment a ON a.organization_id = s.organiza
 """
 
 
+LATE_LINKS_SQL = """
+INSERT INTO billing_lateusage (id, usage_record_id, source_invoice_id, invoice_id)
+SELECT gen_random_uuid(), record_id, late_source, invoice_id FROM billing_u WHERE late_source IS NOT NULL
+ON CONFLICT (usage_record_id, source_invoice_id) DO UPDATE SET invoice_id = EXCLUDED.invoice_id;
+"""
+
+
 def rate_scope() -> None:
-    """Fill the usage and adjustment lines of every invoice in `billing_scope` (their old lines must be gone)."""
+    """Fill the usage and adjustment lines of every invoice in `billing_scope` (their old lines must be gone).
+
+    Late records (recorded after their period's invoice was finalized, looked for BILLING_LATE_LOOKBACK_DAYS back)
+    are carried onto this invoice as separate lines ("late usage of YYYY-MM"), at the prices of their own time;
+    `LateUsage` links make sure each is carried once."""
+    lookback = {"lookback": conf.get("BILLING_LATE_LOOKBACK_DAYS")}
     with connection.cursor() as cursor:
-        cursor.execute(USAGE_SQL)
+        cursor.execute(USAGE_SQL, lookback)
+        cursor.execute(LATE_LINKS_SQL)
         cursor.execute(SEGMENTS_SQL)
         cursor.execute(LINES_SQL)
         cursor.execute(COMMITMENT_SQL)

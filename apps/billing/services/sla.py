@@ -16,6 +16,7 @@ WITH h AS (
   SELECT u.invoice_id, u.organization_id, u.project_id, u.resource_type, u.resource_id, u.sla_tier, u.currency,
          range_agg(u.span) AS held
   FROM billing_u u JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
+  WHERE u.late_period = ''
   GROUP BY 1, 2, 3, 4, 5, 6, 7
 ), m AS (
   SELECT h.*, s.minor,
