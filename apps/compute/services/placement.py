@@ -14,6 +14,15 @@ from ..states import GpuForm
 
 CONSUMER_TYPE = "instance"
 
+#: Hooks of other apps (apps.reservations): ``fn(instance, request) -> PlacementRequest`` adjusts an instance's
+#: request (draw from a lease, spot); it may raise `StepWait` (a queued request keeps waiting) or a DomainError.
+_PLACEMENT_HOOKS: list = []
+
+
+def register_placement_hook(fn) -> None:
+    if fn not in _PLACEMENT_HOOKS:
+        _PLACEMENT_HOOKS.append(fn)
+
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
                           topology=None) -> PlacementRequest:
@@ -43,7 +52,10 @@ def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     with transaction.atomic():
         for key, amount in gpu_quota_keys(instance.flavor):
             quota_check(scope=instance.project, resource=key, requested=amount)
-        placed = placement_claim(actor=actor, request=placement_request_for(instance.flavor, instance.project_id),
+        request = placement_request_for(instance.flavor, instance.project_id)
+        for hook in _PLACEMENT_HOOKS:
+            request = hook(instance, request)
+        placed = placement_claim(actor=actor, request=request,
                                  consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
                                                        project_id=instance.project_id))
         choice = placed.candidate.hosts[0]
