@@ -6,6 +6,7 @@ Roots are parameters so tests can point them at a fake tree.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +40,21 @@ def hca_ports(sysfs_root: Path | str = "/sys") -> list[dict]:
 def pci_numa_node(sysfs_root: Path | str, pci_address: str) -> int:
     value = _read(Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address / "numa_node", "0")
     return max(0, int(value)) if value.lstrip("-").isdigit() else 0
+
+
+def pci_virtual_functions(sysfs_root: Path | str, pci_address: str) -> list[dict]:
+    """SR-IOV VFs of a PCI device: its `virtfnN` links (kernel PCI sysfs ABI), as [{"index", "pci_address"}].
+
+    The VF count is what the kernel created, not what the vendor tool claimed (RW-017: `sriov-manage` may exit 0
+    and create nothing), so the control plane sees 0 VFs when enabling failed.
+    """
+    dev = Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address
+    out = []
+    for link in dev.glob("virtfn*"):
+        suffix = link.name.removeprefix("virtfn")
+        if suffix.isdigit():
+            out.append({"index": int(suffix), "pci_address": Path(os.readlink(link)).name})
+    return sorted(out, key=lambda v: v["index"])
 
 
 def host_facts(sysfs_root: Path | str = "/sys", proc_root: Path | str = "/proc") -> dict:

@@ -176,3 +176,21 @@ def test_reboot_loses_mig_instances_and_the_recorded_geometry_is_restored(enroll
     assert [r["kind"] for r in reports] == ["apply_mig_layout"] and reports[0]["succeeded"]
     assert fake_layout(backend, 3) == db_layout(host, 3) == recorded
     assert Gpu.objects.get(host=host, index=3).observed["mig_restore_pending"] is False
+
+
+def test_sriov_vfs_are_recorded_as_the_kernel_reports_them(live_server, host, staff):
+    from apps.inventory.models import VirtualFunction
+
+    backend = FakeBackend("hgx-h200", host_id=9, vfs_per_gpu=4)
+    _, token = enrollment_token_create(actor=staff, host=host)
+    agent = Agent(backend, ControlPlane(live_server.url))
+    agent.enroll(token)
+    gpu0 = Gpu.objects.get(host=host, index=0)
+    assert list(VirtualFunction.objects.filter(gpu=gpu0).order_by("index").values_list("index", "pci_address")) == [
+        (0, "0000:1b:00.4"), (1, "0000:1b:00.5"), (2, "0000:1b:00.6"), (3, "0000:1b:00.7")]
+    assert gpu0.observed["vf_count"] == 4
+    backend.vfs_per_gpu = 0  # SR-IOV disabled (or the enable step silently failed)
+    agent.run_once(send_inventory=True)
+    assert VirtualFunction.objects.filter(gpu__host=host).count() == 0
+    assert Gpu.objects.get(pk=gpu0.pk).observed["vf_count"] == 0
+    agent.cp.http.close()

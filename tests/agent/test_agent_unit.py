@@ -70,3 +70,13 @@ def test_cli_discover_fake(capsys, tmp_path):
     doc = json.loads(capsys.readouterr().out)
     assert [g["model"] for g in doc["gpus"]] == ["H200-SXM-141GB"] * 8
     assert len(doc["hca_ports"]) == 8 and doc["nvswitch"] == {"active_partitions": []}
+
+
+def test_sysfs_virtual_functions(tmp_path):
+    gpu = tmp_path / "bus/pci/devices/0000:1b:00.0"
+    gpu.mkdir(parents=True)
+    for n, addr in enumerate(["0000:1b:00.4", "0000:1b:00.5"]):
+        (gpu / f"virtfn{n}").symlink_to(f"../{addr}")
+    assert sysfs.pci_virtual_functions(tmp_path, "0000:1b:00.0") == [
+        {"index": 0, "pci_address": "0000:1b:00.4"}, {"index": 1, "pci_address": "0000:1b:00.5"}]
+    assert sysfs.pci_virtual_functions(tmp_path, "0000:43:00.0") == []

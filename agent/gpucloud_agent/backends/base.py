@@ -36,6 +36,7 @@ class GpuInfo:
     ecc: dict = field(default_factory=dict)      # {"enabled": True, "pending": True}
     nvlink: dict = field(default_factory=dict)   # {"links": 18, "active": 18}
     mig: dict = field(default_factory=dict)      # {"enabled": bool, "layout": [GpuInstanceInfo as dict]}
+    vfs: list = field(default_factory=list)      # SR-IOV VFs: [{"index": 0, "pci_address": "0000:1b:00.4"}]
 
     def as_dict(self) -> dict:
         return asdict(self)

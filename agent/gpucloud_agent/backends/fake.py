@@ -42,11 +42,13 @@ DRIVER_VERSION = "550.90.07"
 class FakeBackend:
     name = "fake"
 
-    def __init__(self, host: str = "hgx-h100", host_id: int = 1, state_path: str | None = None):
+    def __init__(self, host: str = "hgx-h100", host_id: int = 1, state_path: str | None = None,
+                 vfs_per_gpu: int = 0):
         if host not in HOSTS:
             raise ValueError(f"fake host must be one of {sorted(HOSTS)}")
         self.kind, self.host_id, self.spec = host, host_id, HOSTS[host]
         self.state_path = Path(state_path) if state_path else None
+        self.vfs_per_gpu = vfs_per_gpu  # SR-IOV VFs enabled per GPU (0: SR-IOV off; H100/H200 expose up to 32)
         self.state = {"mig": {str(i): False for i in range(8)}, "gis": {str(i): [] for i in range(8)},
                       "active_partitions": [], "resets": {str(i): 0 for i in range(8)}, "next_gi": 1}
         if self.state_path and self.state_path.exists():
@@ -73,7 +75,9 @@ class FakeBackend:
                 pcie={"generation": 5, "width": 16, "max_generation": 5, "max_width": 16},
                 ecc={"enabled": True, "pending": True}, nvlink={"links": 18, "active": 18},
                 mig={"enabled": self.state["mig"][str(i)],
-                     "layout": [vars(g) for g in self.gpu_instances(i)]}))
+                     "layout": [vars(g) for g in self.gpu_instances(i)]},
+                vfs=[{"index": v, "pci_address": f"0000:{PCI_BUSES[i]}:{(v + 4) // 8:02x}.{(v + 4) % 8}"}
+                     for v in range(self.vfs_per_gpu)]))
         return out
 
     def hca_ports(self) -> list[dict]:

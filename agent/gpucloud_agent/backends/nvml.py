@@ -96,7 +96,8 @@ class NvmlBackend:
             ecc={"enabled": None if ecc[0] is None else bool(ecc[0]),
                  "pending": None if ecc[1] is None else bool(ecc[1])},
             nvlink={"links": links, "active": active},
-            mig={"enabled": mig_on, "layout": [vars(g) for g in self.gpu_instances(index)] if mig_on else []})
+            mig={"enabled": mig_on, "layout": [vars(g) for g in self.gpu_instances(index)] if mig_on else []},
+            vfs=sysfs.pci_virtual_functions(self.sysfs_root, pci))
 
     def hca_ports(self) -> list[dict]:
         return sysfs.hca_ports(self.sysfs_root)

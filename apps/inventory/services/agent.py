@@ -28,7 +28,16 @@ from apps.core.transitions import transition
 from ..catalog import gpu_model_get, nvswitch_partitions
 from ..errors import Code, GpuNotFound, MigLayoutRejected, PartitionConflict
 from ..mig import mig_plan
-from ..models import AgentCommand, AgentCredential, EnrollmentToken, Gpu, GpuInstance, HcaPort, Host
+from ..models import (
+    AgentCommand,
+    AgentCredential,
+    EnrollmentToken,
+    Gpu,
+    GpuInstance,
+    HcaPort,
+    Host,
+    VirtualFunction,
+)
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
 
 
@@ -117,6 +126,7 @@ def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = Non
 
 # --- inventory sync -------------------------------------------------------------------------------------------
 _GPU_OBSERVED = ("name", "memory_mib", "pcie", "ecc", "nvlink", "mig", "module_id", "driver_version")
+# mig: {enabled, layout}; vfs: [{index, pci_address}] (SR-IOV VFs the kernel created)
 
 
 def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "") -> None:
@@ -168,10 +178,29 @@ def _gpu_sync(host: Host, g: dict) -> None:
     drift = bool(recorded) and "layout" in mig and observed != recorded
     gpu.observed["mig_restore_pending"] = drift
     gpu.save()
+    if "vfs" in g:
+        _vfs_sync(gpu, g["vfs"])
     if "layout" in mig and not recorded:
         _layout_replace(gpu, mig.get("layout") or [])  # nothing recorded yet: adopt what the host has
     elif drift:
         _mig_restore(host, gpu)
+
+
+def _vfs_sync(gpu: Gpu, vfs: list[dict]) -> None:
+    """Record the GPU's SR-IOV VFs as the kernel reports them; VFs that vanished are dropped unless a vGPU uses
+    them. `observed.vf_count` is the real count (RW-015/RW-017: never the count a tool claims)."""
+    reported = {v["index"]: v.get("pci_address", "") for v in vfs}
+    existing = {vf.index: vf for vf in VirtualFunction.objects.filter(gpu=gpu)}
+    for index, pci in reported.items():
+        vf = existing.get(index)
+        if vf is None:
+            VirtualFunction.objects.create(gpu=gpu, index=index, pci_address=pci)
+        elif vf.pci_address != pci:
+            vf.pci_address = pci
+            vf.save(update_fields=["pci_address"])
+    VirtualFunction.objects.filter(gpu=gpu, vgpu_device__isnull=True).exclude(index__in=list(reported)).delete()
+    gpu.observed["vf_count"] = len(reported)
+    gpu.save(update_fields=["observed"])
 
 
 def _mig_restore(host: Host, gpu: Gpu) -> None:
