@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import uuid
 from collections import defaultdict
+from typing import NamedTuple
 
 from apps.inventory.models import Fabric, HcaPort, Switch, SwitchLink
 
@@ -35,7 +37,7 @@ from .drivers.base import (
     RouterPort,
 )
 from .drivers.ibsim import SimHca, SimLink, SimSwitch, render_topology
-from .models import IbPartition, Port, PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
+from .models import IbPartition, IpAllocation, Port, PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
 from .pkeys import parse_guid
 from .sg_rules import CanonicalRule, ovn_match
 from .states import IB_MTU_CODES, IB_RATE_CODES, PublicIpKind
@@ -98,6 +100,12 @@ def _sg_acls(sg: SecurityGroup, rules: list[SecurityGroupRule]) -> tuple[Acl, ..
     return tuple(acls)
 
 
+class _PortRow(NamedTuple):
+    id: uuid.UUID
+    subnet_id: uuid.UUID
+    mac_address: str
+
+
 def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
     """Everything the database wants in OVN (a handful of queries, whatever the number of VPCs)."""
     vpcs = list(Vpc.objects.all().order_by("id"))
@@ -107,10 +115,13 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
     ports = defaultdict(list)
     addresses = defaultdict(list)
     port_groups = defaultdict(list)
-    all_ports = list(Port.objects.all().order_by("id").prefetch_related("fixed_ips"))
+    # plain tuples, not model instances: this runs for every port on every reconcile
+    all_ports = [_PortRow(*row) for row in
+                 Port.objects.order_by("id").values_list("id", "subnet_id", "mac_address")]
     for p in all_ports:
         ports[p.subnet_id].append(p)
-        addresses[p.id] = [a.address for a in sorted(p.fixed_ips.all(), key=lambda a: ipaddress.ip_address(a.address))]
+    for port_id, address in IpAllocation.objects.order_by("port_id", "address").values_list("port_id", "address"):
+        addresses[port_id].append(address)       # PostgreSQL orders inet values numerically
     for port_id, sg_id in Port.security_groups.through.objects.values_list("port_id", "securitygroup_id"):
         port_groups[sg_id].append(lsp_name(port_id))
     rules = defaultdict(list)

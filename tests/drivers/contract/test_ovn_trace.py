@@ -114,5 +114,5 @@ def test_public_ip_nat_and_cleanup(ovn):
     _reconcile()
     assert ovn.nbctl("--bare", "--columns=name", "list", "Logical_Switch").split() == ["not-ours"]
     assert ovn.nbctl("--bare", "--columns=name", "list", "Logical_Router").split() == []
-    assert ovn.nbctl("--bare", "--columns=name", "list", "Port_Group").split() == []
+    assert ovn.nbctl("--bare", "--columns=name,ports", "list", "Port_Group").split() == ["pg_gpc_default_drop"]
     assert SecurityGroup.objects.count() == 0
