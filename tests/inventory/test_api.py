@@ -157,3 +157,9 @@ def test_agent_command_api_rejects_bad_layout_with_reasons(ops):
 def test_fleet_import_accepts_a_raw_yaml_body(ops):
     resp = ops.generic("POST", "/api/v1/fleet/import/?dry_run=false", SAMPLE, content_type="application/yaml")
     assert resp.status_code == 200 and resp.json()["applied"] and Host.objects.count() == 80
+
+
+def test_retire_is_terminal(ops):
+    host = make_host("h1", state="maintenance")
+    assert act(ops, host, "retire", reason="decommissioned").json()["state"] == "retired"
+    assert act(ops, host, "mark-available").status_code == 409

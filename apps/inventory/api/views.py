@@ -125,6 +125,7 @@ class HostViewSet(_StaffReadOnly):
     mark_faulty = _host_action("mark-faulty", host_services.host_mark_faulty, "Mark faulty (opens an incident)")
     mark_available = _host_action("mark-available", host_services.host_mark_available,
                                   "Back to available (closes an open incident)")
+    retire = _host_action("retire", host_services.host_retire, "Retire the host (terminal)")
 
     @extend_schema(request=s.EnrollmentTokenInput, responses={201: s.EnrollmentTokenOutput},
                    summary="Create a one-time agent enrollment token (shown once)")

@@ -70,6 +70,11 @@ def host_mark_available(*, actor, host: Host, reason: str) -> Host:
     return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason)
 
 
+def host_retire(*, actor, host: Host, reason: str) -> Host:
+    """Take the host out of the fleet for good (terminal state; the fleet file no longer manages it)."""
+    return host_condition_set(actor=actor, host=host, action="retire", reason=reason)
+
+
 def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = True) -> Gpu:
     """Mark one GPU faulty and open a GPU incident (idempotent while one is open)."""
     reason = _reason(reason)
