@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.inventory",
     "apps.scheduling",
     "apps.compute",
+    "apps.reservations",
     "apps.networking",
     "apps.billing",
 ]

@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("apps.compute.api.urls")),
     path("", include("apps.networking.api.urls")),
     path("", include("apps.billing.api.urls")),
+    path("", include("apps.reservations.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

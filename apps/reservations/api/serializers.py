@@ -1,0 +1,150 @@
+"""Input/output serializers of the reservations API."""
+from rest_framework import serializers
+
+from apps.compute.api.serializers import InstanceOutput
+from apps.operations.api.serializers import OperationOutput
+
+from ..models import InstanceTerms, Lease, QueuedRequest, WebhookEndpoint
+from ..states import EndAction, Event, LeaseKind, Market
+
+
+class LeaseOutput(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id", read_only=True)
+
+    class Meta:
+        model = Lease
+        fields = ["id", "project", "name", "status", "start", "end", "time_zone", "kind", "gpu_model", "count",
+                  "mig_profile", "share_milli", "zone", "max_leaves_per_rail", "end_action", "notice_s", "reason",
+                  "explanation", "confirmed_at", "activated_at", "ended_at", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class LeaseCreateInput(serializers.Serializer):
+    """`start`/`end`: 'YYYY-MM-DD HH:MM' in `time_zone`, ISO 8601 (an offset wins over `time_zone`), or 'now'."""
+
+    project = serializers.UUIDField()
+    name = serializers.CharField(max_length=63)
+    start = serializers.CharField(max_length=64)
+    end = serializers.CharField(max_length=64)
+    time_zone = serializers.CharField(max_length=64, default="UTC")
+    kind = serializers.ChoiceField(choices=LeaseKind.choices)
+    gpu_model = serializers.CharField(max_length=32)
+    count = serializers.IntegerField(min_value=1)
+    mig_profile = serializers.CharField(max_length=32, default="", allow_blank=True)
+    share_milli = serializers.IntegerField(default=0, min_value=0)
+    zone = serializers.CharField(max_length=63, default="", allow_blank=True)
+    max_leaves_per_rail = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
+    end_action = serializers.ChoiceField(choices=EndAction.choices, default=EndAction.STOP)
+    notice_s = serializers.IntegerField(default=3600, min_value=0)
+
+
+class LeaseUpdateInput(serializers.Serializer):
+    name = serializers.CharField(max_length=63, required=False)
+    start = serializers.CharField(max_length=64, required=False)
+    end = serializers.CharField(max_length=64, required=False)
+    count = serializers.IntegerField(min_value=1, required=False)
+
+
+class LeaseEndInput(serializers.Serializer):
+    end = serializers.CharField(max_length=64)
+
+
+class CapacityQuery(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    step_s = serializers.IntegerField(default=3600, min_value=300)
+    gpu_model = serializers.CharField(max_length=32, default="", allow_blank=True)
+    zone = serializers.CharField(max_length=63, default="", allow_blank=True)
+
+
+class CapacityBucket(serializers.Serializer):
+    """Free capacity in ``[start, end)``; the staff-only fields are absent for tenants."""
+
+    gpu_model = serializers.CharField()
+    zone = serializers.CharField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    free_gpus = serializers.IntegerField()
+    free_hosts = serializers.IntegerField()
+    total_gpus = serializers.IntegerField(required=False)
+    leased_gpus = serializers.IntegerField(required=False)
+    on_demand_gpus = serializers.IntegerField(required=False)
+    spot_gpus = serializers.IntegerField(required=False)
+    reserve_gpus = serializers.IntegerField(required=False)
+    hosts = serializers.IntegerField(required=False)
+
+
+class QueuedRequestOutput(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id", read_only=True)
+    instance = serializers.UUIDField(source="instance_id", read_only=True)
+    position = serializers.SerializerMethodField()
+
+    class Meta:
+        model = QueuedRequest
+        fields = ["id", "project", "instance", "status", "position", "priority", "reason", "explanation",
+                  "expires_at", "placed_at", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_position(self, obj) -> int | None:
+        return (self.context.get("positions") or {}).get(obj.pk)
+
+
+class InstanceCapacityOutput(serializers.ModelSerializer):
+    """How the instance draws capacity; `queued_request` while/after it waited; `interruption_at` once a spot
+    instance is chosen for preemption, with the reason."""
+
+    instance = serializers.UUIDField(source="instance_id", read_only=True)
+    lease = serializers.UUIDField(source="lease_id", read_only=True, allow_null=True)
+    queued_request = serializers.SerializerMethodField()
+
+    class Meta:
+        model = InstanceTerms
+        fields = ["instance", "market", "lease", "interruption_at", "interruption_reason", "preempted_at",
+                  "queued_request"]
+        read_only_fields = fields
+
+    def get_queued_request(self, obj) -> QueuedRequestOutput | None:
+        q = self.context.get("queued")
+        return QueuedRequestOutput(q, context=self.context).data if q else None
+
+
+class InstanceRequestInput(serializers.Serializer):
+    project = serializers.UUIDField()
+    name = serializers.CharField(max_length=63)
+    flavor = serializers.UUIDField()
+    image = serializers.UUIDField()
+    ssh_keys = serializers.ListField(child=serializers.UUIDField(), default=list, max_length=32)
+    user_data = serializers.CharField(default="", allow_blank=True, trim_whitespace=False)
+    market = serializers.ChoiceField(choices=Market.choices, default=Market.ON_DEMAND)
+    lease = serializers.UUIDField(required=False, allow_null=True, default=None)
+    queue_timeout_s = serializers.IntegerField(default=0, min_value=0,
+                                               help_text="0: fail at once when no capacity; else wait up to this")
+
+
+class InstanceRequestAccepted(serializers.Serializer):
+    instance = InstanceOutput()
+    operation = OperationOutput()
+    capacity = InstanceCapacityOutput()
+
+
+class WebhookEndpointOutput(serializers.ModelSerializer):
+    organization = serializers.UUIDField(source="organization_id", read_only=True)
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["id", "organization", "url", "events", "is_active", "created_at"]
+        read_only_fields = fields
+
+
+class WebhookEndpointCreateInput(serializers.Serializer):
+    organization = serializers.UUIDField()
+    url = serializers.URLField(max_length=500)
+    events = serializers.ListField(child=serializers.ChoiceField(choices=Event.choices), default=list)
+
+
+class WebhookEndpointCreated(WebhookEndpointOutput):
+    """Create answer: the signing `secret` is shown once."""
+
+    class Meta(WebhookEndpointOutput.Meta):
+        fields = [*WebhookEndpointOutput.Meta.fields, "secret"]
+        read_only_fields = fields

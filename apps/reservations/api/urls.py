@@ -1,0 +1,17 @@
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from . import views
+
+router = SimpleRouter()
+router.trailing_slash = "/?"
+router.register("leases", views.LeaseViewSet, basename="lease")
+router.register("capacity", views.CapacityViewSet, basename="capacity")
+router.register("queued-requests", views.QueuedRequestViewSet, basename="queued-request")
+router.register("instance-requests", views.InstanceRequestViewSet, basename="instance-request")
+router.register("webhooks", views.WebhookEndpointViewSet, basename="webhook")
+urlpatterns = [
+    path("instances/<uuid:pk>/capacity", views.InstanceCapacityViewSet.as_view({"get": "retrieve"}),
+         name="instance-capacity"),
+    *router.urls,
+]

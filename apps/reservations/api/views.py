@@ -1,0 +1,192 @@
+"""Reservations API: /leases (with cancel/extend/shrink), /capacity, /instance-requests, /queued-requests,
+/instances/{id}/capacity, /webhooks. Querysets come from `*_visible_to` selectors (another tenant's object is
+a 404). Refusals are problem+json: 409 `capacity_unavailable` carries ``constraint`` and ``explanation``."""
+import datetime as dt
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from apps.core.errors import NotFound, ValidationFailed
+from apps.core.request_context import get_request_id
+from apps.tenancy.models import Organization
+from apps.tenancy.selectors import organization_ids_visible_to, project_list_visible_to
+
+from .. import selectors
+from ..models import QueuedRequest
+from ..services import leases, queue, webhooks
+from . import filters
+from . import serializers as s
+
+UUID_RE = "[0-9a-fA-F-]{36}"
+
+
+class _Base(viewsets.GenericViewSet):
+    lookup_value_regex = UUID_RE
+
+    def _input(self, cls, data=None):
+        ser = cls(data=self.request.data if data is None else data)
+        ser.is_valid(raise_exception=True)
+        return ser.validated_data
+
+    def _project(self, project_id):
+        project = project_list_visible_to(self.request.user).filter(pk=project_id).select_related(
+            "organization").first()
+        if project is None:
+            raise NotFound("Project not found.", errors={"project": ["not found"]})
+        return project
+
+
+class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
+    """Private-cloud leases: capacity reserved for ``[start, end)``. DELETE cancels."""
+
+    serializer_class = s.LeaseOutput
+    filterset_class = filters.LeaseFilter
+
+    def get_queryset(self):
+        return selectors.lease_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.LeaseCreateInput, responses={201: s.LeaseOutput})
+    def create(self, request):
+        data = dict(self._input(s.LeaseCreateInput))
+        project = self._project(data.pop("project"))
+        lease = leases.lease_create(actor=request.user, project=project, **data)
+        return Response(s.LeaseOutput(lease).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.LeaseUpdateInput, responses={200: s.LeaseOutput})
+    def partial_update(self, request, pk=None):
+        lease = leases.lease_update(actor=request.user, lease=self.get_object(), **self._input(s.LeaseUpdateInput))
+        return Response(s.LeaseOutput(lease).data)
+
+    @extend_schema(request=None, responses={200: s.LeaseOutput})
+    def destroy(self, request, pk=None):
+        return Response(s.LeaseOutput(leases.lease_cancel(actor=request.user, lease=self.get_object())).data)
+
+    @extend_schema(request=None, responses={200: s.LeaseOutput})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        return Response(s.LeaseOutput(leases.lease_cancel(actor=request.user, lease=self.get_object())).data)
+
+    def _move_end(self, request, *, later: bool):
+        lease = self.get_object()
+        end = self._input(s.LeaseEndInput)["end"]
+        from ..services.windows import parse_instant, zone_get
+
+        new_end = parse_instant(end, zone_get(lease.time_zone), "end")
+        if (new_end > lease.end) != later or new_end == lease.end:
+            word = "after" if later else "before"
+            raise ValidationFailed(f"end must be {word} the current end", errors={"end": [f"{word} {lease.end}"]})
+        return Response(s.LeaseOutput(leases.lease_update(actor=request.user, lease=lease, end=new_end)).data)
+
+    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput})
+    @action(detail=True, methods=["post"])
+    def extend(self, request, pk=None):
+        return self._move_end(request, later=True)
+
+    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput})
+    @action(detail=True, methods=["post"])
+    def shrink(self, request, pk=None):
+        return self._move_end(request, later=False)
+
+
+class CapacityViewSet(_Base):
+    """Capacity calendar: free GPUs / hosts by GPU model, zone and time bucket (staff: whole fleet with totals)."""
+
+    serializer_class = s.CapacityBucket
+    pagination_class = None
+
+    def get_queryset(self):
+        return QueuedRequest.objects.none()
+
+    @extend_schema(parameters=[s.CapacityQuery], responses={200: s.CapacityBucket(many=True)})
+    def list(self, request):
+        q = self._input(s.CapacityQuery, data=request.query_params)
+        step = dt.timedelta(seconds=q["step_s"])
+        if q["end"] <= q["start"] or (q["end"] - q["start"]) / step > selectors.MAX_BUCKETS:
+            raise ValidationFailed(f"end must be after start, at most {selectors.MAX_BUCKETS} buckets",
+                                   errors={"end": ["after start", f"<= {selectors.MAX_BUCKETS} buckets"]})
+        rows = selectors.capacity_calendar(user=request.user, start=q["start"], end=q["end"], step=step,
+                                           gpu_model=q["gpu_model"], zone=q["zone"])
+        return Response(s.CapacityBucket(rows, many=True).data)
+
+
+class QueuedRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
+    """On-demand requests waiting for capacity: position, reason, expiry."""
+
+    serializer_class = s.QueuedRequestOutput
+    filterset_class = filters.QueuedRequestFilter
+
+    def get_queryset(self):
+        return selectors.queued_request_list_visible_to(self.request.user)
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "positions": queue.queue_positions()}
+
+
+class InstanceRequestViewSet(_Base):
+    """Create an instance with capacity terms: on-demand (optionally queued), spot, or inside a lease."""
+
+    serializer_class = s.InstanceRequestAccepted
+
+    def get_queryset(self):
+        return selectors.instance_terms_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.InstanceRequestInput, responses={202: s.InstanceRequestAccepted})
+    def create(self, request):
+        data = self._input(s.InstanceRequestInput)
+        inst, op, terms, queued = queue.instance_request_create(
+            actor=request.user, project=self._project(data["project"]), name=data["name"],
+            flavor_id=data["flavor"], image_id=data["image"], ssh_key_ids=data["ssh_keys"],
+            user_data=data["user_data"], market=data["market"], lease_id=data["lease"],
+            queue_timeout_s=data["queue_timeout_s"],
+            idempotency_key=request.headers.get("Idempotency-Key", "")[:255], request_id=get_request_id())
+        inst.refresh_from_db()
+        ctx = {"queued": queued, "positions": queue.queue_positions() if queued else {}}
+        body = {"instance": s.InstanceOutput(inst).data, "operation": s.OperationOutput(op).data,
+                "capacity": s.InstanceCapacityOutput(terms, context=ctx).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": f"/api/v1/operations/{op.pk}"})
+
+
+class InstanceCapacityViewSet(_Base):
+    """GET /instances/{id}/capacity: market, lease, queued request (position, reason, expiry), interruption."""
+
+    serializer_class = s.InstanceCapacityOutput
+
+    def get_queryset(self):
+        return selectors.instance_terms_list_visible_to(self.request.user)
+
+    def retrieve(self, request, pk=None):
+        terms = self.get_queryset().filter(instance_id=pk).first()
+        if terms is None:
+            raise NotFound("No capacity terms for this instance.")
+        queued = QueuedRequest.objects.filter(instance_id=pk).first()
+        ctx = {"queued": queued, "positions": queue.queue_positions() if queued else {}}
+        return Response(s.InstanceCapacityOutput(terms, context=ctx).data)
+
+
+class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
+    """An organization's webhook endpoints (owners/admins). Payloads are signed (see docs/reservations.md)."""
+
+    serializer_class = s.WebhookEndpointOutput
+
+    def get_queryset(self):
+        return selectors.webhook_endpoint_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.WebhookEndpointCreateInput, responses={201: s.WebhookEndpointCreated})
+    def create(self, request):
+        data = self._input(s.WebhookEndpointCreateInput)
+        org = Organization.objects.filter(pk=data["organization"],
+                                          pk__in=organization_ids_visible_to(request.user)).first()
+        if org is None and getattr(request.user, "staff_role", ""):
+            org = Organization.objects.filter(pk=data["organization"]).first()
+        if org is None:
+            raise NotFound("Organization not found.", errors={"organization": ["not found"]})
+        ep = webhooks.webhook_endpoint_create(actor=request.user, organization=org, url=data["url"],
+                                              events=data["events"])
+        return Response(s.WebhookEndpointCreated(ep).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request, pk=None):
+        webhooks.webhook_endpoint_delete(actor=request.user, endpoint=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)

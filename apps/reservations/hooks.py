@@ -1,0 +1,71 @@
+"""Integration points with other apps, registered in `ReservationsConfig.ready`:
+
+* compute's placement hook (`apps.compute.services.placement.register_placement_hook`): an instance with
+  `InstanceTerms` draws from its lease (nested allocations, window up to the lease end) or is placed as spot; an
+  instance whose `QueuedRequest` is still waiting keeps its create operation waiting (StepWait) with its position
+  and reason, and fails with `queue_expired` once it expired;
+* billing's usage registry (``reservations.lease``): lease windows as reserved usage;
+* the ledger's orphan audit (consumer type ``lease``).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from apps.core import clock
+from apps.core.errors import DomainError
+
+from .errors import Code, LeaseNotUsable
+from .states import LEASE_STARTED, Market, QueueStatus
+
+
+class QueueExpired(DomainError):
+    code, status, title = Code.QUEUE_EXPIRED.value, 409, "Queued request expired"
+
+
+def placement_hook(instance, request):
+    """Adjust compute's `PlacementRequest` for `instance` (see module doc). Raises `StepWait` while queued."""
+    from apps.operations.workflows import StepWait
+
+    from . import conf
+    from .models import InstanceTerms, QueuedRequest
+
+    q = QueuedRequest.objects.filter(instance_id=instance.pk).first()
+    if q is not None and q.status == QueueStatus.EXPIRED:
+        raise QueueExpired(f"No capacity before the queue timeout ({q.expires_at:%Y-%m-%d %H:%M:%S} UTC): {q.reason}")
+    if q is not None and q.status == QueueStatus.WAITING:
+        if q.expires_at <= clock.now():
+            raise QueueExpired(f"No capacity before the queue timeout: {q.reason}")
+        raise StepWait(conf.queue_poll_s(), f"queued: {q.reason or 'waiting for capacity'}")
+    terms = InstanceTerms.objects.filter(instance_id=instance.pk).select_related("lease").first()
+    if terms is None:
+        return request
+    if terms.market == Market.SPOT:
+        return dataclasses.replace(request, spot=True)
+    if terms.market == Market.LEASE:
+        lease = terms.lease
+        if lease.status not in LEASE_STARTED:
+            raise LeaseNotUsable(f"The lease is {lease.status}.", current_state=lease.status)
+        return dataclasses.replace(request, lease_id=lease.pk, end=lease.end)
+    return request
+
+
+def _lease_consumers(ids) -> set:
+    from .models import Lease
+
+    return set(Lease.objects.filter(pk__in=list(ids), status__in=("confirmed", "active", "ending"))
+               .values_list("pk", flat=True))
+
+
+def register_hooks() -> None:
+    from apps.compute.services.placement import register_placement_hook
+    from apps.scheduling.ledger.maintenance import register_consumer_resolver
+
+    register_placement_hook(placement_hook)
+    register_consumer_resolver("lease", _lease_consumers)
+    try:
+        from apps.billing.registry import register_usage_source
+    except ImportError:  # billing not installed
+        return
+    from .selectors import lease_usage
+
+    register_usage_source("reservations.lease", lease_usage)

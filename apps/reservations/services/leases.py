@@ -1,0 +1,396 @@
+"""Lease writes: create (request + confirm), update (rename, move, extend, shrink, grow), cancel, and the
+lifecycle ticks driven by Celery beat (`leases_advance`).
+
+Capacity is claimed in the allocation ledger through `apps.scheduling.services.placement_claim` with the lease as
+consumer (consumer id = lease id, type ``lease``) over the lease window. The ledger's exclusion constraints make
+two overlapping leases on the same GPUs impossible, also when requested concurrently; on-demand rows (end open)
+occupy their GPUs until they end; spot rows are not in the holders set, so they never block a lease and are
+preempted when it starts (`spot`). The operator's on-demand reserve is checked after the claim, under a
+transaction-scoped advisory lock per GPU model, so two concurrent leases cannot both eat into it.
+
+Errors: 400 `invalid_lease_window`, `lease_start_in_past`, `lease_field_immutable`, `invalid_lease_capacity`;
+409 `capacity_unavailable` (with ``explanation`` and ``constraint``), `invalid_state`; 404 for other tenants.
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+from django.db import connection, transaction
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
+from django.db.models import Count, Max
+
+from apps.core import clock
+from apps.core.errors import ValidationFailed
+from apps.core.transitions import transition
+from apps.inventory.catalog import gpu_model_get
+from apps.inventory.models import Gpu, Zone
+from apps.scheduling.errors import CapacityUnavailable
+from apps.scheduling.ledger import ConsumerRef, allocations_release
+from apps.scheduling.ledger.periods import allocations_set_end
+from apps.scheduling.placement import PlacementRequest, TopologyConstraint
+from apps.scheduling.services import placement_claim
+from apps.tenancy.authz import authorize_project
+from apps.tenancy.models import ProjectRole
+
+from ..errors import Code
+from ..models import Lease, OnDemandReserve
+from ..states import (
+    LEASE_FINISHED,
+    LEASE_STARTED,
+    LEASE_TRANSITIONS,
+    EndAction,
+    Event,
+    LeaseKind,
+    LeaseStatus,
+)
+from . import windows
+from .notify import event_record
+
+WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
+MAX_COUNT = {LeaseKind.HOSTS: 256, LeaseKind.GPUS: 2048, LeaseKind.MIG: 512, LeaseKind.SHARES: 512}
+MAX_NOTICE_S = 7 * 86400
+RESERVE_SQL = """
+WITH g AS (
+  SELECT g.id FROM inventory_gpu g JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
+  WHERE g.model = %(model)s AND (%(zone)s = '' OR z.name = %(zone)s) AND h.state = 'available' AND g.health = 'ok'
+), r AS (
+  SELECT a.gpu_id, a.period FROM scheduling_allocation a
+  WHERE a.gpu_id IN (SELECT id FROM g) AND a.slices IS NOT NULL AND a.parent_id IS NULL AND NOT a.spot
+    AND a.period && %(window)s
+), pts AS (
+  SELECT lower(%(window)s::tstzrange) AS t UNION SELECT lower(r.period) FROM r WHERE lower(r.period) > lower(%(window)s::tstzrange)
+)
+SELECT (SELECT count(*) FROM g), coalesce(max((SELECT count(DISTINCT r.gpu_id) FROM r WHERE r.period @> p.t)), 0)
+FROM pts p
+"""
+
+
+# ---- capacity -----------------------------------------------------------------------------------------------
+def _bad(msg: str, field: str):
+    return ValidationFailed(msg, code=Code.INVALID_CAPACITY, errors={field: [msg]})
+
+
+def capacity_validate(*, kind: str, gpu_model: str, count: int, mig_profile: str = "", share_milli: int = 0,
+                      zone: str = "", max_leaves_per_rail: int | None = None) -> None:
+    """400 `invalid_lease_capacity` for a capacity no fleet could ever hold."""
+    if kind not in LeaseKind.values:
+        raise _bad(f"kind must be one of {', '.join(LeaseKind.values)}", "kind")
+    spec = gpu_model_get(gpu_model)
+    if spec is None:
+        raise _bad(f"unknown GPU model {gpu_model!r}", "gpu_model")
+    if not 1 <= count <= MAX_COUNT[kind]:
+        raise _bad(f"count must be 1..{MAX_COUNT[kind]}", "count")
+    if kind == LeaseKind.MIG and (spec.mig is None or spec.mig.profile(mig_profile) is None):
+        raise _bad(f"{gpu_model} has no MIG profile {mig_profile!r}", "mig_profile")
+    if kind != LeaseKind.MIG and mig_profile:
+        raise _bad("mig_profile only with kind=mig", "mig_profile")
+    if kind == LeaseKind.SHARES and not 1 <= share_milli <= 999:
+        raise _bad("share_milli must be 1..999", "share_milli")
+    if max_leaves_per_rail is not None and (kind != LeaseKind.HOSTS or max_leaves_per_rail < 1):
+        raise _bad("max_leaves_per_rail (>= 1) applies to kind=hosts", "max_leaves_per_rail")
+    if zone and not Zone.objects.filter(name=zone).exists():
+        raise _bad(f"unknown zone {zone!r}", "zone")
+
+
+def gpus_per_host(model: str) -> int:
+    """GPUs of `model` on the fullest host of the fleet (a whole-host lease takes all of them)."""
+    top = Gpu.objects.filter(model=model).values("host_id").annotate(n=Count("id")).aggregate(m=Max("n"))["m"]
+    return int(top or 0)
+
+
+def _chunks(n: int) -> list[int]:
+    """Whole-GPU chunks per host: 8, 4, 2, 1 (the NVSwitch partition sizes of HGX systems)."""
+    out = []
+    for size in (8, 4, 2, 1):
+        while n >= size:
+            out.append(size)
+            n -= size
+    return out
+
+
+def _requests(lease: Lease, count: int, start: dt.datetime) -> list[PlacementRequest]:
+    base = {"project_id": lease.project_id, "consumer_type": "lease", "start": start, "end": lease.end,
+            "gpu_models": (lease.gpu_model,), "zone": lease.zone}
+    if lease.kind == LeaseKind.HOSTS:
+        per_host = gpus_per_host(lease.gpu_model)
+        if per_host == 0:
+            raise CapacityUnavailable(f"no host has {lease.gpu_model} GPUs", constraint="gpu_model")
+        topo = TopologyConstraint(max_leaves_per_rail=lease.max_leaves_per_rail,
+                                  one_fabric=bool(lease.max_leaves_per_rail))
+        return [PlacementRequest(**base, gpus_per_host=per_host, hosts=count, topology=topo)]
+    if lease.kind == LeaseKind.GPUS:
+        return [PlacementRequest(**base, gpus_per_host=c) for c in _chunks(count)]
+    if lease.kind == LeaseKind.MIG:
+        return [PlacementRequest(**base, mig_profile=lease.mig_profile) for _ in range(count)]
+    return [PlacementRequest(**base, share_milli=lease.share_milli) for _ in range(count)]
+
+
+def _constraint(explanation: dict) -> str:
+    """The constraint that failed: the topology limit, else the last filter that removed hosts."""
+    topo = explanation.get("topology") or {}
+    if topo.get("constraint"):
+        return topo["constraint"]
+    removed = [f["filter"] for f in explanation.get("filters", []) if f.get("removed")]
+    return removed[-1] if removed else "capacity"
+
+
+def _claim(lease: Lease, count: int, start: dt.datetime) -> None:
+    """Claim `count` units of the lease's capacity over [start, lease.end), then check the on-demand reserve.
+    Raises `CapacityUnavailable` with ``explanation`` and ``constraint``."""
+    consumer = ConsumerRef(id=lease.pk, consumer_type="lease", project_id=lease.project_id)
+    _reserve_lock(lease.gpu_model)
+    for req in _requests(lease, count, start):
+        try:
+            placement_claim(actor=None, request=req, consumers=consumer)
+        except CapacityUnavailable as exc:
+            raise CapacityUnavailable(exc.detail, explanation=exc.explanation,
+                                      constraint=_constraint(exc.explanation)) from exc
+    _check_reserve(lease, start)
+
+
+def _reserves(model: str):
+    return list(OnDemandReserve.objects.filter(gpu_model=model, gpus__gt=0))
+
+
+def _reserve_lock(model: str) -> None:
+    if _reserves(model):
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"reservations:reserve:{model}"])
+
+
+def _check_reserve(lease: Lease, start: dt.datetime) -> None:
+    window = DateTimeTZRange(start, lease.end, "[)")
+    for r in _reserves(lease.gpu_model):
+        if r.zone and lease.zone and r.zone != lease.zone:
+            continue
+        with connection.cursor() as cur:
+            cur.execute(RESERVE_SQL, {"model": r.gpu_model, "zone": r.zone, "window": window})
+            total, peak = cur.fetchone()
+        if total - peak < r.gpus:
+            where = f" in zone {r.zone}" if r.zone else ""
+            raise CapacityUnavailable(
+                f"The lease would leave {max(total - peak, 0)} {r.gpu_model} GPUs{where} free at its peak; the "
+                f"operator keeps {r.gpus} for on-demand work.", constraint="on_demand_reserve",
+                explanation={"filters": [], "on_demand_reserve": {"gpu_model": r.gpu_model, "zone": r.zone,
+                                                                  "reserve": r.gpus, "total": total,
+                                                                  "free_at_peak": total - peak}})
+
+
+# ---- create -------------------------------------------------------------------------------------------------
+def lease_payload(lease: Lease) -> dict:
+    return {"id": str(lease.pk), "name": lease.name, "project": str(lease.project_id), "status": lease.status,
+            "start": lease.start.isoformat(), "end": lease.end.isoformat(), "kind": lease.kind,
+            "gpu_model": lease.gpu_model, "count": lease.count}
+
+
+def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
+                 time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
+                 max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
+                 notice_s: int = 3600) -> Lease:
+    """Request a lease and confirm it at once when its capacity exists for the whole window; otherwise it is
+    kept as `rejected` (with the explanation) and 409 `capacity_unavailable` is raised naming the constraint.
+    Returns the confirmed lease."""
+    authorize_project(actor, project, WRITERS)
+    if not name or len(name) > 63:
+        raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
+    s, e = windows.window_parse(start, end, time_zone)
+    capacity_validate(kind=kind, gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli,
+                      zone=zone, max_leaves_per_rail=max_leaves_per_rail)
+    if end_action not in EndAction.values or not 0 <= notice_s <= MAX_NOTICE_S:
+        raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
+                                                                        "notice_s": [f"0..{MAX_NOTICE_S}"]})
+    with transaction.atomic():
+        lease = Lease.objects.create(
+            project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
+            gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli, zone=zone,
+            max_leaves_per_rail=max_leaves_per_rail, end_action=end_action, notice_s=notice_s)
+        event_record(actor=actor, action="reservations.lease.request", target=lease,
+                     organization=project.organization, after=lease_payload(lease))
+    refused = None
+    with transaction.atomic():
+        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
+        try:
+            with transaction.atomic():
+                _claim(lease, lease.count, lease.start)
+                transition(lease, "confirm", LEASE_TRANSITIONS, extra={"confirmed_at": clock.now()})
+                event_record(actor=actor, action="reservations.lease.confirm", target=lease,
+                             organization=project.organization, after={"status": lease.status},
+                             event=Event.LEASE_CONFIRMED, payload=lease_payload(lease))
+        except CapacityUnavailable as exc:
+            refused = exc
+            transition(lease, "reject", LEASE_TRANSITIONS,
+                       extra={"reason": exc.detail[:1000], "explanation": exc.explanation})
+            event_record(actor=actor, action="reservations.lease.reject", target=lease,
+                         organization=project.organization, after={"status": lease.status, "reason": exc.detail,
+                                                                   "constraint": exc.extra.get("constraint")})
+    if refused is not None:
+        raise CapacityUnavailable(refused.detail, explanation=refused.explanation, lease=str(lease.pk),
+                                  constraint=refused.extra.get("constraint", _constraint(refused.explanation)))
+    return lease
+
+
+# ---- update -------------------------------------------------------------------------------------------------
+def _immutable(msg: str, field: str):
+    return ValidationFailed(msg, code=Code.IMMUTABLE_FIELD, errors={field: [msg]})
+
+
+def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, end=None,
+                 count: int | None = None) -> Lease:
+    """Rename, move (before it starts), extend or shrink (`end`), or grow (`count`, a started lease gets the new
+    capacity from now). RW-032: a started lease's start cannot move and its end must stay in the future; a
+    finished lease can only be renamed; a refused update (400/409) leaves the lease exactly as it was.
+    Raises 409 `capacity_unavailable` when the new capacity does not exist."""
+    authorize_project(actor, lease.project, WRITERS)
+    with transaction.atomic():
+        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
+        tz = windows.zone_get(lease.time_zone)
+        new_start = windows.parse_instant(start, tz, "start") if start is not None else lease.start
+        new_end = windows.parse_instant(end, tz, "end") if end is not None else lease.end
+        new_count = lease.count if count is None else int(count)
+        before = {"name": lease.name, "start": lease.start, "end": lease.end, "count": lease.count}
+        changed = (new_start, new_end, new_count) != (lease.start, lease.end, lease.count)
+        if lease.status in LEASE_FINISHED and changed:
+            raise _immutable(f"A {lease.status} lease can only be renamed.", "end" if end is not None else "start")
+        if name is not None:
+            if not name or len(name) > 63:
+                raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
+            lease.name = name
+        if changed and lease.status in LEASE_STARTED:
+            _update_started(lease, new_start, new_end, new_count)
+        elif changed:
+            windows.window_check(new_start, new_end)
+            if not 1 <= new_count <= MAX_COUNT[lease.kind]:
+                raise _bad(f"count must be 1..{MAX_COUNT[lease.kind]}", "count")
+            allocations_release(consumer_id=lease.pk)  # nothing has started: the rows are deleted
+            lease.start, lease.end, lease.count = new_start, new_end, new_count
+            _claim(lease, lease.count, lease.start)
+        lease.save(update_fields=["name", "start", "end", "count", "status", "updated_at"])
+        event_record(actor=actor, action="reservations.lease.update", target=lease,
+                     organization=lease.project.organization, before=before,
+                     after={"name": lease.name, "start": lease.start, "end": lease.end, "count": lease.count})
+    return lease
+
+
+def _update_started(lease: Lease, new_start, new_end, new_count) -> None:
+    now = clock.now()
+    if new_start != lease.start:
+        raise _immutable("The start of a started lease cannot change.", "start")
+    if new_end <= now:
+        raise windows.InvalidWindow("The end of a started lease must be in the future.",
+                                    errors={"end": ["must be in the future"]})
+    windows.window_check(lease.start, new_end, check_start=False)
+    if new_count < lease.count:
+        raise _immutable("A started lease cannot give capacity back; shrink its end or cancel it.", "count")
+    if new_end != lease.end:
+        allocations_set_end(consumer_id=lease.pk, old_end=lease.end, new_end=new_end)
+        grew = new_end > lease.end
+        lease.end = new_end
+        if grew:
+            _check_reserve(lease, now)
+        if lease.status == LeaseStatus.ENDING and new_end - dt.timedelta(seconds=lease.notice_s) > now:
+            lease.status = LeaseStatus.ACTIVE
+    if new_count > lease.count:
+        _claim(lease, new_count - lease.count, now)
+        lease.count = new_count
+
+
+# ---- cancel and lifecycle -------------------------------------------------------------------------------------
+def lease_cancel(*, actor, lease: Lease) -> Lease:
+    """Cancel a lease not yet finished. A started lease's capacity returns now (its instances are stopped or
+    deleted as the lease chose); a future lease's rows are removed. 409 `invalid_state` when finished."""
+    authorize_project(actor, lease.project, WRITERS)
+    with transaction.atomic():
+        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
+        before = transition(lease, "cancel", LEASE_TRANSITIONS, extra={"ended_at": clock.now()})
+        if before in LEASE_STARTED:
+            _end_instances(lease)
+        allocations_release(consumer_id=lease.pk)
+        event_record(actor=actor, action="reservations.lease.cancel", target=lease,
+                     organization=lease.project.organization, before={"status": before},
+                     after={"status": lease.status}, event=Event.LEASE_ENDED if before in LEASE_STARTED else "",
+                     payload=lease_payload(lease))
+    return lease
+
+
+def _end_instances(lease: Lease) -> int:
+    """Stop or delete the lease's instances through compute's services (GPU reset/partition deactivation and
+    ledger release happen in compute's workflows)."""
+    from apps.compute.models import Instance
+    from apps.compute.services import instances as compute
+    from apps.core.errors import InvalidState
+
+    from ..models import InstanceTerms
+
+    n = 0
+    ids = InstanceTerms.objects.filter(lease=lease).values_list("instance_id", flat=True)
+    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status__in=("deleting", "deleted")):
+        try:
+            if lease.end_action == EndAction.DELETE:
+                compute.instance_delete(actor=None, instance=inst)
+            elif inst.status == "active":
+                compute.instance_stop(actor=None, instance=inst, hard=False)
+            n += 1
+        except InvalidState:
+            continue
+    return n
+
+
+def _step(pk, action: str, fn) -> bool:
+    with transaction.atomic():
+        lease = (Lease.objects.select_for_update(skip_locked=True).select_related("project__organization")
+                 .filter(pk=pk).first())
+        if lease is None or lease.status not in LEASE_TRANSITIONS[action][0]:
+            return False
+        fn(lease)
+        return True
+
+
+def _activate(lease: Lease) -> None:
+    from .spot import spot_preempt_for_lease
+
+    spot_preempt_for_lease(lease)
+    transition(lease, "activate", LEASE_TRANSITIONS, extra={"activated_at": clock.now()})
+    event_record(actor=None, action="reservations.lease.activate", target=lease,
+                 organization=lease.project.organization, after={"status": lease.status},
+                 event=Event.LEASE_STARTING, payload=lease_payload(lease))
+
+
+def _notice(lease: Lease) -> None:
+    transition(lease, "notice", LEASE_TRANSITIONS)
+    event_record(actor=None, action="reservations.lease.notice", target=lease,
+                 organization=lease.project.organization, after={"status": lease.status},
+                 event=Event.LEASE_ENDING_SOON, payload=lease_payload(lease))
+
+
+def _finish(lease: Lease) -> None:
+    before = transition(lease, "finish", LEASE_TRANSITIONS, extra={"ended_at": lease.end})
+    _end_instances(lease)
+    allocations_release(consumer_id=lease.pk, at=lease.end)
+    event_record(actor=None, action="reservations.lease.finish", target=lease,
+                 organization=lease.project.organization, before={"status": before}, after={"status": lease.status},
+                 event=Event.LEASE_ENDED, payload=lease_payload(lease))
+
+
+def leases_advance() -> dict:
+    """One beat tick: spot notices for leases starting within the grace period, activations (start reached),
+    ending notices (end - notice_s reached), ends (end reached), due spot preemptions. Each lease moves in its
+    own transaction (row lock, SKIP LOCKED: two workers never move one lease twice). Returns counts."""
+    from .. import conf
+    from .spot import spot_preempt_due, spot_preempt_for_lease
+
+    now = clock.now()
+    out = {"noticed_spot": 0, "activated": 0, "ending": 0, "ended": 0, "preempted": 0}
+    soon = Lease.objects.filter(status=LeaseStatus.CONFIRMED, start__lte=now + dt.timedelta(seconds=conf.spot_grace_s()))
+    for lease in soon.select_related("project__organization"):
+        with transaction.atomic():
+            out["noticed_spot"] += spot_preempt_for_lease(lease)
+    for pk in Lease.objects.filter(status=LeaseStatus.CONFIRMED, start__lte=now).values_list("pk", flat=True):
+        out["activated"] += _step(pk, "activate", _activate)
+    for pk, end, notice in Lease.objects.filter(status=LeaseStatus.ACTIVE, end__lte=now + dt.timedelta(
+            seconds=MAX_NOTICE_S)).values_list("pk", "end", "notice_s"):
+        if end - dt.timedelta(seconds=notice) <= now < end:
+            out["ending"] += _step(pk, "notice", _notice)
+    for pk in Lease.objects.filter(status__in=LEASE_STARTED, end__lte=now).values_list("pk", flat=True):
+        out["ended"] += _step(pk, "finish", _finish)
+    out["preempted"] = spot_preempt_due()
+    return out

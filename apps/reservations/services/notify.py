@@ -1,0 +1,111 @@
+"""Audited events and the notification outbox.
+
+`event_record` writes the audit event and, in the same transaction, one outbox row per active webhook endpoint
+of the organization subscribed to the event, plus one e-mail row to the organization's billing e-mail (when
+set) for tenant-facing events. `notifications_deliver` (Celery beat, and after each commit that wrote rows)
+sends due rows: webhooks as a signed JSON POST, e-mail through Django's mail backend; a failure is retried
+with exponential backoff (30 s, 60 s, 120 s, ... capped at one hour) up to `RESERVATIONS_WEBHOOK_MAX_ATTEMPTS`.
+
+Signature (same scheme as Stripe's and Standard Webhooks' documented HMAC signing): header
+``Gpucloud-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>``; receivers recompute it
+and reject old timestamps. Header ``Gpucloud-Event`` carries the event name, ``Gpucloud-Delivery`` the row id.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import logging
+
+import requests
+from django.core.mail import send_mail
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
+
+from apps.audit.services import audit_record
+from apps.core import clock
+from apps.core.tasks import enqueue_on_commit
+
+from .. import conf
+from ..models import Notification, WebhookEndpoint
+from ..states import Channel, DeliveryStatus
+
+log = logging.getLogger("gpucloud.reservations")
+MAX_BACKOFF_S = 3600
+
+
+def event_record(*, actor, action: str, target, organization, project=None, before=None, after=None,
+                 event: str = "", payload: dict | None = None):
+    """Audit `action` on `target`; when `event` is given also queue its notifications (same transaction)."""
+    audit = audit_record(actor=actor, action=action, target=target, organization=organization, project=project,
+                         before=before, after=after)
+    if event:
+        _outbox(organization, event, payload or {}, audit.pk)
+    return audit
+
+
+def _outbox(organization, event: str, payload: dict, audit_id) -> None:
+    now = clock.now()
+    body = json.loads(json.dumps({"event": event, "occurred_at": now, "data": payload}, cls=DjangoJSONEncoder))
+    rows = [Notification(organization=organization, channel=Channel.WEBHOOK, endpoint=ep, event=event,
+                         payload=body, audit_event_id=audit_id, next_attempt_at=now)
+            for ep in WebhookEndpoint.objects.filter(organization=organization, is_active=True)
+            if not ep.events or event in ep.events]
+    if organization.billing_email:
+        rows.append(Notification(organization=organization, channel=Channel.EMAIL, recipient=organization.billing_email,
+                                 event=event, payload=body, audit_event_id=audit_id, next_attempt_at=now))
+    if rows:
+        Notification.objects.bulk_create(rows)
+        from ..tasks import notifications_deliver_task
+
+        enqueue_on_commit(notifications_deliver_task, queue="default")
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """Hex HMAC-SHA256 of ``b"<timestamp>." + body`` under `secret`."""
+    return hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+
+
+def _send(n: Notification) -> None:
+    body = json.dumps(n.payload, sort_keys=True).encode()
+    if n.channel == Channel.EMAIL:
+        data = n.payload.get("data", {})
+        send_mail(subject=f"[gpucloud] {n.event}: {data.get('name', '')}".strip(),
+                  message=json.dumps(n.payload, indent=2, sort_keys=True), from_email=None,
+                  recipient_list=[n.recipient])
+        return
+    ts = int(clock.now().timestamp())
+    resp = requests.post(n.endpoint.url, data=body, timeout=conf.webhook_timeout_s(), allow_redirects=False,
+                         headers={"Content-Type": "application/json", "Gpucloud-Event": n.event,
+                                  "Gpucloud-Delivery": str(n.pk),
+                                  "Gpucloud-Signature": f"t={ts},v1={sign(n.endpoint.secret, ts, body)}"})
+    if not 200 <= resp.status_code < 300:
+        raise RuntimeError(f"HTTP {resp.status_code}")
+
+
+def notifications_deliver(*, limit: int = 100) -> int:
+    """Send due outbox rows (each under its own row lock, SKIP LOCKED). Returns how many were delivered."""
+    delivered = 0
+    due = Notification.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=clock.now())
+    for pk in list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit]):
+        with transaction.atomic():
+            n = (Notification.objects.select_for_update(skip_locked=True).select_related("endpoint")
+                 .filter(pk=pk, status=DeliveryStatus.PENDING).first())
+            if n is None:
+                continue
+            n.attempts += 1
+            try:
+                _send(n)
+            except Exception as exc:  # noqa: BLE001 - any failure of the receiver is retried
+                n.last_error = str(exc)[:1000]
+                if n.attempts >= conf.webhook_max_attempts():
+                    n.status = DeliveryStatus.FAILED
+                n.next_attempt_at = clock.now() + dt.timedelta(seconds=min(MAX_BACKOFF_S, 30 * 2 ** (n.attempts - 1)))
+                log.warning("notification_failed", extra={"notification": str(n.pk), "error": n.last_error})
+            else:
+                n.status, n.delivered_at, n.last_error = DeliveryStatus.DELIVERED, clock.now(), ""
+                delivered += 1
+            n.save(update_fields=["attempts", "status", "next_attempt_at", "last_error", "delivered_at",
+                                  "updated_at"])
+    return delivered

@@ -1,0 +1,190 @@
+"""Instance requests with capacity terms, and the on-demand queue.
+
+`instance_request_create` creates the instance through compute's `instance_create` (same validation, quotas,
+Idempotency-Key and create operation) and records its `InstanceTerms` (on-demand, spot, or inside a lease). With
+``queue_timeout_s > 0`` it also records a `QueuedRequest`: the instance's create operation then waits at its
+placement step (compute's placement hook, `apps.reservations.hooks`) until `queue_process` places it, in queue
+order, or the timeout passes (the create fails with `queue_expired` and the instance goes to `error`).
+
+Queue order: `priority` (the project's `QueuePriority`, higher first), then fair share (the organization holding
+the fewest GPUs now goes first), then age. `queue_process` runs after every request, every beat tick and after
+capacity frees; it tries every waiting request in that order (a smaller request behind a large one that cannot
+fit yet may go first: backfill). When the head request cannot be placed because spot instances hold GPUs, those
+are chosen for preemption (grace period, notification).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from django.db import transaction
+
+from apps.compute.models import Instance
+from apps.compute.services import instances as compute
+from apps.core import clock
+from apps.core.errors import NotFound, ValidationFailed
+from apps.core.tasks import enqueue_on_commit
+from apps.core.transitions import transition
+from apps.operations.models import Operation
+from apps.scheduling.errors import CapacityUnavailable
+from apps.scheduling.selectors import quota_usage
+
+from .. import conf
+from ..errors import LeaseNotUsable
+from ..models import InstanceTerms, Lease, QueuedRequest, QueuePriority
+from ..states import LEASE_STARTED, QUEUE_TRANSITIONS, Market, QueueStatus
+from .notify import event_record
+
+
+def _lease_for(project, lease_id) -> Lease:
+    lease = Lease.objects.filter(pk=lease_id, project=project).first() if lease_id else None
+    if lease is None:
+        raise NotFound("Lease not found.", errors={"lease": ["not found"]})
+    if lease.status not in LEASE_STARTED:
+        raise LeaseNotUsable(f"Instances can be created in an active lease; this one is {lease.status}.",
+                             current_state=lease.status)
+    return lease
+
+
+def _gpus(flavor) -> int:
+    return flavor.gpu_count if flavor.gpu_form == "gpu" else (1 if flavor.gpu_form in ("mig", "vgpu", "share") else 0)
+
+
+def instance_request_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
+                            user_data: str = "", market: str = Market.ON_DEMAND, lease_id=None,
+                            queue_timeout_s: int = 0, idempotency_key: str = "", request_id: str = ""):
+    """Create an instance with capacity terms. Returns (instance, operation, terms, queued request or None).
+    400 for a bad market / timeout, 404 `not_found` for a lease not in the project, 409 `lease_not_usable` for a
+    lease that is not active; compute's own errors otherwise."""
+    if market not in Market.values or (market == Market.LEASE) != bool(lease_id):
+        raise ValidationFailed("market is on_demand, spot, or lease (with lease)",
+                               errors={"market": ["on_demand | spot | lease (lease requires `lease`)"]})
+    if not 0 <= queue_timeout_s <= conf.queue_max_timeout_s():
+        raise ValidationFailed("queue_timeout_s out of range",
+                               errors={"queue_timeout_s": [f"0..{conf.queue_max_timeout_s()} seconds"]})
+    with transaction.atomic():
+        lease = _lease_for(project, lease_id) if market == Market.LEASE else None
+        inst, op, replayed = compute.instance_create(
+            actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id,
+            ssh_key_ids=ssh_key_ids, user_data=user_data, idempotency_key=idempotency_key, request_id=request_id)
+        if replayed:
+            terms = InstanceTerms.objects.get(instance=inst)
+            return inst, op, terms, QueuedRequest.objects.filter(instance=inst).first()
+        terms = InstanceTerms.objects.create(instance=inst, project=project, market=market, lease=lease)
+        queued = None
+        if queue_timeout_s:
+            expires = clock.now() + dt.timedelta(seconds=queue_timeout_s)
+            prio = QueuePriority.objects.filter(project=project).values_list("priority", flat=True).first() or 0
+            queued = QueuedRequest.objects.create(project=project, organization=project.organization, instance=inst,
+                                                  priority=prio, gpus=_gpus(inst.flavor), expires_at=expires)
+            # the create operation waits at its placement step until the queue places it or it expires
+            Operation.objects.filter(pk=op.pk).update(deadline_at=expires + dt.timedelta(seconds=900))
+            from ..tasks import queue_process_task
+
+            enqueue_on_commit(queue_process_task, queue="provisioning")
+        event_record(actor=actor, action="reservations.instance_terms.create", target=inst,
+                     organization=project.organization,
+                     after={"market": market, "lease": str(lease.pk) if lease else None,
+                            "queue_timeout_s": queue_timeout_s})
+    return inst, op, terms, queued
+
+
+def _ordered_waiting() -> list[QueuedRequest]:
+    waiting = list(QueuedRequest.objects.filter(status=QueueStatus.WAITING).select_related(
+        "organization", "instance__flavor", "instance__project"))
+    usage: dict = {}
+    for q in waiting:
+        if q.organization_id not in usage:
+            usage[q.organization_id] = quota_usage("gpus", organization=q.organization)
+    return sorted(waiting, key=lambda q: (-q.priority, usage[q.organization_id], q.created_at, q.pk))
+
+
+def queue_positions() -> dict:
+    """{queued request id: 1-based position} of the waiting requests."""
+    return {q.pk: i for i, q in enumerate(_ordered_waiting(), start=1)}
+
+
+def queue_expire(q: QueuedRequest) -> None:
+    transition(q, "expire", QUEUE_TRANSITIONS)
+    event_record(actor=None, action="reservations.queue.expire", target=q.instance,
+                 organization=q.organization, after={"status": q.status, "reason": q.reason})
+    _kick(q.instance)
+
+
+def _kick(inst: Instance) -> None:
+    """Run the instance's create operation now (it re-checks its queued request at the placement step)."""
+    from apps.operations.tasks import operation_run_step_task
+
+    op = compute.current_operation(inst)
+    if op is not None:
+        enqueue_on_commit(operation_run_step_task, str(op.pk), queue="provisioning")
+
+
+def _try_place(q: QueuedRequest) -> bool:
+    from apps.compute.services.placement import instance_place_and_claim
+
+    inst = Instance.objects.select_for_update().select_related("flavor").get(pk=q.instance_id)
+    if inst.status not in ("pending", "provisioning") or inst.host_id is not None:
+        transition(q, "cancel", QUEUE_TRANSITIONS)
+        return False
+    op = compute.current_operation(inst)
+    try:
+        with transaction.atomic():
+            transition(q, "place", QUEUE_TRANSITIONS, extra={"placed_at": clock.now()})
+            instance_place_and_claim(actor=None, instance=inst, operation=op)
+    except CapacityUnavailable as exc:
+        q.status = QueueStatus.WAITING
+        QueuedRequest.objects.filter(pk=q.pk).update(reason=exc.detail[:1000], explanation=exc.explanation,
+                                                     updated_at=clock.now())
+        q.reason = exc.detail[:1000]
+        _preempt_spot(q, exc)
+        return False
+    event_record(actor=None, action="reservations.queue.place", target=inst, organization=q.organization,
+                 after={"status": q.status, "host": str(inst.host_id)})
+    _kick(inst)
+    return True
+
+
+def _preempt_spot(q: QueuedRequest, exc: CapacityUnavailable) -> None:
+    from apps.scheduling.models import Allocation
+
+    from .spot import spot_preempt_for_request
+
+    flavor = q.instance.flavor
+    terms = InstanceTerms.objects.filter(instance_id=q.instance_id).first()
+    if flavor.gpu_form != "gpu" or not flavor.gpu_model or (terms and terms.market != Market.ON_DEMAND):
+        return
+    if InstanceTerms.objects.filter(market=Market.SPOT, interruption_at__isnull=False, preempted_at__isnull=True,
+                                    instance__flavor__gpu_model=flavor.gpu_model).exists():
+        return  # spot capacity is already on its way out for the queue
+    hosts = Allocation.objects.filter(spot=True, period__upper_inf=True).values_list("host_id", flat=True)
+    spot_preempt_for_request(host_ids=set(hosts), gpus_needed=flavor.gpu_count, model=flavor.gpu_model,
+                             why=f"On-demand work queued for {flavor.gpu_model} GPUs needs this host "
+                                 "(spot instances are preempted for on-demand and reserved work).")
+
+
+def queue_process() -> dict:
+    """Expire due requests, then try to place every waiting request in queue order. Returns counts."""
+    now = clock.now()
+    out = {"placed": 0, "expired": 0, "waiting": 0}
+    for q in _ordered_waiting():
+        with transaction.atomic():
+            fresh = QueuedRequest.objects.select_for_update(skip_locked=True).filter(
+                pk=q.pk, status=QueueStatus.WAITING).select_related("instance", "organization").first()
+            if fresh is None:
+                continue
+            if fresh.expires_at <= now:
+                queue_expire(fresh)
+                out["expired"] += 1
+            elif _try_place(fresh):
+                out["placed"] += 1
+            else:
+                out["waiting"] += 1
+    return out
+
+
+def queued_request_cancel_for(inst: Instance) -> None:
+    """Cancel the instance's waiting request (its instance was deleted)."""
+    q = QueuedRequest.objects.filter(instance=inst, status=QueueStatus.WAITING).first()
+    if q is not None:
+        transition(q, "cancel", QUEUE_TRANSITIONS)

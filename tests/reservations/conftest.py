@@ -1,0 +1,35 @@
+"""Reservations test world: compute's world (two organizations, flavors, image, fake compute driver) plus helpers
+to build hosts, move the clock and run lease / queue ticks. Real PostgreSQL rows, real ledger, real runner."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import time_machine
+
+from apps.compute.models import Flavor
+from apps.reservations.services.leases import lease_create
+from tests.compute.conftest import drive, fake_driver, gpu_host, world  # noqa: F401  (fixtures)
+
+T0 = dt.datetime(2026, 3, 1, 8, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def clock():
+    """A controllable clock starting at T0 (2026-03-01 08:00 UTC); `clock.move_to(x)` moves it."""
+    with time_machine.travel(T0, tick=False) as traveller:
+        yield traveller
+
+
+def at(hh: int, mm: int = 0, day: int = 1) -> dt.datetime:
+    return dt.datetime(2026, 3, day, hh, mm, tzinfo=dt.UTC)
+
+
+def lease(project, *, start, end, kind="gpus", count=8, name="l1", **kw):
+    return lease_create(actor=None, project=project, name=name, start=start, end=end, kind=kind,
+                        gpu_model=kw.pop("gpu_model", "H100-SXM5-80GB"), count=count, **kw)
+
+
+def flavor8(name="g8-h100") -> Flavor:
+    return Flavor.objects.create(name=name, vcpus=16, memory_mib=65536, disk_gib=100, gpu_form="gpu",
+                                 gpu_model="H100-SXM5-80GB", gpu_count=8)

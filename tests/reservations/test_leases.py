@@ -1,0 +1,100 @@
+"""Lease confirmation against the ledger: overlaps, back-to-back windows, on-demand and spot work, the
+on-demand reserve, cancel, and the lifecycle ticks (activate, ending notice, end) with audit and notifications."""
+import uuid
+
+import pytest
+
+from apps.audit.models import AuditEvent
+from apps.reservations.models import Lease, Notification, OnDemandReserve
+from apps.reservations.services.leases import lease_cancel, leases_advance
+from apps.scheduling.errors import CapacityUnavailable
+from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim
+from apps.scheduling.models import Allocation
+
+from .conftest import at, gpu_host, lease
+
+pytestmark = pytest.mark.django_db
+
+
+def test_overlap_on_the_same_capacity_is_rejected_and_kept_with_the_reason(world, clock):
+    gpu_host()
+    first = lease(world.project_a, start=at(9), end=at(12))
+    assert first.status == "confirmed"
+    with pytest.raises(CapacityUnavailable) as exc:
+        lease(world.project_b, start=at(11), end=at(13), name="l2")
+    assert exc.value.extra["constraint"] == "gpu_capacity"
+    rejected = Lease.objects.get(project=world.project_b)
+    assert rejected.status == "rejected"
+    assert rejected.explanation["filters"]
+    assert not Allocation.objects.filter(consumer_id=rejected.pk).exists()
+    assert Allocation.objects.filter(consumer_id=first.pk).count() == 8
+
+
+def test_back_to_back_windows_both_confirmed(world, clock):
+    gpu_host()
+    a = lease(world.project_a, start="2026-03-01 09:00", end="2026-03-01 12:00")
+    b = lease(world.project_b, start="2026-03-01 12:00", end="2026-03-01 15:00", name="l2")
+    assert (a.status, b.status) == ("confirmed", "confirmed")
+    assert a.end == b.start == at(12)
+
+
+def test_running_on_demand_work_blocks_a_lease_until_it_ends(world, clock):
+    h = gpu_host()
+    g = list(h.gpus.order_by("index"))
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", world.project_b.pk),
+                      specs=[AllocationSpec(h.id, "gpu", gpu_id=g[0].id)])  # open-ended, started now
+    with pytest.raises(CapacityUnavailable):
+        lease(world.project_a, start=at(20), end=at(22, day=2), count=8)
+    assert lease(world.project_a, start=at(20), end=at(22, day=2), count=4, name="l2").status == "confirmed"
+
+
+def test_spot_work_never_blocks_a_lease(world, clock):
+    h = gpu_host()
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", world.project_b.pk), spot=True,
+                      specs=[AllocationSpec(h.id, "gpu", gpu_id=gg.id) for gg in h.gpus.all()])
+    assert lease(world.project_a, start=at(9), end=at(10)).status == "confirmed"
+
+
+def test_on_demand_reserve_is_kept_free(world, clock):
+    gpu_host(), gpu_host()
+    OnDemandReserve.objects.create(gpu_model="H100-SXM5-80GB", gpus=4)
+    with pytest.raises(CapacityUnavailable) as exc:
+        lease(world.project_a, start=at(9), end=at(10), kind="gpus", count=16)
+    assert exc.value.extra["constraint"] == "on_demand_reserve"
+    assert lease(world.project_a, start=at(9), end=at(10), kind="gpus", count=12, name="l2").status == "confirmed"
+    assert Allocation.objects.filter(consumer_type="lease").count() == 12
+
+
+def test_lifecycle_ticks_are_audited_and_notify(world, clock, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    world.org_a.billing_email = "ops@a.example"
+    world.org_a.save()
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), notice_s=1800)
+    clock.move_to(at(9))
+    assert leases_advance()["activated"] == 1
+    clock.move_to(at(11, 29))
+    assert leases_advance()["ending"] == 0
+    clock.move_to(at(11, 30))
+    assert leases_advance()["ending"] == 1
+    clock.move_to(at(12))
+    assert leases_advance()["ended"] == 1
+    le.refresh_from_db()
+    assert le.status == "ended"
+    actions = list(AuditEvent.objects.filter(target_id=str(le.pk)).order_by("created_at")
+                   .values_list("action", flat=True))
+    assert actions == ["reservations.lease.request", "reservations.lease.confirm", "reservations.lease.activate",
+                       "reservations.lease.notice", "reservations.lease.finish"]
+    assert sorted(Notification.objects.values_list("event", flat=True)) == [
+        "lease.confirmed", "lease.ended", "lease.ending_soon", "lease.starting"]
+    # the capacity is back: a new lease on the same GPUs right after the end succeeds
+    assert lease(world.project_b, start=at(12), end=at(13), name="next").status == "confirmed"
+
+
+def test_cancel_returns_capacity(world, clock):
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12))
+    le = lease_cancel(actor=None, lease=le)
+    assert le.status == "cancelled"
+    assert not Allocation.objects.filter(consumer_id=le.pk).exists()
+    assert lease(world.project_b, start=at(9), end=at(12), name="l2").status == "confirmed"
