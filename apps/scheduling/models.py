@@ -22,7 +22,7 @@ from django.contrib.postgres.constraints import ExclusionConstraint
 from django.contrib.postgres.fields import ArrayField, DateTimeRangeField, IntegerRangeField, RangeOperators
 from django.db import models
 from django.db.backends.postgresql.psycopg_any import NumericRange
-from django.db.models import Q
+from django.db.models import F, Q
 
 from apps.core.clock import now
 from apps.core.ids import uuid7
@@ -158,6 +158,8 @@ class HostUsage(models.Model):
     gpu_model = models.CharField(max_length=32, blank=True, help_text="catalog key of the host's GPUs")
     gpus_exclusive = models.PositiveSmallIntegerField(default=0, help_text="healthy GPUs in exclusive mode")
     gpus_busy = models.PositiveSmallIntegerField(default=0, help_text="GPUs with any live allocation")
+    gpus_free = models.GeneratedField(expression=F("gpus_exclusive") - F("gpus_busy"),
+                                      output_field=models.SmallIntegerField(), db_persist=True)
     vcpus_used = models.PositiveIntegerField(default=0)
     memory_used_mib = models.PositiveBigIntegerField(default=0)
     projects = ArrayField(models.UUIDField(), default=list, blank=True,
@@ -165,3 +167,9 @@ class HostUsage(models.Model):
     dedicated_project = models.ForeignKey("tenancy.Project", on_delete=models.SET_NULL, null=True, blank=True,
                                           related_name="+", help_text="set while a tenant-dedicated claim holds it")
     updated_at = models.DateTimeField(default=now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["gpu_model", "gpus_free", "host"], name="sched_usage_model_free"),
+            models.Index(fields=["gpus_free", "host"], name="sched_usage_free"),
+        ]

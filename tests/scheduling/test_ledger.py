@@ -353,3 +353,16 @@ def test_rw066_audit_reports_and_removes_orphans(p, h):
         assert gpu_usage_for_project(p) == 2
     finally:
         maintenance._RESOLVERS.pop("instance", None)
+
+
+def test_usage_rows_follow_inventory_through_triggers():
+    """A new host gets its ledger row at once; GPU inserts, health / mode changes and deletes update the host's
+    healthy exclusive GPU count (statement-level triggers, docs/adr/0402)."""
+    h = fleet.host(gpus=4, nvswitch="")
+    u = HostUsage.objects.get(host=h)
+    assert (u.gpu_model, u.gpus_exclusive, u.gpus_free) == ("H100-SXM5-80GB", 4, 4)
+    h.gpus.filter(index__in=[0, 1]).update(health="faulty")
+    h.gpus.filter(index=2).update(mode="mig")
+    assert HostUsage.objects.get(host=h).gpus_free == 1
+    h.gpus.filter(index=3).delete()
+    assert HostUsage.objects.get(host=h).gpus_exclusive == 0

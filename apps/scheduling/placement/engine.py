@@ -16,7 +16,6 @@ mig_geometry, vgpu_capacity, share_capacity) and topology.
 """
 from __future__ import annotations
 
-import time
 import uuid
 
 from django.db import connection
@@ -28,15 +27,12 @@ from apps.inventory.states import HostState
 
 from ..ledger import AllocationSpec
 from ..ledger import sql as ledger_sql
-from ..ledger.core import refresh_usage
 from . import devices, sql, weighers
 from .explanation import Explanation
 from .request import Candidate, HostChoice, PlacementRequest, Result
 from .topology import select_hosts
 
 FAST_OVERFETCH = 8
-_ENSURED = {"at": 0.0}
-ENSURE_EVERY_S = 10.0
 
 
 class _Ctx:
@@ -87,30 +83,23 @@ def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
 
 
 # ---- fast path ------------------------------------------------------------------------------------------
-def _ensure_usage_rows(now) -> None:
-    if time.monotonic() - _ENSURED["at"] < ENSURE_EVERY_S:
-        return
-    with connection.cursor() as cur:
-        cur.execute(sql.MISSING_USAGE_HOSTS)
-        missing = [r[0] for r in cur.fetchall()]
-        if missing:
-            cur.execute(ledger_sql.ENSURE_USAGE_ROWS, [now, missing])
-    if missing:
-        refresh_usage(missing, now)
-    _ENSURED["at"] = time.monotonic()
-
-
 def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     req = ctx.req
-    _ensure_usage_rows(ctx.now)
     n_fetch = limit * FAST_OVERFETCH if req.hosts == 1 else max(req.hosts * 50, 2000)
     params = {**ctx.params, "kind": req.provisioning_kind, "zone": ctx.zone_id, "gpus": req.gpus_per_host,
               "vcpus": req.vcpus, "memory": req.memory_mib, "dedicated": req.dedicated,
               "exclude": list(exclude), "limit": n_fetch}
+    direction = "DESC" if ctx.policy == "spread" else "ASC"
+    models = list(req.gpu_models)
+    if len(models) == 1:  # equality on the leading index column keeps the scan in rank order
+        model_filter, model_order, params["model"] = "u.gpu_model = %(model)s AND", f"u.gpu_model {direction},", models[0]
+    elif models:
+        model_filter, model_order = "u.gpu_model = ANY(%(models)s::text[]) AND", ""
+    else:
+        model_filter, model_order = "", ""
     with connection.cursor() as cur:
-        # a host without a summary row sorts as "very free": last for binpack, first for spread
-        direction = "DESC" if ctx.policy == "spread" else "ASC"
-        cur.execute(sql.FAST_HOSTS.format(direction=direction, unknown=1000), params)
+        cur.execute(sql.FAST_HOSTS.format(direction=direction, model_filter=model_filter, model_order=model_order),
+                    params)
         hosts = cur.fetchall()
     exp = Explanation(len(hosts), "fast")
     choices: list[tuple[tuple, HostChoice]] = []

@@ -49,29 +49,21 @@ LEFT JOIN cc ON cc.host_id = h.id
 LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
 """
 
-#: Fast path for on-demand whole-GPU (or CPU-only) requests: pre-rank on the per-host usage summary. A host
-#: without a summary row yet (just enrolled) ranks as if empty; the device step checks it against the ledger.
+#: Fast path for on-demand whole-GPU (or CPU-only) requests: pre-rank on the per-host usage summary, walking
+#: the (gpu_model, gpus_free, host) index in rank order and stopping at LIMIT (a few dozen index tuples).
 FAST_HOSTS = """
-SELECT h.id, h.name, h.nvswitch_system FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
-WHERE h.state = 'available'
+SELECT h.id, h.name, h.nvswitch_system FROM scheduling_hostusage u JOIN inventory_host h ON h.id = u.host_id
+WHERE {model_filter} u.gpus_free >= %(gpus)s
+  AND h.state = 'available'
   AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
   AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
   AND (cardinality(%(exclude)s::uuid[]) = 0 OR NOT (h.id = ANY(%(exclude)s::uuid[])))
-  AND (u.host_id IS NULL OR (
-        (cardinality(%(models)s::text[]) = 0 OR u.gpu_model = ANY(%(models)s::text[]))
-    AND u.gpus_exclusive - u.gpus_busy >= %(gpus)s
-    AND h.cpu_threads - u.vcpus_used >= %(vcpus)s
-    AND h.memory_mib - u.memory_used_mib >= %(memory)s
-    AND (u.dedicated_project_id IS NULL OR u.dedicated_project_id = %(project)s::uuid)
-    AND (NOT %(dedicated)s OR u.projects <@ ARRAY[%(project)s::uuid])))
-ORDER BY coalesce(u.gpus_exclusive - u.gpus_busy, {unknown}) {direction},
-         coalesce(h.cpu_threads - u.vcpus_used, h.cpu_threads) {direction}, h.id
+  AND h.cpu_threads - u.vcpus_used >= %(vcpus)s
+  AND h.memory_mib - u.memory_used_mib >= %(memory)s
+  AND (u.dedicated_project_id IS NULL OR u.dedicated_project_id = %(project)s::uuid)
+  AND (NOT %(dedicated)s OR u.projects <@ ARRAY[%(project)s::uuid])
+ORDER BY {model_order} u.gpus_free {direction}, u.host_id {direction}
 LIMIT %(limit)s
-"""
-
-#: Hosts of the fleet that have no ledger row yet (new hosts): created with a fresh summary.
-MISSING_USAGE_HOSTS = """
-SELECT h.id FROM inventory_host h LEFT JOIN scheduling_hostusage u ON u.host_id = h.id WHERE u.host_id IS NULL
 """
 
 #: Free whole GPUs of some hosts (device step of the fast path).
