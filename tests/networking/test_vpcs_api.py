@@ -165,3 +165,36 @@ def test_list_query_count_is_bounded(tenant_a, django_assert_max_num_queries):
     with django_assert_max_num_queries(12):
         r = tenant_a.client.get("/api/v1/ports")
     assert len(r.json()["results"]) == 6
+
+
+def test_demo_loader_is_idempotent(db):
+    import io
+
+    from apps.networking import demo
+    from apps.networking.models import PublicIpPool
+    from apps.tenancy import demo as tenancy_demo
+
+    out = io.StringIO()
+    tenancy_demo.load_demo(out)
+    demo.load_demo(out)
+    demo.load_demo(out)
+    assert Vpc.objects.filter(name="demo").count() == 1
+    assert PublicIpPool.objects.filter(name="public").count() == 1
+
+
+def test_beat_runs_the_reconcilers():
+    from gpucloud.celery import collect_beat_schedule
+
+    schedule = collect_beat_schedule()
+    assert schedule["networking-ovn-reconcile"]["task"] == "networking.ovn_reconcile_task"
+    assert schedule["networking-ib-reconcile"]["task"] == "networking.ib_reconcile_all_task"
+    assert {e["options"]["queue"] for k, e in schedule.items() if k.startswith("networking-")} == {"reconcile"}
+
+
+def test_unconfigured_backends_are_skipped(db, settings):
+    from apps.networking import tasks
+
+    settings.NETWORKING_OVN_NB_DB = ""
+    settings.NETWORKING_IB_FABRICS = {}
+    assert "skipped" in tasks.ovn_reconcile_task.delay().get()
+    assert tasks.ib_reconcile_all_task.delay().get() == {}
