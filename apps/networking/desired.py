@@ -5,7 +5,8 @@ OVN naming (stable, derived from our UUIDs, so a retry finds what the last try m
   peer LSP `gpc-rsp-<subnet id>`; port → LSP `gpc-p-<port id hex>`; security group → port group
   `pg_<sg id hex>`; public IP pool → external switch `gpc-ext-<pool id>` with a localnet port; a VPC with public
   IPs → gateway router port `gpc-gw-<vpc id>` (on the gateway chassis), a default route to the pool's gateway,
-  SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port.
+  SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port. IPv4 subnets with DHCP get a
+DHCP_Options row (gateway as server and router, DNS servers) that their ports reference.
 
 Security groups → ACLs (ovn-nb(5) ACL table): every port is in the port group `pg_gpc_default_drop`, whose
 priority 1001 ACLs drop all IP to and from it (a port is closed unless a rule opens it: the default deny, also
@@ -25,6 +26,7 @@ from apps.inventory.models import Fabric, HcaPort, Switch, SwitchLink
 
 from .drivers.base import (
     Acl,
+    DhcpOptions,
     LogicalRouter,
     LogicalSwitch,
     LogicalSwitchPort,
@@ -132,17 +134,22 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
         pips[pip.vpc_id].append(pip)
     port_v4 = {p.id: next((a for a in addresses[p.id] if ":" not in a), None) for p in all_ports}
 
-    switches, routers, pools = [], [], {}
+    switches, routers, pools, dhcp = [], [], {}, []
     for vpc in vpcs:
         rports, nats, routes = [], [], []
         for s in subnets[vpc.id]:
             net = ipaddress.ip_network(s.cidr)
-            rports.append(RouterPort(f"gpc-rp-{s.id}", derived_mac(f"rp-{s.id}"), (f"{s.gateway_ip}/{net.prefixlen}",)))
+            mac = derived_mac(f"rp-{s.id}")
+            rports.append(RouterPort(f"gpc-rp-{s.id}", mac, (f"{s.gateway_ip}/{net.prefixlen}",)))
             lsps = [LogicalSwitchPort(f"gpc-rsp-{s.id}", ("router",), (), "router",
                                       (("router-port", f"gpc-rp-{s.id}"),))]
+            dhcp_key = ""
+            if s.enable_dhcp and s.ip_version == 4:
+                dhcp_key = str(s.id)
+                dhcp.append(_dhcp_options(s, mac))
             for p in ports[s.id]:
                 entry = " ".join([p.mac_address, *addresses[p.id]])
-                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,)))
+                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,), dhcpv4_options=dhcp_key))
             switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
                                           external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))
         gateway = next((p for p in pips[vpc.id] if p.kind == PublicIpKind.ROUTER_GATEWAY), None)
@@ -163,7 +170,17 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
                         external_ids=_pairs(security_group=sg.id, project=sg.project_id))
               for sg in SecurityGroup.objects.all().order_by("id")]
     groups.append(_drop_group([lsp_name(p.id) for p in all_ports]))
-    return OvnTopology(tuple(routers), tuple(switches), tuple(groups))
+    return OvnTopology(tuple(routers), tuple(switches), tuple(groups), tuple(dhcp))
+
+
+def _dhcp_options(subnet: Subnet, router_mac: str) -> DhcpOptions:
+    """OVN native DHCPv4 (ovn-nb(5) DHCP_Options): the subnet's gateway answers as server and router;
+    lease 12 h; DNS servers when the subnet has them."""
+    options = [("lease_time", "43200"), ("router", subnet.gateway_ip), ("server_id", subnet.gateway_ip),
+               ("server_mac", router_mac)]
+    if subnet.dns_nameservers:
+        options.append(("dns_server", "{" + ", ".join(subnet.dns_nameservers) + "}"))
+    return DhcpOptions(str(subnet.id), subnet.cidr, tuple(sorted(options)))
 
 
 def _external_switches(pools: dict, pips: dict, vpcs: list) -> list[LogicalSwitch]:

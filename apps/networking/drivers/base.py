@@ -27,6 +27,16 @@ class LogicalSwitchPort:
     port_security: tuple[str, ...] = ()
     type: str = ""
     options: tuple[tuple[str, str], ...] = ()
+    dhcpv4_options: str = ""            # key of a DhcpOptions in the topology ("" = none)
+
+
+@dataclass(frozen=True)
+class DhcpOptions:
+    """OVN native DHCPv4 for one subnet (ovn-nb(5) DHCP_Options): `key` names it for the LSPs that use it."""
+
+    key: str
+    cidr: str
+    options: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class OvnTopology:
     routers: tuple[LogicalRouter, ...] = ()
     switches: tuple[LogicalSwitch, ...] = ()
     port_groups: tuple[PortGroup, ...] = ()
+    dhcp_options: tuple[DhcpOptions, ...] = ()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from apps.core.drivers import DriverError, DriverTransientError
 from .base import (
     OWNER_KEY,
     Acl,
+    DhcpOptions,
     LogicalRouter,
     LogicalSwitch,
     LogicalSwitchPort,
@@ -90,8 +91,9 @@ class OvnDriver:
             self._owned("Port_Group")
         lsp_rows = {r.name: r for r in self._rows("Logical_Switch_Port")}
         self._plan_deletes(topology, routers, switches, groups, first, result)
+        dhcp_refs = self._plan_dhcp(topology.dhcp_options, first, result)
         for sw in topology.switches:
-            self._plan_switch(sw, switches.get(sw.name), lsp_rows, first, result)
+            self._plan_switch(sw, switches.get(sw.name), lsp_rows, dhcp_refs, first, result)
         for rt in topology.routers:
             self._plan_router(rt, routers.get(rt.name), first, second, result)
         for pg in topology.port_groups:
@@ -134,15 +136,44 @@ class OvnDriver:
             out.append(nb.lr_del(name, if_exists=True))
             result.deleted += 1
 
-    @staticmethod
-    def _lsp_state(row) -> tuple:
-        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())))
+    DHCP_KEY = "gpucloud:dhcp"
+
+    def _plan_dhcp(self, wanted: tuple[DhcpOptions, ...], out: list, result: SyncResult) -> dict:
+        """Create, update or delete our DHCP_Options rows; returns key → row UUID or the create command (which
+        ovsdbapp resolves to the new row inside the same transaction)."""
+        nb = self.api
+        have = {r.external_ids.get(self.DHCP_KEY): r for r in self._rows("DHCP_Options")
+                if r.external_ids.get(OWNER_KEY) == "1"}
+        refs: dict = {}
+        for key, row in sorted(have.items(), key=lambda kv: str(kv[0])):
+            if key not in {d.key for d in wanted}:
+                out.append(nb.dhcp_options_del(row.uuid))
+                result.deleted += 1
+        for d in wanted:
+            row = have.get(d.key)
+            if row is None:
+                cmd = nb.db_create("DHCP_Options", cidr=d.cidr, options=dict(d.options),
+                                   external_ids={self.DHCP_KEY: d.key, **OWNED})
+                out.append(cmd)
+                refs[d.key] = cmd
+                result.created += 1
+                continue
+            if row.cidr != d.cidr or dict(row.options) != dict(d.options):
+                out.append(nb.db_set("DHCP_Options", row.uuid, ("cidr", d.cidr), ("options", dict(d.options))))
+                result.updated += 1
+            refs[d.key] = row.uuid
+        return refs
+
+    def _lsp_state(self, row) -> tuple:
+        dhcp = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv4_options), "")
+        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())), dhcp)
 
     @staticmethod
     def _lsp_wanted(p: LogicalSwitchPort) -> tuple:
-        return (tuple(p.addresses), tuple(p.port_security), p.type, tuple(sorted(p.options)))
+        return (tuple(p.addresses), tuple(p.port_security), p.type, tuple(sorted(p.options)), p.dhcpv4_options)
 
-    def _plan_switch(self, sw: LogicalSwitch, row, lsp_rows: dict, out: list, result: SyncResult) -> None:
+    def _plan_switch(self, sw: LogicalSwitch, row, lsp_rows: dict, dhcp_refs: dict, out: list,
+                     result: SyncResult) -> None:
         nb = self.api
         ext = {**dict(sw.external_ids), **OWNED}
         if row is None:
@@ -171,9 +202,10 @@ class OvnDriver:
                 result.updated += 1
             else:
                 result.created += 1
+            extra = {"dhcpv4_options": [dhcp_refs[port.dhcpv4_options]]} if port.dhcpv4_options else {}
             out.append(nb.lsp_add(sw.name, name, addresses=list(port.addresses),
                                   port_security=list(port.port_security), type=port.type,
-                                  options=dict(port.options)))
+                                  options=dict(port.options), **extra))
 
     def _plan_router(self, rt: LogicalRouter, row, out: list, gw_out: list, result: SyncResult) -> None:
         nb = self.api

@@ -73,6 +73,12 @@ def test_two_tenants_same_cidr_isolated_and_sg_rule_changes_trace(ovn):
     spoof = _flow(a1, a2).replace(f"ip4.src == {_ip(a1)}", "ip4.src == 10.0.1.99")
     assert _outputs(ovn.trace(ls_a, spoof)) == []
 
+    # OVN native DHCP answers a DISCOVER with the port's fixed address (the default drop group lets it pass)
+    dhcp = ovn.trace(ls_a, f'inport == "{lsp_name(a1.pk)}" && eth.src == {a1.mac_address} && '
+                           "eth.dst == ff:ff:ff:ff:ff:ff && ip4.src == 0.0.0.0 && ip4.dst == 255.255.255.255 && "
+                           "ip.ttl == 1 && udp.src == 68 && udp.dst == 67")
+    assert "offerip = 10.0.1.2" in dhcp and _outputs(dhcp) == [lsp_name(a1.pk)], dhcp
+
     second = _reconcile()
     assert (second["transactions"], second["commands"]) == (0, 0)     # idempotent: no transaction at all
 
@@ -95,6 +101,7 @@ def test_public_ip_nat_and_cleanup(ovn):
     pip = services.public_ip_create(actor=t.user, vpc=vpc, pool=pool, port=port)
     assert pip.address == "203.0.113.11"          # .10 went to the router's SNAT address
     _reconcile()
+    assert ovn.nbctl("--bare", "--columns=cidr", "list", "DHCP_Options").split() == ["10.0.1.0/24"]
     nat = ovn.nbctl("lr-nat-list", router_name(vpc.pk))
     assert re.search(r"dnat_and_snat\s+203\.0\.113\.11\s+10\.0\.1\.2", nat), nat
     assert re.search(r"snat\s+203\.0\.113\.10\s+10\.0\.0\.0/16", nat), nat
@@ -114,5 +121,6 @@ def test_public_ip_nat_and_cleanup(ovn):
     _reconcile()
     assert ovn.nbctl("--bare", "--columns=name", "list", "Logical_Switch").split() == ["not-ours"]
     assert ovn.nbctl("--bare", "--columns=name", "list", "Logical_Router").split() == []
+    assert ovn.nbctl("--bare", "--columns=_uuid", "list", "DHCP_Options").split() == []
     assert ovn.nbctl("--bare", "--columns=name,ports", "list", "Port_Group").split() == ["pg_gpc_default_drop"]
     assert SecurityGroup.objects.count() == 0
