@@ -139,3 +139,14 @@ def test_invalid_render_never_reaches_the_file(tmp_path):
 def test_smpquery_table_parser():
     text = "   0: 0x7fff 0x8101 0x0000 0x0202\n   8: 0x0000 0x0000\n64 pkeys capacity for this port\n"
     assert parse_pkey_table(text) == [0x7FFF, 0x8101, 0x0202]
+
+
+def test_rw043_fabric_with_500_partitions_is_accepted():
+    """RW-043: the 128-keys limit is per port; a fabric with 500 partitions (no port in more than 128) renders
+    and passes OpenSM's parser."""
+    require_ibsim()
+    specs = [PartitionSpec(f"t{i}", 0x0100 + i, tuple(PartitionMemberSpec(f"0x0c42a103{i:04x}{j:04x}", "full")
+                                                     for j in range(4)), ipoib=True) for i in range(500)]
+    text = render_partitions(specs)
+    assert text.count(" ;") == 501
+    assert validate_with_opensm(text) == (True, [])
