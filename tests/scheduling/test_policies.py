@@ -173,3 +173,49 @@ class TestInterface:
             get_policy("nope")
         with pytest.raises(ValueError):
             get_policy("fgd")
+
+
+class TestOurs:
+    def test_capacity_counts_copies_limited_by_gpu_granularity_and_cpu(self):
+        from apps.scheduling.policies.ours import CapacityModel
+
+        model = CapacityModel(DIST)  # shapes: (1 core, 500 milli) and (1 core, 1000 milli), one count each
+        batch = NodeBatch.from_views([node(gpus=(1000, 600), cpu=10_000), node(gpus=(1000, 600), cpu=2_500)])
+        # host 0: 500-shape fits 2 + 1 = 3 times, 1000-shape once -> 4; host 1: CPU caps both at 2 -> 3.
+        assert list(model.host_state(batch)[1]) == [4, 3]
+
+    def test_breaks_fgd_ties_towards_the_host_that_keeps_capacity(self):
+        ours, fgd = get_policy("ours", distribution=DIST), FgdPolicy(DIST)
+        cpu_pod = PodRequest(cpu_milli=3000, memory_mib=1)
+        rich = node("rich", gpus=(1000, 1000), cpu=100_000)
+        tight = node("tight", gpus=(1000, 1000), cpu=4_000)  # after 3 cores only 1 copy fits by CPU
+        assert fgd.score(rich, cpu_pod) == fgd.score(tight, cpu_pod) == 50
+        batch = NodeBatch.from_views([tight, rich])  # FGD's tie-break (rank) would pick "tight"
+        assert fgd.place(batch, cpu_pod).node == "tight"
+        assert ours.place(batch, cpu_pod).node == "rich"
+        assert ours.score(rich, cpu_pod) > ours.score(tight, cpu_pod)
+
+    def test_never_overrides_fgd_primary_order(self):
+        ours, fgd = get_policy("ours", distribution=DIST), FgdPolicy(DIST)
+        req = PodRequest(cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500)
+        a, b = node("a", gpus=(600, 1000)), node("b", gpus=(1000, 300), cpu=100_000)
+        assert fgd.score(a, req) > fgd.score(b, req)
+        assert ours.score(a, req) > ours.score(b, req)
+
+    def test_fast_place_equals_full_ranking(self):
+        rng = np.random.default_rng(5)
+        views = [node(f"h{i}", gpus=tuple(int(x) for x in rng.choice([0, 190, 530, 1000], size=rng.integers(1, 9))),
+                      cpu=int(rng.integers(1, 64)) * 1000, model=str(rng.choice(["G2", "T4"])))
+                 for i in range(40)]
+        ours = get_policy("ours", distribution=DIST)
+        batch = NodeBatch.from_views(views, rank=rng.permutation(40))
+        for _ in range(150):
+            kind = rng.integers(3)
+            req = (PodRequest(int(rng.integers(1, 8)) * 500, 1) if kind == 0 else
+                   PodRequest(1000, 1, 1, int(rng.choice([230, 470, 500, 810]))) if kind == 1 else
+                   PodRequest(2000, 1, int(rng.choice([1, 2])), 1000))
+            fast, full = ours.place(batch, req), ours.candidates(batch, req)
+            assert (fast is None) == (not full)
+            if fast is not None:
+                assert fast == full[0]
+                batch.apply(fast.row, req, fast.gpus)
