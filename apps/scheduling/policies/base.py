@@ -120,21 +120,14 @@ class NodeBatch:
     @classmethod
     def from_views(cls, views: Sequence[NodeView], rank: Iterable[int] | None = None) -> NodeBatch:
         n = len(views)
-        width = max((len(v.gpu_free_milli) for v in views), default=0)
-        models: list[str] = []
+        width = max(max((len(v.gpu_free_milli) for v in views), default=0), 1)
         index: dict[str, int] = {}
-        model_idx = np.zeros(n, dtype=np.int64)
-        gpu = np.full((n, max(width, 1)), NO_GPU, dtype=np.int64)
-        for i, v in enumerate(views):
-            if v.model not in index:
-                index[v.model] = len(models)
-                models.append(v.model)
-            model_idx[i] = index[v.model]
-            if v.gpu_free_milli:
-                gpu[i, : len(v.gpu_free_milli)] = v.gpu_free_milli
+        model_idx = np.fromiter((index.setdefault(v.model, len(index)) for v in views), dtype=np.int64, count=n)
+        pad = (NO_GPU,) * width
+        gpu = np.array([(v.gpu_free_milli + pad)[:width] for v in views], dtype=np.int64).reshape(n, width)
         return cls(
             names=[v.name for v in views],
-            models=models,
+            models=list(index),
             model_idx=model_idx,
             cpu_free=np.array([v.cpu_free_milli for v in views], dtype=np.int64),
             mem_free=np.array([v.memory_free_mib for v in views], dtype=np.int64),
