@@ -79,8 +79,9 @@ def test_back_to_back_over_the_api(world, now):
     for name, s, e in (("a", "2026-03-01 12:00", "2026-03-01 15:00"), ("b", "2026-03-01 15:00", "2026-03-01 18:00")):
         r = world.client_a.post("/api/v1/leases", body(world, name=name, start=s, end=e), format="json")
         assert r.status_code == 201, r.content
-    r = world.client_a.post("/api/v1/leases", body(world, name="c", start="2026-03-01 14:59",
-                                                   end="2026-03-01 15:01"), format="json")
+    r = world.client_b.post("/api/v1/leases", {**body(world, name="c", start="2026-03-01 14:59",
+                                                     end="2026-03-01 15:01"), "project": str(world.project_b.pk)},
+                            format="json")
     assert r.status_code == 409
     assert r.json()["code"] == "capacity_unavailable" and r.json()["constraint"] == "gpu_capacity"
     assert r.json()["lease"] == str(Lease.objects.get(name="c").pk)

@@ -8,7 +8,7 @@ occupy their GPUs until they end; spot rows are not in the holders set, so they 
 preempted when it starts (`spot`). The operator's on-demand reserve is checked after the claim, under a
 transaction-scoped advisory lock per GPU model, so two concurrent leases cannot both eat into it.
 
-Errors: 400 `invalid_lease_window`, `lease_start_in_past`, `lease_field_immutable`, `invalid_lease_capacity`;
+Errors: 422 `quota_exceeded` (quota ``leases``: unfinished leases); 400 `invalid_lease_window`, `lease_start_in_past`, `lease_field_immutable`, `invalid_lease_capacity`;
 409 `capacity_unavailable` (with ``explanation`` and ``constraint``), `invalid_state`; 404 for other tenants.
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from apps.scheduling.placement import PlacementRequest, TopologyConstraint
 from apps.scheduling.services import placement_claim
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
+from apps.tenancy.quotas import quota_check
 
 from ..errors import Code
 from ..models import Lease, OnDemandReserve
@@ -200,6 +201,7 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
         raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
                                                                         "notice_s": [f"0..{MAX_NOTICE_S}"]})
     with transaction.atomic():
+        quota_check(scope=project, resource="leases", requested=1)
         lease = Lease.objects.create(
             project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
             gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli, zone=zone,

@@ -90,7 +90,7 @@ def notifications_deliver(*, limit: int = 100) -> int:
     due = Notification.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=clock.now())
     for pk in list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit]):
         with transaction.atomic():
-            n = (Notification.objects.select_for_update(skip_locked=True).select_related("endpoint")
+            n = (Notification.objects.select_for_update(skip_locked=True, of=("self",)).select_related("endpoint")
                  .filter(pk=pk, status=DeliveryStatus.PENDING).first())
             if n is None:
                 continue

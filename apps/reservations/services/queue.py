@@ -22,7 +22,7 @@ from django.db import transaction
 from apps.compute.models import Instance
 from apps.compute.services import instances as compute
 from apps.core import clock
-from apps.core.errors import NotFound, ValidationFailed
+from apps.core.errors import NotFound, QuotaExceeded, ValidationFailed
 from apps.core.tasks import enqueue_on_commit
 from apps.core.transitions import transition
 from apps.operations.models import Operation
@@ -132,12 +132,14 @@ def _try_place(q: QueuedRequest) -> bool:
         with transaction.atomic():
             transition(q, "place", QUEUE_TRANSITIONS, extra={"placed_at": clock.now()})
             instance_place_and_claim(actor=None, instance=inst, operation=op)
-    except CapacityUnavailable as exc:
+    except (CapacityUnavailable, QuotaExceeded) as exc:
         q.status = QueueStatus.WAITING
-        QueuedRequest.objects.filter(pk=q.pk).update(reason=exc.detail[:1000], explanation=exc.explanation,
+        QueuedRequest.objects.filter(pk=q.pk).update(reason=exc.detail[:1000],
+                                                     explanation=getattr(exc, "explanation", {}),
                                                      updated_at=clock.now())
         q.reason = exc.detail[:1000]
-        _preempt_spot(q, exc)
+        if isinstance(exc, CapacityUnavailable):
+            _preempt_spot(q, exc)
         return False
     event_record(actor=None, action="reservations.queue.place", target=inst, organization=q.organization,
                  after={"status": q.status, "host": str(inst.host_id)})

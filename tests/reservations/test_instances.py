@@ -1,0 +1,160 @@
+"""Instances and capacity products: instances in a lease land only on its capacity and are stopped/deleted at
+its end; spot instances are preempted within their grace period when a lease starts, and their owner sees why;
+queued on-demand requests are placed in queue order when capacity frees and expire after their timeout; RW-036
+(a request that cannot run because of maintenance is held with the reason, not refused)."""
+import pytest
+
+from apps.compute.models import Instance
+from apps.compute.services.instances import instance_delete
+from apps.operations.models import Operation
+from apps.operations.runner import operation_run_step
+from apps.reservations.models import InstanceTerms, Notification, QueuedRequest
+from apps.reservations.services.leases import leases_advance
+from apps.reservations.services.queue import queue_process
+from apps.scheduling.models import Allocation
+
+from .conftest import at, finish, gpu_host, lease
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _room(world):
+    """The lease's GPUs count in the organization's `gpus` quota (top-level ledger rows), and compute's create
+    checks an instance in the lease as if it needed more: give the organizations room (see docs, known limits)."""
+    from apps.tenancy.models import Quota
+
+    Quota.objects.filter(organization__in=[world.org_a, world.org_b], project=None, resource="gpus").update(limit=64)
+
+
+def _request(w, flavor, name, *, client=None, project=None, **extra):
+    client = client or w.client_a
+    project = project or w.project_a
+    body = {"project": str(project.pk), "name": name, "flavor": str(flavor.pk), "image": str(w.image.pk), **extra}
+    r = client.post("/api/v1/instance-requests", body, format="json")
+    assert r.status_code == 202, r.content
+    return r.json()
+
+
+def _active_lease(w, clock, **kw):
+    le = lease(w.project_a, start=at(9), end=at(12), **kw)
+    clock.move_to(at(9))
+    leases_advance()
+    le.refresh_from_db()
+    assert le.status == "active"
+    return le
+
+
+@pytest.mark.parametrize("end_action,final", [("stop", "stopped"), ("delete", "deleted")])
+def test_instances_in_a_lease_land_on_its_capacity_and_end_with_it(world, clock, end_action, final):
+    h1, h2 = gpu_host(), gpu_host()
+    le = _active_lease(world, clock, kind="hosts", count=1, end_action=end_action)
+    leased_host = Allocation.objects.filter(consumer_id=le.pk).first().host_id
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert body["capacity"]["market"] == "lease" and body["capacity"]["lease"] == str(le.pk)
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    assert inst.host_id == leased_host
+    row = Allocation.objects.get(consumer_id=inst.pk, resource_class="gpu")
+    assert row.parent.consumer_id == le.pk and row.period.upper == at(12)
+    outside = _request(world, world.gpu1, "on-demand")
+    finish(outside["operation"]["id"])
+    assert Instance.objects.get(pk=outside["instance"]["id"]).host_id == ({h1.id, h2.id} - {leased_host}).pop()
+    clock.move_to(at(12))
+    assert leases_advance()["ended"] == 1
+    op = Operation.objects.filter(target_id=inst.pk).order_by("-created_at").first()
+    assert finish(op.pk).status == "succeeded"
+    inst.refresh_from_db()
+    assert inst.status == final
+    assert not Allocation.objects.filter(consumer_id=inst.pk, period__endswith__gt=at(12)).exists()
+    after = lease(world.project_b, start=at(12, 5), end=at(13), kind="hosts", count=1, name="after")
+    assert Allocation.objects.filter(consumer_id=after.pk).first().host_id == leased_host  # back in the pool
+
+
+def test_instance_in_a_lease_that_is_not_active_is_refused(world, clock):
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12))
+    r = world.client_a.post("/api/v1/instance-requests", {
+        "project": str(world.project_a.pk), "name": "x", "flavor": str(world.gpu1.pk), "image": str(world.image.pk),
+        "market": "lease", "lease": str(le.pk)}, format="json")
+    assert r.status_code == 409 and r.json()["code"] == "lease_not_usable"
+    assert not Instance.objects.exists()
+
+
+def test_spot_is_preempted_within_its_grace_period_when_a_lease_starts(world, clock, settings):
+    settings.RESERVATIONS_SPOT_GRACE_S = 120
+    gpu_host()
+    spot = _request(world, world.gpu1, "spot-1", client=world.client_b, project=world.project_b, market="spot")
+    assert finish(spot["operation"]["id"]).status == "succeeded"
+    assert Allocation.objects.get(consumer_id=spot["instance"]["id"], resource_class="gpu").spot
+    le = lease(world.project_a, start=at(9), end=at(12), count=8)  # spot never blocks a lease
+    clock.move_to(at(8, 57))
+    assert leases_advance()["noticed_spot"] == 0
+    clock.move_to(at(8, 58))
+    assert leases_advance()["noticed_spot"] == 1
+    cap = world.client_b.get(f"/api/v1/instances/{spot['instance']['id']}/capacity").json()
+    assert cap["interruption_at"] == "2026-03-01T09:00:00Z"
+    assert "lease starting 2026-03-01 09:00" in cap["interruption_reason"]
+    assert world.client_a.get(f"/api/v1/instances/{spot['instance']['id']}/capacity").status_code == 404
+    assert Notification.objects.filter(event="spot.preemption_notice", organization=world.org_b).exists() or \
+        not world.org_b.billing_email
+    clock.move_to(at(9))
+    out = leases_advance()
+    assert (out["activated"], out["preempted"]) == (1, 1)
+    op = Operation.objects.filter(target_id=spot["instance"]["id"], kind="instance.delete").get()
+    assert finish(op.pk).status == "succeeded"
+    assert Instance.objects.get(pk=spot["instance"]["id"]).status == "deleted"
+    assert not Allocation.objects.filter(consumer_id=spot["instance"]["id"], period__endswith__gt=at(9, 1)).exists()
+    inside = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    op = finish(inside["operation"]["id"])
+    assert op.status == "succeeded", (op.step, op.error_detail)
+
+
+def test_queued_requests_are_placed_in_order_and_expire(world, clock):
+    gpu_host(gpus=1, nvswitch="")
+    first = _request(world, world.gpu1, "holder")
+    finish(first["operation"]["id"])
+    q1 = _request(world, world.gpu1, "q1", client=world.client_b, project=world.project_b, queue_timeout_s=3600)
+    clock.move_to(at(8, 1))
+    q2 = _request(world, world.gpu1, "q2", client=world.client_b, project=world.project_b, queue_timeout_s=600)
+    assert q2["capacity"]["queued_request"]["status"] == "waiting"
+    assert queue_process() == {"placed": 0, "expired": 0, "waiting": 2}
+    for body in (q1, q2):  # their create operations wait at the placement step
+        operation_run_step(body["operation"]["id"])
+        op = Operation.objects.get(pk=body["operation"]["id"])
+        assert (op.status, op.step) == ("running", "place_and_claim")
+    listed = world.client_b.get("/api/v1/queued-requests", {"instance": q2["instance"]["id"]}).json()["results"]
+    assert listed[0]["position"] == 2 and "gpu_capacity" in listed[0]["reason"]
+    assert world.client_a.get("/api/v1/queued-requests").json()["results"] == []
+    # capacity frees: the first in the queue gets it
+    instance_delete(actor=None, instance=Instance.objects.get(pk=first["instance"]["id"]))
+    finish(Operation.objects.get(target_id=first["instance"]["id"], kind="instance.delete").pk)
+    out = queue_process()
+    assert out == {"placed": 1, "expired": 0, "waiting": 1}, QueuedRequest.objects.values_list("reason", flat=True)
+    assert finish(q1["operation"]["id"]).status == "succeeded"
+    assert Instance.objects.get(pk=q1["instance"]["id"]).status == "active"
+    cap = world.client_b.get(f"/api/v1/instances/{q2['instance']['id']}/capacity").json()
+    assert cap["queued_request"]["position"] == 1
+    # q2's timeout passes
+    clock.move_to(at(8, 11, ))
+    assert queue_process() == {"placed": 0, "expired": 1, "waiting": 0}
+    op = finish(q2["operation"]["id"])
+    assert (op.status, op.error_code) == ("failed", "queue_expired")
+    inst = Instance.objects.get(pk=q2["instance"]["id"])
+    assert (inst.status, inst.error_code) == ("error", "queue_expired")
+
+
+def test_rw036_request_held_for_maintenance_with_the_reason(world, clock):
+    h = gpu_host(gpus=1, nvswitch="")
+    h.state = "maintenance"
+    h.save(update_fields=["state"])
+    body = _request(world, world.gpu1, "held", queue_timeout_s=4 * 3600)
+    queue_process()
+    q = QueuedRequest.objects.get(instance_id=body["instance"]["id"])
+    assert q.status == "waiting" and "host_state" in q.reason
+    assert q.explanation["filters"][0]["reasons"] == {"maintenance": 1}
+    h.state = "available"
+    h.save(update_fields=["state"])
+    assert queue_process()["placed"] == 1
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    assert InstanceTerms.objects.get(instance_id=body["instance"]["id"]).market == "on_demand"
