@@ -81,3 +81,28 @@ def test_concurrent_gangs_crossing_hosts_do_not_deadlock_or_overlap():
         cur.execute(OVERLAPS_SQL)
         assert cur.fetchone()[0] == 0
     assert Allocation.objects.count() == 6
+
+
+def test_placement_claim_race_for_the_last_gpu_one_winner_rest_capacity_unavailable():
+    """Through the placement service (place, then claim, retry on conflict): 10 racers, one free GPU in the
+    fleet; exactly one wins and every other gets capacity_unavailable with an explanation."""
+    from apps.scheduling.placement import PlacementRequest
+    from apps.scheduling.services import placement_claim
+
+    p = fleet.project("c")
+    hosts = [fleet.host(gpus=2, nvswitch="") for _ in range(2)]
+    for h in hosts:
+        for g in h.gpus.all():
+            if (h, g.index) != (hosts[1], 1):
+                allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", p.id),
+                                  specs=[AllocationSpec(h.id, "gpu", gpu_id=g.id)])
+    req = PlacementRequest(project_id=p.id, gpus_per_host=1)
+    results = _race(10, lambda i: placement_claim(actor=None, request=req,
+                                                  consumers=ConsumerRef(uuid.uuid4(), "instance", p.id)))
+    losses = [r for r in results if isinstance(r, CapacityUnavailable)]
+    assert len(losses) == 9 and len(results) - len(losses) == 1
+    assert all(f["filter"] == "gpu_capacity" and f["removed"] == 2
+               for e in losses for f in e.explanation["filters"] if f["removed"])
+    with connection.cursor() as cur:
+        cur.execute(OVERLAPS_SQL)
+        assert cur.fetchone()[0] == 0
