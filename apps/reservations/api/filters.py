@@ -1,13 +1,13 @@
 import django_filters
 
 from ..models import Lease, QueuedRequest
-from ..states import LeaseKind, LeaseStatus, QueueStatus
+from ..states import LeaseStatus, QueueStatus
 
 
 class LeaseFilter(django_filters.FilterSet):
     project = django_filters.UUIDFilter(field_name="project_id")
     status = django_filters.ChoiceFilter(choices=LeaseStatus.choices)
-    kind = django_filters.ChoiceFilter(choices=LeaseKind.choices)
+    kind = django_filters.CharFilter(help_text="hosts | gpus | mig | shares")
 
     class Meta:
         model = Lease

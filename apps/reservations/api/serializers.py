@@ -1,4 +1,5 @@
 """Input/output serializers of the reservations API."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.compute.api.serializers import InstanceOutput
@@ -8,8 +9,16 @@ from ..models import InstanceTerms, Lease, QueuedRequest, WebhookEndpoint
 from ..states import EndAction, Event, LeaseKind, Market
 
 
+@extend_schema_field({"type": "string", "enum": list(LeaseKind.values),
+                      "description": "hosts (whole hosts) | gpus | mig (GPU instances of a profile) | shares"})
+class LeaseKindField(serializers.ChoiceField):
+    def __init__(self, **kw):
+        super().__init__(choices=LeaseKind.choices, **kw)
+
+
 class LeaseOutput(serializers.ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
+    kind = LeaseKindField(read_only=True)
 
     class Meta:
         model = Lease
@@ -27,7 +36,7 @@ class LeaseCreateInput(serializers.Serializer):
     start = serializers.CharField(max_length=64)
     end = serializers.CharField(max_length=64)
     time_zone = serializers.CharField(max_length=64, default="UTC")
-    kind = serializers.ChoiceField(choices=LeaseKind.choices)
+    kind = LeaseKindField()
     gpu_model = serializers.CharField(max_length=32)
     count = serializers.IntegerField(min_value=1)
     mig_profile = serializers.CharField(max_length=32, default="", allow_blank=True)
@@ -103,7 +112,8 @@ class InstanceCapacityOutput(serializers.ModelSerializer):
                   "queued_request"]
         read_only_fields = fields
 
-    def get_queued_request(self, obj) -> QueuedRequestOutput | None:
+    @extend_schema_field(QueuedRequestOutput(allow_null=True))
+    def get_queued_request(self, obj):
         q = self.context.get("queued")
         return QueuedRequestOutput(q, context=self.context).data if q else None
 

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import re_path
 from rest_framework.routers import SimpleRouter
 
 from . import views
@@ -11,7 +11,7 @@ router.register("queued-requests", views.QueuedRequestViewSet, basename="queued-
 router.register("instance-requests", views.InstanceRequestViewSet, basename="instance-request")
 router.register("webhooks", views.WebhookEndpointViewSet, basename="webhook")
 urlpatterns = [
-    path("instances/<uuid:pk>/capacity", views.InstanceCapacityViewSet.as_view({"get": "retrieve"}),
-         name="instance-capacity"),
+    re_path(r"^instances/(?P<pk>[0-9a-fA-F-]{36})/capacity/?$",
+            views.InstanceCapacityViewSet.as_view({"get": "retrieve"}), name="instance-capacity"),
     *router.urls,
 ]
