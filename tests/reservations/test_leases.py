@@ -98,3 +98,55 @@ def test_cancel_returns_capacity(world, clock):
     assert le.status == "cancelled"
     assert not Allocation.objects.filter(consumer_id=le.pk).exists()
     assert lease(world.project_b, start=at(9), end=at(12), name="l2").status == "confirmed"
+
+
+def test_rw035_failed_start_leaves_nothing_half_done(world, clock, monkeypatch):
+    """A start that fails halfway (here: the second spot notice raises) rolls back as a whole: the lease stays
+    confirmed with its holding, no spot instance is half-notified, nothing is orphaned; the next tick starts it."""
+    from apps.compute.models import Instance
+    from apps.reservations.models import InstanceTerms
+    from apps.reservations.services import spot
+
+    h = gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), count=8)
+    for i, g in enumerate(h.gpus.order_by("index")[:2]):
+        inst = Instance.objects.create(project=world.project_b, name=f"spot{i}", flavor=world.gpu1,
+                                       image=world.image, status="active", host=h)
+        InstanceTerms.objects.create(instance=inst, project=world.project_b, market="spot")
+        allocations_claim(consumer=ConsumerRef(inst.pk, "instance", world.project_b.pk), spot=True,
+                          specs=[AllocationSpec(h.id, "gpu", gpu_id=g.id)])
+    real, calls = spot.spot_interrupt, []
+    second = InstanceTerms.objects.order_by("created_at").last().pk
+
+    def flaky(terms, **kw):
+        calls.append(terms.pk)
+        if terms.pk == second:
+            raise RuntimeError("notification store down")
+        return real(terms, **kw)
+
+    monkeypatch.setattr(spot, "spot_interrupt", flaky)
+    clock.move_to(at(9))
+    assert leases_advance()["activated"] == 0
+    assert len(calls) == 4  # the notice pass and the activation each got halfway, twice rolled back
+    le.refresh_from_db()
+    assert le.status == "confirmed"
+    assert not InstanceTerms.objects.filter(interruption_at__isnull=False).exists()
+    assert Allocation.objects.filter(consumer_id=le.pk).count() == 8
+    assert not AuditEvent.objects.filter(action__in=["reservations.lease.activate", "reservations.spot.interrupt"])
+    monkeypatch.setattr(spot, "spot_interrupt", real)
+    out = leases_advance()
+    assert (out["activated"], out["preempted"]) == (1, 2)
+    assert InstanceTerms.objects.filter(preempted_at__isnull=False).count() == 2
+
+
+def test_active_lease_feeds_billing_as_reserved_usage(world, clock):
+    from apps.reservations.selectors import lease_usage
+
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    clock.move_to(at(9))
+    leases_advance()
+    (iv,) = list(lease_usage(at(0), at(23)))
+    assert (iv.key, iv.pricing_model, iv.start, iv.end, iv.gpu_equivalents) == (
+        f"lease:{le.pk}", "reserved", at(9), at(12), 8)
+    assert iv.sku == "gpu:model=H100-SXM5-80GB"

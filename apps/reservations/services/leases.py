@@ -14,6 +14,7 @@ Errors: 422 `quota_exceeded` (quota ``leases``: unfinished leases); 400 `invalid
 from __future__ import annotations
 
 import datetime as dt
+import logging
 
 from django.db import connection, transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
@@ -47,6 +48,7 @@ from ..states import (
 from . import windows
 from .notify import event_record
 
+log = logging.getLogger("gpucloud.reservations")
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 MAX_COUNT = {LeaseKind.HOSTS: 256, LeaseKind.GPUS: 2048, LeaseKind.MIG: 512, LeaseKind.SHARES: 512}
 MAX_NOTICE_S = 7 * 86400
@@ -338,13 +340,19 @@ def _end_instances(lease: Lease) -> int:
 
 
 def _step(pk, action: str, fn) -> bool:
-    with transaction.atomic():
-        lease = (Lease.objects.select_for_update(skip_locked=True).select_related("project__organization")
-                 .filter(pk=pk).first())
-        if lease is None or lease.status not in LEASE_TRANSITIONS[action][0]:
-            return False
-        fn(lease)
-        return True
+    """Run one lease transition in its own transaction; a failure rolls it back whole (nothing half done, the
+    lease keeps its state and holding) and is retried on the next tick, without stopping the other leases."""
+    try:
+        with transaction.atomic():
+            lease = (Lease.objects.select_for_update(skip_locked=True).select_related("project__organization")
+                     .filter(pk=pk).first())
+            if lease is None or lease.status not in LEASE_TRANSITIONS[action][0]:
+                return False
+            fn(lease)
+            return True
+    except Exception:  # noqa: BLE001 - logged and retried next tick
+        log.exception("lease_step_failed", extra={"lease": str(pk), "action": action})
+        return False
 
 
 def _activate(lease: Lease) -> None:
@@ -384,8 +392,11 @@ def leases_advance() -> dict:
     out = {"noticed_spot": 0, "activated": 0, "ending": 0, "ended": 0, "preempted": 0}
     soon = Lease.objects.filter(status=LeaseStatus.CONFIRMED, start__lte=now + dt.timedelta(seconds=conf.spot_grace_s()))
     for lease in soon.select_related("project__organization"):
-        with transaction.atomic():
-            out["noticed_spot"] += spot_preempt_for_lease(lease)
+        try:
+            with transaction.atomic():
+                out["noticed_spot"] += spot_preempt_for_lease(lease)
+        except Exception:  # noqa: BLE001 - logged and retried next tick
+            log.exception("lease_spot_notice_failed", extra={"lease": str(lease.pk)})
     for pk in Lease.objects.filter(status=LeaseStatus.CONFIRMED, start__lte=now).values_list("pk", flat=True):
         out["activated"] += _step(pk, "activate", _activate)
     for pk, end, notice in Lease.objects.filter(status=LeaseStatus.ACTIVE, end__lte=now + dt.timedelta(
