@@ -24,13 +24,14 @@ class ReplaySummary:
     failed: int
     pods: int
     seconds: float
+    cpu_seconds: float = 0.0
     alloc_curve: dict = field(repr=False, default_factory=dict)
     frag_curve: dict = field(repr=False, default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"workload": self.workload, "policy": self.policy, "seed": self.seed, "alloc_130": self.alloc_130,
                 "frag_130": self.frag_130, "failed": self.failed, "pods": self.pods,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), "cpu_seconds": round(self.cpu_seconds, 3)}
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -69,7 +70,7 @@ class WorkloadContext:
         alloc, frag_curve = result.curve("alloc"), result.curve("frag")
         summary = ReplaySummary(self.workload, policy_name, seed, alloc.get(130, float("nan")),
                                 frag_curve.get(130, float("nan")), result.failed, len(pods), result.seconds,
-                                alloc, frag_curve)
+                                result.cpu_seconds, alloc, frag_curve)
         return summary, result
 
 
