@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from apps.billing.models import (
     Adjustment,
+    BillingAccount,
     CreditNote,
     Invoice,
     InvoiceRun,
@@ -117,6 +118,11 @@ ENTRIES = [
     Entry("POST", "/api/v1/adjustments", DENIED,
           lambda w: Case(data={"organization": str(w.org_a.pk), "period": "2026-01", "amount": "5.00",
                                "description": "goodwill"})),
+    Entry("GET", "/api/v1/billing-accounts", STAFF_ONLY),
+    Entry("GET", "/api/v1/billing-accounts/{pk}", STAFF_ONLY,
+          pk(lambda w: BillingAccount.objects.create(organization=w.org_a, tax_rate=Decimal("0.19")))),
+    Entry("POST", "/api/v1/billing-accounts", DENIED,
+          lambda w: Case(data={"organization": str(w.org_a.pk), "tax_rate": "0.2"})),
     Entry("POST", "/api/v1/billing/rerate", DENIED,
           lambda w: Case(data={"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"})),
     Entry("GET", "/api/v1/billing/reports/revenue", STAFF_ONLY,

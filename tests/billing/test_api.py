@@ -194,6 +194,21 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     assert util == [{"key": "acme", "gpu_hours": "6.0000"}, {"key": "beta", "gpu_hours": "1.0000"}]
 
 
+def test_billing_account_tax_rate_applies_to_the_next_draft(billed, fleet):
+    acme, project, _ = billed
+    client = _admin()
+    bad = client.post("/api/v1/billing-accounts/", {"organization": str(acme.pk), "tax_rate": "1.5"}, format="json")
+    assert bad.status_code == 400
+    ok = client.post("/api/v1/billing-accounts/", {"organization": str(acme.pk), "tax_rate": "0.19"}, format="json")
+    assert (ok.status_code, ok.json()["tax_rate"]) == (200, "0.19000")
+    fleet.run(acme, project, "vm-a", utc(2026, 5, 1), utc(2026, 5, 1, 5))
+    collect(utc(2026, 5, 1), utc(2026, 5, 2))
+    invoice_run_execute(period="2026-05")
+    may = Invoice.objects.get(organization=acme, period="2026-05")
+    assert (may.subtotal, may.tax, may.total) == (Decimal("10.00"), Decimal("1.90"), Decimal("11.90"))
+    assert Invoice.objects.get(organization=acme, period="2026-02").tax == Decimal("0.00")  # finalized: unchanged
+
+
 def test_operator_staff_reads_but_cannot_write_billing(billed):
     client = _client(make_user("op@provider.test", staff_role=StaffRole.OPERATOR))
     assert client.get("/api/v1/price-books/").status_code == 200

@@ -1,8 +1,11 @@
 """Billing API serializers: Input/Output pairs. Money is a decimal string; times are ISO 8601 UTC."""
+from decimal import Decimal
+
 from rest_framework import serializers
 
 from ..models import (
     Adjustment,
+    BillingAccount,
     CreditNote,
     Invoice,
     InvoiceLine,
@@ -197,3 +200,17 @@ class UtilizationQuery(serializers.Serializer):
     since = serializers.DateTimeField()
     until = serializers.DateTimeField()
     group_by = serializers.ChoiceField(choices=["gpu_model", "organization"], default="organization")
+
+
+class BillingAccountOutput(serializers.ModelSerializer):
+    class Meta:
+        model = BillingAccount
+        fields = ["id", "organization", "tax_rate", "tax_id", "address", "updated_at"]
+
+
+class BillingAccountSetInput(serializers.Serializer):
+    organization = serializers.UUIDField()
+    tax_rate = serializers.DecimalField(max_digits=7, decimal_places=5, min_value=Decimal(0), max_value=Decimal("0.99999"),
+                                        required=False, allow_null=True)
+    tax_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
+    address = serializers.CharField(required=False, allow_blank=True)

@@ -12,6 +12,7 @@ router.register("price-books", views.PriceBookViewSet, basename="price-book")
 router.register("prices", views.PriceViewSet, basename="price")
 router.register("invoice-runs", views.InvoiceRunViewSet, basename="invoice-run")
 router.register("adjustments", views.AdjustmentViewSet, basename="adjustment")
+router.register("billing-accounts", views.BillingAccountViewSet, basename="billing-account")
 router.register("billing", views.BillingOpsViewSet, basename="billing")
 
 urlpatterns = router.urls

@@ -2,7 +2,7 @@
 
 Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /sla-tiers.
 Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
-(+ /prices), /prices, /sla-tiers writes, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
+(+ /prices), /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
 /adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
 Querysets come from `apps.billing.selectors`, so another tenant's object is a 404.
 """
@@ -20,7 +20,7 @@ from apps.tenancy.models import Organization
 
 from .. import exports, reports, selectors, services
 from ..idempotency import idempotent
-from ..models import Adjustment, Invoice, InvoiceRun, Price, PriceBook
+from ..models import Adjustment, BillingAccount, Invoice, InvoiceRun, Price, PriceBook
 from . import filters
 from . import serializers as s
 
@@ -226,6 +226,23 @@ class AdjustmentViewSet(_StaffBase):
             raise serializers.ValidationError({"organization": ["Organization not found."]})
         adjustment = services.adjustment_create(actor=request.user, organization=organization, **data)
         return self._out(adjustment, status.HTTP_201_CREATED)
+
+
+class BillingAccountViewSet(_StaffBase):
+    """Per-organization billing settings (tax rate as a fraction, tax id, address). POST creates or updates."""
+
+    serializer_class = s.BillingAccountOutput
+    filterset_class = None
+    queryset = BillingAccount.objects.all()
+
+    @extend_schema(request=s.BillingAccountSetInput, responses={200: s.BillingAccountOutput})
+    def create(self, request):
+        data = self._input(s.BillingAccountSetInput)
+        organization = Organization.objects.filter(pk=data.pop("organization")).first()
+        if organization is None:
+            raise serializers.ValidationError({"organization": ["Organization not found."]})
+        account = services.billing_account_update(actor=request.user, organization=organization, **data)
+        return self._out(account)
 
 
 class BillingOpsViewSet(viewsets.GenericViewSet):
