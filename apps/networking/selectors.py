@@ -20,6 +20,7 @@ from .models import (
     SecurityGroup,
     SecurityGroupRule,
     Subnet,
+    VirtualGuidPool,
     Vpc,
 )
 from .states import PublicIpKind
@@ -72,6 +73,13 @@ def pkey_pool_list_visible_to(user) -> QuerySet[PkeyPool]:
     if not tenancy.is_staff(user):
         return PkeyPool.objects.none()
     return PkeyPool.objects.select_related("fabric")
+
+
+def virtual_guid_pool_list_visible_to(user) -> QuerySet[VirtualGuidPool]:
+    """Virtual GUID pools are staff-only."""
+    if not tenancy.is_staff(user):
+        return VirtualGuidPool.objects.none()
+    return VirtualGuidPool.objects.select_related("hca_port").prefetch_related("guids")
 
 
 def get_visible(qs: QuerySet, pk, what: str):

@@ -43,6 +43,12 @@ def _pkey_fabric():
     return fabric
 
 
+def _hca_port():
+    from tests.networking.helpers import host_with_hca
+
+    return host_with_hca(_fabric()).hca_ports.get()
+
+
 def _pk(factory):
     return lambda w: Case(kwargs={"pk": factory(w).pk})
 
@@ -115,4 +121,10 @@ ENTRIES = [
     Entry("POST", "/api/v1/pkey-pools", STAFF_CREATE,
           lambda w: Case(data={"fabric": _fabric().name, "first_pkey": "0x0100", "last_pkey": "0x01ff"})),
     Entry("GET", "/api/v1/pkey-pools/{pk}", STAFF_READ, lambda w: Case(kwargs={"pk": _pkey_fabric().pkey_pool.pk})),
+    Entry("GET", "/api/v1/virtual-guid-pools", STAFF_READ),
+    Entry("POST", "/api/v1/virtual-guid-pools", STAFF_CREATE,
+          lambda w: Case(data={"hca_port": str(_hca_port().pk), "first_guid": "0x0200000000000000", "size": 16})),
+    Entry("GET", "/api/v1/virtual-guid-pools/{pk}", STAFF_READ,
+          lambda w: Case(kwargs={"pk": services.virtual_guid_pool_set(
+              actor=None, hca_port=_hca_port(), first_guid="0x0200000000000000", size=16).pk})),
 ]

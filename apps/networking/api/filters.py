@@ -10,6 +10,7 @@ from ..models import (
     SecurityGroup,
     SecurityGroupRule,
     Subnet,
+    VirtualGuidPool,
     Vpc,
 )
 
@@ -70,3 +71,9 @@ class PkeyPoolFilter(django_filters.FilterSet):
     class Meta:
         model = PkeyPool
         fields = ["fabric"]
+
+
+class VirtualGuidPoolFilter(django_filters.FilterSet):
+    class Meta:
+        model = VirtualGuidPool
+        fields = ["hca_port"]

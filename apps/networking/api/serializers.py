@@ -4,7 +4,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from apps.inventory.models import Fabric
+from apps.inventory.models import Fabric, HcaPort
 from apps.tenancy.api.serializers import VisibleProjectField
 
 from .. import selectors
@@ -18,6 +18,7 @@ from ..models import (
     SecurityGroup,
     SecurityGroupRule,
     Subnet,
+    VirtualGuidPool,
     Vpc,
 )
 from ..states import Direction, Ethertype, Membership
@@ -255,6 +256,25 @@ class PkeyPoolSetInput(serializers.Serializer):
     fabric = IbFabricField()
     first_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
     last_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
+
+
+class VirtualGuidPoolOutput(serializers.ModelSerializer):
+    hca_port_guid = serializers.CharField(source="hca_port.port_guid", read_only=True)
+    allocated = serializers.SerializerMethodField()
+
+    class Meta:
+        model = VirtualGuidPool
+        fields = ["id", "hca_port", "hca_port_guid", "first_guid", "size", "allocated", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_allocated(self, obj) -> int:
+        return obj.guids.count()
+
+
+class VirtualGuidPoolSetInput(serializers.Serializer):
+    hca_port = serializers.PrimaryKeyRelatedField(queryset=HcaPort.objects.all())
+    first_guid = serializers.CharField(max_length=23, help_text="0x0200000000000000 or 02:00:00:00:00:00:00:00")
+    size = serializers.IntegerField(min_value=1, max_value=65536)
 
 
 class MembershipChoice(serializers.ChoiceField):

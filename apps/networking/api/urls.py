@@ -13,4 +13,5 @@ router.register("public-ips", views.PublicIpViewSet, basename="public-ip")
 router.register("public-ip-pools", views.PublicIpPoolViewSet, basename="public-ip-pool")
 router.register("ib-partitions", views.IbPartitionViewSet, basename="ib-partition")
 router.register("pkey-pools", views.PkeyPoolViewSet, basename="pkey-pool")
+router.register("virtual-guid-pools", views.VirtualGuidPoolViewSet, basename="virtual-guid-pool")
 urlpatterns = router.urls

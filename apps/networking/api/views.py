@@ -217,3 +217,19 @@ class PkeyPoolViewSet(_Base):
     def create(self, request):
         pool = services.pkey_pool_set(actor=request.user, **self._input(s.PkeyPoolSetInput))
         return self._out(pool, status.HTTP_201_CREATED)
+
+
+class VirtualGuidPoolViewSet(_Base):
+    """Virtual port GUID ranges for the SR-IOV VFs of HCA ports (staff). POST sets a port's pool."""
+
+    serializer_class = s.VirtualGuidPoolOutput
+    filterset_class = filters.VirtualGuidPoolFilter
+    permission_classes = [IsStaffOperator]
+
+    def get_queryset(self):
+        return selectors.virtual_guid_pool_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.VirtualGuidPoolSetInput, responses={201: s.VirtualGuidPoolOutput})
+    def create(self, request):
+        pool = services.virtual_guid_pool_set(actor=request.user, **self._input(s.VirtualGuidPoolSetInput))
+        return self._out(pool, status.HTTP_201_CREATED)

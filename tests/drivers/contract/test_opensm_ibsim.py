@@ -71,8 +71,7 @@ def test_sample_fleet_partitions_isolate_projects_and_reconcile_is_idempotent(si
     assert services.ib_partition_members_leave_instance(actor=a.user, instance_id=inst_a) == 8
     third = ib_fabric_reconcile(fabric_id=fabric.pk)
     assert third["writes"] == 1 and third["mismatches"] == {}
-    for port in host_a.hca_ports.all():
-        assert _table(driver, port.port_guid) == {0x7FFF}
+    assert driver.wait_applied({p.port_guid: {0x7FFF} for p in host_a.hca_ports.all()}) == {}
     assert FabricSyncState.objects.get(key="ib:ib-compute").last_error == ""
 
 
