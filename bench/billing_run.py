@@ -39,13 +39,13 @@ def recreate_database() -> None:
 
 USAGE_SQL = """
 INSERT INTO billing_usagerecord (id, organization_id, project_id, resource_type, resource_id, sku, pricing_model,
-  sla_tier, start, "end", run_id, source, source_key, gpu_model, gpu_equivalents, recorded_at)
+  sla_tier, start, "end", run_id, source, source_key, gpu_model, gpu_equivalents, units, recorded_at)
 SELECT gen_random_uuid(), o.id, p.id, 'instance', o.slug || '-vm-' || (g / 10), (%(skus)s::text[])[1 + (g / 10) %% 4],
        'on_demand', o.default_sla_tier,
        timestamptz '2026-03-01 00:00+00' + (g / 10) * interval '62 hours' + (g %% 10) * interval '1 hour',
        timestamptz '2026-03-01 01:00+00' + (g / 10) * interval '62 hours' + (g %% 10) * interval '1 hour',
        'bench:' || o.slug || ':' || (g / 10), 'bench', 'bench:' || o.slug || ':' || g, 'H100-SXM5-80GB',
-       (ARRAY[1, 8, 0.375, 0])[1 + (g / 10) %% 4], now()
+       (ARRAY[1, 8, 0.375, 0])[1 + (g / 10) %% 4], 1, now()
 FROM tenancy_organization o JOIN tenancy_project p ON p.organization_id = o.id
 CROSS JOIN generate_series(0, %(per_org)s - 1) AS g
 """

@@ -30,7 +30,8 @@ class UsageInterval:
     """One billable interval. `sku` from `sku_for()`; `sla_tier` "" = the organization's default tier;
     `commitment_*`: a reserved commitment's total price over its window (billed whether used or not);
     `run_key`: one start of the resource when a source reports a run in several intervals (default: `key`);
-    minimum charges apply once per run (RW-052)."""
+    minimum charges apply once per run (RW-052); `units`: how many of the SKU's unit are held (8 for eight GPUs on
+    a per-GPU SKU, 1 for a per-flavor SKU): the time charge is multiplied by it."""
 
     key: str
     organization_id: object
@@ -48,6 +49,7 @@ class UsageInterval:
     commitment_start: dt.datetime | None = None
     commitment_end: dt.datetime | None = None
     run_key: str = ""
+    units: Decimal = Decimal(1)
 
 
 @dataclass(frozen=True)

@@ -124,3 +124,22 @@ def test_rw070d_sub_cent_seconds_accumulate_before_rounding(tiers, fleet):
     invoice_run_execute(period="2026-08")
     lines = list(_invoice(org, "2026-08").lines.all())
     assert sum(line.amount for line in lines) == Decimal("2.49")
+
+
+def test_units_and_pricing_models_each_have_their_price(tiers, fleet):
+    """A lease of 8 GPUs on a per-GPU reserved price, a spot VM and an on-demand VM of the same SKU."""
+    org, project = make_org("acme")
+    per_gpu = sku_for("gpu", model="H100")
+    book(utc(2026, 1, 1), {(per_gpu, "standard", "reserved"): "1.80", (per_gpu, "standard", "spot"): "1.10",
+                           (per_gpu, "standard", "on_demand"): "2.50"})
+    fleet.run(org, project, "lease1", utc(2026, 9, 1), utc(2026, 9, 1, 10), sku=per_gpu, model="reserved",
+              resource_type="lease", units=Decimal(8))
+    fleet.run(org, project, "spot1", utc(2026, 9, 1), utc(2026, 9, 1, 10), sku=per_gpu, model="spot")
+    fleet.run(org, project, "vm1", utc(2026, 9, 1), utc(2026, 9, 1, 10), sku=per_gpu)
+    collect(utc(2026, 9, 1), utc(2026, 9, 2))
+    invoice_run_execute(period="2026-09")
+    lines = {line.resource_id: (line.quantity, line.unit_price, line.amount)
+             for line in _invoice(org, "2026-09").lines.all()}
+    assert lines == {"lease1": (Decimal(80), Decimal("1.8"), Decimal("144.00")),
+                     "spot1": (Decimal(10), Decimal("1.1"), Decimal("11.00")),
+                     "vm1": (Decimal(10), Decimal("2.5"), Decimal("25.00"))}

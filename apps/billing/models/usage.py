@@ -32,6 +32,8 @@ class UsageRecord(UUIDModel):
     source_key = models.CharField(max_length=300, unique=True)
     gpu_model = models.CharField(max_length=64, blank=True)
     gpu_equivalents = models.DecimalField(max_digits=9, decimal_places=4, default=0)
+    units = models.DecimalField(max_digits=12, decimal_places=4, default=1,
+                                help_text="units of the SKU held; the time charge is multiplied by it")
     commitment_amount = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
     commitment_start = models.DateTimeField(null=True, blank=True)
     commitment_end = models.DateTimeField(null=True, blank=True)
@@ -40,6 +42,7 @@ class UsageRecord(UUIDModel):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="billing_usage_end_after_start"),
+            models.CheckConstraint(condition=models.Q(units__gt=0), name="billing_usage_units_positive"),
             models.CheckConstraint(
                 condition=models.Q(commitment_amount__isnull=True)
                 | models.Q(commitment_start__isnull=False, commitment_end__gt=models.F("commitment_start")),

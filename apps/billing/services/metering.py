@@ -87,7 +87,7 @@ def _record(source: str, interval: UsageInterval, start, end, default_tier: str)
         resource_type=interval.resource_type, resource_id=str(interval.resource_id), sku=interval.sku,
         pricing_model=interval.pricing_model, sla_tier=interval.sla_tier or default_tier, start=start, end=end,
         run_id=f"{source}:{interval.run_key or interval.key}", source=source, source_key=f"{source}:{interval.key}:{start.isoformat()}",
-        gpu_model=interval.gpu_model, gpu_equivalents=interval.gpu_equivalents,
+        gpu_model=interval.gpu_model, gpu_equivalents=interval.gpu_equivalents, units=interval.units,
         commitment_amount=interval.commitment_amount, commitment_start=interval.commitment_start,
         commitment_end=interval.commitment_end, recorded_at=now())
 

@@ -9,7 +9,7 @@ Rules (SOURCE issue 9 and the section G cases):
   a price holds from its book's `effective_from` until the next book of that currency listing the same key; RW-068);
 - provider-fault downtime is cut out (multirange difference) and not charged (issue 9);
 - per run (one start of a resource) and line, the seconds are rounded up to the price's increment and to at least
-  its minimum (RW-052); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
+  its minimum (RW-052), then multiplied by the record's `units` (e.g. 8 GPUs on a per-GPU SKU); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
   seconds of the whole billing period (RW-053);
 - reserved commitments: amount = committed price × covered seconds / seconds of the commitment window, whether
   used or not (issue 9, RW-053);
@@ -35,7 +35,7 @@ CREATE INDEX ON billing_scope (organization_id);
 USAGE_SQL = """
 CREATE TEMP TABLE billing_u ON COMMIT DROP AS
 SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_type, r.resource_id, r.sku,
-       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, r.commitment_amount, r.commitment_start,
+       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, r.units, r.commitment_amount, r.commitment_start,
        r.commitment_end,
        tstzrange(greatest(r.start, s.period_start), least(r."end", s.period_end)) AS span,
        ''::text AS late_period, r.id AS record_id, NULL::uuid AS late_source
@@ -46,7 +46,7 @@ JOIN billing_usagerecord r ON r.organization_id = s.organization_id
 -- late records: recorded after the invoice of their (earlier) period was finalized, not yet carried elsewhere
 INSERT INTO billing_u
 SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_type, r.resource_id, r.sku,
-       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, NULL, NULL, NULL,
+       r.pricing_model, r.sla_tier, r.gpu_model, r.run_id, r.units, NULL, NULL, NULL,
        tstzrange(greatest(r.start, prev.period_start), least(r."end", prev.period_end)), prev.period, r.id, prev.id
 FROM billing_scope s
 JOIN billing_invoice prev ON prev.organization_id = s.organization_id AND prev.status IN ('finalized', 'paid')
@@ -78,8 +78,8 @@ WITH ps AS (
   FROM billing_price p JOIN billing_pricebook b ON b.id = p.book_id
 ), piece AS (
   SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
-         u.gpu_model, u.run_id, u.late_period, ps.unit, ps.unit_price, ps.incr, ps.mins, u.span * ps.valid AS part,
-         dt.down
+         u.gpu_model, u.run_id, u.units, u.late_period, ps.unit, ps.unit_price, ps.incr, ps.mins,
+         u.span * ps.valid AS part, dt.down
   FROM billing_u u
   JOIN ps ON ps.currency = u.currency AND ps.sku = u.sku AND ps.sla_tier = u.sla_tier
          AND ps.pricing_model = u.pricing_model AND ps.valid && u.span
@@ -87,7 +87,7 @@ WITH ps AS (
   WHERE u.commitment_amount IS NULL
 )
 SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, run_id,
-       late_period, unit, unit_price, incr, mins,
+       units, late_period, unit, unit_price, incr, mins,
        extract(epoch FROM upper(part) - lower(part)) AS priced_secs,
        CASE WHEN down IS NULL THEN extract(epoch FROM upper(part) - lower(part))
             ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
@@ -99,11 +99,11 @@ LINES_SQL = """
 WITH runs AS (
   SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
          unit_price, run_id, late_period,
-         CASE WHEN sum(secs) > 0 THEN greatest(ceil(sum(secs) / max(incr)) * max(incr), max(mins)) ELSE 0 END
-           AS billed
+         units * CASE WHEN sum(secs) > 0 THEN greatest(ceil(sum(secs) / max(incr)) * max(incr), max(mins))
+                      ELSE 0 END AS billed
   FROM billing_seg
   GROUP BY invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
-           unit_price, run_id, late_period
+           unit_price, run_id, late_period, units
 ), grouped AS (
   SELECT r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
          r.gpu_model, r.unit, r.unit_price, r.late_period, sum(r.billed) AS billed,
