@@ -5,7 +5,6 @@
   instance whose `QueuedRequest` is still waiting keeps its create operation waiting (StepWait) with its position
   and reason, and fails with `queue_expired` once it expired;
 * billing's usage registry (``reservations.lease``): lease windows as reserved usage;
-* the ledger's orphan audit (consumer type ``lease``);
 * the tenancy quota counter ``leases`` (unfinished leases).
 """
 from __future__ import annotations
@@ -50,13 +49,6 @@ def placement_hook(instance, request):
     return request
 
 
-def _lease_consumers(ids) -> set:
-    from .models import Lease
-
-    return set(Lease.objects.filter(pk__in=list(ids), status__in=("confirmed", "active", "ending"))
-               .values_list("pk", flat=True))
-
-
 def lease_quota_usage(*, organization, project=None, qualifier=None) -> int:
     """Tenancy quota counter ``leases``: leases requested, confirmed or running (not finished)."""
     from .models import Lease
@@ -68,12 +60,10 @@ def lease_quota_usage(*, organization, project=None, qualifier=None) -> int:
 
 def register_hooks() -> None:
     from apps.compute.services.placement import register_placement_hook
-    from apps.scheduling.ledger.maintenance import register_consumer_resolver
     from apps.tenancy.quotas import register_usage_counter
 
     register_placement_hook(placement_hook)
     register_usage_counter("leases", lease_quota_usage)
-    register_consumer_resolver("lease", _lease_consumers)
     try:
         from apps.billing.registry import register_usage_source
     except ImportError:  # billing not installed
