@@ -34,9 +34,8 @@ INSTANCE_TRANSITIONS = {
     "started": ({S.STARTING}, S.ACTIVE),
     "reboot": ({S.ACTIVE}, S.REBOOTING),
     "rebooted": ({S.REBOOTING}, S.ACTIVE),
-    "resize": ({S.ACTIVE, S.STOPPED}, S.RESIZING),
-    "resized_active": ({S.RESIZING}, S.ACTIVE),
-    "resized_stopped": ({S.RESIZING}, S.STOPPED),
+    "resize": ({S.STOPPED}, S.RESIZING),  # cold resize on the same host
+    "resized": ({S.RESIZING}, S.STOPPED),
     "delete": ({S.ACTIVE, S.STOPPED, S.ERROR} | _BUSY, S.DELETING),
     "deleted": ({S.DELETING}, S.DELETED),
     "fail": (_BUSY | {S.ACTIVE, S.STOPPED, S.DELETING}, S.ERROR),

@@ -24,7 +24,7 @@ from .models import Instance
 from .services import clusters as _clusters  # noqa: F401  (registers cluster.create)
 from .services import devices as devsvc
 from .services.hypervisor import driver_for_host
-from .services.instances import CREATE, DELETE, REBOOT, START, STOP
+from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
 from .services.placement import instance_allocations_release, instance_place_and_claim
 from .states import INSTANCE_TRANSITIONS, InstanceStatus
 
@@ -179,6 +179,14 @@ def reboot(op) -> None:
     transition(inst, "rebooted", INSTANCE_TRANSITIONS)
 
 
+def redefine(op) -> None:
+    """Resize: define the stopped domain again with the new flavor's vCPUs and memory."""
+    inst = _instance(op)
+    info = _call(op, driver_for_host(inst.host).domain_define, _spec(inst))
+    _observe(inst, info.power_state)
+    transition(inst, "resized", INSTANCE_TRANSITIONS)
+
+
 def action_failed(op, code: str, detail: str) -> None:
     inst = _instance(op)
     if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
@@ -235,6 +243,8 @@ wf.register(wf.Workflow(kind=START, steps=(
     ("prepare_devices", prepare_devices), ("wait_devices", wait_devices), ("start", start),
     ("wait_running", wait_running_after_start)),
                         on_error=action_failed, deadline_seconds=600.0))
+wf.register(wf.Workflow(kind=RESIZE, steps=(("redefine", redefine),), on_error=action_failed,
+                        deadline_seconds=600.0))
 wf.register(wf.Workflow(kind=REBOOT, steps=(("reboot", reboot),), on_error=action_failed, deadline_seconds=300.0))
 wf.register(wf.Workflow(kind=DELETE, steps=(
     ("destroy_domain", destroy_domain), ("release_devices", release_devices),

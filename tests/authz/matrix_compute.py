@@ -52,6 +52,15 @@ def _cluster_body(world) -> Case:
                       "image": str(_image().pk), "size": 2})
 
 
+def _resize(world) -> Case:
+    from tests.scheduling import fleet
+
+    inst = _instance(world, "stopped")
+    Instance.objects.filter(pk=inst.pk).update(host=fleet.host(gpus=0))
+    bigger = Flavor.objects.create(name="authz-c4", vcpus=4, memory_mib=4096)
+    return Case(kwargs={"pk": inst.pk}, data={"flavor": str(bigger.pk)})
+
+
 def _cluster(world) -> Cluster:
     return Cluster.objects.create(project=world.project_a, name="cl", flavor=_flavor(world), image=_image(), size=0)
 
@@ -81,6 +90,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/instances/{pk}/stop", ACCEPTED, _pk(_instance)),
     Entry("POST", "/api/v1/instances/{pk}/start", ACCEPTED, _pk(lambda w: _instance(w, "stopped"))),
     Entry("POST", "/api/v1/instances/{pk}/reboot", ACCEPTED, _pk(_instance)),
+    Entry("POST", "/api/v1/instances/{pk}/resize", ACCEPTED, _resize),
     Entry("GET", "/api/v1/instances/{pk}/console-log", MEMBERS_READ, _pk(lambda w: _instance(w, "pending"))),
     Entry("GET", "/api/v1/clusters", LIST),
     Entry("GET", "/api/v1/clusters/{pk}", expect(), _pk(_cluster)),

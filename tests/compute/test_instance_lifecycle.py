@@ -190,3 +190,36 @@ def test_delete_during_create_cancels_it_and_cleans_up(world):
     assert Instance.objects.get(pk=resp.data["instance"]["id"]).status == "deleted"
     assert _live_allocations(resp.data["instance"]["id"]) == []
     assert driver_for_host(h).domain_list() == []
+
+
+def test_resize_when_stopped_to_a_flavor_that_fits(world):
+    from apps.compute.models import Flavor
+
+    host = gpu_host(gpus=2, threads=16, memory_mib=131072)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    drive(resp.data["operation"]["id"])
+    inst_id = resp.data["instance"]["id"]
+    bigger = Flavor.objects.create(name="g1-big", vcpus=12, memory_mib=98304, gpu_form="gpu",
+                                   gpu_model="H100-SXM5-80GB", gpu_count=1)
+    huge = Flavor.objects.create(name="g1-huge", vcpus=12, memory_mib=262144, gpu_form="gpu",
+                                 gpu_model="H100-SXM5-80GB", gpu_count=1)
+    url = f"/api/v1/instances/{inst_id}/resize/"
+    active = world.client_a.post(url, {"flavor": str(bigger.pk)}, format="json")
+    assert (active.status_code, active.json()["allowed_states"]) == (409, ["stopped"])
+    drive(world.client_a.post(f"/api/v1/instances/{inst_id}/stop/", {"hard": True},
+                              format="json").data["operation"]["id"])
+    other_gpu = world.client_a.post(url, {"flavor": str(world.cpu.pk)}, format="json")
+    assert (other_gpu.status_code, other_gpu.json()["code"]) == (409, "flavor_does_not_fit")
+    too_big = world.client_a.post(url, {"flavor": str(huge.pk)}, format="json")
+    assert (too_big.status_code, too_big.json()["code"]) == (409, "flavor_does_not_fit")
+    assert Instance.objects.get(pk=inst_id).status == "stopped"
+    assert _live_allocations(inst_id) == [("gpu", 1), ("memory_mib", 65536), ("vcpu", 8)]
+
+    ok = world.client_a.post(url, {"flavor": str(bigger.pk)}, format="json")
+    assert ok.status_code == 202 and ok.data["instance"]["status"] == "resizing"
+    assert drive(ok.data["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=inst_id)
+    assert (inst.status, inst.flavor_id, inst.host_id) == ("stopped", bigger.pk, host.pk)
+    assert _live_allocations(inst_id) == [("gpu", 1), ("memory_mib", 98304), ("vcpu", 12)]
+    spec = driver_for_host(host).host.specs[inst.pk]
+    assert (spec.vcpus, spec.memory_mib) == (12, 98304)

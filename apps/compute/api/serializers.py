@@ -105,6 +105,10 @@ class InstanceActionInput(serializers.Serializer):
     hard = serializers.BooleanField(default=False, help_text="power off / reset instead of an ACPI request")
 
 
+class InstanceResizeInput(serializers.Serializer):
+    flavor = serializers.UUIDField(help_text="a flavor with the same GPU spec; the instance must be stopped")
+
+
 class InstanceAccepted(serializers.Serializer):
     """202 body: the instance and the operation doing the work (also in the Location header)."""
 

@@ -143,6 +143,13 @@ class InstanceViewSet(_Base):
         hard = self._input(s.InstanceActionInput)["hard"]
         return _accepted(inst, instances.instance_reboot(actor=request.user, instance=inst, hard=hard))
 
+    @extend_schema(request=s.InstanceResizeInput, responses={202: s.InstanceAccepted})
+    @action(detail=True, methods=["post"])
+    def resize(self, request, pk=None):
+        inst = self.get_object()
+        flavor = self._input(s.InstanceResizeInput)["flavor"]
+        return _accepted(inst, instances.instance_resize(actor=request.user, instance=inst, flavor_id=flavor))
+
     @extend_schema(responses={200: s.ConsoleLogOutput})
     @action(detail=True, methods=["get"], url_path="console-log")
     def console_log(self, request, pk=None):

@@ -32,8 +32,9 @@ from ._common import audit, validate_name
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 TARGET = "compute.instance"
-CREATE, STOP, START, REBOOT, DELETE = ("instance.create", "instance.stop", "instance.start", "instance.reboot",
-                                       "instance.delete")
+CREATE, STOP, START, REBOOT, DELETE, RESIZE = ("instance.create", "instance.stop", "instance.start",
+                                               "instance.reboot", "instance.delete", "instance.resize")
+GPU_FIELDS = ("gpu_form", "gpu_model", "gpu_count", "mig_profile", "vgpu_type", "share_milli")
 
 
 class IdempotencyKeyReused(DomainError):
@@ -197,3 +198,53 @@ def instance_console_log(*, actor, instance: Instance, max_bytes: int = 65536) -
     if instance.host_id is None:
         return ""
     return driver_for_host(instance.host).console_log(instance.pk, max_bytes=max_bytes)
+
+
+def _resize_specs(instance: Instance, flavor: Flavor) -> list:
+    from apps.scheduling.ledger import AllocationSpec
+
+    specs = [AllocationSpec(instance.host_id, r["resource_class"], gpu_id=r["gpu_id"] and uuid.UUID(r["gpu_id"]),
+                            slices=tuple(r["slices"]) if r["slices"] else None, amount=r["amount"],
+                            profile=r["profile"])
+             for r in (instance.devices or {}).get("placement", {}).get("resources", [])
+             if r["resource_class"] not in ("vcpu", "memory_mib")]
+    return specs + [AllocationSpec(instance.host_id, "vcpu", amount=flavor.vcpus),
+                    AllocationSpec(instance.host_id, "memory_mib", amount=flavor.memory_mib)]
+
+
+def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
+    """Cold resize on the same host to a flavor with the same GPU spec: `stopped` → `resizing` → `stopped`.
+
+    The new vCPU and memory allocation replaces the old one in one ledger transaction (`replace=True`), so the
+    instance never holds both. 409 `invalid_state` unless stopped; 409 `flavor_does_not_fit` when the GPU spec
+    differs or the host lacks room (nothing changes); 404 `flavor_not_found`; 422 `quota_exceeded` on growth."""
+    from apps.scheduling.errors import CapacityUnavailable
+    from apps.scheduling.ledger import ConsumerRef, allocations_claim
+
+    authorize_project(actor, instance.project, WRITERS)
+    flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
+    if flavor is None or not flavor_offered_to_project(flavor, instance.project):
+        raise NotFound("Flavor not found.", code=Code.FLAVOR_NOT_FOUND, errors={"flavor": ["not found"]})
+    old = instance.flavor
+    if any(getattr(old, f) != getattr(flavor, f) for f in GPU_FIELDS):
+        raise Conflict("A resize keeps the instance's GPUs: the new flavor must have the same GPU spec.",
+                       code=Code.FLAVOR_DOES_NOT_FIT)
+    with transaction.atomic():
+        before = transition(instance, "resize", INSTANCE_TRANSITIONS)
+        for key, delta in (("vcpus", flavor.vcpus - old.vcpus), ("memory_mib", flavor.memory_mib - old.memory_mib)):
+            if delta > 0:
+                quota_check(scope=instance.project, resource=key, requested=delta)
+        try:
+            allocations_claim(consumer=ConsumerRef(id=instance.pk, consumer_type="instance",
+                                                   project_id=instance.project_id),
+                              specs=_resize_specs(instance, flavor), replace=True)
+        except CapacityUnavailable as exc:
+            raise Conflict(f"The flavor does not fit on the instance's host: {exc}",
+                           code=Code.FLAVOR_DOES_NOT_FIT) from exc
+        Instance.objects.filter(pk=instance.pk).update(flavor=flavor)
+        instance.flavor = flavor
+        op = operation_start(kind=RESIZE, target_type=TARGET, target_id=instance.pk, project=instance.project,
+                             actor=actor, state={"from_flavor": old.name, "to_flavor": flavor.name})
+        audit(actor, "compute.instance.resize", instance, before={"status": before, "flavor": old.name},
+              after={"status": instance.status, "flavor": flavor.name, "operation": str(op.pk)})
+    return op
