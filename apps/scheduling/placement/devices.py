@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from apps.inventory.catalog import gpu_model_get, nvswitch_partitions
 from apps.inventory.mig import mig_max_placeable, mig_plan
@@ -24,53 +25,77 @@ from ..models import GPU_SLICES
 
 @dataclass(frozen=True)
 class GpuRow:
-    id: uuid.UUID
+    id: uuid.UUID | None  # None until resolved (the exact path ranks by index first)
     index: int
     numa: int
     model: str = ""
     occupancy: tuple = ()  # allocations overlapping the window: dicts rc/lo/hi/amount/profile/parent
 
 
-def choose_whole_gpus(n: int, free: list[GpuRow], nvswitch_system: str, all_indexes: int = 8):
-    """Pick `n` GPUs out of `free`. Returns ((gpus, detail), score) or (None, reason)."""
+def choose_whole_gpus(n: int, free: list[GpuRow], nvswitch_system: str):
+    """Pick `n` GPUs out of `free`. Returns ((gpus, detail), score) or (None, reason). The choice depends only
+    on (n, baseboard, free GPU indexes and NUMA nodes), so it is memoised: a fleet has few distinct patterns."""
     if len(free) < n:
         return None, "gpu_capacity"
-    parts = nvswitch_partitions(nvswitch_system) if nvswitch_system else []
-    if parts:
-        return _by_partition(n, free, parts)
-    by_numa: dict[int, list[GpuRow]] = {}
-    for g in free:
-        by_numa.setdefault(g.numa, []).append(g)
-    fitting = sorted((len(v), node) for node, v in by_numa.items() if len(v) >= n)
-    if fitting:
-        node = fitting[0][1]
-        chosen = by_numa[node][:n]
-        return (chosen, {"numa_nodes": [node]}), 1.0
-    chosen = free[:n]
-    return (chosen, {"numa_nodes": sorted({g.numa for g in chosen})}), 0.0
+    picked, detail, score = choose_indexes(n, nvswitch_system or "", tuple((g.index, g.numa) for g in free))
+    if picked is None:
+        return None, detail
+    by_index = {g.index: g for g in free}
+    return ([by_index[i] for i in picked], detail_dict(detail)), score
 
 
-def _by_partition(n: int, free: list[GpuRow], parts: list[dict]):
-    by_phys = {g.index + 1: g for g in free}
-    sized = [p for p in parts if len(p["gpus"]) == n]
+def detail_dict(detail: tuple) -> dict:
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in detail}
+
+
+@lru_cache(maxsize=16)
+def _partition_masks(system: str) -> tuple[tuple[int, int, int], ...]:
+    """(partition id, GPU bitmask by index, size) of a baseboard's Fabric Manager partitions."""
+    out = []
+    for p in nvswitch_partitions(system):
+        mask = 0
+        for phys in p["gpus"]:
+            mask |= 1 << (phys - 1)
+        out.append((p["id"], mask, len(p["gpus"])))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65536)
+def choose_indexes(n: int, system: str, free: tuple[tuple[int, int], ...]):
+    """`free`: ((GPU index, NUMA node), ...). -> (chosen indexes, detail items, score) or (None, reason, 0)."""
+    numa_of = dict(free)
+    parts = _partition_masks(system) if system else ()
+    if not parts:
+        by_numa: dict[int, list[int]] = {}
+        for idx, node in free:
+            by_numa.setdefault(node, []).append(idx)
+        fitting = sorted((len(v), node) for node, v in by_numa.items() if len(v) >= n)
+        if fitting:
+            node = fitting[0][1]
+            return tuple(by_numa[node][:n]), (("numa_nodes", (node,)),), 1.0
+        chosen = tuple(idx for idx, _ in free[:n])
+        return chosen, (("numa_nodes", tuple(sorted({numa_of[i] for i in chosen}))),), 0.0
+    free_mask = 0
+    for idx, _ in free:
+        free_mask |= 1 << idx
+    sized = [p for p in parts if p[2] == n]
     if not sized:
-        return None, "nvswitch_partition_size"
-    usable = [p for p in sized if set(p["gpus"]) <= by_phys.keys()]
+        return None, "nvswitch_partition_size", 0.0
+    usable = [p for p in sized if p[1] & ~free_mask == 0]
     if not usable:
-        return None, "nvswitch_partition_busy"
-    free_set = set(by_phys)
+        return None, "nvswitch_partition_busy", 0.0
 
     def key(p):
-        numa = len({by_phys[i].numa for i in p["gpus"]})
-        broken = sum(1 for q in parts if len(q["gpus"]) > n and set(p["gpus"]) <= set(q["gpus"])
-                     and set(q["gpus"]) <= free_set)
-        return (numa, broken, p["id"])
+        idxs = [i for i in range(64) if p[1] >> i & 1]
+        numa = len({numa_of[i] for i in idxs})
+        broken = sum(1 for q in parts if q[2] > n and p[1] & ~q[1] == 0 and q[1] & ~free_mask == 0)
+        return (numa, broken, p[0])
 
     best = min(usable, key=key)
-    chosen = [by_phys[i] for i in sorted(best["gpus"])]
     numa, broken, _ = key(best)
-    return (chosen, {"nvswitch_partition": best["id"], "numa_nodes": sorted({g.numa for g in chosen})}), \
-        float(2 - min(numa, 2)) - broken / 10
+    chosen = tuple(i for i in range(64) if best[1] >> i & 1)
+    detail = (("nvswitch_partition", best[0]), ("numa_nodes", tuple(sorted({numa_of[i] for i in chosen}))))
+    return chosen, detail, float(2 - min(numa, 2)) - broken / 10
 
 
 def _mig_current(g: GpuRow) -> list | None:

@@ -102,6 +102,8 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
                     params)
         hosts = cur.fetchall()
     exp = Explanation(len(hosts), "fast")
+    if req.hosts > 1:
+        return _fast_gang(ctx, hosts, exp)
     choices: list[tuple[tuple, HostChoice]] = []
     # the device step reads the ledger for a few hosts at a time, best ranked first
     step = limit + 2 if req.hosts == 1 else len(hosts)
@@ -121,6 +123,42 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
             break
     exp.evaluated = len(choices)
     return _finish(ctx, choices, exp, limit)
+
+
+def _fast_gang(ctx: _Ctx, hosts: list, exp: Explanation, rounds: int = 5) -> Result:
+    """Several hosts: choose the network-tightest set on the summary first, then check only those hosts'
+    devices against the ledger; a host that fails is dropped and the set chosen again."""
+    req = ctx.req
+    meta = {h[0]: h for h in hosts}
+    excluded: set = set()
+    for _ in range(rounds):
+        picked, info = select_hosts([h[0] for h in hosts if h[0] not in excluded], req.hosts, req.topology,
+                                    ctx.policy)
+        if picked is None:
+            break
+        free = _free_gpus(ctx, picked) if req.gpus_per_host else {}
+        chosen = []
+        for hid in picked:
+            _, name, nvs = meta[hid]
+            gpus, detail = [], {}
+            if req.gpus_per_host:
+                got, why = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs)
+                if got is None:
+                    exp.remove(_DEVICE_FILTER.get(why, why), why)
+                    excluded.add(hid)
+                    continue
+                gpus, detail = got
+            chosen.append(_choice(req, hid, name, gpus, detail))
+        if len(chosen) == req.hosts:
+            exp.evaluated = exp.remaining = len(hosts) - len(excluded)
+            return Result([_gang_candidate(chosen, info)], exp.as_dict())
+    return Result([], exp.as_dict())
+
+
+def _gang_candidate(chosen: list[HostChoice], info: dict) -> Candidate:
+    """Score: fewer leaves per rail first, then fewer spine groups, then fewer fabrics (higher is better)."""
+    score = -(info["max_leaves_per_rail"] * 100 + info["spine_groups"] * 10 + info["fabrics"])
+    return Candidate(chosen, float(score), info)
 
 
 def _free_gpus(ctx: _Ctx, host_ids: list) -> dict:
@@ -157,8 +195,7 @@ _REASON_TEXT = {
 
 
 def _host_rows(ctx: _Ctx) -> list[tuple]:
-    free = (f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.id NOT IN (SELECT gpu_id FROM busy) "
-            f"{ctx.lease_gpu}")
+    free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL {ctx.lease_gpu}"
     query = sql.EXACT_HOSTS.format(conflict=ctx.conflict, model_ok=ctx.model_ok, free=free,
                                    holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS)
     with connection.cursor() as cur:
@@ -176,7 +213,7 @@ def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | No
     """Apply the host-level filters to one EXACT_HOSTS row; record the first that removes it."""
     req = ctx.req
     (hid, _name, state, zone_id, kind, threads, memory, _nvs, vh, vw, mh, mw, n_model, n_mode, n_healthy,
-     free_ids, _fi, _fn, projects, dedicated_pid) = row
+     free_idx, _fn, projects, dedicated_pid) = row
     models = "|".join(req.gpu_models) or "any model"
     checks = [
         ("host_state", state != HostState.AVAILABLE, state),
@@ -200,7 +237,7 @@ def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | No
             ("gpu_health", n_healthy < need, "too few healthy GPUs"),
         ]
         if req.gpu_form == "gpu":
-            checks.append(("gpu_capacity", len(free_ids) < need, f"fewer than {need} free GPUs"))
+            checks.append(("gpu_capacity", len(free_idx) < need, f"fewer than {need} free GPUs"))
     checks += [
         ("vcpu", threads - ctx.countable_used(vh, vw) < req.vcpus, f"fewer than {req.vcpus} vCPUs free"),
         ("memory", memory - ctx.countable_used(mh, mw) < req.memory_mib, f"less than {req.memory_mib} MiB free"),
@@ -220,34 +257,43 @@ def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
     lease_hosts = _lease_hosts(ctx) if req.lease_id else None
     survivors = [r for r in rows if _host_filters(ctx, r, exp, lease_hosts)]
     if req.gpu_form in ("gpu", "none"):
-        choices = _whole_gpu_choices(ctx, survivors, exp, limit, explain)
+        choices, passed = _whole_gpu_choices(ctx, survivors, exp, limit, explain)
     else:
         choices = _fractional_choices(ctx, survivors, exp)
-    exp.evaluated = len(choices)
-    return _finish(ctx, choices, exp, limit)
+        passed = len(choices)
+    exp.evaluated = passed
+    return _finish(ctx, choices, exp, limit, passed)
 
 
-def _whole_gpu_choices(ctx, survivors, exp, limit, explain) -> list:
+def _whole_gpu_choices(ctx, survivors, exp, limit, explain) -> tuple[list, int]:
+    """Rank the survivors, run the device step (memoised per free-GPU pattern) and build `HostChoice`s only for
+    what can be returned. Returns (choices, how many hosts passed the device step)."""
     req = ctx.req
     ranked = []
     for r in survivors:
         free_vcpus = r[5] - ctx.countable_used(r[8], r[9]) - req.vcpus
         ranked.append((weighers.host_key(ctx.policy, len(r[15]) - req.gpus_per_host, free_vcpus), r))
     ranked.sort(key=lambda t: (t[0], str(t[1][0])))
-    choices = []
+    passed = []
     for key, r in ranked:
-        gpus, detail, score = [], {}, 0.0
+        picked, detail, score = (), (), 0.0
         if req.gpus_per_host:
-            rows = [devices.GpuRow(i, x, n) for i, x, n in zip(r[15], r[16], r[17], strict=True)]
-            got, score = devices.choose_whole_gpus(req.gpus_per_host, rows, r[7])
-            if got is None:
-                exp.remove(_DEVICE_FILTER[score], _REASON_TEXT[score])
+            picked, detail, score = devices.choose_indexes(req.gpus_per_host, r[7] or "",
+                                                           tuple(zip(r[15], r[16], strict=True)))
+            if picked is None:
+                exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
                 continue
-            gpus, detail = got
-        choices.append(((key, -score), _choice(req, r[0], r[1], gpus, detail)))
-        if req.hosts == 1 and len(choices) >= limit and not explain:
+        passed.append(((key, -score, str(r[0])), r, picked, detail))
+        if req.hosts == 1 and len(passed) >= limit and not explain:
             break
-    return choices
+    passed.sort(key=lambda t: t[0])
+    build = passed if req.hosts > 1 else passed[:limit]
+    choices = []
+    for sort_key, r, picked, detail in build:
+        numa_of = dict(zip(r[15], r[16], strict=True))
+        gpus = [devices.GpuRow(None, i, numa_of[i]) for i in picked]
+        choices.append((sort_key, _choice(req, r[0], r[1], gpus, devices.detail_dict(detail))))
+    return choices, len(passed)
 
 
 def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
@@ -320,12 +366,27 @@ def _choice(req: PlacementRequest, host_id, name: str, gpus: list, detail: dict)
     return HostChoice(host_id, name, specs, detail)
 
 
-def _finish(ctx: _Ctx, choices: list, exp: Explanation, limit: int) -> Result:
+def _resolve_gpu_ids(choices: list[HostChoice]) -> None:
+    """Fill the GPU ids of whole-GPU specs chosen by index (exact path) - only for the returned candidates."""
+    todo = [c for c in choices if any(s.resource_class == "gpu" and s.gpu_id is None for s in c.specs)]
+    if not todo:
+        return
+    with connection.cursor() as cur:
+        cur.execute(sql.GPU_IDS, {"hosts": [c.host_id for c in todo]})
+        ids = {(h, i): g for h, i, g in cur.fetchall()}
+    for c in todo:
+        indexes = iter(c.detail.get("gpu_indexes", []))
+        c.specs = [AllocationSpec(s.host_id, s.resource_class, gpu_id=ids[(c.host_id, next(indexes))])
+                   if s.resource_class == "gpu" and s.gpu_id is None else s for s in c.specs]
+
+
+def _finish(ctx: _Ctx, choices: list, exp: Explanation, limit: int, passed: int | None = None) -> Result:
     req = ctx.req
     choices.sort(key=lambda t: t[0])
     ordered = [c for _, c in choices]
     if req.hosts == 1:
-        exp.remaining = len(ordered)
+        exp.remaining = len(ordered) if passed is None else passed
+        _resolve_gpu_ids(ordered[:limit])
         cands = [Candidate([c], float(len(ordered) - i)) for i, c in enumerate(ordered[:limit])]
         return Result(cands, exp.as_dict())
     exp.declare("topology")
@@ -343,5 +404,5 @@ def _finish(ctx: _Ctx, choices: list, exp: Explanation, limit: int) -> Result:
         out["topology"] = info
         return Result([], out)
     exp.remaining = len(ordered)
-    score = -(info["max_leaves_per_rail"] * 100 + info["spine_groups"] * 10 + info["fabrics"])
-    return Result([Candidate([by_id[h] for h in picked], float(score), info)], exp.as_dict())
+    _resolve_gpu_ids([by_id[h] for h in picked])
+    return Result([_gang_candidate([by_id[h] for h in picked], info)], exp.as_dict())

@@ -15,7 +15,8 @@ def conflict_predicate(*, consumer_type: str, spot: bool, nested: bool) -> str:
     return f"(({HOLDERS}) OR ({WORKLOADS}))"
 
 
-#: One row per host: state, capacity left over the window and, for whole-GPU requests, the free GPUs.
+#: One row per host: state, capacity left over the window and, for whole-GPU requests, the free GPUs' indexes
+#: and NUMA nodes (small integers: cheap to ship for 10,000 hosts; GPU ids are resolved for the winners only).
 EXACT_HOSTS = """
 WITH busy AS (
   SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
@@ -25,10 +26,10 @@ WITH busy AS (
     count(*) FILTER (WHERE {model_ok}) AS n_model,
     count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s) AS n_mode,
     count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok') AS n_healthy,
-    array_agg(g.id ORDER BY g.index) FILTER (WHERE {free}) AS free_ids,
     array_agg(g.index ORDER BY g.index) FILTER (WHERE {free}) AS free_idx,
     array_agg(g.numa_node ORDER BY g.index) FILTER (WHERE {free}) AS free_numa
-  FROM inventory_gpu g GROUP BY g.host_id
+  FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
+  GROUP BY g.host_id
 ), cc AS (
   SELECT a.host_id,
     coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vcpu_h,
@@ -41,7 +42,7 @@ WITH busy AS (
 )
 SELECT h.id, h.name, h.state, h.zone_id, h.provisioning_kind, h.cpu_threads, h.memory_mib, h.nvswitch_system,
   coalesce(cc.vcpu_h, 0), coalesce(cc.vcpu_w, 0), coalesce(cc.mem_h, 0), coalesce(cc.mem_w, 0),
-  coalesce(gg.n_model, 0), coalesce(gg.n_mode, 0), coalesce(gg.n_healthy, 0), coalesce(gg.free_ids, '{{}}'), coalesce(gg.free_idx, '{{}}'), coalesce(gg.free_numa, '{{}}'),
+  coalesce(gg.n_model, 0), coalesce(gg.n_mode, 0), coalesce(gg.n_healthy, 0), coalesce(gg.free_idx, '{{}}'), coalesce(gg.free_numa, '{{}}'),
   coalesce(u.projects, '{{}}'), u.dedicated_project_id
 FROM inventory_host h
 LEFT JOIN gg ON gg.host_id = h.id
@@ -98,4 +99,9 @@ WHERE c."group" = %(group)s AND c.project_id = %(project)s AND a.period && %(win
 LEASE_HOLDING = """
 SELECT a.host_id, a.gpu_id FROM scheduling_allocation a
 WHERE a.consumer_id = %(lease)s AND a.consumer_type = 'lease' AND a.period @> %(window)s
+"""
+
+#: GPU ids of some hosts by index (resolving the exact path's winners).
+GPU_IDS = """
+SELECT g.host_id, g.index, g.id FROM inventory_gpu g WHERE g.host_id = ANY(%(hosts)s::uuid[])
 """
