@@ -68,6 +68,9 @@ def test_viewer_sees_usage_not_invoices_and_drafts_stay_hidden(billed, fleet):
     assert {u["resource_id"] for u in usage} == {"vm-a"} and len(usage) == 6
     assert client.get("/api/v1/usage/", {"sku": "nope"}).json()["results"] == []
     assert len(client.get("/api/v1/usage/", {"since": "2026-02-01T04:30:00Z"}).json()["results"]) == 2
+    assert len(client.get("/api/v1/usage/", {"period": "2026-02"}).json()["results"]) == 6
+    assert client.get("/api/v1/usage/", {"period": "2026-03"}).json()["results"] == []
+    assert client.get("/api/v1/usage/", {"period": "2026-13"}).status_code == 400
     owner = make_user("owner@acme.test")
     member(owner, acme, "owner")
     invoice_run_execute(period="2026-03", finalize=False)  # nothing in March: no draft

@@ -64,3 +64,16 @@ def test_sku_keys_are_canonical():
     for bad in ({"gpu_count": True}, {"model": "a b"}):
         with pytest.raises(ValidationFailed):
             sku_for("gpu", **bad)
+
+
+def test_demo_price_book_loads_once(tiers):
+    import io
+
+    from apps.billing.demo import load_demo
+    from apps.billing.models import Price
+
+    out = io.StringIO()
+    load_demo(out)
+    load_demo(out)
+    assert Price.objects.count() == 2 * (7 + 3 * 2)
+    assert "present" in out.getvalue()

@@ -1,18 +1,32 @@
 """FilterSets of the billing API (explicit fields)."""
 import django_filters
+from django.db.models import DateTimeField, F, Func, Value
 
 from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, Price, SlaReport, UsageRecord
+from ..periods import parse_period
 
 
 class UsageRecordFilter(django_filters.FilterSet):
-    """`since`/`until`: usage overlapping [since, until); `period` (YYYY-MM, UTC month)."""
+    """`since`/`until`: usage overlapping [since, until); `period` (YYYY-MM): the billing month in the
+    organization's billing time zone."""
 
     since = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="gt")
     until = django_filters.IsoDateTimeFilter(field_name="start", lookup_expr="lt")
+    period = django_filters.CharFilter(method="filter_period", help_text="YYYY-MM, billing month of the organization")
 
     class Meta:
         model = UsageRecord
-        fields = ["organization", "project", "sku", "resource_type", "resource_id", "pricing_model", "since", "until"]
+        fields = ["organization", "project", "sku", "resource_type", "resource_id", "pricing_model", "since", "until",
+                  "period"]
+
+    def filter_period(self, queryset, name, value):
+        year, month = parse_period(value)
+        nyear, nmonth = year + month // 12, month % 12 + 1
+        start = Func(Value(year), Value(month), Value(1), Value(0), Value(0), Value(0),
+                     F("organization__billing_timezone"), function="make_timestamptz", output_field=DateTimeField())
+        end = Func(Value(nyear), Value(nmonth), Value(1), Value(0), Value(0), Value(0),
+                   F("organization__billing_timezone"), function="make_timestamptz", output_field=DateTimeField())
+        return queryset.filter(start__lt=end, end__gt=start)
 
 
 class InvoiceFilter(django_filters.FilterSet):

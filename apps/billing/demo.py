@@ -1,0 +1,42 @@
+"""Demo price book for `manage.py demo_load` (idempotent): illustrative USD list prices, effective 2020-01-01, for
+the demo flavors (compute's demo catalog), per-GPU reserved and spot prices for lease and spot usage, and public
+IPs, on both default SLA tiers (premium = standard + 20 %). The figures are examples, not recommendations."""
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+from .models import PriceBook
+from .skus import sku_for
+
+EFFECTIVE = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+ON_DEMAND = {  # USD per hour
+    sku_for("flavor", name="cpu-2"): "0.08",
+    sku_for("flavor", name="h100-1x"): "2.49",
+    sku_for("flavor", name="h100-8x"): "19.92",
+    sku_for("flavor", name="h100-mig-3g40"): "0.99",
+    sku_for("flavor", name="h200-mig-3g71"): "1.39",
+    sku_for("flavor", name="l40s-vgpu-4q"): "0.35",
+    sku_for("public_ip"): "0.005",
+}
+PER_GPU = {"H100-SXM5-80GB": ("1.79", "1.10"), "H200-SXM-141GB": ("2.29", "1.45"), "L40S": ("0.69", "0.45")}
+
+
+def load_demo(stdout) -> None:
+    from .services import price_book_create, price_set
+
+    if PriceBook.objects.filter(currency="USD", effective_from=EFFECTIVE).exists():
+        stdout.write("billing: demo price book present")
+        return
+    book = price_book_create(actor=None, name="Demo list prices", currency="USD", effective_from=EFFECTIVE)
+    for tier, factor in (("standard", Decimal(1)), ("premium", Decimal("1.2"))):
+        for sku, price in ON_DEMAND.items():
+            price_set(actor=None, book=book, sku=sku, sla_tier=tier, pricing_model="on_demand",
+                      unit_price=Decimal(price) * factor)
+        for model, (reserved, spot) in PER_GPU.items():
+            gpu = sku_for("gpu", model=model)
+            price_set(actor=None, book=book, sku=gpu, sla_tier=tier, pricing_model="reserved",
+                      unit_price=Decimal(reserved) * factor, minimum_seconds=0)
+            price_set(actor=None, book=book, sku=gpu, sla_tier=tier, pricing_model="spot",
+                      unit_price=Decimal(spot) * factor)
+    stdout.write(f"billing: demo price book with {book.prices.count()} prices")
