@@ -158,3 +158,32 @@ def test_rw036_request_held_for_maintenance_with_the_reason(world, clock):
     assert queue_process()["placed"] == 1
     assert finish(body["operation"]["id"]).status == "succeeded"
     assert InstanceTerms.objects.get(instance_id=body["instance"]["id"]).market == "on_demand"
+
+
+def test_an_instance_in_a_full_lease_does_not_spill_onto_other_capacity(world, clock):
+    gpu_host(), gpu_host()
+    le = _active_lease(world, clock, kind="gpus", count=1)
+    first = _request(world, world.gpu1, "in-1", market="lease", lease=str(le.pk))
+    assert finish(first["operation"]["id"]).status == "succeeded"
+    second = _request(world, world.gpu1, "in-2", market="lease", lease=str(le.pk))
+    op = finish(second["operation"]["id"])
+    assert (op.status, op.error_code) == ("failed", "capacity_unavailable")
+    assert not Allocation.objects.filter(consumer_id=second["instance"]["id"]).exists()
+
+
+def test_queued_on_demand_request_preempts_spot_after_the_grace_period(world, clock, settings):
+    settings.RESERVATIONS_SPOT_GRACE_S = 60
+    gpu_host(gpus=1, nvswitch="")
+    spot = _request(world, world.gpu1, "spot", client=world.client_b, project=world.project_b, market="spot")
+    assert finish(spot["operation"]["id"]).status == "succeeded"
+    waiting = _request(world, world.gpu1, "od", queue_timeout_s=3600)
+    assert queue_process()["waiting"] == 1
+    terms = InstanceTerms.objects.get(instance_id=spot["instance"]["id"])
+    assert terms.interruption_at == at(8, 1) and "On-demand work queued" in terms.interruption_reason
+    queue_process()  # chosen once only
+    assert InstanceTerms.objects.filter(interruption_at__isnull=False).count() == 1
+    clock.move_to(at(8, 1))
+    assert leases_advance()["preempted"] == 1
+    finish(Operation.objects.get(target_id=spot["instance"]["id"], kind="instance.delete").pk)
+    assert queue_process()["placed"] == 1
+    assert finish(waiting["operation"]["id"]).status == "succeeded"

@@ -150,3 +150,30 @@ def test_active_lease_feeds_billing_as_reserved_usage(world, clock):
     assert (iv.key, iv.pricing_model, iv.start, iv.end, iv.gpu_equivalents) == (
         f"lease:{le.pk}", "reserved", at(9), at(12), 8)
     assert iv.sku == "gpu:model=H100-SXM5-80GB"
+
+
+def test_mig_and_share_leases_hold_slices_and_shares(world, clock):
+    from tests.scheduling import fleet
+
+    fleet.host(gpus=2, mode="mig", nvswitch="")
+    fleet.host(gpus=1, mode="shared", nvswitch="")
+    mig = lease(world.project_a, start=at(9), end=at(12), kind="mig", count=3, mig_profile="3g.40gb", name="m")
+    rows = Allocation.objects.filter(consumer_id=mig.pk, resource_class="mig")
+    assert rows.count() == 3 and {r.slices.upper - r.slices.lower for r in rows} == {4}
+    with pytest.raises(CapacityUnavailable) as exc:
+        lease(world.project_b, start=at(10), end=at(11), kind="mig", count=2, mig_profile="3g.40gb", name="m2")
+    assert exc.value.extra["constraint"] == "mig_geometry"
+    sh = lease(world.project_b, start=at(9), end=at(12), kind="shares", count=2, share_milli=400, name="s")
+    assert sum(Allocation.objects.filter(consumer_id=sh.pk).values_list("amount", flat=True)) == 800
+
+
+def test_bad_capacity_is_400_and_writes_nothing(world, clock):
+    from apps.core.errors import ValidationFailed
+
+    for kw in ({"kind": "mig", "mig_profile": "9g.99gb"}, {"kind": "gpus", "gpu_model": "NOPE"},
+               {"kind": "gpus", "count": 0}, {"kind": "shares", "share_milli": 1000},
+               {"kind": "gpus", "max_leaves_per_rail": 1}, {"kind": "gpus", "zone": "nowhere"}):
+        with pytest.raises(ValidationFailed) as exc:
+            lease(world.project_a, start=at(9), end=at(12), **{"count": 1, **kw})
+        assert exc.value.code == "invalid_lease_capacity"
+    assert not Lease.objects.exists()
