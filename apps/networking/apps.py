@@ -9,3 +9,4 @@ class NetworkingConfig(AppConfig):
         from . import selectors
 
         selectors.register_quota_counters()
+        selectors.register_billing_sources()

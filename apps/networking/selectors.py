@@ -114,3 +114,31 @@ def register_quota_counters() -> None:
     register_usage_counter("vpcs", _count(Vpc))
     register_usage_counter("public_ips", _count(PublicIp, {"kind": PublicIpKind.FLOATING}))
     register_usage_counter("ib_partitions", _count(IbPartition))
+
+
+def public_ip_usage(period_start, period_end):
+    """Billing usage source `networking.public_ip`: every floating-IP holding that overlaps
+    `[period_start, period_end)`, as `apps.billing.registry.UsageInterval` (SKU `public_ip`, on demand)."""
+    from django.db.models import Q
+
+    from apps.billing.registry import UsageInterval
+    from apps.billing.skus import sku_for
+
+    from .models import PublicIpHolding
+
+    sku = sku_for("public_ip")
+    rows = (PublicIpHolding.objects.filter(start__lt=period_end)
+            .filter(Q(end__isnull=True) | Q(end__gt=period_start)).select_related("project"))
+    for h in rows.order_by("start"):
+        yield UsageInterval(key=f"public_ip:{h.pk}", organization_id=h.project.organization_id,
+                            project_id=h.project_id, resource_type="networking.public_ip",
+                            resource_id=str(h.public_ip_id), sku=sku, pricing_model="on_demand", start=h.start,
+                            end=h.end)
+
+
+def register_billing_sources() -> None:
+    try:
+        from apps.billing.registry import register_usage_source
+    except ImportError:  # billing not installed
+        return
+    register_usage_source("networking.public_ip", public_ip_usage)

@@ -198,3 +198,28 @@ def test_unconfigured_backends_are_skipped(db, settings):
     settings.NETWORKING_IB_FABRICS = {}
     assert "skipped" in tasks.ovn_reconcile_task.delay().get()
     assert tasks.ib_reconcile_all_task.delay().get() == {}
+
+
+def test_public_ip_holdings_feed_billing(tenant_a):
+    import datetime as dt
+
+    import time_machine
+
+    from apps.billing.registry import usage_sources
+    from apps.networking import services
+
+    vpc, sn = vpc_with_subnet(tenant_a)
+    pool = services.public_ip_pool_create(actor=None, name="ext", cidr="203.0.113.0/24", first_ip="203.0.113.10",
+                                          last_ip="203.0.113.20", gateway_ip="203.0.113.1")
+    t0 = dt.datetime(2026, 11, 2, 10, 0, tzinfo=dt.UTC)
+    with time_machine.travel(t0, tick=False):
+        pip = services.public_ip_create(actor=tenant_a.user, vpc=vpc, pool=pool)
+    pip_id = str(pip.pk)
+    with time_machine.travel(t0 + dt.timedelta(hours=3), tick=False):
+        services.public_ip_delete(actor=tenant_a.user, public_ip=pip)
+    source = usage_sources()["networking.public_ip"]
+    [interval] = list(source(dt.datetime(2026, 11, 1, tzinfo=dt.UTC), dt.datetime(2026, 12, 1, tzinfo=dt.UTC)))
+    assert (interval.start, interval.end, interval.sku, interval.resource_id) == \
+        (t0, t0 + dt.timedelta(hours=3), "public_ip", pip_id)
+    assert interval.project_id == tenant_a.project.pk and interval.pricing_model == "on_demand"
+    assert list(source(dt.datetime(2026, 12, 1, tzinfo=dt.UTC), dt.datetime(2027, 1, 1, tzinfo=dt.UTC))) == []

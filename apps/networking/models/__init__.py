@@ -1,8 +1,18 @@
 """Networking models: VPCs and their parts (Ethernet, OVN) and InfiniBand partitions (OpenSM / UFM)."""
 from .ib import FabricSyncState, IbPartition, IbPartitionMember, PkeyPool, VirtualGuid, VirtualGuidPool
-from .vpc import IpAllocation, Port, PublicIp, PublicIpPool, SecurityGroup, SecurityGroupRule, Subnet, Vpc
+from .vpc import (
+    IpAllocation,
+    Port,
+    PublicIp,
+    PublicIpHolding,
+    PublicIpPool,
+    SecurityGroup,
+    SecurityGroupRule,
+    Subnet,
+    Vpc,
+)
 
 __all__ = [
     "FabricSyncState", "IbPartition", "IbPartitionMember", "IpAllocation", "PkeyPool", "Port", "PublicIp",
-    "PublicIpPool", "SecurityGroup", "SecurityGroupRule", "Subnet", "VirtualGuid", "VirtualGuidPool", "Vpc",
+    "PublicIpHolding", "PublicIpPool", "SecurityGroup", "SecurityGroupRule", "Subnet", "VirtualGuid", "VirtualGuidPool", "Vpc",
 ]

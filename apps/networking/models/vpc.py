@@ -147,3 +147,23 @@ class PublicIp(ProjectOwned):
             models.UniqueConstraint(fields=["vpc"], condition=Q(kind="router_gateway"),
                                     name="networking_pip_one_gateway_per_vpc"),
         ]
+
+
+class PublicIpHolding(ProjectOwned):
+    """How long a project held a floating IP: `[start, end)`, `end` null while held. Billing reads these
+    (usage source `networking.public_ip`); the PublicIp row itself is deleted on release."""
+
+    public_ip_id = models.UUIDField(db_index=True)
+    address = models.GenericIPAddressField()
+    pool_name = models.CharField(max_length=63)
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["start"]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__isnull=True) | Q(end__gt=models.F("start")),
+                                   name="networking_piph_end_after_start"),
+            models.UniqueConstraint(fields=["public_ip_id"], condition=Q(end__isnull=True),
+                                    name="networking_piph_one_open"),
+        ]

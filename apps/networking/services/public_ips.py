@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.quotas import quota_check
 
 from .. import ipam
 from ..errors import Code
-from ..models import Port, PublicIp, PublicIpPool, Vpc
+from ..models import Port, PublicIp, PublicIpHolding, PublicIpPool, Vpc
 from ..states import PublicIpKind
 from ._common import (
     audit,
@@ -78,6 +79,8 @@ def public_ip_create(*, actor, vpc: Vpc, pool: PublicIpPool, port: Port | None =
                                       address=_take_address(pool))
         if port is not None:
             _associate(pip, port)
+        PublicIpHolding.objects.create(project=vpc.project, public_ip_id=pip.pk, address=pip.address,
+                                       pool_name=pool.name, start=now())
         audit(actor, "public_ip.create", pip, after={"address": pip.address, "port": str(pip.port_id or "")})
         schedule_ovn_reconcile()
     return pip
@@ -120,5 +123,6 @@ def public_ip_delete(*, actor, public_ip: PublicIp) -> None:
         raise Conflict("The router's address is released when the VPC is deleted.", code=Code.IN_USE)
     with transaction.atomic():
         audit(actor, "public_ip.delete", public_ip, before={"address": public_ip.address})
+        PublicIpHolding.objects.filter(public_ip_id=public_ip.pk, end__isnull=True).update(end=now())
         public_ip.delete()
         schedule_ovn_reconcile()
