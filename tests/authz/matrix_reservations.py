@@ -4,7 +4,7 @@ leases and instance requests as project members or admins; webhooks are managed 
 import datetime as dt
 
 from apps.compute.models import Flavor, Image, Instance
-from apps.reservations.models import InstanceTerms, Lease, QueuedRequest, WebhookEndpoint
+from apps.reservations.models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, WebhookEndpoint
 from apps.reservations.services.leases import lease_create
 from tests.inventory.helpers import make_host
 
@@ -16,6 +16,9 @@ WRITE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403,
 ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
 ORG_ADMIN_CREATE = expect(other_org=404, viewer=403, member=403, admin=201, read_token=403, staff=201)
 ORG_ADMIN_DELETE = expect(other_org=404, viewer=403, member=403, admin=204, read_token=403, staff=204)
+STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
+STAFF_DELETE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=204)
 START, END = "2099-01-01 09:00", "2099-01-01 12:00"
 
 
@@ -64,7 +67,19 @@ def _webhook(world) -> WebhookEndpoint:
     return WebhookEndpoint.objects.create(organization=world.org_a, url="https://hooks.test/a", secret="s")
 
 
+def _reserve(world) -> Case:
+    return Case(kwargs={"pk": OnDemandReserve.objects.create(gpu_model="H100-SXM5-80GB", gpus=8).pk})
+
+
 ENTRIES = [
+    Entry("GET", "/api/v1/capacity-reserves", STAFF_READ),
+    Entry("GET", "/api/v1/capacity-reserves/{pk}", STAFF_READ, _reserve),
+    Entry("POST", "/api/v1/capacity-reserves", STAFF_CREATE,
+          lambda w: Case(data={"gpu_model": "H100-SXM5-80GB", "zone": "", "gpus": 16})),
+    Entry("DELETE", "/api/v1/capacity-reserves/{pk}", STAFF_DELETE, _reserve),
+    Entry("GET", "/api/v1/queue-priorities", STAFF_READ),
+    Entry("POST", "/api/v1/queue-priorities", STAFF_CREATE,
+          lambda w: Case(data={"project": str(w.project_a.pk), "priority": 10})),
     Entry("GET", "/api/v1/leases", LIST),
     Entry("POST", "/api/v1/leases", CREATE, _lease_body),
     Entry("GET", "/api/v1/leases/{pk}", expect(), _lease_case()),

@@ -30,3 +30,18 @@ def test_calendar_bad_input(world):
     r = world.client_a.get("/api/v1/capacity", {**Q, "end": "2027-03-01T08:00:00Z", "step_s": 300})
     assert r.status_code == 400
     assert world.client_a.get("/api/v1/capacity", {"start": "x"}).status_code == 400
+
+
+def test_staff_sets_the_reserve_over_the_api(world, clock):
+    gpu_host()
+    r = world.staff_client.post("/api/v1/capacity-reserves", {"gpu_model": "H100-SXM5-80GB", "gpus": 6},
+                                format="json")
+    assert r.status_code == 201, r.content
+    r = world.staff_client.post("/api/v1/capacity-reserves", {"gpu_model": "H100-SXM5-80GB", "gpus": 2},
+                                format="json")
+    assert r.status_code == 201 and OnDemandReserve.objects.get().gpus == 2
+    assert world.client_a.get("/api/v1/capacity-reserves").status_code == 403
+    bad = world.staff_client.post("/api/v1/capacity-reserves", {"gpu_model": "NOPE", "gpus": 2}, format="json")
+    assert bad.status_code == 400
+    rows = world.client_a.get("/api/v1/capacity", Q).json()
+    assert rows[0]["free_gpus"] == 6

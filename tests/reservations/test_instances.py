@@ -187,3 +187,24 @@ def test_queued_on_demand_request_preempts_spot_after_the_grace_period(world, cl
     finish(Operation.objects.get(target_id=spot["instance"]["id"], kind="instance.delete").pk)
     assert queue_process()["placed"] == 1
     assert finish(waiting["operation"]["id"]).status == "succeeded"
+
+
+def test_project_priority_goes_first_in_the_queue(world, clock):
+    gpu_host(gpus=1, nvswitch="")
+    holder = _request(world, world.gpu1, "holder")
+    finish(holder["operation"]["id"])
+    low = _request(world, world.gpu1, "low", client=world.client_b, project=world.project_b, queue_timeout_s=3600)
+    r = world.staff_client.post("/api/v1/queue-priorities", {"project": str(world.project_a.pk), "priority": 5},
+                                format="json")
+    assert r.status_code == 201
+    assert world.client_a.post("/api/v1/queue-priorities", {"project": str(world.project_a.pk), "priority": 9},
+                               format="json").status_code == 403
+    high = _request(world, world.gpu1, "high", queue_timeout_s=3600)
+    queue_process()
+    positions = {q["instance"]: q["position"] for q in world.staff_client.get("/api/v1/queued-requests").json()[
+        "results"]}
+    assert (positions[high["instance"]["id"]], positions[low["instance"]["id"]]) == (1, 2)
+    instance_delete(actor=None, instance=Instance.objects.get(pk=holder["instance"]["id"]))
+    finish(Operation.objects.get(target_id=holder["instance"]["id"], kind="instance.delete").pk)
+    assert queue_process()["placed"] == 1
+    assert QueuedRequest.objects.get(instance_id=high["instance"]["id"]).status == "placed"

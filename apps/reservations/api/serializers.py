@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.compute.api.serializers import InstanceOutput
 from apps.operations.api.serializers import OperationOutput
 
-from ..models import InstanceTerms, Lease, QueuedRequest, WebhookEndpoint
+from ..models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
 from ..states import EndAction, Event, LeaseKind, Market
 
 
@@ -158,3 +158,22 @@ class WebhookEndpointCreated(WebhookEndpointOutput):
     class Meta(WebhookEndpointOutput.Meta):
         fields = [*WebhookEndpointOutput.Meta.fields, "secret"]
         read_only_fields = fields
+
+
+class OnDemandReserveSerializer(serializers.ModelSerializer):
+    """GPUs of `gpu_model` (in `zone`; empty = fleet-wide) kept free for on-demand work."""
+
+    class Meta:
+        model = OnDemandReserve
+        fields = ["id", "gpu_model", "zone", "gpus", "updated_at"]
+        read_only_fields = ["id", "updated_at"]
+        validators = []  # create replaces the (gpu_model, zone) row
+
+
+class QueuePrioritySerializer(serializers.ModelSerializer):
+    project = serializers.UUIDField(source="project_id")
+
+    class Meta:
+        model = QueuePriority
+        fields = ["id", "project", "priority", "updated_at"]
+        read_only_fields = ["id", "updated_at"]

@@ -10,12 +10,13 @@ from rest_framework.response import Response
 
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.request_context import get_request_id
-from apps.tenancy.models import Organization
+from apps.identity.permissions import IsStaffOperator
+from apps.tenancy.models import Organization, Project
 from apps.tenancy.selectors import organization_ids_visible_to, project_list_visible_to
 
 from .. import selectors
-from ..models import QueuedRequest
-from ..services import leases, queue, webhooks
+from ..models import OnDemandReserve, QueuedRequest, QueuePriority
+from ..services import leases, policy, queue, webhooks
 from . import filters
 from . import serializers as s
 
@@ -190,3 +191,45 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _
     def destroy(self, request, pk=None):
         webhooks.webhook_endpoint_delete(actor=request.user, endpoint=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class OnDemandReserveViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
+    """Provider staff: GPUs kept free for on-demand work (leases are refused when they would eat into it).
+    POST creates or replaces the row of (gpu_model, zone)."""
+
+    serializer_class = s.OnDemandReserveSerializer
+    permission_classes = [IsStaffOperator]
+
+    def get_queryset(self):
+        return OnDemandReserve.objects.order_by("gpu_model", "zone")
+
+    @extend_schema(request=s.OnDemandReserveSerializer, responses={201: s.OnDemandReserveSerializer})
+    def create(self, request):
+        data = self._input(s.OnDemandReserveSerializer)
+        row = policy.on_demand_reserve_set(actor=request.user, gpu_model=data["gpu_model"],
+                                           zone=data.get("zone", ""), gpus=data["gpus"])
+        return Response(s.OnDemandReserveSerializer(row).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={204: None})
+    def destroy(self, request, pk=None):
+        policy.on_demand_reserve_delete(actor=request.user, reserve=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QueuePriorityViewSet(mixins.ListModelMixin, _Base):
+    """Provider staff: per-project priority in the on-demand queue (higher first). POST sets it."""
+
+    serializer_class = s.QueuePrioritySerializer
+    permission_classes = [IsStaffOperator]
+
+    def get_queryset(self):
+        return QueuePriority.objects.order_by("-priority", "project_id")
+
+    @extend_schema(request=s.QueuePrioritySerializer, responses={201: s.QueuePrioritySerializer})
+    def create(self, request):
+        data = self._input(s.QueuePrioritySerializer)
+        project = Project.objects.filter(pk=data["project_id"]).first()
+        if project is None:
+            raise NotFound("Project not found.", errors={"project": ["not found"]})
+        row = policy.queue_priority_set(actor=request.user, project=project, priority=data["priority"])
+        return Response(s.QueuePrioritySerializer(row).data, status=status.HTTP_201_CREATED)
