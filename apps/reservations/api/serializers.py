@@ -9,7 +9,7 @@ from ..models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, Queue
 from ..states import EndAction, Event, LeaseKind, Market
 
 
-@extend_schema_field({"type": "string", "enum": list(LeaseKind.values),
+@extend_schema_field({"type": "string", "pattern": f"^({'|'.join(LeaseKind.values)})$",
                       "description": "hosts (whole hosts) | gpus | mig (GPU instances of a profile) | shares"})
 class LeaseKindField(serializers.ChoiceField):
     def __init__(self, **kw):
