@@ -208,3 +208,33 @@ def test_project_priority_goes_first_in_the_queue(world, clock):
     finish(Operation.objects.get(target_id=holder["instance"]["id"], kind="instance.delete").pk)
     assert queue_process()["placed"] == 1
     assert QueuedRequest.objects.get(instance_id=high["instance"]["id"]).status == "placed"
+
+
+def test_extending_and_shrinking_a_lease_moves_its_instances_allocations(world, clock):
+    gpu_host()
+    le = _active_lease(world, clock, kind="gpus", count=2)
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    finish(body["operation"]["id"])
+    child = Allocation.objects.get(consumer_id=body["instance"]["id"], resource_class="gpu")
+    r = world.client_a.post(f"/api/v1/leases/{le.pk}/extend", {"end": "2026-03-01 14:00"}, format="json")
+    assert r.status_code == 200
+    child.refresh_from_db()
+    assert child.period.upper == at(14)
+    r = world.client_a.post(f"/api/v1/leases/{le.pk}/shrink", {"end": "2026-03-01 10:00"}, format="json")
+    assert r.status_code == 200
+    child.refresh_from_db()
+    assert child.period.upper == at(10)
+
+
+def test_fair_share_puts_the_organization_holding_fewer_gpus_first(world, clock):
+    gpu_host(gpus=2, nvswitch="")
+    for name in ("a1", "a2"):
+        finish(_request(world, world.gpu1, name)["operation"]["id"])  # organization A holds 2 GPUs
+    first = _request(world, world.gpu1, "a-queued", queue_timeout_s=3600)
+    clock.move_to(at(8, 5))
+    later = _request(world, world.gpu1, "b-queued", client=world.client_b, project=world.project_b,
+                     queue_timeout_s=3600)
+    from apps.reservations.services.queue import queue_positions
+
+    pos = {str(QueuedRequest.objects.get(pk=k).instance_id): v for k, v in queue_positions().items()}
+    assert (pos[later["instance"]["id"]], pos[first["instance"]["id"]]) == (1, 2)
