@@ -11,7 +11,8 @@ $PY manage.py demo_load
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
-.venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing -c 2 --loglevel INFO \
+# One worker process (threads): the demo fleet's libvirt test:///default keeps its domains per process (docs/compute.md).
+.venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing --pool threads -c 4 --loglevel INFO \
   >var/log/worker.log 2>&1 & pids+=($!)
 .venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule --loglevel INFO \
   >var/log/beat.log 2>&1 & pids+=($!)
