@@ -180,3 +180,17 @@ def test_rw035_growing_an_active_host_lease_wires_the_new_host_in(world, clock):
     new_host = next(h for h in hosts if Allocation.objects.filter(consumer_id=le.pk, host_id=h.id,
                                                                   period__startswith=at(10)).exists())
     assert Allocation.objects.filter(consumer_id=le.pk, host_id=new_host.id).count() == 8
+
+
+def test_lists_use_a_bounded_number_of_queries(world, clock, django_assert_max_num_queries):
+    from apps.tenancy.models import Quota
+
+    Quota.objects.filter(organization=world.org_a, project=None, resource="leases").update(limit=100)
+    gpu_host()
+    for i in range(6):
+        lease(world.project_a, start=at(9 + i), end=at(10 + i), count=1, name=f"l{i}")
+    with django_assert_max_num_queries(12):
+        r = world.client_a.get("/api/v1/leases")
+    assert r.status_code == 200 and len(r.json()["results"]) == 6
+    with django_assert_max_num_queries(14):
+        assert world.client_a.get("/api/v1/queued-requests").status_code == 200

@@ -27,7 +27,6 @@ from apps.core.tasks import enqueue_on_commit
 from apps.core.transitions import transition
 from apps.operations.models import Operation
 from apps.scheduling.errors import CapacityUnavailable
-from apps.scheduling.selectors import quota_usage
 
 from .. import conf
 from ..errors import LeaseNotUsable
@@ -92,11 +91,23 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
 def _ordered_waiting() -> list[QueuedRequest]:
     waiting = list(QueuedRequest.objects.filter(status=QueueStatus.WAITING).select_related(
         "organization", "instance__flavor", "instance__project"))
-    usage: dict = {}
-    for q in waiting:
-        if q.organization_id not in usage:
-            usage[q.organization_id] = quota_usage("gpus", organization=q.organization)
-    return sorted(waiting, key=lambda q: (-q.priority, usage[q.organization_id], q.created_at, q.pk))
+    usage = _gpus_held({q.organization_id for q in waiting})
+    return sorted(waiting, key=lambda q: (-q.priority, usage.get(q.organization_id, 0), q.created_at, q.pk))
+
+
+def _gpus_held(org_ids: set) -> dict:
+    """{organization id: whole GPUs held now} (top-level ledger rows, as the `gpus` quota counts), one query."""
+    from django.db.models import Count, Q
+
+    from apps.scheduling.models import Allocation
+
+    if not org_ids:
+        return {}
+    now = clock.now()
+    rows = (Allocation.objects.filter(Q(period__contains=now), parent__isnull=True, resource_class="gpu",
+                                      project__organization_id__in=org_ids)
+            .values_list("project__organization_id").annotate(n=Count("id")))
+    return dict(rows)
 
 
 def queue_positions() -> dict:
