@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import contextmanager
+
+from django.db import IntegrityError, transaction
 
 from apps.core.clock import now
 from apps.core.drivers import DriverError
@@ -21,6 +24,21 @@ from .ib import virtual_guids_free_released
 log = logging.getLogger("gpucloud.networking")
 _ovn_drivers: dict[str, OvnDriver] = {}
 _ovn_lock = threading.Lock()
+
+
+@contextmanager
+def _exclusive(key: str):
+    """One reconcile per backend at a time: a row lock on its FabricSyncState, held for the whole run, taken
+    before the desired state is read, so a run never writes an older snapshot over a newer one."""
+    with transaction.atomic():
+        if not FabricSyncState.objects.filter(key=key).exists():
+            try:
+                with transaction.atomic():
+                    FabricSyncState.objects.create(key=key)
+            except IntegrityError:
+                pass
+        FabricSyncState.objects.select_for_update().get(key=key)
+        yield
 
 
 def _record(key: str, *, ok: bool, result: dict, error: str = "", digest: str = "") -> None:
@@ -50,13 +68,18 @@ def ovn_reconcile(*, driver=None) -> dict:
     driver = driver or ovn_driver()
     if driver is None:
         return {"skipped": "NETWORKING_OVN_NB_DB not set"}
-    topology = desired.ovn_topology(gateway_chassis=conf.ovn_gateway_chassis())
-    try:
-        result = driver.sync(topology).as_dict()
-    except DriverError as exc:
-        _record("ovn", ok=False, result={}, error=f"{exc.code}: {exc}")
-        raise
-    _record("ovn", ok=True, result=result)
+    failure = None
+    with _exclusive("ovn"):
+        topology = desired.ovn_topology(gateway_chassis=conf.ovn_gateway_chassis())
+        try:
+            result = driver.sync(topology).as_dict()
+        except DriverError as exc:
+            failure = exc
+        else:
+            _record("ovn", ok=True, result=result)
+    if failure is not None:
+        _record("ovn", ok=False, result={}, error=f"{failure.code}: {failure}")
+        raise failure
     return result
 
 
@@ -86,13 +109,22 @@ def ib_fabric_reconcile(*, fabric_id, driver=None, verify: bool | None = None) -
             return {"skipped": f"fabric {fabric.name} has no subnet manager configured"}
         driver = _ib_driver(config)
     config = config or {}
-    partitions = desired.ib_partitions(fabric)
     key = f"ib:{fabric.name}"
-    try:
-        result = driver.apply(partitions)
-    except DriverError as exc:
-        _record(key, ok=False, result={}, error=f"{exc.code}: {exc}")
-        raise
+    failure = None
+    with _exclusive(key):
+        partitions = desired.ib_partitions(fabric)
+        try:
+            out = _ib_apply(fabric, driver, partitions, config, verify, key)
+        except DriverError as exc:
+            failure = exc
+    if failure is not None:
+        _record(key, ok=False, result={}, error=f"{failure.code}: {failure}")
+        raise failure
+    return out
+
+
+def _ib_apply(fabric: Fabric, driver, partitions, config: dict, verify: bool | None, key: str) -> dict:
+    result = driver.apply(partitions)
     out = result.as_dict()
     if result.drift:
         log.warning("partitions_file_drift", extra={"fabric": fabric.name, "restored": result.restored})
