@@ -18,7 +18,7 @@ from apps.inventory.demo import SAMPLE
 from apps.inventory.fleet.sync import fleet_apply, fleet_plan
 from apps.inventory.models import Fabric
 from apps.networking import desired
-from apps.networking.drivers.ibsim import SimFabric, missing_binaries
+from apps.networking.drivers.ibsim import SimFabric, binary, missing_binaries
 from apps.networking.drivers.opensm import render_partitions
 
 OVN_BINARIES = ("ovsdb-server", "ovsdb-tool", "ovn-northd", "ovn-nbctl", "ovn-sbctl", "ovn-trace")
@@ -85,6 +85,7 @@ class OvnCluster:
         self.nb = self.env["OVN_NB_DB"]
 
     def _sh(self, *args: str) -> str:
+        args = (binary(args[0]), *args[1:])       # ovsdb-server lives in /usr/sbin, maybe not on PATH
         return subprocess.run(list(args), env=self.env, cwd=self.run, check=True, capture_output=True, text=True,
                               timeout=60, stdin=subprocess.DEVNULL).stdout
 
