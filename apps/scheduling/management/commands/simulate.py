@@ -32,7 +32,7 @@ class Command(BaseCommand):
                             help="policy (repeatable; default: all)")
         parser.add_argument("--seeds", default="42-51", help="e.g. 42-51 or 42,43 (default 42-51)")
         parser.add_argument("--levels", default="100,110,120,130",
-                            help="arrived-workload levels in %% to print (default 100,110,120,130)")
+                            help="arrived-workload levels in %% to print, or 'all' for 0..130 (default 100,110,120,130)")
         parser.add_argument("--export-placements", metavar="DIR", help="write DIR/<policy>/<workload>-seed<S>.jsonl")
         parser.add_argument("--trace-dir", help="trace folder (default: $GPUCLOUD_TRACE_DIR or ../shared/traces/...)")
         parser.add_argument("--json", action="store_true", help="print one JSON object per replay")
@@ -42,7 +42,8 @@ class Command(BaseCommand):
         policies = opts["policy"] or list(POLICY_NAMES)
         try:
             seeds = parse_seeds(opts["seeds"])
-            levels = [int(x) for x in opts["levels"].split(",") if x]
+            levels = (list(range(0, 131)) if opts["levels"] == "all"
+                      else [int(x) for x in opts["levels"].split(",") if x])
         except ValueError as exc:
             raise CommandError(f"bad --seeds or --levels: {exc}") from exc
         trace_dir = Path(opts["trace_dir"]) if opts["trace_dir"] else None
