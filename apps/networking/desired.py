@@ -5,8 +5,9 @@ OVN naming (stable, derived from our UUIDs, so a retry finds what the last try m
   peer LSP `gpc-rsp-<subnet id>`; port → LSP `gpc-p-<port id hex>`; security group → port group
   `pg_<sg id hex>`; public IP pool → external switch `gpc-ext-<pool id>` with a localnet port; a VPC with public
   IPs → gateway router port `gpc-gw-<vpc id>` (on the gateway chassis), a default route to the pool's gateway,
-  SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port. IPv4 subnets with DHCP get a
-DHCP_Options row (gateway as server and router, DNS servers) that their ports reference.
+  SNAT of the VPC CIDR and one dnat_and_snat per floating IP bound to a port. Subnets with DHCP get a
+DHCP_Options row that their ports reference (IPv4: gateway as server and router; IPv6: stateful DHCPv6, which the
+router port announces in its router advertisements), with the subnet's DNS servers.
 
 Security groups → ACLs (ovn-nb(5) ACL table): every port is in the port group `pg_gpc_default_drop`, whose
 priority 1001 ACLs drop all IP to and from it (a port is closed unless a rule opens it: the default deny, also
@@ -140,16 +141,19 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
         for s in subnets[vpc.id]:
             net = ipaddress.ip_network(s.cidr)
             mac = derived_mac(f"rp-{s.id}")
-            rports.append(RouterPort(f"gpc-rp-{s.id}", mac, (f"{s.gateway_ip}/{net.prefixlen}",)))
+            ra = (("address_mode", "dhcpv6_stateful"), ("send_periodic", "true")) \
+                if s.ip_version == 6 and s.enable_dhcp else ()
+            rports.append(RouterPort(f"gpc-rp-{s.id}", mac, (f"{s.gateway_ip}/{net.prefixlen}",), ipv6_ra_configs=ra))
             lsps = [LogicalSwitchPort(f"gpc-rsp-{s.id}", ("router",), (), "router",
                                       (("router-port", f"gpc-rp-{s.id}"),))]
-            dhcp_key = ""
-            if s.enable_dhcp and s.ip_version == 4:
-                dhcp_key = str(s.id)
+            v4_key = v6_key = ""
+            if s.enable_dhcp:
                 dhcp.append(_dhcp_options(s, mac))
+                v4_key, v6_key = (str(s.id), "") if s.ip_version == 4 else ("", str(s.id))
             for p in ports[s.id]:
                 entry = " ".join([p.mac_address, *addresses[p.id]])
-                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,), dhcpv4_options=dhcp_key))
+                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,), dhcpv4_options=v4_key,
+                                              dhcpv6_options=v6_key))
             switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
                                           external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))
         gateway = next((p for p in pips[vpc.id] if p.kind == PublicIpKind.ROUTER_GATEWAY), None)
@@ -174,10 +178,14 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
 
 
 def _dhcp_options(subnet: Subnet, router_mac: str) -> DhcpOptions:
-    """OVN native DHCPv4 (ovn-nb(5) DHCP_Options): the subnet's gateway answers as server and router;
-    lease 12 h; DNS servers when the subnet has them."""
-    options = [("lease_time", "43200"), ("router", subnet.gateway_ip), ("server_id", subnet.gateway_ip),
-               ("server_mac", router_mac)]
+    """OVN native DHCP (ovn-nb(5) DHCP_Options). IPv4: the gateway answers as server and router, 12 h leases.
+    IPv6 (stateful DHCPv6, announced by the router port's RAs): the router port's MAC is the server id. DNS servers
+    when the subnet has them."""
+    if subnet.ip_version == 4:
+        options = [("lease_time", "43200"), ("router", subnet.gateway_ip), ("server_id", subnet.gateway_ip),
+                   ("server_mac", router_mac)]
+    else:
+        options = [("server_id", router_mac)]
     if subnet.dns_nameservers:
         options.append(("dns_server", "{" + ", ".join(subnet.dns_nameservers) + "}"))
     return DhcpOptions(str(subnet.id), subnet.cidr, tuple(sorted(options)))

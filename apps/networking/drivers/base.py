@@ -28,11 +28,12 @@ class LogicalSwitchPort:
     type: str = ""
     options: tuple[tuple[str, str], ...] = ()
     dhcpv4_options: str = ""            # key of a DhcpOptions in the topology ("" = none)
+    dhcpv6_options: str = ""
 
 
 @dataclass(frozen=True)
 class DhcpOptions:
-    """OVN native DHCPv4 for one subnet (ovn-nb(5) DHCP_Options): `key` names it for the LSPs that use it."""
+    """OVN native DHCP (v4 or v6) for one subnet (ovn-nb(5) DHCP_Options): `key` names it for its LSPs."""
 
     key: str
     cidr: str
@@ -55,6 +56,7 @@ class RouterPort:
     mac: str
     networks: tuple[str, ...]
     gateway_chassis: str = ""
+    ipv6_ra_configs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -230,12 +230,14 @@ class OvnDriver:
         return refs
 
     def _lsp_state(self, row) -> tuple:
-        dhcp = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv4_options), "")
-        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())), dhcp)
+        v4 = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv4_options), "")
+        v6 = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv6_options), "")
+        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())), v4, v6)
 
     @staticmethod
     def _lsp_wanted(p: LogicalSwitchPort) -> tuple:
-        return (tuple(p.addresses), tuple(p.port_security), p.type, tuple(sorted(p.options)), p.dhcpv4_options)
+        return (tuple(p.addresses), tuple(p.port_security), p.type, tuple(sorted(p.options)), p.dhcpv4_options,
+                p.dhcpv6_options)
 
     def _plan_switch(self, sw: LogicalSwitch, row, lsp_rows: dict, dhcp_refs: dict, out: list,
                      result: SyncResult) -> None:
@@ -267,7 +269,8 @@ class OvnDriver:
                 result.updated += 1
             else:
                 result.created += 1
-            extra = {"dhcpv4_options": [dhcp_refs[port.dhcpv4_options]]} if port.dhcpv4_options else {}
+            extra = {f"dhcpv{v}_options": [dhcp_refs[key]]
+                     for v, key in ((4, port.dhcpv4_options), (6, port.dhcpv6_options)) if key}
             out.append(nb.lsp_add(sw.name, name, addresses=list(port.addresses),
                                   port_security=list(port.port_security), type=port.type,
                                   options=dict(port.options), **extra))
@@ -289,11 +292,13 @@ class OvnDriver:
             result.deleted += 1
         for name, port in wanted_ports.items():
             have = ports.get(name)
-            same = have is not None and have.mac == port.mac and sorted(have.networks) == sorted(port.networks)
+            same = (have is not None and have.mac == port.mac and sorted(have.networks) == sorted(port.networks)
+                    and dict(have.ipv6_ra_configs) == dict(port.ipv6_ra_configs))
             if not same:
                 if have is not None:
                     out.append(nb.lrp_del(name, rt.name, if_exists=True))
-                out.append(nb.lrp_add(rt.name, name, port.mac, list(port.networks)))
+                extra = {"ipv6_ra_configs": dict(port.ipv6_ra_configs)} if port.ipv6_ra_configs else {}
+                out.append(nb.lrp_add(rt.name, name, port.mac, list(port.networks), **extra))
                 result.created += 1
             has_gw = bool(same and have.gateway_chassis)
             if port.gateway_chassis and not has_gw:

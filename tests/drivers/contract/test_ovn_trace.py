@@ -124,3 +124,22 @@ def test_public_ip_nat_and_cleanup(ovn):
     assert ovn.nbctl("--bare", "--columns=_uuid", "list", "DHCP_Options").split() == []
     assert ovn.nbctl("--bare", "--columns=name,ports", "list", "Port_Group").split() == ["pg_gpc_default_drop"]
     assert SecurityGroup.objects.count() == 0
+
+
+def test_ipv6_subnet_gets_router_advertisements_and_dhcpv6(ovn):
+    t = Tenant("ovn-v6")
+    vpc = services.vpc_create(actor=t.user, project=t.project, name="dual", cidr="10.5.0.0/16",
+                              ipv6_cidr="fd00:5::/48")
+    sn6 = services.subnet_create(actor=t.user, vpc=vpc, name="v6", cidr="fd00:5:0:1::/64",
+                                 dns_nameservers=["fd00:5::53"])
+    port = services.port_create(actor=t.user, subnet=sn6)
+    assert _ip(port) == "fd00:5:0:1::2"
+    _reconcile()
+    lsp = lsp_name(port.pk)
+    assert f"{port.mac_address} fd00:5:0:1::2" in ovn.nbctl("lsp-get-addresses", lsp)
+    dhcp_uuid = ovn.nbctl("--bare", "--columns=dhcpv6_options", "find", "Logical_Switch_Port", f"name={lsp}").strip()
+    options = ovn.nbctl("--bare", "--columns=options", "list", "DHCP_Options", dhcp_uuid)
+    assert "server_id=" in options and "fd00:5::53" in options, options
+    ra = ovn.nbctl("--bare", "--columns=ipv6_ra_configs", "find", "Logical_Router_Port", f"name=gpc-rp-{sn6.pk}")
+    assert "address_mode=dhcpv6_stateful" in ra, ra
+    assert _reconcile()["transactions"] == 0
