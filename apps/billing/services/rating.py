@@ -41,7 +41,8 @@ SELECT s.invoice_id, s.organization_id, s.currency, r.project_id, r.resource_typ
        ''::text AS late_period, r.id AS record_id, NULL::uuid AS late_source
 FROM billing_scope s
 JOIN billing_usagerecord r ON r.organization_id = s.organization_id
- AND r.start < s.period_end AND r."end" > s.period_start;
+ AND r.start < s.period_end AND r."end" > s.period_start
+ AND r.start > s.period_start - %(step)s * interval '1 second';  -- records never exceed one metering period
 
 -- late records: recorded after the invoice of their (earlier) period was finalized, not yet carried elsewhere
 INSERT INTO billing_u
@@ -52,7 +53,8 @@ FROM billing_scope s
 JOIN billing_invoice prev ON prev.organization_id = s.organization_id AND prev.status IN ('finalized', 'paid')
  AND prev.period_end <= s.period_start AND prev.period_start >= s.period_start - %(lookback)s * interval '1 day'
 JOIN billing_usagerecord r ON r.organization_id = s.organization_id AND r.start < prev.period_end
- AND r."end" > prev.period_start AND r.recorded_at > prev.finalized_at AND r.commitment_amount IS NULL
+ AND r."end" > prev.period_start AND r.start > prev.period_start - %(step)s * interval '1 second'
+ AND r.recorded_at > prev.finalized_at AND r.commitment_amount IS NULL
 WHERE NOT EXISTS (SELECT 1 FROM billing_lateusage lu JOIN billing_invoice li ON li.id = lu.invoice_id
                   WHERE lu.usage_record_id = r.id AND lu.source_invoice_id = prev.id AND li.status <> 'void'
                     AND li.id <> s.invoice_id);
@@ -190,7 +192,8 @@ def rate_scope() -> None:
     Late records (recorded after their period's invoice was finalized, looked for BILLING_LATE_LOOKBACK_DAYS back)
     are carried onto this invoice as separate lines ("late usage of YYYY-MM"), at the prices of their own time;
     `LateUsage` links make sure each is carried once."""
-    lookback = {"lookback": conf.get("BILLING_LATE_LOOKBACK_DAYS")}
+    lookback = {"lookback": conf.get("BILLING_LATE_LOOKBACK_DAYS"),
+                "step": conf.get("BILLING_METERING_PERIOD_SECONDS")}
     with connection.cursor() as cursor:
         cursor.execute(USAGE_SQL, lookback)
         cursor.execute(LATE_LINKS_SQL)
