@@ -109,10 +109,9 @@ class Stack:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
-        self.agents: dict[str, HostAgent | None] = {}
+        self.agents = Agents(self.base)
         self.ovn = None
         self.sim = None
-        self._agent_lock = threading.Lock()
         self.env = {**os.environ, "DATABASE_URL": f"postgres://root@127.0.0.1:5432/{self.db}",
                     "REDIS_URL": self.redis_url, "DJANGO_SETTINGS_MODULE": "gpucloud.settings",
                     "PUBLIC_URL": self.base, "COMPUTE_SEED_DIR": str(self.tmp / "seeds"),
@@ -206,7 +205,7 @@ class Stack:
     def stop(self, *, keep_logs: bool = False) -> None:
         """Stop everything this stack started, drop its database and flush its Redis db. The temporary directory
         (logs, seeds, ibsim and OVN files) is kept when `keep_logs` (a step failed) and its path printed."""
-        self.agents_stop()
+        self.agents.stop()
         for p in self.procs:
             if p.poll() is None:
                 try:
@@ -246,60 +245,6 @@ class Stack:
 
         return poll(find, timeout=30, what=f"the invitation e-mail to {email}")
 
-    # --- node agents ------------------------------------------------------------------------------------------
-    def agent_start(self, ops: Api, host_name: str, *, mig: bool = False) -> None:
-        """Enroll a node agent for `host_name` through the API and let it execute its commands.
-
-        The agent is the real one's control-plane client, executor and journal (`agent/gpucloud_agent`) on its
-        fake HGX H100 driver. Its inventory is the host as the fleet file describes it (the fake driver's own
-        identifiers follow DGX naming, which the sample fleet does not use), with every GPU in MIG mode when
-        `mig` (as after `nvidia-smi -mig 1`) and 4 SR-IOV VFs per GPU (as after `sriov-manage -e ALL`)."""
-        with self._agent_lock:
-            if host_name in self.agents:
-                return
-            self.agents[host_name] = None  # reserved
-        try:
-            gpus = ops.all("gpus", host=host_name)
-            inventory = {"host": {}, "nvswitch": {"active_partitions": []}, "gpus": [
-                {"index": g["index"], "uuid": g["uuid"], "serial": g["serial"], "model": g["model"],
-                 "pci_address": g["pci_address"], "numa_node": g["numa_node"],
-                 "mig": {"enabled": mig, "layout": []},
-                 # SR-IOV VFs (sriov-manage -e): a MIG-backed vGPU on Hopper is handed over as a VF
-                 "vfs": [{"index": v, "pci_address": f"{g['pci_address'][:7]}:{(v + 4) // 8:02x}.{(v + 4) % 8}"}
-                         for v in range(4 if mig else 0)]} for g in gpus]}
-            host = ops.all("hosts", name=host_name)[0]
-            token = ops.post(f"hosts/{host['id']}/enrollment-token", {"ttl_s": 600}, expect=201).json()["token"]
-            agent = HostAgent(self.base, host_name, mig=mig, gpu_count=len(gpus))
-            agent.cp.enroll(token, inventory, "e2e")
-            agent.start()
-            self.agents[host_name] = agent
-        except Exception:
-            self.agents.pop(host_name, None)
-            raise
-
-    def agents_follow_commands(self, ops: Api) -> threading.Event:
-        """Start an agent on every host the control plane queues a command for (a thread; set the returned event
-        to stop). This is the operator's side of the journey: hosts run their agents."""
-        stop = threading.Event()
-
-        def loop():
-            while not stop.is_set():
-                try:
-                    for cmd in ops.all("agent-commands", status="queued"):
-                        self.agent_start(ops, cmd["host"])
-                except Exception as exc:  # noqa: BLE001 - the journey's own polls report the failure
-                    print(f"agent follower: {exc}", file=sys.stderr)
-                stop.wait(0.3)
-
-        threading.Thread(target=loop, daemon=True, name="e2e-agents").start()
-        return stop
-
-    def agents_stop(self) -> None:
-        for agent in self.agents.values():
-            if agent is not None:
-                agent.stop.set()
-
-
 class HostAgent(threading.Thread):
     """`gpucloud-agent run` without the inventory resend: pull commands, execute them on the fake driver, report."""
 
@@ -324,3 +269,64 @@ class HostAgent(threading.Thread):
             except Exception as exc:  # noqa: BLE001 - like the real agent: log and keep going
                 self.errors.append(str(exc))
             self.stop.wait(0.3)
+
+
+class Agents:
+    """The operator's node agents for the sample fleet's hosts, one thread each (`HostAgent`)."""
+
+    def __init__(self, base: str):
+        self.base = base
+        self.agents: dict[str, HostAgent | None] = {}
+        self._lock = threading.Lock()
+
+    def start(self, ops: Api, host_name: str, *, mig: bool = False) -> None:
+        """Enroll a node agent for `host_name` through the API and let it execute its commands.
+
+        The agent is the real one's control-plane client, executor and journal (`agent/gpucloud_agent`) on its
+        fake HGX H100 driver. Its inventory is the host as the fleet file describes it (the fake driver's own
+        identifiers follow DGX naming, which the sample fleet does not use), with every GPU in MIG mode when
+        `mig` (as after `nvidia-smi -mig 1`) and 4 SR-IOV VFs per GPU (as after `sriov-manage -e ALL`)."""
+        with self._lock:
+            if host_name in self.agents:
+                return
+            self.agents[host_name] = None  # reserved
+        try:
+            gpus = ops.all("gpus", host=host_name)
+            inventory = {"host": {}, "nvswitch": {"active_partitions": []}, "gpus": [
+                {"index": g["index"], "uuid": g["uuid"], "serial": g["serial"], "model": g["model"],
+                 "pci_address": g["pci_address"], "numa_node": g["numa_node"],
+                 "mig": {"enabled": mig, "layout": []},
+                 # SR-IOV VFs (sriov-manage -e): a MIG-backed vGPU on Hopper is handed over as a VF
+                 "vfs": [{"index": v, "pci_address": f"{g['pci_address'][:7]}:{(v + 4) // 8:02x}.{(v + 4) % 8}"}
+                         for v in range(4 if mig else 0)]} for g in gpus]}
+            host = ops.all("hosts", name=host_name)[0]
+            token = ops.post(f"hosts/{host['id']}/enrollment-token", {"ttl_s": 600}, expect=201).json()["token"]
+            agent = HostAgent(self.base, host_name, mig=mig, gpu_count=len(gpus))
+            agent.cp.enroll(token, inventory, "e2e")
+            agent.start()
+            self.agents[host_name] = agent
+        except Exception:
+            self.agents.pop(host_name, None)
+            raise
+
+    def follow_commands(self, ops: Api) -> threading.Event:
+        """Start an agent on every host the control plane queues a command for (a thread; set the returned event
+        to stop). This is the operator's side of the journey: hosts run their agents."""
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set():
+                try:
+                    for cmd in ops.all("agent-commands", status="queued"):
+                        self.start(ops, cmd["host"])
+                except Exception as exc:  # noqa: BLE001 - the journey's own polls report the failure
+                    print(f"agent follower: {exc}", file=sys.stderr)
+                stop.wait(0.3)
+
+        threading.Thread(target=loop, daemon=True, name="e2e-agents").start()
+        return stop
+
+    def stop(self) -> None:
+        for agent in self.agents.values():
+            if agent is not None:
+                agent.stop.set()

@@ -27,11 +27,13 @@ H100 = "H100-SXM5-80GB"
 MIG_HOST = "a-su2-n32"   # the operator enabled MIG mode on this host's GPUs
 CIDR, SUBNET_CIDR = "10.10.0.0/16", "10.10.1.0/24"
 ACTIVE_TIMEOUT = 240
-# List prices per hour (USD) for the two SLA tiers that ship with billing (standard 99.0 %, premium 99.9 %).
+# List prices per hour (USD) for the two SLA tiers that ship with billing (standard 99.0 %, premium 99.9 %), keyed
+# like billing's demo book (apps/billing/demo.py): per flavor on demand, per GPU reserved (leases), public IPs.
 PRICES = {
-    f"gpu:gpu_count=8,model={H100}": {"standard": "19.92", "premium": "21.92"},
-    f"mig:model={H100},profile=3g.40gb": {"standard": "1.10", "premium": "1.25"},
-    "public_ip": {"standard": "0.005", "premium": "0.006"},
+    ("flavor:name=h100-8x", "on_demand"): {"standard": "19.92", "premium": "23.90"},
+    ("flavor:name=h100-mig-3g40", "on_demand"): {"standard": "0.99", "premium": "1.19"},
+    (f"gpu:model={H100}", "reserved"): {"standard": "1.79", "premium": "2.15"},
+    ("public_ip", "on_demand"): {"standard": "0.005", "premium": "0.006"},
 }
 
 J = SimpleNamespace()
@@ -132,13 +134,14 @@ def test_1_staff_import_fleet_and_publish_flavors_and_prices(j):
     book_body = {"name": "list prices", "currency": "USD", "effective_from": "2026-01-01T00:00:00Z"}
     j.ops.post("price-books", book_body, expect=403)
     book = j.billing.post("price-books", book_body, expect=201).json()
-    for sku, by_tier in PRICES.items():
+    for (sku, model), by_tier in PRICES.items():
         for tier, price in by_tier.items():
             j.billing.post(f"price-books/{book['id']}/prices", {
-                "sku": sku, "sla_tier": tier, "pricing_model": "on_demand", "unit": "hour", "unit_price": price,
-                "billing_increment_seconds": 1, "minimum_seconds": 60}, expect=(200, 201))
+                "sku": sku, "sla_tier": tier, "pricing_model": model, "unit": "hour", "unit_price": price,
+                "billing_increment_seconds": 1, "minimum_seconds": 0 if model == "reserved" else 60},
+                expect=(200, 201))
     prices = j.billing.all("prices", book=book["id"])
-    assert len(prices) == 6, prices
+    assert len(prices) == 8, prices
     j.book = book
 
 
@@ -184,10 +187,10 @@ def test_3_tenant_networks_partition_and_ssh_key(j):
 def test_4_cluster_and_mig_vm_active_public_ip(j):
     a, ops = j.a, j.ops
     # Operator side: MIG mode enabled on one host (its agent reports it); agents answer every host's commands.
-    j.stack.agent_start(ops, MIG_HOST, mig=True)
+    j.stack.agents.start(ops, MIG_HOST, mig=True)
     poll(lambda: {g["mode"] for g in ops.all("gpus", host=MIG_HOST)} == {"mig"}, timeout=60,
          what=f"{MIG_HOST}'s GPUs reported in MIG mode")
-    j.agent_follower = j.stack.agents_follow_commands(ops)
+    j.agent_follower = j.stack.agents.follow_commands(ops)
 
     pid = a.project["id"]
     cluster = a.api.post("clusters", {"project": pid, "name": "train", "flavor": j.flavor_8x["id"],
@@ -353,7 +356,7 @@ def test_7_node_incident_and_invoice_with_sla_credit(j):
             "not explicit timestamps (POST /hosts/{id}/mark-faulty has no `at`)")
     assert invoices, run
     lines = invoices[0]["lines"]
-    assert any("gpu_count=8" in (ln.get("sku") or "") for ln in lines), lines
+    assert any("h100-8x" in (ln.get("sku") or "") for ln in lines), lines
 
 
 # ---- 8 ------------------------------------------------------------------------------------------------------
