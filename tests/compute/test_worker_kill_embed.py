@@ -8,9 +8,11 @@ capabilities for seconds). Skipped only when QEMU or libvirt's QEMU driver is mi
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +21,6 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.compute.drivers.libvirt.connection import drop_connection, get_connection
 from apps.compute.models import Flavor, Instance
 from apps.compute.services.instances import instance_create
 from apps.core.clock import now
@@ -56,17 +57,28 @@ def _wait(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _embed_domains(uri: str) -> list[str]:
-    """The domains of the embed root, opened in this process once the workers are gone (one owner at a time)."""
-    return [d.UUIDString() for d in get_connection(uri).listAllDomains(0)]
-
-
-def _cleanup(uri: str) -> None:
-    for d in get_connection(uri).listAllDomains(0):
-        if d.isActive():
+_PROBE = """
+import sys
+from apps.compute.drivers.libvirt.connection import get_connection
+conn = get_connection(sys.argv[1])
+for d in conn.listAllDomains(0):
+    print(d.UUIDString())
+    if sys.argv[2] == "cleanup":
+        try:
             d.destroy()
+        except Exception:
+            pass  # not running
         d.undefine()
-    drop_connection(uri)
+"""
+
+
+def _embed(uri: str, action: str) -> list[str]:
+    """List (and with `cleanup` remove) the embed root's domains in a child process once the workers are gone:
+    one process owns an embed root at a time, and a process can open only one embed root in its life."""
+    out = subprocess.run([sys.executable, "-c", _PROBE, uri, action], cwd=settings.BASE_DIR, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(settings.BASE_DIR)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.split()
 
 
 @pytest.mark.slow
@@ -76,7 +88,7 @@ def test_create_resumes_after_worker_sigkill_on_qemu(world, tmp_path):
         pytest.skip("qemu-system-x86_64 or libvirt's QEMU driver is not installed")
     if _ensure_libvirt_qemu_user():
         pytest.skip("user libvirt-qemu is missing and we are not root to create it")
-    root = tmp_path / "embed"
+    root = Path(tempfile.mkdtemp(prefix="gc-kill-", dir="/tmp"))  # QEMU's monitor socket path must stay short
     (root / "etc").mkdir(parents=True)
     (root / "etc" / "qemu.conf").write_text('stdio_handler = "file"\nuser = "root"\ngroup = "root"\n'
                                             'security_driver = "none"\n')
@@ -115,9 +127,10 @@ def test_create_resumes_after_worker_sigkill_on_qemu(world, tmp_path):
         assert op.steps_done == ["place_and_claim", "prepare_devices", "wait_devices", "define", "start",
                                  "wait_running"]
         assert (inst.status, inst.observed_state) == ("active", "running")
-        assert _embed_domains(uri) == [str(inst.pk)]  # exactly one domain
+        assert _embed(uri, "list") == [str(inst.pk)]  # exactly one domain
         live = Allocation.objects.filter(period__contains=now())
         assert sorted((a.consumer_id, a.resource_class, a.amount) for a in live) == [
             (inst.pk, "memory_mib", 64), (inst.pk, "vcpu", 1)]
     finally:
-        _cleanup(uri)
+        _embed(uri, "cleanup")
+        shutil.rmtree(root, ignore_errors=True)

@@ -13,6 +13,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,9 +42,13 @@ def _ensure_libvirt_qemu_user() -> str | None:
     return None
 
 
+_EMBED: dict = {"uri": None, "root": None, "users": 0}
+
+
 @pytest.fixture(scope="session")
-def qemu_embed_uri(tmp_path_factory):
-    """A `qemu:///embed` URI rooted in a session temp dir, with `stdio_handler = "file"` (fix 2)."""
+def qemu_embed_uri():
+    """A `qemu:///embed` URI rooted in a short temp dir, with `stdio_handler = "file"` (fix 2). A process can open
+    only one embed root in its life, so every importer of this fixture shares the one root."""
     if not Path(QEMU).exists():
         pytest.skip("qemu-system-x86_64 is not installed (Debian package qemu-system-x86)")
     if not _qemu_driver_installed():
@@ -51,16 +56,21 @@ def qemu_embed_uri(tmp_path_factory):
     reason = _ensure_libvirt_qemu_user()
     if reason:
         pytest.skip(reason)
-    root = tmp_path_factory.mktemp("embed")
-    (root / "etc").mkdir()
-    # QEMU runs as root so it can read the pytest temp dirs; no sVirt labelling on a test machine.
-    (root / "etc" / "qemu.conf").write_text('stdio_handler = "file"\nuser = "root"\ngroup = "root"\n'
-                                          'security_driver = "none"\n')
-    uri = f"qemu:///embed?root={root}"
-    yield uri
-    from apps.compute.drivers.libvirt.connection import drop_connection
+    if _EMBED["uri"] is None:
+        root = Path(tempfile.mkdtemp(prefix="gc-embed-", dir="/tmp"))  # QEMU's monitor socket path must stay short
+        (root / "etc").mkdir()
+        # QEMU runs as root so it can read the pytest temp dirs; no sVirt labelling on a test machine.
+        (root / "etc" / "qemu.conf").write_text('stdio_handler = "file"\nuser = "root"\ngroup = "root"\n'
+                                              'security_driver = "none"\n')
+        _EMBED.update(uri=f"qemu:///embed?root={root}", root=root)
+    _EMBED["users"] += 1
+    yield _EMBED["uri"]
+    _EMBED["users"] -= 1
+    if _EMBED["users"] == 0:
+        from apps.compute.drivers.libvirt.connection import drop_connection
 
-    drop_connection(uri)
+        drop_connection(_EMBED["uri"])
+        shutil.rmtree(_EMBED["root"], ignore_errors=True)
 
 
 @pytest.fixture

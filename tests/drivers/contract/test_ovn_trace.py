@@ -143,3 +143,23 @@ def test_ipv6_subnet_gets_router_advertisements_and_dhcpv6(ovn):
     ra = ovn.nbctl("--bare", "--columns=ipv6_ra_configs", "find", "Logical_Router_Port", f"name=gpc-rp-{sn6.pk}")
     assert "address_mode=dhcpv6_stateful" in ra, ra
     assert _reconcile()["transactions"] == 0
+
+
+def test_allowed_address_pair_widens_port_security_only_by_its_prefix(ovn):
+    t = Tenant("ovn-aap")
+    _vpc, sn = vpc_with_subnet(t)
+    vm1 = services.port_create(actor=t.user, subnet=sn, allowed_address_pairs=["10.0.1.100/32"])
+    # remote-group rules match a group's fixed IPs only, so vm2 opens tcp/22 to the subnet by prefix
+    ssh = services.security_group_create(actor=t.user, vpc=_vpc, name="ssh", rules=[
+        {"direction": "ingress", "protocol": "tcp", "port_range_min": 22, "remote_ip_prefix": "10.0.1.0/24"}])
+    vm2 = services.port_create(actor=t.user, subnet=sn, security_groups=[ssh])
+    _reconcile()
+    ovn.sync()
+
+    def from_ip(src_ip):
+        flow = _flow(vm1, vm2).replace(f"ip4.src == {_ip(vm1)}", f"ip4.src == {src_ip}")
+        return _outputs(ovn.trace(switch_name(sn.pk), flow))
+
+    assert from_ip(_ip(vm1)) == [lsp_name(vm2.pk)]
+    assert from_ip("10.0.1.100") == [lsp_name(vm2.pk)]      # the pair
+    assert from_ip("10.0.1.11") == []                        # RW-072 (d): a spoofed address is dropped
