@@ -1,0 +1,86 @@
+"""Project-level invitations and memberships, quota listing with usage, token expiry bounds."""
+import datetime as dt
+
+import pytest
+from django.core import mail
+
+from apps.tenancy.models import Membership, OrgRole, Quota
+
+from .helpers import client_for, make_org, make_project, make_user, member, token_for
+
+
+@pytest.fixture
+def acme(db):
+    org = make_org("acme")
+    owner = make_user("owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    return org, owner, client_for(token_for(owner, organization=org))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_project_invitation_gives_a_project_role_only():
+    org = make_org("acme")
+    owner = make_user("owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    web, ml = make_project(org, "web"), make_project(org, "ml")
+    client = client_for(token_for(owner, organization=org))
+    r = client.post("/api/v1/invitations/", {"organization": str(org.pk), "project": str(web.pk),
+                                             "email": "contractor@else.test", "role": "member"})
+    assert r.status_code == 201, r.content
+    token = mail.outbox[0].body.split("?token=")[1].split()[0]
+    r = client_for(None).post("/api/v1/invitations/accept/", {"token": token, "password": "a-long-password-42"})
+    assert r.status_code == 201 and r.json()["scope"] == "project" and r.json()["project"] == str(web.pk)
+    contractor = Membership.objects.get(project=web).user
+    c = client_for(token_for(contractor, project=web))
+    assert [p["slug"] for p in c.get("/api/v1/projects/").json()["results"]] == ["web"]
+    assert c.get(f"/api/v1/projects/{ml.pk}/").status_code == 404
+
+
+def test_project_admin_manages_project_members_but_not_the_organization(acme):
+    org, _owner, _client = acme
+    web = make_project(org, "web")
+    lead = make_user("lead@acme.test")
+    member(lead, org, "admin", project=web)
+    make_user("dev@acme.test")
+    c = client_for(token_for(lead, project=web))
+    r = c.post("/api/v1/memberships/", {"organization": str(org.pk), "project": str(web.pk),
+                                        "user_email": "dev@acme.test", "role": "viewer"})
+    assert r.status_code == 201, r.content
+    r = c.post("/api/v1/memberships/", {"organization": str(org.pk), "user_email": "dev@acme.test",
+                                        "role": "member"})
+    assert (r.status_code, r.json()["code"]) == (403, "permission_denied")
+
+
+def test_quota_list_shows_limits_and_real_usage(acme):
+    org, _owner, client = acme
+    make_project(org, "one")
+    make_project(org, "two")
+    rows = {q["resource"]: q for q in client.get("/api/v1/quotas/", {"organization": str(org.pk),
+                                                                     "page_size": 100}).json()["results"]}
+    assert rows["projects"]["limit"] == 10 and rows["projects"]["usage"] == 2
+    assert rows["projects"]["scope"] == "organization"
+    assert set(rows) == set(Quota.objects.filter(organization=org).values_list("resource", flat=True))
+
+
+def test_project_quota_cannot_name_an_organization_only_resource(acme):
+    org, _owner, client = acme
+    web = make_project(org, "web")
+    r = client.post("/api/v1/quotas/", {"organization": str(org.pk), "project": str(web.pk),
+                                        "resource": "projects", "limit": 1})
+    assert (r.status_code, r.json()["code"]) == (400, "unknown_resource")
+    r = client.post("/api/v1/quotas/", {"organization": str(org.pk), "project": str(web.pk),
+                                        "resource": "gpus:", "limit": 1})
+    assert (r.status_code, r.json()["code"]) == (400, "unknown_resource")
+
+
+def test_token_expiry_bounds(acme):
+    org, _owner, client = acme
+    too_late = (dt.datetime.now(dt.UTC) + dt.timedelta(days=400)).isoformat()
+    r = client.post("/api/v1/tokens/", {"name": "x", "organization": str(org.pk), "expires_at": too_late})
+    assert (r.status_code, list(r.json()["errors"])) == (400, ["expires_at"])
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).isoformat()
+    assert client.post("/api/v1/tokens/", {"name": "x", "organization": str(org.pk),
+                                           "expires_at": past}).status_code == 400
+    r = client.post("/api/v1/tokens/", {"name": "x", "organization": str(org.pk)})
+    expires = dt.datetime.fromisoformat(r.json()["expires_at"])
+    assert dt.timedelta(days=89) < expires - dt.datetime.now(dt.UTC) <= dt.timedelta(days=90)
