@@ -177,3 +177,16 @@ def test_bad_capacity_is_400_and_writes_nothing(world, clock):
             lease(world.project_a, start=at(9), end=at(12), **{"count": 1, **kw})
         assert exc.value.code == "invalid_lease_capacity"
     assert not Lease.objects.exists()
+
+
+def test_a_lease_left_requested_by_a_dead_request_is_rejected(world, clock):
+    from apps.reservations.models import Lease as L
+
+    stuck = L.objects.create(project=world.project_a, name="stuck", start=at(9), end=at(10), kind="gpus",
+                             gpu_model="H100-SXM5-80GB", count=1)
+    clock.move_to(at(8, 4))
+    assert leases_advance()["abandoned"] == 0
+    clock.move_to(at(8, 5))
+    assert leases_advance()["abandoned"] == 1
+    stuck.refresh_from_db()
+    assert (stuck.status, stuck.reason) == ("rejected", "confirmation did not complete")

@@ -355,6 +355,13 @@ def _step(pk, action: str, fn) -> bool:
         return False
 
 
+def _abandon(lease: Lease) -> None:
+    allocations_release(consumer_id=lease.pk)
+    transition(lease, "reject", LEASE_TRANSITIONS, extra={"reason": "confirmation did not complete"})
+    event_record(actor=None, action="reservations.lease.reject", target=lease,
+                 organization=lease.project.organization, after={"status": lease.status, "reason": lease.reason})
+
+
 def _activate(lease: Lease) -> None:
     from .spot import spot_preempt_for_lease
 
@@ -389,7 +396,10 @@ def leases_advance() -> dict:
     from .spot import spot_preempt_due, spot_preempt_for_lease
 
     now = clock.now()
-    out = {"noticed_spot": 0, "activated": 0, "ending": 0, "ended": 0, "preempted": 0}
+    out = {"noticed_spot": 0, "activated": 0, "ending": 0, "ended": 0, "preempted": 0, "abandoned": 0}
+    stale = Lease.objects.filter(status=LeaseStatus.REQUESTED, created_at__lte=now - dt.timedelta(minutes=5))
+    for pk in stale.values_list("pk", flat=True):  # the create request died between its two transactions
+        out["abandoned"] += _step(pk, "reject", _abandon)
     soon = Lease.objects.filter(status=LeaseStatus.CONFIRMED, start__lte=now + dt.timedelta(seconds=conf.spot_grace_s()))
     for lease in soon.select_related("project__organization"):
         try:
