@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.contrib.auth import authenticate, login
 from django.db import transaction
+from django_otp import login as otp_login
+from django_otp import match_token
 from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from apps.core.clock import now
-from apps.core.errors import NotFound, ValidationFailed
+from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
 from apps.tenancy.errors import Forbidden
 from apps.tenancy.models import Organization, OrgRole, Project
@@ -119,13 +123,9 @@ def service_account_create(*, actor, organization: Organization, name: str, role
         raise ValidationFailed(f"A service account's role is one of admin, billing, member, viewer; not {role!r}.",
                                code="unknown_role", errors={"role": ["admin, billing, member or viewer"]})
     authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
-    from apps.core.errors import Conflict
-
     with transaction.atomic():
         if ServiceAccount.objects.filter(organization=organization, name=name).exists():
             raise Conflict("A service account with this name exists.", code="name_taken")
-        from apps.core.ids import uuid7
-
         user = User.objects.create_user(f"sa-{uuid7().hex}@{organization.slug}.service-accounts.invalid",
                                         full_name=name, is_service_account=True)
         account = ServiceAccount.objects.create(user=user, organization=organization, name=name,
@@ -191,12 +191,6 @@ def session_login(*, request, email: str, password: str, otp_token: str = "") ->
 
     401 `invalid_credentials`, 401 `otp_required` (a device exists but no code was sent), 401 `invalid_otp`.
     A user without a device logs in unverified; organizations with `require_2fa` then only allow enrolment."""
-    from django.contrib.auth import authenticate, login
-    from django_otp import login as otp_login
-    from django_otp import match_token
-
-    from apps.core.errors import DomainError
-
     user = authenticate(request, username=email.strip().lower(), password=password)
     if user is None:
         raise DomainError("E-mail or password is wrong.", code="invalid_credentials", status=401)
