@@ -107,6 +107,7 @@ class _PortRow(NamedTuple):
     id: uuid.UUID
     subnet_id: uuid.UUID
     mac_address: str
+    allowed_address_pairs: list
 
 
 def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
@@ -120,7 +121,7 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
     port_groups = defaultdict(list)
     # plain tuples, not model instances: this runs for every port on every reconcile
     all_ports = [_PortRow(*row) for row in
-                 Port.objects.order_by("id").values_list("id", "subnet_id", "mac_address")]
+                 Port.objects.order_by("id").values_list("id", "subnet_id", "mac_address", "allowed_address_pairs")]
     for p in all_ports:
         ports[p.subnet_id].append(p)
     for port_id, address in IpAllocation.objects.order_by("port_id", "address").values_list("port_id", "address"):
@@ -152,7 +153,8 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
                 v4_key, v6_key = (str(s.id), "") if s.ip_version == 4 else ("", str(s.id))
             for p in ports[s.id]:
                 entry = " ".join([p.mac_address, *addresses[p.id]])
-                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (entry,), dhcpv4_options=v4_key,
+                security = " ".join([p.mac_address, *addresses[p.id], *p.allowed_address_pairs])
+                lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (security,), dhcpv4_options=v4_key,
                                               dhcpv6_options=v6_key))
             switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
                                           external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))

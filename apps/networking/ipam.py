@@ -155,3 +155,22 @@ def canonical_mac(text: str) -> str:
     if int(parts[0], 16) & 0x01:
         raise AddressError(f"{text!r} is a multicast MAC.", field="mac_address")
     return raw
+
+
+def check_allowed_address_pair(text: str, *, subnet_gateway: IPAddress, staff: bool) -> IPNetwork:
+    """Validate one allowed-address pair (an extra source prefix a port may send from; RW-072).
+
+    400 for multicast prefixes (Neutron bug 2147115) and for the subnet's gateway as a host prefix (our
+    service address: router, DHCP server; Neutron refuses the metadata port's IP the same way); 403
+    `catch_all_address_pair` for 0.0.0.0/0 or ::/0 unless `staff` (it disables source checks: flagged on the port).
+    Host bits are cleared (10.0.0.5/24 → 10.0.0.0/24); a bare address is a host prefix."""
+    net = parse_network(text, field="allowed_address_pairs", strict=False)
+    if net.is_multicast:
+        raise AddressError(f"{net} is a multicast prefix.", field="allowed_address_pairs", code="invalid_address_pair")
+    if net.num_addresses == 1 and net.network_address == subnet_gateway:
+        raise AddressError(f"{net} is the subnet's gateway (router and DHCP server).", field="allowed_address_pairs",
+                           code="invalid_address_pair")
+    if net.prefixlen == 0 and not staff:
+        raise AddressError("A catch-all pair disables spoofing protection; only the provider may set it.",
+                           field="allowed_address_pairs", code="catch_all_address_pair")
+    return net

@@ -146,11 +146,12 @@ class FixedIpOutput(serializers.Serializer):
 class PortOutput(serializers.ModelSerializer):
     fixed_ips = FixedIpOutput(many=True, read_only=True)
     security_groups = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    source_check_disabled = serializers.BooleanField(read_only=True)
 
     class Meta:
         model = Port
         fields = ["id", "project", "vpc", "subnet", "name", "mac_address", "fixed_ips", "security_groups",
-                  "instance_id", "created_at", "updated_at"]
+                  "allowed_address_pairs", "source_check_disabled", "instance_id", "created_at", "updated_at"]
         read_only_fields = fields
 
 
@@ -162,11 +163,15 @@ class PortCreateInput(serializers.Serializer):
     security_groups = VisibleSecurityGroup(many=True, required=False,
                                            help_text="default: the VPC's default group")
     mac_address = serializers.CharField(max_length=17, required=False)
+    allowed_address_pairs = serializers.ListField(child=serializers.CharField(max_length=43), required=False,
+                                                  max_length=10, help_text="extra source prefixes (RW-072 rules)")
 
 
 class PortUpdateInput(serializers.Serializer):
     name = serializers.CharField(max_length=63, required=False, allow_blank=True)
     security_groups = VisibleSecurityGroup(many=True, required=False)
+    allowed_address_pairs = serializers.ListField(child=serializers.CharField(max_length=43), required=False,
+                                                  max_length=10)
 
 
 class PublicIpOutput(serializers.ModelSerializer):

@@ -96,9 +96,16 @@ class Port(ProjectOwned):
     instance_id = models.UUIDField(null=True, blank=True, db_index=True,
                                    help_text="compute instance the port is bound to")
     security_groups = models.ManyToManyField(SecurityGroup, related_name="ports", blank=True)
+    allowed_address_pairs = ArrayField(models.CharField(max_length=43), default=list, blank=True,
+                                       help_text="extra source prefixes the port may send from (with its MAC)")
 
     class Meta:
         ordering = ["created_at"]
+
+    @property
+    def source_check_disabled(self) -> bool:
+        """True when a catch-all pair (0.0.0.0/0, ::/0) lets the port send from any address."""
+        return any(p.endswith("/0") for p in self.allowed_address_pairs)
 
 
 class IpAllocation(ProjectOwned):

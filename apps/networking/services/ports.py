@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from apps.core.errors import Conflict, ValidationFailed
+from apps.tenancy.errors import Forbidden
 
 from .. import ipam
 from ..errors import Code
@@ -28,7 +29,8 @@ def _mac_prefix() -> str:
 def _port_after(port: Port) -> dict:
     return {"subnet": str(port.subnet_id), "mac_address": port.mac_address, "instance_id": port.instance_id,
             "fixed_ips": [a.address for a in port.fixed_ips.all()],
-            "security_groups": sorted(str(g) for g in port.security_groups.values_list("id", flat=True))}
+            "security_groups": sorted(str(g) for g in port.security_groups.values_list("id", flat=True)),
+            "allowed_address_pairs": list(port.allowed_address_pairs)}
 
 
 def _allocate(subnet: Subnet, requested: list[str]) -> list[str]:
@@ -54,11 +56,26 @@ def _allocate(subnet: Subnet, requested: list[str]) -> list[str]:
     return [str(addr)]
 
 
+def _address_pairs(actor, subnet: Subnet, pairs: list[str]) -> list[str]:
+    from apps.tenancy.selectors import is_staff
+
+    gateway = ipam.parse_address(subnet.gateway_ip, field="subnet")
+    staff = actor is None or is_staff(actor)
+    try:
+        nets = [ipam.check_allowed_address_pair(p, subnet_gateway=gateway, staff=staff) for p in pairs]
+    except ipam.AddressError as exc:
+        if exc.code == "catch_all_address_pair":
+            raise Forbidden(str(exc), code=exc.code)
+        raise
+    return sorted({str(n) for n in nets}, key=lambda t: (":" in t, t))
+
+
 def port_create(*, actor, subnet: Subnet, name: str = "", ip_addresses: list[str] | None = None,
                 security_groups: list[SecurityGroup] | None = None, mac_address: str | None = None,
-                instance_id: uuid.UUID | None = None) -> Port:
+                instance_id: uuid.UUID | None = None, allowed_address_pairs: list[str] | None = None) -> Port:
     """A port in `subnet` with fixed IPs (`ip_addresses`, else the lowest free address of the DHCP range) and
-    security groups of the same VPC (default: the VPC's default group). 409 `ip_in_use`, `subnet_exhausted`."""
+    security groups of the same VPC (default: the VPC's default group). 409 `ip_in_use`, `subnet_exhausted`;
+    `allowed_address_pairs` as in `ipam.check_allowed_address_pair` (400 / 403 `catch_all_address_pair`)."""
     authorize_write(actor, subnet.project)
     groups = list(security_groups) if security_groups is not None else None
     if groups and any(g.vpc_id != subnet.vpc_id for g in groups):
@@ -69,7 +86,11 @@ def port_create(*, actor, subnet: Subnet, name: str = "", ip_addresses: list[str
         with input_errors():
             addresses = _allocate(subnet, list(ip_addresses or []))
             mac = ipam.canonical_mac(mac_address) if mac_address else None
+            pairs = _address_pairs(actor, subnet, list(allowed_address_pairs or []))
         port = _insert_port(subnet, name, mac, instance_id)
+        if pairs:
+            port.allowed_address_pairs = pairs
+            port.save(update_fields=["allowed_address_pairs"])
         IpAllocation.objects.bulk_create([IpAllocation(project=subnet.project, port=port, subnet=subnet, address=a)
                                           for a in addresses])
         if groups is None:
@@ -101,10 +122,13 @@ def port_create_for_instance(*, actor, subnet: Subnet, instance_id: uuid.UUID, n
                        security_groups=security_groups, instance_id=instance_id)
 
 
-def port_update(*, actor, port: Port, name: str | None = None,
-                security_groups: list[SecurityGroup] | None = None) -> Port:
-    """Rename a port or replace its security groups (same VPC)."""
+def port_update(*, actor, port: Port, name: str | None = None, security_groups: list[SecurityGroup] | None = None,
+                allowed_address_pairs: list[str] | None = None) -> Port:
+    """Rename a port, replace its security groups (same VPC) or its allowed-address pairs."""
     authorize_write(actor, port.project)
+    if allowed_address_pairs is not None:
+        with input_errors():
+            pairs = _address_pairs(actor, port.subnet, list(allowed_address_pairs))
     if security_groups is not None and any(g.vpc_id != port.vpc_id for g in security_groups):
         raise ValidationFailed("Security groups must belong to the port's VPC.", code="invalid_security_group",
                                errors={"security_groups": ["not in this VPC"]})
@@ -115,6 +139,9 @@ def port_update(*, actor, port: Port, name: str | None = None,
             port.save(update_fields=["name"])
         if security_groups is not None:
             port.security_groups.set(security_groups)
+        if allowed_address_pairs is not None:
+            port.allowed_address_pairs = pairs
+            port.save(update_fields=["allowed_address_pairs"])
         audit(actor, "port.update", port, before=before, after=_port_after(port))
         schedule_ovn_reconcile()
     return port
