@@ -196,15 +196,27 @@ def action_failed(op, code: str, detail: str) -> None:
 
 # ---- delete -------------------------------------------------------------------------------------------------
 def destroy_domain(op) -> None:
+    """Remove the domain. When the host stays unreachable for `COMPUTE_TRANSIENT_RETRIES` tries, delete locally
+    (real-world case RW-022): cordon the host so its GPUs are not placed before a health check, skip the
+    device cleanup, and release the allocations anyway; the reconciler reports the leftover domain."""
     inst = _instance(op)
-    if inst.host_id is not None:
+    if inst.host_id is None:
+        return
+    try:
         driver_for_host(inst.host).domain_delete(inst.pk)
-        _observe(inst, PowerState.MISSING)
+    except DriverTransientError as exc:
+        if op.attempts + 1 < conf.transient_retries():
+            raise
+        devices = {**(inst.devices or {}), "local_delete": f"host unreachable: {exc}"[:500]}
+        Instance.objects.filter(pk=inst.pk).update(devices=devices)
+        devsvc.host_cordon_unreachable(inst.host, str(exc))
+        return
+    _observe(inst, PowerState.MISSING)
 
 
 def release_devices(op) -> None:
     inst = _instance(op)
-    if inst.host_id is not None:
+    if inst.host_id is not None and "local_delete" not in (inst.devices or {}):
         devsvc.devices_release(instance=inst, driver=driver_for_host(inst.host))
 
 

@@ -223,3 +223,27 @@ def test_resize_when_stopped_to_a_flavor_that_fits(world):
     assert _live_allocations(inst_id) == [("gpu", 1), ("memory_mib", 98304), ("vcpu", 12)]
     spec = driver_for_host(host).host.specs[inst.pk]
     assert (spec.vcpus, spec.memory_mib) == (12, 98304)
+
+
+def test_delete_while_the_host_is_unreachable_releases_locally(world, fake_driver, monkeypatch):
+    """RW-022: the allocation is released although the host does not answer; the host is cordoned so its GPU is
+    not placed again before a health check; nothing re-creates the allocation when the host returns."""
+    monkeypatch.setenv("COMPUTE_TRANSIENT_RETRIES", "2")
+    host = gpu_host(gpus=2)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    drive(resp.data["operation"]["id"])
+    inst_id = resp.data["instance"]["id"]
+    fake_driver.unreachable.add(host.libvirt_uri)
+    delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
+    op = drive(delete.data["operation"]["id"])
+    inst = Instance.objects.get(pk=inst_id)
+    host.refresh_from_db()
+    assert (op.status, inst.status, host.state) == ("succeeded", "deleted", "cordoned")
+    assert inst.devices["local_delete"].startswith("host unreachable")
+    assert _live_allocations(inst_id) == []
+    assert host.agent_commands.count() == 0
+    fake_driver.unreachable.clear()
+    from apps.compute.services.reconcile import instances_reconcile
+
+    assert instances_reconcile().unknown == [inst_id]  # the leftover domain is reported, not resurrected
+    assert _live_allocations(inst_id) == []

@@ -100,9 +100,10 @@ def _replay(project, key: str, request_hash: str) -> tuple[Instance, Operation] 
 
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", idempotency_key: str = "", request_id: str = "",
-                    cluster=None) -> tuple[Instance, Operation, bool]:
+                    cluster=None, gpu_quota: bool = True) -> tuple[Instance, Operation, bool]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation,
-    replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer)."""
+    replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer).
+    `gpu_quota=False` skips the GPU quota keys (an instance inside a lease: the lease already holds the GPUs)."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
     if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
@@ -116,8 +117,10 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
             earlier = _replay(project, idempotency_key, rhash)
             if earlier:
                 return (*earlier, True)
+        gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
         for key, amount in quota_keys(flavor):
-            quota_check(scope=project, resource=key, requested=amount)
+            if key not in gpu_keys:
+                quota_check(scope=project, resource=key, requested=amount)
         if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
             raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
         try:

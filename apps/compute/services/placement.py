@@ -50,11 +50,12 @@ def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     from .instances import gpu_quota_keys
 
     with transaction.atomic():
-        for key, amount in gpu_quota_keys(instance.flavor):
-            quota_check(scope=instance.project, resource=key, requested=amount)
         request = placement_request_for(instance.flavor, instance.project_id)
         for hook in _PLACEMENT_HOOKS:
             request = hook(instance, request)
+        if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
+            for key, amount in gpu_quota_keys(instance.flavor):
+                quota_check(scope=instance.project, resource=key, requested=amount)
         placed = placement_claim(actor=actor, request=request,
                                  consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
                                                        project_id=instance.project_id))
