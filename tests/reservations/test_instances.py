@@ -20,11 +20,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _room(world):
-    """The lease's GPUs count in the organization's `gpus` quota (top-level ledger rows), and compute's create
-    checks an instance in the lease as if it needed more: give the organizations room (see docs, known limits)."""
+    """`gpus` quota: one 8-GPU lease plus one on-demand GPU; instances inside a lease need no quota of their own."""
     from apps.tenancy.models import Quota
 
-    Quota.objects.filter(organization__in=[world.org_a, world.org_b], project=None, resource="gpus").update(limit=64)
+    Quota.objects.filter(organization__in=[world.org_a, world.org_b], project=None, resource="gpus").update(limit=9)
 
 
 def _request(w, flavor, name, *, client=None, project=None, **extra):

@@ -65,7 +65,8 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
         lease = _lease_for(project, lease_id) if market == Market.LEASE else None
         inst, op, replayed = compute.instance_create(
             actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id,
-            ssh_key_ids=ssh_key_ids, user_data=user_data, idempotency_key=idempotency_key, request_id=request_id)
+            ssh_key_ids=ssh_key_ids, user_data=user_data, idempotency_key=idempotency_key, request_id=request_id,
+            gpu_quota=lease is None)
         if replayed:
             terms = InstanceTerms.objects.get(instance=inst)
             return inst, op, terms, QueuedRequest.objects.filter(instance=inst).first()
