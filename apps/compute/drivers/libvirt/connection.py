@@ -83,17 +83,24 @@ def get_connection(uri: str, *, timeout: float = CONNECT_TIMEOUT_SECONDS) -> lib
     with _lock:
         _ensure_event_loop()
         conn = _connections.get(uri)
-        if conn is not None:
+    if conn is not None:
+        try:
+            if conn.isAlive():
+                return conn
+        except libvirt.libvirtError:
+            pass
+        log.warning("libvirt_connection_dead", extra={"uri": uri})
+    fresh = _open(uri, timeout)  # outside the lock: a slow host must not hold up the others
+    with _lock:
+        current = _connections.get(uri)
+        if current is not None and current is not conn:
             try:
-                if conn.isAlive():
-                    return conn
+                fresh.close()  # another thread reopened it first
             except libvirt.libvirtError:
                 pass
-            log.warning("libvirt_connection_dead", extra={"uri": uri})
-            _connections.pop(uri, None)
-        conn = _open(uri, timeout)
-        _connections[uri] = conn
-        return conn
+            return current
+        _connections[uri] = fresh
+        return fresh
 
 
 def drop_connection(uri: str) -> None:
