@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from apps.core.errors import NotFound
 from apps.tenancy import selectors as tenancy
 
 from .models import (
     IbPartition,
-    IbPartitionMember,
     PkeyPool,
     Port,
     PublicIp,
@@ -80,22 +78,6 @@ def virtual_guid_pool_list_visible_to(user) -> QuerySet[VirtualGuidPool]:
     if not tenancy.is_staff(user):
         return VirtualGuidPool.objects.none()
     return VirtualGuidPool.objects.select_related("hca_port").prefetch_related("guids")
-
-
-def get_visible(qs: QuerySet, pk, what: str):
-    """`qs.get(pk=pk)` or 404 `not_found` (also for another tenant's object and for malformed ids)."""
-    try:
-        return qs.get(pk=pk)
-    except (qs.model.DoesNotExist, ValueError, TypeError):
-        raise NotFound(f"{what} not found.")
-    except Exception as exc:  # django.core.exceptions.ValidationError for a malformed UUID
-        if type(exc).__name__ == "ValidationError":
-            raise NotFound(f"{what} not found.")
-        raise
-
-
-def ib_members_of_instance(instance_id) -> QuerySet[IbPartitionMember]:
-    return IbPartitionMember.objects.filter(instance_id=instance_id).select_related("partition", "virtual_guid")
 
 
 # Quota usage counters (apps.tenancy.quotas): count what is really held.

@@ -21,7 +21,7 @@ from ..models import (
     VirtualGuidPool,
     Vpc,
 )
-from ..states import Direction, Ethertype, Membership
+from ..states import Direction, Ethertype
 
 NOT_FOUND = {"does_not_exist": "Not found.", "incorrect_type": "Not a valid id."}
 
@@ -281,7 +281,3 @@ class VirtualGuidPoolSetInput(serializers.Serializer):
     first_guid = serializers.CharField(max_length=23, help_text="0x0200000000000000 or 02:00:00:00:00:00:00:00")
     size = serializers.IntegerField(min_value=1, max_value=65536)
 
-
-class MembershipChoice(serializers.ChoiceField):
-    def __init__(self, **kwargs):
-        super().__init__(choices=Membership.choices, **kwargs)

@@ -17,7 +17,6 @@ from apps.core.drivers import DriverError, DriverTransientError
 
 from .base import (
     OWNER_KEY,
-    Acl,
     DhcpOptions,
     LogicalRouter,
     LogicalSwitch,
@@ -350,6 +349,3 @@ class OvnDriver:
             out.append(nb.pg_acl_add(row.uuid, *acl))
             result.created += 1
 
-
-def acl_tuple(acl: Acl) -> tuple:
-    return (acl.direction, acl.priority, acl.match, acl.action)
