@@ -343,6 +343,8 @@ def test_rw066_audit_reports_and_removes_orphans(p, h):
     allocations_claim(consumer=alive, specs=[gpu(h, 0), gpu(h, 1)])
     allocations_claim(consumer=gone, specs=[gpu(h, 2), gpu(h, 3)])
     allocations_claim(consumer=ref(p, "lease"), specs=[gpu(h, 4)], start=T0, end=T0 + DAY)
+    saved = dict(maintenance._RESOLVERS)  # other apps' resolvers are set aside for this test
+    maintenance._RESOLVERS.clear()
     maintenance.register_consumer_resolver("instance", lambda ids: {i for i in ids if i == alive.id})
     try:
         report = maintenance.ledger_audit()
@@ -352,7 +354,8 @@ def test_rw066_audit_reports_and_removes_orphans(p, h):
         assert maintenance.ledger_audit()["orphaned"] == []
         assert gpu_usage_for_project(p) == 2
     finally:
-        maintenance._RESOLVERS.pop("instance", None)
+        maintenance._RESOLVERS.clear()
+        maintenance._RESOLVERS.update(saved)
 
 
 def test_usage_rows_follow_inventory_through_triggers():
