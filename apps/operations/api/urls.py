@@ -1,7 +1,7 @@
-from rest_framework.routers import SimpleRouter
+from apps.core.routers import ApiRouter
 
 from .views import OperationViewSet
 
-router = SimpleRouter(trailing_slash="/?")
+router = ApiRouter()
 router.register("operations", OperationViewSet, basename="operation")
 urlpatterns = router.urls
