@@ -369,3 +369,19 @@ def test_usage_rows_follow_inventory_through_triggers():
     assert HostUsage.objects.get(host=h).gpus_free == 1
     h.gpus.filter(index=3).delete()
     assert HostUsage.objects.get(host=h).gpus_exclusive == 0
+
+
+def test_allocations_set_end_extends_and_shrinks_with_nested_rows(p, h):
+    from apps.scheduling.ledger.periods import allocations_set_end
+
+    lease = ref(p, "lease")
+    allocations_claim(consumer=lease, specs=[gpu(h, 0)], start=T0, end=T0 + DAY)
+    child = ref(p)
+    allocations_claim(consumer=child, specs=[gpu(h, 0)], start=T0, end=T0 + DAY, parent_consumer_id=lease.id)
+    allocations_claim(consumer=ref(p, "lease"), specs=[gpu(h, 0)], start=T0 + 2 * DAY, end=T0 + 3 * DAY)
+    with pytest.raises(CapacityUnavailable):  # would run into the next lease
+        allocations_set_end(consumer_id=lease.id, old_end=T0 + DAY, new_end=T0 + 2 * DAY + DAY / 2)
+    assert allocations_set_end(consumer_id=lease.id, old_end=T0 + DAY, new_end=T0 + 2 * DAY) == 1
+    assert Allocation.objects.get(consumer_id=child.id).period.upper == T0 + 2 * DAY  # the child followed
+    assert allocations_set_end(consumer_id=lease.id, old_end=T0 + 2 * DAY, new_end=T0 + DAY / 2) == 1
+    assert Allocation.objects.get(consumer_id=child.id).period.upper == T0 + DAY / 2  # cut with the lease
