@@ -2,7 +2,8 @@ from rest_framework.routers import SimpleRouter
 
 from . import views
 
-router = SimpleRouter(trailing_slash="/?")
+router = SimpleRouter()
+router.trailing_slash = "/?"  # DRF >= 3.15 turns trailing_slash="/?" into "/": accept both spellings
 router.register("usage", views.UsageRecordViewSet, basename="usage")
 router.register("invoices", views.InvoiceViewSet, basename="invoice")
 router.register("credit-notes", views.CreditNoteViewSet, basename="credit-note")
