@@ -1,9 +1,10 @@
 """Instance workflows on the Operation step runner (`apps.operations.runner`).
 
 create:  place_and_claim → prepare_devices → wait_devices → define → start → wait_running
-stop:    stop → wait_stopped            start: start → wait_running_after_start
-reboot:  reboot                         delete: destroy_domain → release_devices → wait_devices_released
-                                                 → release_allocations
+stop:    stop → wait_stopped            start: prepare_devices → wait_devices → start → wait_running
+reboot:  reboot                         resize: redefine
+delete:  destroy_domain → release_devices → wait_devices_released → release_allocations
+cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
 keyed by the instance UUID (= domain UUID and name) and mdev UUIDs derived from it; agent commands are
@@ -11,6 +12,8 @@ recorded in `instance.devices` before they are waited on; the ledger claim commi
 Steps that wait (`wait_*`) only read, because a `StepWait` rolls the step's writes back.
 """
 from __future__ import annotations
+
+import datetime as dt
 
 from apps.core.clock import now
 from apps.core.drivers import DriverError, DriverTransientError
@@ -155,8 +158,6 @@ def wait_stopped(op) -> None:
     drv = driver_for_host(inst.host)
     info = _call(op, drv.domain_get, inst.pk)
     if info.power_state != PowerState.SHUTOFF:
-        import datetime as dt
-
         asked = dt.datetime.fromisoformat(op.state["stop_requested_at"])
         if (now() - asked).total_seconds() < conf.stop_grace_seconds():
             raise StepWait(1.0, "waiting for the guest to shut down")

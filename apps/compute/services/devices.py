@@ -24,6 +24,7 @@ from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
 from apps.inventory.services.agent import agent_command_enqueue
 from apps.inventory.states import CommandKind, CommandStatus, HostState
 
+from ..drivers.base import MdevHostdev
 from ..models import Instance
 from ..states import GpuForm, InstanceStatus
 
@@ -125,8 +126,6 @@ def mdevs_create(*, instance: Instance, driver, call) -> None:
                 raise DriverError(f"{m['parent']} offers no mdev type for vGPU {m['vgpu_type']}",
                                   code="mdev_type_unsupported")
             m["mdev_type"], changed = match[0].type_id, True
-        from ..drivers.base import MdevHostdev
-
         call(driver.mdev_create, MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start")))
     if changed:
         _save(instance, d)
