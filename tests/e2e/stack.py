@@ -268,6 +268,7 @@ class HostAgent(threading.Thread):
                     self.cp.report(command["id"], outcome["succeeded"], outcome["result"], outcome["error"])
             except Exception as exc:  # noqa: BLE001 - like the real agent: log and keep going
                 self.errors.append(str(exc))
+                print(f"{self.name}: {exc}", file=sys.stderr)
             self.stop.wait(0.3)
 
 

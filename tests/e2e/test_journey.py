@@ -338,7 +338,13 @@ def test_7_node_incident_and_invoice_with_sla_credit(j):
     ops.post(f"hosts/{host['id']}/mark-faulty", {"reason": "e2e: GPU fell off the bus"}, expect=200)
     incident = poll(lambda: ops.all("incidents", host=host["name"], open="true"), timeout=10, what="open incident")[0]
     assert incident["provider_at_fault"] is True
-    # A faulty host takes no new work: the placement dry run names the filter.
+    # A faulty host takes no new work: the placement dry run counts it under the host_state filter.
+    dry = ops.post("placement/candidates", {"project": a.project["id"], "gpus_per_host": 8, "hosts": 1,
+                                            "vcpus": 8, "memory_mib": 65536, "gpu_models": [H100]},
+                   expect=200).json()
+    removed = {f["filter"]: f for f in dry["explanation"]["filters"]}
+    assert removed["host_state"]["reasons"].get("faulty") == 1, dry["explanation"]
+    assert host["id"] not in {h.get("host_id", h.get("host")) for c in dry["candidates"] for h in c.get("hosts", [])}
     ops.post(f"hosts/{host['id']}/mark-available", {"reason": "e2e: replaced the riser"}, expect=200)
     closed = ops.get(f"incidents/{incident['id']}").json()
     assert closed["end"] is not None and closed["start"] < closed["end"], closed
@@ -388,10 +394,12 @@ def test_8_delete_everything_nothing_remains(j):
     pkey_hex = f"{a.partition['pkey']:#06x}"
     poll(lambda: pkey_hex not in j.stack.sim.partitions_path.read_text(), timeout=90,
          what=f"P_Key {pkey_hex} gone from OpenSM's partitions.conf")
-    gone = {f"gpc-p-{a.port['id'].replace('-', '')}", f"gpc-s-{a.subnet['id']}"}
-    poll(lambda: not (gone & (_lsps(j) | set(j.stack.ovn.nbctl("--bare", "--columns=name", "find",
-                                                                   "Logical_Switch").split()))),
-         timeout=90, what="tenant A's OVN switch and ports removed")
-    assert f"gpc-r-{a.vpc['id']}" not in j.stack.ovn.nbctl("--bare", "--columns=name", "find", "Logical_Router")
+    gone = {f"gpc-p-{a.port['id'].replace('-', '')}", f"gpc-s-{a.subnet['id']}", f"gpc-r-{a.vpc['id']}"}
+
+    def ovn_names() -> set[str]:
+        return {name for table in ("Logical_Switch_Port", "Logical_Switch", "Logical_Router")
+                for name in j.stack.ovn.nbctl("--bare", "--columns=name", "find", table).split()}
+
+    poll(lambda: not (gone & ovn_names()), timeout=90, what="tenant A's OVN router, switch and port removed")
     gis = [gi for g in ops.all("gpus", host=MIG_HOST) for gi in g.get("gpu_instances", [])]
     assert gis == [], gis
