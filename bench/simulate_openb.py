@@ -11,7 +11,8 @@ The trace stays in ``../shared/traces/alibaba-gpu-v2023`` (or ``$GPUCLOUD_TRACE_
 Last stdout line is JSON: ``alloc_ratio_130`` (percent, mean over the 10 seeds, default workload, policy
 ``ours``), ``seconds_per_replay`` (mean wall time of one replay; ``cpu_seconds_per_replay`` is the process CPU
 time, which other processes on a shared machine do not inflate), per-policy means, the published means, the
-per-seed ``ours - fgd`` difference, ``feasible_refused`` (always 0: the engine asserts it), and with
+per-seed ``ours - fgd`` difference, ``feasible_refused`` (always 0: the engine asserts it), with
+``--export-placements`` the independent re-check of the exported ``ours`` files (``verified_ours_files``), and with
 ``--other-workloads`` per-workload means of fgd and ours on seeds 42-44.
 """
 from __future__ import annotations
@@ -115,6 +116,14 @@ def main() -> int:
     if args.other_workloads or args.table_md:
         summary["other_workloads"] = {
             w: {p: mean([s.alloc_130 for s in by[(w, p)]]) for p in POLICIES if by[(w, p)]} for w in others}
+    if export is not None:  # the placement files are the evidence: re-check them independently
+        from apps.scheduling.simulator.verify import verify_placement_file
+
+        checks = [verify_placement_file(export / "ours" / f"default-seed{seed}.jsonl", "default", seed, directory)
+                  for seed in seeds]
+        summary["verified_ours_files"] = {"files": len(checks),
+                                          "refused_feasible": sum(c["refused_feasible"] for c in checks),
+                                          "alloc_130_mean": mean([c["alloc_130"] for c in checks])}
     if args.latency:
         summary["ours_decision_ms_10k_hosts"] = decision_latency(directory)
     if args.table_md:

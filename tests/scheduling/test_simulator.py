@@ -201,3 +201,30 @@ def test_real_trace_slice_on_a_small_fleet(tmp_path):
         assert res.failed > 0
         engine.export_placements(res, nodes, pods, tmp_path / f"{name}.jsonl")
         check_placement_file(tmp_path / f"{name}.jsonl", nodes, pods)
+
+
+def test_verify_placement_file_recomputes_and_catches_violations(tiny_trace, tmp_path):
+    from apps.scheduling.simulator.verify import verify_placement_file
+
+    folder, nodes, pods = tiny_trace
+    dist = PodTypeDistribution.from_requests(pods)
+    res = engine.replay(nodes, pods, get_policy("ours", distribution=dist), FragModel(dist), seed=42)
+    path = tmp_path / "ours.jsonl"
+    engine.export_placements(res, nodes, pods, path)
+    report = verify_placement_file(path, "default", 42, folder)
+    assert report["refused_feasible"] == 0
+    lines = path.read_text().splitlines()
+    placed = next(i for i, ln in enumerate(lines) if json.loads(ln)["node"] is not None)
+    bad = json.loads(lines[placed])
+    bad["node"] = None  # refuse a pod that fitted
+    lines[placed] = json.dumps(bad)
+    path.write_text("\n".join(lines) + "\n")
+    assert verify_placement_file(path, "default", 42, folder)["refused_feasible"] >= 1
+    doubled = [json.loads(ln) for ln in lines]
+    gpu_pod = next(r for r, p in zip(doubled, pods, strict=True) if r["node"] and p.is_gpu)
+    for r, p in zip(doubled, pods, strict=True):  # send every GPU pod to the same host and GPUs
+        if r["node"] and p.is_gpu and p.num_gpu == len(gpu_pod["gpus"]):
+            r["node"], r["gpus"] = gpu_pod["node"], gpu_pod["gpus"]
+    path.write_text("\n".join(json.dumps(r) for r in doubled) + "\n")
+    with pytest.raises(ValueError):
+        verify_placement_file(path, "default", 42, folder)
