@@ -137,14 +137,25 @@ class Stack:
 
         redis.Redis.from_url(self.redis_url).flushdb()
 
+    def _no_other_worker(self) -> None:
+        """Fail fast when another Celery worker consumes this Redis db: it would run our operations' steps against
+        its own database (they then stall until the stalled-operation sweep)."""
+        r = subprocess.run([str(VENV_BIN / "celery"), "-A", "gpucloud", "inspect", "ping", "--timeout", "1"],
+                           cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60)
+        assert "pong" not in r.stdout, (f"another Celery worker uses {self.redis_url} (set E2E_REDIS_URL to a free "
+                                        f"db):\n{r.stdout[-1000:]}")
+
     def start(self) -> Stack:
         from apps.networking.drivers.ibsim import SimFabric
-        from tests.networking.fabrics import OvnCluster
+        from tests.networking.fabrics import OvnCluster, require_ibsim, require_ovn
         from tests.networking.fabrics import sim_config as _sim_config
 
+        require_ovn()     # skip (naming the Debian packages) when OVN or ibsim/OpenSM are not installed
+        require_ibsim()
         self._psql(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)')
         self._psql(f'CREATE DATABASE "{self.db}"')
         self._flush_redis()
+        self._no_other_worker()
         self._manage("migrate", "--noinput")
         # A fresh installation's first staff: an operator (fleet, tenants) and a billing admin (prices, invoices).
         self._manage("shell", "-c", (
