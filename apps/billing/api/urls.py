@@ -1,9 +1,8 @@
-from rest_framework.routers import SimpleRouter
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"  # DRF >= 3.15 turns trailing_slash="/?" into "/": accept both spellings
+router = ApiRouter()
 router.register("usage", views.UsageRecordViewSet, basename="usage")
 router.register("invoices", views.InvoiceViewSet, basename="invoice")
 router.register("credit-notes", views.CreditNoteViewSet, basename="credit-note")

@@ -1,9 +1,8 @@
-from rest_framework.routers import SimpleRouter
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"
+router = ApiRouter()
 router.register("flavors", views.FlavorViewSet, basename="flavor")
 router.register("images", views.ImageViewSet, basename="image")
 router.register("ssh-keys", views.SshKeyViewSet, basename="ssh-key")

@@ -1,10 +1,10 @@
 from django.urls import re_path
-from rest_framework.routers import SimpleRouter
+
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"  # DRF >= 3.15 turns trailing_slash="/?" into "/": accept both spellings
+router = ApiRouter()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 router.register("service-accounts", views.ServiceAccountViewSet, basename="service-account")
 router.register("me/totp", views.TotpViewSet, basename="totp")

@@ -1,10 +1,10 @@
 from django.urls import re_path
-from rest_framework.routers import SimpleRouter
+
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"
+router = ApiRouter()
 router.register("regions", views.RegionViewSet, basename="region")
 router.register("zones", views.ZoneViewSet, basename="zone")
 router.register("scalable-units", views.ScalableUnitViewSet, basename="scalable-unit")

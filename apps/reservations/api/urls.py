@@ -1,10 +1,10 @@
 from django.urls import re_path
-from rest_framework.routers import SimpleRouter
+
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"
+router = ApiRouter()
 router.register("leases", views.LeaseViewSet, basename="lease")
 router.register("capacity", views.CapacityViewSet, basename="capacity")
 router.register("queued-requests", views.QueuedRequestViewSet, basename="queued-request")

@@ -1,9 +1,8 @@
-from rest_framework.routers import SimpleRouter
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"
+router = ApiRouter()
 router.register("placement/candidates", views.PlacementCandidatesViewSet, basename="placement-candidates")
 router.register("allocations", views.AllocationViewSet, basename="allocation")
 urlpatterns = router.urls

@@ -1,9 +1,8 @@
-from rest_framework.routers import SimpleRouter
+from apps.core.routers import ApiRouter
 
 from . import views
 
-router = SimpleRouter()
-router.trailing_slash = "/?"  # DRF >= 3.15 turns trailing_slash="/?" into "/": accept both spellings
+router = ApiRouter()
 router.register("organizations", views.OrganizationViewSet, basename="organization")
 router.register("projects", views.ProjectViewSet, basename="project")
 router.register("memberships", views.MembershipViewSet, basename="membership")
