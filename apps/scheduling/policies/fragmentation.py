@@ -157,9 +157,8 @@ class FragModel:
         tab = self.table(batch.models, batch.gpu_free.shape[1])
         a_all = batch.gpu_free[rows]
         width = a_all.shape[1]
-        dup = np.zeros(a_all.shape, dtype=bool)
-        for j in range(1, width):
-            dup[:, j] = (a_all[:, :j] == a_all[:, j : j + 1]).any(axis=1)
+        earlier = np.tri(width, width, -1, dtype=bool)  # earlier[j, i]: GPU i comes before GPU j
+        dup = ((a_all[:, :, None] == a_all[:, None, :]) & earlier).any(axis=2)
         pos, gj = np.nonzero((a_all >= req.gpu_milli) & ~dup)
         a = a_all[pos, gj]
         r = rows[pos]
