@@ -8,7 +8,8 @@ BENCH_DATABASE_NAME / BENCH_PG), fills it with bulk inserts (not timed), then ti
 
 - ovn_seconds: `ovn_reconcile()` into an empty OVN northbound DB (NB + SB + ovn-northd on unix sockets in a
   temporary directory): the desired state read from PostgreSQL and written through ovsdbapp in batched
-  transactions. Reported beside it: the transactions/commands it took, the second run (must be 0 transactions)
+  transactions. Reported beside it: the transactions/commands it took, the second run (0 transactions; the driver
+  skips the diff when nothing changed), a third run after ovn-northd wrote to NB (a full diff; 0 transactions)
   and the time ovn-northd needed to compile the result (`ovn-nbctl --wait=sb sync`, not in ovn_seconds).
 - ib_seconds: `ib_fabric_reconcile()` on an ibsim fabric generated from inventory (33 leaves x 62 HCAs under 2
   spines; OpenSM already up with an empty partitions file): render partitions.conf for 2,000 GUIDs in 128
@@ -121,6 +122,9 @@ def bench_ovn(n_vpcs: int, ports_per_vpc: int) -> dict:
         t2 = time.perf_counter()
         cluster.sync()
         northd_seconds = time.perf_counter() - t2
+        t3 = time.perf_counter()
+        third = ovn_reconcile(driver=driver)      # northd wrote to NB since: a full diff that finds nothing
+        full_diff_seconds = time.perf_counter() - t3
         counts = {t: len(cluster.nbctl("--bare", "--columns=_uuid", "list", t).split())
                   for t in ("Logical_Router", "Logical_Switch", "Logical_Switch_Port", "Port_Group", "ACL")}
     finally:
@@ -128,10 +132,13 @@ def bench_ovn(n_vpcs: int, ports_per_vpc: int) -> dict:
         cluster.stop()
     print(f"OVN: {n_vpcs} VPCs, {n_vpcs * ports_per_vpc} ports in {ovn_seconds:.2f} s "
           f"({first['transactions']} transactions, {first['commands']} commands); second run "
-          f"{second['transactions']} transactions in {second_seconds:.2f} s; northd compile {northd_seconds:.2f} s; "
+          f"{second['transactions']} transactions in {second_seconds:.2f} s; full no-op diff {third['transactions']} "
+          f"transactions in {full_diff_seconds:.2f} s; northd compile {northd_seconds:.2f} s; "
           f"NB rows {counts}")
     return {"ovn_seconds": round(ovn_seconds, 3), "ovn_first": first, "ovn_second": second,
             "ovn_second_seconds": round(second_seconds, 3), "ovn_northd_sync_seconds": round(northd_seconds, 3),
+            "ovn_full_noop_diff_seconds": round(full_diff_seconds, 3), "ovn_full_noop_diff_transactions":
+                third["transactions"],
             "ovn_rows": counts}
 
 

@@ -119,6 +119,7 @@ class OvnDriver:
         self.remote = remote
         self.timeout = timeout
         self._api = None
+        self._last: tuple | None = None     # (topology, IDL change_seqno) after our last complete sync
 
     @property
     def api(self):
@@ -135,6 +136,7 @@ class OvnDriver:
         return self._api
 
     def close(self) -> None:
+        self._last = None
         if self._api is not None:
             self._api.ovsdb_connection.stop()
             self._api = None
@@ -148,7 +150,19 @@ class OvnDriver:
 
     # ----------------------------------------------------------------------------------------------- writing
     def sync(self, topology: OvnTopology) -> SyncResult:
-        """Make NB equal to `topology` for gpucloud-owned objects. Raises `DriverError` on a failed commit."""
+        """Make NB equal to `topology` for gpucloud-owned objects. Raises `DriverError` on a failed commit.
+
+        Shortcut: when the topology equals the one of our last complete sync and the IDL has received no change
+        from the server since (its `change_seqno`, which counts every update, ours, northd's or an operator's),
+        NB still holds it and the diff is skipped."""
+        if self._last is not None and self._last == (topology, self.api.idl.change_seqno):
+            return SyncResult()
+        self._last = None
+        result = self._sync(topology)
+        self._last = (topology, self.api.idl.change_seqno)
+        return result
+
+    def _sync(self, topology: OvnTopology) -> SyncResult:
         result = SyncResult()
         first, second = [], []
         routers, switches, groups = self._owned("Logical_Router"), self._owned("Logical_Switch"), \

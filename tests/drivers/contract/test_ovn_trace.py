@@ -81,6 +81,16 @@ def test_two_tenants_same_cidr_isolated_and_sg_rule_changes_trace(ovn):
 
     second = _reconcile()
     assert (second["transactions"], second["commands"]) == (0, 0)     # idempotent: no transaction at all
+    assert _reconcile()["transactions"] == 0
+
+    # drift made by hand is repaired by the next reconcile
+    ovn.nbctl("lsp-del", lsp_name(a2.pk))
+    ovn.nbctl("acl-del", f"pg_{ssh.pk.hex}")
+    repaired = _reconcile()
+    assert repaired["transactions"] >= 1 and repaired["created"] == 2
+    assert lsp_name(a2.pk) in ovn.nbctl("--bare", "--columns=name", "list", "Logical_Switch_Port").split()
+    ovn.sync()
+    assert _outputs(ovn.trace(ls_a, _flow(a1, a3))) == [lsp_name(a3.pk)]
 
     services.security_group_rule_delete(actor=a.user, rule=ssh.rules.get())
     third = _reconcile()
