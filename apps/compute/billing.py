@@ -1,0 +1,115 @@
+"""Compute's billing plug-ins, registered in `ComputeConfig.ready` (issue 9; registry: `apps.billing.registry`).
+
+**Usage source ``compute.instance``.** Source of truth: the allocation ledger (docs/adr/0400-allocation-ledger.md).
+An instance (consumer type ``instance`` or ``cluster_member``) is billable while it holds its allocation - active,
+or stopped with its GPU held - and only from its first launch (`Instance.launched_at`): a create that failed before
+the domain ran is not charged. Each distinct ledger period ``[start, end)`` of the instance is one interval (a
+resize ends the old rows and starts new ones at the same instant, so it splits the usage there), keyed
+``instance:<id>:<period start ISO>`` so recording a window again adds nothing.
+
+* on-demand: SKU ``flavor:name=<flavor>`` (the demo price book and docs/billing.md §3 price per flavor),
+  ``units`` 1;
+* spot (rows with ``spot``): SKU ``gpu:model=<model>`` per GPU, ``units`` = GPU equivalents (whole GPUs held;
+  a MIG profile ``Ng.*`` counts N/7 of a GPU; a share ``share_milli``/1000);
+* nested in a lease (rows with a ``parent``): not emitted - the lease is billed (``reservations.lease``).
+
+``gpu_equivalents`` is filled the same way for utilization reports; ``sla_tier`` comes from the instance's own
+``sla_tier`` attribute when it has one, else "" (the organization's default tier). Known limit: an interval before
+a resize is rated at the instance's *current* flavor (the ledger keeps resources, not flavor names).
+
+**Placement resolver ``compute.instance``.** ``(host_id, gpu_id | None, start, end)`` -> one `Placement` per
+instance ledger period on that host (on that GPU when `gpu_id` is given) overlapping ``[start, end)``; billing
+turns provider-fault incidents into per-instance downtime with it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from decimal import Decimal
+
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
+
+RESOURCE_TYPE = "instance"
+CONSUMER_TYPES = ("instance", "cluster_member")
+SOURCE = "compute.instance"
+#: Compute slices of a full MIG-capable GPU (NVIDIA MIG User Guide: 7 GPU slices on A100/H100/H200).
+MIG_COMPUTE_SLICES = 7
+
+
+def _rows(start: dt.datetime, end: dt.datetime, **filters):
+    from apps.scheduling.models import Allocation
+
+    return (Allocation.objects.filter(consumer_type__in=CONSUMER_TYPES, period__overlap=DateTimeTZRange(start, end, "[)"),
+                                      **filters)
+            .only("consumer_id", "period", "resource_class", "profile", "amount", "spot", "parent_id", "gpu_id")
+            .order_by("consumer_id", "period"))
+
+
+def _gpu_equivalents(flavor, rows) -> Decimal:
+    gpus = sum(1 for r in rows if r.resource_class == "gpu")
+    if gpus:
+        return Decimal(gpus)
+    for r in rows:
+        if r.resource_class == "mig" and r.profile[:1].isdigit():
+            return Decimal(int(r.profile.split("g", 1)[0])) / MIG_COMPUTE_SLICES
+        if r.resource_class == "share":
+            return Decimal(r.amount) / 1000
+    return Decimal(flavor.gpu_count or 0)
+
+
+def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
+    """Usage source ``compute.instance``: `UsageInterval`s of instances holding ledger allocations in
+    ``[period_start, period_end)`` (module doc)."""
+    from apps.billing.registry import UsageInterval
+    from apps.billing.skus import sku_for
+
+    from .models import Instance
+
+    groups: dict = defaultdict(list)
+    for row in _rows(period_start, period_end):
+        groups[(row.consumer_id, row.period.lower, row.period.upper)].append(row)
+    instances = Instance.objects.filter(pk__in={k[0] for k in groups}).select_related("flavor", "project")
+    by_id = {i.pk: i for i in instances}
+    for (consumer_id, start, end), rows in groups.items():
+        inst = by_id.get(consumer_id)
+        if inst is None or inst.launched_at is None or any(r.parent_id for r in rows):
+            continue
+        start = max(start, inst.launched_at)
+        if end is not None and end <= start:
+            continue
+        flavor = inst.flavor
+        gpus = _gpu_equivalents(flavor, rows)
+        spot = any(r.spot for r in rows)
+        if spot and flavor.gpu_model:
+            sku, model, units = sku_for("gpu", model=flavor.gpu_model), "spot", gpus
+        else:
+            sku, model, units = sku_for("flavor", name=flavor.name), "on_demand", Decimal(1)
+        yield UsageInterval(
+            key=f"instance:{inst.pk}:{rows[0].period.lower.isoformat()}", organization_id=inst.project.organization_id,
+            project_id=inst.project_id, resource_type=RESOURCE_TYPE, resource_id=str(inst.pk), sku=sku,
+            pricing_model=model, start=start, end=end, sla_tier=getattr(inst, "sla_tier", "") or "",
+            gpu_model=flavor.gpu_model, gpu_equivalents=gpus, units=units)
+
+
+def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
+    """Placement resolver ``compute.instance`` (module doc)."""
+    from apps.billing.registry import Placement
+
+    filters = {"host_id": host_id}
+    if gpu_id is not None:
+        filters["gpu_id"] = gpu_id
+    seen = set()
+    for row in _rows(start, end, **filters):
+        key = (row.consumer_id, row.period.lower, row.period.upper)
+        if key not in seen:
+            seen.add(key)
+            yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
+
+
+def register() -> None:
+    try:
+        from apps.billing.registry import register_placement_resolver, register_usage_source
+    except ImportError:  # billing not installed
+        return
+    register_usage_source(SOURCE, instance_usage)
+    register_placement_resolver(SOURCE, instance_placements)
