@@ -88,7 +88,10 @@ def capacity_calendar(*, user, start: dt.datetime, end: dt.datetime, step: dt.ti
 # ---- billing usage source -----------------------------------------------------------------------------------
 def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
     """Billing usage source ``reservations.lease``: one reserved-pricing interval per lease that was active in
-    ``[period_start, period_end)`` (from activation to its end or cancellation)."""
+    ``[period_start, period_end)`` (from activation to its end or cancellation). The SKU ``gpu:model=<model>`` is
+    priced per GPU, so ``units`` is the lease's size in GPUs (`_lease_gpus`: 8 for one HGX host, 3/7 for a
+    ``3g`` MIG instance). A lease has no committed total price (yet), so no ``commitment_*`` fields are sent and
+    billing rates the window at the per-GPU reserved hourly price."""
     from apps.billing.registry import UsageInterval
     from apps.billing.skus import sku_for
 
@@ -102,7 +105,7 @@ def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
         yield UsageInterval(key=f"lease:{lease.pk}", organization_id=lease.project.organization_id,
                             project_id=lease.project_id, resource_type="lease", resource_id=str(lease.pk),
                             sku=sku_for("gpu", model=lease.gpu_model), pricing_model="reserved", start=start,
-                            end=end or lease.end, gpu_model=lease.gpu_model, gpu_equivalents=gpus)
+                            end=end or lease.end, gpu_model=lease.gpu_model, gpu_equivalents=gpus, units=gpus)
 
 
 def _lease_gpus(lease: Lease) -> Decimal:

@@ -1,5 +1,6 @@
 """Lease confirmation against the ledger: overlaps, back-to-back windows, on-demand and spot work, the
 on-demand reserve, cancel, and the lifecycle ticks (activate, ending notice, end) with audit and notifications."""
+import datetime as dt
 import uuid
 
 import pytest
@@ -10,6 +11,7 @@ from apps.reservations.services.leases import lease_cancel, leases_advance
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim
 from apps.scheduling.models import Allocation
+from tests.billing.conftest import tiers  # noqa: F401  (fixture)
 
 from .conftest import at, gpu_host, lease
 
@@ -147,9 +149,33 @@ def test_active_lease_feeds_billing_as_reserved_usage(world, clock):
     clock.move_to(at(9))
     leases_advance()
     (iv,) = list(lease_usage(at(0), at(23)))
-    assert (iv.key, iv.pricing_model, iv.start, iv.end, iv.gpu_equivalents) == (
-        f"lease:{le.pk}", "reserved", at(9), at(12), 8)
+    assert (iv.key, iv.pricing_model, iv.start, iv.end, iv.gpu_equivalents, iv.units) == (
+        f"lease:{le.pk}", "reserved", at(9), at(12), 8, 8)
     assert iv.sku == "gpu:model=H100-SXM5-80GB"
+
+
+def test_lease_is_billed_per_gpu(world, clock, tiers):  # noqa: F811
+    """An 8-GPU lease over 3 h at $2.00 per GPU-hour is $48.00, not the price of one GPU (units = GPUs)."""
+    from decimal import Decimal
+
+    from apps.billing.models import Invoice, UsageRecord
+    from apps.billing.services import invoice_run_execute, usage_record_collect
+    from apps.billing.skus import sku_for
+    from tests.billing.conftest import book
+
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    book(at(0) - dt.timedelta(days=1), {(sku_for("gpu", model="H100-SXM5-80GB"), "standard", "reserved"):
+                                        {"unit_price": Decimal("2.00"), "minimum_seconds": 0}})
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(13))
+    usage_record_collect(window_start=at(0), window_end=at(0) + dt.timedelta(days=1), sources=["reservations.lease"])
+    records = UsageRecord.objects.filter(resource_id=str(le.pk))
+    assert records.exists() and {r.units for r in records} == {Decimal(8)}
+    invoice_run_execute(period="2026-03", finalize=False)
+    line = Invoice.objects.get(organization=world.org_a, period="2026-03").lines.get()
+    assert line.amount == Decimal("48.00")
 
 
 def test_mig_and_share_leases_hold_slices_and_shares(world, clock):
