@@ -95,6 +95,9 @@ class HostOutput(serializers.ModelSerializer):
 class HostActionInput(serializers.Serializer):
     reason = serializers.CharField(max_length=500)
     provider_at_fault = serializers.BooleanField(default=True, help_text="mark-faulty only: counts as SLA downtime")
+    at = serializers.DateTimeField(required=False, help_text=(
+        "When the condition took effect (RFC 3339, with offset); default now. Not in the future, not before the "
+        "host's last condition change. Lets staff record a fault noticed after the fact."))
 
 
 class GpuInstanceOutput(serializers.ModelSerializer):
@@ -116,6 +119,7 @@ class GpuOutput(serializers.ModelSerializer):
 class GpuActionInput(serializers.Serializer):
     reason = serializers.CharField(max_length=500)
     provider_at_fault = serializers.BooleanField(default=True)
+    at = serializers.DateTimeField(required=False, help_text="When it took effect (default now; not in the future).")
 
 
 class HcaPortOutput(serializers.ModelSerializer):

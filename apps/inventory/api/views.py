@@ -105,7 +105,7 @@ def _host_action(name: str, service, doc: str):
         kwargs = dict(data.validated_data)
         if name != "mark-faulty":
             kwargs.pop("provider_at_fault", None)
-        service(actor=request.user, host=host, **kwargs)
+        host = service(actor=request.user, host=host, **kwargs)
         return Response(s.HostOutput(host).data)
 
     handler.__name__ = name.replace("-", "_")

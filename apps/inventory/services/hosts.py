@@ -7,6 +7,8 @@ open incidents as SLA downtime (DOMAIN.md, Health/Billing).
 """
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import transaction
 
 from apps.audit.services import audit_record
@@ -31,11 +33,36 @@ def _reason(reason: str) -> str:
     return reason[:500]
 
 
-def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_at_fault: bool = True) -> Host:
-    """Apply `action` (a key of HOST_TRANSITIONS) with `reason`. Raises InvalidState (409) from a wrong state."""
+def _effective_at(at: dt.datetime | None, *, not_before: dt.datetime | None) -> dt.datetime:
+    """The instant a condition took effect: `at` (staff may record a fault noticed earlier) or now.
+
+    Raises ValidationFailed (`invalid_time`) for a time in the future or before the host's/GPU's last change,
+    so incidents never overlap or run backwards.
+    """
+    current = now()
+    if at is None:
+        return current
+    if at.tzinfo is None:
+        raise ValidationFailed("`at` must carry a time zone.", code="invalid_time", errors={"at": ["naive time"]})
+    if at > current:
+        raise ValidationFailed("`at` is in the future.", code="invalid_time", errors={"at": ["in the future"]})
+    if not_before is not None and at < not_before:
+        raise ValidationFailed(f"`at` is before the last condition change ({not_before.isoformat()}).",
+                               code="invalid_time", errors={"at": ["before the last change"]})
+    return at
+
+
+def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_at_fault: bool = True,
+                       at: dt.datetime | None = None) -> Host:
+    """Apply `action` (a key of HOST_TRANSITIONS) with `reason`, effective `at` (default now; see `_effective_at`).
+
+    Raises InvalidState (409) from a wrong state, ValidationFailed (400) for a bad reason or time.
+    """
     reason = _reason(reason)
-    at = now()
     with transaction.atomic():
+        last_change = Host.objects.select_for_update().filter(pk=host.pk).values_list(
+            "state_changed_at", flat=True).get()
+        at = _effective_at(at, not_before=last_change)
         before = transition(host, action, HOST_TRANSITIONS, field="state",
                             extra={"state_reason": reason, "state_changed_at": at})
         if before == HostState.FAULTY and host.state != HostState.FAULTY:
@@ -47,40 +74,47 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
     return host
 
 
-def host_cordon(*, actor, host: Host, reason: str) -> Host:
+def host_cordon(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
     """No new placements land on the host; running workloads stay."""
-    return host_condition_set(actor=actor, host=host, action="cordon", reason=reason)
+    return host_condition_set(actor=actor, host=host, action="cordon", reason=reason, at=at)
 
 
-def host_drain(*, actor, host: Host, reason: str) -> Host:
+def host_drain(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
     """Cordon, then workloads are moved or stopped by the owning apps (they watch `state == draining`)."""
-    return host_condition_set(actor=actor, host=host, action="drain", reason=reason)
+    return host_condition_set(actor=actor, host=host, action="drain", reason=reason, at=at)
 
 
-def host_maintenance(*, actor, host: Host, reason: str) -> Host:
-    return host_condition_set(actor=actor, host=host, action="maintenance", reason=reason)
+def host_maintenance(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
+    return host_condition_set(actor=actor, host=host, action="maintenance", reason=reason, at=at)
 
 
-def host_mark_faulty(*, actor, host: Host, reason: str, provider_at_fault: bool = True) -> Host:
+def host_mark_faulty(*, actor, host: Host, reason: str, provider_at_fault: bool = True,
+                     at: dt.datetime | None = None) -> Host:
     return host_condition_set(actor=actor, host=host, action="mark_faulty", reason=reason,
-                              provider_at_fault=provider_at_fault)
+                              provider_at_fault=provider_at_fault, at=at)
 
 
-def host_mark_available(*, actor, host: Host, reason: str) -> Host:
-    return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason)
+def host_mark_available(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
+    return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason, at=at)
 
 
-def host_retire(*, actor, host: Host, reason: str) -> Host:
+def host_retire(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
     """Take the host out of the fleet for good (terminal state; the fleet file no longer manages it)."""
-    return host_condition_set(actor=actor, host=host, action="retire", reason=reason)
+    return host_condition_set(actor=actor, host=host, action="retire", reason=reason, at=at)
 
 
-def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = True) -> Gpu:
-    """Mark one GPU faulty and open a GPU incident (idempotent while one is open)."""
+def _gpu_last_change(gpu: Gpu):
+    last = Incident.objects.filter(gpu=gpu).order_by("-start").values_list("start", "end").first()
+    return None if last is None else (last[1] or last[0])
+
+
+def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = True,
+                    at: dt.datetime | None = None) -> Gpu:
+    """Mark one GPU faulty and open a GPU incident at `at` (default now; idempotent while one is open)."""
     reason = _reason(reason)
-    at = now()
     with transaction.atomic():
         gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)
+        at = _effective_at(at, not_before=_gpu_last_change(gpu))
         before = gpu.health
         gpu.health = GpuHealth.FAULTY
         gpu.save(update_fields=["health"])
@@ -92,12 +126,12 @@ def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = T
     return gpu
 
 
-def gpu_mark_healthy(*, actor, gpu: Gpu, reason: str) -> Gpu:
-    """Back to `ok`; closes the GPU's open incident."""
+def gpu_mark_healthy(*, actor, gpu: Gpu, reason: str, at: dt.datetime | None = None) -> Gpu:
+    """Back to `ok`; closes the GPU's open incident at `at` (default now)."""
     reason = _reason(reason)
-    at = now()
     with transaction.atomic():
         gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)
+        at = _effective_at(at, not_before=_gpu_last_change(gpu))
         before = gpu.health
         gpu.health = GpuHealth.OK
         gpu.save(update_fields=["health"])
