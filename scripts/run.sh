@@ -19,5 +19,7 @@ trap cleanup EXIT INT TERM
 .venv/bin/gunicorn gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
   --access-logfile var/log/access.log --error-logfile var/log/web.log & pids+=($!)
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
+# Fake node agents for the demo hosts (test:/// URIs only): MIG hosts enroll now, others on their first command.
+$PY manage.py demo_agents --url "http://127.0.0.1:${PORT}" >var/log/agents.log 2>&1 & pids+=($!)
 echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
 wait -n "${pids[@]}"

@@ -111,10 +111,10 @@ def test_gpu_models_catalog_readable_by_tenants(tenant):
 
 def test_fleet_import_api_dry_run_then_apply_then_export(ops):
     dry = ops.post("/api/v1/fleet/import/", {"document": SAMPLE}, format="json").json()
-    assert dry["dry_run"] and not dry["applied"] and dry["summary"]["created"]["host"] == 80
+    assert dry["dry_run"] and not dry["applied"] and dry["summary"]["created"]["host"] == 82
     assert Host.objects.count() == 0
     applied = ops.post("/api/v1/fleet/import/", {"document": SAMPLE, "dry_run": False}, format="json").json()
-    assert applied["applied"] and Host.objects.count() == 80
+    assert applied["applied"] and Host.objects.count() == 82
     assert AuditEvent.objects.filter(action="inventory.fleet.import").count() == 1
     again = ops.post("/api/v1/fleet/import/", {"document": SAMPLE, "dry_run": False}, format="json").json()
     assert again["changes"] == [] and not again["applied"]
@@ -156,7 +156,7 @@ def test_agent_command_api_rejects_bad_layout_with_reasons(ops):
 
 def test_fleet_import_accepts_a_raw_yaml_body(ops):
     resp = ops.generic("POST", "/api/v1/fleet/import/?dry_run=false", SAMPLE, content_type="application/yaml")
-    assert resp.status_code == 200 and resp.json()["applied"] and Host.objects.count() == 80
+    assert resp.status_code == 200 and resp.json()["applied"] and Host.objects.count() == 82
 
 
 def test_retire_is_terminal(ops):

@@ -26,7 +26,7 @@ def test_dry_run_prints_diff_and_writes_nothing():
 
 def test_import_yes_then_reimport_is_no_change(tmp_path):
     assert "Applied" in run("import", str(SAMPLE), "--yes")
-    assert Gpu.objects.count() == 608
+    assert Gpu.objects.count() == 624
     assert run("import", str(SAMPLE), "--yes").strip() == "No changes."
     exported = tmp_path / "fleet.yaml"
     run("export", "-o", str(exported))
@@ -53,4 +53,4 @@ def test_demo_loader_is_idempotent():
     load_demo(out)
     load_demo(out)
     assert "already loaded" in out.getvalue()
-    assert Host.objects.count() == 80
+    assert Host.objects.count() == 82
