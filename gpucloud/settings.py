@@ -150,6 +150,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# Billing: usage is metered in pieces that never cross this period (seconds); see apps/billing/conf.py.
+BILLING_METERING_PERIOD_SECONDS = env.int("BILLING_METERING_PERIOD_SECONDS", default=3600)
+
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
 # (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)

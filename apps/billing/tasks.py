@@ -9,19 +9,15 @@ from apps.core.clock import now
 from . import conf
 from .periods import period_of, previous_period
 from .services import invoice_run_execute, usage_record_collect
+from .services.metering import last_closed_boundary
 
 CATCH_UP_PERIODS = 24
-
-
-def _last_boundary() -> dt.datetime:
-    step = conf.get("BILLING_METERING_PERIOD_SECONDS")
-    return dt.datetime.fromtimestamp(int(now().timestamp()) // step * step, dt.UTC)
 
 
 @shared_task(name="billing.usage_record_collect_task")
 def usage_record_collect_task() -> dict:
     """Record the last CATCH_UP_PERIODS closed metering periods from every usage source (beat: hourly)."""
-    end = _last_boundary()
+    end = last_closed_boundary()
     start = end - dt.timedelta(seconds=CATCH_UP_PERIODS * conf.get("BILLING_METERING_PERIOD_SECONDS"))
     return usage_record_collect(window_start=start, window_end=end)
 

@@ -25,7 +25,7 @@ from ..money import currency_validate, line_tax, minor_units, round_money
 from ..periods import parse_period, period_bounds, period_of
 from ..states import INVOICE_TRANSITIONS, InvoiceStatus, RunStatus
 from . import rating, sla
-from .metering import downtime_sync, window_validate
+from .metering import downtime_sync, usage_record_collect_closed, window_validate
 
 # Test seam: called after each committed batch with (run, batch_number); raising simulates a crash mid-run.
 after_batch_hook: Callable[[InvoiceRun, int], None] | None = None
@@ -176,7 +176,10 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     run = InvoiceRun.objects.create(period=period, finalize=finalize,
                                     requested_by=actor if getattr(actor, "pk", None) else None)
     start, end = period_bounds(period, "UTC")
-    downtime_sync(window_start=start - dt.timedelta(hours=15), window_end=end + dt.timedelta(hours=13))
+    # Every local month lies within [UTC month - 15 h, UTC month + 13 h) (UTC-12 .. UTC+14 time zones).
+    window_start, window_end = start - dt.timedelta(hours=15), end + dt.timedelta(hours=13)
+    usage_record_collect_closed(actor=actor, window_start=window_start, window_end=window_end)
+    downtime_sync(window_start=window_start, window_end=window_end)
     with connection.cursor() as cursor:
         cursor.execute(CANDIDATES_SQL, {**_month_params(period), "closing": finalize, "now": now(),
                                         "step": conf.get("BILLING_METERING_PERIOD_SECONDS"),

@@ -106,6 +106,21 @@ def usage_record_collect(*, actor=None, window_start: dt.datetime, window_end: d
                                       window_start=window_start, window_end=window_end) for name in names}
 
 
+def last_closed_boundary() -> dt.datetime:
+    """The most recent metering-period boundary at or before now (UTC)."""
+    step = conf.get("BILLING_METERING_PERIOD_SECONDS")
+    return dt.datetime.fromtimestamp(int(now().timestamp()) // step * step, dt.UTC)
+
+
+def usage_record_collect_closed(*, actor=None, window_start: dt.datetime, window_end: dt.datetime) -> dict[str, int]:
+    """Collect every source over `[window_start, window_end)` clipped to the closed metering periods (an open
+    period is collected once it closes). Both ends must be aligned; returns {} when nothing has closed yet."""
+    window_end = min(window_end, last_closed_boundary())
+    if window_end <= window_start:
+        return {}
+    return usage_record_collect(actor=actor, window_start=window_start, window_end=window_end)
+
+
 def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
     """Derive per-resource downtime from provider-fault inventory incidents overlapping the window.
 
