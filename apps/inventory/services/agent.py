@@ -155,8 +155,23 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "")
     for g in inventory.get("gpus", []):
         _gpu_sync(host, g)
     for p in inventory.get("hca_ports", []):
-        HcaPort.objects.filter(host=host, device=p["device"], port_number=p.get("port_number", 1)).update(
-            port_guid=p["port_guid"], lid=p.get("lid"), rate_gbps=p.get("rate_gbps") or 0, updated_at=now())
+        _hca_port_sync(host, p)
+
+
+def _hca_port_sync(host: Host, p: dict) -> None:
+    """Update the recorded port (matched by device/port) with the reported GUID, LID and rate.
+
+    Raises Conflict `hca_port_guid_conflict` (409) when the GUID is recorded on another port: the fleet file
+    and the host disagree, and an operator must decide which is right (nothing is overwritten)."""
+    port_number = p.get("port_number", 1)
+    clash = (HcaPort.objects.filter(port_guid=p["port_guid"])
+             .exclude(host=host, device=p["device"], port_number=port_number)
+             .values_list("host__name", "device", "port_number").first())
+    if clash:
+        raise Conflict(f"HCA port GUID {p['port_guid']} reported for {p['device']}/{port_number} is already "
+                       f"recorded on {clash[0]} {clash[1]}/{clash[2]}.", code="hca_port_guid_conflict")
+    HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).update(
+        port_guid=p["port_guid"], lid=p.get("lid"), rate_gbps=p.get("rate_gbps") or 0, updated_at=now())
 
 
 def _gpu_sync(host: Host, g: dict) -> None:
