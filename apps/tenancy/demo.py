@@ -2,6 +2,8 @@
 demo@example.com, staff operator ops@example.com. Prints how to get tokens; never prints or stores a secret."""
 from __future__ import annotations
 
+import os
+
 from django.db import transaction
 
 from apps.identity.models import StaffRole, User
@@ -31,4 +33,5 @@ def load_demo(stdout) -> None:
                  f"  .venv/bin/python manage.py create_api_token --email {OWNER} --project demo/demo --scope write\n"
                  f"  .venv/bin/python manage.py create_api_token --email {OWNER} --organization demo --scope write\n"
                  f"  .venv/bin/python manage.py create_api_token --email {OPERATOR} --staff --scope write\n"
-                 "then: curl -H 'Authorization: Bearer <token>' http://127.0.0.1:8000/api/v1/projects/\n")
+                 f"then: curl -H 'Authorization: Bearer <token>' http://127.0.0.1:{os.environ.get('PORT', '8000')}"
+                 "/api/v1/projects/\n")
