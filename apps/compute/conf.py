@@ -7,6 +7,7 @@
   COMPUTE_IMAGE_DIR        "" = no root disk; else images are pre-staged on hosts as <dir>/<image>.<format>
   COMPUTE_TRANSIENT_RETRIES  5: host-unreachable errors in a create step before the create fails
   COMPUTE_STOP_GRACE_S     60: seconds a soft stop waits for the guest before powering off
+  COMPUTE_OVS_BRIDGE       br-int: the Open vSwitch integration bridge tenant NICs plug into (OVN)
   COMPUTE_VANISHED_GRACE_S 300: seconds the reconciler waits before releasing a vanished domain's allocation
 """
 import environ
@@ -40,3 +41,7 @@ def stop_grace_seconds() -> float:
 
 def vanished_grace_seconds() -> float:
     return env.float("COMPUTE_VANISHED_GRACE_S", default=300.0)
+
+
+def ovs_bridge() -> str:
+    return env.str("COMPUTE_OVS_BRIDGE", default="br-int")

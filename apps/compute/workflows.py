@@ -1,9 +1,9 @@
 """Instance workflows on the Operation step runner (`apps.operations.runner`).
 
-create:  place_and_claim → prepare_devices → wait_devices → define → start → wait_running
+create:  place_and_claim → attach_networks → prepare_devices → wait_devices → define → start → wait_running
 stop:    stop → wait_stopped            start: prepare_devices → wait_devices → start → wait_running
 reboot:  reboot                         resize: redefine
-delete:  destroy_domain → release_devices → wait_devices_released → release_allocations
+delete:  destroy_domain → release_devices → wait_devices_released → release_allocations (also detaches networks)
 cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
@@ -14,6 +14,7 @@ Steps that wait (`wait_*`) only read, because a `StepWait` rolls the step's writ
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from apps.core.clock import now
 from apps.core.drivers import DriverError, DriverTransientError
@@ -26,6 +27,7 @@ from .drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, PciH
 from .models import Instance
 from .services import clusters as _clusters  # noqa: F401  (registers cluster.create)
 from .services import devices as devsvc
+from .services import networks as netsvc
 from .services.hypervisor import driver_for_host
 from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
 from .services.placement import instance_allocations_release, instance_place_and_claim
@@ -62,6 +64,13 @@ def place_and_claim(op) -> None:
         instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
 
 
+def attach_networks(op) -> None:
+    """The tenant's port and InfiniBand partition memberships (`services.networks`), keyed by the instance id."""
+    inst = _instance(op)
+    if inst.network:
+        netsvc.instance_networks_attach(actor=op.actor, instance=inst)
+
+
 def prepare_devices(op) -> None:
     inst = _instance(op)
     devsvc.devices_prepare(instance=inst, driver=driver_for_host(inst.host),
@@ -75,6 +84,16 @@ def wait_devices(op) -> None:
         raise StepWait(0.5, f"waiting for agent commands {pending}")
 
 
+def _network_config(nics) -> str:
+    """cloud-init network config version 2 (docs.cloud-init.io, "Networking config Version 2"): each NIC matched
+    by MAC, addressed by DHCP, which OVN answers with the port's fixed IP (docs/networking.md). JSON is YAML."""
+    if not nics:
+        return ""
+    eths = {f"nic{i}": {"match": {"macaddress": n.mac_address}, "set-name": f"eth{i}", "dhcp4": True}
+            for i, n in enumerate(nics)}
+    return json.dumps({"version": 2, "ethernets": eths}, sort_keys=True)
+
+
 def _spec(inst: Instance) -> DomainSpec:
     d = inst.devices or {}
     hostdevs: list = [PciHostdev(a) for a in d.get("pci", [])]
@@ -86,16 +105,17 @@ def _spec(inst: Instance) -> DomainSpec:
     if conf.image_dir():
         disk = DiskSpec(max(inst.flavor.disk_gib, image.min_disk_gib),
                         f"{conf.image_dir()}/{image.name}.{image.disk_format}", image.disk_format)
+    nics = netsvc.interfaces_for(inst.pk, bridge=conf.ovs_bridge())
     seed = None
     if image.cloud_init:
         seed = CloudInitSeed(instance_id=str(inst.pk), hostname=inst.name,
                              ssh_authorized_keys=tuple(k.public_key for k in inst.ssh_keys.order_by("name")),
-                             user_data=inst.user_data)
+                             user_data=inst.user_data, network_config=_network_config(nics))
     flavor = inst.flavor
     return DomainSpec(uuid=inst.pk, vcpus=flavor.vcpus, memory_mib=flavor.memory_mib, project_id=str(inst.project_id),
                       numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
                       uefi=conf.uefi(), machine=conf.machine(), virt_type=conf.virt_type(), hostdevs=tuple(hostdevs),
-                      disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
+                      interfaces=nics, disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
 
 
 def define(op) -> None:
@@ -142,6 +162,7 @@ def create_failed(op, code: str, detail: str) -> None:
             pass  # the reconciler finds leftovers; the allocation must not wait for an unreachable host
         if code == "host_unreachable":
             devsvc.host_cordon_unreachable(inst.host, detail)
+    netsvc.instance_networks_detach(actor=None, instance_id=inst.pk)
     instance_allocations_release(instance=inst)
 
 
@@ -229,7 +250,10 @@ def wait_devices_released(op) -> None:
 
 
 def release_allocations(op) -> None:
+    """Remove the instance's ports and partition memberships (as the system: a delete must not fail because
+    the deleting user lost the project), release its allocations and mark it deleted."""
     inst = _instance(op)
+    netsvc.instance_networks_detach(actor=None, instance_id=inst.pk)
     instance_allocations_release(instance=inst)
     transition(inst, "deleted", INSTANCE_TRANSITIONS, extra={"deleted_at": now()})
     if inst.cluster_id is not None:
@@ -247,7 +271,8 @@ def delete_failed(op, code: str, detail: str) -> None:
 
 
 wf.register(wf.Workflow(kind=CREATE, steps=(
-    ("place_and_claim", place_and_claim), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
+    ("place_and_claim", place_and_claim), ("attach_networks", attach_networks),
+    ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=STOP, steps=(("stop", stop), ("wait_stopped", wait_stopped)),

@@ -1,4 +1,5 @@
 """Compute API serializers: `*Input` parse requests, `*Output` format responses."""
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.operations.api.serializers import OperationOutput
@@ -71,25 +72,85 @@ class SshKeyCreateInput(serializers.Serializer):
     public_key = serializers.CharField(max_length=16384, trim_whitespace=True)
 
 
+class InstancePortOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    subnet = serializers.UUIDField()
+    mac_address = serializers.CharField()
+    fixed_ips = serializers.ListField(child=serializers.IPAddressField())
+    security_groups = serializers.ListField(child=serializers.UUIDField())
+
+
+class InstancePartitionMemberOutput(serializers.Serializer):
+    guid = serializers.CharField(help_text="0x-prefixed 64-bit port GUID")
+    membership = serializers.CharField(help_text="full | limited")
+    virtual = serializers.BooleanField(help_text="an SR-IOV VF's virtual GUID (else the host's physical HCA port)")
+
+
+class InstancePartitionOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    pkey = serializers.IntegerField(help_text="P_Key without the membership bit")
+    members = InstancePartitionMemberOutput(many=True)
+
+
+class InstanceNetworkRequest(serializers.Serializer):
+    subnet = serializers.UUIDField(required=False)
+    security_groups = serializers.ListField(child=serializers.UUIDField(), required=False)
+    ib_partition = serializers.UUIDField(required=False)
+
+
 class InstanceOutput(serializers.ModelSerializer):
+    """`network` is what was asked at create; `ports` and `ib_partitions` what is attached now (the create
+    workflow attaches them after placement; they go with the delete)."""
+
     project = serializers.UUIDField(source="project_id", read_only=True)
     flavor = serializers.UUIDField(source="flavor_id", read_only=True)
     image = serializers.UUIDField(source="image_id", read_only=True)
     cluster = serializers.UUIDField(source="cluster_id", read_only=True, allow_null=True)
     ssh_keys = serializers.SerializerMethodField()
+    network = InstanceNetworkRequest(read_only=True)
+    ports = serializers.SerializerMethodField()
+    ib_partitions = serializers.SerializerMethodField()
 
     class Meta:
         model = Instance
         fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
-                  "observed_at", "error_code", "error_reason", "launched_at", "deleted_at", "created_at",
-                  "updated_at"]
+                  "observed_at", "network", "ports", "ib_partitions", "error_code", "error_reason", "launched_at",
+                  "deleted_at", "created_at", "updated_at"]
         read_only_fields = fields
 
     def get_ssh_keys(self, obj) -> list[str]:
         return [str(k.pk) for k in obj.ssh_keys.all()]
 
+    def _networks(self, obj) -> dict:
+        cache = self.context.setdefault("networks_by_instance", {})
+        if obj.pk not in cache:
+            from ..services.networks import networks_by_instance
 
-class InstanceCreateInput(serializers.Serializer):
+            cache.update(networks_by_instance([obj.pk]))
+        return cache[obj.pk]
+
+    @extend_schema_field(InstancePortOutput(many=True))
+    def get_ports(self, obj) -> list[dict]:
+        return self._networks(obj)["ports"]
+
+    @extend_schema_field(InstancePartitionOutput(many=True))
+    def get_ib_partitions(self, obj) -> list[dict]:
+        return self._networks(obj)["ib_partitions"]
+
+
+class NetworkFieldsInput(serializers.Serializer):
+    subnet_id = serializers.UUIDField(required=False, allow_null=True, default=None,
+                                      help_text="a subnet of the project: the instance gets a port with a fixed IP")
+    security_group_ids = serializers.ListField(
+        child=serializers.UUIDField(), required=False, default=list, max_length=16,
+        help_text="security groups of the subnet's VPC for the port (default: the VPC's default group)")
+    ib_partition_id = serializers.UUIDField(
+        required=False, allow_null=True, default=None,
+        help_text="an InfiniBand partition of the project: the instance's HCA ports (whole host) or a VF's "
+                  "virtual GUID join it as full members once placed")
+
+
+class InstanceCreateInput(NetworkFieldsInput):
     """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
 
     project = serializers.UUIDField()
@@ -136,7 +197,7 @@ class ClusterOutput(serializers.ModelSerializer):
         return [str(m.pk) for m in obj.members.all()]
 
 
-class ClusterCreateInput(serializers.Serializer):
+class ClusterCreateInput(NetworkFieldsInput):
     project = serializers.UUIDField()
     name = serializers.CharField(max_length=255)
     flavor = serializers.UUIDField()

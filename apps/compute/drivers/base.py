@@ -67,6 +67,25 @@ class MdevHostdev:
 
 
 @dataclass(frozen=True)
+class NetInterface:
+    """A virtio NIC on the host's Open vSwitch integration bridge (`bridge`, `br-int` under OVN), for one
+    networking port: `mac_address` (``0a:58:...``), `port_id` (the port's UUID) and `iface_id`, the OVN logical
+    switch port name (`gpc-p-<port id hex>`, ADR 0700) that ovn-controller binds through the OVS interface's
+    `external_ids:iface-id`.
+
+    libvirt's `<virtualport type='openvswitch'><parameters interfaceid=.../>` only takes a UUID (libvirt's
+    networkcommon.rng), so the XML carries `port_id` there and `iface_id` in our domain metadata
+    (`<gpucloud:interface mac=... iface-id=...>`); the host sets `external_ids:iface-id` to it when the tap is
+    plugged (docs/compute.md, "Tenant networks").
+    """
+
+    mac_address: str
+    port_id: uuid.UUID
+    iface_id: str
+    bridge: str = "br-int"
+
+
+@dataclass(frozen=True)
 class CloudInitSeed:
     """A cloud-init NoCloud seed (docs.cloud-init.io, "NoCloud" datasource): an ISO labelled `cidata` holding
     `meta-data` (instance-id, local-hostname), `user-data` (#cloud-config with `ssh_authorized_keys`, or the
@@ -97,7 +116,8 @@ class DomainSpec:
     there and vCPUs run on `cpuset`, host CPU ids; with `dedicated_cpus` each vCPU is pinned 1:1 to one of them,
     which needs a scheduler that hands out CPUs exclusively); `hugepages` backs memory with 1 GiB pages (the flavor
     must then be a multiple of 1024 MiB). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
-    `uefi` selects firmware autoselection (`<os firmware='efi'>`). `project_id` and `labels` travel in the
+    `uefi` selects firmware autoselection (`<os firmware='efi'>`); `interfaces` are the VM's NICs in
+    tenant subnets, in order (the first is the guest's first NIC). `project_id` and `labels` travel in the
     domain's metadata so a reconciler can tell our domains from others.
     """
 
@@ -115,6 +135,7 @@ class DomainSpec:
     arch: str = "x86_64"
     emulator: str = ""
     hostdevs: tuple[PciHostdev | MdevHostdev, ...] = ()
+    interfaces: tuple[NetInterface, ...] = ()
     disk: DiskSpec | None = None
     seed: CloudInitSeed | None = None
     labels: tuple[tuple[str, str], ...] = field(default=())

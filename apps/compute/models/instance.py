@@ -46,7 +46,9 @@ class Instance(ProjectOwned):
     """A VM. `status` is ours (`states.INSTANCE_TRANSITIONS`); `observed_state` is the hypervisor's power state
     (`drivers.base.PowerState`) with `observed_at`. `host` is set once placement claimed capacity; `devices`
     records what the create workflow prepared (PCI addresses, mdev UUIDs, MIG GPU instances, NVSwitch partition)
-    so retries and delete find them. `user_data` is the tenant's cloud-init user data (<= 16 KiB)."""
+    so retries and delete find them. `network` is what the tenant asked for at create (subnet id, security group
+ids, InfiniBand partition id); the create workflow makes the port and partition memberships from it (they live
+in `apps.networking`, keyed by the instance id). `user_data` is the tenant's cloud-init user data (<= 16 KiB)."""
 
     name = models.CharField(max_length=63)
     flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
@@ -60,6 +62,8 @@ class Instance(ProjectOwned):
     observed_at = models.DateTimeField(null=True, blank=True)
     host = models.ForeignKey("inventory.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     devices = models.JSONField(default=dict, blank=True)
+    network = models.JSONField(default=dict, blank=True, help_text=(
+        "requested tenant networks: {subnet, security_groups, ib_partition} (ids; checked at create)"))
     error_code = models.CharField(max_length=64, blank=True)
     error_reason = models.CharField(max_length=1000, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)

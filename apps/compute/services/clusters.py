@@ -26,6 +26,7 @@ from ..models import Cluster, Instance
 from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
 from ._common import audit, validate_name
 from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
+from .networks import network_request_resolve
 from .placement import placement_request_for
 
 CLUSTER_CREATE = "cluster.create"
@@ -34,9 +35,11 @@ MAX_MEMBER_NAME = 63
 
 
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
-                   user_data: str = "", request_id: str = "") -> Cluster:
+                   user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
+                   ib_partition_id=None) -> Cluster:
     """Create a cluster of `size` members named ``<name>-<i>`` (i from 0). 400 when a member name would not be
-    a DNS label; otherwise the errors of `instance_create`. Capacity is claimed by the operation: when the
+    a DNS label; otherwise the errors of `instance_create`. Every member gets its own port in `subnet_id` and
+    joins `ib_partition_id` (the members share the partition). Capacity is claimed by the operation: when the
     fleet cannot hold every member, the cluster and all members end in `error` and nothing stays allocated."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
@@ -44,6 +47,8 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     if size < 1:
         raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
+                                      ib_partition_id=ib_partition_id)
     with transaction.atomic():
         for key, amount in quota_keys(flavor, size):
             quota_check(scope=project, resource=key, requested=amount)
@@ -56,11 +61,12 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
                     status=InstanceStatus.DELETED).exists():
                 raise Conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN)
             inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
-                                           user_data=user_data, cluster=cluster)
+                                           user_data=user_data, cluster=cluster, network=network)
             inst.ssh_keys.set(keys)
         operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk, project=project,
                         actor=actor, request_id=request_id)
-        audit(actor, "compute.cluster.create", cluster, after={"name": name, "flavor": flavor.name, "size": size})
+        audit(actor, "compute.cluster.create", cluster, after={"name": name, "flavor": flavor.name, "size": size,
+                                                               **({"network": network} if network else {})})
     return cluster
 
 

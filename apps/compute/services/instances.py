@@ -29,6 +29,7 @@ from ..models import Flavor, Image, Instance, SshKey
 from ..selectors import flavor_offered_to_project
 from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
 from ._common import audit, validate_name
+from .networks import network_request_resolve
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 TARGET = "compute.instance"
@@ -100,18 +101,24 @@ def _replay(project, key: str, request_hash: str) -> tuple[Instance, Operation] 
 
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", idempotency_key: str = "", request_id: str = "",
-                    cluster=None, gpu_quota: bool = True) -> tuple[Instance, Operation, bool]:
+                    cluster=None, gpu_quota: bool = True, subnet_id=None, security_group_ids: Sequence = (),
+                    ib_partition_id=None) -> tuple[Instance, Operation, bool]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation,
     replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer).
-    `gpu_quota=False` skips the GPU quota keys (an instance inside a lease: the lease already holds the GPUs)."""
+    `gpu_quota=False` skips the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
+    `subnet_id`, `security_group_ids`, `ib_partition_id`: tenant networks to attach (`services.networks`;
+    404 `subnet_not_found`, `security_group_not_found`, `ib_partition_not_found`, 400 `invalid_security_group`)."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
     if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
         raise ValidationFailed(f"user_data is over {USER_DATA_MAX_BYTES} bytes.", code=Code.USER_DATA_TOO_LARGE,
                                errors={"user_data": [f"at most {USER_DATA_MAX_BYTES} bytes (UTF-8)"]})
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
+                                      ib_partition_id=ib_partition_id)
+    fields = {"network": network} if network else {}   # requests without networks hash as before
     rhash = _request_hash(name=name, flavor=flavor.pk, image=image.pk, keys=sorted(str(k.pk) for k in keys),
-                          user_data=user_data)
+                          user_data=user_data, **fields)
     with transaction.atomic():
         if idempotency_key:
             earlier = _replay(project, idempotency_key, rhash)
@@ -126,7 +133,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         try:
             with transaction.atomic():
                 inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
-                                               user_data=user_data, cluster=cluster)
+                                               user_data=user_data, cluster=cluster, network=network)
         except IntegrityError as exc:
             raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN) from exc
         inst.ssh_keys.set(keys)
@@ -134,7 +141,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                              state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)
         audit(actor, "compute.instance.create", inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
-            "operation": str(op.pk)})
+            "operation": str(op.pk), **fields})
     return inst, op, False
 
 

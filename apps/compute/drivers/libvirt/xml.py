@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from apps.core.drivers import DriverError
 
-from ..base import DomainSpec, MdevHostdev, PciHostdev
+from ..base import DomainSpec, MdevHostdev, NetInterface, PciHostdev
 
 METADATA_NS = "https://gpucloud.dev/xmlns/instance/1"
 METADATA_PREFIX = "gpucloud"
@@ -52,6 +52,8 @@ def _metadata(root: ET.Element, spec: DomainSpec) -> None:
     _sub(inst, f"{{{METADATA_NS}}}project", spec.project_id)
     for key, value in spec.labels:
         _sub(inst, f"{{{METADATA_NS}}}label", value, key=key)
+    for nic in spec.interfaces:
+        _sub(inst, f"{{{METADATA_NS}}}interface", mac=nic.mac_address, **{"iface-id": nic.iface_id})
 
 
 def _cpu_and_memory(root: ET.Element, spec: DomainSpec) -> None:
@@ -105,6 +107,16 @@ def _hostdev(devices: ET.Element, dev: PciHostdev | MdevHostdev) -> None:
         raise DriverError(f"unknown host device {dev!r}", code="invalid_hostdev")
 
 
+def _interface(devices: ET.Element, nic: NetInterface) -> None:
+    """`<interface type='bridge'>` on the OVS bridge with OVN's iface-id (libvirt formatdomain, "Bridge to LAN"
+    with `<virtualport type='openvswitch'>`)."""
+    iface = _sub(devices, "interface", type="bridge")
+    _sub(iface, "mac", address=nic.mac_address)
+    _sub(iface, "source", bridge=nic.bridge)
+    _sub(_sub(iface, "virtualport", type="openvswitch"), "parameters", interfaceid=str(nic.port_id))
+    _sub(iface, "model", type="virtio")
+
+
 def _disks(devices: ET.Element, spec: DomainSpec, disk_path: str, seed_path: str) -> None:
     if spec.disk is not None and disk_path:
         d = _sub(devices, "disk", type="file", device="disk")
@@ -124,7 +136,7 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
     """The `<domain>` document for `spec`. Raises `DriverError` for an invalid PCI address, cpuset or memory.
 
     Shape: q35 (or `spec.machine`), UEFI when `spec.uefi`, vCPUs pinned 1:1 to `spec.cpuset`, memory bound to
-    the GPUs' NUMA node, optional 1 GiB hugepages, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
+    the GPUs' NUMA node, optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
     a serial console whose output is also logged to `serial_log_path`.
     """
     root = ET.Element("domain", {"type": spec.virt_type, **(extra_root_attrs or {})})
@@ -137,6 +149,8 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
     if spec.emulator:
         _sub(devices, "emulator", spec.emulator)
     _disks(devices, spec, disk_path, seed_path)
+    for nic in spec.interfaces:
+        _interface(devices, nic)
     for dev in spec.hostdevs:
         _hostdev(devices, dev)
     serial = _sub(devices, "serial", type="pty")
