@@ -194,7 +194,9 @@ def test_4_cluster_and_mig_vm_active_public_ip(j):
 
     pid = a.project["id"]
     cluster = a.api.post("clusters", {"project": pid, "name": "train", "flavor": j.flavor_8x["id"],
-                                      "image": j.image["id"], "size": 2, "ssh_keys": [a.key["id"]]},
+                                      "image": j.image["id"], "size": 2, "ssh_keys": [a.key["id"]],
+                                      "subnet_id": a.subnet["id"], "security_group_ids": [a.sg["id"]],
+                                      "ib_partition_id": a.partition["id"]},
                          expect=(201, 202)).json()
     cluster = cluster.get("cluster", cluster)
     vm = a.api.post("instances", {"project": pid, "name": "notebook", "flavor": j.flavor_mig["id"],
@@ -230,9 +232,11 @@ def test_4_cluster_and_mig_vm_active_public_ip(j):
     gis = [gi for g in ops.all("gpus", host=MIG_HOST) for gi in g.get("gpu_instances", [])]
     assert [gi["profile"] for gi in gis] == ["3g.40gb"], gis
 
-    # A NIC in the tenant subnet with the SSH group, and a public IP NATed to it.
-    port = a.api.post("ports", {"subnet": a.subnet["id"], "name": "train-0-eth0",
-                                "security_groups": [a.sg["id"]]}, expect=201).json()
+    # Each member's NIC is a port in the tenant subnet with the SSH group; a public IP is NATed to the one with
+    # the subnet's first address (tenant B's first port gets the same address in step 5).
+    member_ports = [p for m in members for p in a.api.all("ports", instance_id=m)]
+    assert len(member_ports) == 2 and all(p["security_groups"] == [a.sg["id"]] for p in member_ports), member_ports
+    port = min(member_ports, key=lambda p: tuple(int(x) for x in p["fixed_ips"][0]["ip_address"].split(".")))
     fip = a.api.post("public-ips", {"vpc": a.vpc["id"], "pool": "public", "port": port["id"]}, expect=201).json()
     assert fip["address"].startswith("203.0.113.")
     a.port, a.fip = port, fip
@@ -253,18 +257,22 @@ def test_4b_instances_join_tenant_networks(j):
     a = j.a
     ports = [p for m in a.members for p in a.api.all("ports", instance_id=m)]
     members = a.api.get(f"ib-partitions/{a.partition['id']}").json()["members"]
-    if not ports and not members:
-        pytest.xfail("compute does not attach instances to tenant networks: POST /instances and /clusters take no "
-                     "subnet/ports/security_groups/ib_partition, and the create/delete workflows never call "
-                     "networking's port_create_for_instance / ib_partition_join_whole_host / "
-                     "ports_delete_for_instance / ib_partition_members_leave_instance")
+    assert len(ports) == 2 and {p["subnet"] for p in ports} == {a.subnet["id"]}, ports
     guids = {p["port_guid"] for h in a.member_hosts for p in j.ops.all("hca-ports", host=h, fabric="ib-compute")}
-    assert guids <= {m["guid"] for m in members}
+    assert len(guids) == 16 and guids <= {m["guid"] for m in members}, members
+    for m in a.members:
+        inst = a.api.get(f"instances/{m}").json()
+        assert [p["id"] for p in inst["ports"]] == [p["id"] for p in ports if p["instance_id"] == m], inst
+        assert [x["id"] for x in inst["ib_partitions"]] == [a.partition["id"]], inst
     pkey = a.partition["pkey"]
-    for guid in sorted(guids)[:2]:
+
+    def full_member(guid: str) -> str:
         out = subprocess.run(["smpquery", "-G", "pkeys", guid], env=j.stack.sim.env, capture_output=True,
                              text=True, timeout=30).stdout
-        assert f"{0x8000 | pkey:#06x}" in out, out
+        return out if f"{0x8000 | pkey:#06x}" in out else ""
+
+    for guid in sorted(guids)[:2]:   # the reconcile after the join reached OpenSM
+        poll(lambda guid=guid: full_member(guid), timeout=90, what=f"P_Key {0x8000 | pkey:#06x} on {guid}")
 
 
 # ---- 5 ------------------------------------------------------------------------------------------------------

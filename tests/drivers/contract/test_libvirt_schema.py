@@ -8,7 +8,14 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from apps.compute.drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, PciHostdev
+from apps.compute.drivers.base import (
+    CloudInitSeed,
+    DiskSpec,
+    DomainSpec,
+    MdevHostdev,
+    NetInterface,
+    PciHostdev,
+)
 from apps.compute.drivers.libvirt import LibvirtDriver
 from apps.core.drivers import DriverError
 
@@ -51,6 +58,25 @@ def test_gpu_domain_validates_and_round_trips(driver):
         ("0", "16"), ("1", "17"), ("2", "18"), ("3", "19")]
     assert root.find("memoryBacking/hugepages/page").attrib == {"size": "1048576", "unit": "KiB"}
     assert root.find("devices/disk[@device='cdrom']/source").get("file").endswith(f"{spec.uuid}-seed.iso")
+
+
+def test_ovs_interface_validates_and_round_trips(driver):
+    """A tenant NIC: virtio on the OVS integration bridge, libvirt's openvswitch virtualport with the port's
+    UUID as interfaceid (the RNG allows only a UUID there), OVN's iface-id in our metadata."""
+    port_id = uuid.uuid4()
+    nic = NetInterface(mac_address="0a:58:0a:0a:01:02", port_id=port_id, iface_id=f"gpc-p-{port_id.hex}")
+    spec = _gpu_spec(interfaces=(nic,))
+    driver.domain_define(spec)
+    root = ET.fromstring(driver.domain_xml_get(spec.uuid))
+    (iface,) = root.iterfind("devices/interface")
+    assert iface.get("type") == "bridge"
+    assert (iface.find("mac").get("address"), iface.find("source").get("bridge"),
+            iface.find("model").get("type")) == ("0a:58:0a:0a:01:02", "br-int", "virtio")
+    assert iface.find("virtualport").get("type") == "openvswitch"
+    assert iface.find("virtualport/parameters").get("interfaceid") == str(port_id)
+    ns = "{https://gpucloud.dev/xmlns/instance/1}"
+    meta = root.find(f"metadata/{ns}instance/{ns}interface")
+    assert meta is not None and meta.get("iface-id") == f"gpc-p-{port_id.hex}"
 
 
 def test_bad_mdev_uuid_is_rejected_by_libvirt(driver):
