@@ -247,3 +247,25 @@ def test_domain_xml_has_the_ovs_interface():
     assert "<interface type=\"bridge\"><mac address=\"0a:58:0a:0a:01:02\" /><source bridge=\"br-int\" />" in xml
     assert f"<virtualport type=\"openvswitch\"><parameters interfaceid=\"{pid}\" /></virtualport>" in xml
     assert f"iface-id=\"gpc-p-{pid.hex}\"" in xml
+
+
+def test_libvirt_hook_maps_taps_to_ovn_iface_ids():
+    """The live XML (with the tap libvirt created) gives `ovs-vsctl set Interface vnetN iface-id=gpc-p-…`."""
+    import io
+    import uuid
+
+    from apps.compute.drivers.base import DomainSpec, NetInterface
+    from apps.compute.drivers.libvirt import ovn_hook
+    from apps.compute.drivers.libvirt.xml import METADATA_NS, domain_xml
+
+    assert ovn_hook.METADATA_NS == METADATA_NS
+    pid, other = uuid.uuid4(), uuid.uuid4()
+    spec = DomainSpec(uuid=uuid.uuid4(), vcpus=1, memory_mib=256, interfaces=(
+        NetInterface(mac_address="0a:58:0a:0a:01:02", port_id=pid, iface_id=f"gpc-p-{pid.hex}"),
+        NetInterface(mac_address="0a:58:0a:0a:01:03", port_id=other, iface_id=f"gpc-p-{other.hex}")))
+    defined = domain_xml(spec)
+    assert ovn_hook.iface_ids(defined) == []          # no tap before QEMU runs
+    live = defined.replace('<model type="virtio" />', '<model type="virtio" /><target dev="vnet7" />', 1)
+    assert ovn_hook.ovs_commands(ovn_hook.iface_ids(live)) == [
+        ["ovs-vsctl", "--timeout=10", "set", "Interface", "vnet7", f"external_ids:iface-id=gpc-p-{pid.hex}"]]
+    assert ovn_hook.main(["qemu", "dom", "prepare", "begin", "-"], io.StringIO(live)) == 0   # other stages: no-op
