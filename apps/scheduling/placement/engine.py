@@ -79,6 +79,10 @@ def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
         result = _fast(ctx, limit, exclude_hosts)
         if result.candidates:
             return result
+    elif _window_eligible(ctx, explain):
+        result, complete = _window(ctx, limit, exclude_hosts)
+        if result.candidates or complete:
+            return result
     return _exact(ctx, limit, explain, exclude_hosts)
 
 
@@ -169,6 +173,76 @@ def _free_gpus(ctx: _Ctx, host_ids: list) -> dict:
         for host_id, gpu_id, index, numa, model in cur.fetchall():
             out.setdefault(host_id, []).append(devices.GpuRow(gpu_id, index, numa, model))
     return out
+
+
+# ---- window fast path -----------------------------------------------------------------------------------
+WINDOW_OVERFETCH = 8
+
+
+def _window_eligible(ctx: _Ctx, explain: bool) -> bool:
+    """Whole GPUs over a window (leases; on-demand with a start or end), not nested in a lease, without
+    affinity groups: every filter the exact path applies to such a request is expressible in SQL."""
+    req = ctx.req
+    return (not explain and req.gpu_form == "gpu" and not req.is_on_demand_now and req.lease_id is None
+            and not req.affinity_group and not (req.zone and ctx.zone_id == uuid.UUID(int=0)))
+
+
+def _used_sql(ctx: _Ctx, holders: str, workloads: str) -> str:
+    """SQL twin of `_Ctx.countable_used`."""
+    r = ctx.req
+    if r.consumer_type == "lease":
+        return holders
+    if r.spot or r.lease_id:
+        return workloads
+    return f"greatest({holders}, {workloads})"
+
+
+def _window(ctx: _Ctx, limit: int, exclude: frozenset) -> tuple[Result, bool]:
+    """Window fast path: `sql.WINDOW_HOSTS` filters and ranks in SQL and returns only the best hosts (a single
+    host: ``limit * WINDOW_OVERFETCH`` of them; a gang: every host with enough free GPUs) with their free GPUs
+    over the window, computed with the exact path's predicate; then the exact path's device step (NVSwitch
+    partition / NUMA) and, for gangs, its topology step on the same ranked hosts. Returns (result, complete):
+    `complete` is True when every host that could pass was evaluated, so an empty result is the exact path's
+    refusal too and the exact path is not run for candidates (`placement_claim` still runs it with
+    ``explain=True`` to explain the refusal)."""
+    req = ctx.req
+    n_fetch = limit * WINDOW_OVERFETCH if req.hosts == 1 else 0
+    query = sql.WINDOW_HOSTS.format(
+        conflict=ctx.conflict, model_ok=ctx.model_ok, holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS,
+        direction="DESC" if ctx.policy == "spread" else "ASC",
+        vcpus_used=_used_sql(ctx, "coalesce(cc.vh, 0)", "coalesce(cc.vw, 0)"),
+        memory_used=_used_sql(ctx, "coalesce(cc.mh, 0)", "coalesce(cc.mw, 0)"),
+        limit="LIMIT %(limit)s" if n_fetch else "")
+    params = {**ctx.params, "kind": req.provisioning_kind, "zone": ctx.zone_id, "gpus": req.gpus_per_host,
+              "vcpus": req.vcpus, "memory": req.memory_mib, "dedicated": req.dedicated,
+              "exclude": list(exclude), "limit": n_fetch}
+    with connection.cursor() as cur:
+        cur.execute(query, params)
+        rows = cur.fetchall()
+    exp = Explanation(len(rows), "window")
+    passed = []
+    for hid, name, nvs, idx, numa, free_vcpus in rows:
+        key = weighers.host_key(ctx.policy, len(idx) - req.gpus_per_host, free_vcpus - req.vcpus)
+        picked, detail, score = devices.choose_indexes(req.gpus_per_host, nvs or "", tuple(zip(idx, numa,
+                                                                                                strict=True)))
+        if picked is None:
+            exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
+            continue
+        passed.append(((key, -score, str(hid)), hid, name, dict(zip(idx, numa, strict=True)), picked, detail))
+        if req.hosts == 1 and len(passed) >= limit:
+            break
+    complete = not n_fetch or len(rows) < n_fetch or len(passed) >= limit
+    exp.evaluated = len(passed)
+    if req.hosts == 1:
+        passed.sort(key=lambda t: t[0])
+        build = passed[:limit]
+    else:  # a gang: the topology step chooses among every host that passed
+        build = passed
+    choices = []
+    for sort_key, hid, name, numa_of, picked, detail in build:
+        gpus = [devices.GpuRow(None, i, numa_of[i]) for i in picked]
+        choices.append((sort_key, _choice(req, hid, name, gpus, devices.detail_dict(detail))))
+    return _finish(ctx, choices, exp, limit, len(passed)), complete
 
 
 # ---- exact path -----------------------------------------------------------------------------------------

@@ -105,3 +105,53 @@ WHERE a.consumer_id = %(lease)s AND a.consumer_type = 'lease' AND a.period @> %(
 GPU_IDS = """
 SELECT g.host_id, g.index, g.id FROM inventory_gpu g WHERE g.host_id = ANY(%(hosts)s::uuid[])
 """
+
+#: Window fast path (whole GPUs over a time window: leases, future on-demand): one set-based pass that keeps
+#: only the hosts passing the static filters (state, kind, zone, exclusion, tenant isolation), counts each one's
+#: free GPUs over the window with the exact path's busy-GPU predicate (a count and an index bitmask per host:
+#: no per-host sort), keeps hosts with at least ``gpus`` free and ranks them in SQL with the exact path's key
+#: (free GPUs left over, then free vCPUs left over, then host id; binpack ascending, spread descending).
+#: Only the returned hosts get their free GPUs' indexes and NUMA nodes. ``{limit}`` is empty (every host, for
+#: gangs) or ``LIMIT n``; ``{vcpus_used}`` / ``{memory_used}`` are the request's countable use
+#: (`_Ctx.countable_used`) over the holders (``vh``/``mh``) and workloads (``vw``/``mw``) sums.
+WINDOW_HOSTS = """
+WITH cand AS (
+  SELECT h.id, h.name, h.nvswitch_system, h.cpu_threads, h.memory_mib FROM inventory_host h
+  LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
+  WHERE h.state = 'available'
+    AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
+    AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
+    AND (cardinality(%(exclude)s::uuid[]) = 0 OR NOT (h.id = ANY(%(exclude)s::uuid[])))
+    AND (u.dedicated_project_id IS NULL OR u.dedicated_project_id = %(project)s::uuid)
+    AND (NOT %(dedicated)s OR coalesce(u.projects, '{{}}') <@ ARRAY[%(project)s::uuid])
+), busy AS (
+  SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
+  WHERE a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict})
+), free AS (
+  SELECT g.host_id, count(*) AS n, bit_or(1::bigint << g.index) AS mask
+  FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
+  WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL
+  GROUP BY g.host_id HAVING count(*) >= %(gpus)s
+), cc AS (
+  SELECT a.host_id,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vh,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {workloads}), 0) AS vw,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {holders}), 0) AS mh,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {workloads}), 0) AS mw
+  FROM scheduling_allocation a
+  WHERE a.resource_class IN ('vcpu', 'memory_mib') AND a.period && %(window)s
+  GROUP BY a.host_id
+), top AS (
+  SELECT c.id, c.name, c.nvswitch_system, f.mask, c.cpu_threads - {vcpus_used} AS vcpus_free
+  FROM free f JOIN cand c ON c.id = f.host_id LEFT JOIN cc ON cc.host_id = f.host_id
+  WHERE c.cpu_threads - {vcpus_used} >= %(vcpus)s AND c.memory_mib - {memory_used} >= %(memory)s
+  ORDER BY f.n {direction}, c.cpu_threads - {vcpus_used} {direction}, c.id::text COLLATE "C"
+  {limit}
+)
+SELECT t.id, t.name, t.nvswitch_system, x.idx, x.numa, t.vcpus_free
+FROM top t CROSS JOIN LATERAL (
+  SELECT array_agg(g.index ORDER BY g.index) AS idx, array_agg(g.numa_node ORDER BY g.index) AS numa
+  FROM inventory_gpu g WHERE g.host_id = t.id AND (t.mask >> g.index) & 1 = 1
+) x
+ORDER BY cardinality(x.idx) {direction}, t.vcpus_free {direction}, t.id::text COLLATE "C"
+"""
