@@ -8,7 +8,7 @@ scalable unit, a few cordoned/faulty hosts and faulty GPUs). It bulk-loads `--le
 hosts or 1-4 GPUs, windows of 4 h to 3 days over the next 90 days, non-overlapping per GPU) as lease rows plus
 their ledger allocations, and open-ended on-demand work on about 60 % of the GPUs of `--fill` of the hosts (the others carry the leases). It then times
 `--confirms` calls of `lease_create` (validation, quota, request + confirm transactions, placement over the
-window on the exact path, ledger claim, audit and outbox), each for a random window and size (1, 2, 4 or 8 GPUs,
+window (the window fast path of docs/adr/0403-window-fast-path.md), ledger claim, audit and outbox), each for a random window and size (1, 2, 4 or 8 GPUs,
 or one whole host). Refusals are timed too (they run the full explanation). The last stdout line is one JSON
 object with `confirm_p50_ms`, `confirm_p99_ms`, counts and the load time.
 """
