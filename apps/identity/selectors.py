@@ -22,7 +22,19 @@ def api_token_list_visible_to(user) -> QuerySet[ApiToken]:
         return qs.none()
     if is_staff(user):
         return qs
-    return qs.filter(Q(user_id=user.pk) | Q(user__service_account__organization_id__in=_admin_org_ids(user)))
+    qs = qs.filter(Q(user_id=user.pk) | Q(user__service_account__organization_id__in=_admin_org_ids(user)))
+    return _narrow_to_request_token(user, qs)
+
+
+def _narrow_to_request_token(user, qs: QuerySet[ApiToken]) -> QuerySet[ApiToken]:
+    """A request made with a bound token sees only tokens inside that binding: a project token, tokens of its
+    project; an organization token, tokens of its organization and its projects (others do not exist: 404)."""
+    token = getattr(user, "api_token", None)
+    if token is None or token.is_staff_token:
+        return qs
+    if token.project_id:
+        return qs.filter(project_id=token.project_id)
+    return qs.filter(Q(organization_id=token.organization_id) | Q(project__organization_id=token.organization_id))
 
 
 def service_account_list_visible_to(user) -> QuerySet[ServiceAccount]:

@@ -153,3 +153,24 @@ def test_create_api_token_command_prints_a_working_token():
     with pytest.raises(CommandError):
         call_command("create_api_token", "--email", "nobody@acme.test", "--organization", "acme",
                      stdout=io.StringIO())
+
+
+@pytest.mark.django_db
+def test_bound_token_sees_and_revokes_only_tokens_inside_its_binding():
+    org = make_org("acme")
+    p1, p2 = make_project(org, "p1"), make_project(org, "p2")
+    owner = make_user("owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    raw1, raw2, raw_org = token_for(owner, project=p1), token_for(owner, project=p2), token_for(owner, organization=org)
+    t1, t2, t_org = (ApiToken.objects.get(project=p1), ApiToken.objects.get(project=p2),
+                     ApiToken.objects.get(organization=org))
+    p1_client = client_for(raw1)
+    listed = {row["id"] for row in p1_client.get("/api/v1/tokens/").json()["results"]}
+    assert listed == {str(t1.pk)}
+    for other in (t2, t_org):
+        assert p1_client.get(f"/api/v1/tokens/{other.pk}/").status_code == 404
+        assert p1_client.delete(f"/api/v1/tokens/{other.pk}/").status_code == 404
+        assert ApiToken.objects.get(pk=other.pk).revoked_at is None
+    assert client_for(raw2).get("/api/v1/me/").status_code == 200  # still valid
+    org_listed = {row["id"] for row in client_for(raw_org).get("/api/v1/tokens/").json()["results"]}
+    assert org_listed == {str(t1.pk), str(t2.pk), str(t_org.pk)}
