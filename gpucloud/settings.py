@@ -112,7 +112,7 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpucloud@localhost")
-PUBLIC_URL = env.str("PUBLIC_URL", default="http://127.0.0.1:8000")
+PUBLIC_URL = env.str("PUBLIC_URL", default=f"http://127.0.0.1:{env.str('PORT', default='8000')}")
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
 
@@ -135,6 +135,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.CursorPagination",
+    "DEFAULT_PARSER_CLASSES": [
+        "apps.core.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.errors.problem_exception_handler",

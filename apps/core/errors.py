@@ -16,6 +16,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exc
@@ -142,6 +143,10 @@ def problem_exception_handler(exc, context):
         body = problem_body(status=exc.status, code=exc.code, title=exc.title, detail=exc.detail,
                             instance=path, errors=exc.errors, extra=exc.extra)
         return Response(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
+    if isinstance(exc, RequestDataTooBig):
+        body = problem_body(status=413, code="payload_too_large", title="Payload too large",
+                            detail="The request body is larger than the server accepts.", instance=path)
+        return Response(body, status=413, content_type=PROBLEM_CONTENT_TYPE)
     if isinstance(exc, Http404):
         exc = drf_exc.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

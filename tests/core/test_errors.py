@@ -77,3 +77,25 @@ def test_invalid_request_id_header_is_replaced(client):
     resp = client.post("/test/validate", {}, format="json", HTTP_X_REQUEST_ID="bad id with spaces!")
     assert resp["X-Request-ID"] != "bad id with spaces!"
     assert resp.json()["request_id"] == resp["X-Request-ID"]
+
+
+def test_body_over_the_upload_limit_is_413(client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    resp = client.post("/test/validate", {"name": "a" * 5000, "count": 1}, format="json")
+    assert resp.status_code == 413
+    assert resp["Content-Type"] == PROBLEM
+    assert resp.json()["code"] == "payload_too_large"
+
+
+def test_json_nested_too_deeply_is_400_parse_error(client):
+    body = "[" * 100_000 + "]" * 100_000
+    resp = client.generic("POST", "/test/validate", body, content_type="application/json")
+    assert resp.status_code == 400
+    assert resp.json()["code"] == "parse_error"
+
+
+def test_malformed_cursor_is_400_and_a_good_one_pages(client):
+    resp = client.get("/test/page", {"cursor": "garbage"})
+    assert resp.status_code == 400
+    assert resp.json()["code"] == "invalid_cursor"
+    assert client.get("/test/page").status_code == 200

@@ -37,6 +37,21 @@ class QuotaView(APIView):
         raise QuotaExceeded("Project quota for gpus exceeded.", resource="gpus", limit=8, usage=8, requested=1)
 
 
+class OperationPage(APIView):
+    """Lists operations with the default cursor pagination (no auth: test only)."""
+
+    authentication_classes: list = []
+    permission_classes: list = []
+
+    def get(self, request):
+        from apps.core.pagination import CursorPagination
+        from apps.operations.models import Operation
+
+        paginator = CursorPagination()
+        page = paginator.paginate_queryset(Operation.objects.all(), request, view=self)
+        return paginator.get_paginated_response([str(op.id) for op in page])
+
+
 def plain_boom(request):
     raise ValueError("plain view failure with secret detail")
 
@@ -46,6 +61,7 @@ urlpatterns = [
     path("test/boom", BoomView.as_view()),
     path("test/quota", QuotaView.as_view()),
     path("test/plain-boom", plain_boom),
+    path("test/page", OperationPage.as_view()),
     path("", include("gpucloud.urls")),
 ]
 handler404 = "apps.core.handlers.not_found"

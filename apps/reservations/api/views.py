@@ -15,7 +15,7 @@ from apps.tenancy.models import Organization, Project
 from apps.tenancy.selectors import organization_ids_visible_to, project_list_visible_to
 
 from .. import selectors
-from ..models import OnDemandReserve, QueuedRequest, QueuePriority
+from ..models import OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
 from ..services import leases, policy, queue, webhooks
 from . import filters
 from . import serializers as s
@@ -172,6 +172,8 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _
     serializer_class = s.WebhookEndpointOutput
 
     def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no user, no database
+            return WebhookEndpoint.objects.none()
         return selectors.webhook_endpoint_list_visible_to(self.request.user)
 
     @extend_schema(request=s.WebhookEndpointCreateInput, responses={201: s.WebhookEndpointCreated})
