@@ -1,25 +1,48 @@
 #!/usr/bin/env bash
 # Run the whole service in the foreground: migrate, load the demo data, start the Celery worker and beat,
-# then the web server on $PORT (default 8000). Ctrl-C stops everything.
+# the web server on $PORT (default 8000) and the demo node agents. Ctrl-C stops everything.
+# The worker, beat and agents are supervised: if one dies (even by SIGKILL) it is started again after 1 s and
+# unfinished operations resume at their last committed step. If the web server dies, everything stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT=${PORT:-8000}
+export PORT
 mkdir -p var/log var/run
 $PY manage.py migrate --noinput >var/log/migrate.log
 $PY manage.py demo_load
-pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+
+loops=()
+cleanup() {
+  trap - EXIT INT TERM
+  kill "${loops[@]}" 2>/dev/null || true          # stop the supervisors first, so nothing restarts
+  for f in var/run/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
+  wait 2>/dev/null || true
+}
 trap cleanup EXIT INT TERM
+
+supervise() {  # supervise NAME LOGFILE CMD...: run CMD, and start it again whenever it exits
+  local name=$1 log=$2
+  shift 2
+  while true; do
+    "$@" >>"$log" 2>&1 &
+    echo $! >"var/run/$name.pid"
+    wait $! || true
+    echo "$(date -u +%FT%TZ) $name exited; restarting in 1 s (log: $log)" >&2
+    sleep 1
+  done
+}
+
 # One worker process (threads): the demo fleet's libvirt test:///default keeps its domains per process (docs/compute.md).
-.venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing --pool threads -c 4 --loglevel INFO \
-  >var/log/worker.log 2>&1 & pids+=($!)
-.venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule --loglevel INFO \
-  >var/log/beat.log 2>&1 & pids+=($!)
+supervise worker var/log/worker.log .venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing \
+  --pool threads -c 4 --loglevel INFO & loops+=($!)
+supervise beat var/log/beat.log .venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule \
+  --loglevel INFO & loops+=($!)
 .venv/bin/gunicorn gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
-  --access-logfile var/log/access.log --error-logfile var/log/web.log & pids+=($!)
+  --pid var/run/web.pid --access-logfile var/log/access.log --error-logfile var/log/web.log &
+web=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
 # Fake node agents for the demo hosts (test:/// URIs only): MIG hosts enroll now, others on their first command.
-$PY manage.py demo_agents --url "http://127.0.0.1:${PORT}" >var/log/agents.log 2>&1 & pids+=($!)
+supervise agents var/log/agents.log $PY manage.py demo_agents --url "http://127.0.0.1:${PORT}" & loops+=($!)
 echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
-wait -n "${pids[@]}"
+wait "$web"
