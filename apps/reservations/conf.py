@@ -5,6 +5,7 @@
     RESERVATIONS_QUEUE_MAX_TIMEOUT_S [604800] longest queue timeout a user may choose (7 days)
     RESERVATIONS_WEBHOOK_MAX_ATTEMPTS [8]  deliveries tried before a notification is marked failed
     RESERVATIONS_WEBHOOK_TIMEOUT_S [5]    HTTP timeout of one webhook POST
+    RESERVATIONS_MAX_LEASE_DAYS    [1096] longest lease window (3 years); longer is 400 `lease_too_long`
 """
 from django.conf import settings
 
@@ -31,3 +32,7 @@ def webhook_max_attempts() -> int:
 
 def webhook_timeout_s() -> float:
     return float(_get("RESERVATIONS_WEBHOOK_TIMEOUT_S", 5))
+
+
+def max_lease_days() -> int:
+    return int(_get("RESERVATIONS_MAX_LEASE_DAYS", 1096))

@@ -8,6 +8,7 @@ from apps.core.errors import Conflict, ValidationFailed
 class Code(StrEnum):
     INVALID_WINDOW = "invalid_lease_window"
     START_IN_PAST = "lease_start_in_past"
+    TOO_LONG = "lease_too_long"
     IMMUTABLE_FIELD = "lease_field_immutable"
     INVALID_CAPACITY = "invalid_lease_capacity"
     CAPACITY_UNAVAILABLE = "capacity_unavailable"

@@ -33,6 +33,7 @@ def now(clock):
     ("2026-03-01T11:00:00+02:00", "2026-03-01 12:00", 400, "lease_start_in_past"),  # (e) = 09:00 UTC
     ("2026-03-01 12:00", "2026-03-01 11:00", 400, "invalid_lease_window"),        # (f)
     ("tomorrow 9am", "2026-03-01 11:00", 400, "invalid_lease_window"),            # format, never 500
+    ("2026-03-02 10:00", "9999-12-31T00:00:00Z", 400, "lease_too_long"),          # no 8000-year holds
 ])
 def test_rw031_lease_dates(world, now, start, end, status, code):
     gpu_host()

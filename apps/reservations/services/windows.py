@@ -11,8 +11,9 @@ Accepted forms for `start` / `end`:
   (OpenStack Blazar's convention).
 
 Rules: start may not be before the current minute (a start in the current minute is accepted); end must be
-strictly after start. Errors: 400 `invalid_lease_window` (field errors name `start` / `end` / `time_zone`) and
-400 `lease_start_in_past`.
+strictly after start; the window is at most RESERVATIONS_MAX_LEASE_DAYS long (so nobody holds a host for
+centuries). Errors: 400 `invalid_lease_window` (field errors name `start` / `end` / `time_zone`),
+400 `lease_start_in_past`, 400 `lease_too_long`.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apps.core import clock
 
+from .. import conf
 from ..errors import Code, InvalidWindow
 
 FORMATS = ("%Y-%m-%d %H:%M",)
@@ -77,6 +79,9 @@ def window_check(start: dt.datetime, end: dt.datetime, *, check_start: bool = Tr
     if end <= start:
         raise InvalidWindow("End must be after start (the window is [start, end)).",
                             errors={"end": ["must be after start"]})
+    if end - start > dt.timedelta(days=conf.max_lease_days()):
+        raise InvalidWindow(f"A lease may last at most {conf.max_lease_days()} days.", code=Code.TOO_LONG,
+                            errors={"end": [f"at most {conf.max_lease_days()} days after start"]})
 
 
 def window_parse(start, end, time_zone: str = "UTC") -> tuple[dt.datetime, dt.datetime]:
