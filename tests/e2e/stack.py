@@ -8,7 +8,9 @@
   (`tests/networking/fabrics.py`), wired to the app with `GPUCLOUD_OVN_NB_DB` / `GPUCLOUD_IB_FABRICS`;
 - node agents: the real agent's client, executor and fake HGX driver (`agent/gpucloud_agent`), enrolled through
   the API (one thread per host that gets commands);
-- libvirt: the sample fleet's hosts use `test:///default` (docs/compute.md), inside the worker process.
+- libvirt: the sample fleet's hosts use `test:///default` (docs/compute.md), inside the worker process;
+- billing meters in one-minute periods (`BILLING_METERING_PERIOD_SECONDS=60`, 3600 in production), so an invoice
+  run a few minutes after launch already has closed periods to bill.
 
 The only bootstrap outside the HTTP API is what a fresh installation needs: `migrate` and two staff users with
 their first tokens (`create_api_token --staff`, docs/tenancy.md "Getting a first token").
@@ -115,7 +117,9 @@ class Stack:
         self.env = {**os.environ, "DATABASE_URL": f"postgres://root@127.0.0.1:5432/{self.db}",
                     "REDIS_URL": self.redis_url, "DJANGO_SETTINGS_MODULE": "gpucloud.settings",
                     "PUBLIC_URL": self.base, "COMPUTE_SEED_DIR": str(self.tmp / "seeds"),
-                    "COMPUTE_VIRT_TYPE": "qemu", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
+                    "COMPUTE_VIRT_TYPE": "qemu", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
+                    # one-minute metering periods, so the journey's invoice bills closed periods within minutes
+                    "BILLING_METERING_PERIOD_SECONDS": "60"}
         for k in ("TEST_DATABASE_NAME", "CELERY_TASK_ALWAYS_EAGER"):
             self.env.pop(k, None)
 

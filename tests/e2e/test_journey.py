@@ -11,8 +11,10 @@ do yet is an `xfail` naming exactly what is missing, and the journey goes on wit
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import subprocess
+from decimal import ROUND_HALF_UP, Decimal
 from types import SimpleNamespace
 
 import pytest
@@ -340,12 +342,41 @@ def test_6_private_cloud_lease_next_week_in_capacity_calendar(j):
 
 
 # ---- 7 ------------------------------------------------------------------------------------------------------
+INCIDENT_S = 20   # the node's outage, whole seconds
+
+
+def _ts(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _wait_until(instant: dt.datetime, what: str) -> None:
+    """Wait (bounded) until the wall clock has passed `instant`: the service refuses effective times in the future
+    and meters closed periods only."""
+    timeout = max(0.0, (instant - dt.datetime.now(dt.UTC)).total_seconds()) + 15
+    poll(lambda: dt.datetime.now(dt.UTC) > instant, timeout=timeout, interval=0.5, what=what)
+
+
 def test_7_node_incident_and_invoice_with_sla_credit(j):
-    a, ops = j.a, j.ops
+    """A cluster node is down INCIDENT_S seconds while the instances run; the month's draft invoice bills every
+    instance from its launch to the last closed metering period (60 s in the e2e stack, BILLING_METERING_PERIOD_SECONDS)
+    except the node's downtime, and its SLA report shows the uptime below the premium target with a credit, pending
+    for the next invoice (docs/billing.md §5: a credit is added to the invoice after the finalized one it is for)."""
+    a, ops, billing = j.a, j.ops, j.billing
+    step = int(j.stack.env["BILLING_METERING_PERIOD_SECONDS"])
+    down_member, up_member = a.members   # member_hosts[i] is the host of members[i] (step 4)
+    instances = {i: a.api.get(f"instances/{i}").json() for i in (*a.members, a.vm["id"])}
+    launched = {i: _ts(inst["launched_at"]) for i, inst in instances.items()}
     host = ops.all("hosts", name=a.member_hosts[0])[0]
-    ops.post(f"hosts/{host['id']}/mark-faulty", {"reason": "e2e: GPU fell off the bus"}, expect=200)
+
+    # The incident: explicit whole-second times while every instance runs, after the host's last condition change.
+    not_before = max([*launched.values(), *([_ts(host["state_changed_at"])] if host["state_changed_at"] else [])])
+    fault_at = not_before.replace(microsecond=0) + dt.timedelta(seconds=2)
+    recovered_at = fault_at + dt.timedelta(seconds=INCIDENT_S)
+    _wait_until(fault_at, f"the fault time {fault_at.isoformat()}")
+    ops.post(f"hosts/{host['id']}/mark-faulty", {"reason": "e2e: GPU fell off the bus", "at": fault_at.isoformat()},
+             expect=200)
     incident = poll(lambda: ops.all("incidents", host=host["name"], open="true"), timeout=10, what="open incident")[0]
-    assert incident["provider_at_fault"] is True
+    assert incident["provider_at_fault"] is True and _ts(incident["start"]) == fault_at, incident
     # A faulty host takes no new work: the placement dry run counts it under the host_state filter.
     dry = ops.post("placement/candidates", {"project": a.project["id"], "gpus_per_host": 8, "hosts": 1,
                                             "vcpus": 8, "memory_mib": 65536, "gpu_models": [H100]},
@@ -353,24 +384,80 @@ def test_7_node_incident_and_invoice_with_sla_credit(j):
     removed = {f["filter"]: f for f in dry["explanation"]["filters"]}
     assert removed["host_state"]["reasons"].get("faulty") == 1, dry["explanation"]
     assert host["id"] not in {h.get("host_id", h.get("host")) for c in dry["candidates"] for h in c.get("hosts", [])}
-    ops.post(f"hosts/{host['id']}/mark-available", {"reason": "e2e: replaced the riser"}, expect=200)
+    # Recovery at an explicit time too; an effective time in the future is refused, nothing written.
+    future = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
+    bad = ops.post(f"hosts/{host['id']}/mark-available", {"reason": "e2e", "at": future.isoformat()},
+                   expect=400).json()
+    assert bad["code"] == "invalid_time", bad
+    _wait_until(recovered_at, f"the recovery time {recovered_at.isoformat()}")
+    ops.post(f"hosts/{host['id']}/mark-available", {"reason": "e2e: replaced the riser",
+                                                    "at": recovered_at.isoformat()}, expect=200)
     closed = ops.get(f"incidents/{incident['id']}").json()
-    assert closed["end"] is not None and closed["start"] < closed["end"], closed
-    period = dt.datetime.fromisoformat(closed["start"].replace("Z", "+00:00")).strftime("%Y-%m")
-    run = j.billing.post("invoice-runs", {"period": period, "finalize": False}, expect=201).json()
-    assert run["status"] in ("succeeded", "completed", "done"), run
-    invoices = [i for i in j.billing.all("invoices", organization=a.org["id"]) if i["period"] == period]
-    usage = j.billing.all("usage", organization=a.org["id"])
-    if not usage:
-        pytest.xfail(
-            "no usage reaches billing for instances, so the invoice cannot show usage, downtime or an SLA credit: "
-            "compute registers no billing usage source (register_usage_source) nor placement resolver "
-            "(register_placement_resolver), networking none for public IPs; usage is recorded only for closed "
-            "hours by the hh:05 beat task (no staff API to collect a window); and host incidents take now(), "
-            "not explicit timestamps (POST /hosts/{id}/mark-faulty has no `at`)")
-    assert invoices, run
-    lines = invoices[0]["lines"]
-    assert any("h100-8x" in (ln.get("sku") or "") for ln in lines), lines
+    assert _ts(closed["end"]) == recovered_at and closed["duration_s"] == INCIDENT_S, closed
+
+    # Usage is recorded over closed metering periods only: wait until the incident's period has closed and the
+    # node has run long enough that its billed time stays above the per-start minimum (60 s) without the outage.
+    need = max(recovered_at, max(launched.values()) + dt.timedelta(seconds=INCIDENT_S + 60 + 5))
+    boundary = dt.datetime.fromtimestamp(-(-need.timestamp() // step) * step, dt.UTC)
+    _wait_until(boundary + dt.timedelta(seconds=1), f"the metering period ending {boundary.isoformat()} to close")
+
+    period = fault_at.strftime("%Y-%m")
+    run = billing.post("invoice-runs", {"period": period, "finalize": False}, expect=201).json()
+    assert run["status"] == "completed" and run["held_invoices"] == [], run   # every SKU has a price
+    invoices = billing.all("invoices", organization=a.org["id"], period=period)
+    assert len(invoices) == 1, invoices
+    invoice = invoices[0]
+    assert invoice["status"] == "draft" and Decimal(str(invoice["unpriced_seconds"])) == 0, invoice
+
+    # What the run rated: the usage records it had when it finished (a later beat collection may add more).
+    finished = _ts(run["finished_at"])
+    usage = [u for u in billing.all("usage", organization=a.org["id"], period=period)
+             if _ts(u["recorded_at"]) <= finished]
+    lines = {(ln["resource_id"], ln["sku"]): ln for ln in invoice["lines"] if ln["kind"] == "usage"}
+    flavors = {a.members[0]: j.flavor_8x, a.members[1]: j.flavor_8x, a.vm["id"]: j.flavor_mig}
+    billed = {}
+    for inst_id, flavor in flavors.items():
+        sku = f"flavor:name={flavor['name']}"
+        records = sorted((u for u in usage if u["resource_id"] == inst_id), key=lambda u: u["start"])
+        assert records and {(u["source"], u["sku"], u["sla_tier"]) for u in records} == {
+            ("compute.instance", sku, "premium")}, records
+        # From the launch, contiguous, cut at metering-period boundaries, up to the last closed one.
+        assert _ts(records[0]["start"]) == launched[inst_id], (records[0], launched[inst_id])
+        assert all(r["end"] == n["start"] for r, n in zip(records, records[1:], strict=False)), records
+        assert all(_ts(r["end"]).timestamp() % step == 0 for r in records), records
+        assert _ts(records[-1]["end"]) >= boundary, records[-1]
+        ran = sum(u["seconds"] for u in records)
+        line = lines.get((inst_id, sku))
+        assert line is not None, (inst_id, sku, invoice["lines"])
+        # Per second (increment 1 s, rounded up per run); the node's outage is not charged.
+        expected = math.ceil(ran - 1e-6) - (INCIDENT_S if inst_id == down_member else 0)
+        assert Decimal(line["billed_seconds"]) == expected, (inst_id, ran, line)
+        price = Decimal(PRICES[(sku, "on_demand")]["premium"])
+        assert Decimal(line["unit_price"]) == price, line
+        assert Decimal(line["amount"]) == (expected * price / 3600).quantize(Decimal("0.01"), ROUND_HALF_UP), line
+        billed[inst_id] = line
+    assert any(ln["sku"] == "public_ip" for ln in lines.values()), invoice["lines"]   # the public IP held since step 4
+    assert not [ln for ln in invoice["lines"] if ln["kind"] == "sla_credit"], invoice["lines"]
+
+    # The SLA report (the tenant's own view): the node's month uptime is below the premium target and earns the
+    # credit of the tier's schedule; it is pending (applied to the next invoice once this one is finalized).
+    tier = {t["code"]: t for t in billing.all("sla-tiers")}["premium"]
+    reports = a.owner.all("sla-reports", period=period)
+    assert [r["resource_id"] for r in reports] == [down_member], reports   # the others had no downtime
+    report = reports[0]
+    held, down = Decimal(report["held_minutes"]), Decimal(report["downtime_minutes"])
+    assert down == math.ceil(INCIDENT_S / 60), report   # every started minute of downtime counts
+    uptime = Decimal(report["uptime_pct"])
+    assert abs(uptime - 100 * (held - down) / held) < Decimal("0.01"), report   # held is shown to 4 places
+    assert uptime < Decimal(report["target_uptime_pct"]) == Decimal(tier["target_uptime_pct"]), report
+    pct = min((s for s in tier["credit_schedule"] if uptime < Decimal(str(s["below"]))),
+              key=lambda s: Decimal(str(s["below"])))["credit_pct"]
+    assert Decimal(report["credit_pct"]) == Decimal(str(pct)) > 0, (report, tier)
+    assert Decimal(report["billed_amount"]) == Decimal(billed[down_member]["amount"]), report
+    assert Decimal(report["credit_amount"]) == (Decimal(report["billed_amount"]) * Decimal(str(pct)) / 100).quantize(
+        Decimal("0.01"), ROUND_HALF_UP) > 0, report
+    assert report["source_invoice"] == invoice["id"] and report["applied_invoice"] is None, report
+    j.b.owner.get(f"sla-reports/{report['id']}", expect=404)   # another tenant's report is a 404
 
 
 # ---- 8 ------------------------------------------------------------------------------------------------------
