@@ -31,9 +31,9 @@ def _driver_profiles(nv, handle) -> tuple[dict, str]:
             continue
         starts = None
         try:
-            placements = nv.nvmlDeviceGetGpuInstancePossiblePlacements(handle, info.id)
+            placements = nv.nvmlDeviceGetGpuInstancePossiblePlacements_v2(handle, info.id)
             starts = sorted(p.start for p in placements)
-        except (nv.NVMLError, AttributeError) as exc:
+        except (nv.NVMLError, AttributeError, TypeError) as exc:
             starts = f"unavailable: {exc}"
         profiles[info.id] = {"index": index, "slices": info.sliceCount, "max": info.instanceCount,
                              "memory_mib": info.memorySizeMB, "starts": starts}
