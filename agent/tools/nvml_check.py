@@ -20,6 +20,19 @@ from gpucloud_agent.backends.nvml import MODEL_KEYS, NvmlBackend
 from gpucloud_agent.inventory import collect
 
 
+def _placements(nv, handle, profile_id: int) -> list[int]:
+    """Allowed start slices of a GPU-instance profile (NVML's possible placements; C-style call in nvidia-ml-py)."""
+    import ctypes
+
+    if hasattr(nv, "nvmlDeviceGetGpuInstancePossiblePlacements_v2"):
+        return sorted(p.start for p in nv.nvmlDeviceGetGpuInstancePossiblePlacements_v2(handle, profile_id))
+    count = ctypes.c_uint(0)
+    nv.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, None, ctypes.byref(count))
+    array = (nv.c_nvmlGpuInstancePlacement_t * max(count.value, 1))()
+    nv.nvmlDeviceGetGpuInstancePossiblePlacements(handle, profile_id, array, ctypes.byref(count))
+    return sorted(array[i].start for i in range(count.value))
+
+
 def _driver_profiles(nv, handle) -> tuple[dict, str]:
     profiles, status = {}, "ok"
     for index in range(getattr(nv, "NVML_GPU_INSTANCE_PROFILE_COUNT", 16)):
@@ -29,10 +42,8 @@ def _driver_profiles(nv, handle) -> tuple[dict, str]:
             if "Not Supported" not in str(exc) and "Invalid Argument" not in str(exc):
                 status = f"profile index {index}: {exc}"
             continue
-        starts = None
         try:
-            placements = nv.nvmlDeviceGetGpuInstancePossiblePlacements_v2(handle, info.id)
-            starts = sorted(p.start for p in placements)
+            starts = _placements(nv, handle, info.id)
         except (nv.NVMLError, AttributeError, TypeError) as exc:
             starts = f"unavailable: {exc}"
         profiles[info.id] = {"index": index, "slices": info.sliceCount, "max": info.instanceCount,
