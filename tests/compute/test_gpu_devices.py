@@ -90,10 +90,13 @@ def test_mig_on_ampere_creates_an_mdev_through_the_driver(world):
     assert (op.step, drv.host.mdevs) == ("wait_devices_released", {})  # the mdev is gone; the GI waits for the agent
 
 
-def test_hopper_without_free_vf_fails_terminally_and_releases(world):
+def test_hopper_without_free_vf_is_unplaceable_and_holds_nothing(world):
+    """RW-015/RW-016: a Hopper MIG slice reaches a VM only through an SR-IOV VF, so a GPU without a free VF in
+    inventory is not capacity: placement refuses it (naming the VF filter) instead of failing after a claim."""
     gpu_host(gpus=1, mode="mig")
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.mig), format="json")
     op = drive(resp.data["operation"]["id"])
     inst = Instance.objects.get(pk=resp.data["instance"]["id"])
-    assert (op.status, op.error_code, inst.status) == ("failed", "no_free_vf", "error")
+    assert (op.status, op.error_code, inst.status) == ("failed", "capacity_unavailable", "error")
+    assert "vf_capacity removed 1" in op.error_detail
     assert _live_allocations(inst.pk) == []

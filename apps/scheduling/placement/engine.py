@@ -255,6 +255,7 @@ _DEVICE_FILTER = {
     "vgpu_capacity": "vgpu_capacity",
     "vgpu_type_unsupported": "vgpu_capacity",
     "share_capacity": "share_capacity",
+    "vf_capacity": "vf_capacity",
 }
 _REASON_TEXT = {
     "nvswitch_partition_size": "no NVSwitch partition has exactly the requested number of GPUs",
@@ -265,6 +266,7 @@ _REASON_TEXT = {
     "vgpu_type_unsupported": "the vGPU type does not exist for the GPU model",
     "share_capacity": "no shared-mode GPU has the share free",
     "gpu_capacity": "fewer free GPUs than requested",
+    "vf_capacity": "no GPU that hands vGPUs to VMs as SR-IOV VFs has a free VF (enable VFs on the host)",
 }
 
 
@@ -380,12 +382,45 @@ def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
     return out
 
 
+def _vf_filter(req, occ: dict):
+    """For a VM's MIG slice or vGPU: on GPU models whose catalog backs vGPUs with SR-IOV VFs (Hopper and later, per
+    NVIDIA's vGPU user guide), each MIG/vGPU allocation uses one VF, so a GPU qualifies only while its inventory has
+    more VFs than such allocations. Returns a predicate over GpuRow, or None when the rule does not apply."""
+    if req.provisioning_kind != "hypervisor" or req.gpu_form not in ("mig", "vgpu"):
+        return None
+    from django.db.models import Count
+
+    from apps.inventory.catalog import gpu_model_get
+    from apps.inventory.models import VirtualFunction
+
+    rows = [g for gpus in occ.values() for g in gpus]
+    sriov = [g for g in rows if (spec := gpu_model_get(g.model)) is not None and spec.vgpu_backing == "sriov_vf"]
+    counts = dict(VirtualFunction.objects.filter(gpu_id__in=[g.id for g in sriov]).exclude(pci_address="")
+                  .values("gpu_id").annotate(n=Count("id")).values_list("gpu_id", "n"))
+    sriov_ids = {g.id for g in sriov}
+
+    def ok(g) -> bool:
+        if g.id not in sriov_ids:
+            return True
+        held = sum(1 for a in g.occupancy if a["rc"] in ("mig", "vgpu"))
+        return counts.get(g.id, 0) > held
+
+    return ok
+
+
 def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
     req = ctx.req
     occ = _occupancy(ctx, [r[0] for r in survivors])
+    vf_ok = _vf_filter(req, occ)
     found = []
     for r in survivors:
         gpus = occ.get(r[0], [])
+        if vf_ok is not None:
+            usable = [g for g in gpus if vf_ok(g)]
+            if gpus and not usable:
+                exp.remove("vf_capacity", _REASON_TEXT["vf_capacity"])
+                continue
+            gpus = usable
         if req.gpu_form == "mig":
             got, score = devices.choose_mig(req.mig_profile, gpus)
         elif req.gpu_form == "vgpu":
