@@ -15,6 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
+from apps.core.api import UUID_PATTERN, ApiViewMixin
 from apps.identity.permissions import IsStaffBillingAdmin
 from apps.tenancy.models import Organization
 
@@ -24,28 +25,17 @@ from ..models import Adjustment, BillingAccount, Invoice, InvoiceRun, Price, Pri
 from . import filters
 from . import serializers as s
 
-UUID = "[0-9a-fA-F-]{36}"
 IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
                                description="replays the first answer for 24 h (RW-057)")
 
 
-class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    lookup_value_regex = UUID
+class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     staff_actions: frozenset = frozenset()
 
     def get_permissions(self):
         if self.action in self.staff_actions:
             return [IsStaffBillingAdmin()]
         return [IsAuthenticated()]
-
-    def _input(self, cls):
-        data = cls(data=self.request.data, context=self.get_serializer_context())
-        data.is_valid(raise_exception=True)
-        return data.validated_data
-
-    def _out(self, obj, code=status.HTTP_200_OK, cls=None):
-        return Response((cls or self.get_serializer_class())(obj, context=self.get_serializer_context()).data,
-                        status=code)
 
 
 class _StaffBase(_Base):
@@ -144,7 +134,7 @@ class SlaReportViewSet(_Base):
 class SlaTierViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """SLA tiers (the public offer, a short list: no per-tier GET); billing admins create and edit them."""
 
-    lookup_value_regex = UUID
+    lookup_value_regex = UUID_PATTERN
     staff_actions = frozenset({"create", "partial_update"})
     get_permissions = _Base.get_permissions
     _input = _Base._input

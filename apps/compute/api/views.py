@@ -10,10 +10,10 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
-from apps.core.errors import NotFound
+from apps.core.api import ApiViewMixin
 from apps.core.request_context import get_request_id
 from apps.tenancy.models import Organization
-from apps.tenancy.selectors import project_list_visible_to
+from apps.tenancy.selectors import project_get_visible_to
 
 from .. import selectors
 from ..services import catalog, clusters, instances, ssh_keys
@@ -24,20 +24,9 @@ IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParam
                                description="Replays the first answer for the same key in the project.")
 
 
-class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
-
-    def _input(self, cls):
-        data = cls(data=self.request.data, context=self.get_serializer_context())
-        data.is_valid(raise_exception=True)
-        return data.validated_data
-
+class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     def _project(self, project_id):
-        project = project_list_visible_to(self.request.user).filter(pk=project_id).select_related(
-            "organization").first()
-        if project is None:
-            raise NotFound("Project not found.", errors={"project": ["not found"]})
-        return project
+        return project_get_visible_to(self.request.user, project_id)
 
 
 class FlavorViewSet(_Base):

@@ -8,11 +8,15 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
+from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.request_context import get_request_id
 from apps.identity.permissions import IsStaffOperator
 from apps.tenancy.models import Organization, Project
-from apps.tenancy.selectors import organization_ids_visible_to, project_list_visible_to
+from apps.tenancy.selectors import (
+    organization_ids_visible_to,
+    project_get_visible_to,
+)
 
 from .. import selectors
 from ..models import OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
@@ -20,23 +24,10 @@ from ..services import leases, policy, queue, webhooks
 from . import filters
 from . import serializers as s
 
-UUID_RE = "[0-9a-fA-F-]{36}"
 
-
-class _Base(viewsets.GenericViewSet):
-    lookup_value_regex = UUID_RE
-
-    def _input(self, cls, data=None):
-        ser = cls(data=self.request.data if data is None else data)
-        ser.is_valid(raise_exception=True)
-        return ser.validated_data
-
+class _Base(ApiViewMixin, viewsets.GenericViewSet):
     def _project(self, project_id):
-        project = project_list_visible_to(self.request.user).filter(pk=project_id).select_related(
-            "organization").first()
-        if project is None:
-            raise NotFound("Project not found.", errors={"project": ["not found"]})
-        return project
+        return project_get_visible_to(self.request.user, project_id)
 
 
 class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):

@@ -9,21 +9,15 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from apps.core.api import ApiViewMixin
+
 from .. import selectors, services
 from . import filters
 from . import serializers as s
 
 
-class _Base(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    lookup_value_regex = "[0-9a-fA-F-]{36}"
-
-    def _input(self, cls, **kwargs):
-        data = cls(data=self.request.data, context=self.get_serializer_context(), **kwargs)
-        data.is_valid(raise_exception=True)
-        return data.validated_data
-
-    def _out(self, obj, code=status.HTTP_200_OK):
-        return Response(self.get_serializer(obj).data, status=code)
+class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    pass
 
 
 class OrganizationViewSet(_Base):
