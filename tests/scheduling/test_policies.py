@@ -202,20 +202,151 @@ class TestOurs:
         assert fgd.score(a, req) > fgd.score(b, req)
         assert ours.score(a, req) > ours.score(b, req)
 
-    def test_fast_place_equals_full_ranking(self):
+    @pytest.mark.parametrize("reserve", [False, True])
+    def test_fast_place_equals_full_ranking(self, reserve):
         rng = np.random.default_rng(5)
-        views = [node(f"h{i}", gpus=tuple(int(x) for x in rng.choice([0, 190, 530, 1000], size=rng.integers(1, 9))),
-                      cpu=int(rng.integers(1, 64)) * 1000, model=str(rng.choice(["G2", "T4"])))
+        width = [1, 2, 4, 8] if reserve else list(range(1, 9))
+        views = [node(f"h{i}", gpus=tuple(int(x) for x in rng.choice([0, 190, 530, 1000, 1000, 1000] if reserve
+                                                                      else [0, 190, 530, 1000],
+                                                                      size=rng.choice(width))),
+                      cpu=int(rng.integers(1, 64)) * 1000, mem=int(rng.integers(1, 64)) * 4096,
+                      model=str(rng.choice(["G2", "T4"])))
                  for i in range(40)]
-        ours = get_policy("ours", distribution=DIST)
+        dist = DIST
+        if reserve:  # memory per shape and two multi-GPU groups that become scarce as the fleet fills
+            dist = PodTypeDistribution(types=DIST.types, counts=DIST.counts, memory_mib=(8192, 16384),
+                                       multi_gpu=((2, 0.2, 4000), (8, 0.3, 16000)))
+        ours = get_policy("ours", distribution=dist)
         batch = NodeBatch.from_views(views, rank=rng.permutation(40))
+        scarce_seen = reserved = 0
         for _ in range(150):
-            kind = rng.integers(3)
-            req = (PodRequest(int(rng.integers(1, 8)) * 500, 1) if kind == 0 else
-                   PodRequest(1000, 1, 1, int(rng.choice([230, 470, 500, 810]))) if kind == 1 else
-                   PodRequest(2000, 1, int(rng.choice([1, 2])), 1000))
+            kind = rng.integers(5 if reserve else 3)
+            mem = int(rng.integers(1, 8)) * 2048 if reserve else 1
+            req = (PodRequest(int(rng.integers(1, 8)) * 500, mem) if kind == 0 else
+                   PodRequest(1000, mem, 1, int(rng.choice([230, 470, 500, 810]))) if kind == 1 else
+                   PodRequest(2000, mem, int(rng.choice([1, 2])), 1000) if kind == 2 else
+                   PodRequest(4000, mem, int(rng.choice([2, 4, 8])), 1000) if kind == 3 else
+                   PodRequest(1000, mem, 2, int(rng.choice([300, 600]))))
             fast, full = ours.place(batch, req), ours.candidates(batch, req)
             assert (fast is None) == (not full)
+            scarce_seen += ours.reserve.scarce(batch).size > 0
             if fast is not None:
                 assert fast == full[0]
+                reserved += any(c.score < -(2**47) for c in full)  # a candidate with a reserve penalty
                 batch.apply(fast.row, req, fast.gpus)
+        if reserve:
+            assert scarce_seen > 10 and reserved > 5
+
+
+class TestOursDistribution:
+    def test_from_requests_keeps_multi_gpu_groups_and_memory_the_cut_drops(self):
+        reqs = ([PodRequest(1000, m, 1, 500) for m in (100, 200, 300) for _ in range(20)]
+                + [PodRequest(2000, 4000, 1, 1000)] * 36 + [PodRequest(3000, 1, 0, 0)] * 3
+                + [PodRequest(6000, 1, 2, 1000), PodRequest(2000, 1, 2, 1000), PodRequest(4000, 1, 2, 1000)]
+                + [PodRequest(32000, 1, 8, 1000)] + [PodRequest(1000, 1, 2, 300)])
+        dist = PodTypeDistribution.from_requests(reqs)
+        assert all(t.num_gpu < 2 for t in dist.types)  # the 95 % cut drops every multi-GPU shape
+        assert dist.types[:2] == (PodType(1000, 500, 1, ""), PodType(2000, 1000, 1, ""))
+        assert dist.memory_mib[:2] == (200, 4000)  # median memory per kept shape
+        assert len(dist.memory_mib) == len(dist.types)
+        total = 60 * 500 + 36 * 1000 + 3 * 2000 + 8000 + 600
+        # whole-GPU groups only (the 2 x 300-milli pod counts in the total, not as a group); median CPU
+        assert dist.multi_gpu == ((2, 6000 / total, 4000), (8, 8000 / total, 32000))
+
+    def test_fgd_ignores_the_new_fields(self):
+        plain = PodTypeDistribution(types=DIST.types, counts=DIST.counts)
+        rich = PodTypeDistribution(types=DIST.types, counts=DIST.counts, memory_mib=(10, 10),
+                                   multi_gpu=((2, 0.9, 1000),))
+        views = [node("a", gpus=(1000, 600)), node("b", gpus=(1000, 1000)), node("c", gpus=(300, 1000), cpu=1500)]
+        req = PodRequest(cpu_milli=1000, memory_mib=5, num_gpu=1, gpu_milli=500)
+        assert FgdPolicy(plain).score_many(views, req) == FgdPolicy(rich).score_many(views, req)
+
+
+# One typical shape: a whole GPU with 4 cores. 8-GPU pods (8 cores) are 60 % of the GPU demand, but the cut
+# dropped them (as on the openb workloads): only `multi_gpu` knows them.
+RESERVE_DIST = PodTypeDistribution(types=(PodType(4000, 1000, 1, ""),), counts=(1,), multi_gpu=((8, 0.6, 8000),))
+
+
+class TestOursReserve:
+    one_gpu = PodRequest(cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=1000)
+
+    def test_keeps_the_last_able_8_gpu_host_when_scarce(self):
+        fresh = node("fresh", gpus=(1000,) * 8, cpu=64_000)
+        partial = node("partial", gpus=(1000,) * 7 + (0,), cpu=4_500)  # 7 free GPUs: cannot take an 8-GPU pod
+        fgd, ours = FgdPolicy(RESERVE_DIST), get_policy("ours", distribution=RESERVE_DIST)
+        batch = NodeBatch.from_views([fresh, partial])
+        # FGD alone: on "partial" the pod leaves 3.5 cores < 4, so its 6 free GPUs become fragment
+        assert fgd.score(fresh, self.one_gpu) > fgd.score(partial, self.one_gpu)
+        assert fgd.place(batch, self.one_gpu).node == "fresh"
+        # able 8-GPU hosts: 1 <= 0.6 * 15000 / 8000 = 1.125 -> scarce; "fresh" is the last one
+        assert ours.reserve.scarce(batch).tolist() == [0]
+        best = ours.place(batch, self.one_gpu)
+        assert best.node == "partial"
+        assert best == ours.candidates(batch, self.one_gpu)[0]
+        # a CPU-only pod that leaves less than the 8-GPU pods' 8 cores breaks an able host too
+        cpu_rows = np.array([0, 1])
+        scarce = ours.reserve.scarce(batch)
+        assert ours.reserve.key(batch, PodRequest(56_000, 1), cpu_rows, None, scarce).tolist() == [0, 0]
+        assert ours.reserve.key(batch, PodRequest(57_000, 1), cpu_rows, None, scarce).tolist() == [-1, 0]
+
+    def test_a_share_keeps_the_full_gpus_of_the_last_able_host(self):
+        dist = PodTypeDistribution(types=(PodType(1000, 500, 1, ""), PodType(1000, 1000, 1, "")), counts=(1, 1),
+                                   multi_gpu=((8, 0.9, 1000),))
+        share = PodRequest(cpu_milli=1000, memory_mib=1, num_gpu=1, gpu_milli=500)
+        fresh = node("fresh", gpus=(1000,) * 8, cpu=64_000)
+        other = node("other", gpus=(1000,) * 6 + (0, 0), cpu=64_000)
+        ours, fgd = get_policy("ours", distribution=dist), FgdPolicy(dist)
+        batch = NodeBatch.from_views([fresh, other])
+        assert fgd.place(batch, share).node == "fresh"  # equal FGD scores, rank
+        assert ours.place(batch, share).node == "other"
+        # once "fresh" has a partly used GPU, a share there takes no full GPU: no reserve penalty
+        half = node("fresh", gpus=(1000,) * 8 + (600,), cpu=64_000)
+        batch = NodeBatch.from_views([half, other])
+        best = ours.place(batch, share)
+        assert (best.node, best.gpus) == ("fresh", (8,))
+        assert best == ours.candidates(batch, share)[0]
+
+    def test_not_scarce_means_no_reserve_key(self):
+        from apps.scheduling.policies.ours import OursPolicy
+
+        views = [node("fresh", gpus=(1000,) * 8, cpu=64_000), node("fresh2", gpus=(1000,) * 8, cpu=64_000),
+                 node("partial", gpus=(1000,) * 7 + (0,), cpu=4_500)]
+        ours = OursPolicy(RESERVE_DIST)
+        old = OursPolicy(PodTypeDistribution(types=RESERVE_DIST.types, counts=RESERVE_DIST.counts))
+        batch = NodeBatch.from_views(views)
+        # able 8-GPU hosts: 2 > 0.6 * 23000 / 8000 = 1.725 -> not scarce
+        assert ours.reserve.scarce(batch).size == 0
+        for req in (self.one_gpu, PodRequest(cpu_milli=60_000, memory_mib=1),
+                    PodRequest(cpu_milli=1000, memory_mib=1, num_gpu=8, gpu_milli=1000)):
+            assert ours.candidates(batch, req) == old.candidates(batch, req)
+            assert ours.place(batch, req) == old.place(batch, req)
+        assert ours.place(batch, self.one_gpu).node == "fresh"
+
+
+class TestOursMemory:
+    def test_capacity_counts_memory_copies(self):
+        from apps.scheduling.policies.ours import CapacityModel
+
+        dist = PodTypeDistribution(types=DIST.types, counts=DIST.counts, memory_mib=(30_000, 0))
+        model = CapacityModel(dist)
+        batch = NodeBatch.from_views([node(gpus=(1000, 1000), mem=100_000), node(gpus=(1000, 1000), mem=50_000)])
+        # 500-shape: 4 GPU copies, memory allows 3 / 1; 1000-shape (memory 0 = no limit): 2 copies
+        assert list(model.host_state(batch)[1]) == [3 + 2, 1 + 2]
+
+    def test_host_whose_memory_would_strand_its_gpus_loses(self):
+        from apps.scheduling.policies.ours import OursPolicy
+
+        dist = PodTypeDistribution(types=(PodType(1000, 1000, 1, ""),), counts=(1,), memory_mib=(16_000,))
+        pod = PodRequest(cpu_milli=1000, memory_mib=40_000)
+        tight = node("tight", gpus=(1000, 1000), mem=50_000)  # 10 GiB left: no 16 GiB GPU pod fits any more
+        roomy = node("roomy", gpus=(1000, 1000), mem=80_000)  # 40 GiB left: both GPUs stay usable
+        batch = NodeBatch.from_views([tight, roomy])
+        assert FgdPolicy(dist).place(batch, pod).node == "tight"  # FGD ignores memory: ties, rank
+        blind = OursPolicy(PodTypeDistribution(types=dist.types, counts=dist.counts))
+        assert blind.place(batch, pod).node == "tight"  # without the shapes' memory, as before
+        ours = get_policy("ours", distribution=dist)
+        assert ours.place(batch, pod).node == "roomy"
+        assert ours.score(roomy, pod) > ours.score(tight, pod)
+        # a GPU pod's own memory counts too
+        gpu_pod = PodRequest(cpu_milli=1000, memory_mib=40_000, num_gpu=1, gpu_milli=1000)
+        assert ours.place(batch, gpu_pod).node == "roomy"

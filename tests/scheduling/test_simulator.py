@@ -24,7 +24,7 @@ from apps.scheduling.policies import (
     get_policy,
 )
 from apps.scheduling.simulator import engine, trace
-from apps.scheduling.simulator.runner import parse_seeds
+from apps.scheduling.simulator.runner import WorkloadContext, parse_seeds
 
 POLICIES = ["random", "best-fit", "fgd", "ours"]
 
@@ -163,6 +163,23 @@ def check_placement_file(path, nodes, pods):
         want = req.num_gpu if req.is_gpu else 0
         assert len(rec["gpus"]) == want == len(set(rec["gpus"]))
         assert all(0 <= g < len(names[rec["node"]].gpu_free_milli) for g in rec["gpus"])
+
+
+def test_workload_context_distribution_knows_multi_gpu_pods_and_memory(tiny_trace):
+    folder, _, pods = tiny_trace
+    ctx = WorkloadContext("default", folder)
+    dist = ctx.distribution
+    assert dist.multi_gpu  # the synthetic pods include 2-, 4- and 8-GPU pods
+    assert len(dist.memory_mib) == len(dist.types) and all(m > 0 for m in dist.memory_mib)
+    multi = [p for p in pods if p.num_gpu >= 2 and p.gpu_milli == 1000]
+    gpu_milli = sum(p.total_gpu_milli for p in pods)
+    assert [n for n, _, _ in dist.multi_gpu] == sorted({p.num_gpu for p in multi})
+    for n, share, cpu in dist.multi_gpu:
+        group = [p for p in multi if p.num_gpu == n]
+        assert share == pytest.approx(len(group) * n * 1000 / gpu_milli)
+        assert cpu == int(np.median([p.cpu_milli for p in group]))
+    summary, _ = ctx.run("ours", 42)
+    assert summary.pods == len(pods)
 
 
 def test_simulate_command_exports_placement_files(tiny_trace, tmp_path):

@@ -30,6 +30,11 @@ def host_key(policy: str, free_gpus_after: int, free_vcpus_after: int) -> tuple:
     return (sign * free_gpus_after, sign * free_vcpus_after)
 
 
+# Only shares make up the live target workload. Whole-GPU consumers (multi-GPU included) are deliberately left
+# out: they run on GPUs in `exclusive` mode and shares on GPUs in `shared` mode (PlacementRequest.gpu_mode), and
+# the hosts given to `share_scores` list only shared-mode GPUs. `ours`' reserve key for multi-GPU demand
+# (PodTypeDistribution.multi_gpu) would protect fully free *shared* GPUs that no multi-GPU consumer can use,
+# so the distribution built here has no multi-GPU groups and the reserve key stays 0.
 _LIVE_SHARES = """
 SELECT a.amount FROM scheduling_allocation a
 WHERE a.resource_class = 'share' AND (upper_inf(a.period) OR upper(a.period) > now())
