@@ -36,7 +36,7 @@ go to the host rank like every policy):
    (memory_t: the shape's median memory; 0 = no memory limit.)
 
 Cost per decision: FGD's O(H x (G x M + T)) for H feasible hosts, G GPUs per host, M distinct share sizes;
-O(K x N) for the scarcity test over all N hosts and K multi-GPU groups (K <= 7 on openb); O(T) per candidate
+O(K x N) for the scarcity test over all N hosts and K multi-GPU groups (K = 3 on openb: 2, 4, 8 GPUs); O(T) per candidate
 for the capacity change (T typical GPU shapes, 30-130 on openb), only for candidates tied on the first two
 keys. Per-host state (copies per share size, capacity, fully free GPUs, free milli) is kept current
 incrementally by the batch.
