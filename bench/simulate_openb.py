@@ -5,6 +5,7 @@ Usage:
   .venv/bin/python bench/simulate_openb.py --other-workloads       # + the 16 other workloads, fgd & ours, 42-44
   .venv/bin/python bench/simulate_openb.py --export-placements DIR # DIR/<policy>/<workload>-seed<S>.jsonl
   .venv/bin/python bench/simulate_openb.py --table-md docs/packing-results.md   # full 17-workload table
+  .venv/bin/python bench/simulate_openb.py --jobs 2 ...            # replays in 2 processes (same results)
 
 The trace stays in ``../shared/traces/alibaba-gpu-v2023`` (or ``$GPUCLOUD_TRACE_DIR``). Published reference:
 ``fgd-expected-results/analysis_allo_discrete.csv`` beside the trace (FGD 95.39 %, best-fit 93.08 % at 130 %).
@@ -67,6 +68,7 @@ def main() -> int:
     ap.add_argument("--table-md", metavar="PATH", help="all 17 workloads x 4 policies; write a markdown table")
     ap.add_argument("--latency", action="store_true",
                     help="also time one `ours` decision on a 10,000-host fleet (p50/p99 ms)")
+    ap.add_argument("--jobs", type=int, default=1, help="replays in parallel processes (default 1)")
     ap.add_argument("--trace-dir", help="trace folder (default $GPUCLOUD_TRACE_DIR or ../shared/traces/...)")
     args = ap.parse_args()
 
@@ -84,12 +86,17 @@ def main() -> int:
               f"frag@130 {s.frag_130:5.2f}%  failed {s.failed:5d}  {s.seconds:5.2f}s (cpu {s.cpu_seconds:5.2f}s)",
               flush=True)
 
-    run_grid(["default"], POLICIES, seeds, directory=directory, export_dir=export, progress=progress)
     others = [w for w in trace.WORKLOADS if w != "default"]
+    grids = [(["default"], POLICIES, seeds)]
     if args.table_md:
-        run_grid(others, POLICIES, other_seeds, directory=directory, export_dir=export, progress=progress)
+        grids.append((others, POLICIES, other_seeds))
     elif args.other_workloads:
-        run_grid(others, ("fgd", "ours"), other_seeds, directory=directory, export_dir=export, progress=progress)
+        grids.append((others, ("fgd", "ours"), other_seeds))
+    if args.jobs > 1:
+        run_parallel(grids, args.jobs, directory, export, progress)
+    else:
+        for workloads, policies, grid_seeds in grids:
+            run_grid(workloads, policies, grid_seeds, directory=directory, export_dir=export, progress=progress)
 
     by = defaultdict(list)
     for s in results:
@@ -130,6 +137,32 @@ def main() -> int:
         write_table(Path(args.table_md), by, published, seeds, other_seeds, sys.argv)
     print(json.dumps(summary))
     return 0
+
+
+_CONTEXTS: dict = {}
+
+
+def _replay_job(job):
+    """One (workload, policy, seed) replay in a worker process (contexts cached per process)."""
+    from apps.scheduling.simulator.runner import WorkloadContext
+
+    workload, policy, seed, directory, export = job
+    if workload not in _CONTEXTS:
+        _CONTEXTS[workload] = WorkloadContext(workload, directory)
+    summary, _ = _CONTEXTS[workload].run(policy, seed, export)
+    summary.alloc_curve = summary.frag_curve = {}  # keep the result small across processes
+    return summary
+
+
+def run_parallel(grids, jobs: int, directory, export, progress) -> None:
+    """Same replays as `run_grid`, spread over `jobs` processes; results come back in completion order."""
+    from multiprocessing import Pool
+
+    work = [(w, p, s, directory, export) for workloads, policies, grid_seeds in grids
+            for w in workloads for p in policies for s in grid_seeds]
+    with Pool(jobs) as pool:
+        for summary in pool.imap_unordered(_replay_job, work):
+            progress(summary)
 
 
 def decision_latency(directory: Path | None, hosts: int = 10_000, decisions: int = 300) -> dict:
