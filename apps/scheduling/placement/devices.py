@@ -9,6 +9,10 @@
 * vGPU: homogeneous vGPU mode (one type per GPU), at most the catalog's maximum of that type.
 * Share: the GPU scored best by the packing policy (`apps.scheduling.policies`), i.e. the FGD family.
 
+Across hosts, shares, MIG slices and vGPUs are all ranked by the packing policy first (`weighers.policy_scores`,
+sizes from `fractional`); for MIG and vGPU the GPU and start slice inside the chosen host stay the choice made
+here (`mig_options` / `vgpu_options`), which enforce NVIDIA's placement rules.
+
 Each chooser returns ``(choice, score)`` or ``(None, reason)``; a higher score is a better fit for binpack.
 """
 from __future__ import annotations
@@ -110,10 +114,12 @@ def _mig_current(g: GpuRow) -> list | None:
     return current
 
 
-def choose_mig(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
-    """The GPU and start slice for one GPU instance of `profile`. Score: slices used after (best fit),
-    then the placeability kept for other profiles."""
-    best = None
+def mig_options(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
+    """Every GPU of `gpus` that can take one GPU instance of `profile` now, with the start slice the MIG planner
+    chooses there (NVIDIA's placement rules, `apps.inventory.mig.mig_plan`) and its binpack score: slices used
+    after (best fit), then the placeability kept for other profiles. Returns ([(gpu, placement, score)], reason
+    when the list is empty)."""
+    options = []
     reason = "mig_geometry"
     for g in gpus:
         spec = gpu_model_get(g.model)
@@ -126,16 +132,23 @@ def choose_mig(profile: str, gpus: list[GpuRow], driver_version: str | None = No
         plan = mig_plan(spec.mig, [profile], current=current, driver_version=driver_version)
         if not plan.ok:
             continue
-        p = plan.placements[0]
         kept = sum(mig_max_placeable(spec.mig, plan.layout).values())
-        score = plan.memory_slices_used / GPU_SLICES + kept / 100
-        if best is None or score > best[1]:
-            best = ((g, p), score)
-    return best if best else (None, reason)
+        options.append((g, plan.placements[0], plan.memory_slices_used / GPU_SLICES + kept / 100))
+    return options, reason
 
 
-def choose_vgpu(vgpu_type: str, gpus: list[GpuRow]):
-    best = None
+def choose_mig(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
+    """The GPU and start slice for one GPU instance of `profile`: the best-scored of `mig_options` (first GPU
+    on ties). Returns ((gpu, placement), score) or (None, reason)."""
+    options, reason = mig_options(profile, gpus, driver_version)
+    return best_option(options, reason)
+
+
+def vgpu_options(vgpu_type: str, gpus: list[GpuRow]):
+    """Every GPU of `gpus` that can take one more vGPU of `vgpu_type`: homogeneous vGPU mode (one type per GPU, no
+    MIG or whole-GPU row), at most the catalog's maximum of the type. Score: the GPU's fill after, (used + 1) /
+    max. Returns ([(gpu, None, score)], reason when the list is empty)."""
+    options = []
     reason = "vgpu_capacity"
     for g in gpus:
         spec = gpu_model_get(g.model)
@@ -149,10 +162,24 @@ def choose_vgpu(vgpu_type: str, gpus: list[GpuRow]):
         used = sum(a["amount"] for a in rows)
         if used + 1 > vtype.max:
             continue
-        score = (used + 1) / vtype.max
-        if best is None or score > best[1]:
-            best = (g, score)
-    return best if best else (None, reason)
+        options.append((g, None, (used + 1) / vtype.max))
+    return options, reason
+
+
+def choose_vgpu(vgpu_type: str, gpus: list[GpuRow]):
+    """The GPU for one vGPU of `vgpu_type`: the best-scored of `vgpu_options`. Returns (gpu, score) or
+    (None, reason)."""
+    options, reason = vgpu_options(vgpu_type, gpus)
+    got, score = best_option(options, reason)
+    return (got[0], score) if got is not None else (None, score)
+
+
+def best_option(options: list, reason: str):
+    """((gpu, extra), score) of the best-scored option (the first on ties), or (None, reason) when none."""
+    if not options:
+        return None, reason
+    g, extra, score = max(options, key=lambda t: t[2])  # max keeps the first of equal scores
+    return (g, extra), score
 
 
 def share_free_milli(g: GpuRow) -> int:

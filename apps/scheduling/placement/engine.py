@@ -27,7 +27,7 @@ from apps.inventory.states import HostState
 
 from ..ledger import AllocationSpec
 from ..ledger import sql as ledger_sql
-from . import devices, sql, weighers
+from . import devices, fractional, sql, weighers
 from .explanation import Explanation
 from .request import Candidate, HostChoice, PlacementRequest, Result
 from .topology import select_hosts
@@ -409,6 +409,16 @@ def _vf_filter(req, occ: dict):
 
 
 def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
+    """Device step and ranking for a share, a MIG slice or a vGPU.
+
+    The device step (`devices.mig_options` / `vgpu_options` / `choose_share`) keeps the hosts with a GPU that can
+    take the request under NVIDIA's rules and proposes the GPU (and MIG start slice) on each. The packing policy
+    (`weighers.policy_scores`, ``ours``) then scores every such host from the milli-GPU view of its GPUs
+    (`fractional.policy_free_milli`: a GPU the device step refused counts as full) and the request's milli
+    (`fractional.fractional_milli`). Hosts are ordered by `weighers.fractional_key` (policy score first, device
+    score second). Inside the chosen host a share goes to the policy's GPU (as before); a MIG slice or a vGPU
+    stays on the device step's GPU and start slice: the MIG planner and the vGPU rules are the authority there,
+    the policy only ranks hosts. ``detail["policy_score"]`` is set for every host the policy scored."""
     req = ctx.req
     occ = _occupancy(ctx, [r[0] for r in survivors])
     vf_ok = _vf_filter(req, occ)
@@ -421,45 +431,53 @@ def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
                 exp.remove("vf_capacity", _REASON_TEXT["vf_capacity"])
                 continue
             gpus = usable
+        placeable: set = set()
         if req.gpu_form == "mig":
-            got, score = devices.choose_mig(req.mig_profile, gpus)
+            options, reason = devices.mig_options(req.mig_profile, gpus)
+            got, score = devices.best_option(options, reason)
+            placeable = {o[0].index for o in options}
         elif req.gpu_form == "vgpu":
-            got, score = devices.choose_vgpu(req.vgpu_type, gpus)
+            options, reason = devices.vgpu_options(req.vgpu_type, gpus)
+            got, score = devices.best_option(options, reason)
+            got = got[0] if got is not None else None
+            placeable = {o[0].index for o in options}
         else:
             got, score = devices.choose_share(req.share_milli, gpus)
         if got is None:
             exp.remove(_DEVICE_FILTER[score], _REASON_TEXT[score])
             continue
-        found.append((r, got, score, gpus))
+        found.append((r, got, score, gpus, placeable))
     policy_scores = {}
-    if req.gpu_form == "share" and found:
-        policy_scores = weighers.share_scores(req, [
-            (str(r[0]), gpus[0].model if gpus else "", (r[5] - ctx.countable_used(r[8], r[9])) * 1000,
-             r[6] - ctx.countable_used(r[10], r[11]), tuple(devices.share_free_milli(g) for g in gpus))
-            for r, _, _, gpus in found])
-    sign = -1 if ctx.policy != "spread" else 1
+    if found:
+        name = req.mig_profile or req.vgpu_type
+        hosts = []
+        for r, _, _, gpus, placeable in found:
+            model = gpus[0].model if gpus else ""
+            milli = fractional.fractional_milli(req.gpu_form, model, name, req.share_milli)
+            hosts.append((str(r[0]), model, (r[5] - ctx.countable_used(r[8], r[9])) * 1000,
+                          r[6] - ctx.countable_used(r[10], r[11]),
+                          tuple(fractional.policy_free_milli(req.gpu_form, g, milli, g.index in placeable) for g in gpus),
+                          milli or 0))
+        policy_scores = weighers.policy_scores(req, hosts)
     choices = []
-    for r, got, score, gpus in found:
-        detail: dict = {}
+    for r, got, score, gpus, _ in found:
+        pscore, pos = policy_scores.get(str(r[0]), (None, None))
+        detail: dict = {} if pscore is None else {"policy_score": pscore}
         if req.gpu_form == "mig":
             g, p = got
             spec = AllocationSpec(r[0], "mig", gpu_id=g.id, slices=(p.start, p.end), profile=p.profile)
-            detail = {"gpu_index": g.index, "mig_start": p.start}
+            detail.update(gpu_index=g.index, mig_start=p.start)
         elif req.gpu_form == "vgpu":
             g = got
             spec = AllocationSpec(r[0], "vgpu", gpu_id=g.id, profile=req.vgpu_type)
-            detail = {"gpu_index": g.index}
+            detail["gpu_index"] = g.index
         else:
-            g = got
-            if str(r[0]) in policy_scores:
-                pscore, pos = policy_scores[str(r[0])]
-                g, score = gpus[pos], pscore
-                detail = {"policy_score": pscore}
+            g = gpus[pos] if pscore is not None else got
             spec = AllocationSpec(r[0], "share", gpu_id=g.id, amount=req.share_milli)
             detail["gpu_index"] = g.index
         choice = _choice(req, r[0], r[1], [], detail)
         choice.specs.insert(0, spec)
-        choices.append(((sign * score,), choice))
+        choices.append((weighers.fractional_key(ctx.policy, pscore, score, r[0]), choice))
     return choices
 
 

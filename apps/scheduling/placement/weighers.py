@@ -3,15 +3,20 @@
 * Policy ``binpack`` (default) fills the fullest host that fits, keeping whole hosts free for large requests;
   ``spread`` the emptiest. Chosen per request (a flavor passes it), else per zone from the setting
   ``PLACEMENT_ZONE_POLICIES = {"<zone name>": "spread"}``, else ``PLACEMENT_DEFAULT_POLICY`` (binpack).
-* Fractional shares are ranked across hosts by the packing policies of `apps.scheduling.policies` (FGD and
-  ``ours``, the same code the trace simulator replays), against a target workload built from the live shares
-  in the ledger plus this request (FGD paper, Sec. 4: the workload's typical task shapes).
+* Fractional requests - shares, MIG slices and vGPUs alike - are ranked across hosts by the packing policy of
+  `apps.scheduling.policies` (``DEFAULT_POLICY`` = ``ours``, else FGD; the same code the trace simulator
+  replays), against a target workload built from the live allocations of the request's form in the ledger plus
+  this request (FGD paper, Sec. 4: the workload's typical task shapes). MIG profiles and vGPU types are sized in
+  milli-GPU from the catalog (`fractional`). The host order is `fractional_key`: hosts the policy scored first,
+  then the policy score, then the device step's score (`devices`), then the host id; ``spread`` reverses the two
+  scores (as it always has for shares), never the "scored first" part.
 """
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection
 
+from .fractional import allocation_milli
 from .request import PlacementRequest
 
 
@@ -24,28 +29,66 @@ def policy_for(req: PlacementRequest) -> str:
     return getattr(settings, "PLACEMENT_DEFAULT_POLICY", "binpack")
 
 
+def fractional_key(policy: str, policy_score: int | None, device_score: float, host_id) -> tuple:
+    """Sort key, smallest first, of a host for a share, MIG slice or vGPU: (not scored by the packing policy,
+    policy score, device score, host id). Binpack prefers the higher scores, spread the lower ones. The two scores
+    are separate keys: a policy score is an integer on its own scale (``ours``: reserve * 2**48 + FGD * 2**40 +
+    capacity change), a device score is 0..1, and a host the policy could not score (e.g. the policies package
+    failed, or the policy finds the host infeasible) comes after every scored host, ordered by its device score."""
+    sign = -1 if policy != "spread" else 1
+    scored = policy_score is not None
+    return (0 if scored else 1, sign * int(policy_score) if scored else 0, sign * float(device_score), str(host_id))
+
+
 def host_key(policy: str, free_gpus_after: int, free_vcpus_after: int) -> tuple:
     """Sort key, smallest first: binpack prefers the least left over, spread the most."""
     sign = 1 if policy != "spread" else -1
     return (sign * free_gpus_after, sign * free_vcpus_after)
 
 
-# Only shares make up the live target workload. Whole-GPU consumers (multi-GPU included) are deliberately left
-# out: they run on GPUs in `exclusive` mode and shares on GPUs in `shared` mode (PlacementRequest.gpu_mode), and
-# the hosts given to `share_scores` list only shared-mode GPUs. `ours`' reserve key for multi-GPU demand
-# (PodTypeDistribution.multi_gpu) would protect fully free *shared* GPUs that no multi-GPU consumer can use,
-# so the distribution built here has no multi-GPU groups and the reserve key stays 0.
-_LIVE_SHARES = """
-SELECT a.amount FROM scheduling_allocation a
-WHERE a.resource_class = 'share' AND (upper_inf(a.period) OR upper(a.period) > now())
-ORDER BY a.created_at DESC LIMIT 2000
+# The live target workload is made of allocations of the request's own form only (shares: their amounts; MIG:
+# their profiles' milli; vGPU: their types' milli, see `fractional`), the latest 2,000 rows. Whole-GPU consumers
+# (multi-GPU included) are deliberately left out: they run on GPUs in `exclusive` mode and fractional forms on
+# GPUs in `shared` / `mig` / `vgpu` mode (PlacementRequest.gpu_mode), and the hosts given to `policy_scores` list
+# only GPUs of the request's mode. `ours`' reserve key for multi-GPU demand (PodTypeDistribution.multi_gpu) would
+# protect fully free fractional GPUs that no multi-GPU consumer can use, so the distribution built here has no
+# multi-GPU groups and the reserve key stays 0.
+WORKLOAD_LIMIT = 2000
+_LIVE_ALLOCATIONS = """
+SELECT g.model, lower(a.slices), upper(a.slices), a.amount, a.profile FROM scheduling_allocation a
+LEFT JOIN inventory_gpu g ON g.id = a.gpu_id
+WHERE a.resource_class = %(rc)s AND (upper_inf(a.period) OR upper(a.period) > now())
+ORDER BY a.created_at DESC LIMIT %(limit)s
 """
 
 
-def share_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tuple[int, ...]]]) -> dict:
-    """Score hosts for a share with the product's packing policy. `hosts`: (name, model, cpu_free_milli,
-    memory_free_mib, gpu_free_milli per shared GPU). Returns {name: (score, gpu position)}; empty when the
-    policies package cannot score (the caller then keeps its best-fit order)."""
+def live_workload_milli(form: str) -> list[int]:
+    """Milli-GPU of the live allocations of ``form`` (``share``, ``mig`` or ``vgpu``), latest first, at most
+    ``WORKLOAD_LIMIT`` entries (a vGPU row of amount k counts k vGPUs); rows the catalog cannot size are skipped."""
+    with connection.cursor() as cur:
+        cur.execute(_LIVE_ALLOCATIONS, {"rc": form, "limit": WORKLOAD_LIMIT})
+        rows = cur.fetchall()
+    out: list[int] = []
+    for model, lo, hi, amount, profile in rows:
+        amount = int(amount or 1)
+        if form == "vgpu":  # one entry per vGPU: a request is one vGPU
+            copies, amount = amount, 1
+        else:
+            copies = 1
+        milli = allocation_milli(form, model or "", lo=lo, hi=hi, amount=amount, profile=profile or "")
+        if 0 < milli <= 1000:
+            out.extend([milli] * copies)
+    return out[:WORKLOAD_LIMIT]
+
+
+def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tuple[int, ...], int]]) -> dict:
+    """Score hosts for a fractional request (share, MIG slice or vGPU) with the product's packing policy
+    (`apps.scheduling.policies.DEFAULT_POLICY`, ``ours``; FGD if it cannot be built). The policy is a constant,
+    not a setting: every fractional form uses the same one. `hosts`: (name, model, cpu_free_milli,
+    memory_free_mib, free milli per GPU of the request's mode, the request's milli on this host's model); hosts
+    are scored in groups of equal request milli (a MIG profile name can mean different sizes on two models).
+    Returns {name: (score, position of the policy's GPU in the host's tuple)}; hosts the policy finds infeasible
+    are absent, and it is empty when the policies package cannot score (the caller then keeps the device order)."""
     try:
         from ..policies import (
             DEFAULT_POLICY,
@@ -57,22 +100,31 @@ def share_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tu
         )
     except ImportError:  # pragma: no cover - the policies package ships with this app
         return {}
-    pod = PodRequest(cpu_milli=req.vcpus * 1000, memory_mib=req.memory_mib, num_gpu=1,
-                     gpu_milli=req.share_milli)
-    with connection.cursor() as cur:
-        cur.execute(_LIVE_SHARES)
-        workload = [PodRequest(cpu_milli=0, memory_mib=0, num_gpu=1, gpu_milli=int(a)) for (a,) in cur.fetchall()]
-    dist = PodTypeDistribution.from_requests([*workload, pod])
-    views = [NodeView(name=n, model=m, cpu_free_milli=c, memory_free_mib=mem, gpu_free_milli=g)
-             for n, m, c, mem, g in hosts]
-    batch = NodeBatch.from_views(views)
-    out = {}
-    for name in (DEFAULT_POLICY, "fgd"):
-        try:
-            policy = get_policy(name, distribution=dist)
-            for p in policy.candidates(batch, pod):
-                out[p.node] = (p.score, p.gpus[0] if p.gpus else 0)
-            return out
-        except (ImportError, ValueError):
-            continue
+    groups: dict[int, list] = {}
+    for h in hosts:
+        if h[5] and 0 < h[5] <= 1000:
+            groups.setdefault(h[5], []).append(h)
+    if not groups:
+        return {}
+    workload = [PodRequest(cpu_milli=0, memory_mib=0, num_gpu=1, gpu_milli=m)
+                for m in live_workload_milli(req.gpu_form)]
+    out: dict = {}
+    for milli, members in sorted(groups.items()):
+        pod = PodRequest(cpu_milli=req.vcpus * 1000, memory_mib=req.memory_mib, num_gpu=1, gpu_milli=milli)
+        dist = PodTypeDistribution.from_requests([*workload, pod])
+        batch = NodeBatch.from_views([NodeView(name=n, model=m, cpu_free_milli=c, memory_free_mib=mem,
+                                               gpu_free_milli=g) for n, m, c, mem, g, _ in members])
+        for name in (DEFAULT_POLICY, "fgd"):
+            try:
+                policy = get_policy(name, distribution=dist)
+                for p in policy.candidates(batch, pod):
+                    out[p.node] = (p.score, p.gpus[0] if p.gpus else 0)
+                break
+            except (ImportError, ValueError):
+                continue
     return out
+
+
+def share_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tuple[int, ...]]]) -> dict:
+    """Compatibility name: `policy_scores` for a share request (`hosts` without the milli column)."""
+    return policy_scores(req, [(*h, req.share_milli) for h in hosts])

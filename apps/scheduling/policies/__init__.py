@@ -1,7 +1,9 @@
 """Packing policies: score (host, request) pairs with integers, highest wins. See docs/placement-simulator.md.
 
 ``get_policy(name, distribution=...)`` builds one of :data:`POLICY_NAMES`; ``ours`` is the product default for
-fractional shares (see docs/adr/0300-packing-policy-ours.md).
+fractional shares, MIG slices and vGPUs alike (`apps.scheduling.placement.weighers.policy_scores`; MIG profiles
+and vGPU types sized in milli-GPU by `apps.scheduling.placement.fractional`; see
+docs/adr/0300-packing-policy-ours.md).
 """
 from __future__ import annotations
 
