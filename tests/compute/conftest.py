@@ -13,6 +13,7 @@ from apps.compute.models import Flavor, Image
 from apps.compute.services.hypervisor import forget_drivers
 from apps.operations.models import TERMINAL, Operation
 from apps.operations.runner import operation_run_step
+from apps.scheduling.placement.topology import topology_cache_clear
 from apps.tenancy.models import OrgRole
 from tests.scheduling import fleet
 from tests.tenancy.helpers import client_for, make_org, make_project, make_user, member, token_for
@@ -37,6 +38,15 @@ class World:
     gpu1: Flavor
     mig: Flavor
     private_b: Flavor
+
+
+@pytest.fixture(autouse=True)
+def _fresh_topology_cache():
+    """Placement caches the leaf/spine view per process for PLACEMENT_TOPOLOGY_TTL_S; each test builds its own
+    hosts, so a view cached by an earlier test on this worker must not hide them."""
+    topology_cache_clear()
+    yield
+    topology_cache_clear()
 
 
 @pytest.fixture

@@ -71,8 +71,11 @@ def test_policy_free_milli_of_a_gpu():
 
 
 def test_fractional_key_keeps_scored_hosts_first_and_is_deterministic():
-    hosts = [("b", None, 0.9), ("a", None, 0.9), ("c", -3, 0.1), ("d", 7, 0.2), ("e", 7, 0.5), ("f", None, 0.95)]
-    for policy, expect in (("binpack", ["e", "d", "c", "f", "a", "b"]), ("spread", ["c", "d", "e", "a", "b", "f"])):
+    hosts = [("b", None, 0.9), ("a", None, 0.9), ("c", -3, 0.1), ("d", 7, 0.2), ("e", 7, 0.5), ("f", None, 0.95),
+             ("g", 100, 0.05)]
+    # binpack: scored hosts first, best policy score first; spread ignores the policy: loosest device fit first
+    for policy, expect in (("binpack", ["g", "e", "d", "c", "f", "a", "b"]),
+                           ("spread", ["g", "c", "d", "e", "a", "b", "f"])):
         for order in (hosts, hosts[::-1]):
             got = sorted(order, key=lambda h, p=policy: weighers.fractional_key(p, h[1], h[2], h[0]))
             assert [h[0] for h in got] == expect

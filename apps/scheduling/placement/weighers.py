@@ -8,8 +8,8 @@
   replays), against a target workload built from the live allocations of the request's form in the ledger plus
   this request (FGD paper, Sec. 4: the workload's typical task shapes). MIG profiles and vGPU types are sized in
   milli-GPU from the catalog (`fractional`). The host order is `fractional_key`: hosts the policy scored first,
-  then the policy score, then the device step's score (`devices`), then the host id; ``spread`` reverses the two
-  scores (as it always has for shares), never the "scored first" part.
+  then the policy score, then the device step's score (`devices`), then the host id. ``spread`` does not pack:
+  it ignores the policy score and takes the loosest device fit first (the emptiest GPU that fits).
 """
 from __future__ import annotations
 
@@ -31,11 +31,14 @@ def policy_for(req: PlacementRequest) -> str:
 
 def fractional_key(policy: str, policy_score: int | None, device_score: float, host_id) -> tuple:
     """Sort key, smallest first, of a host for a share, MIG slice or vGPU: (not scored by the packing policy,
-    policy score, device score, host id). Binpack prefers the higher scores, spread the lower ones. The two scores
+    policy score, device score, host id). Binpack prefers the higher scores. Spread is the opposite of packing,
+    so it ignores the policy score and prefers the lowest device score (the loosest fit). The two scores
     are separate keys: a policy score is an integer on its own scale (``ours``: reserve * 2**48 + FGD * 2**40 +
     capacity change), a device score is 0..1, and a host the policy could not score (e.g. the policies package
     failed, or the policy finds the host infeasible) comes after every scored host, ordered by its device score."""
-    sign = -1 if policy != "spread" else 1
+    if policy == "spread":
+        return (0, 0, float(device_score), str(host_id))
+    sign = -1
     scored = policy_score is not None
     return (0 if scored else 1, sign * int(policy_score) if scored else 0, sign * float(device_score), str(host_id))
 
