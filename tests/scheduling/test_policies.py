@@ -152,6 +152,17 @@ class TestInterface:
         assert pol.choose_gpus(views[best.row], req) == best.gpus
         assert all(isinstance(s, int) for s in pol.score_many(views, req))
 
+    @pytest.mark.parametrize("name", ["fgd", "ours", "best-fit"])
+    def test_share_on_a_host_with_more_than_64_gpus_gets_a_gpu_that_fits(self, name):
+        pol = get_policy(name, distribution=DIST)
+        req = PodRequest(cpu_milli=1000, memory_mib=10, num_gpu=1, gpu_milli=470)
+        wide = node("wide", gpus=(0,) * 65 + (1000,) * 5, cpu=10**6, mem=10**7)
+        batch = NodeBatch.from_views([wide])
+        best = pol.place(batch, req)
+        assert best.gpus[0] >= 65 and best == pol.candidates(batch, req)[0]
+        assert pol.choose_gpus(wide, req) == best.gpus
+        batch.apply(best.row, req, best.gpus)  # raises if the GPU lacks the share
+
     def test_apply_rejects_overcommit(self):
         batch = NodeBatch.from_views([node(gpus=(400,))])
         with pytest.raises(ValueError):

@@ -21,11 +21,19 @@ def sigmoid_score(delta_scaled: np.ndarray, total: int) -> np.ndarray:
 
 
 def best_per_row(n_rows: int, pos: np.ndarray, gpu: np.ndarray, score: np.ndarray):
-    """Per row: the highest candidate score and its GPU (lowest index on ties). Candidates are row-major."""
-    key = score * 64 + (63 - gpu)
+    """Per row: the highest candidate score and its GPU (lowest index on ties); rows without a candidate get
+    the int64 minimum and GPU -1. Candidates: row positions ``pos``, GPU indices ``gpu``, scores ``score``."""
     best = np.full(n_rows, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(best, pos, key)
-    return best // 64, 63 - best % 64
+    best_gpu = np.full(n_rows, -1, dtype=np.int64)
+    if len(pos):
+        order = np.lexsort((gpu, -score, pos))  # by row, then best score, then lowest GPU index
+        p = pos[order]
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = p[1:] != p[:-1]
+        sel = order[first]
+        best[pos[sel]] = score[sel]
+        best_gpu[pos[sel]] = gpu[sel]
+    return best, best_gpu
 
 
 class FgdPolicy(Policy):

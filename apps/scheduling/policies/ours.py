@@ -53,7 +53,7 @@ RESERVE_SHIFT = 2**48
 PRIMARY_SHIFT = 2**40
 SECONDARY_LIMIT = 2**39 - 1
 RESERVE_FACTOR = 1.0  # group n is scarce when able hosts <= RESERVE_FACTOR * share_n * free milli / (n * 1000)
-RESERVE_MIN = -127  # the reserve key's floor: keeps every score (and best_per_row's * 64) inside int64
+RESERVE_MIN = -127  # the reserve key's floor: keeps every score inside int64
 NO_LIMIT = 2**40  # copies "allowed" by an unknown memory size
 
 
