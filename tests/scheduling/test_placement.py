@@ -1,5 +1,6 @@
 """Placement: filters, weighers, NVSwitch partitions and NUMA, MIG / vGPU / shares, explanations, claims."""
 import datetime as dt
+import json
 import time
 import uuid
 
@@ -136,6 +137,17 @@ def test_mig_profile_placement_uses_the_planner_and_explains_refusal(p):
         placement_claim(actor=None, request=req(p, gpus_per_host=0, mig_profile="1g.10gb"), consumers=me(p))
     assert filters(e.value.explanation)["mig_geometry"]["removed"] == 1
     assert Allocation.objects.filter(host=h).count() == 2
+
+
+@pytest.mark.parametrize("profile", ["5g.50gb", "1g.5gb"])  # no such profile; an A100-40GB profile
+def test_mig_profile_unknown_for_the_model_is_explained_as_such(p, profile):
+    fleet.host(gpus=1, mode="mig", nvswitch="")  # H100 MIG host
+    with pytest.raises(CapacityUnavailable) as e:
+        placement_claim(actor=None, request=req(p, gpus_per_host=0, mig_profile=profile), consumers=me(p))
+    assert filters(e.value.explanation)["mig_geometry"]["removed"] == 1
+    text = json.dumps(e.value.explanation)
+    assert "the MIG profile does not exist for the GPU model" in text and "allowed start slice" not in text
+    assert not Allocation.objects.exists()
 
 
 def test_mig_3_2_1_1_on_one_gpu(p):

@@ -126,6 +126,9 @@ def mig_options(profile: str, gpus: list[GpuRow], driver_version: str | None = N
         if spec is None or spec.mig is None:
             reason = "mig_unsupported"
             continue
+        if spec.mig.profile(profile) is None:
+            reason = "mig_profile_unsupported"
+            continue
         current = _mig_current(g)
         if current is None:
             continue
