@@ -77,6 +77,11 @@ def main() -> int:
     directory = Path(args.trace_dir) if args.trace_dir else None
     export = Path(args.export_placements) if args.export_placements else None
     seeds, other_seeds = parse_seeds(args.seeds), parse_seeds(args.other_seeds)
+    try:
+        trace.require_trace(directory)
+    except FileNotFoundError as exc:
+        print(f"simulate_openb: {exc}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     results = []
 

@@ -245,3 +245,13 @@ def test_verify_placement_file_recomputes_and_catches_violations(tiny_trace, tmp
     path.write_text("\n".join(json.dumps(r) for r in doubled) + "\n")
     with pytest.raises(ValueError):
         verify_placement_file(path, "default", 42, folder)
+
+
+def test_missing_trace_gives_a_one_line_hint(tmp_path):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(FileNotFoundError, match="GPUCLOUD_TRACE_DIR"):
+        trace.load_nodes(tmp_path)
+    with pytest.raises(CommandError, match="--trace-dir"):
+        call_command("simulate", "--trace-dir", str(tmp_path), "--seeds", "42")

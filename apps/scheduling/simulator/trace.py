@@ -35,8 +35,18 @@ def trace_dir(path: str | os.PathLike | None = None) -> Path:
     return repo_root.parent / "shared" / "traces" / "alibaba-gpu-v2023"
 
 
+def require_trace(directory: Path | None = None, filename: str = GPU_NODE_FILE) -> Path:
+    """The trace folder, or FileNotFoundError with a one-line hint when its node list is missing."""
+    folder = trace_dir(directory)
+    if not (folder / filename).exists():
+        raise FileNotFoundError(f"no openb trace in {folder} ({filename} missing): pass --trace-dir DIR or set "
+                                f"GPUCLOUD_TRACE_DIR to the folder of the Alibaba cluster-trace-gpu-v2023 files")
+    return folder
+
+
 def load_nodes(directory: Path | None = None, filename: str = GPU_NODE_FILE) -> list[NodeView]:
     """Hosts of the node list, sorted by ``sn``, all capacity free."""
+    require_trace(directory, filename)
     nodes = []
     with open(trace_dir(directory) / filename, newline="") as fh:
         for row in csv.DictReader(fh):

@@ -18,6 +18,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.scheduling.policies import POLICY_NAMES
+from apps.scheduling.simulator import trace
 from apps.scheduling.simulator.runner import parse_seeds, run_grid
 from apps.scheduling.simulator.trace import WORKLOADS
 
@@ -47,6 +48,10 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(f"bad --seeds or --levels: {exc}") from exc
         trace_dir = Path(opts["trace_dir"]) if opts["trace_dir"] else None
+        try:
+            trace.require_trace(trace_dir)
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from exc
         export = Path(opts["export_placements"]) if opts["export_placements"] else None
 
         def show(s):
