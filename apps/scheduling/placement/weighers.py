@@ -30,7 +30,11 @@ def policy_for(req: PlacementRequest) -> str:
 
 
 def fractional_key(policy: str, policy_score: int | None, device_score: float, host_id) -> tuple:
-    """Sort key, smallest first, of a host for a share, MIG slice or vGPU: (not scored by the packing policy,
+    """Sort key, smallest first, of a host for a share, MIG slice or vGPU. When hosts of different GPU models
+    size the same MIG profile differently (1g.10gb = 125 milli on H100, 250 on A100 40GB) they are scored in
+    separate policy calls, one per size, and their scores are ranked together here. That is sound for ``ours`` and
+    FGD: both score on absolute scales (reserve count, FGD's sigmoid of the fragmentation change, capacity copies),
+    not normalised per call; best-fit normalises per call and would not be comparable across sizes. Key: (not scored by the packing policy,
     policy score, device score, host id). Binpack prefers the higher scores. Spread is the opposite of packing,
     so it ignores the policy score and prefers the lowest device score (the loosest fit). The two scores
     are separate keys: a policy score is an integer on its own scale (``ours``: reserve * 2**48 + FGD * 2**40 +
