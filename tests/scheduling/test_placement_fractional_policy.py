@@ -219,7 +219,7 @@ def test_shares_keep_the_policys_gpu_and_score(p):
     h = fleet.host(gpus=2, mode="shared", nvswitch="")
     _claim(p, h, [AllocationSpec(h.id, "share", gpu_id=h.gpus.get(index=1).id, amount=500)])
     req = PlacementRequest(project_id=p.id, share_milli=500)
-    out = weighers.share_scores(req, [(str(h.id), H100, 128_000, 1 << 20, (1000, 500))])
+    out = weighers.policy_scores(req, [(str(h.id), H100, 128_000, 1 << 20, (1000, 500), 500)])
     score, pos = out[str(h.id)]
     got, _ = devices.choose_share(500, [_row(0), _row(1, occupancy=[{"rc": "share", "amount": 500}])])
     assert (pos, got.index) == (0, 1)

@@ -13,7 +13,9 @@ Across hosts, shares, MIG slices and vGPUs are all ranked by the packing policy 
 sizes from `fractional`); for MIG and vGPU the GPU and start slice inside the chosen host stay the choice made
 here (`mig_options` / `vgpu_options`), which enforce NVIDIA's placement rules.
 
-Each chooser returns ``(choice, score)`` or ``(None, reason)``; a higher score is a better fit for binpack.
+``choose_*`` return ``(choice, score)`` or ``(None, reason)``; ``mig_options`` / ``vgpu_options`` return every GPU
+that fits with its score (and the reason when none does), `best_option` picks the best. A higher score is a
+better fit for binpack.
 """
 from __future__ import annotations
 
@@ -140,13 +142,6 @@ def mig_options(profile: str, gpus: list[GpuRow], driver_version: str | None = N
     return options, reason
 
 
-def choose_mig(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
-    """The GPU and start slice for one GPU instance of `profile`: the best-scored of `mig_options` (first GPU
-    on ties). Returns ((gpu, placement), score) or (None, reason)."""
-    options, reason = mig_options(profile, gpus, driver_version)
-    return best_option(options, reason)
-
-
 def vgpu_options(vgpu_type: str, gpus: list[GpuRow]):
     """Every GPU of `gpus` that can take one more vGPU of `vgpu_type`: homogeneous vGPU mode (one type per GPU, no
     MIG or whole-GPU row), at most the catalog's maximum of the type. Score: the GPU's fill after, (used + 1) /
@@ -169,14 +164,6 @@ def vgpu_options(vgpu_type: str, gpus: list[GpuRow]):
     return options, reason
 
 
-def choose_vgpu(vgpu_type: str, gpus: list[GpuRow]):
-    """The GPU for one vGPU of `vgpu_type`: the best-scored of `vgpu_options`. Returns (gpu, score) or
-    (None, reason)."""
-    options, reason = vgpu_options(vgpu_type, gpus)
-    got, score = best_option(options, reason)
-    return (got[0], score) if got is not None else (None, score)
-
-
 def best_option(options: list, reason: str):
     """((gpu, extra), score) of the best-scored option (the first on ties), or (None, reason) when none."""
     if not options:
@@ -193,7 +180,7 @@ def share_free_milli(g: GpuRow) -> int:
 
 def choose_share(share_milli: int, gpus: list[GpuRow]):
     """Best fit among GPUs with room (the least free milli-GPU left); the packing-policy scorer refines the
-    ranking across hosts (see `weighers.share_scores`)."""
+    ranking across hosts (see `weighers.policy_scores`)."""
     fitting = [(share_free_milli(g), g) for g in gpus if share_free_milli(g) >= share_milli]
     if not fitting:
         return None, "share_capacity"

@@ -66,11 +66,9 @@ def fractional_milli(form: str, model: str, name: str = "", amount: int = 0) -> 
 def allocation_milli(rc: str, model: str, *, lo: int | None = None, hi: int | None = None, amount: int = 1,
                      profile: str = "") -> int:
     """Milli-GPU a live ledger row holds on a GPU of ``model`` (0 when unknown): shares their amount, MIG their
-    memory-slice range, vGPUs ``amount`` times the type's milli, a whole GPU 1000."""
+    memory-slice range, vGPUs ``amount`` times the type's milli."""
     if rc == "share":
         return amount
-    if rc == "gpu":
-        return MILLI
     if rc == "mig":
         if lo is None or hi is None:
             return 0

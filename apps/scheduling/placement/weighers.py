@@ -30,21 +30,24 @@ def policy_for(req: PlacementRequest) -> str:
 
 
 def fractional_key(policy: str, policy_score: int | None, device_score: float, host_id) -> tuple:
-    """Sort key, smallest first, of a host for a share, MIG slice or vGPU. When hosts of different GPU models
-    size the same MIG profile differently (1g.10gb = 125 milli on H100, 250 on A100 40GB) they are scored in
-    separate policy calls, one per size, and their scores are ranked together here. That is sound for ``ours`` and
-    FGD: both score on absolute scales (reserve count, FGD's sigmoid of the fragmentation change, capacity copies),
-    not normalised per call; best-fit normalises per call and would not be comparable across sizes. Key: (not scored by the packing policy,
-    policy score, device score, host id). Binpack prefers the higher scores. Spread is the opposite of packing,
-    so it ignores the policy score and prefers the lowest device score (the loosest fit). The two scores
-    are separate keys: a policy score is an integer on its own scale (``ours``: reserve * 2**48 + FGD * 2**40 +
-    capacity change), a device score is 0..1, and a host the policy could not score (e.g. the policies package
-    failed, or the policy finds the host infeasible) comes after every scored host, ordered by its device score."""
+    """Sort key, smallest first, of a host for a share, MIG slice or vGPU.
+
+    Binpack: (not scored by the packing policy, -policy score, -device score, host id). The two scores are
+    separate keys: a policy score is an integer on its own scale (``ours``: reserve * 2**48 + FGD * 2**40 +
+    capacity change), a device score is 0..1, and a host the policy could not score (the policies package
+    failed, or the policy finds the host infeasible) comes after every scored host, ordered by its device score.
+    Spread is the opposite of packing: it ignores the policy score and prefers the lowest device score (the
+    loosest fit).
+
+    Hosts whose models size the same MIG profile differently (1g.10gb = 125 milli on H100, 250 on A100 40GB) are
+    scored in separate policy calls, one per size, and ranked together here. That is sound for ``ours`` and FGD,
+    whose scores are absolute (reserve count, FGD's sigmoid of the fragmentation change, capacity copies), not
+    normalised per call as best-fit's are."""
     if policy == "spread":
         return (0, 0, float(device_score), str(host_id))
-    sign = -1
-    scored = policy_score is not None
-    return (0 if scored else 1, sign * int(policy_score) if scored else 0, sign * float(device_score), str(host_id))
+    if policy_score is None:
+        return (1, 0, -float(device_score), str(host_id))
+    return (0, -int(policy_score), -float(device_score), str(host_id))
 
 
 def host_key(policy: str, free_gpus_after: int, free_vcpus_after: int) -> tuple:
@@ -131,7 +134,3 @@ def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, t
                 continue
     return out
 
-
-def share_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tuple[int, ...]]]) -> dict:
-    """Compatibility name: `policy_scores` for a share request (`hosts` without the milli column)."""
-    return policy_scores(req, [(*h, req.share_milli) for h in hosts])
