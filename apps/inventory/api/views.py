@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound
 from apps.identity.permissions import IsStaffOperator
 
@@ -27,12 +28,9 @@ from . import filters
 from . import schema as _schema  # noqa: F401  (registers the agent auth scheme)
 from . import serializers as s
 
-UUID_RE = "[0-9a-fA-F-]{36}"
 
-
-class _StaffReadOnly(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class _StaffReadOnly(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     permission_classes = [IsStaffOperator]
-    lookup_value_regex = UUID_RE
     selector = None
 
     def get_queryset(self):
@@ -63,6 +61,8 @@ class ScalableUnitViewSet(_StaffReadOnly):
 
 
 class RackViewSet(_StaffReadOnly):
+    """Racks: positions of hosts and switches in a zone (staff)."""
+
     serializer_class = s.RackOutput
     filterset_class = filters.RackFilter
     selector = staticmethod(selectors.rack_list_visible_to)
@@ -77,12 +77,16 @@ class FabricViewSet(_StaffReadOnly):
 
 
 class SwitchViewSet(_StaffReadOnly):
+    """Leaf, spine and core switches of the fabrics (staff)."""
+
     serializer_class = s.SwitchOutput
     filterset_class = filters.SwitchFilter
     selector = staticmethod(selectors.switch_list_visible_to)
 
 
 class HcaPortViewSet(_StaffReadOnly):
+    """InfiniBand HCA ports of hosts, with their GUIDs and rails (staff)."""
+
     serializer_class = s.HcaPortOutput
     filterset_class = filters.HcaPortFilter
     selector = staticmethod(selectors.hca_port_list_visible_to)
@@ -96,20 +100,24 @@ class IncidentViewSet(_StaffReadOnly):
     selector = staticmethod(selectors.incident_list_visible_to)
 
 
-def _host_action(name: str, service, doc: str):
-    @extend_schema(request=s.HostActionInput, responses=s.HostOutput, summary=doc)
+def _condition_action(name: str, service, doc: str, input_cls, output_cls, target: str):
+    """A detail POST action `name` that validates `input_cls`, calls `service(actor=..., <target>=obj, ...)` and
+    answers `output_cls`; `provider_at_fault` is only passed to mark-faulty."""
+
+    @extend_schema(request=input_cls, responses=output_cls, summary=doc)
     def handler(self, request, pk=None):
-        host = self.get_object()
-        data = s.HostActionInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        kwargs = dict(data.validated_data)
+        kwargs = dict(self._input(input_cls))
         if name != "mark-faulty":
             kwargs.pop("provider_at_fault", None)
-        host = service(actor=request.user, host=host, **kwargs)
-        return Response(s.HostOutput(host).data)
+        obj = service(actor=request.user, **{target: self.get_object()}, **kwargs)
+        return self._out(self.get_queryset().get(pk=obj.pk), cls=output_cls)
 
     handler.__name__ = name.replace("-", "_")
     return action(detail=True, methods=["post"], url_path=name)(handler)
+
+
+def _host_action(name: str, service, doc: str):
+    return _condition_action(name, service, doc, s.HostActionInput, s.HostOutput, "host")
 
 
 class HostViewSet(_StaffReadOnly):
@@ -132,27 +140,14 @@ class HostViewSet(_StaffReadOnly):
     @action(detail=True, methods=["post"], url_path="enrollment-token")
     def enrollment_token(self, request, pk=None):
         host = self.get_object()
-        data = s.EnrollmentTokenInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        token, clear = agent_services.enrollment_token_create(actor=request.user, host=host, **data.validated_data)
+        token, clear = agent_services.enrollment_token_create(actor=request.user, host=host,
+                                                              **self._input(s.EnrollmentTokenInput))
         return Response({"host": host.name, "token": clear, "expires_at": token.expires_at},
                         status=status.HTTP_201_CREATED)
 
 
 def _gpu_action(name: str, service, doc: str):
-    @extend_schema(request=s.GpuActionInput, responses=s.GpuOutput, summary=doc)
-    def handler(self, request, pk=None):
-        gpu = self.get_object()
-        data = s.GpuActionInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        kwargs = dict(data.validated_data)
-        if name != "mark-faulty":
-            kwargs.pop("provider_at_fault", None)
-        gpu = service(actor=request.user, gpu=gpu, **kwargs)
-        return Response(s.GpuOutput(self.get_queryset().get(pk=gpu.pk)).data)
-
-    handler.__name__ = name.replace("-", "_")
-    return action(detail=True, methods=["post"], url_path=name)(handler)
+    return _condition_action(name, service, doc, s.GpuActionInput, s.GpuOutput, "gpu")
 
 
 class GpuViewSet(_StaffReadOnly):
@@ -175,14 +170,13 @@ class AgentCommandViewSet(mixins.CreateModelMixin, _StaffReadOnly):
 
     @extend_schema(request=s.AgentCommandInput, responses={201: s.AgentCommandOutput})
     def create(self, request, *args, **kwargs):
-        data = s.AgentCommandInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        host = selectors.host_list_visible_to(request.user).filter(pk=data.validated_data["host"]).first()
+        data = self._input(s.AgentCommandInput)
+        host = selectors.host_list_visible_to(request.user).filter(pk=data["host"]).first()
         if host is None:
             raise NotFound("No such host.")
-        cmd = agent_services.agent_command_enqueue(actor=request.user, host=host, kind=data.validated_data["kind"],
-                                                   payload=data.validated_data["payload"])
-        return Response(s.AgentCommandOutput(cmd).data, status=status.HTTP_201_CREATED)
+        cmd = agent_services.agent_command_enqueue(actor=request.user, host=host, kind=data["kind"],
+                                                   payload=data["payload"])
+        return self._out(cmd, status.HTTP_201_CREATED)
 
 
 def _catalog_entry(spec) -> dict:
