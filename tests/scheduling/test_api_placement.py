@@ -85,6 +85,17 @@ def test_bad_input_is_a_400_problem(api_client, payload, field):
     assert field in r.json()["errors"]
 
 
+@pytest.mark.parametrize("share_milli", [0, -1, 1000])
+def test_bad_share_milli_is_a_field_validation_error(api_client, share_milli):
+    """A share is 1..999 milli-GPU when given (omit share_milli for no share), answered like any bad field."""
+    p = fleet.project("a")
+    c = client_for(api_client, StaffRole.OPERATOR)
+    r = c.post(URL, {"project": str(p.id), "share_milli": share_milli}, format="json")
+    assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["code"] == "validation_error" and list(body["errors"]) == ["share_milli"]
+
+
 @pytest.mark.parametrize("role,code", [(None, 401), ("", 403), (StaffRole.SUPPORT, 403),
                                        (StaffRole.BILLING_ADMIN, 403), (StaffRole.OPERATOR, 200)])
 def test_only_operators_may_ask(api_client, role, code):

@@ -23,7 +23,8 @@ class PlacementRequestInput(serializers.Serializer):
     gpus_per_host = serializers.IntegerField(min_value=0, max_value=16, required=False, default=0)
     mig_profile = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
     vgpu_type = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
-    share_milli = serializers.IntegerField(min_value=0, max_value=999, required=False, default=0)
+    share_milli = serializers.IntegerField(min_value=1, max_value=999, required=False,
+                                           help_text="milli-GPU of one shared GPU, 1..999; omit for no share")
     vcpus = serializers.IntegerField(min_value=0, required=False, default=0)
     memory_mib = serializers.IntegerField(min_value=0, required=False, default=0)
     hosts = serializers.IntegerField(min_value=1, max_value=4096, required=False, default=1)
