@@ -163,6 +163,11 @@ class TestInterface:
         assert pol.choose_gpus(wide, req) == best.gpus
         batch.apply(best.row, req, best.gpus)  # raises if the GPU lacks the share
 
+    @pytest.mark.parametrize("rank", [[0], [0, 1, 2], [[0, 1]]])
+    def test_rank_needs_one_entry_per_host(self, rank):
+        with pytest.raises(ValueError, match="one rank per host"):
+            NodeBatch.from_views([node("a"), node("b")], rank=rank)
+
     def test_apply_rejects_overcommit(self):
         batch = NodeBatch.from_views([node(gpus=(400,))])
         with pytest.raises(ValueError):

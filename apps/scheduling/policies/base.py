@@ -101,6 +101,7 @@ class NodeBatch:
 
     ``rank`` breaks ties: among equal scores the lowest rank wins (the simulator sets a random permutation
     seeded by the replay seed, as the published FGD simulator does; the product may use any stable order).
+    It holds one entry per host; any other shape raises ValueError.
     Derived per-host features (e.g. FGD's fragmentation) register through :meth:`derived` and are recomputed
     for the touched row on every :meth:`apply`, so a replay never recomputes the whole fleet.
     """
@@ -115,6 +116,11 @@ class NodeBatch:
     rank: np.ndarray  # int64[N]
     _derived: dict = field(default_factory=dict, repr=False)
     _spec_masks: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if self.rank.shape != (len(self.names),):
+            raise ValueError(f"rank has shape {self.rank.shape} for {len(self.names)} hosts; "
+                             "give one rank per host (or none for host order)")
 
     # ---- construction -------------------------------------------------------------------------------
     @classmethod
