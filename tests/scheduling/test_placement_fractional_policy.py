@@ -225,3 +225,11 @@ def test_shares_keep_the_policys_gpu_and_score(p):
     assert (pos, got.index) == (0, 1)
     choice = place(req).candidates[0].hosts[0]
     assert choice.detail == {"policy_score": score, "gpu_index": pos}
+
+
+def test_a_share_on_gpus_without_a_model_name_is_scored_by_the_policy(p):
+    """A request that names no model may use GPUs whose model is unknown (empty); the policy scores that host
+    instead of ranking it after every other host."""
+    h = fleet.host(gpus=2, mode="shared", nvswitch="", model="")
+    choice = place(PlacementRequest(project_id=p.id, share_milli=500)).candidates[0].hosts[0]
+    assert choice.host_id == h.id and "policy_score" in choice.detail

@@ -141,6 +141,16 @@ class TestInterface:
         assert pol.score(node(model="T4"), share) is not None
         assert pol.score_many([node(model="G2"), node(model="T4")], share)[0] is None
 
+    @pytest.mark.parametrize("name", ["random", "best-fit", "fgd", "ours"])
+    def test_gpus_of_an_unnamed_model_serve_requests_that_name_no_model(self, name):
+        pol = get_policy(name, distribution=DIST)
+        share = PodRequest(cpu_milli=1000, memory_mib=10, num_gpu=1, gpu_milli=500)
+        whole = PodRequest(cpu_milli=1000, memory_mib=10, num_gpu=2, gpu_milli=1000)
+        assert pol.score(node(model=""), share) is not None
+        assert pol.choose_gpus(node(model=""), whole) == (0, 1)
+        assert pol.score(node(model=""), PodRequest(1000, 10, 1, 500, gpu_spec="G2")) is None
+        assert pol.score(node(model=""), PodRequest(1000, 10, 1, 500, gpu_spec="|")) is not None  # no model named
+
     @pytest.mark.parametrize("name", ["best-fit", "fgd", "ours"])
     def test_place_matches_candidates_and_choose_gpus(self, name):
         pol = get_policy(name, distribution=DIST)

@@ -62,7 +62,8 @@ class PodRequest:
 
 
 def model_allowed(model: str, gpu_spec: str) -> bool:
-    """Whether a host of ``model`` may serve a request with ``gpu_spec`` (empty spec: any GPU host)."""
+    """Whether a host of ``model`` may serve a request with ``gpu_spec``. An empty spec names no model: any GPU
+    host, an empty (unknown) ``model`` included; a spec that names models never matches an empty ``model``."""
     allowed = [m for m in gpu_spec.split("|") if m]
     if not allowed:
         return True
@@ -158,10 +159,10 @@ class NodeBatch:
 
     # ---- feasibility --------------------------------------------------------------------------------
     def spec_mask(self, gpu_spec: str) -> np.ndarray:
-        """bool[len(models)]: which model indices a ``gpu_spec`` allows (cached per spec string)."""
+        """bool[len(models)]: which model indices a ``gpu_spec`` allows (`model_allowed`; cached per spec)."""
         mask = self._spec_masks.get(gpu_spec)
         if mask is None:
-            mask = np.array([bool(m) and model_allowed(m, gpu_spec) for m in self.models], dtype=bool)
+            mask = np.array([model_allowed(m, gpu_spec) for m in self.models], dtype=bool)
             self._spec_masks[gpu_spec] = mask
         return mask
 
