@@ -119,7 +119,7 @@ def test_mig_slice_is_ranked_by_ours_not_by_the_device_best_fit(p, monkeypatch):
     _mig(p, b, 0, 0, 1, "1g.10gb")
     _mig(p, c, 0, 0, 4, "3g.40gb")
     _mig(p, c, 0, 4, 8, "3g.40gb")
-    assert sorted(weighers.live_workload_milli("mig")) == [125, 500, 500, 500]
+    assert sorted(m for m, _, _ in weighers.live_workload("mig")) == [125, 500, 500, 500]
     req = PlacementRequest(project_id=p.id, mig_profile="1g.10gb")
     with monkeypatch.context() as m:  # the device score alone
         m.setattr(weighers, "policy_scores", lambda *args: {})
@@ -172,7 +172,7 @@ def test_vgpu_is_ranked_by_ours_not_by_the_device_fill(p, monkeypatch):
     _vgpu(p, b, 0, "H100XM-20C", 1)
     _vgpu(p, c, 0, "H100XM-40C", 2)
     _vgpu(p, d, 0, "H100XM-40C", 2)
-    assert sorted(weighers.live_workload_milli("vgpu")) == [250] * 3 + [500] * 4
+    assert sorted(m for m, _, _ in weighers.live_workload("vgpu")) == [250] * 3 + [500] * 4
     req = PlacementRequest(project_id=p.id, vgpu_type="H100XM-20C")
     with monkeypatch.context() as m:
         m.setattr(weighers, "policy_scores", lambda *args: {})
@@ -233,3 +233,34 @@ def test_a_share_on_gpus_without_a_model_name_is_scored_by_the_policy(p):
     h = fleet.host(gpus=2, mode="shared", nvswitch="", model="")
     choice = place(PlacementRequest(project_id=p.id, share_milli=500)).candidates[0].hosts[0]
     assert choice.host_id == h.id and "policy_score" in choice.detail
+
+
+def test_live_shares_carry_their_consumers_vcpus_and_memory(p, monkeypatch):
+    """The live workload is shares of 500 milli whose VMs hold 16 vCPUs and 64 GiB each. B has 16 vCPUs free: a
+    500-milli share with 1 vCPU there leaves a half GPU no such VM can use (15 vCPUs), so `ours` (FGD's measure
+    counts CPU) puts it on A (32 vCPUs). Without the vCPUs in the workload the two hosts tie and the host id
+    decides (B, created first)."""
+    b = fleet.host(gpus=1, mode="shared", nvswitch="", threads=16)
+    a = fleet.host(gpus=1, mode="shared", nvswitch="", threads=32)
+    c = fleet.host(gpus=1, mode="shared", nvswitch="", threads=64)
+    for _ in range(2):
+        _claim(p, c, [AllocationSpec(c.id, "share", gpu_id=c.gpus.get().id, amount=500),
+                      AllocationSpec(c.id, "vcpu", amount=16), AllocationSpec(c.id, "memory_mib", amount=65536)])
+    assert weighers.live_workload("share") == [(500, 16_000, 65536)] * 2
+    req = PlacementRequest(project_id=p.id, share_milli=500, vcpus=1, memory_mib=1024)
+    assert _order(place(req, explain=True, limit=10)) == [a.id, b.id]
+    with monkeypatch.context() as m:
+        m.setattr(weighers, "live_workload", lambda form: [(500, 0, 0)] * 2)
+        assert _order(place(req, explain=True, limit=10)) == [b.id, a.id]
+
+
+def test_live_workload_splits_a_consumers_vcpus_over_its_units(p):
+    """A VM with two vGPUs and 8 vCPUs on the host counts as two vGPUs of 4 vCPUs each; a share whose consumer
+    holds no vCPU there counts 0 CPU."""
+    h = fleet.host(gpus=1, mode="vgpu", nvswitch="")
+    _claim(p, h, [AllocationSpec(h.id, "vgpu", gpu_id=h.gpus.get().id, profile="H100XM-20C", amount=2),
+                  AllocationSpec(h.id, "vcpu", amount=8), AllocationSpec(h.id, "memory_mib", amount=4096)])
+    assert weighers.live_workload("vgpu") == [(250, 4000, 2048)] * 2
+    s = fleet.host(gpus=1, mode="shared", nvswitch="")
+    _claim(p, s, [AllocationSpec(s.id, "share", gpu_id=s.gpus.get().id, amount=300)])
+    assert weighers.live_workload("share") == [(300, 0, 0)]

@@ -5,8 +5,9 @@
   ``PLACEMENT_ZONE_POLICIES = {"<zone name>": "spread"}``, else ``PLACEMENT_DEFAULT_POLICY`` (binpack).
 * Fractional requests - shares, MIG slices and vGPUs alike - are ranked across hosts by the packing policy of
   `apps.scheduling.policies` (``DEFAULT_POLICY`` = ``ours``, else FGD; the same code the trace simulator
-  replays), against a target workload built from the live allocations of the request's form in the ledger plus
-  this request (FGD paper, Sec. 4: the workload's typical task shapes). MIG profiles and vGPU types are sized in
+  replays), against a target workload built from the live allocations of the request's form in the ledger (each
+  with its consumer's vCPUs and memory on that host) plus this request (FGD paper, Sec. 4: the workload's
+  typical task shapes). MIG profiles and vGPU types are sized in
   milli-GPU from the catalog (`fractional`). The host order is `fractional_key`: hosts the policy scored first,
   then the policy score, then the device step's score (`devices`), then the host id. ``spread`` does not pack:
   it ignores the policy score and takes the loosest device fit first (the emptiest GPU that fits).
@@ -57,37 +58,56 @@ def host_key(policy: str, free_gpus_after: int, free_vcpus_after: int) -> tuple:
 
 
 # The live target workload is made of allocations of the request's own form only (shares: their amounts; MIG:
-# their profiles' milli; vGPU: their types' milli, see `fractional`), the latest 2,000 rows. Whole-GPU consumers
-# (multi-GPU included) are deliberately left out: they run on GPUs in `exclusive` mode and fractional forms on
-# GPUs in `shared` / `mig` / `vgpu` mode (PlacementRequest.gpu_mode), and the hosts given to `policy_scores` list
-# only GPUs of the request's mode. `ours`' reserve key for multi-GPU demand (PodTypeDistribution.multi_gpu) would
-# protect fully free fractional GPUs that no multi-GPU consumer can use, so the distribution built here has no
-# multi-GPU groups and the reserve key stays 0.
+# their profiles' milli; vGPU: their types' milli, see `fractional`), the latest 2,000 rows, each with the vCPUs
+# and memory its consumer holds on the same host divided by the consumer's units of that form there (FGD's task
+# shapes are (CPU, GPU milli); `ours`' capacity tie-break also counts memory). Whole-GPU consumers (multi-GPU
+# included) are deliberately left out: they run on GPUs in `exclusive` mode and fractional forms on GPUs in
+# `shared` / `mig` / `vgpu` mode (PlacementRequest.gpu_mode), and the hosts given to `policy_scores` list only GPUs
+# of the request's mode. `ours`' reserve key for multi-GPU demand (PodTypeDistribution.multi_gpu) would protect
+# fully free fractional GPUs that no multi-GPU consumer can use, so the distribution built here has no multi-GPU
+# groups and the reserve key stays 0.
 WORKLOAD_LIMIT = 2000
-_LIVE_ALLOCATIONS = """
-SELECT g.model, lower(a.slices), upper(a.slices), a.amount, a.profile FROM scheduling_allocation a
-LEFT JOIN inventory_gpu g ON g.id = a.gpu_id
-WHERE a.resource_class = %(rc)s AND (upper_inf(a.period) OR upper(a.period) > now())
-ORDER BY a.created_at DESC LIMIT %(limit)s
+_LIVE = "(upper_inf({a}.period) OR upper({a}.period) > now())"
+_LIVE_ALLOCATIONS = f"""
+WITH f AS (
+    SELECT a.consumer_id, a.host_id, g.model, lower(a.slices) AS lo, upper(a.slices) AS hi, a.amount, a.profile,
+           a.created_at, a.id
+    FROM scheduling_allocation a LEFT JOIN inventory_gpu g ON g.id = a.gpu_id
+    WHERE a.resource_class = %(rc)s AND {_LIVE.format(a="a")}
+    ORDER BY a.created_at DESC, a.id LIMIT %(limit)s)
+SELECT f.model, f.lo, f.hi, f.amount, f.profile, COALESCE(h.vcpus, 0), COALESCE(h.memory_mib, 0),
+       COALESCE(h.units, 1)
+FROM f LEFT JOIN LATERAL (
+    SELECT sum(c.amount) FILTER (WHERE c.resource_class = 'vcpu') AS vcpus,
+           sum(c.amount) FILTER (WHERE c.resource_class = 'memory_mib') AS memory_mib,
+           sum(CASE WHEN c.resource_class <> %(rc)s THEN 0 WHEN %(rc)s = 'vgpu' THEN c.amount ELSE 1 END) AS units
+    FROM scheduling_allocation c
+    WHERE c.consumer_id = f.consumer_id AND c.host_id = f.host_id
+      AND c.resource_class IN ('vcpu', 'memory_mib', %(rc)s) AND {_LIVE.format(a="c")}) h ON true
+ORDER BY f.created_at DESC, f.id
 """
 
 
-def live_workload_milli(form: str) -> list[int]:
-    """Milli-GPU of the live allocations of ``form`` (``share``, ``mig`` or ``vgpu``), latest first, at most
-    ``WORKLOAD_LIMIT`` entries (a vGPU row of amount k counts k vGPUs); rows the catalog cannot size are skipped."""
+def live_workload(form: str) -> list[tuple[int, int, int]]:
+    """The live target workload of ``form`` (``share``, ``mig`` or ``vgpu``): one ``(milli-GPU, cpu_milli,
+    memory_mib)`` per unit, latest first, at most ``WORKLOAD_LIMIT`` units. A vGPU row of amount k counts k
+    vGPUs. A unit's CPU (1000 per vCPU) and memory are its consumer's vCPU and memory allocations on the same
+    host divided by the consumer's units of ``form`` there (floor; 0 when it holds none). Rows the catalog
+    cannot size are skipped."""
     with connection.cursor() as cur:
         cur.execute(_LIVE_ALLOCATIONS, {"rc": form, "limit": WORKLOAD_LIMIT})
         rows = cur.fetchall()
-    out: list[int] = []
-    for model, lo, hi, amount, profile in rows:
+    out: list[tuple[int, int, int]] = []
+    for model, lo, hi, amount, profile, vcpus, memory_mib, units in rows:
         amount = int(amount or 1)
         if form == "vgpu":  # one entry per vGPU: a request is one vGPU
             copies, amount = amount, 1
         else:
             copies = 1
         milli = allocation_milli(form, model or "", lo=lo, hi=hi, amount=amount, profile=profile or "")
+        units = max(int(units), 1)
         if 0 < milli <= 1000:
-            out.extend([milli] * copies)
+            out.extend([(milli, int(vcpus) * 1000 // units, int(memory_mib) // units)] * copies)
     return out[:WORKLOAD_LIMIT]
 
 
@@ -116,8 +136,8 @@ def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, t
             groups.setdefault(h[5], []).append(h)
     if not groups:
         return {}
-    workload = [PodRequest(cpu_milli=0, memory_mib=0, num_gpu=1, gpu_milli=m)
-                for m in live_workload_milli(req.gpu_form)]
+    workload = [PodRequest(cpu_milli=cpu, memory_mib=mem, num_gpu=1, gpu_milli=m)
+                for m, cpu, mem in live_workload(req.gpu_form)]
     out: dict = {}
     for milli, members in sorted(groups.items()):
         pod = PodRequest(cpu_milli=req.vcpus * 1000, memory_mib=req.memory_mib, num_gpu=1, gpu_milli=milli)
