@@ -96,6 +96,22 @@ def test_bad_share_milli_is_a_field_validation_error(api_client, share_milli):
     assert body["code"] == "validation_error" and list(body["errors"]) == ["share_milli"]
 
 
+@pytest.mark.parametrize("payload,field", [
+    ({"gpus_per_host": 1, "vcpus": 2**63}, "vcpus"),
+    ({"gpus_per_host": 1, "vcpus": 2**31}, "vcpus"),
+    ({"share_milli": 500, "memory_mib": 2**63}, "memory_mib"),
+])
+def test_huge_quantities_are_a_field_validation_error(api_client, payload, field):
+    """Values no host column can hold are refused up front, not answered as capacity_unavailable (or a 500)."""
+    p = fleet.project("a")
+    fleet.host()
+    c = client_for(api_client, StaffRole.OPERATOR)
+    r = c.post(URL, {"project": str(p.id), **payload}, format="json")
+    assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json")
+    body = r.json()
+    assert body["code"] == "validation_error" and list(body["errors"]) == [field]
+
+
 @pytest.mark.parametrize("role,code", [(None, 401), ("", 403), (StaffRole.SUPPORT, 403),
                                        (StaffRole.BILLING_ADMIN, 403), (StaffRole.OPERATOR, 200)])
 def test_only_operators_may_ask(api_client, role, code):

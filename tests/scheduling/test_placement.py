@@ -276,6 +276,9 @@ def test_invalid_request_is_refused():
         PlacementRequest(project_id=uuid.uuid4(), share_milli=1000)
     with pytest.raises(InvalidPlacementRequest):
         PlacementRequest(project_id=uuid.uuid4(), gpus_per_host=1, spot=True, consumer_type="lease")
+    with pytest.raises(InvalidPlacementRequest) as e:
+        PlacementRequest(project_id=uuid.uuid4(), gpus_per_host=1, vcpus=2**63, memory_mib=2**63)
+    assert set(e.value.errors) == {"vcpus", "memory_mib"}
 
 
 def test_fast_and_exact_paths_agree_on_the_first_host(p):

@@ -178,6 +178,14 @@ class TestInterface:
         with pytest.raises(ValueError, match="one rank per host"):
             NodeBatch.from_views([node("a"), node("b")], rank=rank)
 
+    @pytest.mark.parametrize("kw", [{"cpu_milli": 2**63}, {"memory_mib": 2**64}, {"num_gpu": 2**63}])
+    def test_quantities_beyond_int64_are_a_value_error(self, kw):
+        with pytest.raises(ValueError, match="int64"):
+            PodRequest(**{"cpu_milli": 1000, "memory_mib": 10, "num_gpu": 1, "gpu_milli": 500, **kw})
+        view = {"cpu_milli": "cpu", "memory_mib": "mem", "num_gpu": "pods_free"}[next(iter(kw))]
+        with pytest.raises(ValueError, match="int64"):
+            NodeBatch.from_views([node("a"), node("b", **{view: next(iter(kw.values()))})])
+
     def test_apply_rejects_overcommit(self):
         batch = NodeBatch.from_views([node(gpus=(400,))])
         with pytest.raises(ValueError):

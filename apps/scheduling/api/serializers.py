@@ -4,7 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from ..models import Allocation, ConsumerType
-from ..placement.request import POLICIES
+from ..placement.request import MAX_MEMORY_MIB, MAX_VCPUS, POLICIES
 
 
 class TopologyInput(serializers.Serializer):
@@ -25,8 +25,8 @@ class PlacementRequestInput(serializers.Serializer):
     vgpu_type = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
     share_milli = serializers.IntegerField(min_value=1, max_value=999, required=False,
                                            help_text="milli-GPU of one shared GPU, 1..999; omit for no share")
-    vcpus = serializers.IntegerField(min_value=0, required=False, default=0)
-    memory_mib = serializers.IntegerField(min_value=0, required=False, default=0)
+    vcpus = serializers.IntegerField(min_value=0, max_value=MAX_VCPUS, required=False, default=0)
+    memory_mib = serializers.IntegerField(min_value=0, max_value=MAX_MEMORY_MIB, required=False, default=0)
     hosts = serializers.IntegerField(min_value=1, max_value=4096, required=False, default=1)
     zone = serializers.CharField(max_length=63, required=False, default="", allow_blank=True)
     provisioning_kind = serializers.ChoiceField(choices=["", "hypervisor", "baremetal"], required=False, default="")

@@ -14,6 +14,10 @@ from ..errors import InvalidPlacementRequest
 from ..ledger import AllocationSpec
 
 POLICIES = ("binpack", "spread")
+#: Upper bounds of the per-host quantities: more than any host can record (`inventory.Host.cpu_threads` is a
+#: PostgreSQL integer, `memory_mib` a bigint), so a larger value is a bad request, not a capacity shortage.
+MAX_VCPUS = 2**31 - 1
+MAX_MEMORY_MIB = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class PlacementRequest:
         for name in ("gpus_per_host", "vcpus", "memory_mib"):
             if getattr(self, name) < 0:
                 problems[name] = ["must be >= 0"]
+        for name, top in (("vcpus", MAX_VCPUS), ("memory_mib", MAX_MEMORY_MIB)):
+            if getattr(self, name) > top:
+                problems[name] = [f"must be <= {top}"]
         if self.hosts < 1:
             problems["hosts"] = ["at least 1"]
         if self.policy and self.policy not in POLICIES:

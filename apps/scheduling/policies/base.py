@@ -19,6 +19,7 @@ import numpy as np
 
 MILLI = 1000
 MAX_PODS_PER_NODE = 1001
+INT64_MAX = 2**63 - 1  # every quantity lives in an int64 array; a larger one raises ValueError
 NO_GPU = -1  # padding value in NodeBatch.gpu_free for hosts with fewer GPUs than the widest host
 
 
@@ -40,6 +41,8 @@ class PodRequest:
     def __post_init__(self):
         if self.num_gpu < 0 or self.gpu_milli < 0 or self.cpu_milli < 0 or self.memory_mib < 0:
             raise ValueError("request quantities must be >= 0")
+        if max(self.num_gpu, self.cpu_milli, self.memory_mib) > INT64_MAX:
+            raise ValueError(f"request quantities must fit in int64 (<= {INT64_MAX})")
         if self.gpu_milli > MILLI:
             raise ValueError("gpu_milli is per GPU and at most 1000")
 
@@ -126,21 +129,29 @@ class NodeBatch:
     # ---- construction -------------------------------------------------------------------------------
     @classmethod
     def from_views(cls, views: Sequence[NodeView], rank: Iterable[int] | None = None) -> NodeBatch:
+        """One row per view, in order. Raises ValueError when a quantity (or a rank) does not fit in int64."""
         n = len(views)
         width = max(max((len(v.gpu_free_milli) for v in views), default=0), 1)
         index: dict[str, int] = {}
         model_idx = np.fromiter((index.setdefault(v.model, len(index)) for v in views), dtype=np.int64, count=n)
         pad = (NO_GPU,) * width
-        gpu = np.array([(v.gpu_free_milli + pad)[:width] for v in views], dtype=np.int64).reshape(n, width)
+        try:
+            gpu = np.array([(v.gpu_free_milli + pad)[:width] for v in views], dtype=np.int64).reshape(n, width)
+            cpu_free = np.array([v.cpu_free_milli for v in views], dtype=np.int64)
+            mem_free = np.array([v.memory_free_mib for v in views], dtype=np.int64)
+            pods_free = np.array([v.pods_free for v in views], dtype=np.int64)
+            ranks = np.arange(n, dtype=np.int64) if rank is None else np.asarray(list(rank), dtype=np.int64)
+        except OverflowError as e:
+            raise ValueError(f"host quantities and ranks must fit in int64 (<= {INT64_MAX})") from e
         return cls(
             names=[v.name for v in views],
             models=list(index),
             model_idx=model_idx,
-            cpu_free=np.array([v.cpu_free_milli for v in views], dtype=np.int64),
-            mem_free=np.array([v.memory_free_mib for v in views], dtype=np.int64),
-            pods_free=np.array([v.pods_free for v in views], dtype=np.int64),
+            cpu_free=cpu_free,
+            mem_free=mem_free,
+            pods_free=pods_free,
             gpu_free=gpu,
-            rank=np.arange(n, dtype=np.int64) if rank is None else np.asarray(list(rank), dtype=np.int64),
+            rank=ranks,
         )
 
     def __len__(self) -> int:
