@@ -3,15 +3,41 @@
 Distance (DOMAIN.md "Fleet"): the switch hops the hosts' ports need on one fabric — 0 same host, 1 same leaf
 (on a rail-optimised fabric: every rail's leaf is shared), 2 leaves joined by a common spine, 3 beyond (core),
 None when either host has no port on the fabric.
+
+Readers that cache topology (placement, per process) compare `topology_stamp()` before reusing it; writers of
+hosts, ports, switches or links (the fleet import) call `topology_changed()`.
 """
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
+import redis
+from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Q
 
 from .models import HcaPort, Nic, SwitchLink
+
+#: Django cache key (Redis: one value for every web and worker process) of the topology stamp.
+TOPOLOGY_STAMP_KEY = "inventory:topology-stamp"
+
+
+def topology_changed() -> None:
+    """Record that hosts or cabling changed: a new random stamp under `TOPOLOGY_STAMP_KEY` once the current
+    transaction commits (at once outside one). A cache error is logged, not raised: the data is committed, and
+    readers still expire their copies after their TTL."""
+    transaction.on_commit(lambda: cache.set(TOPOLOGY_STAMP_KEY, uuid.uuid4().hex, timeout=None), robust=True)
+
+
+def topology_stamp() -> str | None:
+    """The current topology stamp (one cache get): a copy built under another stamp is stale. None before the
+    first change, or when Redis does not answer (a reader then relies on its TTL)."""
+    try:
+        return cache.get(TOPOLOGY_STAMP_KEY)
+    except redis.RedisError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -102,3 +102,36 @@ def test_one_fabric_hard_limit_refuses_split():
     result = place(cluster(p, topology=TopologyConstraint(one_fabric=True)), explain=True)
     assert not result.candidates
     assert result.explanation["topology"]["constraint"] == "one_fabric"
+
+
+def _host_doc(name, leaves, n):
+    """A fleet document with host ``name`` in scalable unit su1 of zone z1: one GPU, one port per rail on port
+    ``n`` of that rail's leaf."""
+    ports = "".join(
+        f'      - {{device: mlx5_{r}, port_guid: "0x{uuid.uuid4().int & (2**64 - 1):016x}", fabric: ib0, '
+        f"rail: {r}, leaf_switch: {leaf.name}, leaf_port: {n}}}\n" for r, leaf in leaves.items())
+    return (f"version: 1\nhosts:\n  - name: {name}\n    zone: z1\n    scalable_unit: su1\n"
+            f"    serial: S-{uuid.uuid4().hex}\n    state: available\n    cpu_threads: 128\n    memory_mib: 1048576\n"
+            f"    gpus:\n      - {{index: 0, model: H100-SXM5-80GB, uuid: GPU-{uuid.uuid4()}, "
+            f'serial: G-{uuid.uuid4().hex}, pci_address: "0000:18:00.0"}}\n'
+            f"    hca_ports:\n{ports}")
+
+
+def test_a_host_imported_after_the_topology_was_cached_is_placed_at_once(settings,
+                                                                          django_capture_on_commit_callbacks):
+    """The cached topology is dropped when a fleet import commits, not only when PLACEMENT_TOPOLOGY_TTL_S ends."""
+    from apps.inventory.services.fleet import fleet_import
+
+    settings.PLACEMENT_TOPOLOGY_TTL_S = 3600
+    p = fleet.project("t")
+    _, leaves = fleet.su_with_leaves("su1", rails=2)
+    for n in (1, 2, 3):
+        fleet_import(actor=None, document=_host_doc(f"su1-n{n}", leaves, n), dry_run=False)
+    request = PlacementRequest(project_id=p.id, gpus_per_host=1, hosts=4,
+                               topology=TopologyConstraint(max_leaves_per_rail=1))
+    assert not place(request).candidates  # three hosts; the topology is cached now
+    with django_capture_on_commit_callbacks(execute=True):
+        fleet_import(actor=None, document=_host_doc("su1-n4", leaves, 4), dry_run=False)
+    got = place(request).candidates[0]
+    assert sorted(h.host_name for h in got.hosts) == ["su1-n1", "su1-n2", "su1-n3", "su1-n4"]
+    assert got.topology["max_leaves_per_rail"] == 1

@@ -14,6 +14,7 @@ from django.db import transaction
 from apps.core.clock import now
 
 from ..catalog import gpu_model_get
+from ..topology import topology_changed
 from .loader import FleetError, FleetSyntaxError, expand, line_of, parse_yaml
 from .schema import COLLECTIONS, KIND, KINDS, NESTED, Kind, key_paths
 
@@ -339,4 +340,6 @@ def fleet_apply(plan: FleetPlan) -> dict:
             if any(KIND[k].fields.get(f) and KIND[k].fields[f].ref == kind.name
                    for k in KIND for f in KIND[k].fields):
                 ids[kind.name] = _id_map(kind)
+        if plan.changes:
+            topology_changed()  # placement's cached topology is stale once this commits
     return plan.summary()

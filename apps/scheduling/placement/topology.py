@@ -8,8 +8,10 @@ lower is better (NVIDIA DGX SuperPOD reference architecture: traffic that stays 
 one switch hop; leaves under one spine group take three).
 
 The view changes only when cabling changes, so it is cached in-process for ``PLACEMENT_TOPOLOGY_TTL_S`` seconds
-(default 60); `topology_cache_clear()` drops it. Loading it is two aggregate queries (one row per host and per
-leaf), about a second on 10,000 hosts.
+(default 60), and reloaded sooner when the inventory's topology stamp (`apps.inventory.topology.topology_stamp`,
+in Redis: one cache get per lookup) differs from the one it was loaded under, i.e. after a fleet import added or
+changed hosts, ports, switches or links in any process. `topology_cache_clear()` drops it. Loading it is two
+aggregate queries (one row per host and per leaf), about a second on 10,000 hosts.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
+from apps.inventory.topology import topology_stamp
+
 from .request import TopologyConstraint
 
 
@@ -31,7 +35,7 @@ class HostTopo:
     spine_groups: frozenset  # spine-group keys of its leaves
 
 
-_CACHE: dict = {"at": 0.0, "data": None}
+_CACHE: dict = {"at": 0.0, "data": None, "stamp": None}
 
 #: One row per (host, IB fabric): its cabled rails as "rail:leaf,..." text (cheap to ship for 10,000 hosts).
 _TOPO_SQL = """
@@ -60,9 +64,10 @@ def topology_cache_clear() -> None:
 
 
 def host_topology() -> dict[uuid.UUID, HostTopo]:
-    """host id -> `HostTopo` for every host with cabled IB ports (cached)."""
+    """host id -> `HostTopo` for every host with cabled IB ports (cached; see the module docstring)."""
     ttl = getattr(settings, "PLACEMENT_TOPOLOGY_TTL_S", 60)
-    if _CACHE["data"] is not None and time.monotonic() - _CACHE["at"] < ttl:
+    stamp = topology_stamp()  # read before loading: a change committed meanwhile reloads on the next lookup
+    if _CACHE["data"] is not None and _CACHE["stamp"] == stamp and time.monotonic() - _CACHE["at"] < ttl:
         return _CACHE["data"]
     with connection.cursor() as cur:
         cur.execute(_LEAVES_SQL)
@@ -86,7 +91,7 @@ def host_topology() -> dict[uuid.UUID, HostTopo]:
             interned[key] = HostTopo(fabric_id, tuple(sorted(set(leaves), key=lambda x: (x[0], str(x[1])))),
                                      groups)
         data[host_id] = interned[key]
-    _CACHE.update(at=time.monotonic(), data=data)
+    _CACHE.update(at=time.monotonic(), data=data, stamp=stamp)
     return data
 
 
