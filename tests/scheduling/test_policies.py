@@ -150,6 +150,11 @@ class TestInterface:
         assert pol.choose_gpus(node(model=""), whole) == (0, 1)
         assert pol.score(node(model=""), PodRequest(1000, 10, 1, 500, gpu_spec="G2")) is None
         assert pol.score(node(model=""), PodRequest(1000, 10, 1, 500, gpu_spec="|")) is not None  # no model named
+        if name == "random":  # random scores are random
+            return
+        # and scored like GPUs of a named model (the target workload names none): same state, same score
+        assert pol.score_many([node(model=""), node(model="G2")], share) == pol.score_many(
+            [node(model="G2"), node(model="G2")], share)
 
     @pytest.mark.parametrize("name", ["best-fit", "fgd", "ours"])
     def test_place_matches_candidates_and_choose_gpus(self, name):

@@ -136,7 +136,7 @@ class FragModel:
                 continue
             ci = int(np.searchsorted(self.cpu_levels, t.cpu_milli, side="left")) + 1
             for mo, model in enumerate(models):
-                if model and model_allowed(model, t.gpu_spec):
+                if model_allowed(model, t.gpu_spec):
                     tab[m_pos[t.gpu_milli], mo, t.num_gpu:, ci:] += count
         self._tables[key] = tab
         return tab

@@ -83,7 +83,7 @@ class CapacityModel:
         key = tuple(models)
         w = self._weights.get(key)
         if w is None:
-            allowed = np.array([[bool(m) and model_allowed(m, s) for s in self.specs] for m in models], dtype=bool)
+            allowed = np.array([[model_allowed(m, s) for s in self.specs] for m in models], dtype=bool)
             w = allowed.reshape(len(models), len(self.specs)) * self.value_per_copy
             self._weights[key] = w
         return w
