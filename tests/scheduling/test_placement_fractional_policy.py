@@ -264,3 +264,32 @@ def test_live_workload_splits_a_consumers_vcpus_over_its_units(p):
     s = fleet.host(gpus=1, mode="shared", nvswitch="")
     _claim(p, s, [AllocationSpec(s.id, "share", gpu_id=s.gpus.get().id, amount=300)])
     assert weighers.live_workload("share") == [(300, 0, 0)]
+
+
+def test_live_workload_counts_the_task_in_a_lease_not_the_lease(p):
+    """A lease holding a 3g.40gb slice with 32 vCPUs and an instance running in it with 8 vCPUs: one task of 8
+    vCPUs, not two (the lease's reservation is not a task shape)."""
+    h = _mig_host()
+    g = h.gpus.get()
+    lease = ConsumerRef(uuid.uuid4(), "lease", p.id)
+    allocations_claim(consumer=lease, specs=[
+        AllocationSpec(h.id, "mig", gpu_id=g.id, slices=(4, 8), profile="3g.40gb"),
+        AllocationSpec(h.id, "vcpu", amount=32), AllocationSpec(h.id, "memory_mib", amount=1 << 16)])
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", p.id), parent_consumer_id=lease.id, specs=[
+        AllocationSpec(h.id, "mig", gpu_id=g.id, slices=(4, 8), profile="3g.40gb"),
+        AllocationSpec(h.id, "vcpu", amount=8)])
+    assert Allocation.objects.filter(parent__isnull=False).count() == 2  # the instance nests in the lease
+    assert weighers.live_workload("mig") == [(500, 8000, 0)]
+
+
+def test_live_workload_drops_rows_replaced_in_the_same_transaction(p):
+    """A resize ends the old rows at the ledger's clock and claims new ones; a placement later in the same
+    transaction sees only the new shape."""
+    h = fleet.host(gpus=1, mode="shared", nvswitch="")
+    c = ConsumerRef(uuid.uuid4(), "instance", p.id)
+    gpu = h.gpus.get().id
+    allocations_claim(consumer=c, specs=[AllocationSpec(h.id, "share", gpu_id=gpu, amount=500),
+                                         AllocationSpec(h.id, "vcpu", amount=16)])
+    allocations_claim(consumer=c, replace=True, specs=[AllocationSpec(h.id, "share", gpu_id=gpu, amount=500),
+                                                       AllocationSpec(h.id, "vcpu", amount=4)])
+    assert weighers.live_workload("share") == [(500, 4000, 0)]

@@ -17,6 +17,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 
+from apps.core import clock
+
 from .fractional import allocation_milli
 from .request import PlacementRequest
 
@@ -67,13 +69,13 @@ def host_key(policy: str, free_gpus_after: int, free_vcpus_after: int) -> tuple:
 # fully free fractional GPUs that no multi-GPU consumer can use, so the distribution built here has no multi-GPU
 # groups and the reserve key stays 0.
 WORKLOAD_LIMIT = 2000
-_LIVE = "(upper_inf({a}.period) OR upper({a}.period) > now())"
+_LIVE = "(upper_inf({a}.period) OR upper({a}.period) > %(now)s)"
 _LIVE_ALLOCATIONS = f"""
 WITH f AS (
     SELECT a.consumer_id, a.host_id, g.model, lower(a.slices) AS lo, upper(a.slices) AS hi, a.amount, a.profile,
            a.created_at, a.id
     FROM scheduling_allocation a LEFT JOIN inventory_gpu g ON g.id = a.gpu_id
-    WHERE a.resource_class = %(rc)s AND {_LIVE.format(a="a")}
+    WHERE a.resource_class = %(rc)s AND a.consumer_type <> 'lease' AND {_LIVE.format(a="a")}
     ORDER BY a.created_at DESC, a.id LIMIT %(limit)s)
 SELECT f.model, f.lo, f.hi, f.amount, f.profile, COALESCE(h.vcpus, 0), COALESCE(h.memory_mib, 0),
        COALESCE(h.units, 1)
@@ -88,14 +90,17 @@ ORDER BY f.created_at DESC, f.id
 """
 
 
-def live_workload(form: str) -> list[tuple[int, int, int]]:
+def live_workload(form: str, now=None) -> list[tuple[int, int, int]]:
     """The live target workload of ``form`` (``share``, ``mig`` or ``vgpu``): one ``(milli-GPU, cpu_milli,
     memory_mib)`` per unit, latest first, at most ``WORKLOAD_LIMIT`` units. A vGPU row of amount k counts k
     vGPUs. A unit's CPU (1000 per vCPU) and memory are its consumer's vCPU and memory allocations on the same
     host divided by the consumer's units of ``form`` there (floor; 0 when it holds none). Rows the catalog
-    cannot size are skipped."""
+    cannot size are skipped. Leases are not tasks: their rows (a reserved slice, the lease's vCPUs) are left out,
+    the workloads running in them count. "Live" is the ledger's: the period ends after ``now`` (default
+    `apps.core.clock.now`, the time the ledger ends rows at, so rows replaced earlier in the same transaction
+    are gone), future bookings included."""
     with connection.cursor() as cur:
-        cur.execute(_LIVE_ALLOCATIONS, {"rc": form, "limit": WORKLOAD_LIMIT})
+        cur.execute(_LIVE_ALLOCATIONS, {"rc": form, "limit": WORKLOAD_LIMIT, "now": now or clock.now()})
         rows = cur.fetchall()
     out: list[tuple[int, int, int]] = []
     for model, lo, hi, amount, profile, vcpus, memory_mib, units in rows:
