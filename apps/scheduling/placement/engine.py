@@ -210,8 +210,8 @@ def _window(ctx: _Ctx, limit: int, exclude: frozenset) -> tuple[Result, bool]:
     query = sql.WINDOW_HOSTS.format(
         conflict=ctx.conflict, model_ok=ctx.model_ok, holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS,
         direction="DESC" if ctx.policy == "spread" else "ASC",
-        vcpus_used=_used_sql(ctx, "coalesce(cc.vh, 0)", "coalesce(cc.vw, 0)"),
-        memory_used=_used_sql(ctx, "coalesce(cc.mh, 0)", "coalesce(cc.mw, 0)"),
+        vcpus_used=_used_sql(ctx, "coalesce(cc.vcpu_h, 0)", "coalesce(cc.vcpu_w, 0)"),
+        memory_used=_used_sql(ctx, "coalesce(cc.mem_h, 0)", "coalesce(cc.mem_w, 0)"),
         limit="LIMIT %(limit)s" if n_fetch else "")
     params = {**ctx.params, "kind": req.provisioning_kind, "zone": ctx.zone_id, "gpus": req.gpus_per_host,
               "vcpus": req.vcpus, "memory": req.memory_mib, "dedicated": req.dedicated,

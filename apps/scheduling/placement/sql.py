@@ -15,6 +15,19 @@ def conflict_predicate(*, consumer_type: str, spot: bool, nested: bool) -> str:
     return f"(({HOLDERS}) OR ({WORKLOADS}))"
 
 
+#: CTE body (``cc``): per host, the vCPUs and memory held over the window by holders (``vcpu_h`` / ``mem_h``) and
+#: by workloads (``vcpu_w`` / ``mem_w``); `_Ctx.countable_used` (or its SQL twin) picks which count.
+_HOST_COUNTABLES = """
+  SELECT a.host_id,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vcpu_h,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {workloads}), 0) AS vcpu_w,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {holders}), 0) AS mem_h,
+    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {workloads}), 0) AS mem_w
+  FROM scheduling_allocation a
+  WHERE a.resource_class IN ('vcpu', 'memory_mib') AND a.period && %(window)s
+  GROUP BY a.host_id
+"""
+
 #: One row per host: state, capacity left over the window and, for whole-GPU requests, the free GPUs' indexes
 #: and NUMA nodes (small integers: cheap to ship for 10,000 hosts; GPU ids are resolved for the winners only).
 EXACT_HOSTS = """
@@ -30,16 +43,7 @@ WITH busy AS (
     array_agg(g.numa_node ORDER BY g.index) FILTER (WHERE {free}) AS free_numa
   FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
   GROUP BY g.host_id
-), cc AS (
-  SELECT a.host_id,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vcpu_h,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {workloads}), 0) AS vcpu_w,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {holders}), 0) AS mem_h,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {workloads}), 0) AS mem_w
-  FROM scheduling_allocation a
-  WHERE a.resource_class IN ('vcpu', 'memory_mib') AND a.period && %(window)s
-  GROUP BY a.host_id
-)
+), cc AS (""" + _HOST_COUNTABLES + """)
 SELECT h.id, h.name, h.state, h.zone_id, h.provisioning_kind, h.cpu_threads, h.memory_mib, h.nvswitch_system,
   coalesce(cc.vcpu_h, 0), coalesce(cc.vcpu_w, 0), coalesce(cc.mem_h, 0), coalesce(cc.mem_w, 0),
   coalesce(gg.n_model, 0), coalesce(gg.n_mode, 0), coalesce(gg.n_healthy, 0), coalesce(gg.free_idx, '{{}}'), coalesce(gg.free_numa, '{{}}'),
@@ -113,7 +117,7 @@ SELECT g.host_id, g.index, g.id FROM inventory_gpu g WHERE g.host_id = ANY(%(hos
 #: (free GPUs left over, then free vCPUs left over, then host id; binpack ascending, spread descending).
 #: Only the returned hosts get their free GPUs' indexes and NUMA nodes. ``{limit}`` is empty (every host, for
 #: gangs) or ``LIMIT n``; ``{vcpus_used}`` / ``{memory_used}`` are the request's countable use
-#: (`_Ctx.countable_used`) over the holders (``vh``/``mh``) and workloads (``vw``/``mw``) sums.
+#: (`_Ctx.countable_used`) over the holders (``vcpu_h``/``mem_h``) and workloads (``vcpu_w``/``mem_w``) sums.
 WINDOW_HOSTS = """
 WITH cand AS (
   SELECT h.id, h.name, h.nvswitch_system, h.cpu_threads, h.memory_mib FROM inventory_host h
@@ -132,16 +136,7 @@ WITH cand AS (
   FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
   WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL
   GROUP BY g.host_id HAVING count(*) >= %(gpus)s
-), cc AS (
-  SELECT a.host_id,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {holders}), 0) AS vh,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'vcpu' AND {workloads}), 0) AS vw,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {holders}), 0) AS mh,
-    coalesce(sum(a.amount) FILTER (WHERE a.resource_class = 'memory_mib' AND {workloads}), 0) AS mw
-  FROM scheduling_allocation a
-  WHERE a.resource_class IN ('vcpu', 'memory_mib') AND a.period && %(window)s
-  GROUP BY a.host_id
-), top AS (
+), cc AS (""" + _HOST_COUNTABLES + """), top AS (
   SELECT c.id, c.name, c.nvswitch_system, f.mask, c.cpu_threads - {vcpus_used} AS vcpus_free
   FROM free f JOIN cand c ON c.id = f.host_id LEFT JOIN cc ON cc.host_id = f.host_id
   WHERE c.cpu_threads - {vcpus_used} >= %(vcpus)s AND c.memory_mib - {memory_used} >= %(memory)s
