@@ -12,7 +12,7 @@ from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.request_context import get_request_id
 from apps.identity.permissions import IsStaffOperator
-from apps.tenancy.models import Organization, Project
+from apps.tenancy.models import Organization
 from apps.tenancy.selectors import (
     organization_ids_visible_to,
     project_get_visible_to,
@@ -221,8 +221,6 @@ class QueuePriorityViewSet(mixins.ListModelMixin, _Base):
     @extend_schema(request=s.QueuePrioritySerializer, responses={201: s.QueuePrioritySerializer})
     def create(self, request):
         data = self._input(s.QueuePrioritySerializer)
-        project = Project.objects.filter(pk=data["project_id"]).first()
-        if project is None:
-            raise NotFound("Project not found.", errors={"project": ["not found"]})
+        project = project_get_visible_to(request.user, data["project_id"])
         row = policy.queue_priority_set(actor=request.user, project=project, priority=data["priority"])
         return Response(s.QueuePrioritySerializer(row).data, status=status.HTTP_201_CREATED)
