@@ -20,9 +20,11 @@ import uuid
 
 from django.db import connection
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
+from django.db.models import Count
 
 from apps.core import clock
-from apps.inventory.models import Zone
+from apps.inventory.catalog import gpu_model_get
+from apps.inventory.models import VirtualFunction, Zone
 from apps.inventory.states import HostState
 
 from ..ledger import AllocationSpec
@@ -390,11 +392,6 @@ def _vf_filter(req, occ: dict):
     more VFs than such allocations. Returns a predicate over GpuRow, or None when the rule does not apply."""
     if req.provisioning_kind != "hypervisor" or req.gpu_form not in ("mig", "vgpu"):
         return None
-    from django.db.models import Count
-
-    from apps.inventory.catalog import gpu_model_get
-    from apps.inventory.models import VirtualFunction
-
     rows = [g for gpus in occ.values() for g in gpus]
     sriov = [g for g in rows if (spec := gpu_model_get(g.model)) is not None and spec.vgpu_backing == "sriov_vf"]
     counts = dict(VirtualFunction.objects.filter(gpu_id__in=[g.id for g in sriov]).exclude(pci_address="")
