@@ -46,9 +46,8 @@ def require_trace(directory: Path | None = None, filename: str = GPU_NODE_FILE) 
 
 def load_nodes(directory: Path | None = None, filename: str = GPU_NODE_FILE) -> list[NodeView]:
     """Hosts of the node list, sorted by ``sn``, all capacity free."""
-    require_trace(directory, filename)
     nodes = []
-    with open(trace_dir(directory) / filename, newline="") as fh:
+    with open(require_trace(directory, filename) / filename, newline="") as fh:
         for row in csv.DictReader(fh):
             gpus = int(row["gpu"])
             nodes.append(NodeView(
