@@ -2,6 +2,8 @@
 its end; spot instances are preempted within their grace period when a lease starts, and their owner sees why;
 queued on-demand requests are placed in queue order when capacity frees and expire after their timeout; RW-036
 (a request that cannot run because of maintenance is held with the reason, not refused)."""
+import uuid
+
 import pytest
 
 from apps.compute.models import Instance
@@ -198,6 +200,10 @@ def test_project_priority_goes_first_in_the_queue(world, clock):
     assert r.status_code == 201
     assert world.client_a.post("/api/v1/queue-priorities", {"project": str(world.project_a.pk), "priority": 9},
                                format="json").status_code == 403
+    unknown = world.staff_client.post("/api/v1/queue-priorities", {"project": str(uuid.uuid4()), "priority": 5},
+                                      format="json")
+    assert (unknown.status_code, unknown.json()["code"], unknown.json()["errors"]) == (
+        404, "not_found", {"project": ["not found"]})
     high = _request(world, world.gpu1, "high", queue_timeout_s=3600)
     queue_process()
     positions = {q["instance"]: q["position"] for q in world.staff_client.get("/api/v1/queued-requests").json()[
