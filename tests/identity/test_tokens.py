@@ -10,15 +10,20 @@ from django.db import connection
 
 from apps.identity.models import ApiToken, StaffRole
 from apps.tenancy.models import OrgRole
-from tests.tenancy.helpers import client_for, make_org, make_project, make_user, member, token_for
+from tests.tenancy.helpers import (
+    client_for,
+    make_org,
+    make_project,
+    make_user,
+    member,
+    org_owner_client,
+    token_for,
+)
 
 
 @pytest.fixture
 def owner_client(db):
-    org = make_org("acme")
-    owner = make_user("owner@acme.test")
-    member(owner, org, OrgRole.OWNER)
-    return org, owner, client_for(token_for(owner, organization=org))
+    return org_owner_client()
 
 
 def _all_database_text() -> str:

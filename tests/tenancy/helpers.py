@@ -5,7 +5,7 @@ from rest_framework.test import APIClient
 
 from apps.identity.models import User
 from apps.identity.services import api_token_create
-from apps.tenancy.models import Membership, Organization, Project
+from apps.tenancy.models import Membership, Organization, OrgRole, Project
 
 
 def make_user(email: str, *, staff_role: str = "", password: str | None = None) -> User:
@@ -40,3 +40,11 @@ def client_for(raw_token: str | None) -> APIClient:
     if raw_token:
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
     return client
+
+
+def org_owner_client(slug: str = "acme", email: str = "owner@acme.test") -> tuple[Organization, User, APIClient]:
+    """A new organization, its owner, and an API client with an organization-bound token of that owner."""
+    org = make_org(slug)
+    owner = make_user(email)
+    member(owner, org, OrgRole.OWNER)
+    return org, owner, client_for(token_for(owner, organization=org))

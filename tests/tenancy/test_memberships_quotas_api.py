@@ -6,15 +6,12 @@ from django.core import mail
 
 from apps.tenancy.models import Membership, OrgRole, Quota
 
-from .helpers import client_for, make_org, make_project, make_user, member, token_for
+from .helpers import client_for, make_org, make_project, make_user, member, org_owner_client, token_for
 
 
 @pytest.fixture
 def acme(db):
-    org = make_org("acme")
-    owner = make_user("owner@acme.test")
-    member(owner, org, OrgRole.OWNER)
-    return org, owner, client_for(token_for(owner, organization=org))
+    return org_owner_client()
 
 
 @pytest.mark.django_db(transaction=True)
