@@ -10,7 +10,7 @@ import logging
 import threading
 from contextlib import contextmanager
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.core.clock import now
 from apps.core.drivers import DriverError
@@ -31,12 +31,7 @@ def _exclusive(key: str):
     """One reconcile per backend at a time: a row lock on its FabricSyncState, held for the whole run, taken
     before the desired state is read, so a run never writes an older snapshot over a newer one."""
     with transaction.atomic():
-        if not FabricSyncState.objects.filter(key=key).exists():
-            try:
-                with transaction.atomic():
-                    FabricSyncState.objects.create(key=key)
-            except IntegrityError:
-                pass
+        FabricSyncState.objects.get_or_create(key=key)  # a savepoint; a concurrent create is read back
         FabricSyncState.objects.select_for_update().get(key=key)
         yield
 
