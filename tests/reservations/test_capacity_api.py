@@ -43,5 +43,6 @@ def test_staff_sets_the_reserve_over_the_api(world, clock):
     assert world.client_a.get("/api/v1/capacity-reserves").status_code == 403
     bad = world.staff_client.post("/api/v1/capacity-reserves", {"gpu_model": "NOPE", "gpus": 2}, format="json")
     assert bad.status_code == 400
+    assert bad.json()["errors"] == {"gpu_model": ["not a GPU model of the catalog"]}  # only the field at fault
     rows = world.client_a.get("/api/v1/capacity", Q).json()
     assert rows[0]["free_gpus"] == 6

@@ -16,9 +16,10 @@ def on_demand_reserve_set(*, actor, gpu_model: str, zone: str = "", gpus: int) -
     """Create or replace the reserve of `gpu_model` (in `zone`, or fleet-wide when empty). 400 for an unknown
     model or a negative count."""
     authorize_staff(actor)
-    if gpu_model_get(gpu_model) is None or gpus < 0:
-        raise ValidationFailed("unknown GPU model or negative count",
-                               errors={"gpu_model": ["catalog key"], "gpus": [">= 0"]})
+    errors = {**({"gpu_model": ["not a GPU model of the catalog"]} if gpu_model_get(gpu_model) is None else {}),
+              **({"gpus": ["must be >= 0"]} if gpus < 0 else {})}
+    if errors:
+        raise ValidationFailed("Invalid on-demand reserve.", errors=errors)
     with transaction.atomic():
         row, _ = OnDemandReserve.objects.select_for_update().update_or_create(
             gpu_model=gpu_model, zone=zone, defaults={"gpus": gpus})
