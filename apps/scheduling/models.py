@@ -107,6 +107,9 @@ class Allocation(models.Model):
             models.Index(fields=["gpu"], name="sched_alloc_gpu"),
             models.Index(fields=["project", "resource_class"], name="sched_alloc_proj_class"),
             models.Index(fields=["parent"], name="sched_alloc_parent"),
+            # the packing policy's live target workload: the latest rows of one fractional form
+            # (`placement.weighers.live_workload`), read on every share / MIG / vGPU placement
+            models.Index(fields=["resource_class", "-created_at"], name="sched_alloc_class_created"),
         ]
         constraints = [
             ExclusionConstraint(
