@@ -106,6 +106,24 @@ def test_same_seed_same_placements_and_ties_follow_ranks():
     assert first.placements[0][0] == int(np.argmin(engine.tie_ranks(5, 42)))
 
 
+def test_tie_seed_changes_only_the_tie_order():
+    nodes, pods = synthetic_fleet(), synthetic_pods(120)
+    dist = PodTypeDistribution.from_requests(pods)
+
+    def run(**kw):
+        return engine.replay(nodes, pods, get_policy("fgd", distribution=dist), FragModel(dist), **kw)
+
+    protocol, same, other = run(seed=42), run(seed=42, tie_seed=42), run(seed=42, tie_seed=7)
+    assert same.placements == protocol.placements and same.seed == 42
+    assert other.placements != protocol.placements  # another host order breaks the ties
+    assert other.seed == 42 and other.arrived_pct.tolist() == protocol.arrived_pct.tolist()  # same arrivals
+    # with tie seed 7 the first pod lands on the host that tie order ranks first, among hosts that fit it
+    twins = [NodeView(f"t{i}", "G2", 8000, 8000, (1000, 1000)) for i in range(5)]
+    first = engine.replay(twins, [PodRequest(1000, 1, 1, 1000, name="x")], get_policy("fgd", distribution=dist),
+                          FragModel(dist), seed=42, tie_seed=7)
+    assert first.placements[0][0] == int(np.argmin(engine.tie_ranks(5, 7)))
+
+
 def test_bucket_curve_rounds_half_to_even_and_averages():
     arrived = np.array([0.2, 0.5, 1.4, 1.5, 2.5, 4.2])
     values = np.array([10.0, 20.0, 30.0, 40.0, 50.0, 60.0])
@@ -180,6 +198,10 @@ def test_workload_context_distribution_knows_multi_gpu_pods_and_memory(tiny_trac
         assert cpu == int(np.median([p.cpu_milli for p in group]))
     summary, _ = ctx.run("ours", 42)
     assert summary.pods == len(pods)
+    assert summary.tie_seed == 42
+    other, result = ctx.run("ours", 42, tie_seed=5)
+    assert (other.seed, other.tie_seed, other.pods) == (42, 5, len(pods))
+    assert result.arrived_pct[-1] == pytest.approx(sum(p.total_gpu_milli for p in pods) / result.total_gpu_milli * 100)
 
 
 def test_simulate_command_exports_placement_files(tiny_trace, tmp_path):

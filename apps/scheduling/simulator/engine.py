@@ -29,7 +29,7 @@ LEVELS = tuple(range(0, 131))
 class ReplayResult:
     policy: str
     workload: str
-    seed: int
+    seed: int  # the arrival sequence
     total_gpu_milli: int
     arrived_pct: np.ndarray  # after each arrival
     alloc_pct: np.ndarray
@@ -68,11 +68,17 @@ def tie_ranks(n: int, seed: int) -> np.ndarray:
 
 
 def replay(nodes: list[NodeView], pods: list[PodRequest], policy: Policy, frag: FragModel, *,
-           seed: int, workload: str = "", check_refusals: bool = True) -> ReplayResult:
-    """Replay ``pods`` on fresh ``nodes`` with ``policy``; ``frag`` measures fragmentation (FGD's measure)."""
+           seed: int, workload: str = "", check_refusals: bool = True, tie_seed: int | None = None) -> ReplayResult:
+    """Replay ``pods`` on fresh ``nodes`` with ``policy``; ``frag`` measures fragmentation (FGD's measure).
+
+    ``seed`` names the arrival sequence; the tie ranks and the policy's randomness are seeded by ``tie_seed``,
+    which defaults to ``seed`` (the published protocol). A different ``tie_seed`` replays the same arrivals with
+    another tie order (``bench/tie_order_spread.py``).
+    """
     t0, c0 = time.perf_counter(), time.process_time()
-    batch = NodeBatch.from_views(nodes, rank=tie_ranks(len(nodes), seed))
-    policy.reset(seed)
+    ties = seed if tie_seed is None else tie_seed
+    batch = NodeBatch.from_views(nodes, rank=tie_ranks(len(nodes), ties))
+    policy.reset(ties)
     total = int(np.where(batch.gpu_free > 0, batch.gpu_free, 0).sum())
     frag_values = frag.host_state(batch)[3]  # updated in place by batch.apply
     frag_sum = int(frag_values.sum())

@@ -27,6 +27,7 @@ class ReplaySummary:
     cpu_seconds: float = 0.0
     alloc_curve: dict = field(repr=False, default_factory=dict)
     frag_curve: dict = field(repr=False, default_factory=dict)
+    tie_seed: int | None = None  # seed of the tie order (None or ``seed``: the published protocol)
 
     def as_dict(self) -> dict:
         return {"workload": self.workload, "policy": self.policy, "seed": self.seed, "alloc_130": self.alloc_130,
@@ -56,21 +57,23 @@ class WorkloadContext:
         self.distribution = PodTypeDistribution.from_requests(trace.load_workload_pods(workload, directory))
         self.metric = FragModel(self.distribution)
 
-    def run(self, policy_name: str, seed: int, export_dir: Path | None = None) -> tuple[ReplaySummary,
-                                                                                        ReplayResult]:
+    def run(self, policy_name: str, seed: int, export_dir: Path | None = None, *,
+            tie_seed: int | None = None) -> tuple[ReplaySummary, ReplayResult]:
+        """Replay sequence ``seed`` with ``policy_name``; ``tie_seed`` (default ``seed``) seeds the tie order."""
         pods = trace.load_sequence(self.workload, seed, self.directory)
-        policy = get_policy(policy_name, distribution=self.distribution, seed=seed)
+        ties = seed if tie_seed is None else tie_seed
+        policy = get_policy(policy_name, distribution=self.distribution, seed=ties)
         frag = getattr(policy, "frag", None)
         if not isinstance(frag, FragModel):
             frag = self.metric
-        result = replay(self.nodes, pods, policy, frag, seed=seed, workload=self.workload)
+        result = replay(self.nodes, pods, policy, frag, seed=seed, workload=self.workload, tie_seed=ties)
         if export_dir is not None:
             export_placements(result, self.nodes, pods, Path(export_dir) / policy_name
                               / f"{self.workload}-seed{seed}.jsonl")
         alloc, frag_curve = result.curve("alloc"), result.curve("frag")
         summary = ReplaySummary(self.workload, policy_name, seed, alloc.get(130, float("nan")),
                                 frag_curve.get(130, float("nan")), result.failed, len(pods), result.seconds,
-                                result.cpu_seconds, alloc, frag_curve)
+                                result.cpu_seconds, alloc, frag_curve, tie_seed=ties)
         return summary, result
 
 
