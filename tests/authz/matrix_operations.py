@@ -1,4 +1,4 @@
-"""Authorization-matrix entries of the operations app (`GET /operations/{pk}`)."""
+"""Authorization-matrix entries of the operations app (`GET /operations`, `GET /operations/{pk}`)."""
 import uuid
 
 from apps.operations.models import Operation
@@ -12,4 +12,8 @@ def _operation(world) -> Case:
     return Case(kwargs={"pk": op.pk})
 
 
-ENTRIES = [Entry("GET", "/api/v1/operations/{pk}", expect(), _operation)]
+ENTRIES = [
+    # every caller lists its own (organization B's owner sees an empty page, never A's operation)
+    Entry("GET", "/api/v1/operations", expect(other_org=200), _operation),
+    Entry("GET", "/api/v1/operations/{pk}", expect(), _operation),
+]

@@ -6,6 +6,6 @@ from ..models import Operation
 class OperationOutput(serializers.ModelSerializer):
     class Meta:
         model = Operation
-        fields = ["id", "kind", "target_type", "target_id", "status", "step", "steps_done", "attempts",
+        fields = ["id", "kind", "target_type", "target_id", "project", "status", "step", "steps_done", "attempts",
                   "error_code", "error_detail", "request_id", "created_at", "updated_at", "finished_at"]
         read_only_fields = fields
