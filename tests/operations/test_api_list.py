@@ -97,3 +97,13 @@ def test_pages_with_a_cursor(two_tenants):
 
 def test_anonymous_is_401():
     assert client_for(None).get(URL).status_code == 401
+
+
+def test_a_project_token_lists_only_its_projects_operations():
+    org, owner, client = org_owner_client()
+    train, infer = make_project(org, "train"), make_project(org, "infer")
+    a, b = _op(train), _op(infer)
+    assert sorted(_ids(client.get(URL))) == sorted([str(a.id), str(b.id)])  # the organization token: both
+    bound = client_for(token_for(owner, project=train))
+    assert _ids(bound.get(URL)) == [str(a.id)]
+    assert bound.get(f"{URL}/{b.id}").status_code == 404
