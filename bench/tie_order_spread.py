@@ -3,7 +3,8 @@ with several tie orders, for FGD and ``ours``.
 
 Under the FGD protocol a replay's seed picks two things: the arrival sequence
 (``sequences/openb-<workload>-seed<S>.jsonl.gz``) and the random host permutation that breaks ties between equal
-integer scores. This benchmark keeps the sequence and varies the permutation (``--tie-seeds``), so it shows, per
+integer scores. This benchmark keeps the sequence and varies the permutation (``--tie-seeds``; the tie seed also
+seeds a policy's own randomness, which FGD and ``ours`` do not have), so it shows, per
 sequence, the spread of each policy over tie orders and where the protocol's own draw (tie seed = sequence seed)
 falls in it. The seed-by-seed figure of ``bench/simulate_openb.py`` is unchanged; this is a second view of it.
 

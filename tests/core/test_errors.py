@@ -1,5 +1,6 @@
 """The RFC 9457 error handler: every error is application/problem+json with a stable code and a request id."""
 import logging
+import uuid
 
 import pytest
 from rest_framework.test import APIClient
@@ -99,3 +100,32 @@ def test_malformed_cursor_is_400_and_a_good_one_pages(client):
     assert resp.status_code == 400
     assert resp.json()["code"] == "invalid_cursor"
     assert client.get("/test/page").status_code == 200
+
+
+def test_forged_cursor_position_is_400_invalid_cursor_naming_cursor(client):
+    import base64
+
+    forged = base64.b64encode(b"p=zzz").decode()  # well-formed cursor, position not a UUID
+    resp = client.get("/test/page", {"cursor": forged})
+    assert resp.status_code == 400 and resp["Content-Type"] == PROBLEM
+    body = resp.json()
+    assert body["code"] == "invalid_cursor" and "cursor" in body["errors"]
+
+
+@pytest.mark.parametrize("size", ["0", "-1", "abc", "2.5", ""])
+def test_bad_page_size_is_400_invalid_page_size(client, size):
+    resp = client.get("/test/page", {"page_size": size})
+    assert resp.status_code == 400 and resp["Content-Type"] == PROBLEM
+    body = resp.json()
+    assert body["code"] == "invalid_page_size" and "page_size" in body["errors"]
+
+
+def test_page_size_above_the_maximum_is_capped():
+    from apps.core.pagination import CursorPagination
+    from apps.operations.models import Operation
+
+    Operation.objects.bulk_create([Operation(kind="t", target_type="t", target_id=uuid.uuid4()) for _ in range(503)])
+    resp = APIClient().get("/test/page", {"page_size": 100000})
+    assert resp.status_code == 200
+    assert len(resp.json()["results"]) == CursorPagination.max_page_size
+    assert len(APIClient().get("/test/page", {"page_size": 3}).json()["results"]) == 3
