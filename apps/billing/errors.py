@@ -16,4 +16,5 @@ class Code(StrEnum):
     CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_REQUEST_IN_FLIGHT = "idempotency_request_in_flight"
+    INVOICE_RUN_IN_PROGRESS = "invoice_run_in_progress"
     UNPRICED_USAGE = "unpriced_usage"

@@ -41,6 +41,7 @@ class LineKind(models.TextChoices):
 
 
 class RunStatus(models.TextChoices):
+    PENDING = "pending", "Pending"  # requested through the API; its operation has not started
     RUNNING = "running", "Running"
     COMPLETED = "completed", "Completed"
     FAILED = "failed", "Failed"

@@ -64,7 +64,7 @@ def operation_run_step(operation_id) -> str | None:
         else:
             try:
                 with transaction.atomic():
-                    wf.fn(step)(op)
+                    result = wf.fn(step)(op)
             except workflows.StepWait as wait:
                 Operation.objects.filter(id=op.id).update(status=OperationStatus.RUNNING, updated_at=now(),
                                                           state=op.state)
@@ -83,7 +83,12 @@ def operation_run_step(operation_id) -> str | None:
             except (DriverError, DomainError) as exc:
                 failure = (getattr(exc, "code", "driver_error"), str(exc))
             else:
-                _advance(op, wf, step)
+                if result is workflows.AGAIN:  # the piece commits with the state; the same step runs next
+                    Operation.objects.filter(id=op.id).update(status=OperationStatus.RUNNING, updated_at=now(),
+                                                              state=op.state, attempts=0, error_detail="")
+                    _enqueue(op.id, wf)
+                else:
+                    _advance(op, wf, step)
                 return step
     if failure:
         _fail(operation_id, *failure)

@@ -2,7 +2,9 @@
 
 A step is `fn(op: Operation) -> None`. It runs inside the transaction that holds the Operation's row lock,
 may update `op.state` (saved with the step), and must be idempotent: driver calls are keyed by our UUIDs so a
-retry finds what the last try made. A step may raise:
+retry finds what the last try made. A step that works through a list in pieces returns `AGAIN`: its transaction
+(the piece and `op.state`) commits and the same step runs again, so a crash loses at most the current piece.
+A step may raise:
 - `StepWait(seconds)`: not done yet (e.g. waiting for a domain to run); run the same step again later;
 - `apps.core.drivers.DriverTransientError`: retried with exponential backoff until the deadline;
 - `apps.core.drivers.DriverError` or `apps.core.errors.DomainError`: terminal; `on_error` marks the target.
@@ -11,6 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+#: Returned by a step: commit this step's work and `op.state`, then run the same step again.
+AGAIN = object()
 
 
 class StepWait(Exception):

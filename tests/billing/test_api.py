@@ -14,6 +14,7 @@ from apps.identity.models import StaffRole
 from apps.tenancy import selectors as tenancy_selectors
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.errors import Forbidden
+from tests.operations.helpers import drive
 from tests.tenancy.helpers import client_for, make_user, member, token_for
 
 from .conftest import H100, book, collect, make_org, utc
@@ -160,7 +161,11 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     adj = client.post("/api/v1/adjustments/", {"organization": str(acme.pk), "period": "2026-04", "amount": "-1.00",
                                                "description": "goodwill"}, format="json")
     assert adj.status_code == 201
-    run = client.post("/api/v1/invoice-runs/", {"period": "2026-04"}, format="json").json()
+    resp = client.post("/api/v1/invoice-runs/", {"period": "2026-04"}, format="json")
+    assert resp.status_code == 202 and resp.json()["status"] == "pending"
+    assert resp["Location"] == f"/api/v1/operations/{resp.json()['operation']}"
+    drive(resp.json()["operation"])
+    run = client.get(f"/api/v1/invoice-runs/{resp.json()['id']}/").json()
     assert (run["status"], run["invoices_finalized"]) == ("completed", 1)
     april = Invoice.objects.get(organization=acme, period="2026-04")
     assert (april.subtotal, april.total) == (Decimal("2.00"), Decimal("2.00"))  # 2 h x $1.50 - $1.00

@@ -11,10 +11,9 @@ import pytest
 from apps.compute.drivers.fake import FakeDriver
 from apps.compute.models import Flavor, Image
 from apps.compute.services.hypervisor import forget_drivers
-from apps.operations.models import TERMINAL, Operation
-from apps.operations.runner import operation_run_step
 from apps.scheduling.placement.topology import topology_cache_clear
 from apps.tenancy.models import OrgRole
+from tests.operations.helpers import drive  # noqa: F401  (tests import it from here)
 from tests.scheduling import fleet
 from tests.tenancy.helpers import client_for, make_org, make_project, make_user, member, token_for
 
@@ -87,16 +86,6 @@ def world(db, fake_driver) -> World:
     return World(org_a, project_a, org_b, project_b, user_a, client_for(token_for(user_a, organization=org_a)),
                  client_for(token_for(user_b, organization=org_b)), client_for(token_for(staff, staff=True)), image,
                  cpu, gpu1, mig, private_b)
-
-
-def drive(op_id, max_steps: int = 60) -> Operation:
-    """Run the operation's steps with the real runner until it finishes or stops making progress."""
-    for _ in range(max_steps):
-        op = Operation.objects.get(pk=op_id)
-        if op.status in TERMINAL:
-            return op
-        operation_run_step(op_id)
-    return Operation.objects.get(pk=op_id)
 
 
 def create_body(w: World, flavor: Flavor, name: str = "vm-1", **extra) -> dict:

@@ -402,8 +402,16 @@ def test_7_node_incident_and_invoice_with_sla_credit(j):
     _wait_until(boundary + dt.timedelta(seconds=1), f"the metering period ending {boundary.isoformat()} to close")
 
     period = fault_at.strftime("%Y-%m")
-    run = billing.post("invoice-runs", {"period": period, "finalize": False}, expect=201).json()
-    assert run["status"] == "completed" and run["held_invoices"] == [], run   # every SKU has a price
+    requested = billing.post("invoice-runs", {"period": period, "finalize": False}, expect=202).json()
+    assert requested["status"] in ("pending", "running", "completed"), requested  # a worker runs it
+
+    def finished():
+        body = billing.get(f"invoice-runs/{requested['id']}").json()
+        assert body["status"] != "failed", body
+        return body if body["status"] == "completed" else None
+
+    run = poll(finished, timeout=ACTIVE_TIMEOUT, interval=0.5, what="the invoice run to complete")
+    assert run["held_invoices"] == [], run   # every SKU has a price
     invoices = billing.all("invoices", organization=a.org["id"], period=period)
     assert len(invoices) == 1, invoices
     invoice = invoices[0]

@@ -34,10 +34,20 @@ def _broken(op):
     raise DriverError("domain XML rejected", code="bad_domain_xml")
 
 
+def _pieces(op):
+    """Works through three pieces, one per run, each one committed with its place in the list."""
+    done = op.state.get("done", 0)
+    CALLS.append(f"piece{done}")
+    Operation.objects.create(kind="test.piece", target_type="test.thing", target_id=uuid.uuid4(), step=str(done))
+    op.state["done"] = done + 1
+    return workflows.AGAIN if done + 1 < 3 else None
+
+
 ERRORS: list[tuple] = []
 workflows.register(workflows.Workflow(kind="test.ok", steps=(("a", _ok("a")), ("b", _ok("b")))))
 workflows.register(workflows.Workflow(kind="test.flaky", steps=(("a", _ok("a")), ("flaky", _flaky)),
                                       deadline_seconds=60))
+workflows.register(workflows.Workflow(kind="test.pieces", steps=(("pieces", _pieces), ("b", _ok("b")))))
 workflows.register(workflows.Workflow(kind="test.broken", steps=(("a", _ok("a")), ("broken", _broken)),
                                       on_error=lambda op, code, detail: ERRORS.append((op.id, code))))
 
@@ -66,6 +76,18 @@ def test_steps_run_in_order_and_each_once(_reset):
     assert op.state == {"a": 1, "b": 2}
     assert op.finished_at is not None
     assert len(_reset) == 2  # initial enqueue + enqueue of step b
+
+
+@pytest.mark.django_db
+def test_a_step_returning_again_commits_each_piece_and_runs_again(_reset):
+    op = _start("test.pieces")
+    assert [runner.operation_run_step(op.id) for _ in range(4)] == ["pieces", "pieces", "pieces", "b"]
+    op.refresh_from_db()
+    assert (op.status, op.steps_done, CALLS) == ("succeeded", ["pieces", "b"], ["piece0", "piece1", "piece2", "b"])
+    assert op.state["done"] == 3
+    # each piece was committed once (no piece repeated), and each run enqueued the next
+    assert sorted(Operation.objects.filter(kind="test.piece").values_list("step", flat=True)) == ["0", "1", "2"]
+    assert len(_reset) == 4  # the start, two AGAINs and the advance to b
 
 
 @pytest.mark.django_db

@@ -152,7 +152,7 @@ class InvoiceRunOutput(serializers.ModelSerializer):
     class Meta:
         model = InvoiceRun
         fields = ["id", "period", "status", "finalize", "created_at", "finished_at", "invoices_drafted",
-                  "invoices_finalized", "held_invoices", "error"]
+                  "invoices_finalized", "held_invoices", "error", "operation"]
 
 
 class InvoiceRunCreateInput(serializers.Serializer):

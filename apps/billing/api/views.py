@@ -189,16 +189,21 @@ class PriceViewSet(_StaffBase):
 
 
 class InvoiceRunViewSet(_StaffBase):
-    """Invoice runs. POST runs one synchronously for a period (idempotent: rerun at will)."""
+    """Invoice runs. POST requests one for a period: 202 with the run (`pending`) and `Location:
+    /api/v1/operations/{id}`; a worker runs it batch by batch (poll the run or the operation). Safe to repeat once
+    finished (finalized invoices are never touched again); 409 `invoice_run_in_progress` while one for the same
+    period and `finalize` is unfinished."""
 
     serializer_class = s.InvoiceRunOutput
     filterset_class = filters.InvoiceRunFilter
     queryset = InvoiceRun.objects.all()
 
-    @extend_schema(request=s.InvoiceRunCreateInput, responses={201: s.InvoiceRunOutput})
+    @extend_schema(request=s.InvoiceRunCreateInput, responses={202: s.InvoiceRunOutput})
     def create(self, request):
-        run = services.invoice_run_execute(actor=request.user, **self._input(s.InvoiceRunCreateInput))
-        return self._out(run, status.HTTP_201_CREATED)
+        run = services.invoice_run_request(actor=request.user, **self._input(s.InvoiceRunCreateInput))
+        response = self._out(run, status.HTTP_202_ACCEPTED)
+        response["Location"] = f"/api/v1/operations/{run.operation_id}"
+        return response
 
 
 class AdjustmentViewSet(_StaffBase):

@@ -33,6 +33,9 @@ class InvoiceRun(TimestampedModel):
     invoices_finalized = models.PositiveIntegerField(default=0)
     held_invoices = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
+    #: the operation that runs it when requested through the API (null for runs of the beat and the shell)
+    operation = models.ForeignKey("operations.Operation", null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
 
 
 class Invoice(TimestampedModel):

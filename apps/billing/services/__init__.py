@@ -6,11 +6,12 @@ from .invoicing import (
                         invoice_finalize,
                         invoice_pay,
                         invoice_run_execute,
+                        invoice_run_request,
                         invoice_void,
                         usage_rerate,
 )
 from .metering import downtime_sync, usage_record_collect, usage_record_ingest
 
 __all__ = ["adjustment_create", "billing_account_update", "credit_note_create", "downtime_sync", "invoice_finalize",
-           "invoice_pay", "invoice_run_execute", "invoice_void", "price_book_create", "price_set",
+           "invoice_pay", "invoice_run_execute", "invoice_run_request", "invoice_void", "price_book_create", "price_set",
            "sla_tier_create", "sla_tier_update", "usage_record_collect", "usage_record_ingest", "usage_rerate"]

@@ -161,7 +161,9 @@ def _session_tune() -> None:
 
 def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
                         organization_ids: list | None = None) -> InvoiceRun:
-    """Invoice every organization with activity in `period` ("YYYY-MM", local month of each organization).
+    """Invoice every organization with activity in `period` ("YYYY-MM", local month of each organization), now,
+    in this process (the beat's tasks and the shell; the API runs the same steps as an operation, see
+    `invoice_run_request`).
 
     Per batch of BILLING_RUN_BATCH_SIZE organizations (ordered by id), in one transaction: create or refresh
     the draft, replace its lines from the usage records (late records in a still-open period are picked up here),
@@ -175,38 +177,95 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     parse_period(period)
     run = InvoiceRun.objects.create(period=period, finalize=finalize,
                                     requested_by=actor if getattr(actor, "pk", None) else None)
-    start, end = period_bounds(period, "UTC")
-    # Every local month lies within [UTC month - 15 h, UTC month + 13 h) (UTC-12 .. UTC+14 time zones).
-    window_start, window_end = start - dt.timedelta(hours=15), end + dt.timedelta(hours=13)
-    usage_record_collect_closed(actor=actor, window_start=window_start, window_end=window_end)
-    downtime_sync(window_start=window_start, window_end=window_end)
-    with connection.cursor() as cursor:
-        cursor.execute(CANDIDATES_SQL, {**_month_params(period), "closing": finalize, "now": now(),
-                                        "step": conf.get("BILLING_METERING_PERIOD_SECONDS"),
-                                        "orgs": [str(o) for o in organization_ids] if organization_ids else None})
-        org_ids = [row[0] for row in cursor.fetchall()]
+    org_ids = invoice_run_prepare(run, actor=actor, organization_ids=organization_ids)
     size = conf.get("BILLING_RUN_BATCH_SIZE")
-    _session_tune()
     try:
         for number, i in enumerate(range(0, len(org_ids), size)):
-            drafted, finalized = _batch_process(run, org_ids[i:i + size], finalize)
-            run.invoices_drafted += drafted
-            run.invoices_finalized += finalized
-            if after_batch_hook:
-                after_batch_hook(run, number)
+            invoice_run_batch(run, org_ids[i:i + size], number)
     except Exception as exc:
         InvoiceRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=repr(exc)[:2000],
                                                     finished_at=now(), invoices_drafted=run.invoices_drafted,
                                                     invoices_finalized=run.invoices_finalized)
         raise
-    run.held_invoices = [str(i) for i in Invoice.objects.filter(
-        period=period, status=InvoiceStatus.DRAFT, unpriced_seconds__gt=0).values_list("id", flat=True)[:1000]]
-    run.status, run.finished_at = RunStatus.COMPLETED, now()
     with transaction.atomic():
-        run.save()
-        audit_record(actor=actor, action="billing.invoice_run.execute", target=run,
-                     after={"period": period, "drafted": run.invoices_drafted, "finalized": run.invoices_finalized})
+        invoice_run_complete(run, actor=actor)
     return run
+
+
+def invoice_run_prepare(run: InvoiceRun, *, actor=None, organization_ids: list | None = None) -> list:
+    """First part of a run: collect the closed usage and the downtime around `run.period`, then return the ids of
+    the organizations to invoice (ordered). Idempotent (usage records and downtime are recorded once)."""
+    start, end = period_bounds(run.period, "UTC")
+    # Every local month lies within [UTC month - 15 h, UTC month + 13 h) (UTC-12 .. UTC+14 time zones).
+    window_start, window_end = start - dt.timedelta(hours=15), end + dt.timedelta(hours=13)
+    usage_record_collect_closed(actor=actor, window_start=window_start, window_end=window_end)
+    downtime_sync(window_start=window_start, window_end=window_end)
+    with connection.cursor() as cursor:
+        cursor.execute(CANDIDATES_SQL, {**_month_params(run.period), "closing": run.finalize, "now": now(),
+                                        "step": conf.get("BILLING_METERING_PERIOD_SECONDS"),
+                                        "orgs": [str(o) for o in organization_ids] if organization_ids else None})
+        org_ids = [row[0] for row in cursor.fetchall()]
+    _session_tune()
+    return org_ids
+
+
+def invoice_run_batch(run: InvoiceRun, org_ids: list, number: int) -> None:
+    """One batch of a run in one transaction (see `invoice_run_execute`); adds its counts to `run` (saved)."""
+    _session_tune()
+    with transaction.atomic():
+        drafted, finalized = _batch_process(run, org_ids, run.finalize)
+        run.invoices_drafted += drafted
+        run.invoices_finalized += finalized
+        InvoiceRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, invoices_drafted=run.invoices_drafted,
+                                                    invoices_finalized=run.invoices_finalized)
+    if after_batch_hook:
+        after_batch_hook(run, number)
+
+
+def invoice_run_complete(run: InvoiceRun, *, actor=None) -> None:
+    """Last part of a run (call inside a transaction): list the held drafts, mark it completed, audit it."""
+    run.held_invoices = [str(i) for i in Invoice.objects.filter(
+        period=run.period, status=InvoiceStatus.DRAFT, unpriced_seconds__gt=0).values_list("id", flat=True)[:1000]]
+    run.status, run.finished_at = RunStatus.COMPLETED, now()
+    run.save()
+    audit_record(actor=actor, action="billing.invoice_run.execute", target=run,
+                 after={"period": run.period, "drafted": run.invoices_drafted, "finalized": run.invoices_finalized})
+
+
+def invoice_run_request(*, actor, period: str, finalize: bool = True) -> InvoiceRun:
+    """Start a run as an operation (`billing.invoice_run`: prepare, one step per batch, complete) and return it
+    pending; a worker runs it (`GET /api/v1/invoice-runs/{id}` or the operation shows progress). One transaction.
+
+    409 `invoice_run_in_progress` while an operation-run for the same period and `finalize` is unfinished (its
+    id is in the detail); 400 `validation_error` for a malformed period."""
+    from apps.operations.models import TERMINAL
+    from apps.operations.runner import operation_start
+
+    from ..workflows import INVOICE_RUN
+
+    parse_period(period)
+    with transaction.atomic():
+        with connection.cursor() as cursor:  # two concurrent requests for one period: the second waits, then sees it
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"billing.invoice_run:{period}"])
+        busy = (InvoiceRun.objects.filter(period=period, finalize=finalize, operation__kind=INVOICE_RUN)
+                .exclude(operation__status__in=TERMINAL).values_list("id", flat=True).first())
+        if busy:
+            raise Conflict(f"An invoice run for {period} is in progress ({busy}); wait for it to finish.",
+                           code=Code.INVOICE_RUN_IN_PROGRESS)
+        run = InvoiceRun.objects.create(period=period, finalize=finalize, status=RunStatus.PENDING,
+                                        requested_by=actor if getattr(actor, "pk", None) else None)
+        run.operation = operation_start(kind=INVOICE_RUN, target_type="billing.invoicerun", target_id=run.id,
+                                        actor=actor if getattr(actor, "pk", None) else None)
+        run.save(update_fields=["operation"])
+        audit_record(actor=actor, action="billing.invoice_run.request", target=run,
+                     after={"period": period, "finalize": finalize, "operation": str(run.operation_id)})
+    return run
+
+
+def invoice_run_fail(run_id, detail: str) -> None:
+    """Mark an operation-run failed (its operation failed: deadline or a terminal error)."""
+    InvoiceRun.objects.filter(pk=run_id).exclude(status=RunStatus.COMPLETED).update(
+        status=RunStatus.FAILED, error=detail[:2000], finished_at=now())
 
 
 def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:

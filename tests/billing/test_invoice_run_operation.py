@@ -1,0 +1,112 @@
+"""Invoice runs requested through the API run as an operation: prepare, one committed batch per step, complete;
+a killed worker resumes at the next batch; one unfinished run per period; a failed operation fails the run."""
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+import time_machine
+
+from apps.billing.models import Invoice, InvoiceRun, NumberSequence
+from apps.billing.services import invoice_run_request, invoicing
+from apps.core.errors import Conflict, ValidationFailed
+from apps.identity.models import StaffRole
+from apps.operations.models import Operation
+from apps.operations.runner import operation_resume_stalled, operation_run_step
+from tests.operations.helpers import drive
+from tests.tenancy.helpers import client_for, make_user, token_for
+
+from .test_invoices import _snapshot, _three_orgs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def billing_client():
+    admin = make_user("billing@provider.test", staff_role=StaffRole.BILLING_ADMIN)
+    return client_for(token_for(admin, staff=True))
+
+
+def test_post_answers_202_pending_and_a_worker_completes_it_batch_by_batch(tiers, fleet, settings, billing_client):
+    settings.BILLING_RUN_BATCH_SIZE = 2
+    _three_orgs(fleet)  # five organizations: batches of 2, 2, 1
+    first_number = NumberSequence.objects.get(name="invoice").next_value
+    resp = billing_client.post("/api/v1/invoice-runs", {"period": "2026-02"}, format="json")
+    assert resp.status_code == 202, resp.content
+    body = resp.json()
+    assert body["status"] == "pending" and body["invoices_finalized"] == 0
+    assert resp["Location"] == f"/api/v1/operations/{body['operation']}"
+    assert not Invoice.objects.exists()  # nothing is invoiced in the request
+    steps = [operation_run_step(body["operation"]) for _ in range(5)]
+    assert steps == ["prepare", "invoice", "invoice", "invoice", "complete"]
+    run = billing_client.get(f"/api/v1/invoice-runs/{body['id']}").json()
+    assert (run["status"], run["invoices_drafted"], run["invoices_finalized"]) == ("completed", 5, 5)
+    op = billing_client.get(f"/api/v1/operations/{body['operation']}").json()
+    assert (op["status"], op["steps_done"]) == ("succeeded", ["prepare", "invoice", "complete"])
+    rows = _snapshot()
+    assert [row[2] for row in rows] == list(range(first_number, first_number + 5))  # gap-free, org-id order
+    assert [row[3] for row in rows] == [Decimal("1.50") * (i + 1) for i in range(5)]
+
+
+def test_worker_killed_after_a_batch_resumes_at_the_next_one(tiers, fleet, settings, monkeypatch):
+    settings.BILLING_RUN_BATCH_SIZE = 2
+    _three_orgs(fleet)
+    first_number = NumberSequence.objects.get(name="invoice").next_value
+    run = invoice_run_request(actor=None, period="2026-02")
+    operation_run_step(run.operation_id)  # prepare
+    operation_run_step(run.operation_id)  # first batch
+    crashed = []
+
+    def crash(run, batch):
+        crashed.append(batch)
+        raise RuntimeError("worker killed")
+    monkeypatch.setattr(invoicing, "after_batch_hook", crash)
+    with pytest.raises(RuntimeError):
+        operation_run_step(run.operation_id)  # the second batch dies before its step commits
+    assert crashed == [1]
+    assert Invoice.objects.filter(period="2026-02", status="finalized").count() == 2  # batch 2 rolled back
+    run.refresh_from_db()
+    assert (run.status, run.invoices_finalized) == ("running", 2)
+    monkeypatch.setattr(invoicing, "after_batch_hook", None)
+    with time_machine.travel(dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)):
+        assert operation_resume_stalled() >= 1  # the beat re-sends it
+    assert drive(run.operation_id).status == "succeeded"
+    run.refresh_from_db()
+    assert (run.status, run.invoices_finalized) == ("completed", 5)
+    rows = _snapshot()
+    assert [row[2] for row in rows] == list(range(first_number, first_number + 5))
+    assert [row[3] for row in rows] == [Decimal("1.50") * (i + 1) for i in range(5)]
+
+
+def test_one_unfinished_run_per_period_and_finalize(tiers, fleet, billing_client):
+    _three_orgs(fleet, n=1)
+    first = invoice_run_request(actor=None, period="2026-02")
+    with pytest.raises(Conflict) as exc:
+        invoice_run_request(actor=None, period="2026-02")
+    assert exc.value.code == "invoice_run_in_progress" and str(first.id) in str(exc.value)
+    resp = billing_client.post("/api/v1/invoice-runs", {"period": "2026-02"}, format="json")
+    assert resp.status_code == 409 and resp.json()["code"] == "invoice_run_in_progress"
+    assert InvoiceRun.objects.count() == 1 and Operation.objects.count() == 1  # the refused request wrote nothing
+    preview = invoice_run_request(actor=None, period="2026-02", finalize=False)  # a preview is another run
+    other = invoice_run_request(actor=None, period="2026-03")
+    assert drive(first.operation_id).status == "succeeded"
+    again = invoice_run_request(actor=None, period="2026-02")  # finished: a rerun is allowed
+    assert drive(again.operation_id).status == "succeeded"
+    assert Invoice.objects.get(period="2026-02").status == "finalized"
+    assert {preview.period, other.period} == {"2026-02", "2026-03"}
+
+
+def test_a_failed_operation_fails_the_run(tiers, fleet):
+    _three_orgs(fleet, n=1)
+    run = invoice_run_request(actor=None, period="2026-02")
+    Operation.objects.filter(pk=run.operation_id).update(deadline_at=dt.datetime(2020, 1, 1, tzinfo=dt.UTC))
+    assert drive(run.operation_id).error_code == "deadline_exceeded"
+    run.refresh_from_db()
+    assert run.status == "failed" and run.error.startswith("deadline_exceeded") and run.finished_at
+    assert not Invoice.objects.exists()
+    assert drive(invoice_run_request(actor=None, period="2026-02").operation_id).status == "succeeded"
+
+
+def test_bad_period_writes_nothing():
+    with pytest.raises(ValidationFailed):
+        invoice_run_request(actor=None, period="2026-13")
+    assert not InvoiceRun.objects.exists() and not Operation.objects.exists()
