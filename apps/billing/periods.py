@@ -17,11 +17,20 @@ from .errors import Code
 _LABEL = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
 
 
+#: Years a period may name: the month after must exist, and so must the instants 15 h around the month.
+YEARS = (1970, 9998)
+
+
 def parse_period(label: str) -> tuple[int, int]:
+    """"YYYY-MM" -> (year, month). 400 `invalid_period` for another form or a year outside `YEARS`."""
     match = _LABEL.match(label or "")
     if not match:
         raise ValidationFailed(f"Period {label!r} is not YYYY-MM.", code=Code.INVALID_PERIOD)
-    return int(match.group(1)), int(match.group(2))
+    year = int(match.group(1))
+    if not YEARS[0] <= year <= YEARS[1]:
+        raise ValidationFailed(f"Period {label!r}: the year must be {YEARS[0]} to {YEARS[1]}.",
+                               code=Code.INVALID_PERIOD)
+    return year, int(match.group(2))
 
 
 def zone(name: str) -> ZoneInfo:

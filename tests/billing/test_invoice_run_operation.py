@@ -106,7 +106,16 @@ def test_a_failed_operation_fails_the_run(tiers, fleet):
     assert drive(invoice_run_request(actor=None, period="2026-02").operation_id).status == "succeeded"
 
 
-def test_bad_period_writes_nothing():
-    with pytest.raises(ValidationFailed):
-        invoice_run_request(actor=None, period="2026-13")
+@pytest.mark.parametrize("period", ["2026-13", "0000-01", "9999-12", "1969-12"])
+def test_bad_period_writes_nothing(period):
+    with pytest.raises(ValidationFailed) as exc:
+        invoice_run_request(actor=None, period=period)
+    assert exc.value.code == "invalid_period"
+    assert not InvoiceRun.objects.exists() and not Operation.objects.exists()
+
+
+@pytest.mark.parametrize("period", ["0000-01", "9999-12"])
+def test_out_of_range_year_is_a_400_through_the_api(billing_client, period):
+    resp = billing_client.post("/api/v1/invoice-runs", {"period": period}, format="json")
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_period"
     assert not InvoiceRun.objects.exists() and not Operation.objects.exists()
