@@ -1,0 +1,55 @@
+"""OpenAPI post-processing (drf-spectacular hook): every operation documents the RFC 9457 errors it can return.
+
+`problem_responses` adds the `Problem` component (the body of `apps.core.errors.problem_body`) and, on every
+operation that does not already describe them, the responses every endpoint can give: 400 (invalid input), 401
+(no or bad credentials), 403 (role or token scope), and 404 on paths with a path parameter (absent, or another
+tenant's object). Domain-specific errors (409, 412, 422, 503) stay on the endpoints that document them.
+"""
+from __future__ import annotations
+
+from .errors import PROBLEM_CONTENT_TYPE
+
+PROBLEM_SCHEMA = {
+    "type": "object",
+    "description": "RFC 9457 problem details; `code` is stable and machine-readable.",
+    "required": ["type", "title", "status", "detail", "instance", "code", "request_id"],
+    "properties": {
+        "type": {"type": "string", "format": "uri"},
+        "title": {"type": "string"},
+        "status": {"type": "integer", "description": "the HTTP status"},
+        "detail": {"type": "string"},
+        "instance": {"type": "string", "description": "the request path"},
+        "code": {"type": "string", "description": "stable snake_case code, e.g. validation_error, not_found"},
+        "request_id": {"type": "string", "description": "also the X-Request-ID header; find it in the logs"},
+        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                   "description": "validation errors: field or parameter -> messages"},
+    },
+    "additionalProperties": True,
+}
+
+STANDARD = {
+    "400": "Invalid input (validation_error, parse_error, invalid_cursor, ...); nothing was changed.",
+    "401": "No credentials, or an unknown, expired or revoked token (not_authenticated).",
+    "403": "The caller's role or token scope does not allow this (permission_denied).",
+    "404": "Not found, or not visible to the caller (another tenant's object is never revealed).",
+}
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+def problem_responses(result, generator, request, public):
+    components = result.setdefault("components", {})
+    components.setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
+    content = {PROBLEM_CONTENT_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    shared = components.setdefault("responses", {})
+    for status, description in STANDARD.items():
+        shared[f"Problem{status}"] = {"description": description, "content": content}
+    for path, item in result.get("paths", {}).items():
+        for method, operation in item.items():
+            if method not in METHODS:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status in STANDARD:
+                if status == "404" and "{" not in path:
+                    continue
+                responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
+    return result
