@@ -18,10 +18,10 @@ ANY_USER = expect(other_org=200)
 AGENT_ONLY = expect(other_org=401, viewer=401, member=401, admin=401, read_token=401, staff=401)
 
 
-def _host(state="available", gpus=1):
+def _host(state="available", gpus=1, data=None):
     def setup(world) -> Case:
         host = make_host("authz-h1", state=state, gpus=gpus, hca=1)
-        return Case(kwargs={"pk": host.pk}, data={"reason": "authz matrix"})
+        return Case(kwargs={"pk": host.pk}, data={"reason": "authz matrix"} if data is None else data)
     return setup
 
 
@@ -76,7 +76,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/hosts/{pk}/mark-faulty", STAFF_WRITE(), _host()),
     Entry("POST", "/api/v1/hosts/{pk}/mark-available", STAFF_WRITE(), _host(state="cordoned")),
     Entry("POST", "/api/v1/hosts/{pk}/retire", STAFF_WRITE(), _host(state="maintenance")),
-    Entry("POST", "/api/v1/hosts/{pk}/enrollment-token", STAFF_WRITE(201), _host(state="enrolling")),
+    Entry("POST", "/api/v1/hosts/{pk}/enrollment-token", STAFF_WRITE(201), _host(state="enrolling", data={})),
     Entry("POST", "/api/v1/gpus/{pk}/mark-faulty", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),
     Entry("POST", "/api/v1/gpus/{pk}/mark-healthy", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),
     Entry("GET", "/api/v1/gpu-models", ANY_USER),

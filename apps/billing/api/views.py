@@ -15,7 +15,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
-from apps.core.api import UUID_PATTERN, ApiViewMixin
+from apps.core.api import UUID_PATTERN, ApiViewMixin, validated
 from apps.identity.permissions import IsStaffBillingAdmin
 from apps.tenancy.models import Organization
 
@@ -253,7 +253,7 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
     @action(detail=False, methods=["post"])
     def rerate(self, request):
         data = s.RerateInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        validated(data)
         runs = services.usage_rerate(actor=request.user, window_start=data.validated_data["start"],
                                      window_end=data.validated_data["end"])
         return Response(s.InvoiceRunOutput(runs, many=True).data)

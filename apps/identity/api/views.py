@@ -8,6 +8,8 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from apps.core.api import validated
+
 from .. import services
 from ..selectors import api_token_list_visible_to, service_account_list_visible_to
 from . import filters
@@ -17,9 +19,7 @@ UUID_RE = "[0-9a-fA-F-]{36}"
 
 
 def _validated(cls, request, context=None):
-    data = cls(data=request.data, context=context or {"request": request})
-    data.is_valid(raise_exception=True)
-    return data.validated_data
+    return validated(cls(data=request.data, context=context or {"request": request}))
 
 
 class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.response import Response
 
+from apps.core.api import validated
 from apps.identity.permissions import IsStaffOperator
 
 from ..errors import Code
@@ -27,7 +28,7 @@ class PlacementCandidatesViewSet(viewsets.GenericViewSet):
     @extend_schema(request=s.PlacementRequestInput, responses={200: s.PlacementCandidatesOutput})
     def create(self, request):
         data = self.get_serializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        validated(data)
         v = dict(data.validated_data)
         limit = v.pop("limit")
         topo = v.pop("topology", None) or {}

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from apps.core.api import ApiViewMixin
+from apps.core.api import ApiViewMixin, validated
 
 from .. import selectors, services
 from . import filters
@@ -163,7 +163,7 @@ class SignupViewSet(viewsets.GenericViewSet):
     @extend_schema(request=s.SignupRequestInput, responses={202: s.SignupAccepted})
     def create(self, request):
         data = s.SignupRequestInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        validated(data)
         services.signup_request(**data.validated_data)
         return Response({"detail": "If the address can sign up, a verification e-mail is on its way."},
                         status=status.HTTP_202_ACCEPTED)
@@ -172,6 +172,6 @@ class SignupViewSet(viewsets.GenericViewSet):
     @action(detail=False, methods=["post"], serializer_class=s.MembershipOutput)
     def verify(self, request):
         data = s.SignupCompleteInput(data=request.data)
-        data.is_valid(raise_exception=True)
+        validated(data)
         membership = services.signup_complete(**data.validated_data)
         return Response(s.MembershipOutput(membership).data, status=status.HTTP_201_CREATED)
