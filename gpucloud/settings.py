@@ -160,6 +160,8 @@ SPECTACULAR_SETTINGS = {
 
 # Billing: usage is metered in pieces that never cross this period (seconds); see apps/billing/conf.py.
 BILLING_METERING_PERIOD_SECONDS = env.int("BILLING_METERING_PERIOD_SECONDS", default=3600)
+# Organizations per invoice-run transaction (and per step of an API-requested run).
+BILLING_RUN_BATCH_SIZE = env.int("BILLING_RUN_BATCH_SIZE", default=2000)
 
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
 # (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).

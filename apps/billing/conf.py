@@ -6,7 +6,8 @@ settings module):
 - BILLING_IDEMPOTENCY_TTL_HOURS (24): how long an Idempotency-Key is remembered (RW-057).
 - BILLING_METERING_PERIOD_SECONDS (3600): usage records never cross a metering period boundary; recording and
   re-rating windows must be aligned to it (RW-059).
-- BILLING_RUN_BATCH_SIZE (2000): organizations per invoice-run transaction.
+- BILLING_RUN_BATCH_SIZE (2000; env `BILLING_RUN_BATCH_SIZE`): organizations per invoice-run transaction (and per
+  step of a run requested through the API).
 - BILLING_LATE_LOOKBACK_DAYS (93): how far back late usage records are carried onto the next open invoice.
 """
 from decimal import Decimal
