@@ -175,17 +175,15 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     its own month); without it, drafts are computed for open months too (a running preview).
     """
     parse_period(period)
-    run = InvoiceRun.objects.create(period=period, finalize=finalize,
-                                    requested_by=actor if getattr(actor, "pk", None) else None)
+    run = InvoiceRun.objects.create(period=period, finalize=finalize, requested_by=_user(actor))
     org_ids = invoice_run_prepare(run, actor=actor, organization_ids=organization_ids)
     size = conf.get("BILLING_RUN_BATCH_SIZE")
     try:
         for number, i in enumerate(range(0, len(org_ids), size)):
             invoice_run_batch(run, org_ids[i:i + size], number)
-    except Exception as exc:
+    except Exception as exc:  # the counts of the committed batches are already saved
         InvoiceRun.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error=repr(exc)[:2000],
-                                                    finished_at=now(), invoices_drafted=run.invoices_drafted,
-                                                    invoices_finalized=run.invoices_finalized)
+                                                    finished_at=now())
         raise
     with transaction.atomic():
         invoice_run_complete(run, actor=actor)
@@ -204,9 +202,7 @@ def invoice_run_prepare(run: InvoiceRun, *, actor=None, organization_ids: list |
         cursor.execute(CANDIDATES_SQL, {**_month_params(run.period), "closing": run.finalize, "now": now(),
                                         "step": conf.get("BILLING_METERING_PERIOD_SECONDS"),
                                         "orgs": [str(o) for o in organization_ids] if organization_ids else None})
-        org_ids = [row[0] for row in cursor.fetchall()]
-    _session_tune()
-    return org_ids
+        return [row[0] for row in cursor.fetchall()]
 
 
 def invoice_run_batch(run: InvoiceRun, org_ids: list, number: int) -> None:
@@ -216,7 +212,7 @@ def invoice_run_batch(run: InvoiceRun, org_ids: list, number: int) -> None:
         drafted, finalized = _batch_process(run, org_ids, run.finalize)
         run.invoices_drafted += drafted
         run.invoices_finalized += finalized
-        InvoiceRun.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, invoices_drafted=run.invoices_drafted,
+        InvoiceRun.objects.filter(pk=run.pk).update(invoices_drafted=run.invoices_drafted,
                                                     invoices_finalized=run.invoices_finalized)
     if after_batch_hook:
         after_batch_hook(run, number)
@@ -253,13 +249,18 @@ def invoice_run_request(*, actor, period: str, finalize: bool = True) -> Invoice
             raise Conflict(f"An invoice run for {period} is in progress ({busy}); wait for it to finish.",
                            code=Code.INVOICE_RUN_IN_PROGRESS)
         run = InvoiceRun.objects.create(period=period, finalize=finalize, status=RunStatus.PENDING,
-                                        requested_by=actor if getattr(actor, "pk", None) else None)
+                                        requested_by=_user(actor))
         run.operation = operation_start(kind=INVOICE_RUN, target_type="billing.invoicerun", target_id=run.id,
-                                        actor=actor if getattr(actor, "pk", None) else None)
+                                        actor=_user(actor))
         run.save(update_fields=["operation"])
         audit_record(actor=actor, action="billing.invoice_run.request", target=run,
                      after={"period": period, "finalize": finalize, "operation": str(run.operation_id)})
     return run
+
+
+def _user(actor):
+    """`actor` when it is a stored user (None for the system and anonymous callers)."""
+    return actor if getattr(actor, "pk", None) else None
 
 
 def invoice_run_fail(run_id, detail: str) -> None:
