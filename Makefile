@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 export PORT
 
-.PHONY: install run test lint schema schema-check services e2e clean
+.PHONY: install run test lint lint-imports schema schema-check services e2e clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
@@ -33,6 +33,9 @@ e2e: install services
 
 lint: install
 	$(VENV)/bin/ruff check .
+
+lint-imports: install
+	$(VENV)/bin/lint-imports --no-cache
 
 schema: install
 	$(PY) manage.py spectacular --file docs/openapi/v1.yaml --validate

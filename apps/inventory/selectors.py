@@ -1,7 +1,7 @@
 """Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials."""
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, QuerySet
 
 from .models import (
     AgentCommand,
@@ -68,3 +68,10 @@ def incident_list_visible_to(actor) -> QuerySet:
 
 def agent_command_list_visible_to(actor) -> QuerySet:
     return _staff_only(actor, AgentCommand.objects.select_related("host", "gpu"))
+
+
+def gpus_per_host_max(model: str) -> int:
+    """GPUs of `model` on the fullest host of the fleet (0 when no host has one); a whole-host lease of that
+    model takes this many GPUs per host."""
+    top = Gpu.objects.filter(model=model).values("host_id").annotate(n=Count("id")).aggregate(m=Max("n"))["m"]
+    return int(top or 0)

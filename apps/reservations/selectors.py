@@ -109,10 +109,10 @@ def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
 
 
 def _lease_gpus(lease: Lease) -> Decimal:
-    from .services.leases import gpus_per_host
+    from apps.inventory.selectors import gpus_per_host_max
 
     if lease.kind == "hosts":
-        return Decimal(lease.count * gpus_per_host(lease.gpu_model))
+        return Decimal(lease.count * gpus_per_host_max(lease.gpu_model))
     if lease.kind == "gpus":
         return Decimal(lease.count)
     if lease.kind == "shares":

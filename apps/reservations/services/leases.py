@@ -18,13 +18,13 @@ import logging
 
 from django.db import connection, transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
-from django.db.models import Count, Max
 
 from apps.core import clock
 from apps.core.errors import ValidationFailed
 from apps.core.transitions import transition
 from apps.inventory.catalog import gpu_model_get
-from apps.inventory.models import Gpu, Zone
+from apps.inventory.models import Zone
+from apps.inventory.selectors import gpus_per_host_max
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef, allocations_release
 from apps.scheduling.ledger.periods import allocations_set_end
@@ -95,12 +95,6 @@ def capacity_validate(*, kind: str, gpu_model: str, count: int, mig_profile: str
         raise _bad(f"unknown zone {zone!r}", "zone")
 
 
-def gpus_per_host(model: str) -> int:
-    """GPUs of `model` on the fullest host of the fleet (a whole-host lease takes all of them)."""
-    top = Gpu.objects.filter(model=model).values("host_id").annotate(n=Count("id")).aggregate(m=Max("n"))["m"]
-    return int(top or 0)
-
-
 def _chunks(n: int) -> list[int]:
     """Whole-GPU chunks per host: 8, 4, 2, 1 (the NVSwitch partition sizes of HGX systems)."""
     out = []
@@ -115,7 +109,7 @@ def _requests(lease: Lease, count: int, start: dt.datetime) -> list[PlacementReq
     base = {"project_id": lease.project_id, "consumer_type": "lease", "start": start, "end": lease.end,
             "gpu_models": (lease.gpu_model,), "zone": lease.zone}
     if lease.kind == LeaseKind.HOSTS:
-        per_host = gpus_per_host(lease.gpu_model)
+        per_host = gpus_per_host_max(lease.gpu_model)
         if per_host == 0:
             raise CapacityUnavailable(f"no host has {lease.gpu_model} GPUs", constraint="gpu_model")
         topo = TopologyConstraint(max_leaves_per_rail=lease.max_leaves_per_rail,

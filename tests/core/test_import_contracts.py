@@ -1,0 +1,33 @@
+"""The import contracts in `.importlinter` hold: apps/core imports no domain app, drivers import no models,
+services, selectors or api, the agent imports nothing of apps/, scheduling does not import compute, inventory does
+not import scheduling, and inside every app api -> services -> selectors -> models. `make test` fails as soon as
+an import crosses one of these lines (the same check as `make lint-imports`)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+
+ROOT = Path(settings.BASE_DIR)
+CONTRACTS = {
+    "apps.core imports no domain app",
+    "drivers import no models, services or api",
+    "the agent imports nothing of apps",
+    "scheduling does not import compute",
+    "inventory does not import scheduling",
+    "api -> services/selectors -> models inside each app",
+}
+
+
+def _lint() -> subprocess.CompletedProcess:
+    code = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True, no_logo=True))"
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_import_contracts_are_kept():
+    run = _lint()
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    kept = set(re.findall(r"^(.+) KEPT$", out, flags=re.MULTILINE))
+    assert CONTRACTS <= kept, out
