@@ -58,10 +58,13 @@ def _live(*, organization=None, project=None) -> QuerySet[Instance]:
 
 def quota_usage(resource: str, *, organization=None, project=None, qualifier=None) -> int:
     """Usage counter for `apps.tenancy.quotas`: `instances` (live instances), `vcpus` and `memory_mib`
-    (the sum over live instances' flavors). Deleted instances hold nothing."""
+    (the sum over live instances' flavors). Deleted instances hold nothing, and neither does an instance whose
+    create failed (`error` without ever having run: refused for quota or capacity, its claim released): it keeps
+    its row, and so counts as an instance, until deleted, but holds no vCPUs or memory."""
     qs = _live(organization=organization, project=project)
     if resource == "instances":
         return qs.count()
+    qs = qs.exclude(status=InstanceStatus.ERROR, launched_at__isnull=True)
     field = {"vcpus": "flavor__vcpus", "memory_mib": "flavor__memory_mib"}[resource]
     return int(qs.aggregate(s=Sum(field))["s"] or 0)
 

@@ -36,3 +36,4 @@ class Code:
     UNKNOWN_PLAN = "unknown_plan"
     QUOTA_EXCEEDED = "quota_exceeded"
     QUOTA_BELOW_USAGE = "quota_below_usage"
+    QUOTA_ABOVE_ORGANIZATION = "quota_above_organization"

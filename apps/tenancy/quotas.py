@@ -54,6 +54,7 @@ PLANS: dict[str, dict[str, int]] = {
 
 UsageCounter = Callable[..., int]
 _COUNTERS: dict[str, UsageCounter] = {}
+_QUALIFIERS: dict[str, Callable[[], set[str]]] = {}
 
 
 def register_usage_counter(resource: str, fn: UsageCounter) -> None:
@@ -72,6 +73,29 @@ def split_resource(resource: str) -> tuple[str, str | None]:
                                errors={"resource": [f"one of {', '.join(RESOURCES)}; qualify "
                                                     f"{', '.join(sorted(QUALIFIABLE))} as <key>:<name>"]})
     return base, qualifier or None
+
+
+def register_quota_qualifiers(resource: str, fn: Callable[[], set[str]]) -> None:
+    """Register `fn() -> set of names` as the qualifiers `resource` accepts (`gpus` → the catalog's GPU models).
+
+    Apps that own a catalog register theirs in `AppConfig.ready()`; a base key without a source accepts any name."""
+    if resource not in QUALIFIABLE:
+        raise ValueError(f"{resource!r} takes no qualifier")
+    _QUALIFIERS[resource] = fn
+
+
+def validate_resource(resource: str) -> tuple[str, str | None]:
+    """`split_resource` plus the qualifier check a new limit needs: `gpus:NOPE-GPU` names no GPU model of the
+    catalog, so a limit on it could never bind anything. 400 `unknown_resource` naming the known names."""
+    base, qualifier = split_resource(resource)
+    source = _QUALIFIERS.get(base)
+    if qualifier is not None and source is not None:
+        known = source()
+        if qualifier not in known:
+            raise ValidationFailed(f"Unknown quota resource {resource!r}: no {base} named {qualifier!r}.",
+                                   code=Code.UNKNOWN_RESOURCE,
+                                   errors={"resource": [f"{base}:<name> with a name from: {', '.join(sorted(known))}"]})
+    return base, qualifier
 
 
 def plan_default(plan: str, resource: str) -> int | None:

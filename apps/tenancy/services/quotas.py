@@ -9,7 +9,7 @@ from apps.core.errors import Conflict, ValidationFailed
 from .. import authz
 from ..errors import Code
 from ..models import Organization, OrgRole, Project, Quota
-from ..quotas import PROJECT_SCOPED, split_resource
+from ..quotas import PROJECT_SCOPED, limit_of, split_resource, validate_resource
 from ._common import audit
 
 
@@ -20,11 +20,28 @@ def _authorize(actor, organization: Organization, project: Project | None) -> No
         authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
 
 
+def _check_within_organization(organization: Organization, project: Project | None, resource: str,
+                               limit: int) -> None:
+    """A project limit never exceeds its organization's (ADR 0103): the organization's limit for the same key and,
+    for a qualified key, for its base key. 400 `quota_above_organization` naming both limits."""
+    if project is None:
+        return
+    base, qualifier = split_resource(resource)
+    for key in [resource] + ([base] if qualifier else []):
+        org_limit = limit_of(organization=organization, resource=key)
+        if org_limit is not None and limit > org_limit:
+            raise ValidationFailed(
+                f"A project limit of {limit} for {resource} is above the organization's limit of {org_limit} "
+                f"for {key}.", code=Code.QUOTA_ABOVE_ORGANIZATION,
+                errors={"limit": [f"at most {org_limit} (the organization's limit for {key})"]})
+
+
 def quota_create(*, actor, organization: Organization, resource: str, limit: int,
                  project: Project | None = None) -> Quota:
     """Set a limit for `resource` at the scope. 400 `unknown_resource`; 409 `conflict` if one exists
-    (change it with `quota_update`)."""
-    base, _qualifier = split_resource(resource)
+    (change it with `quota_update`); 400 `quota_above_organization` for a project limit above the
+    organization's."""
+    base, _qualifier = validate_resource(resource)
     if project is not None and base not in PROJECT_SCOPED:
         raise ValidationFailed(f"{resource} is limited per organization only.", code=Code.UNKNOWN_RESOURCE,
                                errors={"resource": ["not a project-level resource"]})
@@ -32,6 +49,7 @@ def quota_create(*, actor, organization: Organization, resource: str, limit: int
         raise ValidationFailed("The project is not in this organization.", errors={"project": ["not found"]})
     _authorize(actor, organization, project)
     with transaction.atomic():
+        _check_within_organization(organization, project, resource, limit)
         if Quota.objects.filter(organization=organization, project=project, resource=resource).exists():
             raise Conflict(f"A quota for {resource} exists at this scope; change its limit.")
         quota = Quota.objects.create(organization=organization, project=project, resource=resource, limit=limit)
@@ -41,10 +59,12 @@ def quota_create(*, actor, organization: Organization, resource: str, limit: int
 
 
 def quota_update(*, actor, quota: Quota, limit: int) -> Quota:
-    """Change the limit. A limit below the current usage is allowed: it blocks new requests only."""
+    """Change the limit. A limit below the current usage is allowed: it blocks new requests only.
+    400 `quota_above_organization` for a project limit above the organization's."""
     _authorize(actor, quota.organization, quota.project)
     with transaction.atomic():
         locked = Quota.objects.select_for_update().get(pk=quota.pk)
+        _check_within_organization(locked.organization, locked.project, locked.resource, limit)
         before = {"limit": locked.limit}
         locked.limit = limit
         locked.save(update_fields=["limit"])
