@@ -6,4 +6,6 @@ class BillingConfig(AppConfig):
     label = "billing"
 
     def ready(self) -> None:
-        from . import workflows  # noqa: F401  (registers the invoice-run workflow with the step runner)
+        from . import integrations
+
+        integrations.register()

@@ -1,6 +1,6 @@
 """Plug-in points: usage sources and placement resolvers.
 
-Other apps register in their `AppConfig.ready()`:
+Other apps register from their `AppConfig.ready()`, in their `integrations.py`:
 
     from apps.billing.registry import UsageInterval, register_usage_source
     register_usage_source("compute.instance", instance_usage)   # fn(period_start, period_end) -> iterable

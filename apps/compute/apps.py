@@ -7,9 +7,6 @@ class ComputeConfig(AppConfig):
     verbose_name = "Compute"
 
     def ready(self) -> None:
-        from . import workflows  # noqa: F401  (registers the instance workflows with the step runner)
-        from .billing import register as register_billing
-        from .selectors import register_quota_counters
+        from . import integrations
 
-        register_quota_counters()
-        register_billing()
+        integrations.register()

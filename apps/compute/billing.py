@@ -1,4 +1,4 @@
-"""Compute's billing plug-ins, registered in `ComputeConfig.ready` (issue 9; registry: `apps.billing.registry`).
+"""Compute's billing plug-ins, registered by `integrations.register` (registry: `apps.billing.registry`).
 
 **Usage source ``compute.instance``.** Source of truth: the allocation ledger (docs/adr/0400-allocation-ledger.md).
 An instance (consumer type ``instance`` or ``cluster_member``) is billable while it holds its allocation - active,
@@ -104,12 +104,3 @@ def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
         if key not in seen:
             seen.add(key)
             yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
-
-
-def register() -> None:
-    try:
-        from apps.billing.registry import register_placement_resolver, register_usage_source
-    except ImportError:  # billing not installed
-        return
-    register_usage_source(SOURCE, instance_usage)
-    register_placement_resolver(SOURCE, instance_placements)

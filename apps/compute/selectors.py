@@ -67,12 +67,3 @@ def quota_usage(resource: str, *, organization=None, project=None, qualifier=Non
     qs = qs.exclude(status=InstanceStatus.ERROR, launched_at__isnull=True)
     field = {"vcpus": "flavor__vcpus", "memory_mib": "flavor__memory_mib"}[resource]
     return int(qs.aggregate(s=Sum(field))["s"] or 0)
-
-
-def register_quota_counters() -> None:
-    from functools import partial
-
-    from apps.tenancy.quotas import register_usage_counter
-
-    for resource in ("instances", "vcpus", "memory_mib"):
-        register_usage_counter(resource, partial(quota_usage, resource))

@@ -6,7 +6,6 @@ class NetworkingConfig(AppConfig):
     label = "networking"
 
     def ready(self) -> None:
-        from . import selectors
+        from . import integrations
 
-        selectors.register_quota_counters()
-        selectors.register_billing_sources()
+        integrations.register()

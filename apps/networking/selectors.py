@@ -90,12 +90,10 @@ def _count(model, extra: dict | None = None):
     return counter
 
 
-def register_quota_counters() -> None:
-    from apps.tenancy.quotas import register_usage_counter
-
-    register_usage_counter("vpcs", _count(Vpc))
-    register_usage_counter("public_ips", _count(PublicIp, {"kind": PublicIpKind.FLOATING}))
-    register_usage_counter("ib_partitions", _count(IbPartition))
+def quota_counters() -> dict:
+    """Tenancy quota counters by resource key: ``vpcs``, ``public_ips`` (floating only), ``ib_partitions``."""
+    return {"vpcs": _count(Vpc), "public_ips": _count(PublicIp, {"kind": PublicIpKind.FLOATING}),
+            "ib_partitions": _count(IbPartition)}
 
 
 def public_ip_usage(period_start, period_end):
@@ -116,11 +114,3 @@ def public_ip_usage(period_start, period_end):
                             project_id=h.project_id, resource_type="networking.public_ip",
                             resource_id=str(h.public_ip_id), sku=sku, pricing_model="on_demand", start=h.start,
                             end=h.end)
-
-
-def register_billing_sources() -> None:
-    try:
-        from apps.billing.registry import register_usage_source
-    except ImportError:  # billing not installed
-        return
-    register_usage_source("networking.public_ip", public_ip_usage)

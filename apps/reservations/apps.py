@@ -7,6 +7,6 @@ class ReservationsConfig(AppConfig):
     verbose_name = "Capacity products (leases, on-demand queue, spot)"
 
     def ready(self) -> None:
-        from .hooks import register_hooks
+        from . import integrations
 
-        register_hooks()
+        integrations.register()

@@ -1,4 +1,4 @@
-"""Integration points with other apps, registered in `ReservationsConfig.ready`:
+"""The functions reservations plugs into other apps (registered by `integrations.register`):
 
 * compute's placement hook (`apps.compute.services.placement.register_placement_hook`): an instance with
   `InstanceTerms` draws from its lease (nested allocations, window up to the lease end) or is placed as spot; an
@@ -15,7 +15,7 @@ from apps.core import clock
 from apps.core.errors import DomainError
 
 from .errors import Code, LeaseNotUsable
-from .states import LEASE_STARTED, Market, QueueStatus
+from .states import LEASE_FINISHED, LEASE_STARTED, Market, QueueStatus
 
 
 class QueueExpired(DomainError):
@@ -53,21 +53,7 @@ def lease_quota_usage(*, organization, project=None, qualifier=None) -> int:
     """Tenancy quota counter ``leases``: leases requested, confirmed or running (not finished)."""
     from .models import Lease
 
-    qs = Lease.objects.filter(status__in=("requested", "confirmed", "active", "ending"))
+    qs = Lease.objects.exclude(status__in=LEASE_FINISHED)
     return qs.filter(project=project).count() if project is not None else qs.filter(
         project__organization=organization).count()
 
-
-def register_hooks() -> None:
-    from apps.compute.services.placement import register_placement_hook
-    from apps.tenancy.quotas import register_usage_counter
-
-    register_placement_hook(placement_hook)
-    register_usage_counter("leases", lease_quota_usage)
-    try:
-        from apps.billing.registry import register_usage_source
-    except ImportError:  # billing not installed
-        return
-    from .selectors import lease_usage
-
-    register_usage_source("reservations.lease", lease_usage)

@@ -6,6 +6,6 @@ class SchedulingConfig(AppConfig):
     label = "scheduling"
 
     def ready(self) -> None:
-        from .selectors import register_quota_counters
+        from . import integrations
 
-        register_quota_counters()
+        integrations.register()

@@ -49,16 +49,6 @@ def quota_usage(resource: str, *, organization=None, project=None, qualifier: st
     return qs.count()
 
 
-def register_quota_counters() -> None:
-    """Register the ledger's counters with the tenancy quota registry (called from AppConfig.ready)."""
-    from functools import partial
-
-    from apps.tenancy.quotas import register_usage_counter
-
-    for resource in ("gpus", "mig_slices", "vgpus"):
-        register_usage_counter(resource, partial(quota_usage, resource))
-
-
 def gpu_slice_usage_for_project(project, model: str | None = None, *, at: dt.datetime | None = None) -> float:
     """GPU equivalents held at `at`: whole GPUs + MIG slices / 8 + shares / 1000 (top-level rows)."""
     qs = Allocation.objects.filter(_current(at), project=project, parent__isnull=True)

@@ -12,7 +12,8 @@ from `PLANS`; a resource with neither is unlimited at that scope. A project-scop
 organization scope (the organization's usage counts every project).
 
 Usage is never a stored counter: each resource has a counter function that counts what is really held (projects
-rows; later the allocation ledger, instances, VPCs ...). Apps register theirs in `AppConfig.ready()`::
+rows; the allocation ledger, instances, VPCs ...). Apps register theirs from `AppConfig.ready()`, in their
+`integrations.py`::
 
     from apps.tenancy.quotas import register_usage_counter
     register_usage_counter("gpus", count_gpus)          # fn(*, organization, project, qualifier) -> int

@@ -3,7 +3,7 @@
 `instance_request_create` creates the instance through compute's `instance_create` (same validation, quotas,
 Idempotency-Key and create operation) and records its `InstanceTerms` (on-demand, spot, or inside a lease). With
 ``queue_timeout_s > 0`` it also records a `QueuedRequest`: the instance's create operation then waits at its
-placement step (compute's placement hook, `apps.reservations.hooks`) until `queue_process` places it, in queue
+placement step (compute's placement hook, `apps.reservations.hooks.placement_hook`) until `queue_process` places it, in queue
 order, or the timeout passes (the create fails with `queue_expired` and the instance goes to `error`).
 
 Queue order: `priority` (the project's `QueuePriority`, higher first), then fair share (the organization holding

@@ -123,18 +123,9 @@ def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, t
     memory_free_mib, free milli per GPU of the request's mode, the request's milli on this host's model); hosts
     are scored in groups of equal request milli (a MIG profile name can mean different sizes on two models).
     Returns {name: (score, position of the policy's GPU in the host's tuple)}; hosts the policy finds infeasible
-    are absent, and it is empty when the policies package cannot score (the caller then keeps the device order)."""
-    try:
-        from ..policies import (
-            DEFAULT_POLICY,
-            NodeBatch,
-            NodeView,
-            PodRequest,
-            PodTypeDistribution,
-            get_policy,
-        )
-    except ImportError:  # pragma: no cover - the policies package ships with this app
-        return {}
+    are absent, and it is empty when no policy can score (the caller then keeps the device order)."""
+    from ..policies import DEFAULT_POLICY, NodeBatch, NodeView, PodRequest, PodTypeDistribution, get_policy
+
     groups: dict[int, list] = {}
     for h in hosts:
         if h[5] and 0 < h[5] <= 1000:
@@ -155,7 +146,7 @@ def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, t
                 for p in policy.candidates(batch, pod):
                     out[p.node] = (p.score, p.gpus[0] if p.gpus else 0)
                 break
-            except (ImportError, ValueError):
+            except ValueError:
                 continue
     return out
 

@@ -1,0 +1,26 @@
+"""What compute plugs into other apps, registered once from `ComputeConfig.ready`:
+
+* the operations step runner: the instance and cluster workflows (`workflows`);
+* tenancy's quota counters ``instances``, ``vcpus``, ``memory_mib`` (`selectors.quota_usage`);
+* billing's usage source and placement resolver ``compute.instance`` (`billing`).
+
+An app listed in INSTALLED_APPS is required: a broken import here fails start-up instead of silently dropping a
+counter or a usage source.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from apps.billing.registry import register_placement_resolver, register_usage_source
+from apps.tenancy.quotas import register_usage_counter
+
+from . import billing, selectors
+
+
+def register() -> None:
+    from . import workflows  # noqa: F401  (its module body registers the instance workflows)
+
+    for resource in ("instances", "vcpus", "memory_mib"):
+        register_usage_counter(resource, partial(selectors.quota_usage, resource))
+    register_usage_source(billing.SOURCE, billing.instance_usage)
+    register_placement_resolver(billing.SOURCE, billing.instance_placements)
