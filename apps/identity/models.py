@@ -74,7 +74,8 @@ class ApiToken(models.Model):
 
     Only `prefix` (public, shown in lists and audit events) and `secret_hash` (SHA-256 hex of the whole token)
     are stored; the token itself is returned once, by `apps.identity.services.api_token_create`.
-    A token never grants more than its user's own roles; it narrows them to its binding and scope.
+    A token never grants more than its user's own roles; it narrows them to its binding and scope. A token minted
+    with another token (`parent`) is never wider, nor longer-lived, than it, and dies with it (ADR 0100).
     """
 
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
@@ -93,6 +94,8 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+                               help_text="The token of the request that minted this one; revoking it revokes this.")
 
     class Meta:
         constraints = [

@@ -14,15 +14,22 @@ def _admin_org_ids(user) -> list:
                                                                                            OrgRole.ADMIN)]
 
 
+def _owner_org_ids(user) -> list:
+    return [org for org in organization_ids_visible_to(user) if org_role_of(user, org) == OrgRole.OWNER]
+
+
 def api_token_list_visible_to(user) -> QuerySet[ApiToken]:
-    """The caller's own tokens, plus those of service accounts of organizations it administers.
+    """The caller's own tokens, plus those of service accounts of organizations it administers, plus (for an
+    organization's owners) every token bound to the organization or one of its projects, whoever holds it.
     Staff see all token metadata (never a secret: only digests are stored)."""
     qs = ApiToken.objects.select_related("user")
     if user is None or not user.is_authenticated:
         return qs.none()
     if is_staff(user):
         return qs
-    qs = qs.filter(Q(user_id=user.pk) | Q(user__service_account__organization_id__in=_admin_org_ids(user)))
+    owned = _owner_org_ids(user)
+    qs = qs.filter(Q(user_id=user.pk) | Q(user__service_account__organization_id__in=_admin_org_ids(user))
+                   | Q(organization_id__in=owned) | Q(project__organization_id__in=owned))
     return _narrow_to_request_token(user, qs)
 
 

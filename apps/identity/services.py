@@ -41,6 +41,38 @@ def _validate_token_request(*, scope, organization, project, staff, expires_at) 
                                errors={"expires_at": ["between now and 366 days from now"]})
 
 
+def _check_within_request_token(current: ApiToken, *, organization, project, staff, scope,
+                                 expires_at: dt.datetime | None) -> dt.datetime:
+    """A token minted with a token stays inside it (ADR 0100): write scope to mint at all (403
+    `token_read_only`), no wider scope (403 `token_read_only`), no wider binding (403 `token_binding_wider`: a
+    project token mints for its project only, an organization token for the organization or its projects, only a
+    staff token mints staff tokens) and no later expiry (400 `token_outlives_parent`). Returns the expiry to use:
+    the one asked for, else the default lifetime cut to the parent's expiry."""
+    if current.scope != TokenScope.WRITE:
+        raise Forbidden("A read-only token cannot mint tokens.", code="token_read_only")
+    if not current.is_staff_token:
+        if staff:
+            raise Forbidden("Only a staff token can mint a staff token.", code="token_binding_wider")
+        if current.project_id:
+            inside = project is not None and project.pk == current.project_id
+        else:
+            inside = (organization is not None and organization.pk == current.organization_id) or (
+                project is not None and project.organization_id == current.organization_id)
+        if not inside:
+            raise Forbidden("A token can only mint tokens inside its own binding.", code="token_binding_wider",
+                            errors={"binding": [f"inside this token's {current.binding}"]})
+    default = now() + DEFAULT_TOKEN_LIFETIME
+    if current.expires_at is None:
+        return expires_at or default
+    if expires_at is None:
+        return min(default, current.expires_at)
+    if expires_at > current.expires_at:
+        raise ValidationFailed("A token cannot outlive the token that mints it.", code="token_outlives_parent",
+                               errors={"expires_at": [f"at most {current.expires_at.isoformat()} (this token's "
+                                                      "expiry)"]})
+    return expires_at
+
+
 def _check_actor_may_bind(actor, holder: User, *, organization, project, staff, scope) -> None:
     """The caller may only mint what it holds itself: a token never widens its creator's access."""
     if actor is None:
@@ -48,9 +80,6 @@ def _check_actor_may_bind(actor, holder: User, *, organization, project, staff, 
             raise ValidationFailed("This user has no staff role.", errors={"staff": ["user is not staff"]})
         return
     authz.require_write_token(actor)
-    current = getattr(actor, "api_token", None)
-    if current is not None and scope == TokenScope.WRITE and current.scope != TokenScope.WRITE:
-        raise Forbidden("A read-only token cannot mint a write token.", code="token_read_only")
     if staff:
         if holder.pk != actor.pk or not selectors.is_staff(actor):
             raise Forbidden("Only staff can create staff tokens, for themselves.", code="permission_denied")
@@ -75,43 +104,73 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
     """Mint a token for `user` (default: the actor; or a service account of an organization the actor
     administers). Returns (row, token); the token is never stored or shown again.
 
-    Default expiry 90 days, at most 366. 400 `token_binding_required` / `unknown_scope` / `validation_error`;
-    403 when the caller would widen its own access; 404 for a project/organization it cannot see."""
+    Default expiry 90 days, at most 366. Minted with a token (the request's), the new token stays inside it:
+    see `_check_within_request_token` (403 `token_read_only` / `token_binding_wider`, 400 `token_outlives_parent`;
+    the default expiry is cut to the parent's). 400 `token_binding_required` / `unknown_scope` /
+    `validation_error`; 403 when the caller would widen its own access; 404 for a project/organization it cannot
+    see."""
     holder = user or actor
     if holder is None:
         raise ValidationFailed("A token needs a user.", errors={"user": ["required"]})
     _validate_token_request(scope=scope, organization=organization, project=project, staff=staff,
                             expires_at=expires_at)
+    current = getattr(actor, "api_token", None)
+    if current is not None:
+        expires_at = _check_within_request_token(current, organization=organization, project=project, staff=staff,
+                                                 scope=scope, expires_at=expires_at)
     _check_actor_may_bind(actor, holder, organization=organization, project=project, staff=staff, scope=scope)
     raw, prefix, digest = tokens.generate()
     with transaction.atomic():
         row = ApiToken.objects.create(
             user=holder, name=name, prefix=prefix, secret_hash=digest, scope=scope, organization=organization,
             project=project, is_staff_token=staff, expires_at=expires_at or now() + DEFAULT_TOKEN_LIFETIME,
-            created_by=actor if getattr(actor, "pk", None) else None)
+            created_by=actor if getattr(actor, "pk", None) else None, parent=current)
         audit(actor, "api_token.create", row, organization=organization or getattr(project, "organization", None),
               project=project, after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
                                       "user": holder.email, "expires_at": row.expires_at})
     return row, raw
 
 
+def _token_organization_id(token: ApiToken):
+    if token.organization_id:
+        return token.organization_id
+    return token.project.organization_id if token.project_id else None
+
+
 def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
-    """Revoke (idempotent). The token's user, an owner/admin of a service account's organization, or staff."""
+    """Revoke (idempotent), with every token minted from it (its descendants through `parent`).
+
+    Allowed: the token's user; an owner/admin of a service account's organization; an owner of the organization
+    the token is bound to (or whose project it is bound to), for its members' tokens; or staff. Each revoked token
+    writes `api_token.revoke` scoped to its organization."""
     if actor is not None and token.user_id != actor.pk:
         service_account = ServiceAccount.objects.filter(user_id=token.user_id).select_related("organization").first()
+        org_id = _token_organization_id(token)
         if service_account is not None:
             authz.authorize_org(actor, service_account.organization, (OrgRole.OWNER, OrgRole.ADMIN))
+        elif org_id is not None and not selectors.is_staff(actor):
+            authz.authorize_org(actor, Organization.objects.get(pk=org_id), (OrgRole.OWNER,))
         else:
             authz.authorize_staff(actor)
     elif actor is not None:
         authz.require_write_token(actor)
     with transaction.atomic():
-        locked = ApiToken.objects.select_for_update().get(pk=token.pk)
-        if locked.revoked_at is None:
-            locked.revoked_at = now()
-            locked.save(update_fields=["revoked_at"])
-            audit(actor, "api_token.revoke", locked, organization=locked.organization_id,
-                  project=locked.project, after={"prefix": locked.prefix})
+        locked = ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=token.pk)
+        stamp = now()
+        pending, seen = [locked], set()
+        while pending:
+            row = pending.pop()
+            if row.pk in seen:
+                continue
+            seen.add(row.pk)
+            if row.revoked_at is None:
+                row.revoked_at = stamp
+                row.save(update_fields=["revoked_at"])
+                audit(actor, "api_token.revoke", row, organization=_token_organization_id(row), project=row.project,
+                      after={"prefix": row.prefix, "user": row.user.email,
+                             **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
+            pending.extend(ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project")
+                           .filter(parent_id=row.pk))
     return locked
 
 

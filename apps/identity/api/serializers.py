@@ -16,7 +16,7 @@ class ApiTokenOutput(serializers.ModelSerializer):
     class Meta:
         model = ApiToken
         fields = ["id", "name", "prefix", "scope", "binding", "organization", "project", "user", "user_email",
-                  "created_at", "expires_at", "last_used_at", "revoked_at"]
+                  "created_at", "expires_at", "last_used_at", "revoked_at", "parent"]
         read_only_fields = fields
 
 
