@@ -125,6 +125,18 @@ OIDC_ENABLED, _oidc = oidc_settings(env)
 globals().update(_oidc)
 if OIDC_ENABLED:
     AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "apps.identity.oidc.OIDCBackend"]
+OIDC_CREATE_USER = globals().get("OIDC_CREATE_USER", False)
+OIDC_MFA_AMR_VALUES = env.list("OIDC_MFA_AMR_VALUES", default=["mfa", "mca", "otp", "hwk", "sc", "swk"])
+OIDC_MFA_ACR_VALUES = env.list("OIDC_MFA_ACR_VALUES", default=[])
+
+# Sign-in security (apps/identity/signin.py, ADR 0103): staff need a second factor; changing a factor needs a
+# sign-in at most this old; password and code attempts are throttled per account and per source address.
+STAFF_REQUIRE_2FA = env.bool("STAFF_REQUIRE_2FA", default=True)
+SIGN_IN_REAUTH_MAX_AGE_SECONDS = env.int("SIGN_IN_REAUTH_MAX_AGE_SECONDS", default=600)
+SIGN_IN_THROTTLE_RATES = {
+    "sign_in_account": env.str("SIGN_IN_RATE_PER_ACCOUNT", default="10/min"),
+    "sign_in_address": env.str("SIGN_IN_RATE_PER_ADDRESS", default="30/min"),
+}
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False

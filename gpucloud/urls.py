@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core import views as core_views
+from apps.identity import views as identity_views
 
 api_v1 = [
     path("", include("apps.operations.api.urls")),
@@ -25,6 +26,7 @@ urlpatterns = [
     path("readyz", core_views.readyz, name="readyz"),
     path("metrics", core_views.metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
+    path("sign-in/failed", identity_views.sign_in_failed, name="sign-in-failed"),
 ]
 
 if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configured (apps/identity/oidc_config.py)

@@ -15,3 +15,9 @@ def _celery_eager():
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture(autouse=True)
+def _sign_in_throttle_loose(settings):
+    """Suites sign in often from one address; tests of the throttle itself set `SIGN_IN_THROTTLE_RATES` low."""
+    settings.SIGN_IN_THROTTLE_RATES = {"sign_in_account": "100000/min", "sign_in_address": "100000/min"}

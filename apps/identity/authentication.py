@@ -6,9 +6,11 @@
   (tenancy selectors narrow visibility to the token's project or organization) and, unless the token is a staff
   token, `staff_role` cleared in memory (a tenant token never carries staff powers); `request.auth` is the token.
   `last_used_at` is written at most once a minute per token.
-- `SessionAuthentication`: DRF's (CSRF enforced) plus two-factor enforcement: when any organization the user
-  belongs to has `require_2fa`, a session that has not been verified with a TOTP device (django-otp) gets 403
-  `two_factor_required`, except on views that set `allow_unverified_session = True` (login, 2FA enrolment).
+- `SessionAuthentication`: DRF's (CSRF enforced) plus two-factor enforcement (`apps.identity.signin`): a session
+  of a user with a TOTP device that was not verified with it (or by an SSO MFA assertion) gets 403
+  `otp_required`; one of a user who must have a second factor (an organization with `require_2fa`, or staff
+  with `STAFF_REQUIRE_2FA`) and has none gets 403 `two_factor_required`; except on views that set
+  `allow_unverified_session = True` (`/me`, `/me/totp*`, `/session*`).
 """
 from __future__ import annotations
 
@@ -71,21 +73,14 @@ class SessionAuthentication(authentication.SessionAuthentication):
         view = (request.parser_context or {}).get("view")
         if getattr(view, "allow_unverified_session", False):
             return result
-        if two_factor_required(user) and not _is_verified(user):
-            from apps.tenancy.errors import Forbidden
+        from apps.tenancy.errors import Forbidden
 
-            raise Forbidden("Your organization requires two-factor authentication: enrol or verify a TOTP device.",
-                            code="two_factor_required")
+        from .signin import missing_second_factor
+
+        code = missing_second_factor(user, request._request.session)
+        if code == "otp_required":
+            raise Forbidden("Enter the code from your authenticator app: POST /session/otp.", code=code)
+        if code is not None:
+            raise Forbidden("A second factor is required (your organization or staff role): enrol a TOTP device.",
+                            code=code)
         return result
-
-
-def _is_verified(user) -> bool:
-    check = getattr(user, "is_verified", None)
-    return bool(check and check())
-
-
-def two_factor_required(user) -> bool:
-    """True when any organization `user` belongs to (directly or through a project) requires 2FA."""
-    from apps.tenancy.models import Membership
-
-    return Membership.objects.filter(user_id=user.pk, organization__require_2fa=True).exists()

@@ -1,6 +1,7 @@
-"""Users (log in by e-mail) and provider staff roles."""
+"""Users (log in by e-mail), provider staff roles, API tokens, service accounts, SSO links, recovery codes."""
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
 from django.db import models
+from django_otp.models import Device
 
 from apps.core.clock import now
 from apps.core.ids import uuid7
@@ -136,3 +137,50 @@ class ServiceAccount(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["organization", "name"], name="service_account_name_unique")]
+
+
+class ExternalIdentity(models.Model):
+    """A single-sign-on identity linked to a user: the provider's issuer (`iss`) and subject (`sub`).
+
+    Once linked, sign-in goes by (issuer, subject) and the provider's e-mail claim no longer matters. A link is
+    made only from a verified e-mail (`email_verified` true), never to a staff account (see
+    `apps.identity.services.sso_resolve_user`).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="external_identities")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    email_at_link = models.EmailField(blank=True)
+    created_at = models.DateTimeField(default=now, editable=False)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.issuer} {self.subject}"
+
+
+class RecoveryCodeDevice(Device):
+    """One-time recovery codes (a django-otp device, so `match_token` and `otp_login` accept them).
+
+    Only the SHA-256 of each code is stored (`RecoveryCode.digest`); the codes are shown once, when generated.
+    Like API tokens (ADR 0100), a code is random enough (80 bits) that a fast hash suffices. A code verifies once.
+    """
+
+    def verify_token(self, token) -> bool:
+        from .recovery import digest
+
+        code = digest(str(token))
+        return bool(code) and RecoveryCode.objects.filter(
+            device=self, digest=code, used_at__isnull=True).update(used_at=now()) == 1
+
+
+class RecoveryCode(models.Model):
+    device = models.ForeignKey(RecoveryCodeDevice, on_delete=models.CASCADE, related_name="codes")
+    digest = models.CharField(max_length=64)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["device", "digest"], name="recovery_code_unique")]

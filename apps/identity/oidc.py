@@ -1,22 +1,78 @@
-"""OIDC authentication backend (mozilla-django-oidc); configuration in `apps.identity.oidc_config`."""
+"""Single sign-on with mozilla-django-oidc; configuration in `apps.identity.oidc_config`, rules in
+`apps.identity.signin.sso_resolve_user` (link by `iss` + `sub`; only a verified e-mail links; never staff by
+e-mail).
+
+The backend resolves the account from the verified ID token (`iss`, `sub`, `amr`, `acr`) and the userinfo claims
+(`email`, `email_verified`, `name`); the callback view marks the session (method `sso`, MFA asserted or not),
+writes the audit events and sends a refused sign-in to `/sign-in/failed?reason=<code>` (a page that says why).
+"""
 from __future__ import annotations
 
+import logging
+from urllib.parse import urlencode
+
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView
+
+from . import signin
+
+log = logging.getLogger("gpucloud.identity.oidc")
+
+_RESULT = "_gpucloud_sso_result"
 
 
 class OIDCBackend(OIDCAuthenticationBackend):
-    """Maps the provider's `email` claim to our user (e-mails are stored lower-case); only verified e-mails."""
+    def get_or_create_user(self, access_token, id_token, payload):
+        userinfo = self.get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") not in (None, payload.get("sub")):  # OpenID Connect Core 5.3.2
+            return self._refuse("claims_invalid")
+        claims = {**userinfo, **{k: payload[k] for k in ("iss", "sub", "amr", "acr") if k in payload}}
+        try:
+            user = signin.sso_resolve_user(claims=claims, current_user=_recent_session_user(self.request))
+        except signin.SsoRefused as refused:
+            return self._refuse(refused.code, refused.user)
+        setattr(self.request, _RESULT, {"mfa": signin.sso_asserts_mfa(claims), "code": ""})
+        return user
 
-    def verify_claims(self, claims) -> bool:
-        return bool(claims.get("email")) and claims.get("email_verified", True) is not False \
-            and super().verify_claims(claims)
+    def _refuse(self, code: str, user=None):
+        setattr(self.request, _RESULT, {"code": code, "user": user})
+        return None
 
-    def filter_users_by_claims(self, claims):
-        email = (claims.get("email") or "").strip().lower()
-        if not email:
-            return self.UserModel.objects.none()
-        return self.UserModel.objects.filter(email__iexact=email, is_active=True, is_service_account=False)
+    def verify_claims(self, claims) -> bool:  # decided by sso_resolve_user
+        return True
 
-    def create_user(self, claims):
-        email = claims["email"].strip().lower()
-        return self.UserModel.objects.create_user(email, full_name=claims.get("name", ""))
+
+def _recent_session_user(request):
+    """The session's user when it signed in recently with its second factor (it may link a new identity)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    try:
+        signin.require_recent_sign_in(user, signin.sign_in_state(request))
+    except Exception:  # noqa: BLE001 - any refusal means: not a linking session
+        return None
+    return user
+
+
+class CallbackView(OIDCAuthenticationCallbackView):
+    """The provider's redirect back: sign in, or land on the failure page with the reason."""
+
+    def get(self, request):
+        if request.GET.get("error"):
+            setattr(request, _RESULT, {"code": "provider_error"})
+        return super().get(request)
+
+    def login_success(self):
+        result = getattr(self.request, _RESULT, None) or {}
+        response = super().login_success()
+        signin.sso_signed_in(request=self.request, user=self.user, mfa=bool(result.get("mfa")))
+        return response
+
+    def login_failure(self):
+        result = getattr(self.request, _RESULT, None) or {}
+        code = result.get("code") or ("account_disabled" if getattr(self, "user", None) else "sso_failed")
+        signin.sso_failed(code=code, user=result.get("user"))
+        log.info("sso_refused", extra={"reason": code})
+        return HttpResponseRedirect(reverse("sign-in-failed") + "?" + urlencode({"reason": code}))

@@ -5,8 +5,12 @@ Environment (read by `oidc_settings`, called from settings.py):
   OIDC_OP_AUTHORIZATION_ENDPOINT, OIDC_OP_TOKEN_ENDPOINT, OIDC_OP_USER_ENDPOINT, OIDC_OP_JWKS_ENDPOINT
   OIDC_RP_SIGN_ALGO                                RS256 (default)
   OIDC_RP_SCOPES                                   "openid email profile"
-  OIDC_CREATE_USER                                 false: only users who exist (invited) may log in
-Users are matched by verified e-mail (case-insensitive). Login starts at /oidc/authenticate/.
+  OIDC_CREATE_USER                                 false: only existing users and pending invitees sign in
+  OIDC_MFA_AMR_VALUES                              `amr` values that assert MFA: "mfa mca otp hwk sc swk"
+  OIDC_MFA_ACR_VALUES                              `acr` values that assert MFA (none by default)
+Identities are linked by (iss, sub); a new one only from a verified e-mail, never to staff by e-mail
+(apps.identity.signin.sso_resolve_user). Sign-in starts at /oidc/authenticate/; a refusal lands on
+/sign-in/failed?reason=<code>.
 """
 from __future__ import annotations
 
@@ -26,5 +30,8 @@ def oidc_settings(env) -> tuple[bool, dict]:
         OIDC_RP_SCOPES=env.str("OIDC_RP_SCOPES", default="openid email profile"),
         OIDC_CREATE_USER=env.bool("OIDC_CREATE_USER", default=False),
         LOGIN_REDIRECT_URL=env.str("OIDC_LOGIN_REDIRECT_URL", default="/"),
+        LOGIN_REDIRECT_URL_FAILURE="/sign-in/failed",
+        OIDC_CALLBACK_CLASS="apps.identity.oidc.CallbackView",
+        OIDC_USE_PKCE=True,
     )
     return True, values

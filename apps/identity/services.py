@@ -1,4 +1,5 @@
-"""Identity writes: API tokens, service accounts, the caller's profile, TOTP enrolment.
+"""Identity writes: API tokens, service accounts, the caller's profile (sign-in and second factors:
+`apps.identity.signin`).
 
 Keyword-only, `actor` first; each runs in one transaction and writes its audit event (never the secret).
 """
@@ -6,14 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from django.contrib.auth import authenticate, login
 from django.db import transaction
-from django_otp import login as otp_login
-from django_otp import match_token
-from django_otp.plugins.otp_totp.models import TOTPDevice
 
 from apps.core.clock import now
-from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
 from apps.tenancy.errors import Forbidden
@@ -217,52 +214,3 @@ def user_update(*, actor, full_name: str) -> User:
         actor.full_name = full_name
         audit(actor, "user.update", actor, before=before, after={"full_name": full_name})
     return actor
-
-
-def totp_enrol(*, actor) -> TOTPDevice:
-    """Start TOTP enrolment: replaces any unconfirmed device; returns it (its `config_url` is shown once)."""
-    authz.require_write_token(actor)
-    with transaction.atomic():
-        TOTPDevice.objects.filter(user_id=actor.pk, confirmed=False).delete()
-        device = TOTPDevice.objects.create(user_id=actor.pk, name="default", confirmed=False)
-        audit(actor, "totp.enrol", actor, after={"device": device.pk})
-    return device
-
-
-def totp_confirm(*, actor, otp_token: str) -> TOTPDevice:
-    """Confirm the pending device with a current code. 400 `invalid_otp` if the code does not verify."""
-    authz.require_write_token(actor)
-    with transaction.atomic():
-        device = TOTPDevice.objects.select_for_update().filter(user_id=actor.pk, confirmed=False).first()
-        if device is None:
-            raise ValidationFailed("No TOTP enrolment is pending.", code="no_pending_totp")
-        if not device.verify_token(otp_token):
-            raise ValidationFailed("The code is not valid.", code="invalid_otp",
-                                   errors={"otp_token": ["invalid code"]})
-        device.confirmed = True
-        device.save(update_fields=["confirmed"])
-        audit(actor, "totp.confirm", actor, after={"device": device.pk})
-    return device
-
-
-def session_login(*, request, email: str, password: str, otp_token: str = "") -> User:
-    """Console login: password, plus a TOTP code when the user has a confirmed device (django-otp).
-
-    401 `invalid_credentials`, 401 `otp_required` (a device exists but no code was sent), 401 `invalid_otp`.
-    A user without a device logs in unverified; organizations with `require_2fa` then only allow enrolment."""
-    user = authenticate(request, username=email.strip().lower(), password=password)
-    if user is None:
-        raise DomainError("E-mail or password is wrong.", code="invalid_credentials", status=401)
-    device = None
-    if TOTPDevice.objects.filter(user_id=user.pk, confirmed=True).exists():
-        if not otp_token:
-            raise DomainError("Enter the code from your authenticator app.", code="otp_required", status=401)
-        device = match_token(user, otp_token)
-        if device is None:
-            raise DomainError("The code is not valid.", code="invalid_otp", status=401)
-    with transaction.atomic():
-        login(request, user)
-        if device is not None:
-            otp_login(request, device)
-        audit(user, "session.login", user, after={"two_factor": device is not None})
-    return user

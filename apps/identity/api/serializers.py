@@ -115,15 +115,46 @@ class TotpConfirmInput(serializers.Serializer):
     otp_token = serializers.CharField(max_length=16)
 
 
+class TotpConfirmed(MeOutput):
+    recovery_codes = serializers.SerializerMethodField(
+        help_text="Ten one-time recovery codes, shown once: each signs in (or verifies a session) in place of a "
+                  "TOTP code.")
+
+    class Meta(MeOutput.Meta):
+        fields = [*MeOutput.Meta.fields, "recovery_codes"]
+        read_only_fields = fields
+
+    def get_recovery_codes(self, obj) -> list[str]:
+        return self.context["recovery_codes"]
+
+
+class RecoveryCodesOutput(serializers.Serializer):
+    recovery_codes = serializers.ListField(child=serializers.CharField(), help_text="Shown once.")
+
+
+class OtpVerifyInput(serializers.Serializer):
+    otp_token = serializers.CharField(max_length=32, help_text="A TOTP code or a recovery code.")
+
+
+class TwoFactorResetInput(serializers.Serializer):
+    reason = serializers.CharField(min_length=3, max_length=500,
+                                   help_text="Why (kept in the audit event), e.g. a support ticket reference.")
+
+
 class SessionOutput(serializers.Serializer):
     authenticated = serializers.BooleanField()
     email = serializers.EmailField(allow_null=True)
     two_factor_verified = serializers.BooleanField()
+    sign_in_method = serializers.CharField(allow_null=True, help_text="password | sso, or null.")
+    second_factor_needed = serializers.CharField(
+        allow_null=True, help_text="null, otp_required (send a code to POST /session/otp) or two_factor_required "
+                                   "(enrol with POST /me/totp).")
     csrf_token = serializers.CharField(help_text="Send back in the X-CSRFToken header on unsafe requests.")
 
 
 class LoginInput(serializers.Serializer):
     email = serializers.EmailField()
     password = serializers.CharField(write_only=True)
-    otp_token = serializers.CharField(required=False, allow_blank=True, default="",
-                                      help_text="TOTP code; required when the user has a confirmed device.")
+    otp_token = serializers.CharField(required=False, allow_blank=True, default="", max_length=32,
+                                      help_text="TOTP or recovery code; required when the user has a confirmed "
+                                                "device.")

@@ -1,6 +1,7 @@
-"""Identity API: /tokens, /service-accounts, /me (+ TOTP enrolment), /session (console login, CSRF)."""
-from django.contrib.auth import logout
+"""Identity API: /tokens, /service-accounts, /me (+ TOTP, recovery codes), /session (console sign-in, CSRF),
+/session/otp, /users/{id}/reset-two-factor (staff)."""
 from django.middleware.csrf import get_token
+from django_otp import login as otp_login
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.authentication import SessionAuthentication as DrfSessionAuthentication
@@ -9,9 +10,11 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from apps.core.api import validated
+from apps.tenancy.errors import Forbidden
 
-from .. import services
+from .. import services, signin
 from ..selectors import api_token_list_visible_to, service_account_list_visible_to
+from ..throttles import SIGN_IN_THROTTLES
 from . import filters
 from . import serializers as s
 
@@ -83,40 +86,59 @@ class MeView(generics.GenericAPIView):
 
 
 class TotpViewSet(viewsets.GenericViewSet):
-    """TOTP two-factor enrolment for the caller: POST /me/totp (start), POST /me/totp/confirm (finish)."""
+    """The caller's TOTP second factor: POST /me/totp (start), POST /me/totp/confirm (finish; recovery codes),
+    DELETE /me/totp (remove), POST /me/totp/recovery-codes (new codes). Each needs a console session signed in
+    within `SIGN_IN_REAUTH_MAX_AGE_SECONDS` and verified with the current factor when there is one; never an API
+    token (403 `interactive_session_required` / `reauthentication_required` / `otp_required`)."""
 
     serializer_class = s.TotpEnrolmentOutput
     allow_unverified_session = True
+    throttle_classes = SIGN_IN_THROTTLES
 
     @extend_schema(request=None, responses={201: s.TotpEnrolmentOutput})
     def create(self, request):
-        device = services.totp_enrol(actor=request.user)
+        device = signin.totp_enrol(actor=request.user, state=signin.sign_in_state(request))
         return Response({"config_url": device.config_url}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.TotpConfirmInput, responses={200: s.MeOutput})
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request):
+        signin.totp_remove(actor=request.user, state=signin.sign_in_state(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=s.TotpConfirmInput, responses={200: s.TotpConfirmed})
     @action(detail=False, methods=["post"])
     def confirm(self, request):
-        from django_otp import login as otp_login
+        device, codes = signin.totp_confirm(actor=request.user, state=signin.sign_in_state(request),
+                                            **_validated(s.TotpConfirmInput, request))
+        otp_login(request._request, device)
+        return Response(s.TotpConfirmed(request.user, context={"recovery_codes": codes}).data)
 
-        device = services.totp_confirm(actor=request.user, **_validated(s.TotpConfirmInput, request))
-        if getattr(request, "auth", None) is None and hasattr(request._request, "session"):
-            otp_login(request._request, device)
-        return Response(s.MeOutput(request.user).data)
+    @extend_schema(request=None, responses={200: s.RecoveryCodesOutput})
+    @action(detail=False, methods=["post"], url_path="recovery-codes")
+    def recovery_codes(self, request):
+        codes = signin.recovery_codes_regenerate(actor=request.user, state=signin.sign_in_state(request))
+        return Response({"recovery_codes": codes})
 
 
 class SessionView(generics.GenericAPIView):
-    """Console session. GET: state and CSRF token (sets the csrftoken cookie). POST: log in (CSRF checked).
-    DELETE: log out."""
+    """Console session. GET: state and CSRF token (sets the csrftoken cookie). POST: sign in (CSRF checked;
+    throttled per account and source address: 429 `throttled` with Retry-After). DELETE: sign out."""
 
     serializer_class = s.SessionOutput
     permission_classes = [AllowAny]
     allow_unverified_session = True
+    throttle_classes = SIGN_IN_THROTTLES
 
     def _state(self, request, code=status.HTTP_200_OK):
         user = request.user
-        verified = bool(getattr(user, "is_verified", lambda: False)()) or getattr(user, "otp_device", None) is not None
-        return Response({"authenticated": user.is_authenticated, "email": getattr(user, "email", None) or None,
-                         "two_factor_verified": verified, "csrf_token": get_token(request._request)}, status=code)
+        session = request._request.session
+        authenticated = user.is_authenticated
+        return Response({"authenticated": authenticated, "email": getattr(user, "email", None) or None,
+                         "two_factor_verified": authenticated and signin.session_second_factor(user, session),
+                         "sign_in_method": session.get(signin.SESSION_METHOD) if authenticated else None,
+                         "second_factor_needed": signin.missing_second_factor(user, session) if authenticated
+                         else None,
+                         "csrf_token": get_token(request._request)}, status=code)
 
     def get(self, request):
         return self._state(request)
@@ -125,7 +147,7 @@ class SessionView(generics.GenericAPIView):
     def post(self, request):
         DrfSessionAuthentication().enforce_csrf(request)
         data = _validated(s.LoginInput, request)
-        services.session_login(request=request._request, **data)
+        signin.session_login(request=request._request, **data)
         request.user = request._request.user
         return self._state(request)
 
@@ -133,5 +155,33 @@ class SessionView(generics.GenericAPIView):
     def delete(self, request):
         if request.user.is_authenticated:
             DrfSessionAuthentication().enforce_csrf(request)
-            logout(request._request)
+            signin.session_logout(request=request._request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SessionOtpView(generics.GenericAPIView):
+    """POST /session/otp {otp_token}: verify the signed-in session with a TOTP or recovery code (after a single
+    sign-on without an MFA assertion). Throttled like sign-in; 401 `invalid_otp`; 400 `no_second_factor`."""
+
+    serializer_class = s.SessionOutput
+    allow_unverified_session = True
+    throttle_classes = SIGN_IN_THROTTLES
+
+    @extend_schema(request=s.OtpVerifyInput, responses={200: s.SessionOutput})
+    def post(self, request):
+        if not signin.sign_in_state(request).interactive:
+            raise Forbidden("Only a console session verifies a code.", code="interactive_session_required")
+        signin.session_verify_otp(request=request._request, **_validated(s.OtpVerifyInput, request))
+        return SessionView._state(self, request)
+
+
+class TwoFactorResetView(generics.GenericAPIView):
+    """POST /users/{id}/reset-two-factor {reason}: staff remove a user's TOTP device and recovery codes (the user
+    lost both); the reason is kept in the audit event. Staff operators only."""
+
+    serializer_class = s.TwoFactorResetInput
+
+    @extend_schema(request=s.TwoFactorResetInput, responses={204: None})
+    def post(self, request, pk):
+        signin.two_factor_reset(actor=request.user, user_id=pk, **_validated(s.TwoFactorResetInput, request))
         return Response(status=status.HTTP_204_NO_CONTENT)
