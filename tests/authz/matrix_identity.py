@@ -25,6 +25,15 @@ def _login(world) -> Case:
     return Case(data={"email": user.email, "password": "a-long-password-42"})
 
 
+def _member_with_totp(world) -> Case:
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    TOTPDevice.objects.create(user=world.users["member"], name="default", confirmed=True)
+    return Case(kwargs={"pk": world.users["member"].pk}, data={"reason": "lost the phone"})
+
+
+NO_TOKEN = mutation(other_org=403, viewer=403, member=403, admin=403, staff=403)
+
 ENTRIES = [
     Entry("GET", "/api/v1/tokens", OWN),
     # any member may mint a token for its organization: a token never grants more than its user's role;
@@ -43,10 +52,16 @@ ENTRIES = [
     Entry("GET", "/api/v1/me", OWN),
     Entry("PATCH", "/api/v1/me", mutation(other_org=200, viewer=200, member=200),
           lambda w: Case(data={"full_name": "Renamed"})),
-    Entry("POST", "/api/v1/me/totp", mutation(other_org=201, viewer=201, member=201, admin=201, staff=201)),
-    # nobody has a pending enrolment here: 400 no_pending_totp (a read token is refused first)
-    Entry("POST", "/api/v1/me/totp/confirm", mutation(other_org=400, viewer=400, member=400, admin=400, staff=400),
-          lambda w: Case(data={"otp_token": "123456"})),
+    # second factors change only from a recent console sign-in: every API token is refused (403
+    # interactive_session_required; a read token is refused first with token_read_only)
+    Entry("POST", "/api/v1/me/totp", NO_TOKEN),
+    Entry("DELETE", "/api/v1/me/totp", NO_TOKEN),
+    Entry("POST", "/api/v1/me/totp/confirm", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"})),
+    Entry("POST", "/api/v1/me/totp/recovery-codes", NO_TOKEN),
+    Entry("POST", "/api/v1/session/otp", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"})),
+    # staff operators reset a user's factor (the member's, enrolled by the setup); tenants cannot
+    Entry("POST", "/api/v1/users/{pk}/reset-two-factor", mutation(other_org=403, admin=403, staff=204),
+          _member_with_totp),
     Entry("GET", "/api/v1/session", expect(anonymous=200, other_org=200), audited=False),
     Entry("POST", "/api/v1/session", expect(anonymous=200, other_org=200), _login),
     Entry("DELETE", "/api/v1/session", expect(204, 204, 204, 204, 204, 204, 204), audited=False),
