@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('identity', '0002_apitoken_serviceaccount'),
+        ('identity', '0003_apitoken_parent'),
     ]
 
     operations = [
