@@ -216,3 +216,25 @@ def test_a_lease_left_requested_by_a_dead_request_is_rejected(world, clock):
     assert leases_advance()["abandoned"] == 1
     stuck.refresh_from_db()
     assert (stuck.status, stuck.reason) == ("rejected", "confirmation did not complete")
+
+
+def test_extending_an_ending_lease_renews_it_through_the_transition_and_audits_it(world, clock):
+    """An `ending` lease extended past its notice is `active` again by the ``renew`` transition, audited with
+    the state before and after (like every other lease transition), and gets a fresh ending notice later."""
+    from apps.reservations.services.leases import lease_update
+
+    gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), notice_s=1800)
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(11, 30))
+    assert leases_advance()["ending"] == 1
+    le = lease_update(actor=world.member_a, lease=Lease.objects.get(pk=le.pk), end=at(14))
+    assert le.status == "active"
+    assert Lease.objects.get(pk=le.pk).status == "active"
+    renew = AuditEvent.objects.get(target_id=str(le.pk), action="reservations.lease.renew")
+    assert (renew.before, renew.after) == ({"status": "ending"}, {"status": "active"})
+    assert renew.actor_id == world.member_a.pk
+    clock.move_to(at(13, 30))
+    assert leases_advance()["ending"] == 1
+    assert Lease.objects.get(pk=le.pk).status == "ending"

@@ -254,7 +254,7 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
                 raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
             lease.name = name
         if changed and lease.status in LEASE_STARTED:
-            _update_started(lease, new_start, new_end, new_count)
+            _update_started(lease, new_start, new_end, new_count, actor=actor)
         elif changed:
             windows.window_check(new_start, new_end)
             if not 1 <= new_count <= MAX_COUNT[lease.kind]:
@@ -262,14 +262,14 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
             allocations_release(consumer_id=lease.pk)  # nothing has started: the rows are deleted
             lease.start, lease.end, lease.count = new_start, new_end, new_count
             _claim(lease, lease.count, lease.start)
-        lease.save(update_fields=["name", "start", "end", "count", "status", "updated_at"])
+        lease.save(update_fields=["name", "start", "end", "count", "updated_at"])  # status: transitions only
         event_record(actor=actor, action="reservations.lease.update", target=lease,
                      organization=lease.project.organization, before=before,
                      after={"name": lease.name, "start": lease.start, "end": lease.end, "count": lease.count})
     return lease
 
 
-def _update_started(lease: Lease, new_start, new_end, new_count) -> None:
+def _update_started(lease: Lease, new_start, new_end, new_count, *, actor) -> None:
     now = clock.now()
     if new_start != lease.start:
         raise _immutable("The start of a started lease cannot change.", "start")
@@ -286,7 +286,7 @@ def _update_started(lease: Lease, new_start, new_end, new_count) -> None:
         if grew:
             _check_reserve(lease, now)
         if lease.status == LeaseStatus.ENDING and new_end - dt.timedelta(seconds=lease.notice_s) > now:
-            lease.status = LeaseStatus.ACTIVE
+            _renew(lease, actor=actor)
     if new_count > lease.count:
         _claim(lease, new_count - lease.count, now)
         lease.count = new_count
@@ -371,6 +371,14 @@ def _notice(lease: Lease) -> None:
     event_record(actor=None, action="reservations.lease.notice", target=lease,
                  organization=lease.project.organization, after={"status": lease.status},
                  event=Event.LEASE_ENDING_SOON, payload=lease_payload(lease))
+
+
+def _renew(lease: Lease, *, actor) -> None:
+    """An `ending` lease extended past its notice goes back to `active` (transition ``renew``, audited); the next
+    tick gives a new ending notice before the new end."""
+    before = transition(lease, "renew", LEASE_TRANSITIONS)
+    event_record(actor=actor, action="reservations.lease.renew", target=lease,
+                 organization=lease.project.organization, before={"status": before}, after={"status": lease.status})
 
 
 def _finish(lease: Lease) -> None:
