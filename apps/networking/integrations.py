@@ -1,17 +1,24 @@
 """What networking plugs into other apps, registered once from `NetworkingConfig.ready`:
 
 * tenancy's quota counters ``vpcs``, ``public_ips``, ``ib_partitions`` (`selectors.quota_counters`);
-* billing's usage source ``networking.public_ip`` (`selectors.public_ip_usage`).
+* billing's usage source ``networking.public_ip`` (`selectors.public_ip_usage`);
+* the Prometheus collector of partitions-file drift (`metrics.DriftCollector`) in core's registry.
 """
 from __future__ import annotations
 
 from apps.billing.registry import register_usage_source
+from apps.core.metrics import REGISTRY
 from apps.tenancy.quotas import register_usage_counter
 
-from . import selectors
+from . import metrics, selectors
 
 
 def register() -> None:
     for resource, counter in selectors.quota_counters().items():
         register_usage_counter(resource, counter)
     register_usage_source("networking.public_ip", selectors.public_ip_usage)
+    try:
+        REGISTRY.unregister(metrics.COLLECTOR)   # register() may run twice in one process (tests)
+    except KeyError:
+        pass
+    REGISTRY.register(metrics.COLLECTOR)

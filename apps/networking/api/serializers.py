@@ -220,6 +220,12 @@ class IbPartitionMemberOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class IbServicePortInput(serializers.Serializer):
+    hca_port = serializers.PrimaryKeyRelatedField(queryset=HcaPort.objects.all(),
+                                                  help_text="the shared port (any project's partitions may hold it "
+                                                            "as a limited member)")
+
+
 class IbPartitionOutput(serializers.ModelSerializer):
     fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
     pkey_hex = serializers.SerializerMethodField()

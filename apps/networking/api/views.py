@@ -6,6 +6,7 @@ in the services (viewer or read-only token → 403). Views parse, call one servi
 """
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
@@ -176,6 +177,17 @@ class IbPartitionViewSet(_Base):
     def destroy(self, request, pk=None):
         services.ib_partition_delete(actor=request.user, partition=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=s.IbServicePortInput, responses={201: s.IbPartitionOutput})
+    @action(detail=True, methods=["post"], url_path="service-ports", permission_classes=[IsStaffOperator])
+    def service_ports(self, request, pk=None):
+        """Staff operators: add a shared service port (storage gateway, service node) as a limited member;
+        the same port may be a limited member of several projects' partitions, never a full member of two."""
+        part = self.get_object()
+        services.ib_partition_service_port_join(actor=request.user, partition=part,
+                                                **self._input(s.IbServicePortInput))
+        return self._out(selectors.ib_partition_list_visible_to(request.user).get(pk=part.pk),
+                         status.HTTP_201_CREATED)
 
 
 class PublicIpPoolViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

@@ -150,11 +150,13 @@ class PartitionSpec:
 @dataclass
 class IbApplyResult:
     """`writes`: files written (0 when the SM already had this state); `drift`: the file on disk differed from
-    the last good one (edited or corrupted by hand); `restored`: a bad file was replaced."""
+    the last good one, or was missing, unreadable or invalid (`drift_reason`: ``missing`` | ``unreadable`` |
+    ``invalid`` | ``modified``); `restored`: a bad file was replaced."""
 
     changed: bool = False
     writes: int = 0
     drift: bool = False
+    drift_reason: str = ""
     restored: bool = False
     digest: str = ""
     details: dict = field(default_factory=dict)
@@ -164,6 +166,6 @@ class IbApplyResult:
 
 
 class IbPartitionDriver(Protocol):
-    def apply(self, partitions: Sequence[PartitionSpec]) -> IbApplyResult: ...
+    def apply(self, partitions: Sequence[PartitionSpec], *, expect_file: bool = False) -> IbApplyResult: ...
 
     def read_pkeys(self, guid: str) -> list[int]: ...

@@ -97,6 +97,22 @@ def _read(path: Path) -> str | None:
         return None
 
 
+#: What a reconcile found on disk, worst first: ``missing`` (no file), ``unreadable`` (permissions, not a regular
+#: file, not UTF-8), ``invalid`` (OpenSM's parser rejects it), ``modified`` (valid but not what we last wrote).
+#: Each one is drift: OpenSM may already run every port as a full member of the default partition.
+DRIFT_REASONS = ("missing", "unreadable", "invalid", "modified")
+
+
+def _read_disk(path: Path) -> tuple[str | None, str]:
+    """(text, problem) of the file OpenSM reads; problem is '' | ``missing`` | ``unreadable``."""
+    try:
+        return path.read_text(), ""
+    except FileNotFoundError:
+        return None, "missing"
+    except (OSError, UnicodeDecodeError):
+        return None, "unreadable"
+
+
 class OpenSmDriver:
     """Manage one OpenSM's partitions file.
 
@@ -131,17 +147,34 @@ class OpenSmDriver:
         except (FileNotFoundError, ValueError, ProcessLookupError) as exc:
             raise DriverTransientError(f"cannot signal OpenSM ({self.pid_file}): {exc}")
 
-    def apply(self, partitions: Sequence[PartitionSpec]) -> IbApplyResult:
+    def apply(self, partitions: Sequence[PartitionSpec], *, expect_file: bool = False) -> IbApplyResult:
         """Install the partitions (no write when the file already holds them and matches the last good copy).
 
-        A file that differs from the last good copy (edited or corrupted by hand) is reported as `drift` and
-        replaced. If the rendered file fails validation, the last good file is restored and `DriverError`
-        (code `partitions_invalid`) raised: OpenSM is never left with an invalid file by us."""
+        Drift (`IbApplyResult.drift`, with `drift_reason` one of `DRIFT_REASONS`): the file is missing,
+        unreadable or rejected by OpenSM's parser while a last good copy exists (or `expect_file`: the caller
+        applied a file before), or it differs from the last good copy. A missing, unreadable or invalid file is
+        replaced by the last good copy at once (then SIGHUP), before the new rendering is validated, so OpenSM's
+        full-membership fallback lasts no longer than one write. If the rendered file fails validation, the last
+        good file is (re)installed and `DriverError` (code `partitions_invalid`) raised: OpenSM is never left
+        with an invalid file by us."""
         text = render_partitions(partitions)
         digest = hashlib.sha256(text.encode()).hexdigest()
-        current, last_good = _read(self.path), _read(self.last_good_path)
+        current, problem = _read_disk(self.path)
+        last_good = _read(self.last_good_path)
         result = IbApplyResult(digest=digest)
-        result.drift = current is not None and last_good is not None and current != last_good
+        if not problem and current is not None and current != last_good and current != text:
+            ok, _ = self._validate(current)
+            problem = "" if ok else "invalid"
+        if problem and (last_good is not None or expect_file):
+            result.drift, result.drift_reason = True, problem
+        elif current is not None and last_good is not None and current != last_good:
+            result.drift, result.drift_reason = True, "modified"
+        if result.drift and problem and last_good is not None:
+            _atomic_write(self.path, last_good)      # close the ALL=full window first
+            self._hup()
+            current = last_good
+            result.writes += 1
+            result.restored = result.changed = True
         if current == text and last_good == text:
             return result
         if current != text:
@@ -155,7 +188,7 @@ class OpenSmDriver:
                                   code="partitions_invalid")
             _atomic_write(self.path, text)
             result.writes += 1
-            result.restored = result.drift
+            result.restored = result.restored or result.drift
             self._hup()
         if last_good != text:
             _atomic_write(self.last_good_path, text)
@@ -164,9 +197,9 @@ class OpenSmDriver:
 
     def check_file(self) -> tuple[bool, list[str]]:
         """Validate the file on disk as it is (for alerts); (False, ["missing"]) when it does not exist."""
-        current = _read(self.path)
+        current, problem = _read_disk(self.path)
         if current is None:
-            return False, ["missing"]
+            return False, [problem]
         return self._validate(current)
 
     def read_pkeys(self, guid: str) -> list[int]:

@@ -75,9 +75,9 @@ class UfmDriver:
         data = self._call("GET", "/ufmRest/resources/pkeys?guids_data=true&qos_conf=true") or {}
         return {int(key, 16) & 0x7FFF: value for key, value in data.items()}
 
-    def apply(self, partitions: Sequence[PartitionSpec]) -> IbApplyResult:
+    def apply(self, partitions: Sequence[PartitionSpec], *, expect_file: bool = False) -> IbApplyResult:
         """Make UFM hold exactly these partitions (of ours); `writes` counts mutating requests (0 when UFM
-        already matches)."""
+        already matches). `expect_file` has no meaning for UFM (no file) and is ignored."""
         before = self.requests_made
         current = self.list_pkeys()
         wanted = {p.pkey: p for p in partitions}

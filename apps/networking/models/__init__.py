@@ -1,5 +1,13 @@
 """Networking models: VPCs and their parts (Ethernet, OVN) and InfiniBand partitions (OpenSM / UFM)."""
-from .ib import FabricSyncState, IbPartition, IbPartitionMember, PkeyPool, VirtualGuid, VirtualGuidPool
+from .ib import (
+    FabricDriftEvent,
+    FabricSyncState,
+    IbPartition,
+    IbPartitionMember,
+    PkeyPool,
+    VirtualGuid,
+    VirtualGuidPool,
+)
 from .vpc import (
     IpAllocation,
     Port,
@@ -13,6 +21,6 @@ from .vpc import (
 )
 
 __all__ = [
-    "FabricSyncState", "IbPartition", "IbPartitionMember", "IpAllocation", "PkeyPool", "Port", "PublicIp",
+    "FabricDriftEvent", "FabricSyncState", "IbPartition", "IbPartitionMember", "IpAllocation", "PkeyPool", "Port", "PublicIp",
     "PublicIpHolding", "PublicIpPool", "SecurityGroup", "SecurityGroupRule", "Subnet", "VirtualGuid", "VirtualGuidPool", "Vpc",
 ]

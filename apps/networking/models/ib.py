@@ -105,3 +105,19 @@ class FabricSyncState(TimestampedModel):
     last_error = models.TextField(blank=True)
     applied_digest = models.CharField(max_length=64, blank=True, help_text="sha256 of the applied desired state")
     last_result = models.JSONField(default=dict, blank=True)
+
+
+class FabricDriftEvent(TimestampedModel):
+    """One time a reconcile found a backend not as we left it (`key` as in `FabricSyncState`). For an OpenSM
+    fabric `reason` is ``missing`` | ``unreadable`` | ``invalid`` | ``modified`` (the partitions file);
+    `restored`: the last good state was put back in the same run. Kept for the record (never updated)."""
+
+    key = models.CharField(max_length=100, db_index=True)
+    fabric = models.ForeignKey("inventory.Fabric", on_delete=models.CASCADE, null=True, blank=True,
+                               related_name="drift_events")
+    reason = models.CharField(max_length=32)
+    restored = models.BooleanField(default=False)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]

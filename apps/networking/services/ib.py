@@ -10,11 +10,12 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 from apps.inventory.models import Fabric, HcaPort, Host
+from apps.tenancy import selectors as tenancy_selectors
 from apps.tenancy.quotas import quota_check
 
 from .. import pkeys
@@ -22,6 +23,7 @@ from ..errors import Code
 from ..models import IbPartition, IbPartitionMember, PkeyPool, VirtualGuid, VirtualGuidPool
 from ..states import IB_MTU_CODES, IB_RATE_CODES, Membership, VirtualGuidStatus
 from ._common import (
+    NETWORK_STAFF,
     audit,
     authorize_operator,
     authorize_write,
@@ -184,8 +186,8 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
     """Add a physical port (`hca_port`) or a VF's `virtual_guid` to `partition` (idempotent per GUID).
 
     400 `wrong_fabric` when the port is cabled to another fabric (RW-046); 409 `guid_in_other_project` when the
-    GUID is in another project's partition; 409 `pkey_limit_per_port` past `NETWORKING_MAX_PKEYS_PER_PORT`
-    partitions per GUID (RW-043)."""
+    GUID is in another project's partition, unless this is a shared service port (`_shared_port_ok`); 409
+    `pkey_limit_per_port` past `NETWORKING_MAX_PKEYS_PER_PORT` partitions per GUID (RW-043)."""
     authorize_write(actor, partition.project)
     if (hca_port is None) == (virtual_guid is None):
         raise ValueError("give exactly one of hca_port, virtual_guid")
@@ -199,8 +201,10 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
                                errors={"membership": ["full | limited"]})
     guid = pkeys.format_guid(hca_port.port_guid if hca_port else virtual_guid.guid)
     with transaction.atomic():
-        existing = IbPartitionMember.objects.filter(guid=guid).select_related("partition")
-        if any(m.partition.project_id != partition.project_id for m in existing):
+        _guid_lock(guid)
+        existing = list(IbPartitionMember.objects.filter(guid=guid).select_related("partition"))
+        others = [m for m in existing if m.partition.project_id != partition.project_id]
+        if others and not _shared_port_ok(actor, membership, existing):
             raise Conflict(f"GUID {guid} is in another project's partition.", code=Code.GUID_IN_OTHER_PROJECT)
         same = next((m for m in existing if m.partition_id == partition.pk), None)
         if same is not None:
@@ -215,6 +219,32 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
               after={"guid": guid, "membership": membership, "instance_id": instance_id})
         schedule_ib_reconcile(partition.fabric_id)
     return member
+
+
+def _guid_lock(guid: str) -> None:
+    """Serialise joins of one GUID (two projects' concurrent joins cannot both pass the checks)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"networking:guid:{guid}"])
+
+
+def _shared_port_ok(actor, membership: str, existing) -> bool:
+    """A port shared by several projects' partitions (a storage gateway, a service node) is allowed only as a
+    limited member everywhere, and only when a staff operator adds it: limited members cannot talk to each
+    other, so the tenants stay isolated from each other while each reaches the service. Never a full member of
+    two tenants' partitions (that would bridge them)."""
+    is_operator = tenancy_selectors.is_staff(actor) and actor.staff_role in NETWORK_STAFF
+    return (is_operator and membership == Membership.LIMITED
+            and all(m.membership == Membership.LIMITED for m in existing))
+
+
+def ib_partition_service_port_join(*, actor, partition: IbPartition, hca_port: HcaPort) -> IbPartitionMember:
+    """Staff operators: make a shared service port (e.g. a storage gateway) a limited member of `partition`;
+    the same port may be a limited member of several projects' partitions. 403 for everyone else; 409
+    `guid_in_other_project` when the port is a full member anywhere else; otherwise as
+    `ib_partition_member_join`."""
+    authorize_operator(actor)
+    return ib_partition_member_join(actor=actor, partition=partition, hca_port=hca_port,
+                                    membership=Membership.LIMITED)
 
 
 def ib_partition_join_whole_host(*, actor, partition: IbPartition, host: Host,

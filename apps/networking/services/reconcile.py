@@ -12,13 +12,14 @@ from contextlib import contextmanager
 
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.inventory.models import Fabric, HcaPort
 
 from .. import conf, desired
 from ..drivers.ovn import OvnDriver
-from ..models import FabricSyncState
+from ..models import FabricDriftEvent, FabricSyncState
 from .ib import virtual_guids_free_released
 
 log = logging.getLogger("gpucloud.networking")
@@ -119,10 +120,11 @@ def ib_fabric_reconcile(*, fabric_id, driver=None, verify: bool | None = None) -
 
 
 def _ib_apply(fabric: Fabric, driver, partitions, config: dict, verify: bool | None, key: str) -> dict:
-    result = driver.apply(partitions)
+    applied_before = FabricSyncState.objects.filter(key=key).exclude(applied_digest="").exists()
+    result = driver.apply(partitions, expect_file=applied_before)
     out = result.as_dict()
     if result.drift:
-        log.warning("partitions_file_drift", extra={"fabric": fabric.name, "restored": result.restored})
+        _drift_record(fabric, key, result)
     mismatches = {}
     if (verify if verify is not None else config.get("verify", True)) and hasattr(driver, "wait_applied"):
         guids = _verify_sample(fabric, partitions, int(config.get("verify_sample", 16)))
@@ -135,6 +137,21 @@ def _ib_apply(fabric: Fabric, driver, partitions, config: dict, verify: bool | N
     error = f"P_Key tables differ on {len(mismatches)} port(s)" if mismatches else ""
     _record(key, ok=not mismatches, result=out, error=error, digest=result.digest)
     return out
+
+
+def _drift_record(fabric: Fabric, key: str, result) -> FabricDriftEvent:
+    """Drift is an alarm, not a silent repair: a `FabricDriftEvent` row (counted by the Prometheus gauge
+    ``gpucloud_ib_partitions_drift_events``), a system audit event ``networking.ib_fabric.partitions_drift``
+    and an error log line, in the reconcile's transaction (docs/networking.md, "Partitions file drift")."""
+    detail = {"digest": result.digest, "writes": result.writes}
+    event = FabricDriftEvent.objects.create(key=key, fabric=fabric, reason=result.drift_reason or "modified",
+                                            restored=result.restored, detail=detail)
+    audit_record(actor=None, action="networking.ib_fabric.partitions_drift", target=fabric,
+                 after={"fabric": fabric.name, "reason": event.reason, "restored": event.restored,
+                        "drift_event": str(event.pk)})
+    log.error("partitions_file_drift", extra={"fabric": fabric.name, "reason": event.reason,
+                                              "restored": event.restored})
+    return event
 
 
 def _verify_sample(fabric: Fabric, partitions, size: int) -> list[str]:

@@ -111,6 +111,35 @@ def test_hand_corrupted_file_is_detected_and_replaced(small_sim, settings):
     assert driver.wait_applied({p.port_guid: {0x7FFF, 0x8000 | part.pkey} for p in host.hca_ports.all()}) == {}
 
 
+def test_deleted_file_is_drift_alarmed_audited_and_restored_at_once(small_sim, settings):
+    """Without partitions.conf OpenSM makes every port a full member of the default partition: the reconcile
+    must treat it as drift (event, audit) and put the last good file back, not silently write a new one."""
+    from apps.audit.models import AuditEvent
+    from apps.networking.models import FabricDriftEvent
+
+    fabric, fab = small_sim
+    settings.NETWORKING_IB_FABRICS = {"ib-small": sim_config(fab)}
+    services.pkey_pool_set(actor=None, fabric=fabric, first_pkey=0x200, last_pkey=0x2FF)
+    t = Tenant("ib-d")
+    part = services.ib_partition_create(actor=t.user, project=t.project, fabric=fabric, name="p")
+    host = Host.objects.order_by("name").first()
+    services.ib_partition_join_whole_host(actor=t.user, partition=part, host=host, instance_id=uuid.uuid4())
+    ib_fabric_reconcile(fabric_id=fabric.pk)
+    good = fab.partitions_path.read_text()
+
+    fab.partitions_path.unlink()
+    result = ib_fabric_reconcile(fabric_id=fabric.pk)
+    assert (result["drift"], result["drift_reason"], result["restored"]) == (True, "missing", True)
+    assert fab.partitions_path.read_text() == good
+    assert FabricDriftEvent.objects.filter(key="ib:ib-small", reason="missing", restored=True).count() == 1
+    assert AuditEvent.objects.filter(action="networking.ib_fabric.partitions_drift",
+                                     target_id=str(fabric.pk)).count() == 1
+    driver = OpenSmDriver(partitions_path=str(fab.partitions_path), env=sim_config(fab)["env"])
+    assert driver.wait_applied({p.port_guid: {0x7FFF, 0x8000 | part.pkey} for p in host.hca_ports.all()}) == {}
+    others = HcaPort.objects.filter(fabric=fabric).exclude(host=host)
+    assert driver.wait_applied({p.port_guid: {0x7FFF} for p in others}) == {}     # limited default only
+
+
 def test_validator_uses_opensms_parser():
     require_ibsim()
     good = render_partitions([PartitionSpec("t", 0x123, (PartitionMemberSpec("0x0c42a10300aa0001", "full"),))])
