@@ -12,6 +12,7 @@ from django.db import DatabaseError
 from django.db.models import Count, Max
 from prometheus_client.core import GaugeMetricFamily
 
+
 class DriftCollector:
     def collect(self):
         from .models import FabricDriftEvent
