@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlencode
 
+import jwt
+import requests
+from django.core.exceptions import SuspiciousOperation
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
@@ -43,6 +46,22 @@ class OIDCBackend(OIDCAuthenticationBackend):
     def verify_claims(self, claims) -> bool:  # decided by sso_resolve_user
         return True
 
+    def retrieve_matching_jwk(self, token):
+        """The provider's signing key for `token`. A token without `kid` is accepted when the JWKS holds exactly
+        one key for its algorithm (OpenID Connect Core 10.1 requires `kid` only with several keys)."""
+        header = jwt.get_unverified_header(token)
+        if "kid" in header:
+            return super().retrieve_matching_jwk(token)
+        response = requests.get(self.OIDC_OP_JWKS_ENDPOINT, verify=self.get_settings("OIDC_VERIFY_SSL", True),
+                                timeout=self.get_settings("OIDC_TIMEOUT", None),
+                                proxies=self.get_settings("OIDC_PROXY", None))
+        response.raise_for_status()
+        keys = [key for key in response.json().get("keys", [])
+                if key.get("alg", header.get("alg")) == header.get("alg") and key.get("use", "sig") == "sig"]
+        if len(keys) != 1:
+            raise SuspiciousOperation("The ID token names no key and the provider has several.")
+        return jwt.PyJWK(keys[0])
+
 
 def _recent_session_user(request):
     """The session's user when it signed in recently with its second factor (it may link a new identity)."""
@@ -62,7 +81,11 @@ class CallbackView(OIDCAuthenticationCallbackView):
     def get(self, request):
         if request.GET.get("error"):
             setattr(request, _RESULT, {"code": "provider_error"})
-        return super().get(request)
+        try:
+            return super().get(request)
+        except (SuspiciousOperation, requests.RequestException, jwt.PyJWTError, ValueError, KeyError):
+            log.warning("sso_callback_failed", exc_info=True)
+            return self.login_failure()
 
     def login_success(self):
         result = getattr(self.request, _RESULT, None) or {}
