@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core import views as core_views
 from apps.identity import views as identity_views
+from apps.tenancy import views as tenancy_views
 
 api_v1 = [
     path("", include("apps.operations.api.urls")),
@@ -27,6 +28,8 @@ urlpatterns = [
     path("metrics", core_views.metrics, name="metrics"),
     path("api/v1/", include(api_v1)),
     path("sign-in/failed", identity_views.sign_in_failed, name="sign-in-failed"),
+    path("invitations/accept", tenancy_views.invitation_accept_page, name="invitation-accept-page"),
+    path("signup/verify", tenancy_views.signup_verify_page, name="signup-verify-page"),
 ]
 
 if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configured (apps/identity/oidc_config.py)

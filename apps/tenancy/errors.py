@@ -23,7 +23,6 @@ class Code:
     DUPLICATE_MEMBERSHIP = "duplicate_membership"
     LAST_OWNER = "last_owner"
     OWNER_REQUIRED = "owner_required"
-    USER_NOT_FOUND = "user_not_found"
     SLUG_TAKEN = "slug_taken"
     PROJECT_NOT_EMPTY = "project_not_empty"
     INVITATION_INVALID = "invitation_invalid"

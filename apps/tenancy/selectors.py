@@ -143,7 +143,8 @@ def membership_list_visible_to(user) -> QuerySet[Membership]:
 
 
 def invitation_list_visible_to(user) -> QuerySet[Invitation]:
-    """Invitations of the organizations where `user` is owner or admin (staff: all)."""
+    """Invitations of the organizations where `user` is owner or admin, and of the projects it administers
+    (staff: all)."""
     qs = Invitation.objects.select_related("organization", "project")
     if not _authenticated(user):
         return qs.none()
@@ -151,7 +152,9 @@ def invitation_list_visible_to(user) -> QuerySet[Invitation]:
         return qs
     org_ids = [org for org in organization_ids_visible_to(user)
                if org_role_of(user, org) in (OrgRole.OWNER, OrgRole.ADMIN)]
-    return qs.filter(organization_id__in=org_ids)
+    admin_projects = [p.pk for p in project_list_visible_to(user).only("id", "organization_id")
+                      if project_role_of(user, p) == ProjectRole.ADMIN]
+    return qs.filter(Q(organization_id__in=org_ids) | Q(project_id__in=admin_projects))
 
 
 def quota_list_visible_to(user) -> QuerySet[Quota]:

@@ -56,7 +56,9 @@ def test_unknown_role(acme):
 def test_duplicate_membership(acme):
     org, _owner, client = acme
     body = {"organization": str(org.pk), "user_email": "dev@acme.test", "role": "member"}
-    assert client.post("/api/v1/memberships/", body).status_code == 201
+    assert client.post("/api/v1/memberships/", body).status_code == 202  # an invitation
+    _problem(client.post("/api/v1/memberships/", {**body, "role": "viewer"}), 409, "invitation_pending")
+    member(User.objects.get(email="dev@acme.test"), org, OrgRole.MEMBER)
     before = _state()
     _problem(client.post("/api/v1/memberships/", {**body, "role": "viewer"}), 409, "duplicate_membership")
     _problem(client.post("/api/v1/invitations/", {"organization": str(org.pk), "email": "DEV@acme.test",

@@ -42,7 +42,7 @@ def test_project_admin_manages_project_members_but_not_the_organization(acme):
     c = client_for(token_for(lead, project=web))
     r = c.post("/api/v1/memberships/", {"organization": str(org.pk), "project": str(web.pk),
                                         "user_email": "dev@acme.test", "role": "viewer"})
-    assert r.status_code == 201, r.content
+    assert (r.status_code, r.json()["status"], r.json()["project"]) == (202, "pending", str(web.pk)), r.content
     r = c.post("/api/v1/memberships/", {"organization": str(org.pk), "user_email": "dev@acme.test",
                                         "role": "member"})
     assert (r.status_code, r.json()["code"]) == (403, "permission_denied")

@@ -77,10 +77,12 @@ class MembershipViewSet(_Base):
     def get_queryset(self):
         return selectors.membership_list_visible_to(self.request.user)
 
-    @extend_schema(request=s.MembershipCreateInput, responses={201: s.MembershipOutput})
+    @extend_schema(request=s.MembershipCreateInput, responses={202: s.InvitationOutput},
+                   description="Invites the e-mail (an existing user accepts like a new one): 202 with the pending "
+                               "invitation, the same answer whether or not the e-mail has an account.")
     def create(self, request):
-        membership = services.membership_create(actor=request.user, **self._input(s.MembershipCreateInput))
-        return self._out(membership, status.HTTP_201_CREATED)
+        invitation = services.membership_create(actor=request.user, **self._input(s.MembershipCreateInput))
+        return Response(s.InvitationOutput(invitation).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=s.MembershipUpdateInput, responses={200: s.MembershipOutput})
     def partial_update(self, request, pk=None):

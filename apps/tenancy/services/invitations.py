@@ -41,10 +41,12 @@ def invitation_accept_url(token: str) -> str:
 def invitation_create(*, actor, organization: Organization, email: str, role: str,
                       project: Project | None = None) -> Invitation:
     """Invite `email` with `role` (organization role, or project role when `project` is given) and e-mail the
-    link after commit. Owner/admin (owner invitations: owner or staff). 409 `duplicate_membership` if the user
-    is already a member, 409 `invitation_pending` if a pending invitation exists."""
+    link after commit. Organization invitations: owner/admin (owner invitations: owner or staff); project
+    invitations: the project's admins too (an organization owner/admin is one). 409 `duplicate_membership` if the
+    user is already a member, 409 `invitation_pending` if a pending invitation exists. The answer is the same
+    whether or not the e-mail has an account (nothing reveals which e-mails are registered)."""
     validate_role(role, project=project)
-    authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+    _authorize(actor, organization, project)
     if role == OrgRole.OWNER and project is None and actor is not None and not selectors.is_staff(actor) \
             and selectors.org_role_of(actor, organization) != OrgRole.OWNER:
         raise Forbidden("Only an owner can invite an owner.", code=Code.OWNER_REQUIRED)
@@ -71,6 +73,13 @@ def invitation_create(*, actor, organization: Organization, email: str, role: st
     return invitation
 
 
+def _authorize(actor, organization: Organization, project: Project | None) -> None:
+    if project is None:
+        authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+    else:
+        authz.authorize_project(actor, project, (ProjectRole.ADMIN,))
+
+
 def _send(invitation: Invitation, token: str) -> None:
     scope = invitation.organization.name + (f" / {invitation.project.name}" if invitation.project_id else "")
     send_mail(
@@ -83,8 +92,9 @@ def _send(invitation: Invitation, token: str) -> None:
 
 
 def invitation_revoke(*, actor, invitation: Invitation) -> Invitation:
-    """Revoke a pending invitation (owner/admin). 409 `invitation_already_used` if accepted."""
-    authz.authorize_org(actor, invitation.organization, (OrgRole.OWNER, OrgRole.ADMIN))
+    """Revoke a pending invitation (owner/admin; a project's admins for its invitations). 409
+    `invitation_already_used` if accepted."""
+    _authorize(actor, invitation.organization, invitation.project)
     with transaction.atomic():
         locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
         if locked.accepted_at:
@@ -113,6 +123,12 @@ def _load(token: str) -> Invitation:
     if invitation.expires_at <= now():
         raise Gone("The invitation has expired.", code=Code.INVITATION_EXPIRED)
     return invitation
+
+
+def invitation_preview(*, token: str) -> Invitation:
+    """The pending invitation named by `token` (for the landing page), or the error accepting it would give."""
+    with transaction.atomic():
+        return _load(token)
 
 
 def _user_for(actor, invitation: Invitation, password: str | None, full_name: str):

@@ -7,7 +7,6 @@ one owner (409 `last_owner`, checked under the organization row lock).
 """
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
 from apps.core.errors import Conflict, ValidationFailed
@@ -47,20 +46,18 @@ def _lock_and_check_owners(organization: Organization, leaving: Membership) -> N
 
 
 def membership_create(*, actor, organization: Organization, user_email: str, role: str,
-                      project: Project | None = None) -> Membership:
-    """Give an existing user `role` in `organization` or in `project` (which must belong to it).
+                      project: Project | None = None):
+    """Ask `user_email` to take `role` in `organization` or in `project` (which must belong to it): an
+    invitation the user accepts (`invitation_create`), never a membership without their consent. Returns the
+    Invitation. Known and unknown e-mails get the same answer, so no caller learns which e-mails have an account.
+    400 `unknown_role`; 403 `owner_required`; 409 `duplicate_membership` / `invitation_pending`."""
+    from .invitations import invitation_create
 
-    400 `user_not_found` for an unknown e-mail (invite new people instead), 400 `unknown_role`,
-    409 `duplicate_membership`."""
     validate_role(role, project=project)
     _authorize(actor, organization, project, role)
     if project is not None and project.organization_id != organization.pk:
         raise ValidationFailed("The project is not in this organization.", errors={"project": ["not found"]})
-    user = get_user_model().objects.filter(email__iexact=user_email.strip(), is_active=True).first()
-    if user is None:
-        raise ValidationFailed("No active user has this e-mail; send an invitation instead.",
-                               code=Code.USER_NOT_FOUND, errors={"user_email": ["no such user"]})
-    return membership_add(actor=actor, organization=organization, project=project, user=user, role=role)
+    return invitation_create(actor=actor, organization=organization, project=project, email=user_email, role=role)
 
 
 def membership_add(*, actor, organization: Organization, user, role: str, project: Project | None = None,

@@ -1,0 +1,62 @@
+"""Server-rendered landing pages of the e-mailed links (until the console has its own):
+`/invitations/accept?token=` and `/signup/verify?token=`. Each GET shows what the link is for, or why it cannot
+be used; its form POSTs to the same page (CSRF-checked) and calls the same service as the API."""
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.shortcuts import render
+
+from apps.core.errors import DomainError, ValidationFailed
+from apps.core.handlers import not_found
+
+from . import services
+
+
+def _problem(request, template: str, exc: DomainError, context: dict):
+    return render(request, template, {**context, "error": exc.detail, "code": exc.code,
+                                      "field_errors": exc.errors or {}}, status=exc.status)
+
+
+def invitation_accept_page(request):
+    """GET: the invitation (organization, project, role) and a form; POST: accept it (a new account takes a
+    password; a signed-in user with the invited e-mail just confirms). Errors render with the API's status and
+    code (400 `invitation_invalid`, 410 `invitation_expired` / `invitation_revoked`, 409 ...)."""
+    token = request.POST.get("token") or request.GET.get("token", "")
+    actor = request.user if request.user.is_authenticated else None
+    context = {"token": token, "signed_in_as": getattr(actor, "email", "")}
+    try:
+        invitation = services.invitation_preview(token=token)
+    except DomainError as exc:
+        return _problem(request, "tenancy/invitation_accept.html", exc, context)
+    context["invitation"] = invitation
+    if request.method != "POST":
+        return render(request, "tenancy/invitation_accept.html", context)
+    try:
+        membership = services.invitation_accept(actor=actor, token=token, password=request.POST.get("password"),
+                                                full_name=request.POST.get("full_name", ""))
+    except DomainError as exc:
+        return _problem(request, "tenancy/invitation_accept.html", exc, context)
+    return render(request, "tenancy/invitation_accept.html", {**context, "membership": membership}, status=201)
+
+
+def signup_verify_page(request):
+    """GET: the sign-up form for a verified e-mail link; POST: create the account, its trial organization and
+    project (`signup_complete`). 404 while `SIGNUP_ENABLED` is off, like the API."""
+    if not getattr(settings, "SIGNUP_ENABLED", False):
+        return not_found(request)
+    token = request.POST.get("token") or request.GET.get("token", "")
+    context = {"token": token}
+    if request.method != "POST":
+        return render(request, "tenancy/signup_verify.html", context)
+    fields = {k: request.POST.get(k, "") for k in ("organization_slug", "organization_name", "full_name")}
+    context.update(fields)
+    try:
+        try:
+            validate_slug(fields["organization_slug"])
+        except ValidationError:
+            raise ValidationFailed("The organization short name takes letters, digits, dashes and underscores.",
+                                   errors={"organization_slug": ["a slug, e.g. acme-ml"]})
+        membership = services.signup_complete(token=token, password=request.POST.get("password", ""), **fields)
+    except DomainError as exc:
+        return _problem(request, "tenancy/signup_verify.html", exc, context)
+    return render(request, "tenancy/signup_verify.html", {**context, "membership": membership}, status=201)
