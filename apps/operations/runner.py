@@ -37,6 +37,21 @@ def operation_start(*, kind: str, target_type: str, target_id, project=None, act
     return op
 
 
+def operations_cancel_unfinished(*, target_type: str, target_id, code: str) -> int:
+    """Cancel every unfinished operation of one target (status `cancelled`, `error_code` = `code`, finished
+    now); returns how many. The UPDATE takes their row locks, so it waits for a step that is running (the
+    runner's lock order: operation rows first, then the target). Call inside the caller's transaction."""
+    at = now()
+    return (Operation.objects.filter(target_type=target_type, target_id=target_id).exclude(status__in=TERMINAL)
+            .update(status=OperationStatus.CANCELLED, error_code=code, finished_at=at, updated_at=at))
+
+
+def operation_deadline_set(*, operation: Operation, deadline_at: dt.datetime) -> None:
+    """Move `operation`'s deadline (e.g. a create that waits in a queue until the queue's own timeout)."""
+    Operation.objects.filter(pk=operation.pk).update(deadline_at=deadline_at, updated_at=now())
+    operation.deadline_at = deadline_at
+
+
 def _enqueue(op_id, wf: workflows.Workflow, countdown: float | None = None) -> None:
     from .tasks import operation_run_step_task
 

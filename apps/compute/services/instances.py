@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from django.db import IntegrityError, connection, transaction
 
-from apps.core.clock import now
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.transitions import transition
-from apps.operations.models import TERMINAL, Operation, OperationStatus
-from apps.operations.runner import operation_start
+from apps.operations.models import Operation
+from apps.operations.runner import operation_start, operations_cancel_unfinished
+from apps.operations.selectors import operation_latest_for
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 from apps.tenancy.quotas import quota_check
@@ -178,11 +178,9 @@ def instance_delete(*, actor, instance: Instance) -> Operation:
     authorize_project(actor, instance.project, WRITERS)
     with transaction.atomic():
         # Lock order as in the step runner: operation rows first (waits for a running step), then the instance.
-        earlier = Operation.objects.filter(kind=DELETE, target_id=instance.pk).order_by("-created_at").first()
+        earlier = operation_latest_for(target_type=TARGET, target_id=instance.pk, kind=DELETE)
         if earlier is None:
-            Operation.objects.filter(target_type=TARGET, target_id=instance.pk).exclude(
-                status__in=TERMINAL).update(status=OperationStatus.CANCELLED, error_code="superseded_by_delete",
-                                            finished_at=now(), updated_at=now())
+            operations_cancel_unfinished(target_type=TARGET, target_id=instance.pk, code="superseded_by_delete")
         inst = Instance.objects.select_for_update().get(pk=instance.pk)
         if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED) and earlier is not None:
             instance.status = inst.status
@@ -196,7 +194,7 @@ def instance_delete(*, actor, instance: Instance) -> Operation:
 
 
 def current_operation(instance: Instance) -> Operation | None:
-    return Operation.objects.filter(target_type=TARGET, target_id=instance.pk).order_by("-created_at").first()
+    return operation_latest_for(target_type=TARGET, target_id=instance.pk)
 
 
 def instance_console_log(*, actor, instance: Instance, max_bytes: int = 65536) -> str:

@@ -26,7 +26,7 @@ from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.core.transitions import transition
 from apps.inventory.models import Host
-from apps.operations.models import TERMINAL, Operation
+from apps.operations.selectors import targets_with_unfinished_operations
 
 from .. import conf
 from ..drivers.base import PowerState
@@ -34,6 +34,7 @@ from ..errors import Code
 from ..models import Instance
 from ..states import INSTANCE_TRANSITIONS, InstanceStatus
 from .hypervisor import driver_for_uri
+from .instances import TARGET
 from .placement import instance_allocations_release
 
 log = logging.getLogger("gpucloud.compute.reconcile")
@@ -52,8 +53,7 @@ class ReconcileReport:
 
 
 def _busy_ids(ids) -> set:
-    return set(Operation.objects.filter(target_type="compute.instance", target_id__in=ids).exclude(
-        status__in=TERMINAL).values_list("target_id", flat=True))
+    return targets_with_unfinished_operations(target_type=TARGET, target_ids=ids)
 
 
 def _report_unknown(uri: str, host_ids: list, info) -> None:

@@ -25,7 +25,7 @@ from apps.core import clock
 from apps.core.errors import NotFound, QuotaExceeded, ValidationFailed
 from apps.core.tasks import enqueue_on_commit
 from apps.core.transitions import transition
-from apps.operations.models import Operation
+from apps.operations.runner import operation_deadline_set
 from apps.scheduling.errors import CapacityUnavailable
 
 from .. import conf
@@ -78,7 +78,7 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
             queued = QueuedRequest.objects.create(project=project, organization=project.organization, instance=inst,
                                                   priority=prio, gpus=_gpus(inst.flavor), expires_at=expires)
             # the create operation waits at its placement step until the queue places it or it expires
-            Operation.objects.filter(pk=op.pk).update(deadline_at=expires + dt.timedelta(seconds=900))
+            operation_deadline_set(operation=op, deadline_at=expires + dt.timedelta(seconds=900))
             from ..tasks import queue_process_task
 
             enqueue_on_commit(queue_process_task, queue="provisioning")
