@@ -54,3 +54,18 @@ def test_password_attempts_are_throttled_per_source_address(db, rates):
 def test_reading_the_session_is_not_throttled(db, rates):
     client = APIClient(REMOTE_ADDR=_address())
     assert all(client.get("/api/v1/session/").status_code == 200 for _ in range(8))
+
+
+def test_code_attempts_are_throttled_per_account(db, rates):
+    """Guessing the second factor of a signed-in (SSO) session is limited like passwords."""
+    from django_otp.plugins.otp_totp.models import TOTPDevice
+
+    email = f"dev-{uuid.uuid4().hex[:8]}@acme.test"
+    user = make_user(email, password=PASSWORD)
+    client = APIClient(REMOTE_ADDR=_address())
+    client.force_login(user)  # a session that still has to verify its device
+    TOTPDevice.objects.create(user=user, name="default", confirmed=True)
+    codes = [r.status_code for r in (client.post("/api/v1/session/otp/", {"otp_token": "00000" + str(i)},
+                                                 format="json") for i in range(4))]
+    assert codes[:3] == [401, 401, 401] and codes[3] == 429
+    assert AuditEvent.objects.filter(action="session.otp_failed", target_id=str(user.pk)).count() == 3
