@@ -4,7 +4,8 @@
   401 `authentication_failed` for an unknown, malformed, expired or revoked token, a disabled user, or a staff
   token whose user lost its staff role. On success `request.user` is the token's user with `user.api_token` set
   (tenancy selectors narrow visibility to the token's project or organization) and, unless the token is a staff
-  token, `staff_role` cleared in memory (a tenant token never carries staff powers); `request.auth` is the token.
+  token, `staff_role` cleared in memory (a tenant token never carries staff powers); `request.auth` is the token; the
+  token's prefix is bound to the request context (logs and audit events carry it).
   `last_used_at` is written at most once a minute per token.
 - `SessionAuthentication`: DRF's (CSRF enforced) plus two-factor enforcement (`apps.identity.signin`): a session
   of a user with a TOTP device that was not verified with it (or by an SSO MFA assertion) gets 403
@@ -19,6 +20,7 @@ import datetime as dt
 from rest_framework import authentication, exceptions
 
 from apps.core.clock import now
+from apps.core.request_context import bind_api_token
 
 from . import tokens
 from .models import ApiToken
@@ -41,6 +43,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not token.is_staff_token:
             user.staff_role = ""
         user.api_token = token
+        bind_api_token(prefix=token.prefix, user_id=user.pk)
         return user, token
 
     def authenticate_header(self, request):

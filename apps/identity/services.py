@@ -9,13 +9,13 @@ import datetime as dt
 
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
 from apps.tenancy.errors import Forbidden
 from apps.tenancy.models import Organization, OrgRole, Project
-from apps.tenancy.services._common import audit
 from apps.tenancy.services.memberships import membership_add
 
 from . import tokens
@@ -122,8 +122,9 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
             user=holder, name=name, prefix=prefix, secret_hash=digest, scope=scope, organization=organization,
             project=project, is_staff_token=staff, expires_at=expires_at or now() + DEFAULT_TOKEN_LIFETIME,
             created_by=actor if getattr(actor, "pk", None) else None, parent=current)
-        audit(actor, "api_token.create", row, organization=organization or getattr(project, "organization", None),
-              project=project, after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
+        audit_record(actor=actor, action="api_token.create", target=row,
+                     organization=organization or getattr(project, "organization", None),
+                     project=project, after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
                                       "user": holder.email, "expires_at": row.expires_at})
     return row, raw
 
@@ -163,8 +164,9 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
             if row.revoked_at is None:
                 row.revoked_at = stamp
                 row.save(update_fields=["revoked_at"])
-                audit(actor, "api_token.revoke", row, organization=_token_organization_id(row), project=row.project,
-                      after={"prefix": row.prefix, "user": row.user.email,
+                audit_record(actor=actor, action="api_token.revoke", target=row,
+                             organization=_token_organization_id(row), project=row.project,
+                             after={"prefix": row.prefix, "user": row.user.email,
                              **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
             pending.extend(ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project")
                            .filter(parent_id=row.pk))
@@ -187,8 +189,8 @@ def service_account_create(*, actor, organization: Organization, name: str, role
         account = ServiceAccount.objects.create(user=user, organization=organization, name=name,
                                                 description=description,
                                                 created_by=actor if getattr(actor, "pk", None) else None)
-        audit(actor, "service_account.create", account, organization=organization,
-              after={"name": name, "role": role})
+        audit_record(actor=actor, action="service_account.create", target=account, organization=organization,
+                     after={"name": name, "role": role})
         membership_add(actor=actor, organization=organization, user=user, role=role)
     return account
 
@@ -201,8 +203,9 @@ def service_account_disable(*, actor, account: ServiceAccount) -> None:
         User.objects.filter(pk=account.user_id).update(is_active=False)
         ApiToken.objects.filter(user_id=account.user_id, revoked_at__isnull=True).update(revoked_at=stamp)
         ServiceAccount.objects.filter(pk=account.pk).update(disabled_at=stamp)
-        audit(actor, "service_account.disable", account, organization=account.organization,
-              before={"name": account.name})
+        audit_record(actor=actor, action="service_account.disable", target=account,
+                     organization=account.organization,
+                     before={"name": account.name})
 
 
 def user_update(*, actor, full_name: str) -> User:
@@ -212,5 +215,6 @@ def user_update(*, actor, full_name: str) -> User:
         before = {"full_name": actor.full_name}
         User.objects.filter(pk=actor.pk).update(full_name=full_name)
         actor.full_name = full_name
-        audit(actor, "user.update", actor, before=before, after={"full_name": full_name})
+        audit_record(actor=actor, action="user.update", target=actor,
+                     before=before, after={"full_name": full_name})
     return actor

@@ -3,15 +3,10 @@ from __future__ import annotations
 
 import re
 
-from apps.audit.services import audit_record
 from apps.core.errors import ValidationFailed
 
 HOSTNAME_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 NAME_MAX = 63  # one DNS label (RFC 1035 §2.3.4): the name becomes the guest's hostname
-
-
-def audit(actor, action: str, target, **kw):
-    return audit_record(actor=actor, action=action, target=target, token=getattr(actor, "api_token", None), **kw)
 
 
 def validate_name(name: str, *, field: str = "name") -> str:

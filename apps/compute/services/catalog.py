@@ -5,6 +5,7 @@ import re
 
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.inventory.catalog import gpu_model_get
 from apps.tenancy.authz import authorize_staff
@@ -12,7 +13,6 @@ from apps.tenancy.authz import authorize_staff
 from ..errors import Code
 from ..models import Flavor, Image
 from ..states import GpuForm
-from ._common import audit
 
 FLAVOR_FIELDS = ("name", "description", "vcpus", "memory_mib", "disk_gib", "gpu_form", "gpu_model", "gpu_count",
                  "mig_profile", "vgpu_type", "share_milli", "hugepages", "visibility", "is_active")
@@ -54,7 +54,8 @@ def flavor_create(*, actor, organizations=(), **fields) -> Flavor:
         except IntegrityError as exc:
             raise Conflict(f"Flavor {fields.get('name')!r} exists or is inconsistent.", code=Code.NAME_TAKEN) from exc
         flavor.organizations.set(organizations)
-        audit(actor, "compute.flavor.create", flavor, after={**fields, "organizations": [o.pk for o in organizations]})
+        audit_record(actor=actor, action="compute.flavor.create", target=flavor,
+                     after={**fields, "organizations": [o.pk for o in organizations]})
     return flavor
 
 
@@ -68,5 +69,5 @@ def image_create(*, actor, **fields) -> Image:
         if Image.objects.filter(name=fields["name"]).exists():
             raise Conflict(f"Image {fields['name']!r} exists.", code=Code.NAME_TAKEN)
         image = Image.objects.create(**fields)
-        audit(actor, "compute.image.create", image, after=fields)
+        audit_record(actor=actor, action="compute.image.create", target=image, after=fields)
     return image

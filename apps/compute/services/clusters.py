@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
@@ -24,7 +25,7 @@ from apps.tenancy.quotas import quota_check
 from ..errors import Code
 from ..models import Cluster, Instance
 from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
-from ._common import audit, validate_name
+from ._common import validate_name
 from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
 from .networks import network_request_resolve
 from .placement import placement_request_for
@@ -65,8 +66,9 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
             inst.ssh_keys.set(keys)
         operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk, project=project,
                         actor=actor, request_id=request_id)
-        audit(actor, "compute.cluster.create", cluster, after={"name": name, "flavor": flavor.name, "size": size,
-                                                               **({"network": network} if network else {})})
+        audit_record(actor=actor, action="compute.cluster.create", target=cluster,
+                     after={"name": name, "flavor": flavor.name, "size": size,
+                            **({"network": network} if network else {})})
     return cluster
 
 
@@ -111,7 +113,7 @@ def cluster_delete(*, actor, cluster: Cluster) -> Cluster:
     with transaction.atomic():
         if cluster.status not in (ClusterStatus.DELETING, ClusterStatus.DELETED):
             transition(cluster, "delete", CLUSTER_TRANSITIONS)
-            audit(actor, "compute.cluster.delete", cluster, after={"status": cluster.status})
+            audit_record(actor=actor, action="compute.cluster.delete", target=cluster, after={"status": cluster.status})
         for m in cluster.members.exclude(status=InstanceStatus.DELETED):
             instance_delete(actor=actor, instance=m)
         cluster_finish_if_empty(cluster)

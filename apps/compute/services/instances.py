@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from django.db import IntegrityError, connection, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations.models import Operation
@@ -28,7 +29,7 @@ from ..errors import Code
 from ..models import Flavor, Image, Instance, SshKey
 from ..selectors import flavor_offered_to_project
 from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
-from ._common import audit, validate_name
+from ._common import validate_name
 from .networks import network_request_resolve
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
@@ -139,7 +140,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
                              state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)
-        audit(actor, "compute.instance.create", inst, after={
+        audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
             "operation": str(op.pk), **fields})
     return inst, op, False
@@ -151,8 +152,9 @@ def _act(actor, instance: Instance, action: str, kind: str, state: dict | None =
         before = transition(instance, action, INSTANCE_TRANSITIONS)
         op = operation_start(kind=kind, target_type=TARGET, target_id=instance.pk, project=instance.project,
                              actor=actor, state=state or {})
-        audit(actor, f"compute.instance.{action}", instance, before={"status": before},
-              after={"status": instance.status, "operation": str(op.pk), **(state or {})})
+        audit_record(actor=actor, action=f"compute.instance.{action}", target=instance,
+                     before={"status": before},
+                     after={"status": instance.status, "operation": str(op.pk), **(state or {})})
     return op
 
 
@@ -187,8 +189,8 @@ def instance_delete(*, actor, instance: Instance) -> Operation:
             return earlier
         before = transition(inst, "delete", INSTANCE_TRANSITIONS)
         op = operation_start(kind=DELETE, target_type=TARGET, target_id=inst.pk, project=inst.project, actor=actor)
-        audit(actor, "compute.instance.delete", inst, before={"status": before},
-              after={"status": inst.status, "operation": str(op.pk)})
+        audit_record(actor=actor, action="compute.instance.delete", target=inst, before={"status": before},
+                     after={"status": inst.status, "operation": str(op.pk)})
     instance.status = inst.status
     return op
 
@@ -253,6 +255,7 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
         instance.flavor = flavor
         op = operation_start(kind=RESIZE, target_type=TARGET, target_id=instance.pk, project=instance.project,
                              actor=actor, state={"from_flavor": old.name, "to_flavor": flavor.name})
-        audit(actor, "compute.instance.resize", instance, before={"status": before, "flavor": old.name},
-              after={"status": instance.status, "flavor": flavor.name, "operation": str(op.pk)})
+        audit_record(actor=actor, action="compute.instance.resize", target=instance,
+                     before={"status": before, "flavor": old.name},
+                     after={"status": instance.status, "flavor": flavor.name, "operation": str(op.pk)})
     return op

@@ -7,6 +7,7 @@ import hashlib
 from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
@@ -14,7 +15,6 @@ from apps.tenancy.models import ProjectRole
 from ..errors import Code
 from ..models import Instance, SshKey
 from ..states import InstanceStatus
-from ._common import audit
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 ALLOWED_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa",
@@ -68,7 +68,8 @@ def ssh_key_create(*, actor, project, name: str, public_key: str) -> SshKey:
                 project=project, fingerprint=fingerprint).exists():
             raise Conflict("A key with this name or fingerprint exists in the project.", code=Code.SSH_KEY_EXISTS)
         obj = SshKey.objects.create(project=project, name=name, public_key=key, fingerprint=fingerprint)
-        audit(actor, "compute.ssh_key.create", obj, after={"name": name, "fingerprint": fingerprint})
+        audit_record(actor=actor, action="compute.ssh_key.create", target=obj,
+                     after={"name": name, "fingerprint": fingerprint})
     return obj
 
 
@@ -79,6 +80,6 @@ def ssh_key_delete(*, actor, ssh_key: SshKey) -> None:
     with transaction.atomic():
         if Instance.objects.filter(ssh_keys=ssh_key).exclude(status=InstanceStatus.DELETED).exists():
             raise Conflict("The key is used by a live instance.", code=Code.SSH_KEY_IN_USE)
-        audit(actor, "compute.ssh_key.delete", ssh_key, before={"name": ssh_key.name,
+        audit_record(actor=actor, action="compute.ssh_key.delete", target=ssh_key, before={"name": ssh_key.name,
                                                                  "fingerprint": ssh_key.fingerprint})
         ssh_key.delete()

@@ -1,9 +1,8 @@
-"""Helpers every networking service uses: authorization, audit, error translation, reconcile scheduling."""
+"""Helpers every networking service uses: authorization, error translation, reconcile scheduling."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 
-from apps.audit.services import audit_record
 from apps.core.errors import ValidationFailed
 from apps.core.tasks import enqueue_on_commit
 from apps.identity.models import StaffRole
@@ -26,10 +25,6 @@ def authorize_write(actor, project) -> None:
 def authorize_operator(actor) -> None:
     """Provider pools (P_Keys, public IPs, virtual GUIDs) are set by staff operators only."""
     authz.authorize_staff(actor, NETWORK_STAFF)
-
-
-def audit(actor, action: str, target, *, before: dict | None = None, after: dict | None = None) -> None:
-    audit_record(actor=actor, action=f"networking.{action}", target=target, before=before, after=after)
 
 
 def fields_of(obj, names) -> dict:

@@ -12,6 +12,7 @@ import uuid
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
+from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 from apps.inventory.models import Fabric, HcaPort, Host
@@ -24,7 +25,6 @@ from ..models import IbPartition, IbPartitionMember, PkeyPool, VirtualGuid, Virt
 from ..states import IB_MTU_CODES, IB_RATE_CODES, Membership, VirtualGuidStatus
 from ._common import (
     NETWORK_STAFF,
-    audit,
     authorize_operator,
     authorize_write,
     fields_of,
@@ -57,7 +57,8 @@ def pkey_pool_set(*, actor, fabric: Fabric, first_pkey: int | str, last_pkey: in
             raise Conflict("Partitions hold keys outside the new pool.", code=Code.IN_USE)
         pool, _ = PkeyPool.objects.update_or_create(fabric=fabric,
                                                     defaults={"first_pkey": first, "last_pkey": last})
-        audit(actor, "pkey_pool.set", pool, after={"fabric": fabric.name, "first_pkey": first, "last_pkey": last})
+        audit_record(actor=actor, action="networking.pkey_pool.set", target=pool,
+                     after={"fabric": fabric.name, "first_pkey": first, "last_pkey": last})
     return pool
 
 
@@ -116,7 +117,8 @@ def ib_partition_create(*, actor, project, fabric: Fabric, name: str, pkey: int 
                                                   mtu=mtu, rate_gbps=rate_gbps, sl=sl, index0=index0)
         except IntegrityError:
             raise Conflict(f"A partition named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-        audit(actor, "ib_partition.create", part, after=fields_of(part, PARTITION_FIELDS))
+        audit_record(actor=actor, action="networking.ib_partition.create", target=part,
+                     after=fields_of(part, PARTITION_FIELDS))
         schedule_ib_reconcile(fabric.pk)
     return part
 
@@ -127,7 +129,8 @@ def ib_partition_delete(*, actor, partition: IbPartition) -> None:
     with transaction.atomic():
         if partition.members.exists():
             raise Conflict("The partition still has members.", code=Code.IN_USE)
-        audit(actor, "ib_partition.delete", partition, before=fields_of(partition, PARTITION_FIELDS))
+        audit_record(actor=actor, action="networking.ib_partition.delete", target=partition,
+                     before=fields_of(partition, PARTITION_FIELDS))
         fabric_id = partition.fabric_id
         partition.delete()
         schedule_ib_reconcile(fabric_id)
@@ -156,7 +159,8 @@ def virtual_guid_pool_set(*, actor, hca_port: HcaPort, first_guid: str, size: in
                                    errors={"first_guid": ["holds a physical port GUID"]})
         pool, _ = VirtualGuidPool.objects.update_or_create(
             hca_port=hca_port, defaults={"first_guid": pkeys.format_guid(first), "size": size})
-        audit(actor, "virtual_guid_pool.set", pool, after={"hca_port": str(hca_port.pk),
+        audit_record(actor=actor, action="networking.virtual_guid_pool.set", target=pool,
+                     after={"hca_port": str(hca_port.pk),
                                                            "first_guid": pool.first_guid, "size": size})
     return pool
 
@@ -215,8 +219,8 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
         member = IbPartitionMember.objects.create(project=partition.project, partition=partition, guid=guid,
                                                   membership=membership, hca_port=hca_port,
                                                   virtual_guid=virtual_guid, instance_id=instance_id)
-        audit(actor, "ib_partition.member_join", partition,
-              after={"guid": guid, "membership": membership, "instance_id": instance_id})
+        audit_record(actor=actor, action="networking.ib_partition.member_join", target=partition,
+                     after={"guid": guid, "membership": membership, "instance_id": instance_id})
         schedule_ib_reconcile(partition.fabric_id)
     return member
 
@@ -282,7 +286,8 @@ def ib_partition_members_leave_instance(*, actor, instance_id: uuid.UUID) -> int
             authorize_write(actor, m.partition.project)
         fabrics = {m.partition.fabric_id for m in members}
         for m in members:
-            audit(actor, "ib_partition.member_leave", m.partition, before={"guid": m.guid, "instance_id": instance_id})
+            audit_record(actor=actor, action="networking.ib_partition.member_leave", target=m.partition,
+                         before={"guid": m.guid, "instance_id": instance_id})
         IbPartitionMember.objects.filter(pk__in=[m.pk for m in members]).delete()
         VirtualGuid.objects.filter(instance_id=instance_id, status=VirtualGuidStatus.ALLOCATED).update(
             status=VirtualGuidStatus.RELEASING, released_at=now())

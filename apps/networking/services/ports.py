@@ -11,13 +11,14 @@ import uuid
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.errors import Forbidden
 
 from .. import ipam
 from ..errors import Code
 from ..models import IpAllocation, Port, PublicIp, SecurityGroup, Subnet
-from ._common import audit, authorize_write, input_errors, schedule_ovn_reconcile
+from ._common import authorize_write, input_errors, schedule_ovn_reconcile
 
 MAC_PREFIX_DEFAULT = "0a:58"
 
@@ -96,7 +97,7 @@ def port_create(*, actor, subnet: Subnet, name: str = "", ip_addresses: list[str
         if groups is None:
             groups = list(SecurityGroup.objects.filter(vpc_id=subnet.vpc_id, is_default=True))
         port.security_groups.set(groups)
-        audit(actor, "port.create", port, after=_port_after(port))
+        audit_record(actor=actor, action="networking.port.create", target=port, after=_port_after(port))
         schedule_ovn_reconcile()
     return port
 
@@ -142,7 +143,7 @@ def port_update(*, actor, port: Port, name: str | None = None, security_groups: 
         if allowed_address_pairs is not None:
             port.allowed_address_pairs = pairs
             port.save(update_fields=["allowed_address_pairs"])
-        audit(actor, "port.update", port, before=before, after=_port_after(port))
+        audit_record(actor=actor, action="networking.port.update", target=port, before=before, after=_port_after(port))
         schedule_ovn_reconcile()
     return port
 
@@ -153,7 +154,7 @@ def port_delete(*, actor, port: Port) -> None:
     with transaction.atomic():
         before = _port_after(port)
         PublicIp.objects.filter(port=port).update(port=None)
-        audit(actor, "port.delete", port, before=before)
+        audit_record(actor=actor, action="networking.port.delete", target=port, before=before)
         port.delete()
         schedule_ovn_reconcile()
 

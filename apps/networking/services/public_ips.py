@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.quotas import quota_check
@@ -11,14 +12,7 @@ from .. import ipam
 from ..errors import Code
 from ..models import Port, PublicIp, PublicIpHolding, PublicIpPool, Vpc
 from ..states import PublicIpKind
-from ._common import (
-    audit,
-    authorize_operator,
-    authorize_write,
-    fields_of,
-    input_errors,
-    schedule_ovn_reconcile,
-)
+from ._common import authorize_operator, authorize_write, fields_of, input_errors, schedule_ovn_reconcile
 
 
 def public_ip_pool_create(*, actor, name: str, cidr: str, first_ip: str, last_ip: str, gateway_ip: str,
@@ -46,7 +40,8 @@ def public_ip_pool_create(*, actor, name: str, cidr: str, first_ip: str, last_ip
                                                    description=description)
         except IntegrityError:
             raise Conflict(f"A pool named {name!r} exists.", code=Code.NAME_TAKEN)
-        audit(actor, "public_ip_pool.create", pool, after=fields_of(pool, ("name", "cidr", "first_ip", "last_ip")))
+        audit_record(actor=actor, action="networking.public_ip_pool.create", target=pool,
+                     after=fields_of(pool, ("name", "cidr", "first_ip", "last_ip")))
     return pool
 
 
@@ -81,7 +76,8 @@ def public_ip_create(*, actor, vpc: Vpc, pool: PublicIpPool, port: Port | None =
             _associate(pip, port)
         PublicIpHolding.objects.create(project=vpc.project, public_ip_id=pip.pk, address=pip.address,
                                        pool_name=pool.name, start=now())
-        audit(actor, "public_ip.create", pip, after={"address": pip.address, "port": str(pip.port_id or "")})
+        audit_record(actor=actor, action="networking.public_ip.create", target=pip,
+                     after={"address": pip.address, "port": str(pip.port_id or "")})
         schedule_ovn_reconcile()
     return pip
 
@@ -111,7 +107,8 @@ def public_ip_associate(*, actor, public_ip: PublicIp, port: Port | None) -> Pub
             public_ip.save(update_fields=["port"])
         else:
             _associate(public_ip, port)
-        audit(actor, "public_ip.associate", public_ip, before=before, after={"port": str(public_ip.port_id or "")})
+        audit_record(actor=actor, action="networking.public_ip.associate", target=public_ip,
+                     before=before, after={"port": str(public_ip.port_id or "")})
         schedule_ovn_reconcile()
     return public_ip
 
@@ -122,7 +119,8 @@ def public_ip_delete(*, actor, public_ip: PublicIp) -> None:
     if public_ip.kind != PublicIpKind.FLOATING:
         raise Conflict("The router's address is released when the VPC is deleted.", code=Code.IN_USE)
     with transaction.atomic():
-        audit(actor, "public_ip.delete", public_ip, before={"address": public_ip.address})
+        audit_record(actor=actor, action="networking.public_ip.delete", target=public_ip,
+                     before={"address": public_ip.address})
         PublicIpHolding.objects.filter(public_ip_id=public_ip.pk, end__isnull=True).update(end=now())
         public_ip.delete()
         schedule_ovn_reconcile()

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import sg_rules
 from ..errors import Code
 from ..models import SecurityGroup, SecurityGroupRule, Vpc
-from ._common import audit, authorize_write, fields_of, input_errors, schedule_ovn_reconcile
+from ._common import authorize_write, fields_of, input_errors, schedule_ovn_reconcile
 
 RULE_FIELDS = ("direction", "ethertype", "protocol", "port_range_min", "port_range_max", "icmp_type", "icmp_code",
                "remote_ip_prefix", "remote_group_id")
@@ -25,7 +26,8 @@ def security_group_create(*, actor, vpc: Vpc, name: str, description: str = "",
                 sg = SecurityGroup.objects.create(project=vpc.project, vpc=vpc, name=name, description=description)
         except IntegrityError:
             raise Conflict(f"A security group named {name!r} exists in this VPC.", code=Code.NAME_TAKEN)
-        audit(actor, "security_group.create", sg, after=fields_of(sg, ("name", "description")))
+        audit_record(actor=actor, action="networking.security_group.create", target=sg,
+                     after=fields_of(sg, ("name", "description")))
         for spec in rules or []:
             _rule_insert(actor, sg, **spec)
         schedule_ovn_reconcile()
@@ -43,7 +45,8 @@ def security_group_delete(*, actor, security_group: SecurityGroup) -> None:
         if security_group.referencing_rules.exclude(security_group=security_group).exists():
             raise Conflict("A rule of another group refers to this group.", code=Code.IN_USE)
         security_group.rules.all().delete()
-        audit(actor, "security_group.delete", security_group, before=fields_of(security_group, ("name",)))
+        audit_record(actor=actor, action="networking.security_group.delete", target=security_group,
+                     before=fields_of(security_group, ("name",)))
         security_group.delete()
         schedule_ovn_reconcile()
 
@@ -88,13 +91,15 @@ def _rule_insert(actor, sg: SecurityGroup, *, direction: str, ethertype: str = "
         raise Conflict("The same rule exists in this group.", code="duplicate_rule")
     rule = SecurityGroupRule.objects.create(project=sg.project, security_group=sg, description=description,
                                             **values)
-    audit(actor, "security_group_rule.create", rule, after=fields_of(rule, RULE_FIELDS))
+    audit_record(actor=actor, action="networking.security_group_rule.create", target=rule,
+                 after=fields_of(rule, RULE_FIELDS))
     return rule
 
 
 def security_group_rule_delete(*, actor, rule: SecurityGroupRule) -> None:
     authorize_write(actor, rule.project)
     with transaction.atomic():
-        audit(actor, "security_group_rule.delete", rule, before=fields_of(rule, RULE_FIELDS))
+        audit_record(actor=actor, action="networking.security_group_rule.delete", target=rule,
+                     before=fields_of(rule, RULE_FIELDS))
         rule.delete()
         schedule_ovn_reconcile()

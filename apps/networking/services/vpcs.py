@@ -4,13 +4,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict
 from apps.tenancy.quotas import quota_check
 
 from .. import ipam
 from ..errors import Code
 from ..models import PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
-from ._common import audit, authorize_write, fields_of, input_errors, schedule_ovn_reconcile
+from ._common import authorize_write, fields_of, input_errors, schedule_ovn_reconcile
 
 VPC_FIELDS = ("name", "cidr", "ipv6_cidr", "description")
 SUBNET_FIELDS = ("name", "cidr", "ip_version", "gateway_ip", "dhcp_start", "dhcp_end", "dns_nameservers")
@@ -46,7 +47,7 @@ def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", des
         except IntegrityError:
             raise Conflict(f"A VPC named {name!r} exists in this project.", code=Code.NAME_TAKEN)
         _default_security_group(vpc)
-        audit(actor, "vpc.create", vpc, after=fields_of(vpc, VPC_FIELDS))
+        audit_record(actor=actor, action="networking.vpc.create", target=vpc, after=fields_of(vpc, VPC_FIELDS))
         schedule_ovn_reconcile()
     return vpc
 
@@ -73,7 +74,8 @@ def vpc_update(*, actor, vpc: Vpc, description: str | None = None) -> Vpc:
         if description is not None:
             vpc.description = description
             vpc.save(update_fields=["description"])
-        audit(actor, "vpc.update", vpc, before=before, after=fields_of(vpc, ("description",)))
+        audit_record(actor=actor, action="networking.vpc.update", target=vpc,
+                     before=before, after=fields_of(vpc, ("description",)))
     return vpc
 
 
@@ -90,7 +92,7 @@ def vpc_delete(*, actor, vpc: Vpc) -> None:
             raise Conflict("Another group's rule refers to a group of this VPC.", code=Code.IN_USE)
         rules.delete()
         vpc.security_groups.all().delete()
-        audit(actor, "vpc.delete", vpc, before=fields_of(vpc, VPC_FIELDS))
+        audit_record(actor=actor, action="networking.vpc.delete", target=vpc, before=fields_of(vpc, VPC_FIELDS))
         vpc.delete()
         schedule_ovn_reconcile()
 
@@ -121,7 +123,8 @@ def subnet_create(*, actor, vpc: Vpc, name: str, cidr: str, gateway_ip: str | No
                     enable_dhcp=enable_dhcp, dns_nameservers=dns)
         except IntegrityError:
             raise Conflict(f"A subnet named {name!r} exists in this VPC.", code=Code.NAME_TAKEN)
-        audit(actor, "subnet.create", subnet, after=fields_of(subnet, SUBNET_FIELDS))
+        audit_record(actor=actor, action="networking.subnet.create", target=subnet,
+                     after=fields_of(subnet, SUBNET_FIELDS))
         schedule_ovn_reconcile()
     return subnet
 
@@ -132,6 +135,7 @@ def subnet_delete(*, actor, subnet: Subnet) -> None:
     with transaction.atomic():
         if subnet.ports.exists():
             raise Conflict("The subnet still has ports.", code=Code.IN_USE)
-        audit(actor, "subnet.delete", subnet, before=fields_of(subnet, SUBNET_FIELDS))
+        audit_record(actor=actor, action="networking.subnet.delete", target=subnet,
+                     before=fields_of(subnet, SUBNET_FIELDS))
         subnet.delete()
         schedule_ovn_reconcile()

@@ -18,13 +18,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz, selectors
 from ..errors import Code, Forbidden, Gone
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole
-from ._common import audit
 from .memberships import membership_add, validate_role
 
 SALT = "gpucloud.invitation"
@@ -66,8 +66,9 @@ def invitation_create(*, actor, organization: Organization, email: str, role: st
             organization=organization, project=project, email=email, role=role,
             invited_by=actor if getattr(actor, "pk", None) else None,
             expires_at=now() + dt.timedelta(seconds=settings.INVITATION_MAX_AGE_SECONDS))
-        audit(actor, "invitation.create", invitation, organization=organization, project=project,
-              after={"email": email, "role": role})
+        audit_record(actor=actor, action="invitation.create", target=invitation,
+                     organization=organization, project=project,
+                     after={"email": email, "role": role})
         token = invitation_token(invitation)
         transaction.on_commit(lambda: _send(invitation, token))
     return invitation
@@ -102,7 +103,8 @@ def invitation_revoke(*, actor, invitation: Invitation) -> Invitation:
         if locked.revoked_at is None:
             locked.revoked_at = now()
             locked.save(update_fields=["revoked_at"])
-            audit(actor, "invitation.revoke", locked, organization=locked.organization, project=locked.project)
+            audit_record(actor=actor, action="invitation.revoke", target=locked,
+                         organization=locked.organization, project=locked.project)
     return locked
 
 

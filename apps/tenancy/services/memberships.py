@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz, selectors
 from ..errors import Code, Forbidden
 from ..models import Membership, Organization, OrgRole, Project, ProjectRole
-from ._common import audit
 
 ORG_ADMINS = (OrgRole.OWNER, OrgRole.ADMIN)
 
@@ -74,8 +74,8 @@ def membership_add(*, actor, organization: Organization, user, role: str, projec
                                                        role=role)
         except IntegrityError:
             raise Conflict("This user already has a membership here.", code=Code.DUPLICATE_MEMBERSHIP)
-        audit(actor, action, membership, organization=organization, project=project,
-              after={"user": user.email, "role": role})
+        audit_record(actor=actor, action=action, target=membership, organization=organization, project=project,
+                     after={"user": user.email, "role": role})
     selectors.forget_memberships(user)
     return membership
 
@@ -91,8 +91,9 @@ def membership_update(*, actor, membership: Membership, role: str) -> Membership
         before = {"role": locked.role}
         locked.role = role
         locked.save(update_fields=["role"])
-        audit(actor, "membership.update", locked, organization=locked.organization, project=locked.project,
-              before=before, after={"role": role, "user": locked.user.email})
+        audit_record(actor=actor, action="membership.update", target=locked,
+                     organization=locked.organization, project=locked.project,
+                     before=before, after={"role": role, "user": locked.user.email})
     selectors.forget_memberships(locked.user)
     return locked
 
@@ -106,7 +107,7 @@ def membership_delete(*, actor, membership: Membership) -> None:
         _authorize(actor, membership.organization, membership.project, membership.role)
     with transaction.atomic():
         _lock_and_check_owners(membership.organization, membership)
-        audit(actor, "membership.delete", membership, organization=membership.organization,
-              project=membership.project, before={"role": membership.role, "user": membership.user.email})
+        audit_record(actor=actor, action="membership.delete", target=membership, organization=membership.organization,
+                     project=membership.project, before={"role": membership.role, "user": membership.user.email})
         Membership.objects.filter(pk=membership.pk).delete()
     selectors.forget_memberships(membership.user)

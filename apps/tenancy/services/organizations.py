@@ -6,12 +6,13 @@ import zoneinfo
 
 from django.db import IntegrityError, transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz, quotas
 from ..errors import Code, Forbidden
 from ..models import Organization, OrgRole, Quota
-from ._common import audit, fields_of
+from ._common import fields_of
 
 EDITABLE = ("name", "legal_name", "billing_email", "currency", "billing_timezone", "default_sla_tier", "plan",
             "require_2fa")
@@ -56,7 +57,7 @@ def organization_create(*, actor, slug: str, name: str, owner_email: str, **fiel
             raise Conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN)
         Quota.objects.bulk_create([Quota(organization=org, resource=resource, limit=limit)
                                    for resource, limit in quotas.PLANS[org.plan].items()])
-        audit(actor, "organization.create", org, after=fields_of(org, ("slug", *EDITABLE)))
+        audit_record(actor=actor, action="organization.create", target=org, after=fields_of(org, ("slug", *EDITABLE)))
         invitation_create(actor=actor, organization=org, email=owner_email, role=OrgRole.OWNER)
     return org
 
@@ -76,5 +77,6 @@ def organization_update(*, actor, organization: Organization, **changes) -> Orga
         for key, value in changes.items():
             setattr(org, key, value)
         org.save(update_fields=list(changes))
-        audit(actor, "organization.update", org, before=before, after=fields_of(org, changes))
+        audit_record(actor=actor, action="organization.update", target=org,
+                     before=before, after=fields_of(org, changes))
     return org

@@ -4,13 +4,14 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict
 
 from .. import authz
 from ..errors import Code
 from ..models import Organization, OrgRole, Project, ProjectRole
 from ..quotas import quota_check
-from ._common import audit, fields_of
+from ._common import fields_of
 
 ORG_ADMINS = (OrgRole.OWNER, OrgRole.ADMIN)
 
@@ -29,7 +30,8 @@ def project_create(*, actor, organization: Organization, slug: str, name: str, d
                                                  description=description)
         except IntegrityError:
             raise Conflict(f"Project slug {slug!r} is taken in this organization.", code=Code.SLUG_TAKEN)
-        audit(actor, "project.create", project, after=fields_of(project, ("slug", "name", "description")))
+        audit_record(actor=actor, action="project.create", target=project,
+                     after=fields_of(project, ("slug", "name", "description")))
     return project
 
 
@@ -43,7 +45,8 @@ def project_update(*, actor, project: Project, **changes) -> Project:
         for key, value in changes.items():
             setattr(locked, key, value)
         locked.save(update_fields=list(changes))
-        audit(actor, "project.update", locked, before=before, after=fields_of(locked, changes))
+        audit_record(actor=actor, action="project.update", target=locked,
+                     before=before, after=fields_of(locked, changes))
     return locked
 
 
@@ -53,7 +56,8 @@ def project_delete(*, actor, project: Project) -> None:
     authz.authorize_org(actor, project.organization, ORG_ADMINS)
     try:
         with transaction.atomic():
-            audit(actor, "project.delete", project, before=fields_of(project, ("slug", "name")))
+            audit_record(actor=actor, action="project.delete", target=project,
+                         before=fields_of(project, ("slug", "name")))
             Project.objects.filter(pk=project.pk).delete()
     except ProtectedError:
         raise Conflict("The project still holds resources; delete them first.", code=Code.PROJECT_NOT_EMPTY)

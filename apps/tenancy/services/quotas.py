@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz
 from ..errors import Code
 from ..models import Organization, OrgRole, Project, Quota
 from ..quotas import PROJECT_SCOPED, limit_of, split_resource, validate_resource
-from ._common import audit
 
 
 def _authorize(actor, organization: Organization, project: Project | None) -> None:
@@ -53,8 +53,9 @@ def quota_create(*, actor, organization: Organization, resource: str, limit: int
         if Quota.objects.filter(organization=organization, project=project, resource=resource).exists():
             raise Conflict(f"A quota for {resource} exists at this scope; change its limit.")
         quota = Quota.objects.create(organization=organization, project=project, resource=resource, limit=limit)
-        audit(actor, "quota.create", quota, organization=organization, project=project,
-              after={"resource": resource, "limit": limit})
+        audit_record(actor=actor, action="quota.create", target=quota,
+                     organization=organization, project=project,
+                     after={"resource": resource, "limit": limit})
     return quota
 
 
@@ -68,8 +69,9 @@ def quota_update(*, actor, quota: Quota, limit: int) -> Quota:
         before = {"limit": locked.limit}
         locked.limit = limit
         locked.save(update_fields=["limit"])
-        audit(actor, "quota.update", locked, organization=locked.organization, project=locked.project,
-              before=before, after={"limit": limit, "resource": locked.resource})
+        audit_record(actor=actor, action="quota.update", target=locked,
+                     organization=locked.organization, project=locked.project,
+                     before=before, after={"limit": limit, "resource": locked.resource})
     return locked
 
 
@@ -77,6 +79,7 @@ def quota_delete(*, actor, quota: Quota) -> None:
     """Remove the limit: a project falls back to the organization's limit, an organization to its plan default."""
     _authorize(actor, quota.organization, quota.project)
     with transaction.atomic():
-        audit(actor, "quota.delete", quota, organization=quota.organization, project=quota.project,
-              before={"resource": quota.resource, "limit": quota.limit})
+        audit_record(actor=actor, action="quota.delete", target=quota,
+                     organization=quota.organization, project=quota.project,
+                     before={"resource": quota.resource, "limit": quota.limit})
         Quota.objects.filter(pk=quota.pk).delete()

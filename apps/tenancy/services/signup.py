@@ -16,12 +16,12 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.mail import send_mail
 from django.db import transaction
 
+from apps.audit.services import audit_record
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 
 from .. import quotas
 from ..errors import Gone
 from ..models import Membership, Organization, OrgRole, Project, Quota
-from ._common import audit
 
 SALT = "gpucloud.signup"
 
@@ -75,6 +75,7 @@ def signup_complete(*, token: str, password: str, organization_slug: str, organi
                                    for r, v in quotas.PLANS["trial"].items()])
         membership = Membership.objects.create(user=user, organization=org, role=OrgRole.OWNER)
         project = Project.objects.create(organization=org, slug="default", name="Default")
-        audit(user, "organization.signup", org, after={"slug": org.slug, "owner": email, "plan": "trial"})
-        audit(user, "project.create", project, after={"slug": "default"})
+        audit_record(actor=user, action="organization.signup", target=org,
+                     after={"slug": org.slug, "owner": email, "plan": "trial"})
+        audit_record(actor=user, action="project.create", target=project, after={"slug": "default"})
     return membership
