@@ -151,7 +151,7 @@ def test_mig_gpu_and_start_slice_inside_the_host_stay_the_planners(p):
     _mig(p, other, 0, 0, 4, "3g.40gb")
     _mig(p, other, 0, 4, 8, "3g.40gb")
     req = PlacementRequest(project_id=p.id, mig_profile="1g.10gb")
-    alone = weighers.policy_scores(req, [(str(h.id), H100, 128_000, 1 << 20, (500, 875), 125)])
+    alone = weighers.policy_scores(req, [weighers.PolicyHost(str(h.id), H100, 128_000, 1 << 20, (500, 875), 125)])
     assert alone[str(h.id)][1] == 1  # the policy's own GPU would be GPU 1
     choice = place(req).candidates[0].hosts[0]
     assert choice.host_id == h.id and "policy_score" in choice.detail
@@ -206,9 +206,10 @@ def test_policy_scores_groups_hosts_by_request_milli(p):
     """The same profile name can mean two sizes (1g.10gb: 1 slice on H100, 2 on A100 40GB): each host is scored
     with its own model's size."""
     req = PlacementRequest(project_id=p.id, mig_profile="1g.10gb")
-    rows = [("h100", H100, 8000, 10_000, (1000,), fractional_milli("mig", H100, "1g.10gb")),
-            ("a100", "A100-SXM4-40GB", 8000, 10_000, (200,), fractional_milli("mig", "A100-SXM4-40GB", "1g.10gb")),
-            ("a100b", "A100-SXM4-40GB", 8000, 10_000, (250,), 250)]
+    host = weighers.PolicyHost
+    rows = [host("h100", H100, 8000, 10_000, (1000,), fractional_milli("mig", H100, "1g.10gb")),
+            host("a100", "A100-SXM4-40GB", 8000, 10_000, (200,), fractional_milli("mig", "A100-SXM4-40GB", "1g.10gb")),
+            host("a100b", "A100-SXM4-40GB", 8000, 10_000, (250,), 250)]
     out = weighers.policy_scores(req, rows)
     assert set(out) == {"h100", "a100b"}  # 200 free < 250: the A100 cannot take its 2-slice 1g.10gb
 
@@ -219,7 +220,7 @@ def test_shares_keep_the_policys_gpu_and_score(p):
     h = fleet.host(gpus=2, mode="shared", nvswitch="")
     _claim(p, h, [AllocationSpec(h.id, "share", gpu_id=h.gpus.get(index=1).id, amount=500)])
     req = PlacementRequest(project_id=p.id, share_milli=500)
-    out = weighers.policy_scores(req, [(str(h.id), H100, 128_000, 1 << 20, (1000, 500), 500)])
+    out = weighers.policy_scores(req, [weighers.PolicyHost(str(h.id), H100, 128_000, 1 << 20, (1000, 500), 500)])
     score, pos = out[str(h.id)]
     got, _ = devices.choose_share(500, [_row(0), _row(1, occupancy=[{"rc": "share", "amount": 500}])])
     assert (pos, got.index) == (0, 1)

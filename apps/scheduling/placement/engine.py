@@ -60,7 +60,7 @@ class _Ctx:
             with connection.cursor() as cur:
                 cur.execute(sql.GROUP_HOSTS, {"group": req.affinity_group, "project": req.project_id,
                                               "window": self.window})
-                self.group_hosts = {r[0] for r in cur.fetchall()}
+                self.group_hosts = {host_id for (host_id,) in cur.fetchall()}
 
     def countable_used(self, holders: int, workloads: int) -> int:
         r = self.req
@@ -106,7 +106,7 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     with connection.cursor() as cur:
         cur.execute(sql.FAST_HOSTS.format(direction=direction, model_filter=model_filter, model_order=model_order),
                     params)
-        hosts = cur.fetchall()
+        hosts = [sql.FastHostRow._make(r) for r in cur.fetchall()]
     exp = Explanation(len(hosts), "fast")
     if req.hosts > 1:
         return _fast_gang(ctx, hosts, exp)
@@ -115,7 +115,7 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     step = limit + 2 if req.hosts == 1 else len(hosts)
     for lo in range(0, len(hosts), max(step, 1)):
         batch = hosts[lo:lo + step]
-        free = _free_gpus(ctx, [h[0] for h in batch]) if req.gpus_per_host else {}
+        free = _free_gpus(ctx, [h.id for h in batch]) if req.gpus_per_host else {}
         for rank, (hid, name, nvs) in enumerate(batch, start=lo):
             gpus, detail, score = [], {}, 0.0
             if req.gpus_per_host:
@@ -131,21 +131,21 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     return _finish(ctx, choices, exp, limit)
 
 
-def _fast_gang(ctx: _Ctx, hosts: list, exp: Explanation, rounds: int = 5) -> Result:
+def _fast_gang(ctx: _Ctx, hosts: list[sql.FastHostRow], exp: Explanation, rounds: int = 5) -> Result:
     """Several hosts: choose the network-tightest set on the summary first, then check only those hosts'
     devices against the ledger; a host that fails is dropped and the set chosen again."""
     req = ctx.req
-    meta = {h[0]: h for h in hosts}
+    meta = {h.id: h for h in hosts}
     excluded: set = set()
     for _ in range(rounds):
-        picked, info = select_hosts([h[0] for h in hosts if h[0] not in excluded], req.hosts, req.topology,
+        picked, info = select_hosts([h.id for h in hosts if h.id not in excluded], req.hosts, req.topology,
                                     ctx.policy)
         if picked is None:
             break
         free = _free_gpus(ctx, picked) if req.gpus_per_host else {}
         chosen = []
         for hid in picked:
-            _, name, nvs = meta[hid]
+            name, nvs = meta[hid].name, meta[hid].nvswitch_system
             gpus, detail = [], {}
             if req.gpus_per_host:
                 got, why = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs)
@@ -220,17 +220,17 @@ def _window(ctx: _Ctx, limit: int, exclude: frozenset) -> tuple[Result, bool]:
               "exclude": list(exclude), "limit": n_fetch}
     with connection.cursor() as cur:
         cur.execute(query, params)
-        rows = cur.fetchall()
+        rows = [sql.WindowHostRow._make(r) for r in cur.fetchall()]
     exp = Explanation(len(rows), "window")
     passed = []
-    for hid, name, nvs, idx, numa, free_vcpus in rows:
-        key = weighers.host_key(ctx.policy, len(idx) - req.gpus_per_host, free_vcpus - req.vcpus)
-        picked, detail, score = devices.choose_indexes(req.gpus_per_host, nvs or "", tuple(zip(idx, numa,
-                                                                                                strict=True)))
+    for r in rows:
+        key = weighers.host_key(ctx.policy, len(r.free_idx) - req.gpus_per_host, r.vcpus_free - req.vcpus)
+        free = tuple(zip(r.free_idx, r.free_numa, strict=True))
+        picked, detail, score = devices.choose_indexes(req.gpus_per_host, r.nvswitch_system or "", free)
         if picked is None:
             exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
             continue
-        passed.append(((key, -score, str(hid)), hid, name, dict(zip(idx, numa, strict=True)), picked, detail))
+        passed.append(((key, -score, str(r.id)), r.id, r.name, dict(free), picked, detail))
         if req.hosts == 1 and len(passed) >= limit:
             break
     complete = not n_fetch or len(rows) < n_fetch or len(passed) >= limit
@@ -274,26 +274,26 @@ _REASON_TEXT = {
 }
 
 
-def _host_rows(ctx: _Ctx) -> list[tuple]:
+def _host_rows(ctx: _Ctx) -> list[sql.ExactHostRow]:
     free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL {ctx.lease_gpu}"
     query = sql.EXACT_HOSTS.format(conflict=ctx.conflict, model_ok=ctx.model_ok, free=free,
                                    holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS)
     with connection.cursor() as cur:
         cur.execute(query, ctx.params)
-        return cur.fetchall()
+        return [sql.ExactHostRow._make(r) for r in cur.fetchall()]
 
 
 def _lease_hosts(ctx: _Ctx) -> set:
     with connection.cursor() as cur:
         cur.execute(sql.LEASE_HOLDING, {"lease": ctx.req.lease_id, "window": ctx.window})
-        return {r[0] for r in cur.fetchall()}
+        return {host_id for host_id, _gpu_id in cur.fetchall()}
 
 
-def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | None) -> bool:
+def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_hosts: set | None) -> bool:
     """Apply the host-level filters to one EXACT_HOSTS row; record the first that removes it."""
     req = ctx.req
-    (hid, _name, state, zone_id, kind, threads, memory, _nvs, vh, vw, mh, mw, n_model, n_mode, n_healthy,
-     free_idx, _fn, projects, dedicated_pid) = row
+    hid, state, zone_id, kind, dedicated_pid = row.id, row.state, row.zone_id, row.provisioning_kind, \
+        row.dedicated_project_id
     models = "|".join(req.gpu_models) or "any model"
     checks = [
         ("host_state", state != HostState.AVAILABLE, state),
@@ -302,7 +302,7 @@ def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | No
         ("lease_holding", lease_hosts is not None and hid not in lease_hosts, "not held by the lease"),
         ("tenant_isolation", dedicated_pid is not None and dedicated_pid != req.project_id,
          "dedicated to another project"),
-        ("tenant_isolation", req.dedicated and bool(set(projects) - {req.project_id}),
+        ("tenant_isolation", req.dedicated and bool(set(row.projects) - {req.project_id}),
          "runs other projects' workloads"),
         ("affinity", ctx.group_hosts is not None and not req.anti_affinity and bool(ctx.group_hosts)
          and hid not in ctx.group_hosts, "no member of the affinity group here"),
@@ -312,15 +312,17 @@ def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | No
     if req.gpu_form != "none":
         need = req.gpus_per_host or 1
         checks += [
-            ("gpu_model", n_model == 0, f"no GPU of {models}"),
-            ("gpu_mode", n_mode == 0, f"no GPU in {req.gpu_mode} mode"),
-            ("gpu_health", n_healthy < need, "too few healthy GPUs"),
+            ("gpu_model", row.n_model == 0, f"no GPU of {models}"),
+            ("gpu_mode", row.n_mode == 0, f"no GPU in {req.gpu_mode} mode"),
+            ("gpu_health", row.n_healthy < need, "too few healthy GPUs"),
         ]
         if req.gpu_form == "gpu":
-            checks.append(("gpu_capacity", len(free_idx) < need, f"fewer than {need} free GPUs"))
+            checks.append(("gpu_capacity", len(row.free_idx) < need, f"fewer than {need} free GPUs"))
     checks += [
-        ("vcpu", threads - ctx.countable_used(vh, vw) < req.vcpus, f"fewer than {req.vcpus} vCPUs free"),
-        ("memory", memory - ctx.countable_used(mh, mw) < req.memory_mib, f"less than {req.memory_mib} MiB free"),
+        ("vcpu", row.cpu_threads - ctx.countable_used(row.vcpu_h, row.vcpu_w) < req.vcpus,
+         f"fewer than {req.vcpus} vCPUs free"),
+        ("memory", row.memory_mib - ctx.countable_used(row.mem_h, row.mem_w) < req.memory_mib,
+         f"less than {req.memory_mib} MiB free"),
     ]
     for name, failed, reason in checks:
         if failed:
@@ -331,7 +333,7 @@ def _host_filters(ctx: _Ctx, row: tuple, exp: Explanation, lease_hosts: set | No
 
 def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
     req = ctx.req
-    rows = [r for r in _host_rows(ctx) if r[0] not in exclude]
+    rows = [r for r in _host_rows(ctx) if r.id not in exclude]
     exp = Explanation(len(rows), "exact")
     exp.declare("host_state")
     lease_hosts = _lease_hosts(ctx) if req.lease_id else None
@@ -345,34 +347,35 @@ def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
     return _finish(ctx, choices, exp, limit, passed)
 
 
-def _whole_gpu_choices(ctx, survivors, exp, limit, explain) -> tuple[list, int]:
+def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explanation, limit: int,
+                       explain: bool) -> tuple[list, int]:
     """Rank the survivors, run the device step (memoised per free-GPU pattern) and build `HostChoice`s only for
     what can be returned. Returns (choices, how many hosts passed the device step)."""
     req = ctx.req
     ranked = []
     for r in survivors:
-        free_vcpus = r[5] - ctx.countable_used(r[8], r[9]) - req.vcpus
-        ranked.append((weighers.host_key(ctx.policy, len(r[15]) - req.gpus_per_host, free_vcpus), r))
-    ranked.sort(key=lambda t: (t[0], str(t[1][0])))
+        free_vcpus = r.cpu_threads - ctx.countable_used(r.vcpu_h, r.vcpu_w) - req.vcpus
+        ranked.append((weighers.host_key(ctx.policy, len(r.free_idx) - req.gpus_per_host, free_vcpus), r))
+    ranked.sort(key=lambda t: (t[0], str(t[1].id)))
     passed = []
     for key, r in ranked:
         picked, detail, score = (), (), 0.0
         if req.gpus_per_host:
-            picked, detail, score = devices.choose_indexes(req.gpus_per_host, r[7] or "",
-                                                           tuple(zip(r[15], r[16], strict=True)))
+            picked, detail, score = devices.choose_indexes(req.gpus_per_host, r.nvswitch_system or "",
+                                                           tuple(zip(r.free_idx, r.free_numa, strict=True)))
             if picked is None:
                 exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
                 continue
-        passed.append(((key, -score, str(r[0])), r, picked, detail))
+        passed.append(((key, -score, str(r.id)), r, picked, detail))
         if req.hosts == 1 and len(passed) >= limit and not explain:
             break
     passed.sort(key=lambda t: t[0])
     build = passed if req.hosts > 1 else passed[:limit]
     choices = []
     for sort_key, r, picked, detail in build:
-        numa_of = dict(zip(r[15], r[16], strict=True))
+        numa_of = dict(zip(r.free_idx, r.free_numa, strict=True))
         gpus = [devices.GpuRow(None, i, numa_of[i]) for i in picked]
-        choices.append((sort_key, _choice(req, r[0], r[1], gpus, devices.detail_dict(detail))))
+        choices.append((sort_key, _choice(req, r.id, r.name, gpus, devices.detail_dict(detail))))
     return choices, len(passed)
 
 
@@ -407,7 +410,7 @@ def _vf_filter(req, occ: dict):
     return ok
 
 
-def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
+def _fractional_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explanation) -> list:
     """Device step and ranking for a share, a MIG slice or a vGPU.
 
     The device step (`devices.mig_options` / `vgpu_options` / `choose_share`) keeps the hosts with a GPU that can
@@ -419,11 +422,11 @@ def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
     stays on the device step's GPU and start slice: the MIG planner and the vGPU rules are the authority there,
     the policy only ranks hosts. ``detail["policy_score"]`` is set for every host the policy scored."""
     req = ctx.req
-    occ = _occupancy(ctx, [r[0] for r in survivors])
+    occ = _occupancy(ctx, [r.id for r in survivors])
     vf_ok = _vf_filter(req, occ)
     found = []
     for r in survivors:
-        gpus = occ.get(r[0], [])
+        gpus = occ.get(r.id, [])
         if vf_ok is not None:
             usable = [g for g in gpus if vf_ok(g)]
             if gpus and not usable:
@@ -453,30 +456,32 @@ def _fractional_choices(ctx: _Ctx, survivors: list, exp: Explanation) -> list:
         for r, _, _, gpus, placeable in found:
             model = gpus[0].model if gpus else ""
             milli = fractional.fractional_milli(req.gpu_form, model, name, req.share_milli)
-            hosts.append((str(r[0]), model, (r[5] - ctx.countable_used(r[8], r[9])) * 1000,
-                          r[6] - ctx.countable_used(r[10], r[11]),
-                          tuple(fractional.policy_free_milli(req.gpu_form, g, milli, g.index in placeable) for g in gpus),
-                          milli or 0))
+            hosts.append(weighers.PolicyHost(
+                name=str(r.id), model=model, cpu_free_milli=(r.cpu_threads - ctx.countable_used(r.vcpu_h, r.vcpu_w)) * 1000,
+                memory_free_mib=r.memory_mib - ctx.countable_used(r.mem_h, r.mem_w),
+                gpu_free_milli=tuple(fractional.policy_free_milli(req.gpu_form, g, milli, g.index in placeable)
+                                     for g in gpus),
+                request_milli=milli or 0))
         policy_scores = weighers.policy_scores(req, hosts)
     choices = []
     for r, got, score, gpus, _ in found:
-        pscore, pos = policy_scores.get(str(r[0]), (None, None))
+        pscore, pos = policy_scores.get(str(r.id), (None, None))
         detail: dict = {} if pscore is None else {"policy_score": pscore}
         if req.gpu_form == "mig":
             g, p = got
-            spec = AllocationSpec(r[0], "mig", gpu_id=g.id, slices=(p.start, p.end), profile=p.profile)
+            spec = AllocationSpec(r.id, "mig", gpu_id=g.id, slices=(p.start, p.end), profile=p.profile)
             detail.update(gpu_index=g.index, mig_start=p.start)
         elif req.gpu_form == "vgpu":
             g = got
-            spec = AllocationSpec(r[0], "vgpu", gpu_id=g.id, profile=req.vgpu_type)
+            spec = AllocationSpec(r.id, "vgpu", gpu_id=g.id, profile=req.vgpu_type)
             detail["gpu_index"] = g.index
         else:
             g = gpus[pos] if pscore is not None else got
-            spec = AllocationSpec(r[0], "share", gpu_id=g.id, amount=req.share_milli)
+            spec = AllocationSpec(r.id, "share", gpu_id=g.id, amount=req.share_milli)
             detail["gpu_index"] = g.index
-        choice = _choice(req, r[0], r[1], [], detail)
+        choice = _choice(req, r.id, r.name, [], detail)
         choice.specs.insert(0, spec)
-        choices.append((weighers.fractional_key(ctx.policy, pscore, score, r[0]), choice))
+        choices.append((weighers.fractional_key(ctx.policy, pscore, score, r.id), choice))
     return choices
 
 

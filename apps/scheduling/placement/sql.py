@@ -2,6 +2,9 @@
 over ``scheduling_allocation a`` (see `conflict_predicate`)."""
 from __future__ import annotations
 
+import uuid
+from typing import NamedTuple
+
 from ..ledger.sql import HOLDERS, WORKLOADS
 
 
@@ -28,8 +31,37 @@ _HOST_COUNTABLES = """
   GROUP BY a.host_id
 """
 
-#: One row per host: state, capacity left over the window and, for whole-GPU requests, the free GPUs' indexes
-#: and NUMA nodes (small integers: cheap to ship for 10,000 hosts; GPU ids are resolved for the winners only).
+class ExactHostRow(NamedTuple):
+    """A row of `EXACT_HOSTS`. ``vcpu_h``/``mem_h``: vCPUs/MiB held over the window by holders, ``vcpu_w``/
+    ``mem_w``: by workloads; ``n_model``/``n_mode``/``n_healthy``: the host's GPUs of a requested model, of them in
+    the requested mode, of those healthy; ``free_idx``/``free_numa``: index and NUMA node of each free GPU
+    (ascending index); ``projects``: projects with live work on the host; ``dedicated_project_id``: the project
+    the host is dedicated to, if any."""
+
+    id: uuid.UUID
+    name: str
+    state: str
+    zone_id: uuid.UUID | None
+    provisioning_kind: str
+    cpu_threads: int
+    memory_mib: int
+    nvswitch_system: str | None
+    vcpu_h: int
+    vcpu_w: int
+    mem_h: int
+    mem_w: int
+    n_model: int
+    n_mode: int
+    n_healthy: int
+    free_idx: list[int]
+    free_numa: list[int]
+    projects: list[uuid.UUID]
+    dedicated_project_id: uuid.UUID | None
+
+
+#: One row per host (`ExactHostRow`): state, capacity left over the window and, for whole-GPU requests, the free
+#: GPUs' indexes and NUMA nodes (small integers: cheap to ship for 10,000 hosts; GPU ids are resolved for the
+#: winners only).
 EXACT_HOSTS = """
 WITH busy AS (
   SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
@@ -54,8 +86,17 @@ LEFT JOIN cc ON cc.host_id = h.id
 LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
 """
 
-#: Fast path for on-demand whole-GPU (or CPU-only) requests: pre-rank on the per-host usage summary, walking
-#: the (gpu_model, gpus_free, host) index in rank order and stopping at LIMIT (a few dozen index tuples).
+class FastHostRow(NamedTuple):
+    """A row of `FAST_HOSTS`, in rank order."""
+
+    id: uuid.UUID
+    name: str
+    nvswitch_system: str | None
+
+
+#: Fast path for on-demand whole-GPU (or CPU-only) requests (`FastHostRow`): pre-rank on the per-host usage
+#: summary, walking the (gpu_model, gpus_free, host) index in rank order and stopping at LIMIT (a few dozen index
+#: tuples).
 FAST_HOSTS = """
 SELECT h.id, h.name, h.nvswitch_system FROM scheduling_hostusage u JOIN inventory_host h ON h.id = u.host_id
 WHERE {model_filter} u.gpus_free >= %(gpus)s
@@ -110,7 +151,19 @@ GPU_IDS = """
 SELECT g.host_id, g.index, g.id FROM inventory_gpu g WHERE g.host_id = ANY(%(hosts)s::uuid[])
 """
 
-#: Window fast path (whole GPUs over a time window: leases, future on-demand): one set-based pass that keeps
+class WindowHostRow(NamedTuple):
+    """A row of `WINDOW_HOSTS`, in rank order: the free GPUs' indexes and NUMA nodes over the window (ascending
+    index) and the vCPUs left free (before the request)."""
+
+    id: uuid.UUID
+    name: str
+    nvswitch_system: str | None
+    free_idx: list[int]
+    free_numa: list[int]
+    vcpus_free: int
+
+
+#: Window fast path (`WindowHostRow`; whole GPUs over a time window: leases, future on-demand): one set-based pass that keeps
 #: only the hosts passing the static filters (state, kind, zone, exclusion, tenant isolation), counts each one's
 #: free GPUs over the window with the exact path's busy-GPU predicate (a count and an index bitmask per host:
 #: no per-host sort), keeps hosts with at least ``gpus`` free and ranks them in SQL with the exact path's key

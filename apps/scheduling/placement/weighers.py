@@ -14,6 +14,8 @@
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from django.conf import settings
 from django.db import connection
 
@@ -21,6 +23,19 @@ from apps.core import clock
 
 from .fractional import allocation_milli
 from .request import PlacementRequest
+
+
+class PolicyHost(NamedTuple):
+    """One host as the packing policy sees it: ``cpu_free_milli`` (milli-vCPUs), ``memory_free_mib``,
+    ``gpu_free_milli`` (free milli-GPU per GPU of the request's mode, in device order) and ``request_milli``
+    (the request's milli-GPU on this host's GPU model)."""
+
+    name: str
+    model: str
+    cpu_free_milli: int
+    memory_free_mib: int
+    gpu_free_milli: tuple[int, ...]
+    request_milli: int
 
 
 def policy_for(req: PlacementRequest) -> str:
@@ -116,20 +131,19 @@ def live_workload(form: str, now=None) -> list[tuple[int, int, int]]:
     return out[:WORKLOAD_LIMIT]
 
 
-def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, tuple[int, ...], int]]) -> dict:
+def policy_scores(req: PlacementRequest, hosts: list[PolicyHost]) -> dict:
     """Score hosts for a fractional request (share, MIG slice or vGPU) with the product's packing policy
     (`apps.scheduling.policies.DEFAULT_POLICY`, ``ours``; FGD if it cannot be built). The policy is a constant,
-    not a setting: every fractional form uses the same one. `hosts`: (name, model, cpu_free_milli,
-    memory_free_mib, free milli per GPU of the request's mode, the request's milli on this host's model); hosts
-    are scored in groups of equal request milli (a MIG profile name can mean different sizes on two models).
+    not a setting: every fractional form uses the same one. `hosts`: `PolicyHost`s; hosts are scored in groups
+    of equal request milli (a MIG profile name can mean different sizes on two models).
     Returns {name: (score, position of the policy's GPU in the host's tuple)}; hosts the policy finds infeasible
     are absent, and it is empty when no policy can score (the caller then keeps the device order)."""
     from ..policies import DEFAULT_POLICY, NodeBatch, NodeView, PodRequest, PodTypeDistribution, get_policy
 
     groups: dict[int, list] = {}
     for h in hosts:
-        if h[5] and 0 < h[5] <= 1000:
-            groups.setdefault(h[5], []).append(h)
+        if 0 < h.request_milli <= 1000:
+            groups.setdefault(h.request_milli, []).append(h)
     if not groups:
         return {}
     workload = [PodRequest(cpu_milli=cpu, memory_mib=mem, num_gpu=1, gpu_milli=m)
@@ -138,8 +152,9 @@ def policy_scores(req: PlacementRequest, hosts: list[tuple[str, str, int, int, t
     for milli, members in sorted(groups.items()):
         pod = PodRequest(cpu_milli=req.vcpus * 1000, memory_mib=req.memory_mib, num_gpu=1, gpu_milli=milli)
         dist = PodTypeDistribution.from_requests([*workload, pod])
-        batch = NodeBatch.from_views([NodeView(name=n, model=m, cpu_free_milli=c, memory_free_mib=mem,
-                                               gpu_free_milli=g) for n, m, c, mem, g, _ in members])
+        batch = NodeBatch.from_views([NodeView(name=h.name, model=h.model, cpu_free_milli=h.cpu_free_milli,
+                                               memory_free_mib=h.memory_free_mib, gpu_free_milli=h.gpu_free_milli)
+                                      for h in members])
         for name in (DEFAULT_POLICY, "fgd"):
             try:
                 policy = get_policy(name, distribution=dist)
