@@ -40,10 +40,11 @@ ENTRIES = [
     # staff have no organization-A role (they use staff tokens), so organization A does not exist for them
     Entry("POST", "/api/v1/tokens", mutation(other_org=400, viewer=201, member=201, admin=201, staff=404),
           lambda w: Case(data={"name": "ci", "scope": "read", "organization": str(w.org_a.pk)})),
-    # a token is visible to its user (and staff); others get 404
-    Entry("GET", "/api/v1/tokens/{pk}", expect(viewer=404, admin=404, read_token=404), _member_token),
+    # a token is visible to its user, to the owners of the organization it is bound to (read_token is the
+    # owner's: it reads, and cannot revoke with a read scope) and to staff; others get 404
+    Entry("GET", "/api/v1/tokens/{pk}", expect(viewer=404, admin=404), _member_token),
     Entry("DELETE", "/api/v1/tokens/{pk}",
-          mutation(viewer=404, member=204, admin=404, read_token=404, staff=204), _member_token),
+          mutation(viewer=404, member=204, admin=404, read_token=403, staff=204), _member_token),
     Entry("GET", "/api/v1/service-accounts", OWN),
     Entry("POST", "/api/v1/service-accounts", mutation(other_org=400, admin=201, staff=201),
           lambda w: Case(data={"organization": str(w.org_a.pk), "name": "ci", "role": "member"})),

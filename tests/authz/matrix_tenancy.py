@@ -75,7 +75,8 @@ ENTRIES = [
           lambda w: Case(kwargs={"pk": w.project_a.pk}, data={"description": "changed"})),
     Entry("DELETE", "/api/v1/projects/{pk}", mutation(admin=204, staff=204), _empty_project),
     Entry("GET", "/api/v1/memberships", LIST),
-    Entry("POST", "/api/v1/memberships", CREATE_IN_A, _new_user),
+    # adding a user sends an invitation they accept: 202 with the pending invitation
+    Entry("POST", "/api/v1/memberships", mutation(other_org=400, admin=202, staff=202), _new_user),
     Entry("GET", "/api/v1/memberships/{pk}", expect(), _member_membership),
     Entry("PATCH", "/api/v1/memberships/{pk}", mutation(), _member_membership),
     Entry("DELETE", "/api/v1/memberships/{pk}", mutation(admin=204, staff=204), _extra_membership),
