@@ -18,6 +18,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exc
 from rest_framework.response import Response
@@ -139,10 +140,19 @@ def problem_exception_handler(exc, context):
     """DRF `EXCEPTION_HANDLER`: every exception becomes problem+json; unknown ones are a logged 500."""
     request = context.get("request")
     path = getattr(request, "path", "") if request is not None else ""
+    if isinstance(exc, DatabaseError):  # contention or a unique violation no service mapped (apps.core.db)
+        from .db import problem_for_database_error
+
+        mapped = problem_for_database_error(exc)
+        if mapped is not None:
+            log.warning("database_error_mapped", extra={"path": path, "code": mapped.code,
+                                                        "request_id": get_request_id()})
+            exc = mapped
     if isinstance(exc, DomainError):
         body = problem_body(status=exc.status, code=exc.code, title=exc.title, detail=exc.detail,
                             instance=path, errors=exc.errors, extra=exc.extra)
-        return Response(body, status=exc.status, content_type=PROBLEM_CONTENT_TYPE)
+        headers = {"Retry-After": str(exc.extra["retry_after"])} if "retry_after" in exc.extra else {}
+        return Response(body, status=exc.status, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
     if isinstance(exc, RequestDataTooBig):
         body = problem_body(status=413, code="payload_too_large", title="Payload too large",
                             detail="The request body is larger than the server accepts.", instance=path)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 import logging
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from apps.core.clock import now
+from apps.core.db import is_contention
 from apps.core.drivers import DriverError, DriverTransientError
 from apps.core.errors import DomainError
 from apps.core.tasks import enqueue_on_commit
@@ -85,7 +86,10 @@ def operation_run_step(operation_id) -> str | None:
                                                           state=op.state)
                 _enqueue(op.id, wf, countdown=wait.seconds)
                 return step
-            except DriverTransientError as exc:
+            except (DriverTransientError, DatabaseError) as exc:
+                if isinstance(exc, DatabaseError) and not is_contention(exc):
+                    raise
+                # a deadlock or serialization failure rolled the step back to its savepoint: run it again later
                 attempts = op.attempts + 1
                 delay = _backoff(wf, attempts)
                 Operation.objects.filter(id=op.id).update(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
@@ -35,6 +36,7 @@ MEMBER = "cluster_member"
 MAX_MEMBER_NAME = 63
 
 
+@atomic_with_retry
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                    user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
                    ib_partition_id=None) -> Cluster:
@@ -55,14 +57,16 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
             quota_check(scope=project, resource=key, requested=amount)
         if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
             raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-        cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
+        with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
+            cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
         for i in range(size):
             member_name = f"{name}-{i}"
             if Instance.objects.filter(project=project, name=member_name).exclude(
                     status=InstanceStatus.DELETED).exists():
                 raise Conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN)
-            inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
-                                           user_data=user_data, cluster=cluster, network=network)
+            with unique_conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN):
+                inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
+                                               user_data=user_data, cluster=cluster, network=network)
             inst.ssh_keys.set(keys)
         operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk, project=project,
                         actor=actor, request_id=request_id)
@@ -73,7 +77,7 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
 
 
 def _claim_members(op) -> None:
-    cluster = Cluster.objects.select_for_update().select_related("flavor", "project").get(pk=op.target_id)
+    cluster = Cluster.objects.select_for_update(of=("self",)).select_related("flavor", "project").get(pk=op.target_id)
     members = list(cluster.members.select_for_update().order_by("name"))
     if all(m.host_id for m in members):
         return

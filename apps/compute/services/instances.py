@@ -12,9 +12,10 @@ import json
 import uuid
 from collections.abc import Sequence
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations.models import Operation
@@ -100,6 +101,7 @@ def _replay(project, key: str, request_hash: str) -> tuple[Instance, Operation] 
     return Instance.objects.get(pk=op.target_id), op
 
 
+@atomic_with_retry
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", idempotency_key: str = "", request_id: str = "",
                     cluster=None, gpu_quota: bool = True, subnet_id=None, security_group_ids: Sequence = (),
@@ -131,12 +133,9 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                 quota_check(scope=project, resource=key, requested=amount)
         if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
             raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-        try:
-            with transaction.atomic():
-                inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
-                                               user_data=user_data, cluster=cluster, network=network)
-        except IntegrityError as exc:
-            raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN) from exc
+        with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
+            inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
+                                           user_data=user_data, cluster=cluster, network=network)
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
                              state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)

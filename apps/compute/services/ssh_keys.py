@@ -8,6 +8,7 @@ from cryptography.hazmat.primitives.serialization import load_ssh_public_key
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
@@ -56,18 +57,21 @@ def ssh_key_parse(public_key: str) -> tuple[str, str]:
     return " ".join(parts), fingerprint
 
 
+@atomic_with_retry
 def ssh_key_create(*, actor, project, name: str, public_key: str) -> SshKey:
     """Add a public key to `project` (member or admin). 400 `invalid_ssh_key`; 409 `ssh_key_exists` when the
-    name or the fingerprint is already in the project."""
+    name or the fingerprint is already in the project (also when an identical create wins a race)."""
     authorize_project(actor, project, WRITERS)
     if not name or len(name) > 63:
         raise ValidationFailed("name must be 1-63 characters.", errors={"name": ["1-63 characters"]})
     key, fingerprint = ssh_key_parse(public_key)
+    exists = "A key with this name or fingerprint exists in the project."
     with transaction.atomic():
         if SshKey.objects.filter(project=project, name=name).exists() or SshKey.objects.filter(
                 project=project, fingerprint=fingerprint).exists():
-            raise Conflict("A key with this name or fingerprint exists in the project.", code=Code.SSH_KEY_EXISTS)
-        obj = SshKey.objects.create(project=project, name=name, public_key=key, fingerprint=fingerprint)
+            raise Conflict(exists, code=Code.SSH_KEY_EXISTS)
+        with unique_conflict(exists, code=Code.SSH_KEY_EXISTS):
+            obj = SshKey.objects.create(project=project, name=name, public_key=key, fingerprint=fingerprint)
         audit_record(actor=actor, action="compute.ssh_key.create", target=obj,
                      after={"name": name, "fingerprint": fingerprint})
     return obj

@@ -10,10 +10,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.inventory.models import Fabric, HcaPort, Host
 from apps.tenancy import selectors as tenancy_selectors
@@ -111,12 +112,9 @@ def ib_partition_create(*, actor, project, fabric: Fabric, name: str, pkey: int 
         if pool is None:
             raise Conflict(f"Fabric {fabric.name!r} has no P_Key pool.", code=Code.NO_PKEY_POOL)
         key = _choose_pkey(pool, pkey)
-        try:
-            with transaction.atomic():
-                part = IbPartition.objects.create(project=project, fabric=fabric, name=name, pkey=key, ipoib=ipoib,
-                                                  mtu=mtu, rate_gbps=rate_gbps, sl=sl, index0=index0)
-        except IntegrityError:
-            raise Conflict(f"A partition named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        with unique_conflict(f"A partition named {name!r} exists in this project.", code=Code.NAME_TAKEN):
+            part = IbPartition.objects.create(project=project, fabric=fabric, name=name, pkey=key, ipoib=ipoib,
+                                              mtu=mtu, rate_gbps=rate_gbps, sl=sl, index0=index0)
         audit_record(actor=actor, action="networking.ib_partition.create", target=part,
                      after=fields_of(part, PARTITION_FIELDS))
         schedule_ib_reconcile(fabric.pk)

@@ -1,10 +1,11 @@
 """Public IPs from operator pools, NATed on the VPC's router (OVN `dnat_and_snat`)."""
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.quotas import quota_check
 
@@ -33,13 +34,10 @@ def public_ip_pool_create(*, actor, name: str, cidr: str, first_ip: str, last_ip
         if first <= gw <= last:
             raise ipam.AddressError("gateway_ip must be outside the allocation range.", field="gateway_ip")
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                pool = PublicIpPool.objects.create(name=name, cidr=str(net), first_ip=str(first), last_ip=str(last),
-                                                   gateway_ip=str(gw), network_name=network_name,
-                                                   description=description)
-        except IntegrityError:
-            raise Conflict(f"A pool named {name!r} exists.", code=Code.NAME_TAKEN)
+        with unique_conflict(f"A pool named {name!r} exists.", code=Code.NAME_TAKEN):
+            pool = PublicIpPool.objects.create(name=name, cidr=str(net), first_ip=str(first), last_ip=str(last),
+                                               gateway_ip=str(gw), network_name=network_name,
+                                               description=description)
         audit_record(actor=actor, action="networking.public_ip_pool.create", target=pool,
                      after=fields_of(pool, ("name", "cidr", "first_ip", "last_ip")))
     return pool

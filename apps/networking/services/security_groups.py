@@ -1,9 +1,10 @@
 """Security groups and rules (validation in `apps.networking.sg_rules`, RW-048)."""
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import sg_rules
@@ -21,11 +22,8 @@ def security_group_create(*, actor, vpc: Vpc, name: str, description: str = "",
     unless given: its ports get nothing in or out. 409 `name_taken`."""
     authorize_write(actor, vpc.project)
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                sg = SecurityGroup.objects.create(project=vpc.project, vpc=vpc, name=name, description=description)
-        except IntegrityError:
-            raise Conflict(f"A security group named {name!r} exists in this VPC.", code=Code.NAME_TAKEN)
+        with unique_conflict(f"A security group named {name!r} exists in this VPC.", code=Code.NAME_TAKEN):
+            sg = SecurityGroup.objects.create(project=vpc.project, vpc=vpc, name=name, description=description)
         audit_record(actor=actor, action="networking.security_group.create", target=sg,
                      after=fields_of(sg, ("name", "description")))
         for spec in rules or []:

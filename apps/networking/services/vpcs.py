@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict
 from apps.tenancy.quotas import quota_check
 
@@ -21,6 +22,7 @@ def _allowed_extra() -> list[str]:
     return list(getattr(settings, "NETWORKING_ALLOWED_VPC_CIDRS", []))
 
 
+@atomic_with_retry
 def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", description: str = "") -> Vpc:
     """Create a VPC and its default security group (egress anywhere + ingress from the same group).
 
@@ -40,12 +42,9 @@ def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", des
             ipam.check_vpc_cidr(net6, _allowed_extra(), field="ipv6_cidr")
     with transaction.atomic():
         quota_check(scope=project, resource="vpcs", requested=1)
-        try:
-            with transaction.atomic():
-                vpc = Vpc.objects.create(project=project, name=name, cidr=str(net4),
-                                         ipv6_cidr=str(net6) if net6 else "", description=description)
-        except IntegrityError:
-            raise Conflict(f"A VPC named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        with unique_conflict(f"A VPC named {name!r} exists in this project.", code=Code.NAME_TAKEN):
+            vpc = Vpc.objects.create(project=project, name=name, cidr=str(net4),
+                                     ipv6_cidr=str(net6) if net6 else "", description=description)
         _default_security_group(vpc)
         audit_record(actor=actor, action="networking.vpc.create", target=vpc, after=fields_of(vpc, VPC_FIELDS))
         schedule_ovn_reconcile()
@@ -115,14 +114,11 @@ def subnet_create(*, actor, vpc: Vpc, name: str, cidr: str, gateway_ip: str | No
             ipam.check_subnet_fits(net, vpc_cidr=vpc_net, siblings=siblings)
             plan = ipam.plan_subnet(net, gateway=gateway_ip, dhcp_start=dhcp_start, dhcp_end=dhcp_end)
             dns = [str(ipam.parse_address(a, field="dns_nameservers")) for a in (dns_nameservers or [])]
-        try:
-            with transaction.atomic():
-                subnet = Subnet.objects.create(
-                    project=vpc.project, vpc=vpc, name=name, cidr=str(net), ip_version=net.version,
-                    gateway_ip=str(plan.gateway), dhcp_start=str(plan.dhcp_start), dhcp_end=str(plan.dhcp_end),
-                    enable_dhcp=enable_dhcp, dns_nameservers=dns)
-        except IntegrityError:
-            raise Conflict(f"A subnet named {name!r} exists in this VPC.", code=Code.NAME_TAKEN)
+        with unique_conflict(f"A subnet named {name!r} exists in this VPC.", code=Code.NAME_TAKEN):
+            subnet = Subnet.objects.create(
+                project=vpc.project, vpc=vpc, name=name, cidr=str(net), ip_version=net.version,
+                gateway_ip=str(plan.gateway), dhcp_start=str(plan.dhcp_start), dhcp_end=str(plan.dhcp_end),
+                enable_dhcp=enable_dhcp, dns_nameservers=dns)
         audit_record(actor=actor, action="networking.subnet.create", target=subnet,
                      after=fields_of(subnet, SUBNET_FIELDS))
         schedule_ovn_reconcile()

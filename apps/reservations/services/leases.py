@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
 from apps.core import clock
+from apps.core.db import atomic_with_retry
 from apps.core.errors import ValidationFailed
 from apps.core.transitions import transition
 from apps.inventory.catalog import gpu_model_get
@@ -196,35 +197,48 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
     if end_action not in EndAction.values or not 0 <= notice_s <= MAX_NOTICE_S:
         raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
                                                                         "notice_s": [f"0..{MAX_NOTICE_S}"]})
-    with transaction.atomic():
-        quota_check(scope=project, resource="leases", requested=1)
-        lease = Lease.objects.create(
-            project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
-            gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli, zone=zone,
-            max_leaves_per_rail=max_leaves_per_rail, end_action=end_action, notice_s=notice_s)
-        event_record(actor=actor, action="reservations.lease.request", target=lease,
-                     organization=project.organization, after=lease_payload(lease))
-    refused = None
-    with transaction.atomic():
-        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
-        try:
-            with transaction.atomic():
-                _claim(lease, lease.count, lease.start)
-                transition(lease, "confirm", LEASE_TRANSITIONS, extra={"confirmed_at": clock.now()})
-                event_record(actor=actor, action="reservations.lease.confirm", target=lease,
-                             organization=project.organization, after={"status": lease.status},
-                             event=Event.LEASE_CONFIRMED, payload=lease_payload(lease))
-        except CapacityUnavailable as exc:
-            refused = exc
-            transition(lease, "reject", LEASE_TRANSITIONS,
-                       extra={"reason": exc.detail[:1000], "explanation": exc.explanation})
-            event_record(actor=actor, action="reservations.lease.reject", target=lease,
-                         organization=project.organization, after={"status": lease.status, "reason": exc.detail,
-                                                                   "constraint": exc.extra.get("constraint")})
+    lease = _lease_request(actor=actor, project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC",
+                           kind=kind, gpu_model=gpu_model, count=count, mig_profile=mig_profile,
+                           share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
+                           end_action=end_action, notice_s=notice_s)
+    lease, refused = _lease_confirm(actor=actor, project=project, lease_id=lease.pk)
     if refused is not None:
         raise CapacityUnavailable(refused.detail, explanation=refused.explanation, lease=str(lease.pk),
                                   constraint=refused.extra.get("constraint", _constraint(refused.explanation)))
     return lease
+
+
+@atomic_with_retry
+def _lease_request(*, actor, project, **fields) -> Lease:
+    """The `requested` lease, counted against quota ``leases`` (first transaction: organization lock, insert)."""
+    quota_check(scope=project, resource="leases", requested=1)
+    lease = Lease.objects.create(project=project, **fields)
+    event_record(actor=actor, action="reservations.lease.request", target=lease,
+                 organization=project.organization, after=lease_payload(lease))
+    return lease
+
+
+@atomic_with_retry
+def _lease_confirm(*, actor, project, lease_id) -> tuple[Lease, CapacityUnavailable | None]:
+    """Claim the requested lease's capacity and confirm it, or reject it with the explanation (second
+    transaction: lease row, then the ledger's host rows). A deadlock runs it again, so the lease never stays
+    `requested`. Returns (lease, the refusal or None)."""
+    lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease_id)
+    try:
+        with transaction.atomic():
+            _claim(lease, lease.count, lease.start)
+            transition(lease, "confirm", LEASE_TRANSITIONS, extra={"confirmed_at": clock.now()})
+            event_record(actor=actor, action="reservations.lease.confirm", target=lease,
+                         organization=project.organization, after={"status": lease.status},
+                         event=Event.LEASE_CONFIRMED, payload=lease_payload(lease))
+    except CapacityUnavailable as exc:
+        transition(lease, "reject", LEASE_TRANSITIONS,
+                   extra={"reason": exc.detail[:1000], "explanation": exc.explanation})
+        event_record(actor=actor, action="reservations.lease.reject", target=lease,
+                     organization=project.organization, after={"status": lease.status, "reason": exc.detail,
+                                                               "constraint": exc.extra.get("constraint")})
+        return lease, exc
+    return lease, None
 
 
 # ---- update -------------------------------------------------------------------------------------------------
@@ -240,7 +254,7 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
     Raises 409 `capacity_unavailable` when the new capacity does not exist."""
     authorize_project(actor, lease.project, WRITERS)
     with transaction.atomic():
-        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
+        lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease.pk)
         tz = windows.zone_get(lease.time_zone)
         new_start = windows.parse_instant(start, tz, "start") if start is not None else lease.start
         new_end = windows.parse_instant(end, tz, "end") if end is not None else lease.end
@@ -298,7 +312,7 @@ def lease_cancel(*, actor, lease: Lease) -> Lease:
     deleted as the lease chose); a future lease's rows are removed. 409 `invalid_state` when finished."""
     authorize_project(actor, lease.project, WRITERS)
     with transaction.atomic():
-        lease = Lease.objects.select_for_update().select_related("project__organization").get(pk=lease.pk)
+        lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease.pk)
         before = transition(lease, "cancel", LEASE_TRANSITIONS, extra={"ended_at": clock.now()})
         if before in LEASE_STARTED:
             _end_instances(lease)
@@ -338,7 +352,7 @@ def _step(pk, action: str, fn) -> bool:
     lease keeps its state and holding) and is retried on the next tick, without stopping the other leases."""
     try:
         with transaction.atomic():
-            lease = (Lease.objects.select_for_update(skip_locked=True).select_related("project__organization")
+            lease = (Lease.objects.select_for_update(skip_locked=True, of=("self",)).select_related("project__organization")
                      .filter(pk=pk).first())
             if lease is None or lease.status not in LEASE_TRANSITIONS[action][0]:
                 return False

@@ -135,7 +135,7 @@ def _kick(inst: Instance) -> None:
 def _try_place(q: QueuedRequest) -> bool:
     from apps.compute.services.placement import instance_place_and_claim
 
-    inst = Instance.objects.select_for_update().select_related("flavor").get(pk=q.instance_id)
+    inst = Instance.objects.select_for_update(of=("self",)).select_related("flavor").get(pk=q.instance_id)
     if inst.status not in ("pending", "provisioning") or inst.host_id is not None:
         transition(q, "cancel", QUEUE_TRANSITIONS)
         return False

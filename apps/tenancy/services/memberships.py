@@ -7,9 +7,10 @@ one owner (409 `last_owner`, checked under the organization row lock).
 """
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz, selectors
@@ -68,12 +69,9 @@ def membership_add(*, actor, organization: Organization, user, role: str, projec
         exists = Membership.objects.filter(user=user, organization=organization, project=project).exists()
         if exists:
             raise Conflict("This user already has a membership here.", code=Code.DUPLICATE_MEMBERSHIP)
-        try:
-            with transaction.atomic():
-                membership = Membership.objects.create(user=user, organization=organization, project=project,
-                                                       role=role)
-        except IntegrityError:
-            raise Conflict("This user already has a membership here.", code=Code.DUPLICATE_MEMBERSHIP)
+        with unique_conflict("This user already has a membership here.", code=Code.DUPLICATE_MEMBERSHIP):
+            membership = Membership.objects.create(user=user, organization=organization, project=project,
+                                                   role=role)
         audit_record(actor=actor, action=action, target=membership, organization=organization, project=project,
                      after={"user": user.email, "role": role})
     selectors.forget_memberships(user)

@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 import zoneinfo
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 
 from .. import authz, quotas
@@ -50,11 +51,8 @@ def organization_create(*, actor, slug: str, name: str, owner_email: str, **fiel
     with transaction.atomic():
         if Organization.objects.filter(slug=slug).exists():
             raise Conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN)
-        try:
-            with transaction.atomic():
-                org = Organization.objects.create(slug=slug, name=name, **fields)
-        except IntegrityError:
-            raise Conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN)
+        with unique_conflict(f"Organization slug {slug!r} is taken.", code=Code.SLUG_TAKEN):
+            org = Organization.objects.create(slug=slug, name=name, **fields)
         Quota.objects.bulk_create([Quota(organization=org, resource=resource, limit=limit)
                                    for resource, limit in quotas.PLANS[org.plan].items()])
         audit_record(actor=actor, action="organization.create", target=org, after=fields_of(org, ("slug", *EDITABLE)))

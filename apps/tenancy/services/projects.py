@@ -1,10 +1,11 @@
 """Project writes. Creating a project is quota-checked (`projects` per organization)."""
 from __future__ import annotations
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import ProtectedError
 
 from apps.audit.services import audit_record
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict
 
 from .. import authz
@@ -24,12 +25,9 @@ def project_create(*, actor, organization: Organization, slug: str, name: str, d
         quota_check(scope=organization, resource="projects", requested=1)
         if Project.objects.filter(organization=organization, slug=slug).exists():
             raise Conflict(f"Project slug {slug!r} is taken in this organization.", code=Code.SLUG_TAKEN)
-        try:
-            with transaction.atomic():
-                project = Project.objects.create(organization=organization, slug=slug, name=name,
-                                                 description=description)
-        except IntegrityError:
-            raise Conflict(f"Project slug {slug!r} is taken in this organization.", code=Code.SLUG_TAKEN)
+        with unique_conflict(f"Project slug {slug!r} is taken in this organization.", code=Code.SLUG_TAKEN):
+            project = Project.objects.create(organization=organization, slug=slug, name=name,
+                                             description=description)
         audit_record(actor=actor, action="project.create", target=project,
                      after=fields_of(project, ("slug", "name", "description")))
     return project
