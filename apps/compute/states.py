@@ -1,6 +1,6 @@
 """Instance and cluster states and their transition tables (applied by `apps.core.transitions.transition`).
 
-Two axes (ARCHITECTURE.md §4.5, after Nova's vm_state/power_state): `status` is ours and changes only through
+Two axes (after Nova's vm_state/power_state): `status` is ours and changes only through
 these tables; `observed_state` (`apps.compute.drivers.base.PowerState`) is what the hypervisor reported, written
 only by workflow polls and the reconciler.
 """
@@ -45,6 +45,10 @@ INSTANCE_TRANSITIONS = {
 }
 
 LIVE_STATUSES = frozenset(set(S.values) - {S.DELETED})
+#: Deleted or on its way: nothing more to stop, delete or preempt.
+GONE_STATUSES = frozenset({S.DELETING, S.DELETED})
+#: Created but not yet on a host (the create operation has not placed it).
+UNPLACED_STATUSES = frozenset({S.PENDING, S.PROVISIONING})
 
 
 class ClusterStatus(models.TextChoices):

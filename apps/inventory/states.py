@@ -1,6 +1,6 @@
 """Host, GPU and agent-command states, and the host condition TRANSITIONS table.
 
-Host lifecycle (docs/fleet.md, DOMAIN.md "Fleet"): ``enrolling -> available <-> cordoned -> draining ->
+Host lifecycle (docs/fleet.md): ``enrolling -> available <-> cordoned -> draining ->
 maintenance -> available``; any non-retired state -> ``faulty``; ``faulty -> available`` (closes the incident);
 any state -> ``retired``. Applied with `apps.core.transitions.transition(host, action, HOST_TRANSITIONS,
 field="state")`.
@@ -35,6 +35,13 @@ class GpuHealth(models.TextChoices):
     DEGRADED = "degraded", "Degraded"
     FAULTY = "faulty", "Faulty"
     UNKNOWN = "unknown", "Unknown"
+
+
+class VgpuTypeKind(models.TextChoices):
+    """A catalog vGPU type's kind (`apps.inventory.catalog.VgpuType.kind`)."""
+
+    TIME_SLICED = "time_sliced", "Time-sliced"
+    MIG_BACKED = "mig_backed", "MIG-backed"
 
 
 class FabricKind(models.TextChoices):

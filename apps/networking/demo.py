@@ -4,6 +4,7 @@ fabric, a public IP pool in TEST-NET-3 (RFC 5737, documentation addresses), and 
 from __future__ import annotations
 
 from apps.inventory.models import Fabric
+from apps.inventory.states import FabricKind
 from apps.tenancy.models import Project
 
 from . import services
@@ -11,7 +12,7 @@ from .models import IbPartition, PkeyPool, PublicIpPool, Vpc
 
 
 def load_demo(stdout) -> None:
-    fabric = Fabric.objects.filter(name="ib-compute", kind="infiniband").first()
+    fabric = Fabric.objects.filter(name="ib-compute", kind=FabricKind.INFINIBAND).first()
     if fabric is not None and not PkeyPool.objects.filter(fabric=fabric).exists():
         services.pkey_pool_set(actor=None, fabric=fabric, first_pkey=0x0100, last_pkey=0x01FF)
     if not PublicIpPool.objects.filter(name="public").exists():

@@ -2,7 +2,7 @@
 
 Recorded in `Instance.devices` (JSON), written in the step's transaction:
   placement    the placement engine's host choice (`HostChoice.as_dict()`: resources, gpu_index, mig_start, ...)
-  numa_node    host NUMA node of the GPUs (memory binding; DOMAIN.md "Gpu.numa_node")
+  numa_node    host NUMA node of the GPUs (memory binding)
   pci          whole-GPU PCI addresses (hostdev passthrough)
   partition    NVSwitch partition id (HGX, shared NVSwitch multitenancy), activated through the agent
   gpu_instance {gpu_index, start, profile}: the MIG GPU instance the agent creates at the planner's start slice
@@ -22,7 +22,7 @@ from apps.core.errors import DomainError
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
 from apps.inventory.services.agent import agent_command_enqueue
-from apps.inventory.states import CommandKind, CommandStatus, HostState
+from apps.inventory.states import CommandKind, CommandStatus, HostState, VgpuTypeKind
 
 from ..drivers.base import MdevHostdev
 from ..models import Instance
@@ -50,7 +50,7 @@ def mig_vgpu_type(model: str, profile: str) -> str:
         return ""
     prof = spec.mig.profile(profile)
     for t in spec.vgpu_types:
-        if t.kind == "mig_backed" and prof is not None and t.mig_profile == prof.id:
+        if t.kind == VgpuTypeKind.MIG_BACKED and prof is not None and t.mig_profile == prof.id:
             return t.name
     return ""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from apps.inventory.states import ProvisioningKind as HostProvisioningKind
 from apps.scheduling.ledger import ConsumerRef, allocations_release
 from apps.scheduling.placement import PlacementRequest
 from apps.scheduling.services.placement import placement_claim
@@ -28,7 +29,7 @@ def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consume
                           topology=None) -> PlacementRequest:
     """The `PlacementRequest` of `hosts` instances of `flavor` on hypervisors."""
     kw = {"project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
-          "provisioning_kind": "hypervisor", "consumer_type": consumer_type,
+          "provisioning_kind": HostProvisioningKind.HYPERVISOR, "consumer_type": consumer_type,
           "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else ()}
     if flavor.gpu_form == GpuForm.GPU:
         kw["gpus_per_host"] = flavor.gpu_count

@@ -1,5 +1,5 @@
 """The compute reconciler: compare instances in the database with the domains on each host and repair drift
-through transitions (ARCHITECTURE.md §4.7).
+through transitions.
 
 Per libvirt URI (hosts may share one: the demo fleet uses `test:///default` for every host):
 - an instance with an unfinished operation is left alone (its workflow owns it);
@@ -26,6 +26,7 @@ from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.core.transitions import transition
 from apps.inventory.models import Host
+from apps.inventory.states import HostState, ProvisioningKind
 from apps.operations.selectors import targets_with_unfinished_operations
 
 from .. import conf
@@ -122,8 +123,8 @@ def instances_reconcile() -> ReconcileReport:
     """Reconcile every hypervisor's domains with the instance rows. Returns counts of what changed."""
     report = ReconcileReport()
     by_uri: dict[str, list] = defaultdict(list)
-    for host_id, uri in Host.objects.filter(provisioning_kind="hypervisor").exclude(libvirt_uri="").exclude(
-            state="retired").values_list("id", "libvirt_uri"):
+    for host_id, uri in Host.objects.filter(provisioning_kind=ProvisioningKind.HYPERVISOR).exclude(
+            libvirt_uri="").exclude(state=HostState.RETIRED).values_list("id", "libvirt_uri"):
         by_uri[uri].append(host_id)
     for uri, host_ids in sorted(by_uri.items()):
         report.uris += 1

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.inventory.models import Fabric, HcaPort
+from apps.inventory.states import FabricKind
 from apps.tenancy.api.serializers import VisibleProjectField
 
 from .. import selectors
@@ -50,7 +51,7 @@ class PoolNameField(serializers.SlugRelatedField):
 
 class IbFabricField(serializers.SlugRelatedField):
     def __init__(self, **kwargs):
-        super().__init__(slug_field="name", queryset=Fabric.objects.filter(kind="infiniband"), **kwargs)
+        super().__init__(slug_field="name", queryset=Fabric.objects.filter(kind=FabricKind.INFINIBAND), **kwargs)
 
 
 # --- VPCs and subnets -------------------------------------------------------------------------------------

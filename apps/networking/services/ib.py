@@ -17,6 +17,7 @@ from apps.core.clock import now
 from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.inventory.models import Fabric, HcaPort, Host
+from apps.inventory.states import FabricKind
 from apps.tenancy import selectors as tenancy_selectors
 from apps.tenancy.quotas import quota_check
 
@@ -38,7 +39,7 @@ DEFAULT_MAX_PKEYS_PER_PORT = 128   # RW-043: a host port holds at most 128 P_Key
 
 
 def _require_ib(fabric: Fabric) -> None:
-    if fabric.kind != "infiniband":
+    if fabric.kind != FabricKind.INFINIBAND:
         raise ValidationFailed(f"Fabric {fabric.name!r} is not InfiniBand.", code=Code.NOT_INFINIBAND,
                                errors={"fabric": ["not an InfiniBand fabric"]})
 

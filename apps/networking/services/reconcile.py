@@ -16,6 +16,7 @@ from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.inventory.models import Fabric, HcaPort
+from apps.inventory.states import FabricKind
 
 from .. import conf, desired
 from ..drivers.ovn import OvnDriver
@@ -166,7 +167,7 @@ def ib_reconcile_all() -> dict:
     """Reconcile every configured InfiniBand fabric; errors are recorded per fabric, not raised."""
     out = {}
     for name in sorted(conf.ib_fabrics()):
-        fabric = Fabric.objects.filter(name=name, kind="infiniband").first()
+        fabric = Fabric.objects.filter(name=name, kind=FabricKind.INFINIBAND).first()
         if fabric is None:
             out[name] = {"skipped": "no such InfiniBand fabric in inventory"}
             continue

@@ -19,6 +19,7 @@ import logging
 from django.db import connection, transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
+from apps.compute.states import GONE_STATUSES, InstanceStatus
 from apps.core import clock
 from apps.core.db import atomic_with_retry
 from apps.core.errors import ValidationFailed
@@ -335,11 +336,11 @@ def _end_instances(lease: Lease) -> int:
 
     n = 0
     ids = InstanceTerms.objects.filter(lease=lease).values_list("instance_id", flat=True)
-    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status__in=("deleting", "deleted")):
+    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status__in=GONE_STATUSES):
         try:
             if lease.end_action == EndAction.DELETE:
                 compute.instance_delete(actor=None, instance=inst)
-            elif inst.status == "active":
+            elif inst.status == InstanceStatus.ACTIVE:
                 compute.instance_stop(actor=None, instance=inst, hard=False)
             n += 1
         except InvalidState:

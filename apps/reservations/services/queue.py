@@ -21,6 +21,7 @@ from django.db import transaction
 
 from apps.compute.models import Instance
 from apps.compute.services import instances as compute
+from apps.compute.states import UNPLACED_STATUSES
 from apps.core import clock
 from apps.core.errors import NotFound, QuotaExceeded, ValidationFailed
 from apps.core.tasks import enqueue_on_commit
@@ -136,7 +137,7 @@ def _try_place(q: QueuedRequest) -> bool:
     from apps.compute.services.placement import instance_place_and_claim
 
     inst = Instance.objects.select_for_update(of=("self",)).select_related("flavor").get(pk=q.instance_id)
-    if inst.status not in ("pending", "provisioning") or inst.host_id is not None:
+    if inst.status not in UNPLACED_STATUSES or inst.host_id is not None:
         transition(q, "cancel", QUEUE_TRANSITIONS)
         return False
     op = compute.current_operation(inst)

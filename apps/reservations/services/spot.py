@@ -11,6 +11,7 @@ import datetime as dt
 from django.db import transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
+from apps.compute.states import GONE_STATUSES
 from apps.core import clock
 from apps.scheduling.models import Allocation
 
@@ -93,7 +94,7 @@ def spot_preempt_due() -> int:
             if terms is None:
                 continue
             inst = terms.instance
-            if inst.status not in ("deleting", "deleted"):
+            if inst.status not in GONE_STATUSES:
                 compute.instance_delete(actor=None, instance=inst)
             InstanceTerms.objects.filter(pk=pk).update(preempted_at=now, updated_at=now)
             event_record(actor=None, action="reservations.spot.preempt", target=inst,

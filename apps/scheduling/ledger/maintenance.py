@@ -5,7 +5,8 @@ that owns it. Each owner registers a resolver for its consumer type::
 
     from apps.scheduling.ledger.maintenance import register_consumer_resolver
     register_consumer_resolver("instance", lambda ids: set(Instance.objects.filter(id__in=ids)
-                                                              .exclude(status="deleted").values_list("id", flat=True)))
+                                                              .exclude(status=InstanceStatus.DELETED)
+                                                              .values_list("id", flat=True)))
 
 `ledger_audit(remove=True)` releases what it reports. Consumer types without a resolver are listed as
 unchecked, never touched.

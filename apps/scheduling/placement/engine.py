@@ -25,7 +25,7 @@ from django.db.models import Count
 from apps.core import clock
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import VirtualFunction, Zone
-from apps.inventory.states import HostState
+from apps.inventory.states import GpuMode, HostState, ProvisioningKind
 
 from ..ledger import AllocationSpec
 from ..ledger import sql as ledger_sql
@@ -50,7 +50,7 @@ class _Ctx:
         self.model_ok = "(cardinality(%(models)s::text[]) = 0 OR g.model = ANY(%(models)s::text[]))"
         self.lease_gpu = ("AND g.id IN (SELECT la.gpu_id FROM scheduling_allocation la WHERE la.consumer_id = "
                           "%(lease)s AND la.consumer_type = 'lease' AND la.period @> %(window)s)") if nested else ""
-        self.params = {"window": self.window, "models": list(req.gpu_models), "mode": req.gpu_mode or "exclusive",
+        self.params = {"window": self.window, "models": list(req.gpu_models), "mode": req.gpu_mode or GpuMode.EXCLUSIVE,
                        "lease": req.lease_id, "project": req.project_id}
         self.zone_id = None
         if req.zone:
@@ -393,7 +393,7 @@ def _vf_filter(req, occ: dict):
     """For a VM's MIG slice or vGPU: on GPU models whose catalog backs vGPUs with SR-IOV VFs (Hopper and later, per
     NVIDIA's vGPU user guide), each MIG/vGPU allocation uses one VF, so a GPU qualifies only while its inventory has
     more VFs than such allocations. Returns a predicate over GpuRow, or None when the rule does not apply."""
-    if req.provisioning_kind != "hypervisor" or req.gpu_form not in ("mig", "vgpu"):
+    if req.provisioning_kind != ProvisioningKind.HYPERVISOR or req.gpu_form not in ("mig", "vgpu"):
         return None
     rows = [g for gpus in occ.values() for g in gpus]
     sriov = [g for g in rows if (spec := gpu_model_get(g.model)) is not None and spec.vgpu_backing == "sriov_vf"]
