@@ -1,4 +1,4 @@
-"""Benchmark: rate and invoice 10,000 organizations with 1,000,000 usage records (issue 9; target < 60 s).
+"""Benchmark: rate and invoice 10,000 organizations with 1,000,000 usage records (target < 60 s).
 
 Usage: python bench/billing_run.py [--orgs 10000] [--records-per-org 100] [--keep]
 Creates a separate database (BENCH_DATABASE_URL, default postgres://127.0.0.1:5432/gpucloud_bench_billing), migrates

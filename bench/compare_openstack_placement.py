@@ -2,7 +2,7 @@
 
 Usage: python bench/compare_openstack_placement.py [--hosts 1000 10000] [--requests 40] [--venv /tmp/...]
 
-OpenStack Placement (recipe: shared/design/COMPONENTS.md part 1 section 5) is installed into a throwaway virtual
+OpenStack Placement is installed into a throwaway virtual
 environment under the system temp directory (`pip install openstack-placement gunicorn psycopg2-binary`; skipped
 when `--venv` already has it), uses its own PostgreSQL database on 127.0.0.1 (`placement_bench_ledger`), and runs
 under gunicorn (2 workers x 4 threads, noauth2) on 127.0.0.1. For each fleet size the same hosts are loaded

@@ -17,7 +17,7 @@ BENCH_DATABASE_NAME / BENCH_PG), fills it with bulk inserts (not timed), then ti
   one member port until OpenSM has programmed it. Afterwards (not timed) 128 ports are read with smpquery and
   compared with what the partitions require.
 
-Targets (issue 7): ovn_seconds < 30, ib_seconds < 5. The last stdout line is JSON with ovn_seconds and
+Targets: ovn_seconds < 30, ib_seconds < 5. The last stdout line is JSON with ovn_seconds and
 ib_seconds (plus details).
 """
 from __future__ import annotations

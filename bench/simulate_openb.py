@@ -7,7 +7,7 @@ Usage:
   .venv/bin/python bench/simulate_openb.py --table-md docs/packing-results.md   # full 17-workload table
   .venv/bin/python bench/simulate_openb.py --jobs 2 ...            # replays in 2 processes (same results)
 
-The trace stays in ``../shared/traces/alibaba-gpu-v2023`` (or ``$GPUCLOUD_TRACE_DIR``). Published reference:
+The trace is not part of the repository (``$GPUCLOUD_TRACE_DIR``, else the trace folder beside the checkout). Published reference:
 ``fgd-expected-results/analysis_allo_discrete.csv`` beside the trace (FGD 95.39 %, best-fit 93.08 % at 130 %).
 Last stdout line is JSON: ``alloc_ratio_130`` (percent, mean over the 10 seeds, default workload, policy
 ``ours``), ``seconds_per_replay`` (mean wall time of one replay; ``cpu_seconds_per_replay`` is the process CPU
@@ -69,7 +69,7 @@ def main() -> int:
     ap.add_argument("--latency", action="store_true",
                     help="also time one `ours` decision on a 10,000-host fleet (p50/p99 ms)")
     ap.add_argument("--jobs", type=int, default=1, help="replays in parallel processes (default 1)")
-    ap.add_argument("--trace-dir", help="trace folder (default $GPUCLOUD_TRACE_DIR or ../shared/traces/...)")
+    ap.add_argument("--trace-dir", help="trace folder (default $GPUCLOUD_TRACE_DIR, else the trace folder beside the checkout)")
     args = ap.parse_args()
 
     from apps.scheduling.simulator.runner import parse_seeds

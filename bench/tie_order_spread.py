@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--tie-seeds", default="1-9", help="extra tie-order seeds per sequence (default 1-9)")
     ap.add_argument("--policies", default="fgd,ours")
     ap.add_argument("--jobs", type=int, default=1, help="replays in parallel processes (default 1)")
-    ap.add_argument("--trace-dir", help="trace folder (default $GPUCLOUD_TRACE_DIR or ../shared/traces/...)")
+    ap.add_argument("--trace-dir", help="trace folder (default $GPUCLOUD_TRACE_DIR, else the trace folder beside the checkout)")
     args = ap.parse_args()
     directory = Path(args.trace_dir) if args.trace_dir else None
     try:

@@ -1,7 +1,7 @@
 """Tenant-scoped reads of audit events.
 
 Staff see every event. A tenant sees the events of the organizations it belongs to (organization-level
-membership: any role) and of the projects it can see; never another organization's (issue 3)."""
+membership: any role) and of the projects it can see; never another organization's."""
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet

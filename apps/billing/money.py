@@ -1,6 +1,6 @@
 """Money rules: `Decimal` only, ISO 4217 currencies, one rounding rule.
 
-The rounding rule (documented in docs/billing.md, SOURCE RW-070): amounts are accumulated at full precision and
+The rounding rule (documented in docs/billing.md, case RW-070 in docs/cases.md): amounts are accumulated at full precision and
 rounded once per invoice line, half-up (ties away from zero) to the currency's minor unit (2 decimals for USD/EUR,
 0 for JPY, as py-moneyed's ISO 4217 table gives); a line's tax is its rounded amount × the tax rate, rounded the
 same way; invoice totals are sums of rounded lines, so printed lines always add up to the printed total.

@@ -1,4 +1,4 @@
-"""Billing periods: calendar months in the organization's billing time zone (DOMAIN.md "Units and time").
+"""Billing periods: calendar months in the organization's billing time zone (docs/billing.md).
 
 A period is named "YYYY-MM"; its bounds are the UTC instants of local midnight on the 1st of the month and of the
 next month (`zoneinfo`), so the month's length follows daylight-saving changes (e.g. March 2026 in

@@ -1,6 +1,6 @@
-"""Tenant-scoped billing reads. Every API queryset comes from here (ARCHITECTURE.md §4.8).
+"""Tenant-scoped billing reads. Every API queryset comes from here (tenant scope: CONTRIBUTING.md).
 
-Visibility (SOURCE issue 9 and the organization roles in `apps.tenancy.models.OrgRole`):
+Visibility (docs/billing.md and the organization roles in `apps.tenancy.models.OrgRole`):
 - provider staff (any staff role) see everything;
 - invoices and credit notes: organization owners, admins and `billing` members (a billing member sees invoices
   but cannot manage instances); finalized, paid and void invoices only — drafts are the provider's work in progress;

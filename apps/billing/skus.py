@@ -1,4 +1,4 @@
-"""SKU keys: strings, so any resource can add its own (issue 9).
+"""SKU keys: strings, so any resource can add its own.
 
 `sku_for(kind, **attributes)` gives the canonical key ``kind:attr=value,...`` with attributes sorted by name and
 values normalised to text: the integer 8, the string "8", Decimal("8") and the float 8.0 all give "8". A price

@@ -1,6 +1,6 @@
 """Invoice, credit note and invoice-run states and the invoice TRANSITIONS table.
 
-Invoice lifecycle (issue 9, DOMAIN.md "Billing"): `draft → finalized → paid | void`. A draft is recomputed by
+Invoice lifecycle (docs/billing.md): `draft → finalized → paid | void`. A draft is recomputed by
 every invoice run; a finalized invoice is immutable (its number, lines and totals never change).
 """
 from django.db import models

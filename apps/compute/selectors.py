@@ -1,4 +1,4 @@
-"""Tenant-scoped reads of compute objects. Every API queryset starts here (ARCHITECTURE.md §4.8)."""
+"""Tenant-scoped reads of compute objects. Every API queryset starts here (tenant scope: CONTRIBUTING.md)."""
 from __future__ import annotations
 
 from django.db.models import Q, QuerySet, Sum

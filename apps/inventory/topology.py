@@ -1,6 +1,6 @@
 """Network topology reads for placement: which leaf switches a host's ports reach and how far two hosts are.
 
-Distance (DOMAIN.md "Fleet"): the switch hops the hosts' ports need on one fabric — 0 same host, 1 same leaf
+Distance: the switch hops the hosts' ports need on one fabric — 0 same host, 1 same leaf
 (on a rail-optimised fabric: every rail's leaf is shared), 2 leaves joined by a common spine, 3 beyond (core),
 None when either host has no port on the fabric.
 

@@ -1,7 +1,7 @@
 """Tenant-scoped reads of networking objects, and the quota usage counters (vpcs, public_ips, ib_partitions).
 
 Every queryset is narrowed to the projects `apps.tenancy.selectors.project_list_visible_to(user)` returns, so
-another tenant's object is a 404 in the API (ARCHITECTURE.md §4.8). Staff see everything.
+another tenant's object is a 404 in the API. Staff see everything.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Lease, queued-request and notification states with their transition tables (`apps.core.transitions`).
 
-Lease lifecycle (DOMAIN.md "Capacity products")::
+Lease lifecycle (docs/reservations.md)::
 
     requested --confirm--> confirmed --activate--> active --notice--> ending --finish--> ended
         |                     |                      |                  |

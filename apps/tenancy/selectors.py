@@ -1,6 +1,6 @@
 """Tenant-scoped reads. Every tenant-owned queryset starts from these.
 
-Visibility rules (the SOURCE is issue 3 "Tenants" and ARCHITECTURE.md §4.8):
+Visibility rules (docs/tenancy.md; tenant scope: CONTRIBUTING.md):
 - provider staff (`user.staff_role` non-empty) see everything;
 - an organization member (any role) sees the organization and all its projects;
 - a project member sees that project (and its organization, read-only);

@@ -1,4 +1,4 @@
-"""SLA: downtime not charged, uptime per resource, credits on the next invoice (issue 9 acceptance, RW-050)."""
+"""SLA: downtime not charged, uptime per resource, credits on the next invoice (RW-050)."""
 import datetime as dt
 from decimal import Decimal
 

@@ -1,5 +1,5 @@
 """Bad input to POST /instances is a 4xx problem+json with a stable code, and nothing is written, allocated
-or scheduled (issue 6, acceptance "Bad input")."""
+or scheduled ."""
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,5 @@
 """Instances attached to tenant networks: a port in the subnet and InfiniBand partition membership, created in
-the workflow step after the claim and removed on delete (issue 6 × issue 7). The networking reconcile to real
+the workflow step after the claim and removed on delete. The networking reconcile to real
 OVN / ibsim is covered by networking's own tests; here the rows compute asks networking to write are checked,
 with the fake compute driver."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The tenant's journey end to end (issue 10), through the public HTTP API only, on the real stack started by
+"""The tenant's journey end to end, through the public HTTP API only, on the real stack started by
 `tests/e2e/stack.py`: a staff operator imports the sample fleet and publishes flavors and prices; a new
 organization's owner onboards, builds networks and launches a 2-node 8-GPU cluster and a MIG VM; a second tenant
 with the same CIDR is isolated; a lease is reserved; a node fails and recovers; the month is invoiced; everything

@@ -75,7 +75,7 @@ def _alive(pid: int) -> bool:
 
 
 class OvnCluster:
-    """OVN NB + SB ovsdb-servers and ovn-northd, daemonised, stopped by pidfile (COMPONENTS.md Part 2 §2)."""
+    """OVN NB + SB ovsdb-servers and ovn-northd, daemonised, stopped by pidfile."""
 
     def __init__(self):
         self.run = Path(tempfile.mkdtemp(prefix="gpc-ovn-"))

@@ -1,4 +1,4 @@
-"""InfiniBand cases of section F: RW-041 (valid keys, membership bit), RW-043 (keys per port), RW-044 (compare
+"""InfiniBand cases (docs/cases.md): RW-041 (valid keys, membership bit), RW-043 (keys per port), RW-044 (compare
 15-bit keys, table index), RW-045 (virtual GUID pool bounds), RW-046 (partitions belong to one fabric)."""
 import uuid
 

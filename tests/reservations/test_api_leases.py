@@ -1,4 +1,4 @@
-"""The /leases API: section D of real-world-cases.md (RW-031 dates, RW-032 updates, RW-034 IDOR, RW-035 grow),
+"""The /leases API: the lease cases of docs/cases.md (RW-031 dates, RW-032 updates, RW-034 IDOR, RW-035 grow),
 daylight-saving windows, and the 409 explanation."""
 import datetime as dt
 

@@ -1,4 +1,4 @@
-"""`quota_check` as later issues use it: pluggable usage counters, project and organization scopes."""
+"""`quota_check` as other apps use it: pluggable usage counters, project and organization scopes."""
 import pytest
 from django.db import transaction
 
@@ -11,7 +11,7 @@ from .helpers import make_org, make_project
 
 @pytest.fixture
 def gpu_usage():
-    """A registered counter reading a dict, standing in for the allocation ledger of a later issue."""
+    """A registered counter reading a dict, standing in for an app's counter (the allocation ledger's, say)."""
     held = {}
 
     def count(*, organization, project, qualifier):

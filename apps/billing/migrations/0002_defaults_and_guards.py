@@ -1,4 +1,4 @@
-"""Ship the two default SLA tiers (issue 9), the number sequences, and database guards:
+"""Ship the two default SLA tiers, the number sequences, and database guards:
 usage records are immutable, and a finalized/paid/void invoice keeps its number and amounts."""
 from decimal import Decimal
 

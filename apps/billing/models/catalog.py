@@ -7,7 +7,7 @@ from ..states import PriceUnit, PricingModel
 
 
 class SlaTier(TimestampedModel):
-    """A service level sold to tenants (issue 9).
+    """A service level sold to tenants (docs/billing.md).
 
     `target_uptime_pct`: the monthly uptime the provider targets (e.g. 99.9000).
     `credit_schedule`: ``[{"below": "99.9", "credit_pct": "10"}, ...]``: when a resource's monthly uptime

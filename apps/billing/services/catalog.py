@@ -1,4 +1,4 @@
-"""SLA tiers, price books and prices (staff: billing admins). SOURCE: issue 9."""
+"""SLA tiers, price books and prices (staff: billing admins). Rules: docs/billing.md."""
 from __future__ import annotations
 
 import datetime as dt

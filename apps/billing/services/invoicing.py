@@ -1,6 +1,6 @@
 """Invoice runs, finalization with gap-free numbers, payment, void, credit notes, adjustments, re-rating.
 
-SOURCE: issue 9 (invoices per organization per calendar month in its billing time zone; draft → finalized →
+Rules (docs/billing.md): (invoices per organization per calendar month in its billing time zone; draft → finalized →
 paid | void; idempotent runs); RW-055 (no period skipped or overlapping); RW-056 (the once-per-period guard uses
 the customer's time zone: one invoice per (organization, local month), enforced by a unique index).
 """

@@ -1,6 +1,6 @@
 """Metering: turn usage-source intervals into immutable, idempotent usage records; incidents into downtime.
 
-SOURCE of the rules: issue 9 (metering, downtime and SLA); RW-059 (windows aligned to the metering period).
+Rules: docs/billing.md (metering, downtime and SLA); case RW-059 (windows aligned to the metering period).
 """
 from __future__ import annotations
 

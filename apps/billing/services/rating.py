@@ -4,15 +4,15 @@ Works on the temporary table `billing_scope` (one row per draft invoice being co
 period bounds in UTC, currency, minor unit, tax rate) that `invoicing` fills. Every statement handles all the
 invoices of a batch at once (INSERT ... SELECT ... GROUP BY), never one usage record per Python step.
 
-Rules (SOURCE issue 9 and the section G cases):
+Rules (docs/billing.md and the billing cases of docs/cases.md):
 - each usage record is clipped to the invoice period, then split at every price change (price books overlay:
   a price holds from its book's `effective_from` until the next book of that currency listing the same key; RW-068);
-- provider-fault downtime is cut out (multirange difference) and not charged (issue 9);
+- provider-fault downtime is cut out (multirange difference) and not charged;
 - per run (one start of a resource) and line, the seconds are rounded up to the price's increment and to at least
   its minimum (RW-052), then multiplied by the record's `units` (e.g. 8 GPUs on a per-GPU SKU); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
   seconds of the whole billing period (RW-053);
 - reserved commitments: amount = committed price × covered seconds / seconds of the commitment window, whether
-  used or not (issue 9, RW-053);
+  used or not (RW-053);
 - every line's amount is rounded once, half-up to the currency's minor unit, from the full-precision sum of its
   pieces (RW-070 (d)); tax is computed per rounded line and rounded the same way (RW-070 (a)-(c)).
 """

@@ -1,6 +1,6 @@
 """SLA: monthly uptime per resource from provider-fault downtime, and the credit its tier's schedule gives.
 
-SOURCE: issue 9 (credits automatic, on the next invoice); RW-050 (uptime measured in minutes, lower bounds
+Rules (docs/billing.md): credits automatic, on the next invoice); RW-050 (uptime measured in minutes, lower bounds
 inclusive: exactly 99.0000 % is not "below 99.0"; the credit base is recurring charges only).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which compute driver serves a host: `settings.DRIVERS["compute"]` ("module:Class", default the libvirt
 driver) instantiated once per libvirt URI per process, so every task in a worker shares one connection per host
-(libvirt's `test:///default` keeps its state only while a connection is open; COMPONENTS.md Part 1 §1)."""
+(libvirt's `test:///default` keeps its state only while a connection is open)."""
 from __future__ import annotations
 
 import importlib

@@ -7,7 +7,7 @@ services, keyed by the instance id so a retried step finds what the last try mad
 
 - `port_create_for_instance`: one port with a fixed IP from the subnet's IPAM and the security groups (default:
   the VPC's default group); the domain gets a virtio NIC with the port's MAC on the host's OVS bridge.
-- InfiniBand (issue 7): an instance that takes a whole host (a `gpu` flavor with every GPU of the host, e.g. an
+- InfiniBand: an instance that takes a whole host (a `gpu` flavor with every GPU of the host, e.g. an
   8-GPU HGX node) joins with the host's physical HCA port GUIDs as full members (`ib_partition_join_whole_host`);
   a VM that shares its host gets one SR-IOV VF virtual GUID per HCA port of its GPUs' rails
   (`ib_partition_join_vf`). On HGX hosts GPU *i* and HCA port *i* share PCIe switch and rail *i* (NVIDIA DGX

@@ -3,7 +3,7 @@
 Each action: compare-and-set state change (`states.HOST_TRANSITIONS`), reason and time recorded on the host,
 an audit event, and incident bookkeeping in the same transaction. Entering `faulty` opens an Incident
 (`provider_at_fault` defaults to True); leaving `faulty` closes it at the same instant. Billing reads closed and
-open incidents as SLA downtime (DOMAIN.md, Health/Billing).
+open incidents as SLA downtime (docs/fleet.md, docs/billing.md).
 """
 from __future__ import annotations
 

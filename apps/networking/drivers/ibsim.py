@@ -3,7 +3,7 @@
 Used three ways: by `OpenSmDriver` to validate a partitions file with OpenSM's own parser on a throw-away
 simulated fabric (OpenSM has no parse-only option), by the contract tests, and by `bench/fabric_reconcile.py`.
 
-Facts from COMPONENTS.md Part 2 §1 (verified with ibsim 0.10, OpenSM 3.3.23): every libibumad tool talks to the
+Facts (verified with ibsim 0.10, OpenSM 3.3.23): every libibumad tool talks to the
 simulator when `LD_PRELOAD` holds libumad2sim.so; `IBSIM_SOCKNAME` must be unique per simulator; OpenSM must be
 stopped before ibsim; `-d2` flushes the log so "SUBNET UP" can be polled; the topology file uses the
 ibnetdiscover format (`switchguid=`, `caguid=`, `"H-<guid>"`, `[port](<port guid>)`). Measured here: ibsim ignores the

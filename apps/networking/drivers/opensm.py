@@ -1,6 +1,6 @@
 """OpenSM adapter: render the complete partitions.conf, validate it, install it atomically, SIGHUP, verify.
 
-OpenSM facts this relies on (`man opensm`; COMPONENTS.md Part 2 §1, verified with OpenSM 3.3.23):
+OpenSM facts this relies on (`man opensm`, verified with OpenSM 3.3.23):
 - a missing, empty or unparsable partitions file makes OpenSM fall back to `Default=0x7fff : ALL=full` —
   every port a full member of one partition, tenant isolation gone, with no error to the caller. So the file on
   disk must always be complete and valid: we validate with OpenSM's own parser first, write a temporary file,

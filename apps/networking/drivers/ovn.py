@@ -5,7 +5,7 @@ ports, NAT rules, routes and ACLs are owned through them. One `sync` reads the I
 what differs and writes it in at most two transactions (deletes, creates and updates of rows; then port-group
 members, ACLs, NAT rules, routes and gateway chassis, because ovsdbapp's `pg_acl_add`/`lr_nat_add` read the
 parent row's column, which a row inserted in the same transaction does not have yet). Nothing differs →
-no transaction at all, which is how idempotency is tested (COMPONENTS.md Part 2 §2, pitfalls 1-3, 5).
+no transaction at all, which is how idempotency is tested.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class _StreamJsonParser:
     """Drop-in for `ovs.json.Parser` (feed / is_done / finish) that finds the end of one JSON-RPC message by
     scanning only quotes, backslashes and brackets, then decodes it with the standard library's C-accelerated
     `json` module. The `ovs` wheel on PyPI has no C extension, and its character-by-character Python parser was
-    half of a bulk OVN sync's time (measured with cProfile; COMPONENTS.md Part 2 §2 pitfall 5)."""
+    half of a bulk OVN sync's time (measured with cProfile)."""
 
     _SPECIAL = re.compile(r'["\\{}\[\]]')
 

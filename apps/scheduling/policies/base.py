@@ -6,7 +6,7 @@ simulator (in-memory backend) both build a :class:`NodeBatch` and call the same 
 Units: CPU in milli-cores (``cpu_milli``), memory in MiB (``memory_mib``), GPU in milli-GPU per device
 (``gpu_milli``, 1000 = one whole GPU). GPU indices are 0-based device indices on the host.
 
-Feasibility (the Alibaba GPU-sharing protocol, ``shared/traces/alibaba-gpu-v2023/sequences/README.md``): free CPU
+Feasibility (the protocol published with the Alibaba GPU-sharing trace's arrival sequences): free CPU
 and memory cover the request, the host keeps at most ``MAX_PODS_PER_NODE`` consumers, and for GPU requests the
 host's model is allowed and ``num_gpu`` distinct GPUs each have at least ``gpu_milli`` free.
 """

@@ -1,6 +1,6 @@
 """Replay engine: place each arriving request on arrival (or fail it), with the in-memory backend.
 
-Protocol (``shared/traces/alibaba-gpu-v2023/sequences/README.md``): arrivals only; a request that fits some
+Protocol (as published with the trace's arrival sequences): arrivals only; a request that fits some
 host is never refused (the engine only fails a request when no host is feasible, and checks it); ties between
 equal integer scores go to the lowest rank, where ranks are a random permutation of the hosts (sorted by name)
 seeded by the replay seed, as the published simulator prefixes node names with ``rand.Perm`` indices.

@@ -1,8 +1,8 @@
 """Loaders for the Alibaba GPU-sharing trace ("openb", cluster-trace-gpu-v2023) and its FGD arrival sequences.
 
-The files stay where the project keeps shared data (``<repo>/../shared/traces/alibaba-gpu-v2023`` or the
-folder named by ``GPUCLOUD_TRACE_DIR``); nothing is copied into the repository. Formats: see that folder's
-``README.md`` (node and pod CSV columns) and ``sequences/README.md`` (one JSON object per arriving pod).
+The trace is not part of the repository: it is read from the folder named by ``GPUCLOUD_TRACE_DIR`` (else an
+``alibaba-gpu-v2023`` trace folder beside the checkout). Formats: the trace's node and pod CSV files, and one JSON
+object per arriving pod in its arrival sequences (docs/placement-simulator.md).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ GPU_NODE_FILE = "openb_node_list_gpu_node.csv"
 
 
 def trace_dir(path: str | os.PathLike | None = None) -> Path:
-    """The trace folder: ``path``, else ``$GPUCLOUD_TRACE_DIR``, else ``<repo>/../shared/traces/...``."""
+    """The trace folder: ``path``, else ``$GPUCLOUD_TRACE_DIR``, else the trace folder beside the checkout."""
     if path:
         return Path(path)
     if os.environ.get("GPUCLOUD_TRACE_DIR"):

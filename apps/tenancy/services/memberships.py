@@ -1,6 +1,6 @@
 """Membership writes: roles of users in organizations and projects.
 
-Rules (issue 3): organization roles owner/admin/billing/member/viewer, project roles admin/member/viewer;
+Rules (docs/tenancy.md): organization roles owner/admin/billing/member/viewer, project roles admin/member/viewer;
 one membership per user and scope (409 `duplicate_membership`); an unknown role is 400 `unknown_role`; only an
 owner (or staff) grants or removes the owner role (403 `owner_required`); an organization always keeps at least
 one owner (409 `last_owner`, checked under the organization row lock).

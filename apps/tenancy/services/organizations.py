@@ -1,4 +1,4 @@
-"""Organization writes. Organizations are created by provider staff, who invite the owner (issue 3)."""
+"""Organization writes. Organizations are created by provider staff, who invite the owner."""
 from __future__ import annotations
 
 import re

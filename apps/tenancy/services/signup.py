@@ -1,4 +1,4 @@
-"""Self sign-up with e-mail verification, behind `settings.SIGNUP_ENABLED` (off by default; issue 3).
+"""Self sign-up with e-mail verification, behind `settings.SIGNUP_ENABLED` (off by default).
 
 1. `signup_request(email)` e-mails a signed link (django.core.signing, salt `gpucloud.signup`, valid
    `SIGNUP_MAX_AGE_SECONDS`, default 1 day). It answers the same whether or not the e-mail has an account.

@@ -2,9 +2,8 @@
 
 - `fake`: the in-memory driver (always).
 - `libvirt-test`: libvirt's `test:///` driver on a per-test copy of data/gpu-node.xml (each open re-parses
-  the file, so every test gets a private host; COMPONENTS.md Part 1 §1).
-- `qemu-embed`: `qemu:///embed?root=<tmp>` with QEMU under TCG, daemonless, in this process (COMPONENTS.md
-  Part 1 §2). Skipped only when `qemu-system-x86_64` or libvirt's QEMU driver is not installed; `.ci/run`
+  the file, so every test gets a private host).
+- `qemu-embed`: `qemu:///embed?root=<tmp>` with QEMU under TCG, daemonless, in this process. Skipped only when `qemu-system-x86_64` or libvirt's QEMU driver is not installed; `.ci/run`
   installs both. One process may own an embed root at a time, so the root is per session.
 """
 from __future__ import annotations
@@ -29,7 +28,7 @@ def _qemu_driver_installed() -> bool:
 
 def _ensure_libvirt_qemu_user() -> str | None:
     """As root, libvirt's QEMU driver resolves its compiled-in user `libvirt-qemu` before reading qemu.conf
-    (COMPONENTS.md Part 1 §2, fix 1): create it when missing. Returns a skip reason or None."""
+   : create it when missing. Returns a skip reason or None."""
     try:
         pwd.getpwnam("libvirt-qemu")
         return None

@@ -37,7 +37,7 @@ def _production_spec(**kw) -> DomainSpec:
 
 
 def _tcg_spec(**kw) -> DomainSpec:
-    # The tiny domain of COMPONENTS.md Part 1 §2: no disk, SeaBIOS loops; no hostdevs (no VFIO here).
+    # A tiny domain: no disk, SeaBIOS loops; no hostdevs (no VFIO here).
     base = dict(uuid=uuid.uuid4(), vcpus=1, memory_mib=64, project_id="p-contract", machine="pc", uefi=False,
                 virt_type="qemu", emulator=QEMU,
                 seed=CloudInitSeed("i", "vm", ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB contract",)))

@@ -1,7 +1,7 @@
 """The mdev (vGPU) creation path of `LibvirtDriver`, on the test driver's node devices (data/gpu-node.xml).
 
 libvirt's test driver lists mdev types and existing mdevs but cannot create one (`nodeDeviceCreateXML` of an
-mdev fails with "Device is not a fibre channel HBA", COMPONENTS.md Part 1 §1): the tests pin that a create
+mdev fails with "Device is not a fibre channel HBA"): the tests pin that a create
 reaches libvirt as a terminal error, and everything before it (idempotent lookup, type checks) works.
 """
 from __future__ import annotations

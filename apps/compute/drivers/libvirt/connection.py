@@ -1,7 +1,7 @@
 """One long-lived libvirt connection per host URI per process, opened with a timeout.
 
 Why a process-level cache: libvirt's `test:///default` driver keeps its state only while a connection in the
-same process is open (COMPONENTS.md Part 1 §1), and `qemu:///embed` lets only one process own its root; a
+same process is open, and `qemu:///embed` lets only one process own its root; a
 production `qemu+tls://` connection is expensive (TLS handshake) and carries keepalives. So a worker opens each
 host's URI once, reuses it, and drops it when libvirt reports it dead.
 

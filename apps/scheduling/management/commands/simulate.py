@@ -35,7 +35,7 @@ class Command(BaseCommand):
         parser.add_argument("--levels", default="100,110,120,130",
                             help="arrived-workload levels in %% to print, or 'all' for 0..130 (default 100,110,120,130)")
         parser.add_argument("--export-placements", metavar="DIR", help="write DIR/<policy>/<workload>-seed<S>.jsonl")
-        parser.add_argument("--trace-dir", help="trace folder (default: $GPUCLOUD_TRACE_DIR or ../shared/traces/...)")
+        parser.add_argument("--trace-dir", help="trace folder (default: $GPUCLOUD_TRACE_DIR, else the trace folder beside the checkout)")
         parser.add_argument("--json", action="store_true", help="print one JSON object per replay")
 
     def handle(self, *args, **opts):
