@@ -2,6 +2,8 @@
 import django_filters
 from django.db.models import Q
 
+from apps.core.filters import IsoDateTimeFilter
+
 from ..models import AuditEvent
 
 
@@ -13,10 +15,10 @@ class AuditEventFilter(django_filters.FilterSet):
     target_id = django_filters.CharFilter()
     organization = django_filters.UUIDFilter(field_name="organization_id")
     project = django_filters.UUIDFilter(field_name="project_id")
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
-                                                     help_text="Inclusive start (ISO 8601).")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
-                                                      help_text="Exclusive end (ISO 8601).")
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+                                      help_text="Inclusive start (ISO 8601).")
+    created_before = IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
+                                       help_text="Exclusive end (ISO 8601).")
 
     class Meta:
         model = AuditEvent

@@ -1,9 +1,10 @@
-from rest_framework import serializers
+
+from apps.core.serializers import ModelSerializer
 
 from ..models import AuditEvent
 
 
-class AuditEventOutput(serializers.ModelSerializer):
+class AuditEventOutput(ModelSerializer):
     class Meta:
         model = AuditEvent
         fields = ["id", "created_at", "actor", "actor_email", "actor_is_staff", "token_prefix", "organization",

@@ -2,6 +2,8 @@
 import django_filters
 from django.db.models import DateTimeField, F, Func, Value
 
+from apps.core.filters import IsoDateTimeFilter
+
 from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, Price, SlaReport, UsageRecord
 from ..periods import parse_period
 
@@ -10,8 +12,8 @@ class UsageRecordFilter(django_filters.FilterSet):
     """`since`/`until`: usage overlapping [since, until); `period` (YYYY-MM): the billing month in the
     organization's billing time zone."""
 
-    since = django_filters.IsoDateTimeFilter(field_name="end", lookup_expr="gt")
-    until = django_filters.IsoDateTimeFilter(field_name="start", lookup_expr="lt")
+    since = IsoDateTimeFilter(field_name="end", lookup_expr="gt")
+    until = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
     period = django_filters.CharFilter(method="filter_period", help_text="YYYY-MM, billing month of the organization")
 
     class Meta:

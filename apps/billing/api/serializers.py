@@ -3,6 +3,8 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
+
 from ..models import (
     Adjustment,
     BillingAccount,
@@ -19,7 +21,7 @@ from ..models import (
 from ..states import PriceUnit, PricingModel
 
 
-class UsageRecordOutput(serializers.ModelSerializer):
+class UsageRecordOutput(ModelSerializer):
     seconds = serializers.FloatField(read_only=True)
 
     class Meta:
@@ -29,7 +31,7 @@ class UsageRecordOutput(serializers.ModelSerializer):
                   "commitment_start", "commitment_end", "recorded_at"]
 
 
-class InvoiceLineOutput(serializers.ModelSerializer):
+class InvoiceLineOutput(ModelSerializer):
     kind = serializers.CharField(read_only=True, help_text="usage | adjustment | sla_credit")
 
     class Meta:
@@ -39,7 +41,7 @@ class InvoiceLineOutput(serializers.ModelSerializer):
                   "tax_amount"]
 
 
-class InvoiceOutput(serializers.ModelSerializer):
+class InvoiceOutput(ModelSerializer):
     display_number = serializers.CharField(read_only=True)
     balance_due = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True)
     lines = InvoiceLineOutput(many=True, read_only=True)
@@ -52,16 +54,16 @@ class InvoiceOutput(serializers.ModelSerializer):
                   "lines"]
 
 
-class InvoicePayInput(serializers.Serializer):
+class InvoicePayInput(Serializer):
     amount = serializers.DecimalField(max_digits=16, decimal_places=2)
     reference = serializers.CharField(max_length=200, required=False, default="")
 
 
-class InvoiceVoidInput(serializers.Serializer):
+class InvoiceVoidInput(Serializer):
     reason = serializers.CharField(max_length=500)
 
 
-class CreditNoteOutput(serializers.ModelSerializer):
+class CreditNoteOutput(ModelSerializer):
     display_number = serializers.CharField(read_only=True)
 
     class Meta:
@@ -70,13 +72,13 @@ class CreditNoteOutput(serializers.ModelSerializer):
                   "reason", "issued_at"]
 
 
-class CreditNoteCreateInput(serializers.Serializer):
+class CreditNoteCreateInput(Serializer):
     invoice = serializers.UUIDField()
     amount = serializers.DecimalField(max_digits=16, decimal_places=2)
     reason = serializers.CharField(max_length=500)
 
 
-class SlaReportOutput(serializers.ModelSerializer):
+class SlaReportOutput(ModelSerializer):
     class Meta:
         model = SlaReport
         fields = ["id", "organization", "project", "resource_type", "resource_id", "sla_tier", "period",
@@ -84,12 +86,12 @@ class SlaReportOutput(serializers.ModelSerializer):
                   "billed_amount", "credit_amount", "currency", "source_invoice", "applied_invoice"]
 
 
-class CreditStep(serializers.Serializer):
+class CreditStep(Serializer):
     below = serializers.DecimalField(max_digits=7, decimal_places=4)
     credit_pct = serializers.DecimalField(max_digits=6, decimal_places=2)
 
 
-class SlaTierOutput(serializers.ModelSerializer):
+class SlaTierOutput(ModelSerializer):
     credit_schedule = CreditStep(many=True)
 
     class Meta:
@@ -98,7 +100,7 @@ class SlaTierOutput(serializers.ModelSerializer):
                   "description"]
 
 
-class SlaTierCreateInput(serializers.Serializer):
+class SlaTierCreateInput(Serializer):
     code = serializers.SlugField(max_length=32)
     name = serializers.CharField(max_length=100)
     target_uptime_pct = serializers.DecimalField(max_digits=7, decimal_places=4, min_value=0, max_value=100)
@@ -107,7 +109,7 @@ class SlaTierCreateInput(serializers.Serializer):
     description = serializers.CharField(required=False, default="", allow_blank=True)
 
 
-class SlaTierUpdateInput(serializers.Serializer):
+class SlaTierUpdateInput(Serializer):
     name = serializers.CharField(max_length=100, required=False)
     target_uptime_pct = serializers.DecimalField(max_digits=7, decimal_places=4, min_value=0, max_value=100,
                                                  required=False)
@@ -116,14 +118,14 @@ class SlaTierUpdateInput(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True)
 
 
-class PriceOutput(serializers.ModelSerializer):
+class PriceOutput(ModelSerializer):
     class Meta:
         model = Price
         fields = ["id", "book", "sku", "sla_tier", "pricing_model", "unit", "unit_price", "billing_increment_seconds",
                   "minimum_seconds"]
 
 
-class PriceBookOutput(serializers.ModelSerializer):
+class PriceBookOutput(ModelSerializer):
     prices = PriceOutput(many=True, read_only=True)
 
     class Meta:
@@ -131,14 +133,14 @@ class PriceBookOutput(serializers.ModelSerializer):
         fields = ["id", "name", "currency", "effective_from", "notes", "prices"]
 
 
-class PriceBookCreateInput(serializers.Serializer):
+class PriceBookCreateInput(Serializer):
     name = serializers.CharField(max_length=200)
     currency = serializers.CharField(max_length=3)
     effective_from = serializers.DateTimeField()
     notes = serializers.CharField(required=False, default="", allow_blank=True)
 
 
-class PriceSetInput(serializers.Serializer):
+class PriceSetInput(Serializer):
     sku = serializers.CharField(max_length=200)
     sla_tier = serializers.CharField(max_length=32)
     pricing_model = serializers.ChoiceField(choices=PricingModel.choices)
@@ -148,30 +150,30 @@ class PriceSetInput(serializers.Serializer):
     minimum_seconds = serializers.IntegerField(min_value=0, default=60)
 
 
-class InvoiceRunOutput(serializers.ModelSerializer):
+class InvoiceRunOutput(ModelSerializer):
     class Meta:
         model = InvoiceRun
         fields = ["id", "period", "status", "finalize", "created_at", "finished_at", "invoices_drafted",
                   "invoices_finalized", "held_invoices", "error", "operation"]
 
 
-class InvoiceRunCreateInput(serializers.Serializer):
+class InvoiceRunCreateInput(Serializer):
     period = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
     finalize = serializers.BooleanField(default=True)
 
 
-class RerateInput(serializers.Serializer):
+class RerateInput(Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
 
 
-class AdjustmentOutput(serializers.ModelSerializer):
+class AdjustmentOutput(ModelSerializer):
     class Meta:
         model = Adjustment
         fields = ["id", "organization", "period", "amount", "description", "recurring", "created_at"]
 
 
-class AdjustmentCreateInput(serializers.Serializer):
+class AdjustmentCreateInput(Serializer):
     organization = serializers.UUIDField()
     period = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
     amount = serializers.DecimalField(max_digits=16, decimal_places=2)
@@ -179,36 +181,36 @@ class AdjustmentCreateInput(serializers.Serializer):
     recurring = serializers.BooleanField(default=False)
 
 
-class RevenueRow(serializers.Serializer):
+class RevenueRow(Serializer):
     key = serializers.CharField()
     currency = serializers.CharField()
     amount = serializers.DecimalField(max_digits=20, decimal_places=2)
 
 
-class UtilizationRow(serializers.Serializer):
+class UtilizationRow(Serializer):
     key = serializers.CharField()
     gpu_hours = serializers.DecimalField(max_digits=20, decimal_places=4)
 
 
-class RevenueQuery(serializers.Serializer):
+class RevenueQuery(Serializer):
     period_from = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
     period_to = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
     group_by = serializers.ChoiceField(choices=["gpu_model", "organization"], default="organization")
 
 
-class UtilizationQuery(serializers.Serializer):
+class UtilizationQuery(Serializer):
     since = serializers.DateTimeField()
     until = serializers.DateTimeField()
     group_by = serializers.ChoiceField(choices=["gpu_model", "organization"], default="organization")
 
 
-class BillingAccountOutput(serializers.ModelSerializer):
+class BillingAccountOutput(ModelSerializer):
     class Meta:
         model = BillingAccount
         fields = ["id", "organization", "tax_rate", "tax_id", "address", "updated_at"]
 
 
-class BillingAccountSetInput(serializers.Serializer):
+class BillingAccountSetInput(Serializer):
     organization = serializers.UUIDField()
     tax_rate = serializers.DecimalField(max_digits=7, decimal_places=5, min_value=Decimal(0), max_value=Decimal("0.99999"),
                                         required=False, allow_null=True)

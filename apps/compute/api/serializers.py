@@ -2,6 +2,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.operations.api.serializers import OperationOutput
 
 from ..drivers.base import USER_DATA_MAX_BYTES
@@ -9,7 +10,7 @@ from ..models import Cluster, Flavor, Image, Instance, SshKey
 from ..states import GpuForm, Visibility
 
 
-class FlavorOutput(serializers.ModelSerializer):
+class FlavorOutput(ModelSerializer):
     kind = serializers.CharField(read_only=True, help_text="provisioning kind: vm")
 
     class Meta:
@@ -20,7 +21,7 @@ class FlavorOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class FlavorCreateInput(serializers.Serializer):
+class FlavorCreateInput(Serializer):
     name = serializers.SlugField(max_length=63)
     description = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
     vcpus = serializers.IntegerField(min_value=1, max_value=1024)
@@ -37,7 +38,7 @@ class FlavorCreateInput(serializers.Serializer):
     organizations = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
 
 
-class ImageOutput(serializers.ModelSerializer):
+class ImageOutput(ModelSerializer):
     class Meta:
         model = Image
         fields = ["id", "name", "os", "os_version", "arch", "cloud_init", "source_url", "checksum", "disk_format",
@@ -45,7 +46,7 @@ class ImageOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ImageCreateInput(serializers.Serializer):
+class ImageCreateInput(Serializer):
     name = serializers.SlugField(max_length=63)
     os = serializers.CharField(max_length=32)
     os_version = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
@@ -57,7 +58,7 @@ class ImageCreateInput(serializers.Serializer):
     min_disk_gib = serializers.IntegerField(min_value=0, default=0)
 
 
-class SshKeyOutput(serializers.ModelSerializer):
+class SshKeyOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
 
     class Meta:
@@ -66,13 +67,13 @@ class SshKeyOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SshKeyCreateInput(serializers.Serializer):
+class SshKeyCreateInput(Serializer):
     project = serializers.UUIDField()
     name = serializers.CharField(max_length=63)
     public_key = serializers.CharField(max_length=16384, trim_whitespace=True)
 
 
-class InstancePortOutput(serializers.Serializer):
+class InstancePortOutput(Serializer):
     id = serializers.UUIDField()
     subnet = serializers.UUIDField()
     mac_address = serializers.CharField()
@@ -80,25 +81,25 @@ class InstancePortOutput(serializers.Serializer):
     security_groups = serializers.ListField(child=serializers.UUIDField())
 
 
-class InstancePartitionMemberOutput(serializers.Serializer):
+class InstancePartitionMemberOutput(Serializer):
     guid = serializers.CharField(help_text="0x-prefixed 64-bit port GUID")
     membership = serializers.CharField(help_text="full | limited")
     virtual = serializers.BooleanField(help_text="an SR-IOV VF's virtual GUID (else the host's physical HCA port)")
 
 
-class InstancePartitionOutput(serializers.Serializer):
+class InstancePartitionOutput(Serializer):
     id = serializers.UUIDField()
     pkey = serializers.IntegerField(help_text="P_Key without the membership bit")
     members = InstancePartitionMemberOutput(many=True)
 
 
-class InstanceNetworkRequest(serializers.Serializer):
+class InstanceNetworkRequest(Serializer):
     subnet = serializers.UUIDField(required=False)
     security_groups = serializers.ListField(child=serializers.UUIDField(), required=False)
     ib_partition = serializers.UUIDField(required=False)
 
 
-class InstanceOutput(serializers.ModelSerializer):
+class InstanceOutput(ModelSerializer):
     """`network` is what was asked at create; `ports` and `ib_partitions` what is attached now (the create
     workflow attaches them after placement; they go with the delete)."""
 
@@ -138,7 +139,7 @@ class InstanceOutput(serializers.ModelSerializer):
         return self._networks(obj)["ib_partitions"]
 
 
-class NetworkFieldsInput(serializers.Serializer):
+class NetworkFieldsInput(Serializer):
     subnet_id = serializers.UUIDField(required=False, allow_null=True, default=None,
                                       help_text="a subnet of the project: the instance gets a port with a fixed IP")
     security_group_ids = serializers.ListField(
@@ -162,26 +163,26 @@ class InstanceCreateInput(NetworkFieldsInput):
                                       max_length=USER_DATA_MAX_BYTES * 4)
 
 
-class InstanceActionInput(serializers.Serializer):
+class InstanceActionInput(Serializer):
     hard = serializers.BooleanField(default=False, help_text="power off / reset instead of an ACPI request")
 
 
-class InstanceResizeInput(serializers.Serializer):
+class InstanceResizeInput(Serializer):
     flavor = serializers.UUIDField(help_text="a flavor with the same GPU spec; the instance must be stopped")
 
 
-class InstanceAccepted(serializers.Serializer):
+class InstanceAccepted(Serializer):
     """202 body: the instance and the operation doing the work (also in the Location header)."""
 
     instance = InstanceOutput()
     operation = OperationOutput()
 
 
-class ConsoleLogOutput(serializers.Serializer):
+class ConsoleLogOutput(Serializer):
     log = serializers.CharField()
 
 
-class ClusterOutput(serializers.ModelSerializer):
+class ClusterOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
     flavor = serializers.UUIDField(source="flavor_id", read_only=True)
     image = serializers.UUIDField(source="image_id", read_only=True)

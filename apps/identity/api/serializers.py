@@ -3,13 +3,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.tenancy.api.serializers import VisibleOrganizationField, VisibleProjectField
 
 from ..models import ApiToken, ServiceAccount, TokenScope, User
 from ..selectors import service_account_list_visible_to
 
 
-class ApiTokenOutput(serializers.ModelSerializer):
+class ApiTokenOutput(ModelSerializer):
     binding = serializers.CharField(read_only=True, help_text="project | organization | staff")
     user_email = serializers.EmailField(source="user.email", read_only=True)
 
@@ -40,7 +41,7 @@ class VisibleServiceAccountField(serializers.PrimaryKeyRelatedField):
         return service_account_list_visible_to(self.context["request"].user).filter(disabled_at__isnull=True)
 
 
-class ApiTokenCreateInput(serializers.Serializer):
+class ApiTokenCreateInput(Serializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=TokenScope.choices, default=TokenScope.READ)
     project = VisibleProjectField(required=False, allow_null=True, default=None)
@@ -52,7 +53,7 @@ class ApiTokenCreateInput(serializers.Serializer):
                                                  help_text="Mint the token for this service account.")
 
 
-class ServiceAccountOutput(serializers.ModelSerializer):
+class ServiceAccountOutput(ModelSerializer):
     user_email = serializers.EmailField(source="user.email", read_only=True)
 
     class Meta:
@@ -61,20 +62,20 @@ class ServiceAccountOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ServiceAccountCreateInput(serializers.Serializer):
+class ServiceAccountCreateInput(Serializer):
     organization = VisibleOrganizationField()
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     role = serializers.CharField(max_length=16, default="member", help_text="admin | billing | member | viewer")
 
 
-class MembershipBrief(serializers.Serializer):
+class MembershipBrief(Serializer):
     organization = serializers.UUIDField()
     project = serializers.UUIDField(allow_null=True)
     role = serializers.CharField()
 
 
-class MeOutput(serializers.ModelSerializer):
+class MeOutput(ModelSerializer):
     memberships = serializers.SerializerMethodField()
     token = serializers.SerializerMethodField(help_text="The token of this request (prefix etc.), or null.")
     two_factor_enabled = serializers.SerializerMethodField()
@@ -103,15 +104,15 @@ class MeOutput(serializers.ModelSerializer):
         return TOTPDevice.objects.filter(user_id=obj.pk, confirmed=True).exists()
 
 
-class MeUpdateInput(serializers.Serializer):
+class MeUpdateInput(Serializer):
     full_name = serializers.CharField(max_length=200, allow_blank=True)
 
 
-class TotpEnrolmentOutput(serializers.Serializer):
+class TotpEnrolmentOutput(Serializer):
     config_url = serializers.CharField(help_text="otpauth:// URI for an authenticator app (shown once).")
 
 
-class TotpConfirmInput(serializers.Serializer):
+class TotpConfirmInput(Serializer):
     otp_token = serializers.CharField(max_length=16)
 
 
@@ -128,20 +129,20 @@ class TotpConfirmed(MeOutput):
         return self.context["recovery_codes"]
 
 
-class RecoveryCodesOutput(serializers.Serializer):
+class RecoveryCodesOutput(Serializer):
     recovery_codes = serializers.ListField(child=serializers.CharField(), help_text="Shown once.")
 
 
-class OtpVerifyInput(serializers.Serializer):
+class OtpVerifyInput(Serializer):
     otp_token = serializers.CharField(max_length=32, help_text="A TOTP code or a recovery code.")
 
 
-class TwoFactorResetInput(serializers.Serializer):
+class TwoFactorResetInput(Serializer):
     reason = serializers.CharField(min_length=3, max_length=500,
                                    help_text="Why (kept in the audit event), e.g. a support ticket reference.")
 
 
-class SessionOutput(serializers.Serializer):
+class SessionOutput(Serializer):
     authenticated = serializers.BooleanField()
     email = serializers.EmailField(allow_null=True)
     two_factor_verified = serializers.BooleanField()
@@ -152,7 +153,7 @@ class SessionOutput(serializers.Serializer):
     csrf_token = serializers.CharField(help_text="Send back in the X-CSRFToken header on unsafe requests.")
 
 
-class LoginInput(serializers.Serializer):
+class LoginInput(Serializer):
     email = serializers.EmailField()
     password = serializers.CharField(write_only=True)
     otp_token = serializers.CharField(required=False, allow_blank=True, default="", max_length=32,

@@ -1,6 +1,8 @@
 """FilterSets with explicit fields for the staff inventory API."""
 import django_filters as df
 
+from apps.core.filters import IsoDateTimeFilter
+
 from ..models import AgentCommand, Fabric, Gpu, HcaPort, Host, Incident, Rack, ScalableUnit, Switch, Zone
 
 
@@ -79,8 +81,8 @@ class HcaPortFilter(df.FilterSet):
 class IncidentFilter(df.FilterSet):
     host = df.CharFilter(field_name="host__name")
     open = df.BooleanFilter(field_name="end", lookup_expr="isnull")
-    start_after = df.IsoDateTimeFilter(field_name="start", lookup_expr="gte")
-    start_before = df.IsoDateTimeFilter(field_name="start", lookup_expr="lt")
+    start_after = IsoDateTimeFilter(field_name="start", lookup_expr="gte")
+    start_before = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
 
     class Meta:
         model = Incident

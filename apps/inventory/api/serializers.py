@@ -1,6 +1,8 @@
 """Input/Output serializers of the inventory API (staff only, except the GPU model catalog)."""
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
+
 from ..models import (
     AgentCommand,
     Fabric,
@@ -19,13 +21,13 @@ from ..models import (
 from ..states import CommandKind
 
 
-class RegionOutput(serializers.ModelSerializer):
+class RegionOutput(ModelSerializer):
     class Meta:
         model = Region
         fields = ["id", "name", "description", "created_at"]
 
 
-class ZoneOutput(serializers.ModelSerializer):
+class ZoneOutput(ModelSerializer):
     region = serializers.CharField(source="region.name")
 
     class Meta:
@@ -33,7 +35,7 @@ class ZoneOutput(serializers.ModelSerializer):
         fields = ["id", "name", "region", "description", "created_at"]
 
 
-class ScalableUnitOutput(serializers.ModelSerializer):
+class ScalableUnitOutput(ModelSerializer):
     zone = serializers.CharField(source="zone.name")
 
     class Meta:
@@ -41,7 +43,7 @@ class ScalableUnitOutput(serializers.ModelSerializer):
         fields = ["id", "name", "zone", "created_at"]
 
 
-class RackOutput(serializers.ModelSerializer):
+class RackOutput(ModelSerializer):
     zone = serializers.CharField(source="zone.name")
     scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
 
@@ -50,13 +52,13 @@ class RackOutput(serializers.ModelSerializer):
         fields = ["id", "name", "zone", "scalable_unit", "created_at"]
 
 
-class SubnetManagerOutput(serializers.ModelSerializer):
+class SubnetManagerOutput(ModelSerializer):
     class Meta:
         model = SubnetManager
         fields = ["name", "role", "priority", "address", "port_guid"]
 
 
-class FabricOutput(serializers.ModelSerializer):
+class FabricOutput(ModelSerializer):
     region = serializers.CharField(source="region.name")
     kind = serializers.CharField(help_text="infiniband | ethernet")
     subnet_managers = SubnetManagerOutput(many=True)
@@ -66,7 +68,7 @@ class FabricOutput(serializers.ModelSerializer):
         fields = ["id", "name", "kind", "region", "purpose", "description", "subnet_managers", "created_at"]
 
 
-class SwitchOutput(serializers.ModelSerializer):
+class SwitchOutput(ModelSerializer):
     fabric = serializers.CharField(source="fabric.name")
     zone = serializers.CharField(source="zone.name", allow_null=True, default=None)
     scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
@@ -78,7 +80,7 @@ class SwitchOutput(serializers.ModelSerializer):
                   "node_guid", "created_at"]
 
 
-class HostOutput(serializers.ModelSerializer):
+class HostOutput(ModelSerializer):
     zone = serializers.CharField(source="zone.name")
     scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
     rack = serializers.CharField(source="rack.name", allow_null=True, default=None)
@@ -92,7 +94,7 @@ class HostOutput(serializers.ModelSerializer):
                   "created_at", "updated_at"]
 
 
-class HostActionInput(serializers.Serializer):
+class HostActionInput(Serializer):
     reason = serializers.CharField(max_length=500)
     provider_at_fault = serializers.BooleanField(default=True, help_text="mark-faulty only: counts as SLA downtime")
     at = serializers.DateTimeField(required=False, help_text=(
@@ -100,13 +102,13 @@ class HostActionInput(serializers.Serializer):
         "host's last condition change. Lets staff record a fault noticed after the fact."))
 
 
-class GpuInstanceOutput(serializers.ModelSerializer):
+class GpuInstanceOutput(ModelSerializer):
     class Meta:
         model = GpuInstance
         fields = ["profile_id", "profile", "start", "size", "gi_id"]
 
 
-class GpuOutput(serializers.ModelSerializer):
+class GpuOutput(ModelSerializer):
     host = serializers.CharField(source="host.name")
     gpu_instances = GpuInstanceOutput(many=True)
 
@@ -116,13 +118,13 @@ class GpuOutput(serializers.ModelSerializer):
                   "mode", "health", "gpu_instances", "observed", "created_at", "updated_at"]
 
 
-class GpuActionInput(serializers.Serializer):
+class GpuActionInput(Serializer):
     reason = serializers.CharField(max_length=500)
     provider_at_fault = serializers.BooleanField(default=True)
     at = serializers.DateTimeField(required=False, help_text="When it took effect (default now; not in the future).")
 
 
-class HcaPortOutput(serializers.ModelSerializer):
+class HcaPortOutput(ModelSerializer):
     host = serializers.CharField(source="host.name")
     fabric = serializers.CharField(source="fabric.name")
     leaf_switch = serializers.CharField(source="leaf_switch.name", allow_null=True, default=None)
@@ -133,7 +135,7 @@ class HcaPortOutput(serializers.ModelSerializer):
                   "leaf_port", "rate_gbps", "pci_address", "numa_node", "max_vfs", "created_at"]
 
 
-class IncidentOutput(serializers.ModelSerializer):
+class IncidentOutput(ModelSerializer):
     host = serializers.CharField(source="host.name")
     gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
     duration_s = serializers.SerializerMethodField()
@@ -147,7 +149,7 @@ class IncidentOutput(serializers.ModelSerializer):
 
 
 # --- GPU model catalog -------------------------------------------------------------------------------------
-class MigProfileOutput(serializers.Serializer):
+class MigProfileOutput(Serializer):
     id = serializers.IntegerField()
     name = serializers.CharField()
     compute = serializers.IntegerField(help_text="compute slices of 7")
@@ -157,7 +159,7 @@ class MigProfileOutput(serializers.Serializer):
     media = serializers.BooleanField(help_text="+me media-extension profile")
 
 
-class VgpuTypeOutput(serializers.Serializer):
+class VgpuTypeOutput(Serializer):
     name = serializers.CharField()
     framebuffer_mib = serializers.IntegerField()
     max = serializers.IntegerField(help_text="maximum per GPU")
@@ -165,12 +167,12 @@ class VgpuTypeOutput(serializers.Serializer):
     mig_profile = serializers.IntegerField(allow_null=True)
 
 
-class NvswitchPartitionOutput(serializers.Serializer):
+class NvswitchPartitionOutput(Serializer):
     id = serializers.IntegerField()
     gpus = serializers.ListField(child=serializers.IntegerField(), help_text="Fabric Manager GPU physical ids")
 
 
-class GpuModelOutput(serializers.Serializer):
+class GpuModelOutput(Serializer):
     key = serializers.CharField()
     name = serializers.CharField()
     architecture = serializers.CharField()
@@ -190,34 +192,34 @@ class GpuModelOutput(serializers.Serializer):
 
 
 # --- fleet -----------------------------------------------------------------------------------------------------
-class FleetImportInput(serializers.Serializer):
+class FleetImportInput(Serializer):
     document = serializers.CharField(help_text="fleet YAML (docs/fleet-format.md)", trim_whitespace=False)
     dry_run = serializers.BooleanField(default=True, help_text="only validate and diff; false applies")
 
 
-class FleetImportOutput(serializers.Serializer):
+class FleetImportOutput(Serializer):
     dry_run = serializers.BooleanField()
     applied = serializers.BooleanField()
     changes = serializers.ListField(child=serializers.CharField(), help_text="+ created, ~ updated (field: old -> new)")
     summary = serializers.DictField()
 
 
-class FleetExportOutput(serializers.Serializer):
+class FleetExportOutput(Serializer):
     document = serializers.CharField(help_text="fleet YAML, explicit form")
 
 
 # --- agent -----------------------------------------------------------------------------------------------------
-class EnrollmentTokenInput(serializers.Serializer):
+class EnrollmentTokenInput(Serializer):
     ttl_s = serializers.IntegerField(default=3600, min_value=60, max_value=7 * 86400)
 
 
-class EnrollmentTokenOutput(serializers.Serializer):
+class EnrollmentTokenOutput(Serializer):
     host = serializers.CharField()
     token = serializers.CharField(help_text="shown once")
     expires_at = serializers.DateTimeField()
 
 
-class AgentCommandOutput(serializers.ModelSerializer):
+class AgentCommandOutput(ModelSerializer):
     host = serializers.CharField(source="host.name")
 
     class Meta:
@@ -226,36 +228,36 @@ class AgentCommandOutput(serializers.ModelSerializer):
                   "completed_at"]
 
 
-class AgentCommandInput(serializers.Serializer):
+class AgentCommandInput(Serializer):
     host = serializers.UUIDField()
     kind = serializers.ChoiceField(choices=CommandKind.choices)
     payload = serializers.DictField(default=dict, help_text="gpu_index, layout | profile, start | partition_id")
 
 
-class AgentEnrollInput(serializers.Serializer):
+class AgentEnrollInput(Serializer):
     token = serializers.CharField()
     inventory = serializers.DictField(default=dict)
     agent_version = serializers.CharField(default="", allow_blank=True)
 
 
-class AgentEnrollOutput(serializers.Serializer):
+class AgentEnrollOutput(Serializer):
     host_id = serializers.UUIDField()
     host = serializers.CharField()
     credential = serializers.CharField(help_text="send as `Authorization: Agent <credential>`; shown once")
 
 
-class AgentHeartbeatInput(serializers.Serializer):
+class AgentHeartbeatInput(Serializer):
     inventory = serializers.DictField(required=False)
     agent_version = serializers.CharField(default="", allow_blank=True)
 
 
-class AgentHeartbeatOutput(serializers.Serializer):
+class AgentHeartbeatOutput(Serializer):
     host = serializers.CharField()
     state = serializers.CharField()
     pending_commands = serializers.IntegerField()
 
 
-class AgentCommandResultInput(serializers.Serializer):
+class AgentCommandResultInput(Serializer):
     succeeded = serializers.BooleanField()
     result = serializers.DictField(default=dict)
     error = serializers.CharField(default="", allow_blank=True, max_length=500)

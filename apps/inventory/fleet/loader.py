@@ -60,12 +60,17 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _sequen
 
 
 def parse_yaml(text: str):
-    """YAML text -> LineDict/LineList tree. Raises FleetError-carrying ValueError on a syntax error."""
+    """YAML text -> LineDict/LineList tree. Raises FleetError-carrying ValueError on a syntax error, and on a
+    character YAML does not allow in a document (a control character such as BEL), with its line."""
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         raise FleetSyntaxError(FleetError(mark.line + 1 if mark else 0, f"YAML syntax: {exc.problem}")) from exc
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        raise FleetSyntaxError(FleetError(line, f"YAML syntax: character #x{exc.character:04x} is not allowed"
+                                                f" in a YAML document")) from exc
 
 
 class FleetSyntaxError(ValueError):

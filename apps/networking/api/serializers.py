@@ -4,6 +4,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.inventory.models import Fabric, HcaPort
 from apps.inventory.states import FabricKind
 from apps.tenancy.api.serializers import VisibleProjectField
@@ -55,14 +56,14 @@ class IbFabricField(serializers.SlugRelatedField):
 
 
 # --- VPCs and subnets -------------------------------------------------------------------------------------
-class VpcOutput(serializers.ModelSerializer):
+class VpcOutput(ModelSerializer):
     class Meta:
         model = Vpc
         fields = ["id", "project", "name", "description", "cidr", "ipv6_cidr", "created_at", "updated_at"]
         read_only_fields = fields
 
 
-class VpcCreateInput(serializers.Serializer):
+class VpcCreateInput(Serializer):
     project = VisibleProjectField()
     name = serializers.SlugField(max_length=63)
     cidr = serializers.CharField(max_length=43, help_text="IPv4 CIDR inside RFC 1918 or an operator-allowed range")
@@ -71,11 +72,11 @@ class VpcCreateInput(serializers.Serializer):
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
-class VpcUpdateInput(serializers.Serializer):
+class VpcUpdateInput(Serializer):
     description = serializers.CharField(max_length=200, allow_blank=True)
 
 
-class SubnetOutput(serializers.ModelSerializer):
+class SubnetOutput(ModelSerializer):
     class Meta:
         model = Subnet
         fields = ["id", "project", "vpc", "name", "cidr", "ip_version", "gateway_ip", "dhcp_start", "dhcp_end",
@@ -83,7 +84,7 @@ class SubnetOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SubnetCreateInput(serializers.Serializer):
+class SubnetCreateInput(Serializer):
     vpc = VisibleVpc()
     name = serializers.SlugField(max_length=63)
     cidr = serializers.CharField(max_length=43)
@@ -96,7 +97,7 @@ class SubnetCreateInput(serializers.Serializer):
 
 
 # --- security groups --------------------------------------------------------------------------------------
-class SecurityGroupRuleOutput(serializers.ModelSerializer):
+class SecurityGroupRuleOutput(ModelSerializer):
     class Meta:
         model = SecurityGroupRule
         fields = ["id", "security_group", "direction", "ethertype", "protocol", "port_range_min", "port_range_max",
@@ -104,7 +105,7 @@ class SecurityGroupRuleOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RuleInput(serializers.Serializer):
+class RuleInput(Serializer):
     direction = serializers.ChoiceField(choices=Direction.choices)
     ethertype = serializers.ChoiceField(choices=Ethertype.choices, required=False, default="IPv4")
     protocol = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=16,
@@ -122,7 +123,7 @@ class SecurityGroupRuleCreateInput(RuleInput):
     security_group = VisibleSecurityGroup()
 
 
-class SecurityGroupOutput(serializers.ModelSerializer):
+class SecurityGroupOutput(ModelSerializer):
     rules = SecurityGroupRuleOutput(many=True, read_only=True)
 
     class Meta:
@@ -131,7 +132,7 @@ class SecurityGroupOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class SecurityGroupCreateInput(serializers.Serializer):
+class SecurityGroupCreateInput(Serializer):
     vpc = VisibleVpc()
     name = serializers.SlugField(max_length=63)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
@@ -139,12 +140,12 @@ class SecurityGroupCreateInput(serializers.Serializer):
 
 
 # --- ports and public IPs ---------------------------------------------------------------------------------
-class FixedIpOutput(serializers.Serializer):
+class FixedIpOutput(Serializer):
     subnet = serializers.UUIDField(source="subnet_id")
     ip_address = serializers.IPAddressField(source="address")
 
 
-class PortOutput(serializers.ModelSerializer):
+class PortOutput(ModelSerializer):
     fixed_ips = FixedIpOutput(many=True, read_only=True)
     security_groups = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     source_check_disabled = serializers.BooleanField(read_only=True)
@@ -156,7 +157,7 @@ class PortOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PortCreateInput(serializers.Serializer):
+class PortCreateInput(Serializer):
     subnet = VisibleSubnet()
     name = serializers.CharField(max_length=63, required=False, allow_blank=True)
     ip_addresses = serializers.ListField(child=serializers.CharField(max_length=45), required=False, max_length=8,
@@ -168,14 +169,14 @@ class PortCreateInput(serializers.Serializer):
                                                   max_length=10, help_text="extra source prefixes (RW-072 rules)")
 
 
-class PortUpdateInput(serializers.Serializer):
+class PortUpdateInput(Serializer):
     name = serializers.CharField(max_length=63, required=False, allow_blank=True)
     security_groups = VisibleSecurityGroup(many=True, required=False)
     allowed_address_pairs = serializers.ListField(child=serializers.CharField(max_length=43), required=False,
                                                   max_length=10)
 
 
-class PublicIpOutput(serializers.ModelSerializer):
+class PublicIpOutput(ModelSerializer):
     pool = serializers.SlugRelatedField(slug_field="name", read_only=True)
     kind = serializers.CharField(read_only=True, help_text="floating | router_gateway")
 
@@ -185,17 +186,17 @@ class PublicIpOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PublicIpCreateInput(serializers.Serializer):
+class PublicIpCreateInput(Serializer):
     vpc = VisibleVpc()
     pool = PoolNameField(help_text="name of an operator pool (GET /public-ip-pools)")
     port = VisiblePort(required=False, allow_null=True)
 
 
-class PublicIpUpdateInput(serializers.Serializer):
+class PublicIpUpdateInput(Serializer):
     port = VisiblePort(allow_null=True, help_text="NAT to this port; null removes the NAT")
 
 
-class PublicIpPoolOutput(serializers.ModelSerializer):
+class PublicIpPoolOutput(ModelSerializer):
     class Meta:
         model = PublicIpPool
         fields = ["id", "name", "cidr", "first_ip", "last_ip", "gateway_ip", "network_name", "description",
@@ -203,7 +204,7 @@ class PublicIpPoolOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PublicIpPoolCreateInput(serializers.Serializer):
+class PublicIpPoolCreateInput(Serializer):
     name = serializers.SlugField(max_length=63)
     cidr = serializers.CharField(max_length=43)
     first_ip = serializers.CharField(max_length=45)
@@ -214,20 +215,20 @@ class PublicIpPoolCreateInput(serializers.Serializer):
 
 
 # --- InfiniBand -------------------------------------------------------------------------------------------
-class IbPartitionMemberOutput(serializers.ModelSerializer):
+class IbPartitionMemberOutput(ModelSerializer):
     class Meta:
         model = IbPartitionMember
         fields = ["guid", "membership", "instance_id", "created_at"]
         read_only_fields = fields
 
 
-class IbServicePortInput(serializers.Serializer):
+class IbServicePortInput(Serializer):
     hca_port = serializers.PrimaryKeyRelatedField(queryset=HcaPort.objects.all(),
                                                   help_text="the shared port (any project's partitions may hold it "
                                                             "as a limited member)")
 
 
-class IbPartitionOutput(serializers.ModelSerializer):
+class IbPartitionOutput(ModelSerializer):
     fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
     pkey_hex = serializers.SerializerMethodField()
     members = IbPartitionMemberOutput(many=True, read_only=True)
@@ -242,7 +243,7 @@ class IbPartitionOutput(serializers.ModelSerializer):
         return f"{obj.pkey:#06x}"
 
 
-class IbPartitionCreateInput(serializers.Serializer):
+class IbPartitionCreateInput(Serializer):
     project = VisibleProjectField()
     fabric = IbFabricField(help_text="InfiniBand fabric name")
     name = serializers.SlugField(max_length=63)
@@ -255,7 +256,7 @@ class IbPartitionCreateInput(serializers.Serializer):
     index0 = serializers.BooleanField(required=False, default=False)
 
 
-class PkeyPoolOutput(serializers.ModelSerializer):
+class PkeyPoolOutput(ModelSerializer):
     fabric = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
@@ -264,13 +265,13 @@ class PkeyPoolOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PkeyPoolSetInput(serializers.Serializer):
+class PkeyPoolSetInput(Serializer):
     fabric = IbFabricField()
     first_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
     last_pkey = serializers.CharField(max_length=10, help_text="0x0001-0x7ffe")
 
 
-class VirtualGuidPoolOutput(serializers.ModelSerializer):
+class VirtualGuidPoolOutput(ModelSerializer):
     hca_port_guid = serializers.CharField(source="hca_port.port_guid", read_only=True)
     allocated = serializers.SerializerMethodField()
 
@@ -283,7 +284,7 @@ class VirtualGuidPoolOutput(serializers.ModelSerializer):
         return obj.guids.count()
 
 
-class VirtualGuidPoolSetInput(serializers.Serializer):
+class VirtualGuidPoolSetInput(Serializer):
     hca_port = serializers.PrimaryKeyRelatedField(queryset=HcaPort.objects.all())
     first_guid = serializers.CharField(max_length=23, help_text="0x0200000000000000 or 02:00:00:00:00:00:00:00")
     size = serializers.IntegerField(min_value=1, max_value=65536)

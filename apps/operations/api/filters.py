@@ -2,6 +2,8 @@
 page, never to an error, so the filter is no existence oracle (as the tenancy filters)."""
 import django_filters
 
+from apps.core.filters import IsoDateTimeFilter
+
 from ..models import Operation, OperationStatus
 
 
@@ -13,10 +15,10 @@ class OperationFilter(django_filters.FilterSet):
     target_type = django_filters.CharFilter(help_text="the target's type, e.g. compute.instance")
     target_id = django_filters.UUIDFilter(help_text="the target's id")
     project = django_filters.UUIDFilter(field_name="project_id", help_text="the project's id")
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
-                                                     help_text="created at or after (ISO 8601)")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
-                                                      help_text="created before (ISO 8601)")
+    created_after = IsoDateTimeFilter(field_name="created_at", lookup_expr="gte",
+                                      help_text="created at or after (ISO 8601)")
+    created_before = IsoDateTimeFilter(field_name="created_at", lookup_expr="lt",
+                                       help_text="created before (ISO 8601)")
 
     class Meta:
         model = Operation

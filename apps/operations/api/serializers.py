@@ -1,9 +1,10 @@
-from rest_framework import serializers
+
+from apps.core.serializers import ModelSerializer
 
 from ..models import Operation
 
 
-class OperationOutput(serializers.ModelSerializer):
+class OperationOutput(ModelSerializer):
     class Meta:
         model = Operation
         fields = ["id", "kind", "target_type", "target_id", "project", "status", "step", "steps_done", "attempts",

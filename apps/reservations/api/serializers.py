@@ -3,6 +3,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.compute.api.serializers import InstanceOutput
+from apps.core.serializers import ModelSerializer, Serializer
 from apps.operations.api.serializers import OperationOutput
 
 from ..models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
@@ -16,7 +17,7 @@ class LeaseKindField(serializers.ChoiceField):
         super().__init__(choices=LeaseKind.choices, **kw)
 
 
-class LeaseOutput(serializers.ModelSerializer):
+class LeaseOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
     kind = LeaseKindField(read_only=True)
 
@@ -28,7 +29,7 @@ class LeaseOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class LeaseCreateInput(serializers.Serializer):
+class LeaseCreateInput(Serializer):
     """`start`/`end`: 'YYYY-MM-DD HH:MM' in `time_zone`, ISO 8601 (an offset wins over `time_zone`), or 'now'."""
 
     project = serializers.UUIDField()
@@ -47,18 +48,18 @@ class LeaseCreateInput(serializers.Serializer):
     notice_s = serializers.IntegerField(default=3600, min_value=0)
 
 
-class LeaseUpdateInput(serializers.Serializer):
+class LeaseUpdateInput(Serializer):
     name = serializers.CharField(max_length=63, required=False)
     start = serializers.CharField(max_length=64, required=False)
     end = serializers.CharField(max_length=64, required=False)
     count = serializers.IntegerField(min_value=1, required=False)
 
 
-class LeaseEndInput(serializers.Serializer):
+class LeaseEndInput(Serializer):
     end = serializers.CharField(max_length=64)
 
 
-class CapacityQuery(serializers.Serializer):
+class CapacityQuery(Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
     step_s = serializers.IntegerField(default=3600, min_value=300)
@@ -66,7 +67,7 @@ class CapacityQuery(serializers.Serializer):
     zone = serializers.CharField(max_length=63, default="", allow_blank=True)
 
 
-class CapacityBucket(serializers.Serializer):
+class CapacityBucket(Serializer):
     """Free capacity in ``[start, end)``; the staff-only fields are absent for tenants."""
 
     gpu_model = serializers.CharField()
@@ -83,7 +84,7 @@ class CapacityBucket(serializers.Serializer):
     hosts = serializers.IntegerField(required=False)
 
 
-class QueuedRequestOutput(serializers.ModelSerializer):
+class QueuedRequestOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
     instance = serializers.UUIDField(source="instance_id", read_only=True)
     position = serializers.SerializerMethodField()
@@ -98,7 +99,7 @@ class QueuedRequestOutput(serializers.ModelSerializer):
         return (self.context.get("positions") or {}).get(obj.pk)
 
 
-class InstanceCapacityOutput(serializers.ModelSerializer):
+class InstanceCapacityOutput(ModelSerializer):
     """How the instance draws capacity; `queued_request` while/after it waited; `interruption_at` once a spot
     instance is chosen for preemption, with the reason."""
 
@@ -118,7 +119,7 @@ class InstanceCapacityOutput(serializers.ModelSerializer):
         return QueuedRequestOutput(q, context=self.context).data if q else None
 
 
-class InstanceRequestInput(serializers.Serializer):
+class InstanceRequestInput(Serializer):
     project = serializers.UUIDField()
     name = serializers.CharField(max_length=63)
     flavor = serializers.UUIDField()
@@ -131,13 +132,13 @@ class InstanceRequestInput(serializers.Serializer):
                                                help_text="0: fail at once when no capacity; else wait up to this")
 
 
-class InstanceRequestAccepted(serializers.Serializer):
+class InstanceRequestAccepted(Serializer):
     instance = InstanceOutput()
     operation = OperationOutput()
     capacity = InstanceCapacityOutput()
 
 
-class WebhookEndpointOutput(serializers.ModelSerializer):
+class WebhookEndpointOutput(ModelSerializer):
     organization = serializers.UUIDField(source="organization_id", read_only=True)
 
     class Meta:
@@ -146,7 +147,7 @@ class WebhookEndpointOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class WebhookEndpointCreateInput(serializers.Serializer):
+class WebhookEndpointCreateInput(Serializer):
     organization = serializers.UUIDField()
     url = serializers.URLField(max_length=500)
     events = serializers.ListField(child=serializers.ChoiceField(choices=Event.choices), default=list)
@@ -160,7 +161,7 @@ class WebhookEndpointCreated(WebhookEndpointOutput):
         read_only_fields = fields
 
 
-class OnDemandReserveSerializer(serializers.ModelSerializer):
+class OnDemandReserveSerializer(ModelSerializer):
     """GPUs of `gpu_model` (in `zone`; empty = fleet-wide) kept free for on-demand work."""
 
     class Meta:
@@ -170,7 +171,7 @@ class OnDemandReserveSerializer(serializers.ModelSerializer):
         validators = []  # create replaces the (gpu_model, zone) row
 
 
-class QueuePrioritySerializer(serializers.ModelSerializer):
+class QueuePrioritySerializer(ModelSerializer):
     project = serializers.UUIDField(source="project_id")
 
     class Meta:

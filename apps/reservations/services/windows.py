@@ -12,7 +12,8 @@ Accepted forms for `start` / `end`:
 
 Rules: start may not be before the current minute (a start in the current minute is accepted); end must be
 strictly after start; the window is at most RESERVATIONS_MAX_LEASE_DAYS long (so nobody holds a host for
-centuries). Errors: 400 `invalid_lease_window` (field errors name `start` / `end` / `time_zone`),
+centuries). Errors: 400 `invalid_lease_window` (field errors name `start` / `end` / `time_zone`; also an instant
+outside the years 1-9999 in UTC, e.g. year 1 with a positive offset),
 400 `lease_start_in_past`, 400 `lease_too_long`.
 """
 from __future__ import annotations
@@ -47,13 +48,21 @@ def _localize(naive: dt.datetime, tz: ZoneInfo, field: str) -> dt.datetime:
         msg = "is ambiguous (it occurs twice)" if there else "does not exist (daylight-saving gap)"
         raise InvalidWindow(f"{field} {naive:%Y-%m-%d %H:%M} {msg} in {tz.key}; give a UTC offset.",
                             errors={field: [f"{msg} in {tz.key}"]})
-    return first.astimezone(dt.UTC)
+    return _utc(first, field)
+
+
+def _utc(value: dt.datetime, field: str) -> dt.datetime:
+    try:
+        return clock.to_utc(value)
+    except OverflowError:
+        raise InvalidWindow(f"{field} is outside the years 1 to 9999 in UTC.",
+                            errors={field: ["outside the years 1 to 9999 in UTC"]}) from None
 
 
 def parse_instant(value, tz: ZoneInfo, field: str) -> dt.datetime:
     """One instant (UTC, aware) from a datetime or one of the documented string forms."""
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC) if value.tzinfo else _localize(value, tz, field)
+        return _utc(value, field) if value.tzinfo else _localize(value, tz, field)
     text = str(value or "").strip()
     if text.lower() == "now":
         return current_minute()
@@ -69,7 +78,7 @@ def parse_instant(value, tz: ZoneInfo, field: str) -> dt.datetime:
     if parsed is None:
         raise InvalidWindow(f"{field} must be 'YYYY-MM-DD HH:MM', ISO 8601 or 'now'.",
                             errors={field: ["format: 'YYYY-MM-DD HH:MM' (lease time zone), ISO 8601, or 'now'"]})
-    return parsed.astimezone(dt.UTC) if parsed.tzinfo else _localize(parsed, tz, field)
+    return _utc(parsed, field) if parsed.tzinfo else _localize(parsed, tz, field)
 
 
 def window_check(start: dt.datetime, end: dt.datetime, *, check_start: bool = True) -> None:

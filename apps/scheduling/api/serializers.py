@@ -3,18 +3,20 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
+
 from ..models import Allocation, ConsumerType
 from ..placement.request import MAX_MEMORY_MIB, MAX_VCPUS, POLICIES
 
 
-class TopologyInput(serializers.Serializer):
+class TopologyInput(Serializer):
     max_leaves_per_rail = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                                    help_text="1 = the same leaf on every rail")
     max_spine_groups = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     one_fabric = serializers.BooleanField(required=False, default=False)
 
 
-class PlacementRequestInput(serializers.Serializer):
+class PlacementRequestInput(Serializer):
     """A `PlacementRequest`. One GPU form per host: gpus_per_host | mig_profile | vgpu_type | share_milli."""
 
     project = serializers.UUIDField(help_text="the project the request is for (tenant isolation, affinity)")
@@ -44,7 +46,7 @@ class PlacementRequestInput(serializers.Serializer):
     limit = serializers.IntegerField(min_value=1, max_value=50, required=False, default=5)
 
 
-class ResourceOutput(serializers.Serializer):
+class ResourceOutput(Serializer):
     resource_class = serializers.CharField()
     gpu_id = serializers.UUIDField(allow_null=True)
     slices = serializers.ListField(child=serializers.IntegerField(), allow_null=True)
@@ -52,7 +54,7 @@ class ResourceOutput(serializers.Serializer):
     profile = serializers.CharField()
 
 
-class HostChoiceOutput(serializers.Serializer):
+class HostChoiceOutput(Serializer):
     host_id = serializers.UUIDField()
     host = serializers.CharField()
     gpu_indexes = serializers.ListField(child=serializers.IntegerField(), required=False)
@@ -61,20 +63,20 @@ class HostChoiceOutput(serializers.Serializer):
     resources = ResourceOutput(many=True)
 
 
-class CandidateOutput(serializers.Serializer):
+class CandidateOutput(Serializer):
     score = serializers.FloatField()
     topology = serializers.DictField(help_text="max_leaves_per_rail, spine_groups, fabrics (multi-host)")
     hosts = HostChoiceOutput(many=True)
 
 
-class FilterOutput(serializers.Serializer):
+class FilterOutput(Serializer):
     filter = serializers.CharField()
     removed = serializers.IntegerField()
     reasons = serializers.DictField(child=serializers.IntegerField())
     note = serializers.CharField(required=False)
 
 
-class ExplanationOutput(serializers.Serializer):
+class ExplanationOutput(Serializer):
     hosts_considered = serializers.IntegerField()
     path = serializers.CharField()
     filters = FilterOutput(many=True)
@@ -83,14 +85,14 @@ class ExplanationOutput(serializers.Serializer):
     topology = serializers.DictField(required=False)
 
 
-class PlacementCandidatesOutput(serializers.Serializer):
+class PlacementCandidatesOutput(Serializer):
     placeable = serializers.BooleanField()
     code = serializers.CharField(allow_null=True, help_text="capacity_unavailable when nothing can hold it")
     candidates = CandidateOutput(many=True)
     explanation = ExplanationOutput()
 
 
-class AllocationOutput(serializers.ModelSerializer):
+class AllocationOutput(ModelSerializer):
     consumer = serializers.UUIDField(source="consumer_id")
     project = serializers.UUIDField(source="project_id")
     host = serializers.UUIDField(source="host_id")

@@ -10,6 +10,8 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 
+from apps.core import clock
+
 from ..errors import InvalidPlacementRequest
 from ..ledger import AllocationSpec
 
@@ -78,6 +80,8 @@ class PlacementRequest:
             problems["policy"] = [f"one of {', '.join(POLICIES)}"]
         if self.start and self.end and self.end <= self.start:
             problems["end"] = ["must be after start ([start, end) is half-open)"]
+        elif self.end and not self.start and self.end <= clock.now():
+            problems["end"] = ["must be in the future: without a start the window starts now"]
         if self.spot and (self.lease_id or self.consumer_type == "lease"):
             problems["spot"] = ["a spot request is neither a lease nor inside one"]
         if not any(forms) and not (self.vcpus or self.memory_mib):

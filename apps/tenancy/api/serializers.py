@@ -3,6 +3,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.serializers import ModelSerializer, Serializer
+
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import usage_of
 from ..selectors import organization_list_visible_to, project_list_visible_to
@@ -27,7 +29,7 @@ class VisibleProjectField(serializers.PrimaryKeyRelatedField):
         return project_list_visible_to(self.context["request"].user).select_related("organization")
 
 
-class OrganizationOutput(serializers.ModelSerializer):
+class OrganizationOutput(ModelSerializer):
     class Meta:
         model = Organization
         fields = ["id", "slug", "name", "legal_name", "billing_email", "currency", "billing_timezone",
@@ -35,7 +37,7 @@ class OrganizationOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class OrganizationCreateInput(serializers.Serializer):
+class OrganizationCreateInput(Serializer):
     slug = serializers.SlugField(max_length=63)
     name = serializers.CharField(max_length=200)
     owner_email = serializers.EmailField(help_text="Receives the owner invitation.")
@@ -48,7 +50,7 @@ class OrganizationCreateInput(serializers.Serializer):
     require_2fa = serializers.BooleanField(required=False)
 
 
-class OrganizationUpdateInput(serializers.Serializer):
+class OrganizationUpdateInput(Serializer):
     name = serializers.CharField(max_length=200, required=False)
     legal_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     billing_email = serializers.EmailField(required=False, allow_blank=True)
@@ -59,26 +61,26 @@ class OrganizationUpdateInput(serializers.Serializer):
     require_2fa = serializers.BooleanField(required=False)
 
 
-class ProjectOutput(serializers.ModelSerializer):
+class ProjectOutput(ModelSerializer):
     class Meta:
         model = Project
         fields = ["id", "organization", "slug", "name", "description", "created_at", "updated_at"]
         read_only_fields = fields
 
 
-class ProjectCreateInput(serializers.Serializer):
+class ProjectCreateInput(Serializer):
     organization = VisibleOrganizationField()
     slug = serializers.SlugField(max_length=63)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class ProjectUpdateInput(serializers.Serializer):
+class ProjectUpdateInput(Serializer):
     name = serializers.CharField(max_length=200, required=False)
     description = serializers.CharField(required=False, allow_blank=True)
 
 
-class MembershipOutput(serializers.ModelSerializer):
+class MembershipOutput(ModelSerializer):
     user_email = serializers.EmailField(source="user.email", read_only=True)
     user_is_service_account = serializers.BooleanField(source="user.is_service_account", read_only=True)
     scope = serializers.SerializerMethodField()
@@ -96,18 +98,18 @@ class MembershipOutput(serializers.ModelSerializer):
 ROLE_HELP = f"organization: {', '.join(OrgRole.values)}; project: {', '.join(ProjectRole.values)}"
 
 
-class MembershipCreateInput(serializers.Serializer):
+class MembershipCreateInput(Serializer):
     organization = VisibleOrganizationField()
     project = VisibleProjectField(required=False, allow_null=True, default=None)
     user_email = serializers.EmailField()
     role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
 
 
-class MembershipUpdateInput(serializers.Serializer):
+class MembershipUpdateInput(Serializer):
     role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
 
 
-class InvitationOutput(serializers.ModelSerializer):
+class InvitationOutput(ModelSerializer):
     status = serializers.CharField(read_only=True, help_text="pending | accepted | revoked | expired")
 
     class Meta:
@@ -117,21 +119,21 @@ class InvitationOutput(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class InvitationCreateInput(serializers.Serializer):
+class InvitationCreateInput(Serializer):
     organization = VisibleOrganizationField()
     project = VisibleProjectField(required=False, allow_null=True, default=None)
     email = serializers.EmailField()
     role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
 
 
-class InvitationAcceptInput(serializers.Serializer):
+class InvitationAcceptInput(Serializer):
     token = serializers.CharField(help_text="The token of the e-mailed link.")
     password = serializers.CharField(required=False, allow_blank=True, write_only=True,
                                      help_text="For a new account (anonymous caller).")
     full_name = serializers.CharField(required=False, allow_blank=True, default="")
 
 
-class QuotaOutput(serializers.ModelSerializer):
+class QuotaOutput(ModelSerializer):
     scope = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField(help_text="Counted from what is really held; null if not counted.")
 
@@ -147,23 +149,23 @@ class QuotaOutput(serializers.ModelSerializer):
         return usage_of(organization=obj.organization, project=obj.project, resource=obj.resource)
 
 
-class QuotaCreateInput(serializers.Serializer):
+class QuotaCreateInput(Serializer):
     organization = VisibleOrganizationField()
     project = VisibleProjectField(required=False, allow_null=True, default=None)
     resource = serializers.CharField(max_length=100, help_text="e.g. gpus, gpus:H100-SXM5-80GB, vcpus")
     limit = serializers.IntegerField(min_value=0)
 
 
-class QuotaUpdateInput(serializers.Serializer):
+class QuotaUpdateInput(Serializer):
     limit = serializers.IntegerField(min_value=0)
 
 
 
-class SignupRequestInput(serializers.Serializer):
+class SignupRequestInput(Serializer):
     email = serializers.EmailField()
 
 
-class SignupCompleteInput(serializers.Serializer):
+class SignupCompleteInput(Serializer):
     token = serializers.CharField()
     password = serializers.CharField(write_only=True)
     organization_slug = serializers.SlugField(max_length=63)
@@ -171,5 +173,5 @@ class SignupCompleteInput(serializers.Serializer):
     full_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
-class SignupAccepted(serializers.Serializer):
+class SignupAccepted(Serializer):
     detail = serializers.CharField()

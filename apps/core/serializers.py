@@ -1,0 +1,56 @@
+"""Base serializers of every app's API: no input gets past validation that a column cannot hold.
+
+Every serializer in `apps/*/api/serializers.py` derives from `Serializer` or `ModelSerializer` here (a test walks
+them). Their fields get these defaults, in `get_fields`, so the same bounds apply to validation and show in the
+OpenAPI schema (`minimum` / `maximum`):
+
+* an `IntegerField` declared without `min_value` / `max_value` gets the range of a PostgreSQL `integer`
+  (`INT_MIN` .. `INT_MAX`); a field stored in a `bigint` or `smallint` column declares its own bound
+  (`BIGINT_MAX`, `SMALLINT_MAX`). A model serializer's fields already carry their column's range (Django's
+  model validators). Out of range: 400 `validation_error` naming the field;
+* the same inside a `ListField` / `DictField` child.
+
+Datetimes need no default: DRF's `DateTimeField` converts an offset to UTC and answers 400 for an instant that
+has none (year 1 with a positive offset); `apps.core.filters.IsoDateTimeFilter` does the same for query strings.
+"""
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from rest_framework import serializers
+
+INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1
+BIGINT_MAX = 2 ** 63 - 1
+SMALLINT_MAX = 2 ** 15 - 1
+
+
+def bound_field(field: serializers.Field) -> serializers.Field:
+    """Give `field` (and a list or dict field's child) the default integer range if it declares none."""
+    if isinstance(field, serializers.IntegerField):
+        if field.min_value is None:
+            field.min_value = INT_MIN
+            field.validators.append(MinValueValidator(INT_MIN, message=field.error_messages["min_value"].format(
+                min_value=INT_MIN)))
+        if field.max_value is None:
+            field.max_value = INT_MAX
+            field.validators.append(MaxValueValidator(INT_MAX, message=field.error_messages["max_value"].format(
+                max_value=INT_MAX)))
+    child = getattr(field, "child", None)
+    if isinstance(field, serializers.ListField | serializers.DictField) and child is not None:
+        bound_field(child)
+    return field
+
+
+class BoundedFieldsMixin:
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            bound_field(field)
+        return fields
+
+
+class Serializer(BoundedFieldsMixin, serializers.Serializer):
+    """`rest_framework.serializers.Serializer` with the bounds of the module docstring."""
+
+
+class ModelSerializer(BoundedFieldsMixin, serializers.ModelSerializer):
+    """`rest_framework.serializers.ModelSerializer` with the bounds of the module docstring."""
