@@ -9,7 +9,8 @@ Sources: the IANA protocol numbers registry; the checks Neutron applies in
 - ICMP fields: type and code 0-255; a code needs a type; ICMP with ethertype IPv6 is stored as ipv6-icmp (58);
 - protocol "any" (or empty) means no protocol match;
 - the remote prefix must match the ethertype; a bare address is a host prefix (/32 or /128); host bits set in
-  a prefix are cleared (10.0.0.5/24 → 10.0.0.0/24);
+  a prefix are cleared (10.0.0.5/24 → 10.0.0.0/24); the whole family (0.0.0.0/0, ::/0) is stored as no prefix,
+  which means the same, so the duplicate check sees the two as one rule;
 - a rule has a remote prefix or a remote group, not both (neither = any source/destination).
 """
 from __future__ import annotations
@@ -106,7 +107,7 @@ def _prefix(text: str | None, ethertype: str) -> str:
         raise RuleError(f"{text!r} is not an IP prefix.", field="remote_ip_prefix")
     if f"IPv{net.version}" != ethertype:
         raise RuleError(f"remote_ip_prefix {raw} does not match ethertype {ethertype}.", field="remote_ip_prefix")
-    return str(net)
+    return "" if net.prefixlen == 0 else str(net)
 
 
 def canonicalize(*, direction: str, ethertype: str = "IPv4", protocol=None, port_range_min=None,
@@ -121,7 +122,7 @@ def canonicalize(*, direction: str, ethertype: str = "IPv4", protocol=None, port
     low, high = _ports(proto, port_range_min, port_range_max)
     itype, icode = _icmp(proto, icmp_type, icmp_code)
     prefix = _prefix(remote_ip_prefix, ethertype)
-    if prefix and has_remote_group:
+    if remote_ip_prefix and has_remote_group:
         raise RuleError("Give remote_ip_prefix or remote_group, not both.", field="remote_group")
     return CanonicalRule(direction, ethertype, proto, low, high, itype, icode, prefix)
 

@@ -45,7 +45,7 @@ def test_invalid_rules_are_400_and_write_nothing(tenant_a, sg, case, rule, field
 
 @pytest.mark.parametrize("case, rule, stored", [
     ("c", {"protocol": "tcp", "port_range_min": 1, "port_range_max": 65535, "remote_ip_prefix": "0.0.0.0/0"},
-     {"protocol": "tcp", "port_range_min": None, "port_range_max": None, "remote_ip_prefix": "0.0.0.0/0"}),
+     {"protocol": "tcp", "port_range_min": None, "port_range_max": None, "remote_ip_prefix": ""}),
     ("h", {"protocol": "tcp", "port_range_min": 22, "remote_ip_prefix": "192.168.1.10"},
      {"protocol": "tcp", "port_range_min": 22, "port_range_max": 22, "remote_ip_prefix": "192.168.1.10/32"}),
     ("i", {"ethertype": "IPv6", "protocol": "icmp"}, {"ethertype": "IPv6", "protocol": "ipv6-icmp"}),
@@ -65,6 +65,21 @@ def test_rules_are_stored_canonically(tenant_a, sg, case, rule, stored):
 def test_duplicate_rule_is_409(tenant_a, sg):
     assert _post(tenant_a, sg, protocol="tcp", port_range_min=22).status_code == 201
     r = _post(tenant_a, sg, protocol="TCP", port_range_min=22, port_range_max=22)
+    assert r.status_code == 409 and r.json()["code"] == "duplicate_rule"
+
+
+@pytest.mark.parametrize("ethertype, everywhere", [("IPv4", "0.0.0.0/0"), ("IPv6", "::/0")])
+def test_a_whole_family_prefix_is_the_same_rule_as_no_prefix(tenant_a, sg, ethertype, everywhere):
+    """0.0.0.0/0 (or ::/0) and no remote both mean any address: stored once, the second is a duplicate."""
+    rule = {"ethertype": ethertype, "protocol": "tcp", "port_range_min": 8080}
+    first = _post(tenant_a, sg, **rule)
+    assert first.status_code == 201 and first.json()["remote_ip_prefix"] == ""
+    r = _post(tenant_a, sg, **rule, remote_ip_prefix=everywhere)
+    assert r.status_code == 409 and r.json()["code"] == "duplicate_rule", r.json()
+    assert sg.rules.filter(protocol="tcp", port_range_min=8080).count() == 1
+    sg.rules.filter(protocol="tcp").delete()
+    assert _post(tenant_a, sg, **rule, remote_ip_prefix=everywhere).status_code == 201
+    r = _post(tenant_a, sg, **rule)
     assert r.status_code == 409 and r.json()["code"] == "duplicate_rule"
 
 
