@@ -54,10 +54,15 @@ def parse_address(text: str, *, field: str) -> IPAddress:
 
 
 def check_vpc_cidr(cidr: IPNetwork, allowed_extra: Iterable[str] = (), *, field: str = "cidr") -> None:
-    """Raise unless `cidr` is inside RFC 1918 / RFC 4193 or one of the operator-allowed ranges."""
+    """Raise unless `cidr` is inside RFC 1918 / RFC 4193 or one of the operator-allowed ranges, and can hold at
+    least the smallest subnet (`MAX_PREFIX`: a /30, /31 or /32 IPv4 VPC could never hold one, 400
+    `vpc_cidr_too_small`)."""
     if cidr.prefixlen < MIN_VPC_PREFIX[cidr.version]:
         raise AddressError(f"A VPC CIDR must be /{MIN_VPC_PREFIX[cidr.version]} or smaller.", field=field,
                            code="vpc_cidr_too_large")
+    if cidr.prefixlen > MAX_PREFIX[cidr.version]:
+        raise AddressError(f"A VPC CIDR must be /{MAX_PREFIX[cidr.version]} or larger, to hold a subnet.",
+                           field=field, code="vpc_cidr_too_small")
     allowed = [*(RFC1918 if cidr.version == 4 else RFC4193), *(ipaddress.ip_network(n) for n in allowed_extra)]
     if not any(cidr.version == net.version and cidr.subnet_of(net) for net in allowed):
         ranges = "RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)" if cidr.version == 4 else "fc00::/7"

@@ -33,6 +33,8 @@ def test_same_cidr_in_two_projects_is_fine(tenant_a, tenant_b):
 @pytest.mark.parametrize("cidr, code", [
     ("8.8.8.0/24", "vpc_cidr_not_allowed"), ("10.0.0.5/24", "invalid_cidr"), ("10.0.0.0", "invalid_cidr"),
     ("fd00::/48", "invalid_cidr"), ("10.0.0.0/7", "vpc_cidr_too_large"),
+    # a VPC that can never hold a subnet (the smallest is a /29)
+    ("10.0.0.0/31", "vpc_cidr_too_small"), ("10.0.0.1/32", "vpc_cidr_too_small"), ("10.0.0.0/30", "vpc_cidr_too_small"),
 ])
 def test_bad_vpc_cidr_is_400_and_writes_nothing(tenant_a, cidr, code):
     before = AuditEvent.objects.count()
