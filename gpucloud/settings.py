@@ -146,7 +146,8 @@ REST_FRAMEWORK = {
         "apps.identity.authentication.BearerTokenAuthentication",
         "apps.identity.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
+                                   "apps.identity.permissions.StaffActions"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.CursorPagination",
     "DEFAULT_PARSER_CLASSES": [

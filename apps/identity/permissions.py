@@ -1,5 +1,11 @@
 """DRF permissions for provider staff endpoints.
 
+`StaffActions` is in every view's default permissions (`REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"]`): a view
+that serves tenants but keeps some actions for staff (a flavor, an image, a public IP pool or an organization is
+created by staff) names them in `staff_actions`. DRF checks permissions before the view reads the body, so a
+tenant sending any body to such an action gets 403 `permission_denied` and learns nothing of the body's rules;
+the service still decides which staff role may write.
+
 `request.auth` is an ApiToken (with `scope` "read" | "write") for bearer requests, None for sessions.
 """
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -34,3 +40,15 @@ class IsStaffBillingAdmin(_StaffRolePermission):
     """Any staff role reads; only billing admins write (price books, invoices)."""
 
     write_roles = frozenset({StaffRole.BILLING_ADMIN})
+
+
+class StaffActions(BasePermission):
+    """The actions in `view.staff_actions` (e.g. ``{"create"}``) are for provider staff only; others pass."""
+
+    message = "Only provider staff may do this."
+
+    def has_permission(self, request, view) -> bool:
+        if getattr(view, "action", None) not in getattr(view, "staff_actions", ()):
+            return True
+        user = request.user
+        return bool(user is not None and user.is_authenticated and getattr(user, "staff_role", ""))

@@ -76,3 +76,26 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
             body = json.dumps({k: v for k, v in response.json().items() if k != "instance"})
         leaked = [ident for ident in world.a_identifiers() + [str(v) for v in case.kwargs.values()] if ident in body]
         assert not leaked, f"{entry}: organization A identifiers visible to another tenant: {leaked}"
+
+
+DENIED = (401, 403, 404)
+
+
+STAFF_ONLY = [e for e in ENTRIES if e.method != "GET" and 200 <= e.expect["staff"] < 300
+              and all(e.expect[r] in DENIED for r in ("viewer", "member", "admin", "read_token"))]
+
+
+@pytest.mark.parametrize("entry", STAFF_ONLY, ids=str)
+def test_permission_is_checked_before_the_body(entry, world):
+    """On a staff endpoint a tenant gets the same denial whatever the body: an invalid one (a member no
+    serializer defines, a wrong type for every member the valid body has) never reveals the body's rules."""
+    case = entry.setup(world) if entry.setup else Case()
+    invalid = {"not_a_field": object.__name__}
+    invalid.update({k: {"wrong": "type"} for k in (case.data or {})})
+    for role in ROLES:
+        if entry.expect[role] not in DENIED:
+            continue
+        response = getattr(client_for(world.tokens[role]), entry.method.lower())(_url(entry, case), data=invalid,
+                                                                                 format="json")
+        assert response.status_code == entry.expect[role], \
+            f"{entry} as {role} with an invalid body: {response.status_code} {response.content[:300]}"

@@ -32,6 +32,8 @@ class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 class FlavorViewSet(_Base):
     """Instance types offered to the caller's organizations; staff operators create them."""
 
+    staff_actions = {"create"}
+
     serializer_class = s.FlavorOutput
     filterset_class = filters.FlavorFilter
 
@@ -48,6 +50,8 @@ class FlavorViewSet(_Base):
 
 class ImageViewSet(_Base):
     """Boot images; staff operators register them."""
+
+    staff_actions = {"create"}
 
     serializer_class = s.ImageOutput
     filterset_class = filters.ImageFilter

@@ -193,6 +193,8 @@ class IbPartitionViewSet(_Base):
 class PublicIpPoolViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Operator-defined external ranges. Every user may list them (to pick one); operators create them."""
 
+    staff_actions = {"create"}
+
     _input = _Base._input
     _out = _Base._out
 

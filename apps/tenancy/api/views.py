@@ -23,6 +23,8 @@ class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 class OrganizationViewSet(_Base):
     """Organizations (billing accounts). Staff create them and invite the owner."""
 
+    staff_actions = {"create"}
+
     serializer_class = s.OrganizationOutput
     filterset_class = filters.OrganizationFilter
 
@@ -146,7 +148,9 @@ class QuotaViewSet(_Base):
 
     @extend_schema(request=s.QuotaUpdateInput, responses={200: s.QuotaOutput})
     def partial_update(self, request, pk=None):
-        quota = services.quota_update(actor=request.user, quota=self.get_object(), **self._input(s.QuotaUpdateInput))
+        quota = self.get_object()
+        services.quota_authorize(actor=request.user, quota=quota)  # before the body is read
+        quota = services.quota_update(actor=request.user, quota=quota, **self._input(s.QuotaUpdateInput))
         return self._out(quota)
 
     @extend_schema(responses={204: OpenApiResponse(description="Removed: the scope falls back to its default.")})

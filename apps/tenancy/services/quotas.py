@@ -36,6 +36,11 @@ def _check_within_organization(organization: Organization, project: Project | No
                 errors={"limit": [f"at most {org_limit} (the organization's limit for {key})"]})
 
 
+def quota_authorize(*, actor, quota: Quota) -> None:
+    """403 unless `actor` may change `quota` (staff for an organization's limit, owner/admin for a project's)."""
+    _authorize(actor, quota.organization, quota.project)
+
+
 def quota_create(*, actor, organization: Organization, resource: str, limit: int,
                  project: Project | None = None) -> Quota:
     """Set a limit for `resource` at the scope. 400 `unknown_resource`; 409 `conflict` if one exists
