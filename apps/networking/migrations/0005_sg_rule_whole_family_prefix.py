@@ -19,5 +19,5 @@ def forwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("networking", "0003_port_allowed_address_pairs")]
+    dependencies = [("networking", "0004_fabric_drift_event")]
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop)]
