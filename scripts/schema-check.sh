@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fails when docs/openapi/v1.yaml differs from the schema the code generates (run `make schema` to update).
+# Fails when docs/openapi/v1.yaml differs from the schema the code generates (run `make schema` to update), or
+# when the schema is not valid OpenAPI 3 by a strict validator (openapi-spec-validator: e.g. a default that its own
+# minLength refuses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp)
@@ -9,4 +11,5 @@ if ! diff -u docs/openapi/v1.yaml "$tmp"; then
   echo "docs/openapi/v1.yaml is stale: run 'make schema' and commit it." >&2
   exit 1
 fi
-echo "OpenAPI schema up to date."
+.venv/bin/openapi-spec-validator docs/openapi/v1.yaml
+echo "OpenAPI schema up to date and valid."

@@ -8,7 +8,9 @@ OpenAPI schema (`minimum` / `maximum`):
   (`INT_MIN` .. `INT_MAX`); a field stored in a `bigint` or `smallint` column declares its own bound
   (`BIGINT_MAX`, `SMALLINT_MAX`). A model serializer's fields already carry their column's range (Django's
   model validators). Out of range: 400 `validation_error` naming the field;
-* the same inside a `ListField` / `DictField` child.
+* the same inside a `ListField` / `DictField` child;
+* a `CharField` whose default is ``""`` accepts ``""`` too (sending the default is the same as omitting it), so
+  the schema never gives a default its own `minLength` refuses.
 
 Datetimes need no default: DRF's `DateTimeField` converts an offset to UTC and answers 400 for an instant that
 has none (year 1 with a positive offset); `apps.core.filters.IsoDateTimeFilter` does the same for query strings.
@@ -34,6 +36,8 @@ def bound_field(field: serializers.Field) -> serializers.Field:
             field.max_value = INT_MAX
             field.validators.append(MaxValueValidator(INT_MAX, message=field.error_messages["max_value"].format(
                 max_value=INT_MAX)))
+    if isinstance(field, serializers.CharField) and field.default == "" and not field.allow_blank:
+        field.allow_blank = True
     child = getattr(field, "child", None)
     if isinstance(field, serializers.ListField | serializers.DictField) and child is not None:
         bound_field(child)
