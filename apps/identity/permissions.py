@@ -43,12 +43,13 @@ class IsStaffBillingAdmin(_StaffRolePermission):
 
 
 class StaffActions(BasePermission):
-    """The actions in `view.staff_actions` (e.g. ``{"create"}``) are for provider staff only; others pass."""
+    """The actions in `view.staff_actions` (a viewset's action, e.g. ``{"create"}``, or a plain view's method, e.g.
+    ``{"post"}``) are for provider staff only; others pass."""
 
     message = "Only provider staff may do this."
 
     def has_permission(self, request, view) -> bool:
-        if getattr(view, "action", None) not in getattr(view, "staff_actions", ()):
+        if (getattr(view, "action", None) or request.method.lower()) not in getattr(view, "staff_actions", ()):
             return True
         user = request.user
         return bool(user is not None and user.is_authenticated and getattr(user, "staff_role", ""))

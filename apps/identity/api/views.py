@@ -180,6 +180,7 @@ class TwoFactorResetView(generics.GenericAPIView):
     lost both); the reason is kept in the audit event. Staff operators only."""
 
     serializer_class = s.TwoFactorResetInput
+    staff_actions = {"post"}
 
     @extend_schema(request=s.TwoFactorResetInput, responses={204: None})
     def post(self, request, pk):
