@@ -1,6 +1,8 @@
 """The import contracts in `.importlinter` hold: apps/core imports no domain app, drivers import no models,
-services, selectors or api, the agent imports nothing of apps/, scheduling does not import compute, inventory does
-not import scheduling, and inside every app api -> services -> selectors -> models. `make test` fails as soon as
+services, selectors, api or other app, the agent imports nothing of apps/, scheduling does not import compute,
+inventory does not import scheduling (nor any product app), inside every app api -> services -> selectors ->
+models, models import nothing above them, the foundation apps import no product app, billing imports none of the
+apps it rates. `make test` fails as soon as
 an import crosses one of these lines (the same check as `make lint-imports`)."""
 import re
 import subprocess
@@ -12,11 +14,15 @@ from django.conf import settings
 ROOT = Path(settings.BASE_DIR)
 CONTRACTS = {
     "apps.core imports no domain app",
-    "drivers import no models, services or api",
+    "drivers import only apps.core (no models, services, selectors or api of any app)",
     "the agent imports nothing of apps",
     "scheduling does not import compute",
     "inventory does not import scheduling",
     "api -> services/selectors -> models inside each app",
+    "models import no services, selectors, api, tasks or workflows of any app",
+    "tenancy, identity, audit and operations import no product app",
+    "billing imports no app whose usage it rates (usage comes through its registry)",
+    "inventory imports no product app",
 }
 
 
