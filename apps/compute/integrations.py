@@ -1,7 +1,8 @@
 """What compute plugs into other apps, registered once from `ComputeConfig.ready`:
 
 * the operations step runner: the instance and cluster workflows (`workflows`);
-* tenancy's quota counters ``instances``, ``vcpus``, ``memory_mib`` (`selectors.quota_usage`);
+* tenancy's quota counters ``instances``, ``vcpus``, ``memory_mib`` (`selectors.quota_usage`) and ``gpus``,
+  ``mig_slices``, ``vgpus`` (`selectors.gpu_quota_usage`: the allocation ledger plus unplaced instances);
 * billing's usage source and placement resolver ``compute.instance`` (`billing`).
 
 An app listed in INSTALLED_APPS is required: a broken import here fails start-up instead of silently dropping a
@@ -22,5 +23,7 @@ def register() -> None:
 
     for resource in ("instances", "vcpus", "memory_mib"):
         register_usage_counter(resource, partial(selectors.quota_usage, resource))
+    for resource in ("gpus", "mig_slices", "vgpus"):
+        register_usage_counter(resource, partial(selectors.gpu_quota_usage, resource))
     register_usage_source(billing.SOURCE, billing.instance_usage)
     register_placement_resolver(billing.SOURCE, billing.instance_placements)

@@ -6,7 +6,7 @@ from django.db.models import Q, QuerySet, Sum
 from apps.tenancy.selectors import is_staff, organization_ids_visible_to, project_list_visible_to
 
 from .models import Cluster, Flavor, Image, Instance, SshKey
-from .states import InstanceStatus, Visibility
+from .states import GpuForm, InstanceStatus, Visibility
 
 
 def _authenticated(user) -> bool:
@@ -67,3 +67,30 @@ def quota_usage(resource: str, *, organization=None, project=None, qualifier=Non
     qs = qs.exclude(status=InstanceStatus.ERROR, launched_at__isnull=True)
     field = {"vcpus": "flavor__vcpus", "memory_mib": "flavor__memory_mib"}[resource]
     return int(qs.aggregate(s=Sum(field))["s"] or 0)
+
+
+def gpu_quota_pending(resource: str, *, organization=None, project=None, qualifier=None) -> int:
+    """GPU quota held by instances not placed yet: live `pending` / `provisioning` instances without a host
+    that hold GPU quota (`holds_gpu_quota`; not inside a lease). ``gpus`` sums the flavors' `gpu_count`
+    (qualifier = GPU model), ``mig_slices`` counts MIG instances (qualifier = profile), ``vgpus`` counts vGPU
+    instances (qualifier = vGPU type). Placement claims the ledger rows and sets the host in one transaction,
+    so an instance moves from this count to the ledger's without a gap or an overlap."""
+    qs = _live(organization=organization, project=project).filter(
+        host__isnull=True, holds_gpu_quota=True, status__in=(InstanceStatus.PENDING, InstanceStatus.PROVISIONING))
+    form, field = {"gpus": (GpuForm.GPU, "flavor__gpu_model"), "mig_slices": (GpuForm.MIG, "flavor__mig_profile"),
+                   "vgpus": (GpuForm.VGPU, "flavor__vgpu_type")}[resource]
+    qs = qs.filter(flavor__gpu_form=form, **({field: qualifier} if qualifier else {}))
+    if resource == "gpus":
+        return int(qs.aggregate(s=Sum("flavor__gpu_count"))["s"] or 0)
+    return qs.count()
+
+
+def gpu_quota_usage(resource: str, *, organization=None, project=None, qualifier=None) -> int:
+    """Usage counter for the GPU quotas (`apps.tenancy.quotas`): what the allocation ledger holds
+    (`apps.scheduling.selectors.quota_usage`: leases, placed instances, spot) plus what unplaced instances hold
+    (`gpu_quota_pending`). So the create request's own transaction checks and holds the GPUs, as it does the
+    instance count, and 30 parallel creates against a quota of 8 accept 8."""
+    from apps.scheduling.selectors import quota_usage as ledger_usage
+
+    return ledger_usage(resource, organization=organization, project=project, qualifier=qualifier) + \
+        gpu_quota_pending(resource, organization=organization, project=project, qualifier=qualifier)

@@ -1,14 +1,10 @@
-"""What scheduling plugs into other apps, registered once from `SchedulingConfig.ready`: tenancy's quota
-counters ``gpus``, ``mig_slices``, ``vgpus`` counted from the allocation ledger (`selectors.quota_usage`)."""
+"""What scheduling plugs into other apps, registered once from `SchedulingConfig.ready`: nothing at present.
+
+The allocation ledger's count of the GPU quotas (``gpus``, ``mig_slices``, ``vgpus``: `selectors.quota_usage`)
+is registered by compute (`apps.compute.integrations`), which adds what instances not placed yet hold, so the
+one registered counter is the whole usage."""
 from __future__ import annotations
-
-from functools import partial
-
-from apps.tenancy.quotas import register_usage_counter
-
-from . import selectors
 
 
 def register() -> None:
-    for resource in ("gpus", "mig_slices", "vgpus"):
-        register_usage_counter(resource, partial(selectors.quota_usage, resource))
+    return None

@@ -68,6 +68,9 @@ in `apps.networking`, keyed by the instance id). `user_data` is the tenant's clo
     error_reason = models.CharField(max_length=1000, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    holds_gpu_quota = models.BooleanField(default=True, help_text=(
+        "until placed, the instance holds its flavor's GPUs against the GPU quotas (false inside a lease, "
+        "whose own allocation holds them)"))
 
     class Meta:
         ordering = ["-created_at"]

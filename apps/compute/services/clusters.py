@@ -81,8 +81,8 @@ def _claim_members(op) -> None:
     members = list(cluster.members.select_for_update().order_by("name"))
     if all(m.host_id for m in members):
         return
-    for key, amount in gpu_quota_keys(cluster.flavor):
-        quota_check(scope=cluster.project, resource=key, requested=amount * len(members))
+    for key, _amount in gpu_quota_keys(cluster.flavor):  # held since the create request: only a lowered limit fails
+        quota_check(scope=cluster.project, resource=key, requested=0)
     req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
                                 topology=TopologyConstraint(one_fabric=True))
     placed = placement_claim(actor=op.actor, request=req, consumers=[

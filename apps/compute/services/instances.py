@@ -108,7 +108,9 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                     ib_partition_id=None) -> tuple[Instance, Operation, bool]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation,
     replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer).
-    `gpu_quota=False` skips the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
+    The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
+    `selectors.gpu_quota_pending`), so no 202 is given for GPUs the quota cannot hold. `gpu_quota=False` skips
+    the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
     `subnet_id`, `security_group_ids`, `ib_partition_id`: tenant networks to attach (`services.networks`;
     404 `subnet_not_found`, `security_group_not_found`, `ib_partition_not_found`, 400 `invalid_security_group`)."""
     authorize_project(actor, project, WRITERS)
@@ -135,7 +137,8 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
             raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
-                                           user_data=user_data, cluster=cluster, network=network)
+                                           user_data=user_data, cluster=cluster, network=network,
+                                           holds_gpu_quota=gpu_quota)
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
                              state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)

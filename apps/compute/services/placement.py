@@ -45,7 +45,7 @@ def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consume
 
 
 def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
-    """Re-check the GPU quotas against the ledger, then place and claim for the instance (consumer id = instance
+    """Re-check the GPU quotas (held since the create request), then place and claim for the instance (consumer id = instance
     id) in this transaction, and record the host and the placement's choice on the instance.
     Raises `CapacityUnavailable` (409) or `QuotaExceeded` (422): terminal for the create operation."""
     from .instances import gpu_quota_keys
@@ -55,8 +55,10 @@ def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
         for hook in _PLACEMENT_HOOKS:
             request = hook(instance, request)
         if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
-            for key, amount in gpu_quota_keys(instance.flavor):
-                quota_check(scope=instance.project, resource=key, requested=amount)
+            # the create request already holds this instance's GPUs (it counts as unplaced until the claim
+            # below), so the re-check adds nothing: it only fails if the limit was lowered in between
+            for key, _amount in gpu_quota_keys(instance.flavor):
+                quota_check(scope=instance.project, resource=key, requested=0)
         placed = placement_claim(actor=actor, request=request,
                                  consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
                                                        project_id=instance.project_id))
