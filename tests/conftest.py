@@ -12,6 +12,29 @@ def _celery_eager():
     yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _flush_passes_the_audit_truncate_refusal():
+    """The audit tables refuse TRUNCATE (migration audit 0004). Django's flush between transactional tests
+    truncates every table, so the test database's owner lifts the refusal for the flush statement only, as an
+    operator would (ALTER TABLE ... DISABLE TRIGGER needs the table's owner); the application never can."""
+    from django.db.backends.postgresql.operations import DatabaseOperations
+
+    original = DatabaseOperations.sql_flush
+    triggers = (("audit_auditevent", "audit_event_no_truncate"), ("audit_auditchainlink", "audit_chain_no_truncate"))
+
+    def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
+        sql = original(self, style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
+        present = [(t, trg) for t, trg in triggers if t in tables]
+        if not sql or not present:
+            return sql
+        return ([f"ALTER TABLE {t} DISABLE TRIGGER {trg};" for t, trg in present] + sql
+                + [f"ALTER TABLE {t} ENABLE TRIGGER {trg};" for t, trg in present])
+
+    DatabaseOperations.sql_flush = sql_flush
+    yield
+    DatabaseOperations.sql_flush = original
+
+
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()

@@ -1,4 +1,7 @@
-"""Append-only audit events. A PostgreSQL trigger (migration 0002) rejects UPDATE and DELETE."""
+"""Append-only audit events with a tamper-evident hash chain (ADR 0111).
+
+PostgreSQL triggers (migrations 0003, 0004) reject UPDATE, DELETE and TRUNCATE of both tables; a deferred
+trigger links every event into the chain when its transaction commits."""
 from django.conf import settings
 from django.db import models
 
@@ -34,3 +37,18 @@ class AuditEvent(UUIDModel):
     class Meta:
         indexes = [models.Index(fields=["organization", "created_at"]), models.Index(fields=["target_type", "target_id"])]
         ordering = ["-created_at"]
+
+
+class AuditChainLink(models.Model):
+    """The event's place in the hash chain: `seq` counts events in commit order from 1 without gaps, `prev_hash`
+    is the previous link's `hash` (64 zeros for the first) and `hash` = SHA-256 hex of `prev_hash` followed by
+    the event's canonical text (SQL function `audit_event_canonical`, ADR 0111).
+
+    Written only by the deferred trigger `audit_event_chain` when the event's transaction commits, under a
+    transaction-level advisory lock, so links follow commit order; never by Python code."""
+
+    event = models.OneToOneField(AuditEvent, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False,
+                                 related_name="chain")
+    seq = models.BigIntegerField(unique=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)

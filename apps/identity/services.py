@@ -15,7 +15,7 @@ from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
 from apps.tenancy.errors import Forbidden
-from apps.tenancy.models import Organization, OrgRole, Project
+from apps.tenancy.models import Membership, Organization, OrgRole, Project
 from apps.tenancy.services.memberships import membership_add
 
 from . import tokens
@@ -122,10 +122,10 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
             user=holder, name=name, prefix=prefix, secret_hash=digest, scope=scope, organization=organization,
             project=project, is_staff_token=staff, expires_at=expires_at or now() + DEFAULT_TOKEN_LIFETIME,
             created_by=actor if getattr(actor, "pk", None) else None, parent=current)
-        audit_record(actor=actor, action="api_token.create", target=row,
-                     organization=organization or getattr(project, "organization", None),
-                     project=project, after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
-                                      "user": holder.email, "expires_at": row.expires_at})
+        _token_event(actor, "api_token.create", row,
+                     after={"name": name, "prefix": prefix, "scope": scope, "binding": row.binding,
+                            "user": holder.email, "expires_at": row.expires_at,
+                            **({"parent": current.prefix} if current is not None else {})})
     return row, raw
 
 
@@ -133,6 +133,17 @@ def _token_organization_id(token: ApiToken):
     if token.organization_id:
         return token.organization_id
     return token.project.organization_id if token.project_id else None
+
+
+def _token_event(actor, action: str, token: ApiToken, *, after: dict) -> None:
+    """A token's creation or revocation is a security event of its holder: one audit event in the organization
+    the token is bound to (with its project) and one in every other organization the holder belongs to, so the
+    owners of each see it (unscoped for a staff token of a user without organizations)."""
+    bound = _token_organization_id(token)
+    others = set(Membership.objects.filter(user_id=token.user_id).values_list("organization_id", flat=True))
+    for org_id in sorted({bound, *others} - {None}) or [None]:
+        audit_record(actor=actor, action=action, target_type="identity.apitoken", target_id=str(token.pk),
+                     organization=org_id, project=token.project if org_id == bound else None, after=after)
 
 
 def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
@@ -164,10 +175,9 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
             if row.revoked_at is None:
                 row.revoked_at = stamp
                 row.save(update_fields=["revoked_at"])
-                audit_record(actor=actor, action="api_token.revoke", target=row,
-                             organization=_token_organization_id(row), project=row.project,
+                _token_event(actor, "api_token.revoke", row,
                              after={"prefix": row.prefix, "user": row.user.email,
-                             **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
+                                    **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
             pending.extend(ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project")
                            .filter(parent_id=row.pk))
     return locked

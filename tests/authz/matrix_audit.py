@@ -9,7 +9,12 @@ def _event(world) -> Case:
     return Case(kwargs={"pk": event.pk})
 
 
+STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+
 ENTRIES = [
     Entry("GET", "/api/v1/audit-events", expect(other_org=200)),
     Entry("GET", "/api/v1/audit-events/{pk}", expect(), _event),
+    # the SIEM export and the chain verification cover every organization: staff only
+    Entry("GET", "/api/v1/audit-events/export", STAFF_READ),
+    Entry("GET", "/api/v1/audit-events/verify", STAFF_READ),
 ]

@@ -102,7 +102,27 @@ def test_owner_lists_and_revokes_members_tokens_admin_and_members_do_not():
     assert owner_client.delete(f"/api/v1/tokens/{dev_token.pk}/").status_code == 204
     assert client_for(dev_raw).get("/api/v1/me/").status_code == 401
     assert client_for(dev_other_raw).get("/api/v1/me/").status_code == 200
-    event = AuditEvent.objects.get(action="api_token.revoke", target_id=str(dev_token.pk))
+    event = AuditEvent.objects.get(action="api_token.revoke", target_id=str(dev_token.pk), organization=org)
     assert (event.actor_id, event.organization_id, event.after["user"]) == (owner.pk, org.pk, "dev@acme.test")
     assert any(e["action"] == "api_token.revoke"
                for e in owner_client.get("/api/v1/audit-events/").json()["results"])
+
+
+def test_token_events_reach_the_owners_of_every_organization_of_the_holder():
+    """A token bound to one organization is still its holder's credential: the owners of the holder's other
+    organizations see it created and revoked too."""
+    acme, beta = make_org("acme"), make_org("beta")
+    dev = make_user("dev@acme.test")
+    member(dev, acme, OrgRole.MEMBER)
+    member(dev, beta, OrgRole.VIEWER)
+    beta_owner = make_user("owner@beta.test")
+    member(beta_owner, beta, OrgRole.OWNER)
+    dev_client = client_for(token_for(dev, organization=acme))
+    created = dev_client.post("/api/v1/tokens/", {"name": "ci", "scope": "read", "organization": str(acme.pk)})
+    assert created.status_code == 201, created.content
+    assert dev_client.delete(f"/api/v1/tokens/{created.json()['id']}/").status_code == 204
+    seen = client_for(token_for(beta_owner, organization=beta, scope="read")).get(
+        "/api/v1/audit-events/", {"action": "api_token.", "target_id": created.json()["id"]}).json()["results"]
+    assert sorted(e["action"] for e in seen) == ["api_token.create", "api_token.revoke"]
+    assert {e["organization"] for e in seen} == {str(beta.pk)}
+    assert seen[0]["actor_email"] == "dev@acme.test"

@@ -1,3 +1,4 @@
+from rest_framework import serializers
 
 from apps.core.serializers import ModelSerializer
 
@@ -10,3 +11,17 @@ class AuditEventOutput(ModelSerializer):
         fields = ["id", "created_at", "actor", "actor_email", "actor_is_staff", "token_prefix", "organization",
                   "project", "action", "target_type", "target_id", "before", "after", "request_id", "source_ip"]
         read_only_fields = fields
+
+
+class AuditChainBreakOutput(serializers.Serializer):
+    reason = serializers.CharField(help_text="gap | prev_mismatch | event_missing | hash_mismatch | unchained")
+    seq = serializers.IntegerField(allow_null=True)
+    event_id = serializers.CharField()
+
+
+class AuditChainReportOutput(serializers.Serializer):
+    ok = serializers.BooleanField()
+    checked = serializers.IntegerField(help_text="Links verified before the first break (all when ok).")
+    head_seq = serializers.IntegerField(help_text="The last good link's position.")
+    head_hash = serializers.CharField(help_text="The last good link's hash: compare with the SIEM's copy.")
+    broken = AuditChainBreakOutput(allow_null=True)
