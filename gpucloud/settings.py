@@ -117,6 +117,8 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpucloud@localhost")
 PUBLIC_URL = env.str("PUBLIC_URL", default=f"http://127.0.0.1:{env.str('PORT', default='8000')}")
 SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
+# How long an Idempotency-Key answer is kept (apps.core.idempotency); after that the key is new.
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 
 # OIDC login (mozilla-django-oidc): on only when OIDC_RP_CLIENT_ID is set; see docs/tenancy.md.
 from apps.identity.oidc_config import oidc_settings  # noqa: E402

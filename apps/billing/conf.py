@@ -3,7 +3,6 @@ settings module):
 
 - BILLING_DEFAULT_TAX_RATE (Decimal fraction, "0"): tax rate of organizations without a BillingAccount rate.
 - BILLING_INVOICE_PREFIX ("INV"), BILLING_CREDIT_NOTE_PREFIX ("CN"): printed before the 8-digit number.
-- BILLING_IDEMPOTENCY_TTL_HOURS (24): how long an Idempotency-Key is remembered (RW-057).
 - BILLING_METERING_PERIOD_SECONDS (3600): usage records never cross a metering period boundary; recording and
   re-rating windows must be aligned to it (RW-059).
 - BILLING_RUN_BATCH_SIZE (2000; env `BILLING_RUN_BATCH_SIZE`): organizations per invoice-run transaction (and per
@@ -20,7 +19,6 @@ def get(name: str):
         "BILLING_DEFAULT_TAX_RATE": Decimal("0"),
         "BILLING_INVOICE_PREFIX": "INV",
         "BILLING_CREDIT_NOTE_PREFIX": "CN",
-        "BILLING_IDEMPOTENCY_TTL_HOURS": 24,
         "BILLING_METERING_PERIOD_SECONDS": 3600,
         "BILLING_RUN_BATCH_SIZE": 2000,
         "BILLING_LATE_LOOKBACK_DAYS": 93,

@@ -14,7 +14,5 @@ class Code(StrEnum):
     INVALID_PERIOD = "invalid_period"
     PAYMENT_AMOUNT_MISMATCH = "payment_amount_mismatch"
     CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"
-    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
-    IDEMPOTENCY_REQUEST_IN_FLIGHT = "idempotency_request_in_flight"
     INVOICE_RUN_IN_PROGRESS = "invoice_run_in_progress"
     UNPRICED_USAGE = "unpriced_usage"

@@ -14,7 +14,6 @@ class Code(enum.StrEnum):
     SSH_KEY_EXISTS = "ssh_key_exists"
     NAME_TAKEN = "name_taken"
     USER_DATA_TOO_LARGE = "user_data_too_large"
-    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     FLAVOR_DOES_NOT_FIT = "flavor_does_not_fit"
     INVALID_FLAVOR = "invalid_flavor"
     SSH_KEY_IN_USE = "ssh_key_in_use"

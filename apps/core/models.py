@@ -38,3 +38,24 @@ class ProjectOwned(TimestampedModel):
 
     class Meta:
         abstract = True
+
+
+class IdempotencyKey(models.Model):
+    """The saved answer to a create sent with an `Idempotency-Key` header (see `apps.core.idempotency`).
+
+    Unique per (`caller`, `endpoint`, `key`): `caller` is the authenticated user's id, `endpoint` the method and
+    path (`POST /api/v1/instances`). Written in the same transaction as what the request created, so the row
+    exists exactly when the create committed. Kept `IDEMPOTENCY_KEY_TTL_HOURS` (24 h); after that the key is new.
+    """
+
+    caller = models.CharField(max_length=64)
+    endpoint = models.CharField(max_length=300)
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["caller", "endpoint", "key"], name="core_idempotency_unique")]

@@ -96,7 +96,7 @@ def test_create_resumes_after_worker_sigkill_on_qemu(world, tmp_path):
     gpu_host(uri=uri, gpus=0)
     tiny = Flavor.objects.create(name="tiny-kill", vcpus=1, memory_mib=64)
     with transaction.atomic():
-        inst, op, _ = instance_create(actor=None, project=world.project_a, name="kill-1", flavor_id=tiny.pk,
+        inst, op = instance_create(actor=None, project=world.project_a, name="kill-1", flavor_id=tiny.pk,
                                       image_id=world.image.pk)
         # This process runs Celery eagerly (tests/conftest.py): drop the after-commit send so that only the workers
         # run the operation (each resumes unfinished operations when it starts).

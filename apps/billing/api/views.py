@@ -9,24 +9,21 @@ Querysets come from `apps.billing.selectors`, so another tenant's object is a 40
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from apps.core.api import UUID_PATTERN, ApiViewMixin, validated
+from apps.core.idempotency import IDEMPOTENCY_KEY_PARAMETER, idempotent_create
 from apps.identity.permissions import IsStaffBillingAdmin
 from apps.tenancy.models import Organization
 
 from .. import exports, reports, selectors, services
-from ..idempotency import idempotent
 from ..models import Adjustment, BillingAccount, Invoice, InvoiceRun, Price, PriceBook
 from . import filters
 from . import serializers as s
-
-IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                               description="replays the first answer for 24 h (RW-057)")
 
 
 class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -84,15 +81,13 @@ class InvoiceViewSet(_Base):
     def finalize(self, request, pk=None):
         return self._out(services.invoice_finalize(actor=request.user, invoice=self.get_object()))
 
-    @extend_schema(request=s.InvoicePayInput, responses={200: s.InvoiceOutput}, parameters=[IDEMPOTENCY])
+    @extend_schema(request=s.InvoicePayInput, responses={200: s.InvoiceOutput},
+                   parameters=[IDEMPOTENCY_KEY_PARAMETER])  # @action replaces the inner decorator's schema
     @action(detail=True, methods=["post"])
+    @idempotent_create
     def pay(self, request, pk=None):
-        invoice = self.get_object()
-
-        def execute():
-            data = self._input(s.InvoicePayInput)
-            return self._out(services.invoice_pay(actor=request.user, invoice=invoice, **data))
-        return idempotent(request, f"invoices/{invoice.pk}/pay", execute)
+        data = self._input(s.InvoicePayInput)
+        return self._out(services.invoice_pay(actor=request.user, invoice=self.get_object(), **data))
 
     @extend_schema(request=s.InvoiceVoidInput, responses={200: s.InvoiceOutput})
     @action(detail=True, methods=["post"])
@@ -111,14 +106,13 @@ class CreditNoteViewSet(_Base):
     def get_queryset(self):
         return selectors.credit_note_list_visible_to(self.request.user)
 
-    @extend_schema(request=s.CreditNoteCreateInput, responses={201: s.CreditNoteOutput}, parameters=[IDEMPOTENCY])
+    @extend_schema(request=s.CreditNoteCreateInput, responses={201: s.CreditNoteOutput})
+    @idempotent_create
     def create(self, request):
-        def execute():
-            data = self._input(s.CreditNoteCreateInput)
-            invoice = get_object_or_404(Invoice, pk=data.pop("invoice"))
-            note = services.credit_note_create(actor=request.user, invoice=invoice, **data)
-            return self._out(note, status.HTTP_201_CREATED)
-        return idempotent(request, "credit-notes", execute)
+        data = self._input(s.CreditNoteCreateInput)
+        invoice = get_object_or_404(Invoice, pk=data.pop("invoice"))
+        note = services.credit_note_create(actor=request.user, invoice=invoice, **data)
+        return self._out(note, status.HTTP_201_CREATED)
 
 
 class SlaReportViewSet(_Base):
@@ -199,6 +193,7 @@ class InvoiceRunViewSet(_StaffBase):
     queryset = InvoiceRun.objects.all()
 
     @extend_schema(request=s.InvoiceRunCreateInput, responses={202: s.InvoiceRunOutput})
+    @idempotent_create
     def create(self, request):
         run = services.invoice_run_request(actor=request.user, **self._input(s.InvoiceRunCreateInput))
         response = self._out(run, status.HTTP_202_ACCEPTED)
@@ -214,6 +209,7 @@ class AdjustmentViewSet(_StaffBase):
     queryset = Adjustment.objects.all()
 
     @extend_schema(request=s.AdjustmentCreateInput, responses={201: s.AdjustmentOutput})
+    @idempotent_create
     def create(self, request):
         data = self._input(s.AdjustmentCreateInput)
         organization = Organization.objects.filter(pk=data.pop("organization")).first()

@@ -183,19 +183,3 @@ class CreditNote(TimestampedModel):
     def display_number(self) -> str:
         return f"{conf.get('BILLING_CREDIT_NOTE_PREFIX')}-{self.number:08d}"
 
-
-class IdempotencyRecord(models.Model):
-    """The saved outcome of a POST sent with an `Idempotency-Key` header (RW-057, Stripe's model): the key is
-    scoped to the user and endpoint, kept `settings.BILLING_IDEMPOTENCY_TTL_HOURS` (24 h); `response_status`
-    null while the first request is still executing."""
-
-    key = models.CharField(max_length=255)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    endpoint = models.CharField(max_length=200)
-    request_hash = models.CharField(max_length=64)
-    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    response_body = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(default=now)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "endpoint", "key"], name="billing_idem_unique")]

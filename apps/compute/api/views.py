@@ -1,16 +1,16 @@
 """Compute API: /flavors, /images, /ssh-keys, /instances (with actions), /clusters.
 
 Querysets come from the `*_list_visible_to` selectors, so another tenant's object is a 404. Long actions answer
-202 with the instance and its Operation, and `Location: /api/v1/operations/{id}`. Creates accept an
-`Idempotency-Key` header: the same key (per project) replays the first answer.
+202 with the instance and its Operation, and `Location: /api/v1/operations/{id}`. Creates of SSH keys,
+instances and clusters accept an `Idempotency-Key` header (`apps.core.idempotency`).
 """
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
+from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.tenancy.models import Organization
 from apps.tenancy.selectors import project_get_visible_to
@@ -19,9 +19,6 @@ from .. import selectors
 from ..services import catalog, clusters, instances, ssh_keys
 from . import filters
 from . import serializers as s
-
-IDEMPOTENCY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
-                               description="Replays the first answer for the same key in the project.")
 
 
 class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -75,6 +72,7 @@ class SshKeyViewSet(_Base):
         return selectors.ssh_key_list_visible_to(self.request.user)
 
     @extend_schema(request=s.SshKeyCreateInput, responses={201: s.SshKeyOutput})
+    @idempotent_create
     def create(self, request):
         data = self._input(s.SshKeyCreateInput)
         key = ssh_keys.ssh_key_create(actor=request.user, project=self._project(data["project"]),
@@ -117,13 +115,14 @@ class InstanceViewSet(_Base):
             kwargs["context"] = context
         return super().get_serializer(*args, **kwargs)
 
-    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted}, parameters=[IDEMPOTENCY])
+    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted})
+    @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
-        inst, op, _replayed = instances.instance_create(
+        inst, op = instances.instance_create(
             actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
             image_id=data["image"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
-            idempotency_key=request.headers.get("Idempotency-Key", "")[:255], request_id=get_request_id(),
+            request_id=get_request_id(),
             **_network_fields(data))
         return _accepted(inst, op)
 
@@ -175,7 +174,8 @@ class ClusterViewSet(_Base):
     def get_queryset(self):
         return selectors.cluster_list_visible_to(self.request.user).prefetch_related("members")
 
-    @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput}, parameters=[IDEMPOTENCY])
+    @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput})
+    @idempotent_create
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
         cluster = clusters.cluster_create(

@@ -3,20 +3,18 @@ Operation (the workflows in `apps.compute.workflows` do the work); every write i
 
 Errors: 404 `flavor_not_found` (also a flavor not offered to the project), `image_not_found`,
 `ssh_key_not_found` (also another project's key); 400 `validation_error` (name), `user_data_too_large`;
-422 `quota_exceeded`, `idempotency_key_reused`; 409 `invalid_state` (with `allowed_states`), `name_taken`.
+422 `quota_exceeded`; 409 `invalid_state` (with `allowed_states`), `name_taken`.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from collections.abc import Sequence
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.db import atomic_with_retry, unique_conflict
-from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
+from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations.models import Operation
 from apps.operations.runner import operation_start, operations_cancel_unfinished
@@ -38,12 +36,6 @@ TARGET = "compute.instance"
 CREATE, STOP, START, REBOOT, DELETE, RESIZE = ("instance.create", "instance.stop", "instance.start",
                                                "instance.reboot", "instance.delete", "instance.resize")
 GPU_FIELDS = ("gpu_form", "gpu_model", "gpu_count", "mig_profile", "vgpu_type", "share_milli")
-
-
-class IdempotencyKeyReused(DomainError):
-    """422: the key was used for a different request (draft-ietf-httpapi-idempotency-key-header §2.7)."""
-
-    code, status, title = Code.IDEMPOTENCY_KEY_REUSED, 422, "Idempotency key reused"
 
 
 def gpu_quota_keys(flavor: Flavor) -> list[tuple[str, int]]:
@@ -84,30 +76,12 @@ def _is_uuid(value) -> bool:
         return False
 
 
-def _request_hash(**fields) -> str:
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _replay(project, key: str, request_hash: str) -> tuple[Instance, Operation] | None:
-    """The earlier answer for `key` in `project`, under a transaction-scoped advisory lock on the key so two
-    concurrent requests with one key create one instance."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"compute:{project.pk}:{key}"])
-    op = Operation.objects.filter(kind=CREATE, project=project, idempotency_key=key).first()
-    if op is None:
-        return None
-    if op.state.get("request_hash") != request_hash:
-        raise IdempotencyKeyReused("This Idempotency-Key was used with a different request.")
-    return Instance.objects.get(pk=op.target_id), op
-
-
 @atomic_with_retry
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
-                    user_data: str = "", idempotency_key: str = "", request_id: str = "",
-                    cluster=None, gpu_quota: bool = True, subnet_id=None, security_group_ids: Sequence = (),
-                    ib_partition_id=None) -> tuple[Instance, Operation, bool]:
-    """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation,
-    replayed) where `replayed` is True when `idempotency_key` repeated an earlier request (same answer).
+                    user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True, subnet_id=None, security_group_ids: Sequence = (),
+                    ib_partition_id=None) -> tuple[Instance, Operation]:
+    """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation).
+    A retried request is answered by the API's `Idempotency-Key` layer (`apps.core.idempotency`), not here.
     The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
     `selectors.gpu_quota_pending`), so no 202 is given for GPUs the quota cannot hold. `gpu_quota=False` skips
     the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
@@ -121,14 +95,8 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
-    fields = {"network": network} if network else {}   # requests without networks hash as before
-    rhash = _request_hash(name=name, flavor=flavor.pk, image=image.pk, keys=sorted(str(k.pk) for k in keys),
-                          user_data=user_data, **fields)
+    fields = {"network": network} if network else {}
     with transaction.atomic():
-        if idempotency_key:
-            earlier = _replay(project, idempotency_key, rhash)
-            if earlier:
-                return (*earlier, True)
         gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
         for key, amount in quota_keys(flavor):
             if key not in gpu_keys:
@@ -141,11 +109,11 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                                            holds_gpu_quota=gpu_quota)
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
-                             state={"request_hash": rhash}, idempotency_key=idempotency_key, request_id=request_id)
+                             request_id=request_id)
         audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
             "operation": str(op.pk), **fields})
-    return inst, op, False
+    return inst, op
 
 
 def _act(actor, instance: Instance, action: str, kind: str, state: dict | None = None) -> Operation:

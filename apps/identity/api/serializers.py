@@ -22,13 +22,15 @@ class ApiTokenOutput(ModelSerializer):
 
 
 class ApiTokenCreated(ApiTokenOutput):
-    token = serializers.SerializerMethodField(help_text="The secret, shown only in this response.")
+    token = serializers.SerializerMethodField(
+        help_text="The secret, shown only in this response; null in a replay of the create (Idempotency-Key), since "
+                  "the secret is never stored.")
 
     class Meta(ApiTokenOutput.Meta):
         fields = [*ApiTokenOutput.Meta.fields, "token"]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.CharField())
+    @extend_schema_field(serializers.CharField(allow_null=True))
     def get_token(self, obj) -> str:
         return self.context["raw_token"]
 

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from apps.core.api import validated
+from apps.core.idempotency import idempotent_create
 from apps.tenancy.errors import Forbidden
 
 from .. import services, signin
@@ -36,6 +37,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return api_token_list_visible_to(self.request.user)
 
     @extend_schema(request=s.ApiTokenCreateInput, responses={201: s.ApiTokenCreated})
+    @idempotent_create(unstored=("token",))
     def create(self, request):
         data = _validated(s.ApiTokenCreateInput, request)
         account = data.pop("service_account")

@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
+from apps.core.idempotency import idempotent_create
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors, services
@@ -31,6 +32,7 @@ class VpcViewSet(_Base):
         return selectors.vpc_list_visible_to(self.request.user)
 
     @extend_schema(request=s.VpcCreateInput, responses={201: s.VpcOutput})
+    @idempotent_create
     def create(self, request):
         vpc = services.vpc_create(actor=request.user, **self._input(s.VpcCreateInput))
         return self._out(vpc, status.HTTP_201_CREATED)
@@ -56,6 +58,7 @@ class SubnetViewSet(_Base):
         return selectors.subnet_list_visible_to(self.request.user)
 
     @extend_schema(request=s.SubnetCreateInput, responses={201: s.SubnetOutput})
+    @idempotent_create
     def create(self, request):
         subnet = services.subnet_create(actor=request.user, **self._input(s.SubnetCreateInput))
         return self._out(subnet, status.HTTP_201_CREATED)
@@ -76,6 +79,7 @@ class SecurityGroupViewSet(_Base):
         return selectors.security_group_list_visible_to(self.request.user)
 
     @extend_schema(request=s.SecurityGroupCreateInput, responses={201: s.SecurityGroupOutput})
+    @idempotent_create
     def create(self, request):
         sg = services.security_group_create(actor=request.user, **self._input(s.SecurityGroupCreateInput))
         return self._out(selectors.security_group_list_visible_to(request.user).get(pk=sg.pk),
@@ -97,6 +101,7 @@ class SecurityGroupRuleViewSet(_Base):
         return selectors.security_group_rule_list_visible_to(self.request.user)
 
     @extend_schema(request=s.SecurityGroupRuleCreateInput, responses={201: s.SecurityGroupRuleOutput})
+    @idempotent_create
     def create(self, request):
         rule = services.security_group_rule_create(actor=request.user,
                                                    **self._input(s.SecurityGroupRuleCreateInput))
@@ -118,6 +123,7 @@ class PortViewSet(_Base):
         return selectors.port_list_visible_to(self.request.user)
 
     @extend_schema(request=s.PortCreateInput, responses={201: s.PortOutput})
+    @idempotent_create
     def create(self, request):
         port = services.port_create(actor=request.user, **self._input(s.PortCreateInput))
         return self._out(self.get_queryset().get(pk=port.pk), status.HTTP_201_CREATED)
@@ -143,6 +149,7 @@ class PublicIpViewSet(_Base):
         return selectors.public_ip_list_visible_to(self.request.user)
 
     @extend_schema(request=s.PublicIpCreateInput, responses={201: s.PublicIpOutput})
+    @idempotent_create
     def create(self, request):
         pip = services.public_ip_create(actor=request.user, **self._input(s.PublicIpCreateInput))
         return self._out(pip, status.HTTP_201_CREATED)
@@ -169,6 +176,7 @@ class IbPartitionViewSet(_Base):
         return selectors.ib_partition_list_visible_to(self.request.user)
 
     @extend_schema(request=s.IbPartitionCreateInput, responses={201: s.IbPartitionOutput})
+    @idempotent_create
     def create(self, request):
         part = services.ib_partition_create(actor=request.user, **self._input(s.IbPartitionCreateInput))
         return self._out(part, status.HTTP_201_CREATED)

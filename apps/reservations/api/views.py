@@ -10,6 +10,7 @@ from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound, ValidationFailed
+from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.identity.permissions import IsStaffOperator
 from apps.tenancy.models import Organization
@@ -40,6 +41,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
         return selectors.lease_list_visible_to(self.request.user)
 
     @extend_schema(request=s.LeaseCreateInput, responses={201: s.LeaseOutput})
+    @idempotent_create
     def create(self, request):
         data = dict(self._input(s.LeaseCreateInput))
         project = self._project(data.pop("project"))
@@ -125,14 +127,14 @@ class InstanceRequestViewSet(_Base):
         return selectors.instance_terms_list_visible_to(self.request.user)
 
     @extend_schema(request=s.InstanceRequestInput, responses={202: s.InstanceRequestAccepted})
+    @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceRequestInput)
         inst, op, terms, queued = queue.instance_request_create(
             actor=request.user, project=self._project(data["project"]), name=data["name"],
             flavor_id=data["flavor"], image_id=data["image"], ssh_key_ids=data["ssh_keys"],
             user_data=data["user_data"], market=data["market"], lease_id=data["lease"],
-            queue_timeout_s=data["queue_timeout_s"],
-            idempotency_key=request.headers.get("Idempotency-Key", "")[:255], request_id=get_request_id())
+            queue_timeout_s=data["queue_timeout_s"], request_id=get_request_id())
         inst.refresh_from_db()
         ctx = {"queued": queued, "positions": queue.queue_positions() if queued else {}}
         body = {"instance": s.InstanceOutput(inst).data, "operation": s.OperationOutput(op).data,

@@ -52,7 +52,7 @@ def _gpus(flavor) -> int:
 
 def instance_request_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                             user_data: str = "", market: str = Market.ON_DEMAND, lease_id=None,
-                            queue_timeout_s: int = 0, idempotency_key: str = "", request_id: str = ""):
+                            queue_timeout_s: int = 0, request_id: str = ""):
     """Create an instance with capacity terms. Returns (instance, operation, terms, queued request or None).
     400 for a bad market / timeout, 404 `not_found` for a lease not in the project, 409 `lease_not_usable` for a
     lease that is not active; compute's own errors otherwise."""
@@ -64,13 +64,9 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
                                errors={"queue_timeout_s": [f"0..{conf.queue_max_timeout_s()} seconds"]})
     with transaction.atomic():
         lease = _lease_for(project, lease_id) if market == Market.LEASE else None
-        inst, op, replayed = compute.instance_create(
+        inst, op = compute.instance_create(
             actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id,
-            ssh_key_ids=ssh_key_ids, user_data=user_data, idempotency_key=idempotency_key, request_id=request_id,
-            gpu_quota=lease is None)
-        if replayed:
-            terms = InstanceTerms.objects.get(instance=inst)
-            return inst, op, terms, QueuedRequest.objects.filter(instance=inst).first()
+            ssh_key_ids=ssh_key_ids, user_data=user_data, request_id=request_id, gpu_quota=lease is None)
         terms = InstanceTerms.objects.create(instance=inst, project=project, market=market, lease=lease)
         queued = None
         if queue_timeout_s:

@@ -1,0 +1,129 @@
+"""`Idempotency-Key` on creates: one layer for every app (after the IETF httpapi idempotency-key draft).
+
+A client that may retry a create sends `Idempotency-Key: <1-255 printable ASCII characters>`:
+
+- The key is scoped to the caller (the authenticated user) and the endpoint (method + path); it is remembered
+  `IDEMPOTENCY_KEY_TTL_HOURS` (24 h), after which it is new.
+- First use: the request runs in one transaction that also stores its answer (status, body, `Location`), so
+  the key is recorded exactly when what the request created is committed.
+- Same key, same body: the stored answer is returned (same object, same operation; header
+  `Idempotent-Replayed: true`); nothing new is created.
+- Same key, different body: 422 `idempotency_key_reused`; nothing runs.
+- Concurrent requests with one key: the second waits on the first's row (the unique index) and then replays
+  its answer; if the first failed, the second runs. One create either way.
+- A request that fails (4xx/5xx) stores nothing: a corrected retry with the same key runs normally.
+- A malformed key is 400 `invalid_idempotency_key`.
+
+Use `@idempotent_create` on a viewset's create method (it also declares the header in the OpenAPI schema), or
+call `idempotent(request, execute)` around any other POST.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.utils.encoders import JSONEncoder
+
+from .clock import now
+from .errors import DomainError, ValidationFailed
+from .models import IdempotencyKey
+
+HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+KEPT_HEADERS = ("Location",)
+_VALID_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
+    HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    description="1-255 printable ASCII characters. A retry with the same key and body returns the first answer "
+                "(header `Idempotent-Replayed: true`) and creates nothing; the same key with a different body is "
+                "422 `idempotency_key_reused`. Scoped to the caller and this endpoint, kept 24 hours.")
+
+
+class IdempotencyKeyReused(DomainError):
+    """422: the key was already used for a different request body at this endpoint."""
+
+    code, status, title = "idempotency_key_reused", 422, "Idempotency key reused"
+
+
+def ttl() -> dt.timedelta:
+    return dt.timedelta(hours=getattr(settings, "IDEMPOTENCY_KEY_TTL_HOURS", 24))
+
+
+def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str, ...] = ()) -> Response:
+    """Run `execute()` at most once per Idempotency-Key (see the module docstring); without the header, run it.
+
+    `unstored`: top-level body members never written to the database (a secret shown once, such as a new API
+    token); a replay answers them as null."""
+    key = request.headers.get(HEADER)
+    if key is None:
+        return execute()
+    key = key.strip()
+    if not _VALID_KEY.match(key):
+        raise ValidationFailed("Idempotency-Key must be 1-255 printable ASCII characters.",
+                               code="invalid_idempotency_key", errors={HEADER: ["1-255 printable ASCII characters"]})
+    caller = str(getattr(request.user, "pk", "") or "anonymous")
+    endpoint = f"{request.method} {request.path.rstrip('/')}"
+    digest = _body_hash(request.data)
+    with transaction.atomic():
+        IdempotencyKey.objects.filter(caller=caller, endpoint=endpoint, key=key,
+                                      created_at__lt=now() - ttl()).delete()
+        try:
+            with transaction.atomic():
+                # Blocks while a concurrent request holds the same key; fails once that one committed.
+                record = IdempotencyKey.objects.create(caller=caller, endpoint=endpoint, key=key,
+                                                       request_hash=digest, response_status=0)
+        except IntegrityError:
+            return _replay(IdempotencyKey.objects.get(caller=caller, endpoint=endpoint, key=key), digest)
+        response = execute()
+        if 200 <= response.status_code < 300:
+            record.response_status = response.status_code
+            body = _jsonable(response.data)
+            if isinstance(body, dict):
+                body.update({name: None for name in unstored if name in body})
+            record.response_body = body
+            record.response_headers = {h: response[h] for h in KEPT_HEADERS if response.has_header(h)}
+            record.save(update_fields=["response_status", "response_body", "response_headers"])
+        else:
+            record.delete()
+    return response
+
+
+def idempotent_create(method=None, *, unstored: tuple[str, ...] = ()):
+    """Decorate a viewset's `create(self, request, ...)` (or a POST action): `Idempotency-Key` handled by
+    `idempotent`, and the header declared on the operation in the OpenAPI schema. Use as `@idempotent_create`
+    or `@idempotent_create(unstored=("token",))`."""
+    if method is None:
+        return functools.partial(idempotent_create, unstored=unstored)
+
+    @functools.wraps(method)
+    def wrapper(self, request, *args, **kwargs):
+        return idempotent(request, lambda: method(self, request, *args, **kwargs), unstored=unstored)
+
+    return extend_schema(parameters=[IDEMPOTENCY_KEY_PARAMETER])(wrapper)
+
+
+def _replay(record: IdempotencyKey, digest: str) -> Response:
+    if record.request_hash != digest:
+        raise IdempotencyKeyReused(f"This {HEADER} was used with a different request body.")
+    return Response(record.response_body, status=record.response_status,
+                    headers={**record.response_headers, REPLAYED_HEADER: "true"})
+
+
+def _body_hash(data) -> str:
+    if hasattr(data, "lists"):  # a form or multipart QueryDict
+        data = {k: v for k, v in data.lists()}
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _jsonable(value):
+    return json.loads(json.dumps(value, cls=JSONEncoder))
