@@ -3,7 +3,7 @@
 Lock order (docs/architecture.md, "Lock order"; ADR 0003): every transaction takes row locks in this order and
 never goes back up the list::
 
-    idempotency key (advisory) → organization (quota) → the object's own row (lease, instance, operation, cluster)
+    idempotency key (its `core.IdempotencyKey` row) → organization (quota) → the object's own row (lease, instance, operation, cluster)
     → per-host ledger rows (host id order) → GPU / pool rows → advisory per-model reserve lock
 
 Locks on a joined row are a bug: ``select_for_update()`` with ``select_related()`` must pass ``of=("self",)``, or

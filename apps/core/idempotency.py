@@ -12,6 +12,8 @@ A client that may retry a create sends `Idempotency-Key: <1-255 printable ASCII 
 - Concurrent requests with one key: the second waits on the first's row (the unique index) and then replays
   its answer; if the first failed, the second runs. One create either way.
 - A request that fails (4xx/5xx) stores nothing: a corrected retry with the same key runs normally.
+- The layer owns the transaction, so it is also the one that retries it on a deadlock or serialization failure
+  (`apps.core.db.atomic_with_retry`); the idempotency key is the first lock taken (the lock order there).
 - A malformed key is 400 `invalid_idempotency_key`.
 
 Use `@idempotent_create` on a viewset's create method (it also declares the header in the OpenAPI schema), or
@@ -34,6 +36,7 @@ from rest_framework.response import Response
 from rest_framework.utils.encoders import JSONEncoder
 
 from .clock import now
+from .db import atomic_with_retry
 from .errors import DomainError, ValidationFailed
 from .models import IdempotencyKey
 
@@ -73,28 +76,31 @@ def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str,
                                code="invalid_idempotency_key", errors={HEADER: ["1-255 printable ASCII characters"]})
     caller = str(getattr(request.user, "pk", "") or "anonymous")
     endpoint = f"{request.method} {request.path.rstrip('/')}"
-    digest = _body_hash(request.data)
-    with transaction.atomic():
-        IdempotencyKey.objects.filter(caller=caller, endpoint=endpoint, key=key,
-                                      created_at__lt=now() - ttl()).delete()
-        try:
-            with transaction.atomic():
-                # Blocks while a concurrent request holds the same key; fails once that one committed.
-                record = IdempotencyKey.objects.create(caller=caller, endpoint=endpoint, key=key,
-                                                       request_hash=digest, response_status=0)
-        except IntegrityError:
-            return _replay(IdempotencyKey.objects.get(caller=caller, endpoint=endpoint, key=key), digest)
-        response = execute()
-        if 200 <= response.status_code < 300:
-            record.response_status = response.status_code
-            body = _jsonable(response.data)
-            if isinstance(body, dict):
-                body.update({name: None for name in unstored if name in body})
-            record.response_body = body
-            record.response_headers = {h: response[h] for h in KEPT_HEADERS if response.has_header(h)}
-            record.save(update_fields=["response_status", "response_body", "response_headers"])
-        else:
-            record.delete()
+    return _run_once(caller, endpoint, key, _body_hash(request.data), execute, unstored)
+
+
+@atomic_with_retry
+def _run_once(caller: str, endpoint: str, key: str, digest: str, execute, unstored) -> Response:
+    """Claim the key, run, store the answer: one transaction, which this layer owns (so a deadlock or
+    serialization failure inside the create is retried here, from the claim on; `apps.core.db`)."""
+    IdempotencyKey.objects.filter(caller=caller, endpoint=endpoint, key=key, created_at__lt=now() - ttl()).delete()
+    try:
+        with transaction.atomic():
+            # Blocks while a concurrent request holds the same key; fails once that one committed.
+            record = IdempotencyKey.objects.create(caller=caller, endpoint=endpoint, key=key, request_hash=digest,
+                                                   response_status=0)
+    except IntegrityError:
+        return _replay(IdempotencyKey.objects.get(caller=caller, endpoint=endpoint, key=key), digest)
+    response = execute()
+    if 200 <= response.status_code < 300:
+        body = _jsonable(response.data)
+        if isinstance(body, dict):
+            body.update({name: None for name in unstored if name in body})
+        record.response_status, record.response_body = response.status_code, body
+        record.response_headers = {h: response[h] for h in KEPT_HEADERS if response.has_header(h)}
+        record.save(update_fields=["response_status", "response_body", "response_headers"])
+    else:
+        record.delete()
     return response
 
 
