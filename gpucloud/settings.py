@@ -119,6 +119,10 @@ SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
 # How long an Idempotency-Key answer is kept (apps.core.idempotency); after that the key is new.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+# Webhook destinations (apps.core.outbound): ports a tenant's URL may use, and networks an operator opens despite
+# the refusal of internal addresses (CIDRs, comma separated; any port inside them).
+WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[80, 443])
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 
 # OIDC login (mozilla-django-oidc): on only when OIDC_RP_CLIENT_ID is set; see docs/tenancy.md.
 from apps.identity.oidc_config import oidc_settings  # noqa: E402

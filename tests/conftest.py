@@ -44,3 +44,12 @@ def api_client() -> APIClient:
 def _sign_in_throttle_loose(settings):
     """Suites sign in often from one address; tests of the throttle itself set `SIGN_IN_THROTTLE_RATES` low."""
     settings.SIGN_IN_THROTTLE_RATES = {"sign_in_account": "100000/min", "sign_in_address": "100000/min"}
+
+
+@pytest.fixture(autouse=True)
+def dns(monkeypatch) -> dict:
+    """Tests never ask a DNS server: outbound (webhook) host names resolve only through this table, which a test
+    may fill (`dns["hooks.example"] = ["203.0.113.7"]`); any other name does not resolve."""
+    table: dict[str, list[str]] = {}
+    monkeypatch.setattr("apps.core.outbound.resolve", lambda host, port: list(table.get(host, [])))
+    return table

@@ -3,7 +3,8 @@
 `event_record` writes the audit event and, in the same transaction, one outbox row per active webhook endpoint
 of the organization subscribed to the event, plus one e-mail row to the organization's billing e-mail (when
 set) for tenant-facing events. `notifications_deliver` (Celery beat, and after each commit that wrote rows)
-sends due rows: webhooks as a signed JSON POST, e-mail through Django's mail backend; a failure is retried
+sends due rows: webhooks as a signed JSON POST (to the address checked at that moment, `apps.core.outbound`;
+a refused destination fails the row at once), e-mail through Django's mail backend; a failure is retried
 with exponential backoff (30 s, 60 s, 120 s, ... capped at one hour) up to `RESERVATIONS_WEBHOOK_MAX_ATTEMPTS`.
 
 Signature (same scheme as Stripe's and Standard Webhooks' documented HMAC signing): header
@@ -18,13 +19,13 @@ import hmac
 import json
 import logging
 
-import requests
 from django.core.mail import send_mail
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core import clock
+from apps.core.outbound import DestinationRefused, guarded_post
 from apps.core.tasks import enqueue_on_commit
 
 from .. import conf
@@ -76,10 +77,10 @@ def _send(n: Notification) -> None:
                   recipient_list=[n.recipient])
         return
     ts = int(clock.now().timestamp())
-    resp = requests.post(n.endpoint.url, data=body, timeout=conf.webhook_timeout_s(), allow_redirects=False,
-                         headers={"Content-Type": "application/json", "Gpucloud-Event": n.event,
-                                  "Gpucloud-Delivery": str(n.pk),
-                                  "Gpucloud-Signature": f"t={ts},v1={sign(n.endpoint.secret, ts, body)}"})
+    resp = guarded_post(n.endpoint.url, data=body, timeout=conf.webhook_timeout_s(),
+                        headers={"Content-Type": "application/json", "Gpucloud-Event": n.event,
+                                 "Gpucloud-Delivery": str(n.pk),
+                                 "Gpucloud-Signature": f"t={ts},v1={sign(n.endpoint.secret, ts, body)}"})
     if not 200 <= resp.status_code < 300:
         raise RuntimeError(f"HTTP {resp.status_code}")
 
@@ -97,6 +98,9 @@ def notifications_deliver(*, limit: int = 100) -> int:
             n.attempts += 1
             try:
                 _send(n)
+            except DestinationRefused as exc:  # the address is checked again at delivery (DNS rebinding)
+                n.last_error, n.status = f"refused: {exc.detail}"[:1000], DeliveryStatus.FAILED
+                log.warning("notification_refused", extra={"notification": str(n.pk), "error": n.last_error})
             except Exception as exc:  # noqa: BLE001 - any failure of the receiver is retried
                 n.last_error = str(exc)[:1000]
                 if n.attempts >= conf.webhook_max_attempts():
