@@ -9,6 +9,9 @@
   COMPUTE_STOP_GRACE_S     60: seconds a soft stop waits for the guest before powering off
   COMPUTE_OVS_BRIDGE       br-int: the Open vSwitch integration bridge tenant NICs plug into (OVN)
   COMPUTE_VANISHED_GRACE_S 300: seconds the reconciler waits before releasing a vanished domain's allocation
+  COMPUTE_CAPACITY_POLL_S  15: how often a create that lost its capacity to a concurrent claim (or a cluster
+                           that waits for capacity) places again
+  COMPUTE_QUEUE_TIMEOUT_S  86400: how long a cluster created with `queue: true` waits for capacity
 """
 import environ
 
@@ -29,6 +32,14 @@ def uefi() -> bool:
 
 def image_dir() -> str:
     return env.str("COMPUTE_IMAGE_DIR", default="")
+
+
+def capacity_poll_s() -> float:
+    return env.float("COMPUTE_CAPACITY_POLL_S", default=15.0)
+
+
+def queue_timeout_s() -> int:
+    return env.int("COMPUTE_QUEUE_TIMEOUT_S", default=86400)
 
 
 def transient_retries() -> int:

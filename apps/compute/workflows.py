@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+from django.db import transaction
+
 from apps.core.clock import now
 from apps.core.drivers import DriverError, DriverTransientError
 from apps.core.transitions import transition
@@ -30,7 +32,7 @@ from .services import devices as devsvc
 from .services import networks as netsvc
 from .services.hypervisor import driver_for_host
 from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
-from .services.placement import instance_allocations_release, instance_place_and_claim
+from .services.placement import CapacityTaken, instance_allocations_release, instance_place_and_claim
 from .states import INSTANCE_TRANSITIONS, InstanceStatus
 
 
@@ -57,11 +59,19 @@ def _observe(inst: Instance, state: PowerState) -> None:
 
 # ---- create ------------------------------------------------------------------------------------------------
 def place_and_claim(op) -> None:
+    """Claim the instance's capacity. A claim that finds the capacity gone (a concurrent request took it after
+    the create was admitted) is "not now", never a failure: the step places again every
+    `COMPUTE_CAPACITY_POLL_S` until the operation's deadline (the reason is in the operation's state)."""
     inst = _instance(op)
     if inst.status == InstanceStatus.PENDING:
         transition(inst, "provision", INSTANCE_TRANSITIONS)
     if inst.host_id is None:
-        instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
+        try:
+            with transaction.atomic():
+                instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
+        except CapacityTaken as exc:
+            op.state["waiting_for_capacity"] = exc.detail[:500]
+            raise StepWait(conf.capacity_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
 
 
 def attach_networks(op) -> None:

@@ -1,7 +1,7 @@
 """Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials."""
 from __future__ import annotations
 
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Max, QuerySet, Sum
 
 from .models import (
     AgentCommand,
@@ -75,3 +75,24 @@ def gpus_per_host_max(model: str) -> int:
     model takes this many GPUs per host."""
     top = Gpu.objects.filter(model=model).values("host_id").annotate(n=Count("id")).aggregate(m=Max("n"))["m"]
     return int(top or 0)
+
+
+def gpus_in_fleet(model: str, *, zone: str = "") -> int:
+    """GPUs of `model` on hosts that are not retired (in `zone` when given): the most any request of that model
+    could ever get."""
+    qs = Gpu.objects.filter(model=model).exclude(host__state="retired")
+    return qs.filter(host__zone__name=zone).count() if zone else qs.count()
+
+
+def fleet_capacity(resource: str, qualifier: str | None) -> int | None:
+    """The most of a tenancy quota resource the fleet could ever place, counting every host that is not retired:
+    ``gpus`` (GPUs, of the model for ``gpus:<model>``), ``vcpus`` (CPU threads of hypervisor hosts),
+    ``memory_mib``; None for resources it does not count."""
+    hosts = Host.objects.exclude(state="retired")
+    if resource == "gpus":
+        qs = Gpu.objects.filter(host__in=hosts)
+        return (qs.filter(model=qualifier) if qualifier else qs).count()
+    if resource in ("vcpus", "memory_mib") and qualifier is None:
+        field = "cpu_threads" if resource == "vcpus" else "memory_mib"
+        return int(hosts.filter(provisioning_kind="hypervisor").aggregate(n=Sum(field))["n"] or 0)
+    return None

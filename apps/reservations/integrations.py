@@ -1,19 +1,22 @@
 """What reservations plugs into other apps, registered once from `ReservationsConfig.ready`:
 
 * compute's placement hook (`hooks.placement_hook`): lease, spot and queued instances;
+* compute's queue hook (`services.queue.queue_join`): a create with `queue: true` joins the on-demand queue;
 * tenancy's quota counter ``leases`` (`hooks.lease_quota_usage`);
 * billing's usage source ``reservations.lease`` (`selectors.lease_usage`).
 """
 from __future__ import annotations
 
 from apps.billing.registry import register_usage_source
-from apps.compute.services.placement import register_placement_hook
+from apps.compute.services.placement import register_placement_hook, register_queue_hook
 from apps.tenancy.quotas import register_usage_counter
 
 from . import hooks, selectors
+from .services.queue import queue_join
 
 
 def register() -> None:
     register_placement_hook(hooks.placement_hook)
+    register_queue_hook(queue_join)
     register_usage_counter("leases", hooks.lease_quota_usage)
     register_usage_source("reservations.lease", selectors.lease_usage)

@@ -16,6 +16,7 @@ class Code(StrEnum):
     INVALID_ALLOCATION = "invalid_allocation"
     INVALID_PLACEMENT_REQUEST = "invalid_placement_request"
     CONSUMER_TYPE_MISMATCH = "consumer_type_mismatch"
+    UNPLACEABLE = "unplaceable"
 
 
 class CapacityUnavailable(Conflict):

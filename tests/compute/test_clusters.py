@@ -57,11 +57,11 @@ def test_cluster_members_land_on_distinct_hosts_and_delete_together(world):
 
 
 def test_cluster_that_does_not_fit_claims_nothing(world):
+    """Three members on two one-GPU hosts: never placeable, refused before anything is written (the placement
+    rule, tests/compute/test_placement_rule.py)."""
     _cabled_hosts(2, gpus=1)
     resp = world.client_a.post("/api/v1/clusters/", _body(world, 3), format="json")
-    op = drive(Operation.objects.get(kind="cluster.create").pk)
-    cluster = Cluster.objects.get(pk=resp.data["id"])
-    assert (op.status, op.error_code, cluster.status) == ("failed", "capacity_unavailable", "error")
-    assert sorted(cluster.members.values_list("status", flat=True)) == ["error"] * 3
+    assert (resp.status_code, resp.json()["code"]) == (422, "unplaceable")
+    assert Cluster.objects.count() == 0
     assert Allocation.objects.count() == 0
-    assert Operation.objects.filter(kind="instance.create").count() == 0
+    assert Operation.objects.count() == 0

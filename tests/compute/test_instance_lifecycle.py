@@ -128,12 +128,11 @@ def test_idempotency_key_replays_and_refuses_a_different_body(world):
 
 
 def test_no_capacity_fails_the_create_and_holds_nothing(world):
+    """No GPU host at all: the fleet could never hold the flavor, refused at once (the placement rule)."""
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
-    op = drive(resp.data["operation"]["id"])
-    assert (op.status, op.error_code) == ("failed", "capacity_unavailable")
-    inst = Instance.objects.get(pk=resp.data["instance"]["id"])
-    assert (inst.status, inst.error_code, inst.host_id) == ("error", "capacity_unavailable", None)
-    assert "No host can hold the request" in inst.error_reason
+    assert (resp.status_code, resp.json()["code"], resp.json()["reason"]) == (422, "unplaceable", "no_hosts")
+    assert "could ever hold" in resp.json()["detail"]
+    assert Instance.objects.count() == 0
     assert Allocation.objects.count() == 0
 
 

@@ -30,7 +30,7 @@ def test_wiring_is_registered_only_from_integrations_modules():
             continue
         src = path.read_text()
         for name in ("register_usage_counter(", "register_usage_source(", "register_placement_resolver(",
-                     "register_placement_hook(", "register_quota_qualifiers("):
+                     "register_placement_hook(", "register_quota_qualifiers(", "register_queue_hook("):
             calls = [m for m in re.finditer(re.escape(name), src) if not src[:m.start()].endswith("def ")]
             assert not calls, f"{path.relative_to(APPS.parent)} calls {name} outside integrations.py"
 

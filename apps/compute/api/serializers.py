@@ -161,6 +161,10 @@ class InstanceCreateInput(NetworkFieldsInput):
     ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
     user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
                                       max_length=USER_DATA_MAX_BYTES * 4)
+    queue = serializers.BooleanField(
+        required=False, default=False,
+        help_text="wait for capacity: when the fleet could hold the instance but not now, join the on-demand "
+                  "queue (202) instead of answering 409 capacity_unavailable")
 
 
 class InstanceActionInput(Serializer):
@@ -207,3 +211,7 @@ class ClusterCreateInput(NetworkFieldsInput):
     ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
     user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
                                       max_length=USER_DATA_MAX_BYTES * 4)
+    queue = serializers.BooleanField(
+        required=False, default=False,
+        help_text="wait for capacity: when the fleet could hold every member but not now, wait (all-or-nothing, "
+                  "201) instead of answering 409 capacity_unavailable")

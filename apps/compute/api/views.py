@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
+from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES
 from apps.tenancy.models import Organization
 from apps.tenancy.selectors import project_get_visible_to
 
@@ -84,7 +85,6 @@ class SshKeyViewSet(_Base):
         ssh_keys.ssh_key_delete(actor=request.user, ssh_key=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-
 def _accepted(instance, op) -> Response:
     instance.refresh_from_db()
     body = s.InstanceAccepted({"instance": instance, "operation": op}).data
@@ -115,7 +115,7 @@ class InstanceViewSet(_Base):
             kwargs["context"] = context
         return super().get_serializer(*args, **kwargs)
 
-    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted})
+    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
@@ -123,7 +123,7 @@ class InstanceViewSet(_Base):
             actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
             image_id=data["image"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
             request_id=get_request_id(),
-            **_network_fields(data))
+            queue=data["queue"], **_network_fields(data))
         return _accepted(inst, op)
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted})
@@ -174,14 +174,14 @@ class ClusterViewSet(_Base):
     def get_queryset(self):
         return selectors.cluster_list_visible_to(self.request.user).prefetch_related("members")
 
-    @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput})
+    @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
         cluster = clusters.cluster_create(
             actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
             image_id=data["image"], size=data["size"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
-            request_id=get_request_id(), **_network_fields(data))
+            request_id=get_request_id(), queue=data["queue"], **_network_fields(data))
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput})

@@ -4,32 +4,42 @@ rules (one InfiniBand fabric; fewest leaf switches per rail), and deleted togeth
 `cluster_create` writes the cluster and its N pending instances and starts one `cluster.create` operation that
 claims every member's capacity in one ledger transaction (gang claim); it then starts each member's
 `instance.create`, whose placement step finds the host already chosen.
+
+The placement rule (docs/adr/0404-placement-admission.md) runs before anything is written: a gang no topology of
+the fleet could ever hold is 422 `unplaceable`; one that cannot be held now is 409 `capacity_unavailable` with
+``earliest_start``, unless `queue`: then the cluster waits, all-or-nothing, in its create operation. A gang claim
+that loses a race with another cluster waits the same way (never `error`).
 """
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.clock import now
 from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
-from apps.operations.runner import operation_start
+from apps.operations.runner import operation_deadline_set, operation_start
+from apps.operations.workflows import StepWait
+from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef
 from apps.scheduling.placement.request import TopologyConstraint
 from apps.scheduling.services.placement import placement_claim
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.quotas import quota_check
 
+from .. import conf
 from ..errors import Code
 from ..models import Cluster, Instance
 from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
 from ._common import validate_name
 from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
 from .networks import network_request_resolve
-from .placement import placement_request_for
+from .placement import placement_admit_for, placement_request_for
 
 CLUSTER_CREATE = "cluster.create"
 MEMBER = "cluster_member"
@@ -39,11 +49,12 @@ MAX_MEMBER_NAME = 63
 @atomic_with_retry
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                    user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
-                   ib_partition_id=None) -> Cluster:
+                   ib_partition_id=None, queue: bool = False) -> Cluster:
     """Create a cluster of `size` members named ``<name>-<i>`` (i from 0). 400 when a member name would not be
     a DNS label; otherwise the errors of `instance_create`. Every member gets its own port in `subnet_id` and
-    joins `ib_partition_id` (the members share the partition). Capacity is claimed by the operation: when the
-    fleet cannot hold every member, the cluster and all members end in `error` and nothing stays allocated."""
+    joins `ib_partition_id` (the members share the partition). 422 `unplaceable` / 409 `capacity_unavailable`
+    (with ``earliest_start``) by the placement rule (module doc); with `queue` a cluster that cannot be held now
+    waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
     validate_name(f"{name}-{size - 1}", field="name")
@@ -57,6 +68,8 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
             quota_check(scope=project, resource=key, requested=amount)
         if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
             raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        admission = placement_admit_for(flavor, project.pk, hosts=size, topology=TopologyConstraint(one_fabric=True),
+                                        queue=queue)
         with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
         for i in range(size):
@@ -68,11 +81,15 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
                 inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
                                                user_data=user_data, cluster=cluster, network=network)
             inst.ssh_keys.set(keys)
-        operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk, project=project,
-                        actor=actor, request_id=request_id)
+        op = operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk,
+                             project=project, actor=actor, request_id=request_id,
+                             state={"queued": admission.reason} if admission.queued else {})
+        if admission.queued:
+            operation_deadline_set(operation=op, deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
         audit_record(actor=actor, action="compute.cluster.create", target=cluster,
                      after={"name": name, "flavor": flavor.name, "size": size,
-                            **({"network": network} if network else {})})
+                            **({"network": network} if network else {}),
+                            **({"queued": admission.reason} if admission.queued else {})})
     return cluster
 
 
@@ -85,9 +102,14 @@ def _claim_members(op) -> None:
         quota_check(scope=cluster.project, resource=key, requested=0)
     req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
                                 topology=TopologyConstraint(one_fabric=True))
-    placed = placement_claim(actor=op.actor, request=req, consumers=[
-        ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
-        for m in members])
+    try:
+        with transaction.atomic():
+            placed = placement_claim(actor=op.actor, request=req, consumers=[
+                ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
+                for m in members])
+    except CapacityUnavailable as exc:  # queued, or a concurrent gang won the hosts: not now, never error
+        op.state["waiting_for_capacity"] = exc.detail[:500]
+        raise StepWait(conf.capacity_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
     for m, choice in zip(members, placed.candidate.hosts, strict=True):
         devices = {**(m.devices or {}), "placement": choice.as_dict()}
         Instance.objects.filter(pk=m.pk).update(host_id=choice.host_id, devices=devices)

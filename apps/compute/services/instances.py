@@ -7,22 +7,25 @@ Errors: 404 `flavor_not_found` (also a flavor not offered to the project), `imag
 """
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Sequence
 
 from django.db import transaction
 
 from apps.audit.services import audit_record
+from apps.core.clock import now
 from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.transitions import transition
 from apps.operations.models import Operation
-from apps.operations.runner import operation_start, operations_cancel_unfinished
+from apps.operations.runner import operation_deadline_set, operation_start, operations_cancel_unfinished
 from apps.operations.selectors import operation_latest_for
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 from apps.tenancy.quotas import quota_check
 
+from .. import conf
 from ..drivers.base import USER_DATA_MAX_BYTES
 from ..errors import Code
 from ..models import Flavor, Image, Instance, SshKey
@@ -30,6 +33,7 @@ from ..selectors import flavor_offered_to_project
 from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
 from ._common import validate_name
 from .networks import network_request_resolve
+from .placement import instance_queue, placement_admit_for
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 TARGET = "compute.instance"
@@ -78,15 +82,22 @@ def _is_uuid(value) -> bool:
 
 @atomic_with_retry
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
-                    user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True, subnet_id=None, security_group_ids: Sequence = (),
-                    ib_partition_id=None) -> tuple[Instance, Operation]:
+                    user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True,
+                    subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None, queue: bool = False,
+                    admit: bool = True) -> tuple[Instance, Operation]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation).
     A retried request is answered by the API's `Idempotency-Key` layer (`apps.core.idempotency`), not here.
     The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
     `selectors.gpu_quota_pending`), so no 202 is given for GPUs the quota cannot hold. `gpu_quota=False` skips
     the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
     `subnet_id`, `security_group_ids`, `ib_partition_id`: tenant networks to attach (`services.networks`;
-    404 `subnet_not_found`, `security_group_not_found`, `ib_partition_not_found`, 400 `invalid_security_group`)."""
+    404 `subnet_not_found`, `security_group_not_found`, `ib_partition_not_found`, 400 `invalid_security_group`).
+
+    Placement rule (`admit`, docs/adr/0404-placement-admission.md), checked before anything is written: 422
+    `unplaceable` when no capacity of the fleet could ever hold the flavor; 409 `capacity_unavailable` with
+    ``earliest_start`` when it cannot now, unless `queue`: then the instance joins the on-demand queue
+    (`register_queue_hook`; without one its create waits at the placement step) and starts when capacity
+    frees. `admit=False` for instances placed by other rules (inside a lease, spot)."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
     if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
@@ -103,6 +114,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                 quota_check(scope=project, resource=key, requested=amount)
         if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
             raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+        admission = placement_admit_for(flavor, project.pk, queue=queue) if admit and cluster is None else None
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,
@@ -112,7 +124,11 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                              request_id=request_id)
         audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
-            "operation": str(op.pk), **fields})
+            "operation": str(op.pk), **fields, **({"queued": admission.reason} if admission and admission.queued
+                                                 else {})})
+        if admission is not None and admission.queued and not instance_queue(
+                actor=actor, instance=inst, operation=op, reason=admission.reason):
+            operation_deadline_set(operation=op, deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
     return inst, op
 
 

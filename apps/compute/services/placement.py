@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from apps.inventory.states import ProvisioningKind as HostProvisioningKind
+from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef, allocations_release
 from apps.scheduling.placement import PlacementRequest
 from apps.scheduling.services.placement import placement_claim
@@ -15,6 +16,11 @@ from ..states import GpuForm
 
 CONSUMER_TYPE = "instance"
 
+
+class CapacityTaken(CapacityUnavailable):
+    """On-demand capacity an admitted create counted on is gone (a concurrent claim won it): "not now", so the
+    create waits and places again instead of failing (docs/adr/0404-placement-admission.md)."""
+
 #: Hooks of other apps (apps.reservations): ``fn(instance, request) -> PlacementRequest`` adjusts an instance's
 #: request (draw from a lease, spot); it may raise `StepWait` (a queued request keeps waiting) or a DomainError.
 _PLACEMENT_HOOKS: list = []
@@ -23,6 +29,33 @@ _PLACEMENT_HOOKS: list = []
 def register_placement_hook(fn) -> None:
     if fn not in _PLACEMENT_HOOKS:
         _PLACEMENT_HOOKS.append(fn)
+
+
+#: Hooks of other apps (apps.reservations): ``fn(*, actor, instance, operation, reason) -> bool`` puts an
+#: instance whose create asked to wait (`queue: true`) into the on-demand queue, in the create's transaction;
+#: True when it did. Without one, the create operation waits at its placement step (`placement_wait`).
+_QUEUE_HOOKS: list = []
+
+
+def register_queue_hook(fn) -> None:
+    if fn not in _QUEUE_HOOKS:
+        _QUEUE_HOOKS.append(fn)
+
+
+def instance_queue(*, actor, instance: Instance, operation, reason: str) -> bool:
+    """Put `instance` in the on-demand queue (see `register_queue_hook`). Returns True when a hook took it."""
+    return any(fn(actor=actor, instance=instance, operation=operation, reason=reason) for fn in _QUEUE_HOOKS)
+
+
+def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False):
+    """The placement rule (`apps.scheduling.services.placement_admit`) for `hosts` instances of `flavor`:
+    raises 422 `unplaceable` / 409 `capacity_unavailable` (with ``earliest_start``) or returns the Admission
+    (``queued`` when `queue` and the fleet cannot hold it now)."""
+    from apps.scheduling.services import placement_admit
+
+    req = placement_request_for(flavor, project_id, hosts=hosts, topology=topology,
+                                consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member")
+    return placement_admit(request=req, queue=queue)
 
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
@@ -47,7 +80,8 @@ def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consume
 def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     """Re-check the GPU quotas (held since the create request), then place and claim for the instance (consumer id = instance
     id) in this transaction, and record the host and the placement's choice on the instance.
-    Raises `CapacityUnavailable` (409) or `QuotaExceeded` (422): terminal for the create operation."""
+    Raises `CapacityTaken` (409, on-demand: the create step waits and places again), `CapacityUnavailable`
+    (409, inside a lease or spot) or `QuotaExceeded` (422): the last two are terminal for the create."""
     from .instances import gpu_quota_keys
 
     with transaction.atomic():
@@ -59,9 +93,14 @@ def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
             # below), so the re-check adds nothing: it only fails if the limit was lowered in between
             for key, _amount in gpu_quota_keys(instance.flavor):
                 quota_check(scope=instance.project, resource=key, requested=0)
-        placed = placement_claim(actor=actor, request=request,
-                                 consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
-                                                       project_id=instance.project_id))
+        try:
+            placed = placement_claim(actor=actor, request=request,
+                                     consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
+                                                           project_id=instance.project_id))
+        except CapacityUnavailable as exc:
+            if request.lease_id is None and not request.spot:
+                raise CapacityTaken(exc.detail, explanation=exc.explanation) from exc
+            raise
         choice = placed.candidate.hosts[0]
         instance.host_id = choice.host_id
         instance.devices = {**(instance.devices or {}), "placement": choice.as_dict()}

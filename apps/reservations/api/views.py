@@ -13,6 +13,7 @@ from apps.core.errors import NotFound, ValidationFailed
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.identity.permissions import IsStaffOperator
+from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES
 from apps.tenancy.models import Organization
 from apps.tenancy.selectors import (
     organization_ids_visible_to,
@@ -40,7 +41,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
     def get_queryset(self):
         return selectors.lease_list_visible_to(self.request.user)
 
-    @extend_schema(request=s.LeaseCreateInput, responses={201: s.LeaseOutput})
+    @extend_schema(request=s.LeaseCreateInput, responses={201: s.LeaseOutput, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create
     def create(self, request):
         data = dict(self._input(s.LeaseCreateInput))
@@ -126,7 +127,8 @@ class InstanceRequestViewSet(_Base):
     def get_queryset(self):
         return selectors.instance_terms_list_visible_to(self.request.user)
 
-    @extend_schema(request=s.InstanceRequestInput, responses={202: s.InstanceRequestAccepted})
+    @extend_schema(request=s.InstanceRequestInput,
+                       responses={202: s.InstanceRequestAccepted, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceRequestInput)

@@ -13,6 +13,7 @@ Errors: 422 `quota_exceeded` (quota ``leases``: unfinished leases); 400 `invalid
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import logging
 
@@ -26,12 +27,13 @@ from apps.core.errors import ValidationFailed
 from apps.core.transitions import transition
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import Zone
-from apps.inventory.selectors import gpus_per_host_max
+from apps.inventory.selectors import gpus_in_fleet, gpus_per_host_max
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef, allocations_release
 from apps.scheduling.ledger.periods import allocations_set_end
-from apps.scheduling.placement import PlacementRequest, TopologyConstraint
-from apps.scheduling.services import placement_claim
+from apps.scheduling.placement import PlacementRequest, TopologyConstraint, place
+from apps.scheduling.services import Unplaceable, earliest_fit, fleet_fit, placement_claim
+from apps.scheduling.services.admission import refusal_constraint
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 from apps.tenancy.quotas import quota_check
@@ -124,13 +126,48 @@ def _requests(lease: Lease, count: int, start: dt.datetime) -> list[PlacementReq
     return [PlacementRequest(**base, share_milli=lease.share_milli) for _ in range(count)]
 
 
-def _constraint(explanation: dict) -> str:
-    """The constraint that failed: the topology limit, else the last filter that removed hosts."""
-    topo = explanation.get("topology") or {}
-    if topo.get("constraint"):
-        return topo["constraint"]
-    removed = [f["filter"] for f in explanation.get("filters", []) if f.get("removed")]
-    return removed[-1] if removed else "capacity"
+_constraint = refusal_constraint
+
+
+def _fleet_check(lease: Lease) -> None:
+    """The placement rule's "never" (docs/adr/0404-placement-admission.md): 422 `unplaceable` when no capacity
+    of the fleet could ever hold the lease (model, hosts and topology, MIG geometry, more GPUs than exist)."""
+    try:
+        requests = _requests(lease, lease.count, lease.start)
+    except CapacityUnavailable as exc:
+        raise Unplaceable(exc.detail, reason="gpu_model", explanation=exc.explanation) from exc
+    distinct = list(dict.fromkeys(requests))
+    if not all(place(r, limit=1).placeable for r in distinct):   # the exact ideal pass only for likely refusals
+        fleet_fit(distinct)
+    if lease.kind == LeaseKind.GPUS:
+        total = gpus_in_fleet(lease.gpu_model, zone=lease.zone)
+        if total < lease.count:
+            raise Unplaceable(f"The fleet has {total} {lease.gpu_model} GPUs; the lease asks for {lease.count}.",
+                              reason="gpu_capacity", explanation={"gpus_in_fleet": total})
+
+
+class _Rollback(Exception):
+    pass
+
+
+def _fits_at(lease: Lease, t: dt.datetime) -> bool:
+    """Whether the lease, moved to start at `t` (same duration), could be claimed: tried and rolled back."""
+    moved = copy.copy(lease)
+    moved.start, moved.end = t, t + (lease.end - lease.start)
+    try:
+        with transaction.atomic():
+            _claim(moved, moved.count, t)
+            raise _Rollback
+    except _Rollback:
+        return True
+    except CapacityUnavailable:
+        return False
+
+
+def _earliest_start(lease: Lease) -> str | None:
+    with transaction.atomic():
+        t = earliest_fit(_requests(lease, lease.count, lease.start), fits=lambda at: _fits_at(lease, at))
+    return t.isoformat() if t else None
 
 
 def _claim(lease: Lease, count: int, start: dt.datetime) -> None:
@@ -188,7 +225,9 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
                  notice_s: int = 3600) -> Lease:
     """Request a lease and confirm it at once when its capacity exists for the whole window; otherwise it is
     kept as `rejected` (with the explanation) and 409 `capacity_unavailable` is raised naming the constraint.
-    Returns the confirmed lease."""
+    Returns the confirmed lease. 422 `unplaceable` (nothing written) when no capacity of the fleet could ever
+    hold it; the 409 carries ``earliest_start``: the first start (same duration) at which it would fit, from the
+    ledger's known ends, or null (docs/adr/0404-placement-admission.md)."""
     authorize_project(actor, project, WRITERS)
     if not name or len(name) > 63:
         raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
@@ -198,6 +237,9 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
     if end_action not in EndAction.values or not 0 <= notice_s <= MAX_NOTICE_S:
         raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
                                                                         "notice_s": [f"0..{MAX_NOTICE_S}"]})
+    _fleet_check(Lease(project=project, start=s, end=e, kind=kind, gpu_model=gpu_model, count=count,
+                       mig_profile=mig_profile, share_milli=share_milli, zone=zone,
+                       max_leaves_per_rail=max_leaves_per_rail))
     lease = _lease_request(actor=actor, project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC",
                            kind=kind, gpu_model=gpu_model, count=count, mig_profile=mig_profile,
                            share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
@@ -205,7 +247,8 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
     lease, refused = _lease_confirm(actor=actor, project=project, lease_id=lease.pk)
     if refused is not None:
         raise CapacityUnavailable(refused.detail, explanation=refused.explanation, lease=str(lease.pk),
-                                  constraint=refused.extra.get("constraint", _constraint(refused.explanation)))
+                                  constraint=refused.extra.get("constraint", _constraint(refused.explanation)),
+                                  earliest_start=_earliest_start(lease))
     return lease
 
 

@@ -66,24 +66,43 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
         lease = _lease_for(project, lease_id) if market == Market.LEASE else None
         inst, op = compute.instance_create(
             actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id,
-            ssh_key_ids=ssh_key_ids, user_data=user_data, request_id=request_id, gpu_quota=lease is None)
+            ssh_key_ids=ssh_key_ids, user_data=user_data, request_id=request_id, gpu_quota=lease is None,
+            admit=market == Market.ON_DEMAND, queue=bool(queue_timeout_s))
         terms = InstanceTerms.objects.create(instance=inst, project=project, market=market, lease=lease)
         queued = None
         if queue_timeout_s:
-            expires = clock.now() + dt.timedelta(seconds=queue_timeout_s)
-            prio = QueuePriority.objects.filter(project=project).values_list("priority", flat=True).first() or 0
-            queued = QueuedRequest.objects.create(project=project, organization=project.organization, instance=inst,
-                                                  priority=prio, gpus=_gpus(inst.flavor), expires_at=expires)
-            # the create operation waits at its placement step until the queue places it or it expires
-            operation_deadline_set(operation=op, deadline_at=expires + dt.timedelta(seconds=900))
-            from ..tasks import queue_process_task
-
-            enqueue_on_commit(queue_process_task, queue="provisioning")
+            queued = _enqueue(inst, op, queue_timeout_s,
+                              QueuedRequest.objects.filter(instance=inst).values_list("reason", flat=True).first())
         event_record(actor=actor, action="reservations.instance_terms.create", target=inst,
                      organization=project.organization,
                      after={"market": market, "lease": str(lease.pk) if lease else None,
                             "queue_timeout_s": queue_timeout_s})
     return inst, op, terms, queued
+
+
+def _enqueue(inst: Instance, op, timeout_s: int, reason: str | None = "") -> QueuedRequest:
+    """Record (or re-time) the instance's waiting request; its create operation waits at its placement step
+    until the queue places it or it expires."""
+    project = inst.project
+    expires = clock.now() + dt.timedelta(seconds=timeout_s)
+    prio = QueuePriority.objects.filter(project=project).values_list("priority", flat=True).first() or 0
+    queued, _ = QueuedRequest.objects.update_or_create(
+        instance=inst, defaults={"project": project, "organization": project.organization, "priority": prio,
+                                 "gpus": _gpus(inst.flavor), "expires_at": expires, "reason": (reason or "")[:1000]})
+    operation_deadline_set(operation=op, deadline_at=expires + dt.timedelta(seconds=900))
+    from ..tasks import queue_process_task
+
+    enqueue_on_commit(queue_process_task, queue="provisioning")
+    return queued
+
+
+def queue_join(*, actor, instance: Instance, operation, reason: str) -> bool:
+    """Compute's queue hook: a create with `queue: true` that the fleet cannot hold now joins the on-demand queue
+    for `RESERVATIONS_QUEUE_MAX_TIMEOUT_S` (a request with its own `queue_timeout_s` re-times it)."""
+    _enqueue(instance, operation, conf.queue_max_timeout_s(), reason)
+    event_record(actor=actor, action="reservations.queue.join", target=instance,
+                 organization=instance.project.organization, after={"reason": reason[:500]})
+    return True
 
 
 def _ordered_waiting() -> list[QueuedRequest]:

@@ -1,6 +1,7 @@
 """Input/output serializers of the scheduling API (staff only): the placement dry run and the ledger."""
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from apps.core.serializers import ModelSerializer, Serializer
@@ -109,3 +110,12 @@ class AllocationOutput(ModelSerializer):
 
     def get_slices(self, obj) -> list[int] | None:
         return [obj.slices.lower, obj.slices.upper] if obj.slices else None
+
+
+#: The placement rule's refusals (docs/adr/0404-placement-admission.md), documented on every create it guards.
+PLACEMENT_RULE_RESPONSES = {
+    409: OpenApiResponse(description="capacity_unavailable: the fleet could hold the request but not now; "
+                                     "`earliest_start` says when it would fit (null when unknown)."),
+    422: OpenApiResponse(description="quota_exceeded, or unplaceable: no capacity of the fleet could ever hold the "
+                                     "request (`reason`, `explanation`); idempotency_key_reused."),
+}

@@ -38,15 +38,20 @@ FAST_OVERFETCH = 8
 
 
 class _Ctx:
-    """Per-call parameters shared by the SQL and the filters."""
+    """Per-call parameters shared by the SQL and the filters. ``ideal``: the fleet as if nothing were allocated
+    and every host that is not retired were available with healthy GPUs in the mode the form needs (the
+    question "could this fleet ever hold the request?"; `apps.scheduling.services.admission`)."""
 
-    def __init__(self, req: PlacementRequest):
+    def __init__(self, req: PlacementRequest, ideal: bool = False):
         self.req = req
+        self.ideal = ideal
         self.now = clock.now()
         self.window = DateTimeTZRange(req.start or self.now, req.end, "[)")
         self.policy = weighers.policy_for(req)
         nested = req.lease_id is not None
-        self.conflict = sql.conflict_predicate(consumer_type=req.consumer_type, spot=req.spot, nested=nested)
+        self.conflict = "FALSE" if ideal else sql.conflict_predicate(consumer_type=req.consumer_type,
+                                                                     spot=req.spot, nested=nested)
+        nested = nested and not ideal
         self.model_ok = "(cardinality(%(models)s::text[]) = 0 OR g.model = ANY(%(models)s::text[]))"
         self.lease_gpu = ("AND g.id IN (SELECT la.gpu_id FROM scheduling_allocation la WHERE la.consumer_id = "
                           "%(lease)s AND la.consumer_type = 'lease' AND la.period @> %(window)s)") if nested else ""
@@ -56,7 +61,7 @@ class _Ctx:
         if req.zone:
             self.zone_id = Zone.objects.filter(name=req.zone).values_list("id", flat=True).first() or uuid.UUID(int=0)
         self.group_hosts: set | None = None
-        if req.affinity_group:
+        if req.affinity_group and not ideal:
             with connection.cursor() as cur:
                 cur.execute(sql.GROUP_HOSTS, {"group": req.affinity_group, "project": req.project_id,
                                               "window": self.window})
@@ -72,10 +77,13 @@ class _Ctx:
 
 
 def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
-          exclude_hosts: frozenset = frozenset()) -> Result:
+          exclude_hosts: frozenset = frozenset(), ideal: bool = False) -> Result:
     """Ranked candidates for `req` (best first, at most `limit`; a multi-host request gets one host set).
-    `explain=True` always runs the exact path and evaluates every host. Reads only; claims nothing."""
-    ctx = _Ctx(req)
+    `explain=True` always runs the exact path and evaluates every host. `ideal=True` asks the same of the
+    empty fleet (see `_Ctx`; exact path, explained). Reads only; claims nothing."""
+    ctx = _Ctx(req, ideal=ideal)
+    if ideal:
+        return _exact(ctx, limit, True, exclude_hosts)
     if (req.is_on_demand_now and req.gpu_form in ("gpu", "none") and not explain and not req.affinity_group
             and not (req.zone and ctx.zone_id == uuid.UUID(int=0))):
         result = _fast(ctx, limit, exclude_hosts)
@@ -276,8 +284,11 @@ _REASON_TEXT = {
 
 def _host_rows(ctx: _Ctx) -> list[sql.ExactHostRow]:
     free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL {ctx.lease_gpu}"
+    holders, workloads = ledger_sql.HOLDERS, ledger_sql.WORKLOADS
+    if ctx.ideal:
+        free, holders, workloads = ctx.model_ok, "FALSE", "FALSE"
     query = sql.EXACT_HOSTS.format(conflict=ctx.conflict, model_ok=ctx.model_ok, free=free,
-                                   holders=ledger_sql.HOLDERS, workloads=ledger_sql.WORKLOADS)
+                                   holders=holders, workloads=workloads)
     with connection.cursor() as cur:
         cur.execute(query, ctx.params)
         return [sql.ExactHostRow._make(r) for r in cur.fetchall()]
@@ -295,6 +306,15 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
     hid, state, zone_id, kind, dedicated_pid = row.id, row.state, row.zone_id, row.provisioning_kind, \
         row.dedicated_project_id
     models = "|".join(req.gpu_models) or "any model"
+    if ctx.ideal:  # only what no operator action short of changing the hardware can fix
+        checks = [("host_state", state == HostState.RETIRED, state),
+                  ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
+                  ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone")]
+        if req.gpu_form != "none":
+            checks.append(("gpu_model", row.n_model < (req.gpus_per_host or 1), f"fewer GPUs of {models}"))
+        checks += [("vcpu", row.cpu_threads < req.vcpus, f"fewer than {req.vcpus} vCPUs"),
+                   ("memory", row.memory_mib < req.memory_mib, f"less than {req.memory_mib} MiB")]
+        return _first_failed(checks, exp)
     checks = [
         ("host_state", state != HostState.AVAILABLE, state),
         ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
@@ -324,6 +344,10 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
         ("memory", row.memory_mib - ctx.countable_used(row.mem_h, row.mem_w) < req.memory_mib,
          f"less than {req.memory_mib} MiB free"),
     ]
+    return _first_failed(checks, exp)
+
+
+def _first_failed(checks: list, exp: Explanation) -> bool:
     for name, failed, reason in checks:
         if failed:
             exp.remove(name, reason)
@@ -336,7 +360,7 @@ def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
     rows = [r for r in _host_rows(ctx) if r.id not in exclude]
     exp = Explanation(len(rows), "exact")
     exp.declare("host_state")
-    lease_hosts = _lease_hosts(ctx) if req.lease_id else None
+    lease_hosts = _lease_hosts(ctx) if req.lease_id and not ctx.ideal else None
     survivors = [r for r in rows if _host_filters(ctx, r, exp, lease_hosts)]
     if req.gpu_form in ("gpu", "none"):
         choices, passed = _whole_gpu_choices(ctx, survivors, exp, limit, explain)
@@ -380,7 +404,9 @@ def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explan
 
 
 def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
-    query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu)
+    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok'"
+    query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu,
+                                     gpu_ok=gpu_ok)
     out: dict = {}
     with connection.cursor() as cur:
         cur.execute(query, {**ctx.params, "hosts": host_ids})

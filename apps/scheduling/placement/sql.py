@@ -121,7 +121,8 @@ WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'o
 ORDER BY g.host_id, g.index
 """
 
-#: GPUs of some hosts in one mode with the allocations that overlap the window (MIG, vGPU, share steps).
+#: GPUs of some hosts in one mode with the allocations that overlap the window (MIG, vGPU, share steps);
+#: ``{gpu_ok}`` is the mode and health predicate (TRUE for the ideal fleet).
 GPU_OCCUPANCY = """
 SELECT g.host_id, g.id, g.index, g.numa_node, g.model,
   coalesce(json_agg(json_build_object('rc', a.resource_class, 'lo', lower(a.slices), 'hi', upper(a.slices),
@@ -129,7 +130,7 @@ SELECT g.host_id, g.id, g.index, g.numa_node, g.model,
            FILTER (WHERE a.id IS NOT NULL), '[]')
 FROM inventory_gpu g
 LEFT JOIN scheduling_allocation a ON a.gpu_id = g.id AND a.period && %(window)s AND ({conflict})
-WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND {model_ok} {lease_gpu}
+WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND {gpu_ok} AND {model_ok} {lease_gpu}
 GROUP BY g.id
 ORDER BY g.host_id, g.index
 """

@@ -15,6 +15,7 @@ from ..errors import CapacityUnavailable, InvalidPlacementRequest
 from ..ledger import ConsumerRef, allocations_claim, lock_hosts
 from ..models import Allocation
 from ..placement import Candidate, PlacementRequest, Result, place
+from .admission import refusal_summary
 
 MAX_ROUNDS = 3
 
@@ -84,6 +85,4 @@ def _summary_blocking(explanation: dict) -> list[str]:
     return [f["filter"] for f in explanation.get("filters", []) if f["removed"]]
 
 
-def _summary(explanation: dict) -> str:
-    parts = [f"{f['filter']} removed {f['removed']}" for f in explanation.get("filters", []) if f["removed"]]
-    return f"{explanation.get('hosts_considered', 0)} hosts considered; " + (", ".join(parts) or "none left")
+_summary = refusal_summary

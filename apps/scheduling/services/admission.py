@@ -1,0 +1,151 @@
+"""The placement rule every create follows (instances, clusters, leases; docs/adr/0404-placement-admission.md).
+
+`placement_admit` answers, before anything is written, one of three ways:
+
+1. **never** - no capacity of this fleet could ever hold the request, even empty and with every host that is not
+   retired available (GPU model, GPUs per host or NVSwitch partition size, MIG/vGPU geometry, vCPUs or memory per
+   host, too few such hosts, no topology that holds the gang): 422 `unplaceable` with ``reason`` (the constraint
+   that failed) and ``explanation`` (the per-filter counts of the ideal fleet);
+2. **not now** - the fleet could hold it but cannot now: 409 `capacity_unavailable` with ``explanation``,
+   ``constraint`` and ``earliest_start`` (the first instant the capacity calendar shows it fits: the end of an
+   allocation that holds capacity - a lease, or work with a known end - or null when nothing known ends);
+   unless the client asked to wait (``queue: true``): then the answer is `Admission(queued=True)` and the caller
+   puts the request in its queue;
+3. **now** - `Admission(now=True)`; the caller claims (a claim that then loses a race is "not now": the caller
+   requeues it or answers 409, never `error`).
+
+Reads only (the ledger and inventory); claims nothing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from apps.core import clock
+from apps.core.errors import DomainError
+
+from ..errors import CapacityUnavailable, Code
+from ..placement import PlacementRequest, place
+
+#: How many future instants (allocation ends) `earliest_fit` tries at most.
+EARLIEST_CANDIDATES = 16
+
+ENDS_SQL = """
+SELECT DISTINCT upper(a.period) AS t FROM scheduling_allocation a
+WHERE a.parent_id IS NULL AND NOT a.spot AND NOT upper_inf(a.period) AND upper(a.period) > %(after)s
+  AND (cardinality(%(models)s::text[]) = 0
+       OR a.gpu_id IN (SELECT g.id FROM inventory_gpu g WHERE g.model = ANY(%(models)s::text[])))
+ORDER BY t LIMIT %(limit)s
+"""
+
+
+class Unplaceable(DomainError):
+    """422: no capacity of the fleet could ever hold the request as written (`reason`, `explanation`)."""
+
+    code, status, title = Code.UNPLACEABLE.value, 422, "Unplaceable"
+
+    def __init__(self, detail: str = "", *, reason: str = "", explanation: dict | None = None, **extra):
+        super().__init__(detail or "No capacity of this fleet could ever hold the request.", reason=reason,
+                         explanation=explanation or {}, **extra)
+        self.reason = reason
+        self.explanation = explanation or {}
+
+
+@dataclass(frozen=True)
+class Admission:
+    """`now`: capacity exists now (claim it). `queued`: not now, and the client asked to wait (queue it);
+    `reason` and `explanation` say why it waits."""
+
+    now: bool
+    queued: bool = False
+    reason: str = ""
+    explanation: dict = field(default_factory=dict)
+
+
+def refusal_constraint(explanation: dict) -> str:
+    """The constraint a refusal names: the topology limit, else the last filter that removed hosts, else
+    ``no_hosts`` (the fleet has none), else ``capacity``."""
+    topo = explanation.get("topology") or {}
+    if topo.get("constraint"):
+        return topo["constraint"]
+    if explanation.get("hosts_considered") == 0:
+        return "no_hosts"
+    removed = [f["filter"] for f in explanation.get("filters", []) if f.get("removed")]
+    return removed[-1] if removed else "capacity"
+
+
+def refusal_summary(explanation: dict) -> str:
+    parts = [f"{f['filter']} removed {f['removed']}" for f in explanation.get("filters", []) if f.get("removed")]
+    return f"{explanation.get('hosts_considered', 0)} hosts considered; " + (", ".join(parts) or "none left")
+
+
+def _as_list(request) -> list[PlacementRequest]:
+    return [request] if isinstance(request, PlacementRequest) else list(request)
+
+
+def fleet_fit(request: PlacementRequest | Sequence[PlacementRequest]) -> None:
+    """Raise `Unplaceable` when some request could not be held even by the empty fleet (`place(ideal=True)`)."""
+    for req in _as_list(request):
+        result = place(req, limit=1, ideal=True)
+        if not result.placeable:
+            exp = result.explanation
+            raise Unplaceable("No capacity of this fleet could ever hold the request: " + refusal_summary(exp),
+                              reason=refusal_constraint(exp), explanation=exp)
+
+
+def _shifted(req: PlacementRequest, t: dt.datetime) -> PlacementRequest:
+    if req.start is not None and req.end is not None:
+        return dataclasses.replace(req, start=t, end=t + (req.end - req.start))
+    return dataclasses.replace(req, start=t, end=req.end if req.end and req.end > t else None)
+
+
+def earliest_fit(request: PlacementRequest | Sequence[PlacementRequest], *,
+                 fits: Callable[[dt.datetime], bool] | None = None) -> dt.datetime | None:
+    """The first future instant (an end of a top-level, non-spot allocation after the request's start) at which
+    the request fits, keeping its duration (ends of allocations on GPUs of the request's models, when it names
+    models); None when none of the next `EARLIEST_CANDIDATES` ends makes it fit
+    (on-demand work has no end: the time is unknown). `fits(t)` overrides the test (a lease tries its claim in a
+    rolled-back savepoint)."""
+    requests = _as_list(request)
+    after = max([r.start for r in requests if r.start] + [clock.now()])
+    with connection.cursor() as cur:
+        models = sorted({m for r in requests for m in r.gpu_models})
+        cur.execute(ENDS_SQL, {"after": after, "models": models, "limit": EARLIEST_CANDIDATES})
+        instants = [r[0] for r in cur.fetchall()]
+    for t in instants:
+        if fits is not None:
+            ok = fits(t)
+        else:
+            ok = all(place(_shifted(r, t), limit=1).placeable for r in requests)
+        if ok:
+            return t
+    return None
+
+
+def capacity_unavailable(request: PlacementRequest | Sequence[PlacementRequest], explanation: dict, *,
+                         detail: str = "", fits: Callable[[dt.datetime], bool] | None = None,
+                         **extra) -> CapacityUnavailable:
+    """The "not now" answer: `CapacityUnavailable` with ``constraint``, ``explanation`` and ``earliest_start``
+    (ISO 8601 UTC, or null)."""
+    t = earliest_fit(request, fits=fits)
+    extra.setdefault("constraint", refusal_constraint(explanation))
+    return CapacityUnavailable(detail or "No capacity can hold the request now: " + refusal_summary(explanation),
+                               explanation=explanation, earliest_start=t.isoformat() if t else None, **extra)
+
+
+def placement_admit(*, request: PlacementRequest | Sequence[PlacementRequest], queue: bool = False) -> Admission:
+    """Apply the rule (module doc) to `request` (several requests must each fit). Raises `Unplaceable` (422)
+    or, unless `queue`, `CapacityUnavailable` (409 with ``earliest_start``)."""
+    requests = _as_list(request)
+    for req in requests:
+        if not place(req, limit=1).placeable:   # fits now (the fast path): it could ever fit, nothing else to ask
+            fleet_fit(requests)                 # the exact pass over the ideal fleet only for refusals
+            exp = place(req, limit=1, explain=True).explanation
+            if queue:
+                return Admission(now=False, queued=True, reason=refusal_summary(exp), explanation=exp)
+            raise capacity_unavailable(requests, exp)
+    return Admission(now=True)
