@@ -1,10 +1,11 @@
 """What inventory plugs into other apps, registered once from `InventoryConfig.ready`: the names tenancy's
 quota resources may be qualified with, from the GPU catalog (`gpus:<model key>`, `mig_slices:<MIG profile>`,
-`vgpus:<vGPU type>`)."""
+`vgpus:<vGPU type>`), and the fleet's capacity for quota warnings (`selectors.fleet_capacity`)."""
 from __future__ import annotations
 
-from apps.tenancy.quotas import register_quota_qualifiers
+from apps.tenancy.quotas import register_fleet_capacity, register_quota_qualifiers
 
+from . import selectors
 from .catalog import gpu_model_list
 
 
@@ -24,3 +25,4 @@ def register() -> None:
     register_quota_qualifiers("gpus", _gpu_models)
     register_quota_qualifiers("mig_slices", _mig_profiles)
     register_quota_qualifiers("vgpus", _vgpu_types)
+    register_fleet_capacity(selectors.fleet_capacity)

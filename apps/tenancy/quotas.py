@@ -85,6 +85,33 @@ def register_quota_qualifiers(resource: str, fn: Callable[[], set[str]]) -> None
     _QUALIFIERS[resource] = fn
 
 
+#: ``fn(base, qualifier) -> int | None``: the most of a resource the fleet could ever place at once (all of its
+#: capacity, nothing held), or None when the source does not know that resource. Registered by inventory.
+_FLEET_CAPACITY: list[Callable[[str, str | None], int | None]] = []
+
+
+def register_fleet_capacity(fn: Callable[[str, str | None], int | None]) -> None:
+    if fn not in _FLEET_CAPACITY:
+        _FLEET_CAPACITY.append(fn)
+
+
+def quota_warnings(*, resource: str, limit: int) -> list[dict]:
+    """Warnings (not errors) for a limit the fleet could never fill: ``[{"code": "quota_above_fleet_capacity",
+    "resource", "limit", "placeable", "detail"}]`` when `limit` is above what the whole fleet could place of
+    `resource` (e.g. ``gpus:H100-SXM5-80GB`` above the H100 GPUs that exist); [] otherwise or when no capacity
+    source knows the resource. Requests inside such a quota are still refused by the placement rule when the
+    fleet cannot hold them (422 ``unplaceable``)."""
+    base, qualifier = split_resource(resource)
+    for fn in _FLEET_CAPACITY:
+        placeable = fn(base, qualifier)
+        if placeable is not None and limit > placeable:
+            return [{"code": "quota_above_fleet_capacity", "resource": resource, "limit": limit,
+                     "placeable": placeable,
+                     "detail": f"The fleet could place at most {placeable} of {resource}; a limit of {limit} "
+                               "cannot be used in full."}]
+    return []
+
+
 def validate_resource(resource: str) -> tuple[str, str | None]:
     """`split_resource` plus the qualifier check a new limit needs: `gpus:NOPE-GPU` names no GPU model of the
     catalog, so a limit on it could never bind anything. 400 `unknown_resource` naming the known names."""

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from apps.core.serializers import ModelSerializer, Serializer
 
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
-from ..quotas import usage_of
+from ..quotas import quota_warnings, usage_of
 from ..selectors import organization_list_visible_to, project_list_visible_to
 
 
@@ -133,13 +133,26 @@ class InvitationAcceptInput(Serializer):
     full_name = serializers.CharField(required=False, allow_blank=True, default="")
 
 
+class QuotaWarning(Serializer):
+    """A warning on a quota (not an error): what the whole fleet could place of the resource."""
+
+    code = serializers.CharField(help_text="quota_above_fleet_capacity")
+    resource = serializers.CharField()
+    limit = serializers.IntegerField()
+    placeable = serializers.IntegerField(help_text="the most of the resource the whole fleet could place")
+    detail = serializers.CharField()
+
+
 class QuotaOutput(ModelSerializer):
     scope = serializers.SerializerMethodField()
     usage = serializers.SerializerMethodField(help_text="Counted from what is really held; null if not counted.")
+    warnings = serializers.SerializerMethodField(
+        help_text="Not errors: e.g. quota_above_fleet_capacity when the limit is more than the whole fleet could "
+                  "place (with `placeable`, the most it could).")
 
     class Meta:
         model = Quota
-        fields = ["id", "organization", "project", "scope", "resource", "limit", "usage", "updated_at"]
+        fields = ["id", "organization", "project", "scope", "resource", "limit", "usage", "warnings", "updated_at"]
         read_only_fields = fields
 
     def get_scope(self, obj) -> str:
@@ -147,6 +160,10 @@ class QuotaOutput(ModelSerializer):
 
     def get_usage(self, obj) -> int | None:
         return usage_of(organization=obj.organization, project=obj.project, resource=obj.resource)
+
+    @extend_schema_field(QuotaWarning(many=True))
+    def get_warnings(self, obj) -> list[dict]:
+        return quota_warnings(resource=obj.resource, limit=obj.limit)
 
 
 class QuotaCreateInput(Serializer):

@@ -1,0 +1,48 @@
+"""A quota larger than the fleet could ever place is accepted with a warning saying what is placeable.
+
+Why: staff set `gpus:H100-SXM5-80GB` to 100 on a fleet with 8 such GPUs and nothing said so; the tenant then
+saw "inside quota" and could not tell why a 16-GPU request would never run. The warning is not an error (fleets
+grow); a request that no capacity could ever hold is refused by the placement rule (422 `unplaceable`,
+tests/compute/test_placement_rule.py, tests/reservations/test_placement_rule.py).
+"""
+import pytest
+
+from apps.tenancy.models import Quota
+from tests.scheduling import fleet
+
+from .helpers import client_for, make_org, make_project, make_user, org_owner_client, token_for
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def staff_client(db):
+    return client_for(token_for(make_user("ops@provider.test", staff_role="operator"), staff=True))
+
+
+def test_quota_above_the_fleet_answers_with_a_warning_not_an_error(staff_client):
+    org = make_org("wide")
+    fleet.host(gpus=8, model="H100-SXM5-80GB")
+    fleet.host(gpus=8, model="H100-SXM5-80GB", state="retired")          # never placeable again
+    r = staff_client.post("/api/v1/quotas/", {"organization": str(org.pk), "resource": "gpus:H100-SXM5-80GB",
+                                              "limit": 100}, format="json")
+    assert r.status_code == 201, r.content
+    [w] = r.json()["warnings"]
+    assert (w["code"], w["placeable"], w["limit"]) == ("quota_above_fleet_capacity", 8, 100)
+    r = staff_client.patch(f"/api/v1/quotas/{r.json()['id']}", {"limit": 8}, format="json")
+    assert (r.status_code, r.json()["warnings"]) == (200, [])
+    for resource, warned in (("vcpus", [128]), ("instances", [])):   # 128 CPU threads on the one live host;
+        quota = Quota.objects.get(organization=org, project=None, resource=resource)    # instances: not counted
+        r = staff_client.patch(f"/api/v1/quotas/{quota.pk}", {"limit": 10_000}, format="json")
+        assert r.status_code == 200, r.content
+        assert [w["placeable"] for w in r.json()["warnings"]] == warned
+
+
+def test_project_quota_above_the_fleet_is_warned_to_the_owner():
+    org, _owner, client = org_owner_client("own")
+    web = make_project(org, "web")
+    fleet.host(gpus=2, model="H100-SXM5-80GB")
+    r = client.post("/api/v1/quotas/", {"organization": str(org.pk), "project": str(web.pk), "resource": "gpus",
+                                        "limit": 3}, format="json")
+    assert r.status_code == 201, r.content
+    assert [w["placeable"] for w in r.json()["warnings"]] == [2]
