@@ -174,6 +174,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # request bodies are documented as JSON only (forms are accepted for the browsable API, not an interface)
+    "PARSER_WHITELIST": ["apps.core.parsers.JSONParser", "rest_framework.parsers.JSONParser",
+                         "apps.inventory.api.views.YamlDocumentParser"],
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.core.schema.problem_responses"],
 }
 

@@ -4,6 +4,10 @@
 operation that does not already describe them, the responses every endpoint can give: 400 (invalid input), 401
 (no or bad credentials), 403 (role or token scope), and 404 on paths with a path parameter (absent, or another
 tenant's object). Domain-specific errors (409, 412, 422, 503) stay on the endpoints that document them.
+
+It also states what the code enforces: `page_size` on every list is an integer 1-500 (`apps.core.pagination`);
+a JSON request body refuses members its schema does not define (`additionalProperties: false`, as
+`apps.core.api.validated` does), except on the agent endpoints and the fleet import, which stay lenient.
 """
 from __future__ import annotations
 
@@ -21,8 +25,12 @@ PROBLEM_SCHEMA = {
         "instance": {"type": "string", "description": "the request path"},
         "code": {"type": "string", "description": "stable snake_case code, e.g. validation_error, not_found"},
         "request_id": {"type": "string", "description": "also the X-Request-ID header; find it in the logs"},
-        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}},
-                   "description": "validation errors: field or parameter -> messages"},
+        "errors": {"type": "object",
+                   "additionalProperties": {"type": "array", "items": {"anyOf": [{"type": "string"},
+                                                                                {"type": "object"}]}},
+                   "description": "validation errors: member or parameter -> messages; a message is a string, or "
+                                  "for a list or nested member an object of the same shape keyed by index or "
+                                  "member (e.g. {\"organizations\": [{\"0\": [\"Must be a valid UUID.\"]}]})"},
     },
     "additionalProperties": True,
 }
@@ -34,6 +42,32 @@ STANDARD = {
     "404": "Not found, or not visible to the caller (another tenant's object is never revealed).",
 }
 METHODS = {"get", "post", "put", "patch", "delete"}
+LENIENT_PATHS = ("/api/v1/agent/", "/api/v1/fleet/import/")
+
+
+def _strict_bodies(result) -> None:
+    schemas = result.get("components", {}).get("schemas", {})
+    for path, item in result.get("paths", {}).items():
+        if path.startswith(LENIENT_PATHS):
+            continue
+        for method, operation in item.items():
+            if method not in METHODS:
+                continue
+            content = operation.get("requestBody", {}).get("content", {})
+            ref = content.get("application/json", {}).get("schema", {}).get("$ref", "")
+            component = schemas.get(ref.rsplit("/", 1)[-1]) if ref else None
+            if component is not None and component.get("type") == "object":
+                component["additionalProperties"] = False
+
+
+def _page_size_bounds(result) -> None:
+    from .pagination import CursorPagination
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") == "query" and parameter.get("name") == "page_size":
+                    parameter["schema"] = {"type": "integer", "minimum": 1,
+                                           "maximum": CursorPagination.max_page_size}
 
 
 def problem_responses(result, generator, request, public):
@@ -52,4 +86,6 @@ def problem_responses(result, generator, request, public):
                 if status == "404" and "{" not in path:
                     continue
                 responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
+    _strict_bodies(result)
+    _page_size_bounds(result)
     return result
