@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from apps.core.serializers import ModelSerializer
+from apps.core.serializers import ModelSerializer, Serializer
 
 from ..models import AuditEvent
 
@@ -13,13 +13,13 @@ class AuditEventOutput(ModelSerializer):
         read_only_fields = fields
 
 
-class AuditChainBreakOutput(serializers.Serializer):
+class AuditChainBreakOutput(Serializer):
     reason = serializers.CharField(help_text="gap | prev_mismatch | event_missing | hash_mismatch | unchained")
     seq = serializers.IntegerField(allow_null=True)
     event_id = serializers.CharField()
 
 
-class AuditChainReportOutput(serializers.Serializer):
+class AuditChainReportOutput(Serializer):
     ok = serializers.BooleanField()
     checked = serializers.IntegerField(help_text="Links verified before the first break (all when ok).")
     head_seq = serializers.IntegerField(help_text="The last good link's position.")
