@@ -190,6 +190,15 @@ BILLING_RUN_BATCH_SIZE = env.int("BILLING_RUN_BATCH_SIZE", default=2000)
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL)
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Sending a task happens in the request after commit: bound it, so a broker that is down or hangs costs the
+# client at most about connect + read timeout (1 s + 2 s) once, and the committed work is sent again by the
+# operations resumer and the periodic reconciles (apps.core.tasks).
+CELERY_BROKER_CONNECTION_TIMEOUT = env.float("CELERY_BROKER_CONNECTION_TIMEOUT", default=1.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": CELERY_BROKER_CONNECTION_TIMEOUT,
+    "socket_timeout": env.float("CELERY_BROKER_SOCKET_TIMEOUT", default=2.0),
+}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_QUEUES = ("default", "provisioning", "reconcile", "billing")
 CELERY_TASK_ACKS_LATE = True

@@ -16,3 +16,7 @@ CELERY_QUEUE_DEPTH = Gauge(
     "gpucloud_celery_queue_depth", "Messages waiting in each Celery queue (Redis list length).",
     ["queue"], registry=REGISTRY,
 )
+TASK_SEND_FAILURES = Counter(
+    "gpucloud_task_send_failures_total", "Tasks not sent after commit because the broker was unreachable "
+    "(the operations resumer and the periodic reconciles send the work again).", ["task"], registry=REGISTRY,
+)

@@ -2,12 +2,27 @@
 
 A task is sent only after the surrounding transaction commits; if it rolls back, nothing is sent.
 Outside a transaction (autocommit) it is sent at once.
+
+The broker being down is not the client's error: the transaction has committed, so a send that fails for an
+unreachable or hanging broker (bounded by the broker timeouts in settings) is logged (`task_send_failed`) and
+counted (`gpucloud_task_send_failures_total`), and the request goes on. Every task sent here has a periodic
+safety net that sends the work again once the broker is back: unfinished operations are re-sent by the
+operations resumer (at worker start and every 15 s, for operations idle 30 s); OVN and InfiniBand reconciles,
+the on-demand queue and notification delivery run on beat anyway.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerError
+
+from .metrics import TASK_SEND_FAILURES
+
+log = logging.getLogger("gpucloud.tasks")
+#: What a send raises when the broker cannot be reached or does not answer in time.
+BROKER_UNAVAILABLE = (BrokerError, ConnectionError, TimeoutError)
 
 
 def enqueue_on_commit(task, *args: Any, queue: str | None = None, countdown: float | None = None,
@@ -23,6 +38,12 @@ def enqueue_on_commit(task, *args: Any, queue: str | None = None, countdown: flo
         options["countdown"] = countdown
 
     def _send() -> None:
-        task.apply_async(args=args, kwargs=kwargs, **options)
+        try:
+            task.apply_async(args=args, kwargs=kwargs, **options)
+        except BROKER_UNAVAILABLE as exc:
+            name = getattr(task, "name", type(task).__name__)
+            TASK_SEND_FAILURES.labels(name).inc()
+            log.warning("task_send_failed", extra={"task": name, "task_args": [str(a) for a in args],
+                                                   "error": str(exc)[:500]})
 
     transaction.on_commit(_send, robust=False)
