@@ -14,8 +14,11 @@ resize ends the old rows and starts new ones at the same instant, so it splits t
 * nested in a lease (rows with a ``parent``): not emitted - the lease is billed (``reservations.lease``).
 
 ``gpu_equivalents`` is filled the same way for utilization reports; ``sla_tier`` comes from the instance's own
-``sla_tier`` attribute when it has one, else "" (the organization's default tier). Known limit: an interval before
-a resize is rated at the instance's *current* flavor (the ledger keeps resources, not flavor names).
+``sla_tier`` attribute when it has one, else "" (the organization's default tier). Each period is rated at the
+flavor the instance had during it: a resize records an `InstanceFlavorChange` at the instant its new ledger rows
+start, so a period ending at or before a change had that change's ``from_flavor`` (two resizes in one billing
+period give three intervals, at three flavors); the price is the one effective then (the rating engine's
+effective-dated price books).
 
 **Placement resolver ``compute.instance``.** ``(host_id, gpu_id | None, start, end)`` -> one `Placement` per
 instance ledger period on that host (on that GPU when `gpu_id` is given) overlapping ``[start, end)``; billing
@@ -63,13 +66,17 @@ def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
     from apps.billing.registry import UsageInterval
     from apps.billing.skus import sku_for
 
-    from .models import Instance
+    from .models import Instance, InstanceFlavorChange
 
     groups: dict = defaultdict(list)
     for row in _rows(period_start, period_end):
         groups[(row.consumer_id, row.period.lower, row.period.upper)].append(row)
     instances = Instance.objects.filter(pk__in={k[0] for k in groups}).select_related("flavor", "project")
     by_id = {i.pk: i for i in instances}
+    changes: dict = defaultdict(list)
+    for change in (InstanceFlavorChange.objects.filter(instance_id__in=by_id, at__gt=period_start)
+                   .select_related("from_flavor").order_by("at")):
+        changes[change.instance_id].append(change)
     for (consumer_id, start, end), rows in groups.items():
         inst = by_id.get(consumer_id)
         if inst is None or inst.launched_at is None or any(r.parent_id for r in rows):
@@ -77,7 +84,7 @@ def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
         start = max(start, inst.launched_at)
         if end is not None and end <= start:
             continue
-        flavor = inst.flavor
+        flavor = _flavor_during(inst, end, changes.get(inst.pk, ()))
         gpus = _gpu_equivalents(flavor, rows)
         spot = any(r.spot for r in rows)
         if spot and flavor.gpu_model:
@@ -89,6 +96,16 @@ def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
             project_id=inst.project_id, resource_type=RESOURCE_TYPE, resource_id=str(inst.pk), sku=sku,
             pricing_model=model, start=start, end=end, sla_tier=getattr(inst, "sla_tier", "") or "",
             gpu_model=flavor.gpu_model, gpu_equivalents=gpus, units=units)
+
+
+def _flavor_during(inst, end: dt.datetime | None, changes):
+    """The flavor of `inst` in a ledger period ending at `end` (None: still open): the `from_flavor` of the first
+    resize at or after `end`, else the current flavor. `changes` are the instance's, ordered by `at`."""
+    if end is not None:
+        for change in changes:
+            if change.at >= end:
+                return change.from_flavor
+    return inst.flavor
 
 
 def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):

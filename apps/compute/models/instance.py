@@ -80,3 +80,21 @@ in `apps.networking`, keyed by the instance id). `user_data` is the tenant's clo
 
     def __str__(self) -> str:
         return self.name
+
+
+class InstanceFlavorChange(models.Model):
+    """One resize: from `at` on, `instance` has `to_flavor` instead of `from_flavor`.
+
+    `at` is the start of the ledger rows the resize claimed (the instant the old allocation ended), so billing can
+    rate every ledger period at the flavor the instance had then (`apps.compute.billing`): a period ending at or
+    before `at` had `from_flavor`.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="flavor_changes")
+    from_flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
+    to_flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["instance", "at"], name="compute_flavorchange_at")]

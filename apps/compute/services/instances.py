@@ -28,7 +28,7 @@ from apps.tenancy.quotas import quota_check
 from .. import conf
 from ..drivers.base import USER_DATA_MAX_BYTES
 from ..errors import Code
-from ..models import Flavor, Image, Instance, SshKey
+from ..models import Flavor, Image, Instance, InstanceFlavorChange, SshKey
 from ..selectors import flavor_offered_to_project
 from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
 from ._common import validate_name
@@ -231,13 +231,16 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
             if delta > 0:
                 quota_check(scope=instance.project, resource=key, requested=delta)
         try:
-            allocations_claim(consumer=ConsumerRef(id=instance.pk, consumer_type="instance",
-                                                   project_id=instance.project_id),
-                              specs=_resize_specs(instance, flavor), replace=True)
+            rows = allocations_claim(consumer=ConsumerRef(id=instance.pk, consumer_type="instance",
+                                                          project_id=instance.project_id),
+                                     specs=_resize_specs(instance, flavor), replace=True)
         except CapacityUnavailable as exc:
             raise Conflict(f"The flavor does not fit on the instance's host: {exc}",
                            code=Code.FLAVOR_DOES_NOT_FIT) from exc
         Instance.objects.filter(pk=instance.pk).update(flavor=flavor)
+        # billing rates each ledger period at the flavor it had (apps.compute.billing)
+        InstanceFlavorChange.objects.create(instance=instance, from_flavor=old, to_flavor=flavor,
+                                            at=min((r.period.lower for r in rows), default=now()))
         instance.flavor = flavor
         op = operation_start(kind=RESIZE, target_type=TARGET, target_id=instance.pk, project=instance.project,
                              actor=actor, state={"from_flavor": old.name, "to_flavor": flavor.name})
