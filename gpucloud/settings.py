@@ -154,7 +154,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated",
                                    "apps.identity.permissions.StaffActions"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_FILTER_BACKENDS": ["apps.core.filters.FilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.CursorPagination",
     "DEFAULT_PARSER_CLASSES": [
         "apps.core.parsers.JSONParser",

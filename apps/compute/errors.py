@@ -5,9 +5,6 @@ from apps.core.errors import Conflict, NotFound, ValidationFailed  # noqa: F401 
 
 
 class Code(enum.StrEnum):
-    FLAVOR_NOT_FOUND = "flavor_not_found"
-    IMAGE_NOT_FOUND = "image_not_found"
-    SSH_KEY_NOT_FOUND = "ssh_key_not_found"
     INSTANCE_NOT_FOUND = "instance_not_found"
     CLUSTER_NOT_FOUND = "cluster_not_found"
     INVALID_SSH_KEY = "invalid_ssh_key"

@@ -1,4 +1,13 @@
-"""Filters every app's FilterSets share.
+"""List filters: the base FilterSet and the filter backend every API view uses (`DEFAULT_FILTER_BACKENDS`).
+
+- `FilterSet` refuses, when the class is defined, a foreign key named in `Meta.fields`: django-filter would make it
+  a model-choice filter over every row (another tenant's id filters to `200 []`, a random id is a 400, an
+  existence oracle). Declare it as `apps.core.references.VisibleFilter(selector)` instead (ADR 0010).
+- `FilterBackend` refuses a query parameter the view does not define: 400 `validation_error`,
+  `errors: {"<parameter>": ["Unknown parameter."]}` for each, before filtering (ADR 0010, as ADR 0002 does for
+  body members). Defined are the FilterSet's filters (with the suffixes of range widgets), the paginator's
+  `cursor` and `page_size` on lists, and `format`. A view that reads other parameters parses them with an Input
+  serializer through `apps.core.api.validated`, which is strict the same way.
 
 `IsoDateTimeFilter`: an ISO 8601 instant, converted to UTC before it reaches the query. Any offset ISO 8601
 allows (up to ±23:59) is accepted and means the same instant in UTC; PostgreSQL itself takes offsets only up to
@@ -11,9 +20,58 @@ import datetime as dt
 
 import django_filters
 from django import forms
+from django.core.exceptions import ImproperlyConfigured
 from django_filters.fields import IsoDateTimeField
+from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework.settings import api_settings
 
 from .clock import to_utc
+from .errors import ValidationFailed
+
+UNKNOWN = "Unknown parameter."
+
+
+class FilterSet(django_filters.FilterSet):
+    """Base of every API FilterSet: no generated filter on a relation (declare a `VisibleFilter`)."""
+
+    @classmethod
+    def filter_for_field(cls, field, field_name, lookup_expr=None):
+        if field.is_relation:
+            raise ImproperlyConfigured(
+                f"{cls.__name__}.{field_name}: a filter on a relation must be declared as "
+                f"apps.core.references.VisibleFilter(<the *_list_visible_to selector>)")
+        return super().filter_for_field(field, field_name, lookup_expr)
+
+
+def filter_parameters(filterset_class) -> set[str]:
+    """The query parameter names `filterset_class` reads."""
+    names: set[str] = set()
+    for name, f in (filterset_class.base_filters.items() if filterset_class else ()):
+        widget = f.extra.get("widget") or getattr(f.field_class, "widget", None)
+        suffixes = getattr(widget, "suffixes", None)
+        names.update(f"{name}_{s}" if s else name for s in suffixes) if suffixes else names.add(name)
+    return names
+
+
+class FilterBackend(DjangoFilterBackend):
+    """django-filter's backend, strict about the query string (see the module docstring)."""
+
+    def allowed_parameters(self, request, queryset, view) -> set[str]:
+        allowed = {api_settings.URL_FORMAT_OVERRIDE} - {None}
+        allowed |= filter_parameters(self.get_filterset_class(view, queryset))
+        paginator = getattr(view, "paginator", None)
+        if paginator is not None and not getattr(view, "detail", False):
+            allowed |= {getattr(paginator, name) for name in ("cursor_query_param", "page_size_query_param",
+                                                              "page_query_param", "limit_query_param",
+                                                              "offset_query_param") if getattr(paginator, name, None)}
+        return allowed
+
+    def filter_queryset(self, request, queryset, view):
+        unknown = sorted(set(request.query_params) - self.allowed_parameters(request, queryset, view))
+        if unknown:
+            raise ValidationFailed(f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.",
+                                   errors={name: [UNKNOWN] for name in unknown})
+        return super().filter_queryset(request, queryset, view)
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):

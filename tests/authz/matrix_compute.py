@@ -8,8 +8,8 @@ ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExDrqrBxQMwu8GE5t92+fB5/rnDc4Yql
 LIST = expect(other_org=200)
 ANY_USER = expect(other_org=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
-# A body naming project A is "project not found" (404) for another tenant.
-CREATE = expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201)
+# A body naming project A is "Not found." (400, as an id that does not exist) for another tenant (ADR 0010).
+CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
 ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
 DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204)
 # The serial log can hold secrets: project members and admins only, with a write-scoped token.
@@ -84,7 +84,7 @@ ENTRIES = [
     Entry("DELETE", "/api/v1/ssh-keys/{pk}", DELETE, _pk(_key)),
     Entry("GET", "/api/v1/instances", LIST),
     Entry("GET", "/api/v1/instances/{pk}", expect(), _pk(_instance)),
-    Entry("POST", "/api/v1/instances", expect(other_org=404, viewer=403, member=202, admin=202, read_token=403,
+    Entry("POST", "/api/v1/instances", expect(other_org=400, viewer=403, member=202, admin=202, read_token=403,
                                               staff=202), _instance_body),
     Entry("DELETE", "/api/v1/instances/{pk}", ACCEPTED, _pk(_instance)),
     Entry("POST", "/api/v1/instances/{pk}/stop", ACCEPTED, _pk(_instance)),

@@ -11,11 +11,12 @@ from tests.inventory.helpers import make_host
 from .framework import Case, Entry, expect
 
 LIST = expect(other_org=200)
-CREATE = expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201)
 WRITE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
-ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
-ORG_ADMIN_CREATE = expect(other_org=404, viewer=403, member=403, admin=201, read_token=403, staff=201)
 ORG_ADMIN_DELETE = expect(other_org=404, viewer=403, member=403, admin=204, read_token=403, staff=204)
+# a body naming organization A's project or organization is "Not found." (400) for another tenant (ADR 0010)
+BODY_CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
+BODY_ACCEPTED = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=202)
+ORG_ADMIN_BODY_CREATE = expect(other_org=400, viewer=403, member=403, admin=201, read_token=403, staff=201)
 STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
 STAFF_DELETE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=204)
@@ -81,7 +82,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/queue-priorities", STAFF_CREATE,
           lambda w: Case(data={"project": str(w.project_a.pk), "priority": 10})),
     Entry("GET", "/api/v1/leases", LIST),
-    Entry("POST", "/api/v1/leases", CREATE, _lease_body),
+    Entry("POST", "/api/v1/leases", BODY_CREATE, _lease_body),
     Entry("GET", "/api/v1/leases/{pk}", expect(), _lease_case()),
     Entry("PATCH", "/api/v1/leases/{pk}", WRITE, _lease_case({"name": "renamed"})),
     Entry("DELETE", "/api/v1/leases/{pk}", WRITE, _lease_case()),
@@ -90,13 +91,13 @@ ENTRIES = [
     Entry("POST", "/api/v1/leases/{pk}/shrink", WRITE, _lease_case({"end": "2099-01-01 11:00"})),
     Entry("GET", "/api/v1/capacity", LIST,
           lambda w: Case(query={"start": "2099-01-01T00:00:00Z", "end": "2099-01-02T00:00:00Z"})),
-    Entry("POST", "/api/v1/instance-requests", ACCEPTED, _instance_request),
+    Entry("POST", "/api/v1/instance-requests", BODY_ACCEPTED, _instance_request),
     Entry("GET", "/api/v1/queued-requests", LIST),
     Entry("GET", "/api/v1/queued-requests/{pk}", expect(), lambda w: Case(kwargs={"pk": _queued(w).pk})),
     Entry("GET", "/api/v1/instances/{pk}/capacity", expect(), lambda w: Case(kwargs={"pk": _instance(w).pk})),
     Entry("GET", "/api/v1/webhooks", LIST),
     Entry("GET", "/api/v1/webhooks/{pk}", expect(), lambda w: Case(kwargs={"pk": _webhook(w).pk})),
-    Entry("POST", "/api/v1/webhooks", ORG_ADMIN_CREATE,
+    Entry("POST", "/api/v1/webhooks", ORG_ADMIN_BODY_CREATE,
           lambda w: Case(data={"organization": str(w.org_a.pk), "url": "https://hooks.test/new"})),
     Entry("DELETE", "/api/v1/webhooks/{pk}", ORG_ADMIN_DELETE, lambda w: Case(kwargs={"pk": _webhook(w).pk})),
 ]

@@ -19,17 +19,19 @@ def _other_tenant_key(world) -> SshKey:
     return SshKey.objects.create(project=world.project_b, name="b", public_key=ED25519, fingerprint="SHA256:b")
 
 
+# A reference the caller cannot see, or that does not exist, is one answer (ADR 0010): 400 "Not found." naming it.
+NOT_FOUND = (400, "validation_error")
 CASES = {
-    "flavor not offered to the project": (lambda w: {"flavor": str(w.private_b.pk)}, 404, "flavor_not_found"),
-    "unknown flavor": (lambda w: {"flavor": new_uuid()}, 404, "flavor_not_found"),
-    "missing image": (lambda w: {"image": new_uuid()}, 404, "image_not_found"),
-    "another tenant's SSH key": (lambda w: {"ssh_keys": [str(_other_tenant_key(w).pk)]}, 404, "ssh_key_not_found"),
+    "flavor not offered to the project": (lambda w: {"flavor": str(w.private_b.pk)}, *NOT_FOUND),
+    "unknown flavor": (lambda w: {"flavor": new_uuid()}, *NOT_FOUND),
+    "missing image": (lambda w: {"image": new_uuid()}, *NOT_FOUND),
+    "another tenant's SSH key": (lambda w: {"ssh_keys": [str(_other_tenant_key(w).pk)]}, *NOT_FOUND),
     "over-long name": (lambda w: {"name": "a" * 64}, 400, "validation_error"),
     "name that is not a hostname": (lambda w: {"name": "Web_1"}, 400, "validation_error"),
     "user data over the limit": (lambda w: {"user_data": "#cloud-config\n" + "x" * USER_DATA_MAX_BYTES}, 400,
                                  "user_data_too_large"),
     "malformed flavor id": (lambda w: {"flavor": "not-a-uuid"}, 400, "validation_error"),
-    "another tenant's project": (lambda w: {"project": str(w.project_b.pk)}, 404, "not_found"),
+    "another tenant's project": (lambda w: {"project": str(w.project_b.pk)}, *NOT_FOUND),
 }
 
 
@@ -37,12 +39,16 @@ CASES = {
 def test_bad_input_writes_nothing(world, case, django_capture_on_commit_callbacks):
     gpu_host(gpus=2)
     overrides, status, code = CASES[case]
-    body = {**create_body(world, world.gpu1), **overrides(world)}
+    override = overrides(world)
+    body = {**create_body(world, world.gpu1), **override}
     audits = AuditEvent.objects.count()
     with django_capture_on_commit_callbacks() as callbacks:
         resp = world.client_a.post("/api/v1/instances/", body, format="json", HTTP_IDEMPOTENCY_KEY="k")
     assert (resp.status_code, resp.json()["code"]) == (status, code), resp.content
     assert resp["Content-Type"] == "application/problem+json"
+    member = next(iter(override))
+    if (status, code) == NOT_FOUND and member != "name":
+        assert resp.json()["errors"] == {member: ["Not found."]}
     assert (Instance.objects.count(), Operation.objects.count(), Allocation.objects.count()) == (0, 0, 0)
     assert AuditEvent.objects.count() == audits
     assert callbacks == []

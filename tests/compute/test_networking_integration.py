@@ -144,15 +144,16 @@ def test_cluster_members_get_ports_and_their_hosts_hca_guids_join_the_pkey(world
     instance_networks_detach(actor=None, instance_id=ids[0])
 
 
-@pytest.mark.parametrize("field, value, code", [
-    ("subnet_id", "foreign", "subnet_not_found"),
-    ("subnet_id", "00000000-0000-0000-0000-000000000001", "subnet_not_found"),
-    ("ib_partition_id", "foreign", "ib_partition_not_found"),
-    ("ib_partition_id", "00000000-0000-0000-0000-000000000001", "ib_partition_not_found"),
-    ("security_group_ids", "foreign", "security_group_not_found"),
+@pytest.mark.parametrize("field, value", [
+    ("subnet_id", "foreign"),
+    ("subnet_id", "00000000-0000-0000-0000-000000000001"),
+    ("ib_partition_id", "foreign"),
+    ("ib_partition_id", "00000000-0000-0000-0000-000000000001"),
+    ("security_group_ids", "foreign"),
 ])
 @pytest.mark.parametrize("collection", ["instances", "clusters"])
-def test_bad_or_foreign_network_is_404_and_nothing_is_allocated(world, nets, field, value, code, collection):
+def test_bad_or_foreign_network_is_400_not_found_and_nothing_is_allocated(world, nets, field, value, collection):
+    """Another tenant's network and one that does not exist are the same answer (ADR 0010)."""
     gpu_host(gpus=8)
     if value == "foreign":
         value = {"subnet_id": str(nets.subnet_b.pk), "ib_partition_id": str(nets.part_b.pk),
@@ -162,9 +163,9 @@ def test_bad_or_foreign_network_is_404_and_nothing_is_allocated(world, nets, fie
         body["size"] = 2
     before_ports = Port.objects.count()
     r = world.client_a.post(f"/api/v1/{collection}/", body, format="json")
-    assert r.status_code == 404, r.content
+    assert r.status_code == 400, r.content
     assert r["Content-Type"] == "application/problem+json"
-    assert r.json()["code"] == code
+    assert (r.json()["code"], r.json()["errors"]) == ("validation_error", {field: ["Not found."]})
     assert Instance.objects.count() == 0 and Cluster.objects.count() == 0 and Operation.objects.count() == 0
     assert Allocation.objects.count() == 0 and Port.objects.count() == before_ports
     assert not IbPartitionMember.objects.exists()

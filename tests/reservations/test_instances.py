@@ -203,7 +203,7 @@ def test_project_priority_goes_first_in_the_queue(world, clock):
     unknown = world.staff_client.post("/api/v1/queue-priorities", {"project": str(uuid.uuid4()), "priority": 5},
                                       format="json")
     assert (unknown.status_code, unknown.json()["code"], unknown.json()["errors"]) == (
-        404, "not_found", {"project": ["not found"]})
+        400, "validation_error", {"project": ["Not found."]})
     high = _request(world, world.gpu1, "high", queue_timeout_s=3600)
     queue_process()
     positions = {q["instance"]: q["position"] for q in world.staff_client.get("/api/v1/queued-requests").json()[

@@ -1,13 +1,16 @@
-"""Filters of /audit-events: actor (id or e-mail), action (exact or prefix `project.`), target, time range."""
+"""Filters of /audit-events: actor (id or e-mail), action (exact or prefix `project.`), target, time range.
+
+Events outlive what they name, so ids here match the stored ids (plain UUID filters: any id the caller's events do
+not carry, another tenant's or a random one, is an empty page; ADR 0010)."""
 import django_filters
 from django.db.models import Q
 
-from apps.core.filters import IsoDateTimeFilter
+from apps.core.filters import FilterSet, IsoDateTimeFilter
 
 from ..models import AuditEvent
 
 
-class AuditEventFilter(django_filters.FilterSet):
+class AuditEventFilter(FilterSet):
     actor = django_filters.CharFilter(method="filter_actor", help_text="User id or e-mail.")
     action = django_filters.CharFilter(method="filter_action",
                                        help_text="Exact action, or a prefix ending in '.' (e.g. project.).")

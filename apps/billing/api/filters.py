@@ -2,19 +2,24 @@
 import django_filters
 from django.db.models import DateTimeField, F, Func, Value
 
-from apps.core.filters import IsoDateTimeFilter
+from apps.core.filters import FilterSet, IsoDateTimeFilter
+from apps.core.references import VisibleFilter
+from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
 from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, Price, SlaReport, UsageRecord
 from ..periods import parse_period
+from ..selectors import invoice_list_visible_to, price_book_list_visible_to
 
 
-class UsageRecordFilter(django_filters.FilterSet):
+class UsageRecordFilter(FilterSet):
     """`since`/`until`: usage overlapping [since, until); `period` (YYYY-MM): the billing month in the
     organization's billing time zone."""
 
     since = IsoDateTimeFilter(field_name="end", lookup_expr="gt")
     until = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
     period = django_filters.CharFilter(method="filter_period", help_text="YYYY-MM, billing month of the organization")
+    organization = VisibleFilter(organization_list_visible_to)
+    project = VisibleFilter(project_list_visible_to)
 
     class Meta:
         model = UsageRecord
@@ -31,37 +36,49 @@ class UsageRecordFilter(django_filters.FilterSet):
         return queryset.filter(start__lt=end, end__gt=start)
 
 
-class InvoiceFilter(django_filters.FilterSet):
+class InvoiceFilter(FilterSet):
+    organization = VisibleFilter(organization_list_visible_to)
+
     class Meta:
         model = Invoice
         fields = ["organization", "period", "status", "number"]
 
 
-class CreditNoteFilter(django_filters.FilterSet):
+class CreditNoteFilter(FilterSet):
+    organization = VisibleFilter(organization_list_visible_to)
+    invoice = VisibleFilter(invoice_list_visible_to)
+
     class Meta:
         model = CreditNote
         fields = ["organization", "invoice"]
 
 
-class SlaReportFilter(django_filters.FilterSet):
+class SlaReportFilter(FilterSet):
+    organization = VisibleFilter(organization_list_visible_to)
+    project = VisibleFilter(project_list_visible_to)
+
     class Meta:
         model = SlaReport
         fields = ["organization", "project", "period", "resource_type", "resource_id", "sla_tier"]
 
 
-class PriceFilter(django_filters.FilterSet):
+class PriceFilter(FilterSet):
+    book = VisibleFilter(price_book_list_visible_to)
+
     class Meta:
         model = Price
         fields = ["book", "sku", "sla_tier", "pricing_model"]
 
 
-class InvoiceRunFilter(django_filters.FilterSet):
+class InvoiceRunFilter(FilterSet):
     class Meta:
         model = InvoiceRun
         fields = ["period", "status"]
 
 
-class AdjustmentFilter(django_filters.FilterSet):
+class AdjustmentFilter(FilterSet):
+    organization = VisibleFilter(organization_list_visible_to)
+
     class Meta:
         model = Adjustment
         fields = ["organization", "period"]

@@ -3,7 +3,9 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
+from apps.tenancy.selectors import organization_list_visible_to
 
 from ..models import (
     Adjustment,
@@ -18,6 +20,7 @@ from ..models import (
     SlaTier,
     UsageRecord,
 )
+from ..selectors import invoice_list_visible_to
 from ..states import PriceUnit, PricingModel
 
 
@@ -73,7 +76,7 @@ class CreditNoteOutput(ModelSerializer):
 
 
 class CreditNoteCreateInput(Serializer):
-    invoice = serializers.UUIDField()
+    invoice = VisibleField(invoice_list_visible_to)
     amount = serializers.DecimalField(max_digits=16, decimal_places=2)
     reason = serializers.CharField(max_length=500)
 
@@ -174,7 +177,7 @@ class AdjustmentOutput(ModelSerializer):
 
 
 class AdjustmentCreateInput(Serializer):
-    organization = serializers.UUIDField()
+    organization = VisibleField(organization_list_visible_to)
     period = serializers.RegexField(r"^\d{4}-(0[1-9]|1[0-2])$")
     amount = serializers.DecimalField(max_digits=16, decimal_places=2)
     description = serializers.CharField(max_length=300)
@@ -211,7 +214,7 @@ class BillingAccountOutput(ModelSerializer):
 
 
 class BillingAccountSetInput(Serializer):
-    organization = serializers.UUIDField()
+    organization = VisibleField(organization_list_visible_to)
     tax_rate = serializers.DecimalField(max_digits=7, decimal_places=5, min_value=Decimal(0), max_value=Decimal("0.99999"),
                                         required=False, allow_null=True)
     tax_id = serializers.CharField(max_length=64, required=False, allow_blank=True)

@@ -4,13 +4,12 @@ Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /s
 Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
 (+ /prices), /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
 /adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
-Querysets come from `apps.billing.selectors`, so another tenant's object is a 404.
+Querysets come from `apps.billing.selectors`, so another tenant's object is a 404 (in a body: "Not found.", a 400).
 """
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -18,10 +17,9 @@ from rest_framework.response import Response
 from apps.core.api import UUID_PATTERN, ApiViewMixin, validated
 from apps.core.idempotency import IDEMPOTENCY_KEY_PARAMETER, idempotent_create
 from apps.identity.permissions import IsStaffBillingAdmin
-from apps.tenancy.models import Organization
 
 from .. import exports, reports, selectors, services
-from ..models import Adjustment, BillingAccount, Invoice, InvoiceRun, Price, PriceBook
+from ..models import Adjustment, BillingAccount, InvoiceRun, Price, PriceBook
 from . import filters
 from . import serializers as s
 
@@ -110,7 +108,7 @@ class CreditNoteViewSet(_Base):
     @idempotent_create
     def create(self, request):
         data = self._input(s.CreditNoteCreateInput)
-        invoice = get_object_or_404(Invoice, pk=data.pop("invoice"))
+        invoice = data.pop("invoice")
         note = services.credit_note_create(actor=request.user, invoice=invoice, **data)
         return self._out(note, status.HTTP_201_CREATED)
 
@@ -212,10 +210,7 @@ class AdjustmentViewSet(_StaffBase):
     @idempotent_create
     def create(self, request):
         data = self._input(s.AdjustmentCreateInput)
-        organization = Organization.objects.filter(pk=data.pop("organization")).first()
-        if organization is None:
-            raise serializers.ValidationError({"organization": ["Organization not found."]})
-        adjustment = services.adjustment_create(actor=request.user, organization=organization, **data)
+        adjustment = services.adjustment_create(actor=request.user, **data)
         return self._out(adjustment, status.HTTP_201_CREATED)
 
 
@@ -229,10 +224,7 @@ class BillingAccountViewSet(_StaffBase):
     @extend_schema(request=s.BillingAccountSetInput, responses={200: s.BillingAccountOutput})
     def create(self, request):
         data = self._input(s.BillingAccountSetInput)
-        organization = Organization.objects.filter(pk=data.pop("organization")).first()
-        if organization is None:
-            raise serializers.ValidationError({"organization": ["Organization not found."]})
-        account = services.billing_account_update(actor=request.user, organization=organization, **data)
+        account = services.billing_account_update(actor=request.user, **data)
         return self._out(account)
 
 
@@ -257,17 +249,15 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
     @extend_schema(parameters=[s.RevenueQuery], responses={200: s.RevenueRow(many=True)})
     @action(detail=False, methods=["get"], url_path="reports/revenue")
     def revenue(self, request):
-        query = s.RevenueQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        return Response(s.RevenueRow(reports.revenue_report(**query.validated_data), many=True).data)
+        query = validated(s.RevenueQuery(data=request.query_params))
+        return Response(s.RevenueRow(reports.revenue_report(**query), many=True).data)
 
     @extend_schema(parameters=[s.UtilizationQuery], responses={200: s.UtilizationRow(many=True)},
                    description="GPU-hours by GPU model or organization.")
     @action(detail=False, methods=["get"], url_path="reports/utilization")
     def utilization(self, request):
-        query = s.UtilizationQuery(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        return Response(s.UtilizationRow(reports.utilization_report(**query.validated_data), many=True).data)
+        query = validated(s.UtilizationQuery(data=request.query_params))
+        return Response(s.UtilizationRow(reports.utilization_report(**query), many=True).data)
 
 
 

@@ -1,10 +1,15 @@
 import django_filters
 
+from apps.core.filters import FilterSet
+from apps.core.references import VisibleFilter
+from apps.tenancy.selectors import project_list_visible_to
+
 from ..models import Cluster, Flavor, Image, Instance, SshKey
+from ..selectors import cluster_list_visible_to, flavor_list_visible_to
 from ..states import ClusterStatus, GpuForm, InstanceStatus
 
 
-class FlavorFilter(django_filters.FilterSet):
+class FlavorFilter(FilterSet):
     gpu_form = django_filters.ChoiceFilter(choices=GpuForm.choices)
 
     class Meta:
@@ -12,19 +17,24 @@ class FlavorFilter(django_filters.FilterSet):
         fields = ["name", "gpu_form", "gpu_model", "mig_profile", "vgpu_type"]
 
 
-class ImageFilter(django_filters.FilterSet):
+class ImageFilter(FilterSet):
     class Meta:
         model = Image
         fields = ["name", "os", "arch"]
 
 
-class SshKeyFilter(django_filters.FilterSet):
+class SshKeyFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
+
     class Meta:
         model = SshKey
         fields = ["project", "name", "fingerprint"]
 
 
-class InstanceFilter(django_filters.FilterSet):
+class InstanceFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
+    flavor = VisibleFilter(flavor_list_visible_to)
+    cluster = VisibleFilter(cluster_list_visible_to)
     status = django_filters.ChoiceFilter(choices=InstanceStatus.choices)
 
     class Meta:
@@ -32,7 +42,8 @@ class InstanceFilter(django_filters.FilterSet):
         fields = ["project", "name", "status", "flavor", "cluster"]
 
 
-class ClusterFilter(django_filters.FilterSet):
+class ClusterFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
     status = django_filters.ChoiceFilter(choices=ClusterStatus.choices)
 
     class Meta:

@@ -1,12 +1,23 @@
-"""Compute API serializers: `*Input` parse requests, `*Output` format responses."""
+"""Compute API serializers: `*Input` parse requests, `*Output` format responses.
+
+Ids in request bodies resolve among the objects the caller can see (`apps.core.references.VisibleField`): another
+tenant's id is "Not found." (400), as an id that does not exist (ADR 0010)."""
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
+from apps.networking.selectors import (
+    ib_partition_list_visible_to,
+    security_group_list_visible_to,
+    subnet_list_visible_to,
+)
 from apps.operations.api.serializers import OperationOutput
+from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
 from ..drivers.base import USER_DATA_MAX_BYTES
 from ..models import Cluster, Flavor, Image, Instance, SshKey
+from ..selectors import flavor_list_visible_to, image_list_visible_to, ssh_key_list_visible_to
 from ..states import GpuForm, Visibility
 
 
@@ -35,7 +46,8 @@ class FlavorCreateInput(Serializer):
     share_milli = serializers.IntegerField(min_value=0, max_value=999, default=0)
     hugepages = serializers.BooleanField(default=False)
     visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.PUBLIC)
-    organizations = serializers.ListField(child=serializers.UUIDField(), required=False, default=list)
+    organizations = VisibleField(organization_list_visible_to, many=True, required=False, default=list,
+                                 max_length=1000, help_text="organizations offered a private flavor")
 
 
 class ImageOutput(ModelSerializer):
@@ -68,7 +80,7 @@ class SshKeyOutput(ModelSerializer):
 
 
 class SshKeyCreateInput(Serializer):
-    project = serializers.UUIDField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=63)
     public_key = serializers.CharField(max_length=16384, trim_whitespace=True)
 
@@ -140,13 +152,13 @@ class InstanceOutput(ModelSerializer):
 
 
 class NetworkFieldsInput(Serializer):
-    subnet_id = serializers.UUIDField(required=False, allow_null=True, default=None,
-                                      help_text="a subnet of the project: the instance gets a port with a fixed IP")
-    security_group_ids = serializers.ListField(
-        child=serializers.UUIDField(), required=False, default=list, max_length=16,
+    subnet_id = VisibleField(subnet_list_visible_to, required=False, allow_null=True, default=None,
+                             help_text="a subnet of the project: the instance gets a port with a fixed IP")
+    security_group_ids = VisibleField(
+        security_group_list_visible_to, many=True, required=False, default=list, max_length=16,
         help_text="security groups of the subnet's VPC for the port (default: the VPC's default group)")
-    ib_partition_id = serializers.UUIDField(
-        required=False, allow_null=True, default=None,
+    ib_partition_id = VisibleField(
+        ib_partition_list_visible_to, required=False, allow_null=True, default=None,
         help_text="an InfiniBand partition of the project: the instance's HCA ports (whole host) or a VF's "
                   "virtual GUID join it as full members once placed")
 
@@ -154,11 +166,11 @@ class NetworkFieldsInput(Serializer):
 class InstanceCreateInput(NetworkFieldsInput):
     """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
 
-    project = serializers.UUIDField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=255)
-    flavor = serializers.UUIDField()
-    image = serializers.UUIDField()
-    ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
+    flavor = VisibleField(flavor_list_visible_to)
+    image = VisibleField(image_list_visible_to)
+    ssh_keys = VisibleField(ssh_key_list_visible_to, many=True, required=False, default=list, max_length=32)
     user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
                                       max_length=USER_DATA_MAX_BYTES * 4)
     queue = serializers.BooleanField(
@@ -172,7 +184,8 @@ class InstanceActionInput(Serializer):
 
 
 class InstanceResizeInput(Serializer):
-    flavor = serializers.UUIDField(help_text="a flavor with the same GPU spec; the instance must be stopped")
+    flavor = VisibleField(flavor_list_visible_to,
+                          help_text="a flavor with the same GPU spec; the instance must be stopped")
 
 
 class InstanceAccepted(Serializer):
@@ -203,12 +216,12 @@ class ClusterOutput(ModelSerializer):
 
 
 class ClusterCreateInput(NetworkFieldsInput):
-    project = serializers.UUIDField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=255)
-    flavor = serializers.UUIDField()
-    image = serializers.UUIDField()
+    flavor = VisibleField(flavor_list_visible_to)
+    image = VisibleField(image_list_visible_to)
     size = serializers.IntegerField(min_value=1, max_value=256)
-    ssh_keys = serializers.ListField(child=serializers.UUIDField(), required=False, default=list, max_length=32)
+    ssh_keys = VisibleField(ssh_key_list_visible_to, many=True, required=False, default=list, max_length=32)
     user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
                                       max_length=USER_DATA_MAX_BYTES * 4)
     queue = serializers.BooleanField(

@@ -13,8 +13,6 @@ from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES
-from apps.tenancy.models import Organization
-from apps.tenancy.selectors import project_get_visible_to
 
 from .. import selectors
 from ..services import catalog, clusters, instances, ssh_keys
@@ -23,8 +21,7 @@ from . import serializers as s
 
 
 class _Base(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    def _project(self, project_id):
-        return project_get_visible_to(self.request.user, project_id)
+    pass
 
 
 class FlavorViewSet(_Base):
@@ -41,8 +38,7 @@ class FlavorViewSet(_Base):
     @extend_schema(request=s.FlavorCreateInput, responses={201: s.FlavorOutput})
     def create(self, request):
         data = dict(self._input(s.FlavorCreateInput))
-        orgs = list(Organization.objects.filter(pk__in=data.pop("organizations")))
-        flavor = catalog.flavor_create(actor=request.user, organizations=orgs, **data)
+        flavor = catalog.flavor_create(actor=request.user, **data)
         return Response(s.FlavorOutput(flavor).data, status=status.HTTP_201_CREATED)
 
 
@@ -76,7 +72,7 @@ class SshKeyViewSet(_Base):
     @idempotent_create
     def create(self, request):
         data = self._input(s.SshKeyCreateInput)
-        key = ssh_keys.ssh_key_create(actor=request.user, project=self._project(data["project"]),
+        key = ssh_keys.ssh_key_create(actor=request.user, project=data["project"],
                                       name=data["name"], public_key=data["public_key"])
         return Response(s.SshKeyOutput(key).data, status=status.HTTP_201_CREATED)
 
@@ -92,8 +88,12 @@ def _accepted(instance, op) -> Response:
 
 
 def _network_fields(data) -> dict:
-    return {"subnet_id": data["subnet_id"], "security_group_ids": data["security_group_ids"],
-            "ib_partition_id": data["ib_partition_id"]}
+    return {"subnet_id": _pk(data["subnet_id"]), "security_group_ids": [g.pk for g in data["security_group_ids"]],
+            "ib_partition_id": _pk(data["ib_partition_id"])}
+
+
+def _pk(obj):
+    return None if obj is None else obj.pk
 
 
 class InstanceViewSet(_Base):
@@ -120,8 +120,8 @@ class InstanceViewSet(_Base):
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
         inst, op = instances.instance_create(
-            actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
-            image_id=data["image"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
+            actor=request.user, project=data["project"], name=data["name"], flavor_id=data["flavor"].pk,
+            image_id=data["image"].pk, ssh_key_ids=[k.pk for k in data["ssh_keys"]], user_data=data["user_data"],
             request_id=get_request_id(),
             queue=data["queue"], **_network_fields(data))
         return _accepted(inst, op)
@@ -156,7 +156,7 @@ class InstanceViewSet(_Base):
     def resize(self, request, pk=None):
         inst = self.get_object()
         flavor = self._input(s.InstanceResizeInput)["flavor"]
-        return _accepted(inst, instances.instance_resize(actor=request.user, instance=inst, flavor_id=flavor))
+        return _accepted(inst, instances.instance_resize(actor=request.user, instance=inst, flavor_id=flavor.pk))
 
     @extend_schema(responses={200: s.ConsoleLogOutput})
     @action(detail=True, methods=["get"], url_path="console-log")
@@ -179,9 +179,9 @@ class ClusterViewSet(_Base):
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
         cluster = clusters.cluster_create(
-            actor=request.user, project=self._project(data["project"]), name=data["name"], flavor_id=data["flavor"],
-            image_id=data["image"], size=data["size"], ssh_key_ids=data["ssh_keys"], user_data=data["user_data"],
-            request_id=get_request_id(), queue=data["queue"], **_network_fields(data))
+            actor=request.user, project=data["project"], name=data["name"], flavor_id=data["flavor"].pk,
+            image_id=data["image"].pk, size=data["size"], ssh_key_ids=[k.pk for k in data["ssh_keys"]],
+            user_data=data["user_data"], request_id=get_request_id(), queue=data["queue"], **_network_fields(data))
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput})

@@ -1,8 +1,8 @@
 """Instance writes: create, stop, start, reboot, delete. Each validates, applies a transition and starts an
 Operation (the workflows in `apps.compute.workflows` do the work); every write is audited in its transaction.
 
-Errors: 404 `flavor_not_found` (also a flavor not offered to the project), `image_not_found`,
-`ssh_key_not_found` (also another project's key); 400 `validation_error` (name), `user_data_too_large`;
+Errors: 400 `validation_error` "Not found." naming `flavor` (also a flavor not offered to the project), `image`
+or `ssh_keys` (also another project's key; ADR 0010); 400 `validation_error` (name), `user_data_too_large`;
 422 `quota_exceeded`; 409 `invalid_state` (with `allowed_states`), `name_taken`.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.db import atomic_with_retry, unique_conflict
-from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.references import reference_not_found
 from apps.core.transitions import transition
 from apps.operations.models import Operation
 from apps.operations.runner import operation_deadline_set, operation_start, operations_cancel_unfinished
@@ -61,14 +62,14 @@ def quota_keys(flavor: Flavor, count: int = 1) -> list[tuple[str, int]]:
 def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence) -> tuple[Flavor, Image, list[SshKey]]:
     flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
     if flavor is None or not flavor_offered_to_project(flavor, project):
-        raise NotFound("Flavor not found.", code=Code.FLAVOR_NOT_FOUND, errors={"flavor": ["not found"]})
+        raise reference_not_found("flavor")
     image = Image.objects.filter(pk=image_id, is_active=True).first() if _is_uuid(image_id) else None
     if image is None:
-        raise NotFound("Image not found.", code=Code.IMAGE_NOT_FOUND, errors={"image": ["not found"]})
+        raise reference_not_found("image")
     ids = {str(k) for k in ssh_key_ids}
     keys = list(SshKey.objects.filter(project=project, pk__in=[k for k in ids if _is_uuid(k)]))
     if len(keys) != len(ids):
-        raise NotFound("SSH key not found.", code=Code.SSH_KEY_NOT_FOUND, errors={"ssh_keys": ["not found"]})
+        raise reference_not_found("ssh_keys")
     return flavor, image, keys
 
 
@@ -91,7 +92,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     `selectors.gpu_quota_pending`), so no 202 is given for GPUs the quota cannot hold. `gpu_quota=False` skips
     the GPU quota keys (an instance inside a lease: the lease already holds the GPUs).
     `subnet_id`, `security_group_ids`, `ib_partition_id`: tenant networks to attach (`services.networks`;
-    404 `subnet_not_found`, `security_group_not_found`, `ib_partition_not_found`, 400 `invalid_security_group`).
+    400 "Not found." naming `subnet_id`, `security_group_ids` or `ib_partition_id`, 400 `invalid_security_group`).
 
     Placement rule (`admit`, docs/adr/0404-placement-admission.md), checked before anything is written: 422
     `unplaceable` when no capacity of the fleet could ever hold the flavor; 409 `capacity_unavailable` with
@@ -213,14 +214,14 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
 
     The new vCPU and memory allocation replaces the old one in one ledger transaction (`replace=True`), so the
     instance never holds both. 409 `invalid_state` unless stopped; 409 `flavor_does_not_fit` when the GPU spec
-    differs or the host lacks room (nothing changes); 404 `flavor_not_found`; 422 `quota_exceeded` on growth."""
+    differs or the host lacks room (nothing changes); 400 "Not found." naming `flavor`; 422 `quota_exceeded` on growth."""
     from apps.scheduling.errors import CapacityUnavailable
     from apps.scheduling.ledger import ConsumerRef, allocations_claim
 
     authorize_project(actor, instance.project, WRITERS)
     flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
     if flavor is None or not flavor_offered_to_project(flavor, instance.project):
-        raise NotFound("Flavor not found.", code=Code.FLAVOR_NOT_FOUND, errors={"flavor": ["not found"]})
+        raise reference_not_found("flavor")
     old = instance.flavor
     if any(getattr(old, f) != getattr(flavor, f) for f in GPU_FIELDS):
         raise Conflict("A resize keeps the instance's GPUs: the new flavor must have the same GPU spec.",

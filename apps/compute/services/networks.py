@@ -22,15 +22,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 
-from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
+from apps.core.references import reference_not_found
 from apps.inventory.models import Gpu, HcaPort
 
 from ..drivers.base import NetInterface
 from ..states import GpuForm
 
-SUBNET_NOT_FOUND = "subnet_not_found"
-SECURITY_GROUP_NOT_FOUND = "security_group_not_found"
-IB_PARTITION_NOT_FOUND = "ib_partition_not_found"
 INVALID_SECURITY_GROUP = "invalid_security_group"
 IB_VF_UNAVAILABLE = "ib_vf_unavailable"
 
@@ -47,8 +45,8 @@ def network_request_resolve(*, project, subnet_id=None, security_group_ids: Sequ
     """Check the requested networks of an instance in `project`; returns what `Instance.network` stores:
     ``{"subnet": str, "security_groups": [str], "ib_partition": str}`` (keys only when asked).
 
-    404 `subnet_not_found` (also another project's subnet), `security_group_not_found` (also another project's),
-    `ib_partition_not_found` (also another project's); 400 `invalid_security_group` for groups without a subnet or
+    400 `validation_error` "Not found." naming `subnet_id`, `security_group_ids` or `ib_partition_id` (also another
+    project's, ADR 0010); 400 `invalid_security_group` for groups without a subnet or
     from another VPC than the subnet's."""
     from apps.networking.models import IbPartition, SecurityGroup, Subnet
 
@@ -57,7 +55,7 @@ def network_request_resolve(*, project, subnet_id=None, security_group_ids: Sequ
         sid = _uuid(subnet_id)
         subnet = Subnet.objects.filter(pk=sid, project=project).first() if sid else None
         if subnet is None:
-            raise NotFound("Subnet not found.", code=SUBNET_NOT_FOUND, errors={"subnet_id": ["not found"]})
+            raise reference_not_found("subnet_id")
         out["subnet"] = str(subnet.pk)
     if security_group_ids:
         if "subnet" not in out:
@@ -66,8 +64,7 @@ def network_request_resolve(*, project, subnet_id=None, security_group_ids: Sequ
         ids = {_uuid(g) for g in security_group_ids}
         groups = list(SecurityGroup.objects.filter(project=project, pk__in=[g for g in ids if g]))
         if None in ids or len(groups) != len(ids):
-            raise NotFound("Security group not found.", code=SECURITY_GROUP_NOT_FOUND,
-                           errors={"security_group_ids": ["not found"]})
+            raise reference_not_found("security_group_ids")
         if any(g.vpc_id != subnet.vpc_id for g in groups):
             raise ValidationFailed("Security groups must belong to the subnet's VPC.", code=INVALID_SECURITY_GROUP,
                                    errors={"security_group_ids": ["not in the subnet's VPC"]})
@@ -76,8 +73,7 @@ def network_request_resolve(*, project, subnet_id=None, security_group_ids: Sequ
         pid = _uuid(ib_partition_id)
         part = IbPartition.objects.filter(pk=pid, project=project).first() if pid else None
         if part is None:
-            raise NotFound("InfiniBand partition not found.", code=IB_PARTITION_NOT_FOUND,
-                           errors={"ib_partition_id": ["not found"]})
+            raise reference_not_found("ib_partition_id")
         out["ib_partition"] = str(part.pk)
     return out
 

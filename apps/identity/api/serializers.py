@@ -1,10 +1,10 @@
 """Input/Output serializers of the identity API. The token secret appears only in `ApiTokenCreated`."""
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
-from apps.tenancy.api.serializers import VisibleOrganizationField, VisibleProjectField
+from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
 from ..models import ApiToken, ServiceAccount, TokenScope, User
 from ..selectors import service_account_list_visible_to
@@ -35,24 +35,20 @@ class ApiTokenCreated(ApiTokenOutput):
         return self.context["raw_token"]
 
 
-@extend_schema_field(OpenApiTypes.UUID)
-class VisibleServiceAccountField(serializers.PrimaryKeyRelatedField):
-    default_error_messages = VisibleOrganizationField.default_error_messages
-
-    def get_queryset(self):
-        return service_account_list_visible_to(self.context["request"].user).filter(disabled_at__isnull=True)
+def _enabled(service_accounts):
+    return service_accounts.filter(disabled_at__isnull=True)
 
 
 class ApiTokenCreateInput(Serializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=TokenScope.choices, default=TokenScope.READ)
-    project = VisibleProjectField(required=False, allow_null=True, default=None)
-    organization = VisibleOrganizationField(required=False, allow_null=True, default=None)
+    project = VisibleField(project_list_visible_to, required=False, allow_null=True, default=None)
+    organization = VisibleField(organization_list_visible_to, required=False, allow_null=True, default=None)
     staff = serializers.BooleanField(required=False, default=False)
     expires_at = serializers.DateTimeField(required=False, allow_null=True, default=None,
                                            help_text="Default 90 days from now, at most 366.")
-    service_account = VisibleServiceAccountField(required=False, allow_null=True, default=None,
-                                                 help_text="Mint the token for this service account.")
+    service_account = VisibleField(service_account_list_visible_to, narrow=_enabled, required=False,
+                                   allow_null=True, default=None, help_text="Mint the token for this service account.")
 
 
 class ServiceAccountOutput(ModelSerializer):
@@ -65,7 +61,7 @@ class ServiceAccountOutput(ModelSerializer):
 
 
 class ServiceAccountCreateInput(Serializer):
-    organization = VisibleOrganizationField()
+    organization = VisibleField(organization_list_visible_to)
     name = serializers.CharField(max_length=100)
     description = serializers.CharField(required=False, allow_blank=True, default="")
     role = serializers.CharField(max_length=16, default="member", help_text="admin | billing | member | viewer")

@@ -1,12 +1,12 @@
 """FilterSets with explicit fields for the staff inventory API."""
 import django_filters as df
 
-from apps.core.filters import IsoDateTimeFilter
+from apps.core.filters import FilterSet, IsoDateTimeFilter
 
 from ..models import AgentCommand, Fabric, Gpu, HcaPort, Host, Incident, Rack, ScalableUnit, Switch, Zone
 
 
-class ZoneFilter(df.FilterSet):
+class ZoneFilter(FilterSet):
     region = df.CharFilter(field_name="region__name")
 
     class Meta:
@@ -14,7 +14,7 @@ class ZoneFilter(df.FilterSet):
         fields = ["region"]
 
 
-class ScalableUnitFilter(df.FilterSet):
+class ScalableUnitFilter(FilterSet):
     zone = df.CharFilter(field_name="zone__name")
 
     class Meta:
@@ -22,7 +22,7 @@ class ScalableUnitFilter(df.FilterSet):
         fields = ["zone"]
 
 
-class RackFilter(df.FilterSet):
+class RackFilter(FilterSet):
     zone = df.CharFilter(field_name="zone__name")
     scalable_unit = df.CharFilter(field_name="scalable_unit__name")
 
@@ -31,13 +31,13 @@ class RackFilter(df.FilterSet):
         fields = ["zone", "scalable_unit"]
 
 
-class FabricFilter(df.FilterSet):
+class FabricFilter(FilterSet):
     class Meta:
         model = Fabric
         fields = ["kind"]
 
 
-class SwitchFilter(df.FilterSet):
+class SwitchFilter(FilterSet):
     fabric = df.CharFilter(field_name="fabric__name")
     zone = df.CharFilter(field_name="zone__name")
     scalable_unit = df.CharFilter(field_name="scalable_unit__name")
@@ -47,7 +47,7 @@ class SwitchFilter(df.FilterSet):
         fields = ["fabric", "role", "zone", "scalable_unit", "rail"]
 
 
-class HostFilter(df.FilterSet):
+class HostFilter(FilterSet):
     zone = df.CharFilter(field_name="zone__name")
     scalable_unit = df.CharFilter(field_name="scalable_unit__name")
     rack = df.CharFilter(field_name="rack__name")
@@ -59,7 +59,7 @@ class HostFilter(df.FilterSet):
         fields = ["zone", "scalable_unit", "rack", "state", "provisioning_kind", "gpu_model", "name"]
 
 
-class GpuFilter(df.FilterSet):
+class GpuFilter(FilterSet):
     host = df.CharFilter(field_name="host__name")
     zone = df.CharFilter(field_name="host__zone__name")
 
@@ -68,7 +68,7 @@ class GpuFilter(df.FilterSet):
         fields = ["host", "zone", "model", "mode", "health"]
 
 
-class HcaPortFilter(df.FilterSet):
+class HcaPortFilter(FilterSet):
     host = df.CharFilter(field_name="host__name")
     fabric = df.CharFilter(field_name="fabric__name")
     leaf_switch = df.CharFilter(field_name="leaf_switch__name")
@@ -78,7 +78,7 @@ class HcaPortFilter(df.FilterSet):
         fields = ["host", "fabric", "rail", "leaf_switch", "port_guid"]
 
 
-class IncidentFilter(df.FilterSet):
+class IncidentFilter(FilterSet):
     host = df.CharFilter(field_name="host__name")
     open = df.BooleanFilter(field_name="end", lookup_expr="isnull")
     start_after = IsoDateTimeFilter(field_name="start", lookup_expr="gte")
@@ -89,7 +89,7 @@ class IncidentFilter(df.FilterSet):
         fields = ["host", "open", "provider_at_fault", "start_after", "start_before"]
 
 
-class AgentCommandFilter(df.FilterSet):
+class AgentCommandFilter(FilterSet):
     host = df.CharFilter(field_name="host__name")
 
     class Meta:

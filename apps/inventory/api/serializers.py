@@ -1,6 +1,7 @@
 """Input/Output serializers of the inventory API (staff only, except the GPU model catalog)."""
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
 from ..models import (
@@ -18,6 +19,7 @@ from ..models import (
     Switch,
     Zone,
 )
+from ..selectors import host_list_visible_to
 from ..states import CommandKind
 
 
@@ -229,7 +231,7 @@ class AgentCommandOutput(ModelSerializer):
 
 
 class AgentCommandInput(Serializer):
-    host = serializers.UUIDField()
+    host = VisibleField(host_list_visible_to)
     kind = serializers.ChoiceField(choices=CommandKind.choices)
     payload = serializers.DictField(default=dict, help_text="gpu_index, layout | profile, start | partition_id")
 

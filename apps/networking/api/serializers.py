@@ -1,13 +1,13 @@
 """Input/Output serializers of the networking API. Domain rules live in the services; ids in request bodies
-resolve only among objects the caller can see (others are "Not found.", a 400)."""
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema_field
+resolve only among objects the caller can see (`apps.core.references.VisibleField`: others are "Not found.", a 400,
+ADR 0010)."""
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 from apps.inventory.models import Fabric, HcaPort
 from apps.inventory.states import FabricKind
-from apps.tenancy.api.serializers import VisibleProjectField
+from apps.tenancy.selectors import project_list_visible_to
 
 from .. import selectors
 from ..models import (
@@ -24,25 +24,6 @@ from ..models import (
     Vpc,
 )
 from ..states import Direction, Ethertype
-
-NOT_FOUND = {"does_not_exist": "Not found.", "incorrect_type": "Not a valid id."}
-
-
-def _visible(selector_name: str):
-    @extend_schema_field(OpenApiTypes.UUID)
-    class Field(serializers.PrimaryKeyRelatedField):
-        default_error_messages = {**serializers.PrimaryKeyRelatedField.default_error_messages, **NOT_FOUND}
-
-        def get_queryset(self):
-            return getattr(selectors, selector_name)(self.context["request"].user)
-    Field.__name__ = f"Visible{selector_name}"
-    return Field
-
-
-VisibleVpc = _visible("vpc_list_visible_to")
-VisibleSubnet = _visible("subnet_list_visible_to")
-VisibleSecurityGroup = _visible("security_group_list_visible_to")
-VisiblePort = _visible("port_list_visible_to")
 
 
 class PoolNameField(serializers.SlugRelatedField):
@@ -64,7 +45,7 @@ class VpcOutput(ModelSerializer):
 
 
 class VpcCreateInput(Serializer):
-    project = VisibleProjectField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.SlugField(max_length=63)
     cidr = serializers.CharField(max_length=43, help_text="IPv4 CIDR inside RFC 1918 or an operator-allowed range")
     ipv6_cidr = serializers.CharField(max_length=43, required=False, allow_blank=True,
@@ -85,7 +66,7 @@ class SubnetOutput(ModelSerializer):
 
 
 class SubnetCreateInput(Serializer):
-    vpc = VisibleVpc()
+    vpc = VisibleField(selectors.vpc_list_visible_to)
     name = serializers.SlugField(max_length=63)
     cidr = serializers.CharField(max_length=43)
     gateway_ip = serializers.CharField(required=False, help_text="default: the first usable address")
@@ -115,12 +96,12 @@ class RuleInput(Serializer):
     icmp_type = serializers.IntegerField(required=False, allow_null=True)
     icmp_code = serializers.IntegerField(required=False, allow_null=True)
     remote_ip_prefix = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=43)
-    remote_group = VisibleSecurityGroup(required=False, allow_null=True)
+    remote_group = VisibleField(selectors.security_group_list_visible_to, required=False, allow_null=True)
     description = serializers.CharField(required=False, allow_blank=True, max_length=200)
 
 
 class SecurityGroupRuleCreateInput(RuleInput):
-    security_group = VisibleSecurityGroup()
+    security_group = VisibleField(selectors.security_group_list_visible_to)
 
 
 class SecurityGroupOutput(ModelSerializer):
@@ -133,7 +114,7 @@ class SecurityGroupOutput(ModelSerializer):
 
 
 class SecurityGroupCreateInput(Serializer):
-    vpc = VisibleVpc()
+    vpc = VisibleField(selectors.vpc_list_visible_to)
     name = serializers.SlugField(max_length=63)
     description = serializers.CharField(max_length=200, required=False, allow_blank=True)
     rules = RuleInput(many=True, required=False)
@@ -158,12 +139,12 @@ class PortOutput(ModelSerializer):
 
 
 class PortCreateInput(Serializer):
-    subnet = VisibleSubnet()
+    subnet = VisibleField(selectors.subnet_list_visible_to)
     name = serializers.CharField(max_length=63, required=False, allow_blank=True)
     ip_addresses = serializers.ListField(child=serializers.CharField(max_length=45), required=False, max_length=8,
                                          help_text="fixed IPs in the subnet; default: the lowest free address")
-    security_groups = VisibleSecurityGroup(many=True, required=False,
-                                           help_text="default: the VPC's default group")
+    security_groups = VisibleField(selectors.security_group_list_visible_to, many=True, required=False,
+                                   max_length=16, help_text="default: the VPC's default group")
     mac_address = serializers.CharField(max_length=17, required=False)
     allowed_address_pairs = serializers.ListField(child=serializers.CharField(max_length=43), required=False,
                                                   max_length=10, help_text="extra source prefixes (RW-072 rules)")
@@ -171,7 +152,8 @@ class PortCreateInput(Serializer):
 
 class PortUpdateInput(Serializer):
     name = serializers.CharField(max_length=63, required=False, allow_blank=True)
-    security_groups = VisibleSecurityGroup(many=True, required=False)
+    security_groups = VisibleField(selectors.security_group_list_visible_to, many=True, required=False,
+                                   max_length=16)
     allowed_address_pairs = serializers.ListField(child=serializers.CharField(max_length=43), required=False,
                                                   max_length=10)
 
@@ -187,13 +169,14 @@ class PublicIpOutput(ModelSerializer):
 
 
 class PublicIpCreateInput(Serializer):
-    vpc = VisibleVpc()
+    vpc = VisibleField(selectors.vpc_list_visible_to)
     pool = PoolNameField(help_text="name of an operator pool (GET /public-ip-pools)")
-    port = VisiblePort(required=False, allow_null=True)
+    port = VisibleField(selectors.port_list_visible_to, required=False, allow_null=True)
 
 
 class PublicIpUpdateInput(Serializer):
-    port = VisiblePort(allow_null=True, help_text="NAT to this port; null removes the NAT")
+    port = VisibleField(selectors.port_list_visible_to, allow_null=True,
+                        help_text="NAT to this port; null removes the NAT")
 
 
 class PublicIpPoolOutput(ModelSerializer):
@@ -244,7 +227,7 @@ class IbPartitionOutput(ModelSerializer):
 
 
 class IbPartitionCreateInput(Serializer):
-    project = VisibleProjectField()
+    project = VisibleField(project_list_visible_to)
     fabric = IbFabricField(help_text="InfiniBand fabric name")
     name = serializers.SlugField(max_length=63)
     pkey = serializers.CharField(required=False, max_length=10,

@@ -1,13 +1,14 @@
-"""FilterSet of the operations list. Ids are plain UUID filters: an id the caller cannot see filters to an empty
-page, never to an error, so the filter is no existence oracle (as the tenancy filters)."""
+"""FilterSet of the operations list. Operations are history and outlive their targets, so ids are plain UUID
+filters: any id the caller's operations do not carry (another tenant's or a random one) is an empty page, never an
+error, so the filter is no existence oracle (ADR 0010)."""
 import django_filters
 
-from apps.core.filters import IsoDateTimeFilter
+from apps.core.filters import FilterSet, IsoDateTimeFilter
 
 from ..models import Operation, OperationStatus
 
 
-class OperationFilter(django_filters.FilterSet):
+class OperationFilter(FilterSet):
     status = django_filters.MultipleChoiceFilter(choices=OperationStatus.choices,
                                                  help_text="one or more of pending, running, succeeded, failed, "
                                                            "cancelled (repeat the parameter)")

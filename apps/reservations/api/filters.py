@@ -1,11 +1,15 @@
 import django_filters
 
+from apps.core.filters import FilterSet
+from apps.core.references import VisibleFilter
+from apps.tenancy.selectors import project_list_visible_to
+
 from ..models import Lease, QueuedRequest
 from ..states import LeaseStatus, QueueStatus
 
 
-class LeaseFilter(django_filters.FilterSet):
-    project = django_filters.UUIDFilter(field_name="project_id")
+class LeaseFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
     status = django_filters.ChoiceFilter(choices=LeaseStatus.choices)
     kind = django_filters.CharFilter(help_text="hosts | gpus | mig | shares")
 
@@ -14,9 +18,9 @@ class LeaseFilter(django_filters.FilterSet):
         fields = ["project", "status", "kind", "gpu_model", "name"]
 
 
-class QueuedRequestFilter(django_filters.FilterSet):
-    project = django_filters.UUIDFilter(field_name="project_id")
-    instance = django_filters.UUIDFilter(field_name="instance_id")
+class QueuedRequestFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
+    instance = VisibleFilter("apps.compute.selectors.instance_list_visible_to", field_name="instance_id")
     status = django_filters.ChoiceFilter(choices=QueueStatus.choices)
 
     class Meta:

@@ -1,12 +1,17 @@
-"""Input/output serializers of the reservations API."""
+"""Input/output serializers of the reservations API. Ids in bodies resolve among what the caller can see
+(`apps.core.references.VisibleField`; another tenant's id is "Not found.", a 400, ADR 0010)."""
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.compute.api.serializers import InstanceOutput
+from apps.compute.selectors import flavor_list_visible_to, image_list_visible_to, ssh_key_list_visible_to
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 from apps.operations.api.serializers import OperationOutput
+from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
 from ..models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
+from ..selectors import lease_list_visible_to
 from ..states import EndAction, Event, LeaseKind, Market
 
 
@@ -32,7 +37,7 @@ class LeaseOutput(ModelSerializer):
 class LeaseCreateInput(Serializer):
     """`start`/`end`: 'YYYY-MM-DD HH:MM' in `time_zone`, ISO 8601 (an offset wins over `time_zone`), or 'now'."""
 
-    project = serializers.UUIDField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=63)
     start = serializers.CharField(max_length=64)
     end = serializers.CharField(max_length=64)
@@ -120,14 +125,14 @@ class InstanceCapacityOutput(ModelSerializer):
 
 
 class InstanceRequestInput(Serializer):
-    project = serializers.UUIDField()
+    project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=63)
-    flavor = serializers.UUIDField()
-    image = serializers.UUIDField()
-    ssh_keys = serializers.ListField(child=serializers.UUIDField(), default=list, max_length=32)
+    flavor = VisibleField(flavor_list_visible_to)
+    image = VisibleField(image_list_visible_to)
+    ssh_keys = VisibleField(ssh_key_list_visible_to, many=True, required=False, default=list, max_length=32)
     user_data = serializers.CharField(default="", allow_blank=True, trim_whitespace=False)
     market = serializers.ChoiceField(choices=Market.choices, default=Market.ON_DEMAND)
-    lease = serializers.UUIDField(required=False, allow_null=True, default=None)
+    lease = VisibleField(lease_list_visible_to, required=False, allow_null=True, default=None)
     queue_timeout_s = serializers.IntegerField(default=0, min_value=0,
                                                help_text="0: fail at once when no capacity; else wait up to this")
 
@@ -148,7 +153,7 @@ class WebhookEndpointOutput(ModelSerializer):
 
 
 class WebhookEndpointCreateInput(Serializer):
-    organization = serializers.UUIDField()
+    organization = VisibleField(organization_list_visible_to)
     url = serializers.URLField(max_length=500)
     events = serializers.ListField(child=serializers.ChoiceField(choices=Event.choices), default=list)
 
@@ -172,7 +177,7 @@ class OnDemandReserveSerializer(ModelSerializer):
 
 
 class QueuePrioritySerializer(ModelSerializer):
-    project = serializers.UUIDField(source="project_id")
+    project = VisibleField(project_list_visible_to)
 
     class Meta:
         model = QueuePriority

@@ -23,7 +23,8 @@ from apps.compute.models import Instance
 from apps.compute.services import instances as compute
 from apps.compute.states import UNPLACED_STATUSES
 from apps.core import clock
-from apps.core.errors import NotFound, QuotaExceeded, ValidationFailed
+from apps.core.errors import QuotaExceeded, ValidationFailed
+from apps.core.references import reference_not_found
 from apps.core.tasks import enqueue_on_commit
 from apps.core.transitions import transition
 from apps.operations.runner import operation_deadline_set
@@ -39,7 +40,7 @@ from .notify import event_record
 def _lease_for(project, lease_id) -> Lease:
     lease = Lease.objects.filter(pk=lease_id, project=project).first() if lease_id else None
     if lease is None:
-        raise NotFound("Lease not found.", errors={"lease": ["not found"]})
+        raise reference_not_found("lease")
     if lease.status not in LEASE_STARTED:
         raise LeaseNotUsable(f"Instances can be created in an active lease; this one is {lease.status}.",
                              current_state=lease.status)

@@ -4,7 +4,9 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
+from apps.tenancy.selectors import project_list_visible_to
 
 from ..models import Allocation, ConsumerType
 from ..placement.request import MAX_MEMORY_MIB, MAX_VCPUS, POLICIES
@@ -20,7 +22,8 @@ class TopologyInput(Serializer):
 class PlacementRequestInput(Serializer):
     """A `PlacementRequest`. One GPU form per host: gpus_per_host | mig_profile | vgpu_type | share_milli."""
 
-    project = serializers.UUIDField(help_text="the project the request is for (tenant isolation, affinity)")
+    project = VisibleField(project_list_visible_to,
+                           help_text="the project the request is for (tenant isolation, affinity)")
     gpu_models = serializers.ListField(child=serializers.CharField(max_length=32), required=False, default=list,
                                        help_text="allowed catalog keys, e.g. H100-SXM5-80GB; empty = any")
     gpus_per_host = serializers.IntegerField(min_value=0, max_value=16, required=False, default=0)
@@ -37,7 +40,8 @@ class PlacementRequestInput(Serializer):
     affinity_group = serializers.CharField(max_length=100, required=False, default="", allow_blank=True)
     anti_affinity = serializers.BooleanField(required=False, default=False)
     dedicated = serializers.BooleanField(required=False, default=False)
-    lease = serializers.UUIDField(required=False, allow_null=True, default=None)
+    lease = VisibleField("apps.reservations.selectors.lease_list_visible_to", required=False, allow_null=True,
+                         default=None)
     spot = serializers.BooleanField(required=False, default=False)
     consumer_type = serializers.ChoiceField(choices=ConsumerType.choices, required=False,
                                             default=ConsumerType.INSTANCE)

@@ -33,7 +33,7 @@ class PlacementCandidatesViewSet(viewsets.GenericViewSet):
         limit = v.pop("limit")
         topo = v.pop("topology", None) or {}
         req = PlacementRequest(
-            project_id=v.pop("project"), lease_id=v.pop("lease"), gpu_models=tuple(v.pop("gpu_models")),
+            project_id=v.pop("project").pk, lease_id=getattr(v.pop("lease"), "pk", None), gpu_models=tuple(v.pop("gpu_models")),
             topology=TopologyConstraint(**topo), **v)
         result = placement_candidates(actor=request.user, request=req, limit=limit)
         body = {"placeable": result.placeable,

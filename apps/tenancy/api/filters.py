@@ -1,19 +1,23 @@
 """FilterSets of the tenancy API (explicit fields).
 
-Ids of organizations and projects are plain UUID filters, not model choices: a model-choice filter answers 400
-for an id that does not exist and 200 for another tenant's id, which would reveal which ids exist.
+Organizations and projects resolve among those the caller can see: another tenant's id answers as an id that does
+not exist (400 `validation_error`, "Not found.", apps.core.references).
 """
 import django_filters
 
+from apps.core.filters import FilterSet
+from apps.core.references import VisibleFilter
+
 from ..models import Invitation, Membership, Organization, Project, Quota
+from ..selectors import organization_list_visible_to, project_list_visible_to
 
 
-class ScopedFilterSet(django_filters.FilterSet):
-    organization = django_filters.UUIDFilter(field_name="organization_id")
-    project = django_filters.UUIDFilter(field_name="project_id")
+class ScopedFilterSet(FilterSet):
+    organization = VisibleFilter(organization_list_visible_to)
+    project = VisibleFilter(project_list_visible_to)
 
 
-class OrganizationFilter(django_filters.FilterSet):
+class OrganizationFilter(FilterSet):
     class Meta:
         model = Organization
         fields = ["slug", "plan"]

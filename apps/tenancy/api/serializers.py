@@ -1,32 +1,13 @@
 """Input/Output serializers of the tenancy API (no business logic: services validate the domain rules)."""
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import quota_warnings, usage_of
 from ..selectors import organization_list_visible_to, project_list_visible_to
-
-
-@extend_schema_field(OpenApiTypes.UUID)
-class VisibleOrganizationField(serializers.PrimaryKeyRelatedField):
-    """An organization id the caller can see (others do not exist: 400, the same answer as for a random id)."""
-
-    default_error_messages = {**serializers.PrimaryKeyRelatedField.default_error_messages,
-                              "does_not_exist": "Not found.", "incorrect_type": "Not a valid id."}
-
-    def get_queryset(self):
-        return organization_list_visible_to(self.context["request"].user)
-
-
-@extend_schema_field(OpenApiTypes.UUID)
-class VisibleProjectField(serializers.PrimaryKeyRelatedField):
-    default_error_messages = VisibleOrganizationField.default_error_messages
-
-    def get_queryset(self):
-        return project_list_visible_to(self.context["request"].user).select_related("organization")
 
 
 class OrganizationOutput(ModelSerializer):
@@ -69,7 +50,7 @@ class ProjectOutput(ModelSerializer):
 
 
 class ProjectCreateInput(Serializer):
-    organization = VisibleOrganizationField()
+    organization = VisibleField(organization_list_visible_to)
     slug = serializers.SlugField(max_length=63)
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
@@ -99,8 +80,8 @@ ROLE_HELP = f"organization: {', '.join(OrgRole.values)}; project: {', '.join(Pro
 
 
 class MembershipCreateInput(Serializer):
-    organization = VisibleOrganizationField()
-    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    organization = VisibleField(organization_list_visible_to)
+    project = VisibleField(project_list_visible_to, required=False, allow_null=True, default=None)
     user_email = serializers.EmailField()
     role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
 
@@ -120,8 +101,8 @@ class InvitationOutput(ModelSerializer):
 
 
 class InvitationCreateInput(Serializer):
-    organization = VisibleOrganizationField()
-    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    organization = VisibleField(organization_list_visible_to)
+    project = VisibleField(project_list_visible_to, required=False, allow_null=True, default=None)
     email = serializers.EmailField()
     role = serializers.CharField(max_length=16, help_text=ROLE_HELP)
 
@@ -167,8 +148,8 @@ class QuotaOutput(ModelSerializer):
 
 
 class QuotaCreateInput(Serializer):
-    organization = VisibleOrganizationField()
-    project = VisibleProjectField(required=False, allow_null=True, default=None)
+    organization = VisibleField(organization_list_visible_to)
+    project = VisibleField(project_list_visible_to, required=False, allow_null=True, default=None)
     resource = serializers.CharField(max_length=100, help_text="e.g. gpus, gpus:H100-SXM5-80GB, vcpus")
     limit = serializers.IntegerField(min_value=0)
 
