@@ -9,13 +9,15 @@ from collections.abc import Mapping
 from rest_framework import status
 from rest_framework.response import Response
 
+from .conditional import ConditionalMixin
 from .errors import ValidationFailed
 
 UUID_PATTERN = "[0-9a-fA-F-]{36}"
 
 
-class ApiViewMixin:
-    """Mixed into each app's base viewset: UUID lookups, `_input` (validated data or a 400 problem) and `_out`."""
+class ApiViewMixin(ConditionalMixin):
+    """Mixed into each app's base viewset: UUID lookups, `_input` (validated data or a 400 problem), `_out`, and
+    `ETag`/`If-Match` on single objects (`apps.core.conditional`)."""
 
     lookup_value_regex = UUID_PATTERN
 

@@ -3,7 +3,12 @@
 `problem_responses` adds the `Problem` component (the body of `apps.core.errors.problem_body`) and, on every
 operation that does not already describe them, the responses every endpoint can give: 400 (invalid input), 401
 (no or bad credentials), 403 (role or token scope), and 404 on paths with a path parameter (absent, or another
-tenant's object). Domain-specific errors (409, 412, 422, 503) stay on the endpoints that document them.
+tenant's object). Domain-specific errors (409, 422, 503) stay on the endpoints that document them; an operation
+that takes `If-Match` also gets its 412.
+
+`AutoSchema` (the `DEFAULT_SCHEMA_CLASS`) declares optimistic concurrency (`apps.core.conditional`): the `ETag`
+response header on the 200 of a single object's GET, PATCH and PUT, and the optional `If-Match` header on its
+PATCH, PUT and DELETE.
 
 It also states what the code enforces: `page_size` on every list is an integer 1-500 (`apps.core.pagination`);
 a JSON request body refuses members its schema does not define (`additionalProperties: false`, as
@@ -11,7 +16,33 @@ a JSON request body refuses members its schema does not define (`additionalPrope
 """
 from __future__ import annotations
 
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+
+from .conditional import OBJECT_ACTIONS, TAGGED_ACTIONS, WRITE_METHODS, ConditionalMixin
 from .errors import PROBLEM_CONTENT_TYPE
+
+ETAG = OpenApiParameter(
+    "ETag", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200],
+    description="Strong entity tag of the object's representation; send it back in If-Match to write.")
+IF_MATCH = OpenApiParameter(
+    "If-Match", OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
+    description="Write only if the object's current ETag is one of these (or `*`); else 412 precondition_failed "
+                "and nothing is written.")
+PRECONDITION = "The object changed since it was read: If-Match does not match its ETag (precondition_failed)."
+
+
+class AutoSchema(SpectacularAutoSchema):
+    def get_override_parameters(self):
+        params = list(super().get_override_parameters())
+        action = getattr(self.view, "action", None)
+        if isinstance(self.view, ConditionalMixin) and action in OBJECT_ACTIONS:
+            if action in TAGGED_ACTIONS:
+                params.append(ETAG)
+            if self.method in WRITE_METHODS:
+                params.append(IF_MATCH)
+        return params
 
 PROBLEM_SCHEMA = {
     "type": "object",
@@ -77,11 +108,14 @@ def problem_responses(result, generator, request, public):
     shared = components.setdefault("responses", {})
     for status, description in STANDARD.items():
         shared[f"Problem{status}"] = {"description": description, "content": content}
+    shared["Problem412"] = {"description": PRECONDITION, "content": content}
     for path, item in result.get("paths", {}).items():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
             responses = operation.setdefault("responses", {})
+            if any(p.get("in") == "header" and p.get("name") == "If-Match" for p in operation.get("parameters", [])):
+                responses.setdefault("412", {"$ref": "#/components/responses/Problem412"})
             for status in STANDARD:
                 if status == "404" and "{" not in path:
                     continue

@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
-from apps.core.api import validated
+from apps.core.api import ApiViewMixin, validated
 from apps.core.idempotency import idempotent_create
 from apps.tenancy.errors import Forbidden
 
@@ -26,7 +26,7 @@ def _validated(cls, request, context=None):
     return validated(cls(data=request.data, context=context or {"request": request}))
 
 
-class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ApiTokenViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """API tokens. The secret is in the create response only; DELETE revokes (the row stays)."""
 
     serializer_class = s.ApiTokenOutput
@@ -50,7 +50,7 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class ServiceAccountViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ServiceAccountViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Service accounts (automation users of one organization); DELETE disables one and revokes its tokens."""
 
     serializer_class = s.ServiceAccountOutput
