@@ -167,14 +167,3 @@ def quota_list_visible_to(user) -> QuerySet[Quota]:
     org_ids = [org for org in organization_ids_visible_to(user) if org_role_of(user, org)]
     return qs.filter(Q(organization_id__in=org_ids, project__isnull=True)
                      | Q(project__in=project_list_visible_to(user)))
-
-
-def project_get_visible_to(user, project_id):
-    """The project `project_id` if `user` may see it, with its organization; else NotFound (404 `not_found`,
-    field `project`): another tenant's project does not exist for the caller."""
-    from apps.core.errors import NotFound
-
-    project = project_list_visible_to(user).filter(pk=project_id).select_related("organization").first()
-    if project is None:
-        raise NotFound("Project not found.", errors={"project": ["not found"]})
-    return project
