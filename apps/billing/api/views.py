@@ -123,7 +123,7 @@ class SlaReportViewSet(_Base):
         return selectors.sla_report_list_visible_to(self.request.user)
 
 
-class SlaTierViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+class SlaTierViewSet(ApiViewMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """SLA tiers (the public offer, a short list: no per-tier GET); billing admins create and edit them."""
 
     lookup_value_regex = UUID_PATTERN
