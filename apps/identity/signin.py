@@ -137,8 +137,7 @@ def security_event(action: str, user, *, actor=None, after: dict | None = None, 
     e-mail was tried). Never a secret in `after`."""
     actor = user if actor is None else actor
     kwargs = dict(actor=actor, action=action, target_type="identity.user",
-                  target_id=target_id or (str(user.pk) if user is not None else ""), after=after,
-                  token=getattr(actor, "api_token", None))
+                  target_id=target_id or (str(user.pk) if user is not None else ""), after=after)
     with transaction.atomic():
         for organization_id in _organization_ids(user) or [None]:
             audit_record(organization=organization_id, **kwargs)
