@@ -72,6 +72,12 @@ STANDARD = {
     "403": "The caller's role or token scope does not allow this (permission_denied).",
     "404": "Not found, or not visible to the caller (another tenant's object is never revealed).",
 }
+#: Also on every operation with a request body: an id in the body that is absent or not visible (404), and a
+#: write that conflicts with what exists (409: a name taken, a wrong state, an object in use).
+BODY = {
+    "404": STANDARD["404"],
+    "409": "Conflict with the current state (name_taken, invalid_state with allowed_states, in_use, ...).",
+}
 METHODS = {"get", "post", "put", "patch", "delete"}
 LENIENT_PATHS = ("/api/v1/agent/", "/api/v1/fleet/import/")
 
@@ -106,7 +112,7 @@ def problem_responses(result, generator, request, public):
     components.setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
     content = {PROBLEM_CONTENT_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
     shared = components.setdefault("responses", {})
-    for status, description in STANDARD.items():
+    for status, description in {**STANDARD, **BODY}.items():
         shared[f"Problem{status}"] = {"description": description, "content": content}
     shared["Problem412"] = {"description": PRECONDITION, "content": content}
     for path, item in result.get("paths", {}).items():
@@ -116,8 +122,11 @@ def problem_responses(result, generator, request, public):
             responses = operation.setdefault("responses", {})
             if any(p.get("in") == "header" and p.get("name") == "If-Match" for p in operation.get("parameters", [])):
                 responses.setdefault("412", {"$ref": "#/components/responses/Problem412"})
-            for status in STANDARD:
-                if status == "404" and "{" not in path:
+            has_body = "requestBody" in operation
+            for status in {**STANDARD, **BODY}:
+                if status == "404" and "{" not in path and not has_body:
+                    continue
+                if status == "409" and not has_body:
                     continue
                 responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
     _strict_bodies(result)

@@ -46,7 +46,7 @@ class SignInAddressThrottle(_SignInThrottle):
     scope = "sign_in_address"
 
     def get_cache_key(self, request, view):
-        return self._key(get_source_ip() or self.get_ident(request))
+        return self._key(get_source_ip() or self.get_ident(request) or "unknown")
 
 
 SIGN_IN_THROTTLES = [SignInAccountThrottle, SignInAddressThrottle]

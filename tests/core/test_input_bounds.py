@@ -122,3 +122,18 @@ def test_every_api_serializer_gets_the_default_integer_range():
     assert not Probe(data={"n": INT_MAX + 1, "m": 0, "xs": [1]}).is_valid()
     assert not Probe(data={"n": 1, "m": 0, "xs": [INT_MIN - 1]}).is_valid()
     assert Probe(data={"n": INT_MIN, "m": INT_MAX, "xs": []}).is_valid()
+
+
+@pytest.mark.parametrize("document", ["- a\n- b\n", "just text\n", "42\n"])
+def test_a_fleet_document_that_is_not_a_mapping_is_400(world, document):
+    r = world.staff_client.post("/api/v1/fleet/import", {"document": document, "dry_run": True}, format="json")
+    assert r.status_code == 400, r.content
+    assert r.json()["code"] == "fleet_invalid"
+
+
+def test_a_sign_in_without_a_client_address_is_no_500(db):
+    """Behind a WSGI server that passes no REMOTE_ADDR the per-address sign-in throttle still has a key."""
+    from rest_framework.test import APIClient
+    r = APIClient(REMOTE_ADDR=None).post("/api/v1/session", {"email": "nobody@x.test", "password": "wrong-password"},
+                                        format="json")
+    assert r.status_code in (400, 401, 403), r.content

@@ -51,3 +51,23 @@ def test_every_operation_documents_its_problem_responses():
     # an endpoint's own description of a status is kept (the 202 of POST /invoice-runs stays, nothing replaced)
     run = doc["paths"]["/api/v1/invoice-runs/"]["post"]["responses"]
     assert "202" in run and run["400"] == {"$ref": "#/components/responses/Problem400"}
+
+
+def test_the_schema_states_what_the_code_enforces():
+    """page_size 1-500 on every list, strict JSON bodies, the errors member's real shape, 404/409 on bodies, and
+    the committed file passes a strict OpenAPI validator."""
+    from openapi_spec_validator import validate
+    from openapi_spec_validator.readers import read_from_filename
+
+    doc = SchemaGenerator().get_schema(request=None, public=True)
+    sizes = [p["schema"] for item in doc["paths"].values() for op in item.values() if isinstance(op, dict)
+             for p in op.get("parameters", []) if p.get("name") == "page_size"]
+    assert len(sizes) > 30 and all(s == {"type": "integer", "minimum": 1, "maximum": 500} for s in sizes)
+    assert doc["components"]["schemas"]["ProjectCreateInputRequest"]["additionalProperties"] is False
+    items = doc["components"]["schemas"]["Problem"]["properties"]["errors"]["additionalProperties"]["items"]
+    assert {"type": "object"} in items["anyOf"]
+    create = doc["paths"]["/api/v1/projects/"]["post"]
+    assert {"404", "409"} <= set(create["responses"])
+    assert "multipart/form-data" not in create["requestBody"]["content"]
+    spec, _ = read_from_filename(str(Path(__file__).resolve().parents[2] / "docs/openapi/v1.yaml"))
+    validate(spec)

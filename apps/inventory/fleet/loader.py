@@ -197,7 +197,10 @@ def _devices(spec, env: dict, line: int) -> list:
 
 
 def expand(doc: dict) -> tuple[dict, list[FleetError]]:
-    """Return `doc` with `host_sets` folded into `hosts` and `link_sets` into `links` (explicit records)."""
+    """Return `doc` with `host_sets` folded into `hosts` and `link_sets` into `links` (explicit records).
+    Raises ValueError when the document is not a mapping (e.g. a bare list or scalar)."""
+    if not isinstance(doc, dict):
+        raise ValueError("line 1: the fleet document must be a mapping (zones:, hosts:, ...).")
     errors: list[FleetError] = []
     templates = doc.get("host_templates") or {}
     hosts = LineList(doc.get("hosts") or [])
