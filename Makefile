@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 export PORT
 
-.PHONY: install run test lint lint-imports schema schema-check services e2e clean
+.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
@@ -42,6 +42,10 @@ schema: install
 
 schema-check: install
 	@scripts/schema-check.sh
+
+# Schemathesis against the committed schema, in process, as a tenant and as staff (bounded: a few minutes).
+api-schema: install services
+	SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-3} $(PY) -m pytest -m api_schema -q
 
 clean:
 	rm -rf $(VENV) var
