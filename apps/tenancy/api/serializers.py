@@ -11,6 +11,8 @@ from ..selectors import organization_list_visible_to, project_list_visible_to
 
 
 class OrganizationOutput(ModelSerializer):
+    billing_email = serializers.CharField(read_only=True, help_text='an e-mail address, or "" when none is set')
+
     class Meta:
         model = Organization
         fields = ["id", "slug", "name", "legal_name", "billing_email", "currency", "billing_timezone",
