@@ -137,3 +137,10 @@ def test_a_sign_in_without_a_client_address_is_no_500(db):
     r = APIClient(REMOTE_ADDR=None).post("/api/v1/session", {"email": "nobody@x.test", "password": "wrong-password"},
                                         format="json")
     assert r.status_code in (400, 401, 403), r.content
+
+
+@pytest.mark.parametrize("body", [["zones"], "zones: []"])
+def test_a_fleet_import_body_that_is_not_an_object_is_400(world, body):
+    r = world.staff_client.post("/api/v1/fleet/import", body, format="json")
+    assert r.status_code == 400, r.content
+    assert r.json()["code"] == "validation_error"

@@ -4,6 +4,8 @@ Views parse, authorize, call one service or selector, and format. Staff endpoint
 role reads, operators write); tenants get 403 and never see hosts or serials. Agent endpoints authenticate with
 `Authorization: Agent <credential>` (see `services.agent`).
 """
+from collections.abc import Mapping
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import authentication, exceptions, mixins, parsers, permissions, status, viewsets
 from rest_framework.decorators import action
@@ -11,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api import ApiViewMixin
-from apps.core.errors import NotFound
+from apps.core.errors import NotFound, ValidationFailed
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors
@@ -235,6 +237,9 @@ class FleetImportView(APIView):
 
     @extend_schema(request=s.FleetImportInput, responses=s.FleetImportOutput)
     def post(self, request):
+        if not isinstance(request.data, Mapping):
+            raise ValidationFailed("The body must be a JSON object or a YAML document.",
+                                   errors={"non_field_errors": ["expected a JSON object"]})
         payload = dict(request.data)
         if "dry_run" in request.query_params:
             payload["dry_run"] = request.query_params["dry_run"]
