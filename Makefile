@@ -45,7 +45,7 @@ schema-check: install
 
 # Schemathesis against the committed schema, in process, as a tenant and as staff (bounded: a few minutes).
 api-schema: install services
-	SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-3} $(PY) -m pytest -m api_schema -q
+	SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-2} $(PY) -m pytest -m api_schema -q
 
 clean:
 	rm -rf $(VENV) var

@@ -4,7 +4,7 @@ Every operation of `docs/openapi/v1.yaml` gets generated requests, sent as an or
 and as a provider operator (staff token). Each answer must be no server error (5xx), have a status the schema
 documents for the operation, the content type it documents and a body its schema accepts.
 
-Bounded to stay within a few minutes on two cores: `SCHEMATHESIS_MAX_EXAMPLES` examples per operation (default 3).
+Bounded to stay within a few minutes on two cores: `SCHEMATHESIS_MAX_EXAMPLES` examples per operation (default 2).
 Selected explicitly, as the end-to-end journey: `pytest -m api_schema` (`make api-schema`).
 """
 import os
@@ -28,7 +28,7 @@ from apps.tenancy.models import OrgRole
 from tests.tenancy.helpers import make_org, make_project, make_user, member, token_for
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs/openapi/v1.yaml"
-MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "3"))
+MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "2"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 schema = schemathesis.openapi.from_path(SCHEMA_PATH)
