@@ -35,6 +35,18 @@ def _flush_passes_the_audit_truncate_refusal():
     DatabaseOperations.sql_flush = original
 
 
+@pytest.fixture(autouse=True)
+def _fresh_topology_cache():
+    """Placement caches the leaf/spine view per process for PLACEMENT_TOPOLOGY_TTL_S; each test builds its own
+    hosts, so a view cached by an earlier test on this worker must not hide them (every create meets the
+    placement rule of ADR 0404, in every app's tests)."""
+    from apps.scheduling.placement.topology import topology_cache_clear
+
+    topology_cache_clear()
+    yield
+    topology_cache_clear()
+
+
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()

@@ -42,12 +42,25 @@ def _pk(factory):
     return lambda w: Case(kwargs={"pk": factory(w).pk})
 
 
+def _hosts(n: int = 1) -> None:
+    """CPU-only hosts, cabled to one fabric's leaves, that can hold the matrix's 2-vCPU flavor: a create the fleet
+    can place is accepted, one it could never hold is 422 unplaceable (ADR 0404), so every accepted-create entry
+    brings its capacity (a cluster's members share one fabric)."""
+    from tests.scheduling import fleet
+
+    su, leaves = fleet.su_with_leaves("authz-su", rails=2)
+    for _ in range(n):
+        fleet.cable(fleet.host(gpus=0, su=su), leaves)
+
+
 def _instance_body(world) -> Case:
+    _hosts()
     return Case(data={"project": str(world.project_a.pk), "name": "vm-new", "flavor": str(_flavor(world).pk),
                       "image": str(_image().pk)})
 
 
 def _cluster_body(world) -> Case:
+    _hosts(2)
     return Case(data={"project": str(world.project_a.pk), "name": "cl", "flavor": str(_flavor(world).pk),
                       "image": str(_image().pk), "size": 2})
 

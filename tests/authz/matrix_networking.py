@@ -71,6 +71,14 @@ def _partition(world):
     return services.ib_partition_create(actor=None, project=world.project_a, fabric=_pkey_fabric(), name="p1")
 
 
+def _service_port(world) -> Case:
+    from tests.networking.helpers import host_with_hca
+
+    part = _partition(world)
+    port = host_with_hca(part.fabric).hca_ports.get()
+    return Case(kwargs={"pk": part.pk}, data={"hca_port": str(port.pk)})
+
+
 ENTRIES = [
     Entry("GET", "/api/v1/vpcs", LIST),
     Entry("POST", "/api/v1/vpcs", CREATE,
@@ -117,6 +125,8 @@ ENTRIES = [
           lambda w: Case(data={"project": str(w.project_a.pk), "fabric": _pkey_fabric().name, "name": "p1"})),
     Entry("GET", "/api/v1/ib-partitions/{pk}", expect(), _pk(_partition)),
     Entry("DELETE", "/api/v1/ib-partitions/{pk}", DELETE, _pk(_partition)),
+    # staff make a shared service port a limited member; the permission comes before the object
+    Entry("POST", "/api/v1/ib-partitions/{pk}/service-ports", STAFF_CREATE, _service_port),
     Entry("GET", "/api/v1/pkey-pools", STAFF_READ),
     Entry("POST", "/api/v1/pkey-pools", STAFF_CREATE,
           lambda w: Case(data={"fabric": _fabric().name, "first_pkey": "0x0100", "last_pkey": "0x01ff"})),

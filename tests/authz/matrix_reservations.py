@@ -59,6 +59,9 @@ def _queued(world) -> QueuedRequest:
 
 
 def _instance_request(world) -> Case:
+    from tests.scheduling import fleet
+
+    fleet.host(gpus=0)
     inst = _instance(world)
     return Case(data={"project": str(world.project_a.pk), "name": "vm-new", "flavor": str(inst.flavor_id),
                       "image": str(inst.image_id), "queue_timeout_s": 600})

@@ -11,7 +11,6 @@ import pytest
 from apps.compute.drivers.fake import FakeDriver
 from apps.compute.models import Flavor, Image
 from apps.compute.services.hypervisor import forget_drivers
-from apps.scheduling.placement.topology import topology_cache_clear
 from apps.tenancy.models import OrgRole
 from tests.operations.helpers import drive  # noqa: F401  (tests import it from here)
 from tests.scheduling import fleet
@@ -37,15 +36,6 @@ class World:
     gpu1: Flavor
     mig: Flavor
     private_b: Flavor
-
-
-@pytest.fixture(autouse=True)
-def _fresh_topology_cache():
-    """Placement caches the leaf/spine view per process for PLACEMENT_TOPOLOGY_TTL_S; each test builds its own
-    hosts, so a view cached by an earlier test on this worker must not hide them."""
-    topology_cache_clear()
-    yield
-    topology_cache_clear()
 
 
 @pytest.fixture
