@@ -94,9 +94,17 @@ def test_webhook_gives_up_after_the_limit(world, clock, receiver, settings):
 
 
 def test_other_org_cannot_add_a_webhook(world):
-    r = world.client_b.post("/api/v1/webhooks", {"organization": str(world.org_a.pk), "url": "https://x.test/h"},
-                            format="json")
-    assert r.status_code == 404
+    import uuid
+
+    # ADR 0010: another tenant's organization in the body answers exactly like a random id, 400 naming the member.
+    answers = []
+    for org in (str(world.org_a.pk), str(uuid.uuid4())):
+        r = world.client_b.post("/api/v1/webhooks", {"organization": org, "url": "https://x.test/h"}, format="json")
+        body = r.json()
+        answers.append((r.status_code, body["code"], body["errors"], body["detail"]))
+    assert answers[0] == answers[1] == (400, "validation_error", {"organization": ["Not found."]},
+                                        "Invalid input: organization.")
+    assert not WebhookEndpoint.objects.exists()
     r = world.client_a.post("/api/v1/webhooks", {"organization": str(world.org_a.pk), "url": "https://x.test/h"},
                             format="json")
     assert r.status_code == 403  # a member, not an owner/admin
