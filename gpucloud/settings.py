@@ -85,7 +85,10 @@ TEMPLATES = [
 
 DATABASES = {"default": env.db_url("DATABASE_URL", default=DEFAULT_DATABASE_URL)}
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
-DATABASES["default"].setdefault("TEST", {"NAME": env.str("TEST_DATABASE_NAME", default="test_gpucloud")})
+# The test database follows DATABASE_URL's name (test_<name>), so two checkouts with their own databases never
+# share one; TEST_DATABASE_NAME overrides it.
+DATABASES["default"].setdefault("TEST", {"NAME": env.str("TEST_DATABASE_NAME",
+                                                         default=f"test_{DATABASES['default']['NAME']}")})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
