@@ -8,6 +8,7 @@ from apps.compute.models import Flavor, Instance
 from apps.compute.services.devices import mig_vgpu_type
 from apps.compute.services.hypervisor import driver_for_host
 from apps.inventory.models import GpuInstance, VirtualFunction
+from apps.scheduling.models import Allocation
 
 from .conftest import create_body, drive, gpu_host
 from .test_instance_lifecycle import _agent_complete, _live_allocations
@@ -95,8 +96,9 @@ def test_hopper_without_free_vf_is_unplaceable_and_holds_nothing(world):
     inventory is not capacity: placement refuses it (naming the VF filter) instead of failing after a claim."""
     gpu_host(gpus=1, mode="mig")
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.mig), format="json")
-    op = drive(resp.data["operation"]["id"])
-    inst = Instance.objects.get(pk=resp.data["instance"]["id"])
-    assert (op.status, op.error_code, inst.status) == ("failed", "capacity_unavailable", "error")
-    assert "vf_capacity removed 1" in op.error_detail
-    assert _live_allocations(inst.pk) == []
+    assert resp.status_code == 422, resp.content      # never, with this inventory (ADR 0404): nothing written
+    body = resp.json()
+    assert (body["code"], body["reason"]) == ("unplaceable", "vf_capacity")
+    assert {(f["filter"], f["removed"]) for f in body["explanation"]["filters"]} >= {("vf_capacity", 1)}
+    assert not Instance.objects.exists()
+    assert not Allocation.objects.exists()

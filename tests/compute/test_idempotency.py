@@ -21,6 +21,7 @@ from apps.networking import services as net
 from apps.networking.models import IbPartition, PublicIp, SecurityGroup, Subnet, Vpc
 from apps.reservations.models import Lease
 from tests.compute.conftest import ED25519, gpu_host
+from tests.compute.test_clusters import _cabled_hosts
 from tests.networking.helpers import ib_fabric
 from tests.tenancy.helpers import client_for, make_user, token_for
 
@@ -46,11 +47,13 @@ def _ssh_keys(w):
 
 
 def _instances(w):
+    gpu_host()
     body = {"project": str(w.project_a.pk), "name": "vm-1", "flavor": str(w.cpu.pk), "image": str(w.image.pk)}
     return Create(w.client_a, "/api/v1/instances/", body, {**body, "name": "vm-2"}, Instance)
 
 
 def _clusters(w):
+    _cabled_hosts(3)  # room for the gang and for the other body's size 3
     body = {"project": str(w.project_a.pk), "name": "train", "flavor": str(w.cpu.pk), "image": str(w.image.pk),
             "size": 2}
     return Create(w.client_a, "/api/v1/clusters/", body, {**body, "size": 3}, Cluster)

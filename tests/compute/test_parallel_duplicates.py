@@ -10,7 +10,8 @@ from apps.tenancy.models import Project, Quota
 from tests.parallel import outcome, post_parallel
 from tests.tenancy.helpers import client_for, make_user, member, token_for
 
-from .conftest import ED25519
+from .conftest import ED25519, gpu_host
+from .test_clusters import _cabled_hosts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 N = 8
@@ -35,6 +36,7 @@ def test_parallel_same_key_under_different_names(world):
 
 def test_parallel_instances_with_one_name(world):
     _unlimited(world.org_a)
+    gpu_host()
     body = {"project": str(world.project_a.pk), "name": "vm-1", "flavor": str(world.cpu.pk),
             "image": str(world.image.pk)}
     responses = post_parallel(world.client_a, "/api/v1/instances/", [body] * N)
@@ -44,6 +46,7 @@ def test_parallel_instances_with_one_name(world):
 
 def test_parallel_clusters_with_one_name(world):
     _unlimited(world.org_a)
+    _cabled_hosts(2)
     body = {"project": str(world.project_a.pk), "name": "train", "flavor": str(world.cpu.pk),
             "image": str(world.image.pk), "size": 2}
     responses = post_parallel(world.client_a, "/api/v1/clusters/", [body] * N)

@@ -8,6 +8,7 @@ from apps.compute.models import Instance
 from apps.tenancy.models import Quota
 
 from .conftest import create_body, drive, gpu_host
+from .test_placement_rule import _hold
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +35,13 @@ def test_instance_refused_for_quota_at_placement_holds_no_vcpus_or_memory(world,
 
 
 def test_instance_refused_for_capacity_holds_no_vcpus(world):
+    """The fleet could hold it but cannot now (another tenant holds the only GPU): 409 at once (ADR 0404),
+    nothing written, so the refusal holds no vCPUs and the next create inside the quota goes through."""
+    _hold(world, gpu_host(gpus=1), hours=None)
     Quota.objects.filter(organization=world.org_a, resource="vcpus").update(limit=world.gpu1.vcpus)
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
-    op = drive(resp.data["operation"]["id"])
-    assert op.error_code == "capacity_unavailable"
+    assert (resp.status_code, resp.json()["code"]) == (409, "capacity_unavailable"), resp.content
+    assert not Instance.objects.filter(project=world.project_a).exists()
     assert _usage(world, "vcpus") == 0
     gpu_host(gpus=2)
     again = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, name="vm-2"), format="json")
