@@ -11,7 +11,7 @@ from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
-from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
 from apps.tenancy.errors import Forbidden
@@ -118,6 +118,8 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
     _check_actor_may_bind(actor, holder, organization=organization, project=project, staff=staff, scope=scope)
     raw, prefix, digest = tokens.generate()
     with transaction.atomic():
+        if current is not None:
+            _lock_live_parent(current)
         row = ApiToken.objects.create(
             user=holder, name=name, prefix=prefix, secret_hash=digest, scope=scope, organization=organization,
             project=project, is_staff_token=staff, expires_at=expires_at or now() + DEFAULT_TOKEN_LIFETIME,
@@ -127,6 +129,16 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
                             "user": holder.email, "expires_at": row.expires_at,
                             **({"parent": current.prefix} if current is not None else {})})
     return row, raw
+
+
+def _lock_live_parent(parent: ApiToken) -> None:
+    """Lock the minting token's row and check it is still live, in the mint's transaction. A revocation locks the
+    same row before it walks the children, so a mint either commits first (and the revocation finds and revokes
+    the child) or waits and is refused here: no child outlives a parent revoked while it was being minted.
+    401 `authentication_failed` when the parent was revoked or expired meanwhile."""
+    locked = ApiToken.objects.select_for_update(of=("self",)).only("revoked_at", "expires_at").get(pk=parent.pk)
+    if locked.revoked_at is not None or (locked.expires_at is not None and locked.expires_at <= now()):
+        raise DomainError("Invalid, expired or revoked token.", code="authentication_failed", status=401)
 
 
 def _token_organization_id(token: ApiToken):

@@ -126,3 +126,23 @@ def test_token_events_reach_the_owners_of_every_organization_of_the_holder():
     assert sorted(e["action"] for e in seen) == ["api_token.create", "api_token.revoke"]
     assert {e["organization"] for e in seen} == {str(beta.pk)}
     assert seen[0]["actor_email"] == "dev@acme.test"
+
+
+def test_a_mint_racing_its_parents_revocation_is_refused_and_leaves_no_child():
+    """Four threads minting from a token while its owner revoked it left 4 of 46 children alive: the mint read its
+    parent when the request was authenticated and never again. The mint now locks the parent row and re-checks it
+    in its own transaction, so a revocation that commits between authentication and the mint refuses the mint."""
+    from apps.core.errors import DomainError
+    from apps.identity.services import api_token_revoke
+
+    org = make_org("acme")
+    owner = make_user("owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    parent, _raw = _short_token(owner, minutes=60, organization=org)
+    owner.api_token = ApiToken.objects.get(pk=parent.pk)  # as authentication left it: live
+    api_token_revoke(actor=None, token=parent)  # the owner revokes it meanwhile
+    with pytest.raises(DomainError) as refused:
+        api_token_create(actor=owner, name="child", scope="write", organization=org)
+    assert (refused.value.status, refused.value.code) == (401, "authentication_failed")
+    assert ApiToken.objects.filter(user=owner).count() == 1
+    assert not ApiToken.objects.filter(parent_id=parent.pk).exists()

@@ -6,6 +6,7 @@ import re
 import pytest
 from django.core import mail
 from django.test import Client
+from rest_framework.test import APIClient
 
 from apps.identity.models import User
 from apps.tenancy.models import Invitation, Membership, OrgRole
@@ -40,7 +41,15 @@ def test_adding_an_existing_user_invites_and_never_reveals_accounts(django_captu
     known = User.objects.get(email="known@else.test")
     invite = next(m for m in mail.outbox if m.to == ["known@else.test"])
     token = invite.body.split("?token=")[1].split()[0]
+    # an API token of the user cannot accept for them (a leaked token must not join its user to an organization
+    # whose owners would then see the user's security events): 403, nothing written
     r = client_for(token_for_user_without_org(known)).post("/api/v1/invitations/accept/", {"token": token})
+    assert (r.status_code, r.json()["code"]) == (403, "interactive_session_required"), r.content
+    assert not Membership.objects.filter(user=known, organization=org).exists()
+    assert Invitation.objects.get(email="known@else.test").accepted_at is None
+    session = APIClient()
+    session.force_login(known)
+    r = session.post("/api/v1/invitations/accept/", {"token": token}, format="json")
     assert r.status_code == 201, r.content
     assert Membership.objects.get(user=known, organization=org).role == "member"
 

@@ -154,8 +154,14 @@ def _user_for(actor, invitation: Invitation, password: str | None, full_name: st
 
 def invitation_accept(*, actor, token: str, password: str | None = None, full_name: str = "") -> Membership:
     """Accept the invitation in `token`: creates the account if needed (anonymous caller, new e-mail) and the
-    membership, once. Errors: see the module docstring."""
+    membership, once. Joining an organization is the account holder's decision: a signed-in caller must use an
+    interactive (console) session, never an API token (403 `interactive_session_required`), so a leaked token
+    cannot join its user to an organization whose owners would then see the user's security events.
+    Errors: see the module docstring."""
     if actor is not None and actor.is_authenticated:
+        if getattr(actor, "api_token", None) is not None:
+            raise Forbidden("Accepting an invitation needs a console sign-in, not an API token.",
+                            code="interactive_session_required")
         authz.require_write_token(actor)
     with transaction.atomic():
         invitation = _load(token)
