@@ -4,7 +4,7 @@ Querysets come from the `*_list_visible_to` selectors, so another tenant's objec
 202 with the instance and its Operation, and `Location: /api/v1/operations/{id}`. Creates of SSH keys,
 instances and clusters accept an `Idempotency-Key` header (`apps.core.idempotency`).
 """
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -158,7 +158,11 @@ class InstanceViewSet(_Base):
         flavor = self._input(s.InstanceResizeInput)["flavor"]
         return _accepted(inst, instances.instance_resize(actor=request.user, instance=inst, flavor_id=flavor.pk))
 
-    @extend_schema(responses={200: s.ConsoleLogOutput})
+    @extend_schema(responses={200: s.ConsoleLogOutput,
+                              409: OpenApiResponse(description="domain_vanished: the hypervisor has no domain for "
+                                                               "the instance, so there is no console log."),
+                              503: OpenApiResponse(description="service_unavailable: the hypervisor cannot be "
+                                                               "reached.")})
     @action(detail=True, methods=["get"], url_path="console-log")
     def console_log(self, request, pk=None):
         inst = self.get_object()

@@ -16,7 +16,8 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.db import atomic_with_retry, unique_conflict
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.drivers import DriverError, DriverNotFound
+from apps.core.errors import Conflict, ServiceUnavailable, ValidationFailed
 from apps.core.references import reference_not_found
 from apps.core.transitions import transition
 from apps.operations.models import Operation
@@ -188,13 +189,20 @@ def current_operation(instance: Instance) -> Operation | None:
 
 def instance_console_log(*, actor, instance: Instance, max_bytes: int = 65536) -> str:
     """The last `max_bytes` of the serial console log (project members and admins with a write-scoped token; the
-    log may hold secrets). '' before the instance has a host. Driver errors as in `ComputeDriver.console_log`."""
+    log may hold secrets). '' before the instance has a host. 409 `domain_vanished` when the hypervisor has no
+    domain for it (it was lost or deleted); 503 `service_unavailable` when the hypervisor cannot be asked."""
     from .hypervisor import driver_for_host
 
     authorize_project(actor, instance.project, WRITERS)
     if instance.host_id is None:
         return ""
-    return driver_for_host(instance.host).console_log(instance.pk, max_bytes=max_bytes)
+    try:
+        return driver_for_host(instance.host).console_log(instance.pk, max_bytes=max_bytes)
+    except DriverNotFound:
+        raise Conflict("The hypervisor has no domain for this instance; it has no console log.",
+                       code=Code.DOMAIN_VANISHED)
+    except DriverError:
+        raise ServiceUnavailable("The hypervisor of this instance cannot be reached; try again later.")
 
 
 def _resize_specs(instance: Instance, flavor: Flavor) -> list:
