@@ -236,7 +236,7 @@ def test_4_cluster_and_mig_vm_active_public_ip(j):
 
     # Each member's NIC is a port in the tenant subnet with the SSH group; a public IP is NATed to the one with
     # the subnet's first address (tenant B's first port gets the same address in step 5).
-    member_ports = [p for m in members for p in a.api.all("ports", instance_id=m)]
+    member_ports = [p for m in members for p in a.api.all("ports", instance=m)]
     assert len(member_ports) == 2 and all(p["security_groups"] == [a.sg["id"]] for p in member_ports), member_ports
     port = min(member_ports, key=lambda p: tuple(int(x) for x in p["fixed_ips"][0]["ip_address"].split(".")))
     fip = a.api.post("public-ips", {"vpc": a.vpc["id"], "pool": "public", "port": port["id"]}, expect=201).json()
@@ -257,7 +257,7 @@ def test_4_cluster_and_mig_vm_active_public_ip(j):
 def test_4b_instances_join_tenant_networks(j):
     """The cluster members' NICs in the tenant subnet and their HCA GUIDs in the tenant's P_Key."""
     a = j.a
-    ports = [p for m in a.members for p in a.api.all("ports", instance_id=m)]
+    ports = [p for m in a.members for p in a.api.all("ports", instance=m)]
     members = a.api.get(f"ib-partitions/{a.partition['id']}").json()["members"]
     assert len(ports) == 2 and {p["subnet"] for p in ports} == {a.subnet["id"]}, ports
     guids = {p["port_guid"] for h in a.member_hosts for p in j.ops.all("hca-ports", host=h, fabric="ib-compute")}
