@@ -35,12 +35,16 @@ def test_a_list_filter_answers_another_tenants_id_as_a_random_one(tenants):
     assert a.client.get("/api/v1/instances/", {"project": str(a.project.pk)}).status_code == 200
 
 
+def _flavor_and_image() -> tuple[Flavor, Image]:
+    return (Flavor.objects.create(name="c1", vcpus=1, memory_mib=1024),
+            Image.objects.create(name="u", os="ubuntu", source_url="https://images.test/u.qcow2",
+                                 checksum="sha256:" + "a" * 64))
+
+
 def test_a_body_reference_to_another_tenants_subnet_is_the_400_networking_gives(tenants):
     a, b = tenants
     _vpc_b, subnet_b = vpc_with_subnet(b)
-    flavor = Flavor.objects.create(name="c1", vcpus=1, memory_mib=1024)
-    image = Image.objects.create(name="u", os="ubuntu", source_url="https://images.test/u.qcow2",
-                                 checksum="sha256:" + "a" * 64)
+    flavor, image = _flavor_and_image()
     body = {"project": str(a.project.pk), "name": "vm", "flavor": str(flavor.pk), "image": str(image.pk)}
     r = a.client.post("/api/v1/instances/", {**body, "subnet_id": str(subnet_b.pk)}, format="json")  # was 404
     _not_found(r, "subnet_id")
@@ -88,9 +92,7 @@ def test_unknown_query_parameters_are_refused_by_name(tenants):
 def test_the_ports_instance_filter_filters(tenants):
     a, b = tenants
     _vpc, subnet = vpc_with_subnet(a)
-    flavor = Flavor.objects.create(name="c1", vcpus=1, memory_mib=1024)
-    image = Image.objects.create(name="u", os="ubuntu", source_url="https://images.test/u.qcow2",
-                                 checksum="sha256:" + "a" * 64)
+    flavor, image = _flavor_and_image()
     vm = Instance.objects.create(project=a.project, name="vm", flavor=flavor, image=image)
     bound, other = net.port_create(actor=None, subnet=subnet), net.port_create(actor=None, subnet=subnet)
     Port.objects.filter(pk=bound.pk).update(instance_id=vm.pk)

@@ -88,16 +88,22 @@ def small_sim(db):
     sim.cleanup()
 
 
-def test_hand_corrupted_file_is_detected_and_replaced(small_sim, settings):
+def _one_partition_applied(small_sim, settings, tenant: str):
+    """One tenant's partition with the first host joined, reconciled onto the fabric. Returns (fabric, simulated
+    fabric, partition, host, the partitions file as written)."""
     fabric, fab = small_sim
     settings.NETWORKING_IB_FABRICS = {"ib-small": sim_config(fab)}
     services.pkey_pool_set(actor=None, fabric=fabric, first_pkey=0x200, last_pkey=0x2FF)
-    t = Tenant("ib-c")
+    t = Tenant(tenant)
     part = services.ib_partition_create(actor=t.user, project=t.project, fabric=fabric, name="p")
     host = Host.objects.order_by("name").first()
     services.ib_partition_join_whole_host(actor=t.user, partition=part, host=host, instance_id=uuid.uuid4())
     ib_fabric_reconcile(fabric_id=fabric.pk)
-    good = fab.partitions_path.read_text()
+    return fabric, fab, part, host, fab.partitions_path.read_text()
+
+
+def test_hand_corrupted_file_is_detected_and_replaced(small_sim, settings):
+    fabric, fab, part, host, good = _one_partition_applied(small_sim, settings, "ib-c")
 
     corrupted = good.replace(" ;", "", 1)           # drop a terminator: OpenSM would fall back to ALL=full
     fab.partitions_path.write_text(corrupted)
@@ -117,15 +123,7 @@ def test_deleted_file_is_drift_alarmed_audited_and_restored_at_once(small_sim, s
     from apps.audit.models import AuditEvent
     from apps.networking.models import FabricDriftEvent
 
-    fabric, fab = small_sim
-    settings.NETWORKING_IB_FABRICS = {"ib-small": sim_config(fab)}
-    services.pkey_pool_set(actor=None, fabric=fabric, first_pkey=0x200, last_pkey=0x2FF)
-    t = Tenant("ib-d")
-    part = services.ib_partition_create(actor=t.user, project=t.project, fabric=fabric, name="p")
-    host = Host.objects.order_by("name").first()
-    services.ib_partition_join_whole_host(actor=t.user, partition=part, host=host, instance_id=uuid.uuid4())
-    ib_fabric_reconcile(fabric_id=fabric.pk)
-    good = fab.partitions_path.read_text()
+    fabric, fab, part, host, good = _one_partition_applied(small_sim, settings, "ib-d")
 
     fab.partitions_path.unlink()
     result = ib_fabric_reconcile(fabric_id=fabric.pk)
