@@ -9,6 +9,10 @@
   `cursor` and `page_size` on lists, and `format`. A view that reads other parameters parses them with an Input
   serializer through `apps.core.api.validated`, which is strict the same way.
 
+`BooleanFilter` (what a model `BooleanField` in `Meta.fields` becomes, and the only boolean filter a FilterSet may
+declare): `true`/`false` (also `1`/`0`, any case); anything else is 400 `validation_error` naming the parameter
+(django-filter's own boolean filter read an unknown spelling as "no filter" and answered the whole list).
+
 `IsoDateTimeFilter`: an ISO 8601 instant, converted to UTC before it reaches the query. Any offset ISO 8601
 allows (up to ±23:59) is accepted and means the same instant in UTC; PostgreSQL itself takes offsets only up to
 ±15:59, so passing the offset through was a 500. An instant that has no UTC representation (year 1 with a positive
@@ -21,6 +25,7 @@ import datetime as dt
 import django_filters
 from django import forms
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models
 from django_filters.fields import IsoDateTimeField
 from django_filters.rest_framework import DjangoFilterBackend
 from rest_framework.settings import api_settings
@@ -29,10 +34,45 @@ from .clock import to_utc
 from .errors import ValidationFailed
 
 UNKNOWN = "Unknown parameter."
+NOT_BOOLEAN = "Must be true or false."
+
+
+class StrictBooleanField(forms.Field):
+    """`true`/`1` -> True, `false`/`0` -> False (any case), absent or empty -> no filter, else invalid."""
+
+    widget = forms.TextInput
+    TRUE, FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
+
+    def to_python(self, value):
+        if value is None or value == "":
+            return None
+        text = str(value).strip().lower()
+        if text in self.TRUE:
+            return True
+        if text in self.FALSE:
+            return False
+        raise forms.ValidationError(NOT_BOOLEAN, code="invalid")
+
+
+class BooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
 
 
 class FilterSet(django_filters.FilterSet):
-    """Base of every API FilterSet: no generated filter on a relation (declare a `VisibleFilter`)."""
+    """Base of every API FilterSet: no generated filter on a relation (declare a `VisibleFilter`), booleans
+    strict (`BooleanFilter`)."""
+
+    FILTER_DEFAULTS = {**django_filters.FilterSet.FILTER_DEFAULTS,
+                       models.BooleanField: {"filter_class": BooleanFilter}}
+
+    @classmethod
+    def get_filters(cls):
+        filters = super().get_filters()
+        for name, f in filters.items():
+            if isinstance(f, django_filters.BooleanFilter) and not isinstance(f, BooleanFilter):
+                raise ImproperlyConfigured(
+                    f"{cls.__name__}.{name}: a boolean filter must be apps.core.filters.BooleanFilter (strict)")
+        return filters
 
     @classmethod
     def filter_for_field(cls, field, field_name, lookup_expr=None):

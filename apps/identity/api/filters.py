@@ -1,7 +1,7 @@
 """FilterSets of the identity API. References resolve among what the caller can see (apps.core.references)."""
 import django_filters
 
-from apps.core.filters import FilterSet
+from apps.core.filters import BooleanFilter, FilterSet
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
@@ -11,7 +11,7 @@ from ..models import ApiToken, ServiceAccount
 class ApiTokenFilter(FilterSet):
     organization = VisibleFilter(organization_list_visible_to)
     project = VisibleFilter(project_list_visible_to)
-    revoked = django_filters.BooleanFilter(field_name="revoked_at", lookup_expr="isnull", exclude=True)
+    revoked = BooleanFilter(field_name="revoked_at", lookup_expr="isnull", exclude=True)
     user = django_filters.UUIDFilter(field_name="user_id", help_text="The holder's user id.")
     user_email = django_filters.CharFilter(field_name="user__email", lookup_expr="iexact",
                                            help_text="The holder's e-mail.")

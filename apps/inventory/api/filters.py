@@ -1,7 +1,7 @@
 """FilterSets with explicit fields for the staff inventory API."""
 import django_filters as df
 
-from apps.core.filters import FilterSet, IsoDateTimeFilter
+from apps.core.filters import BooleanFilter, FilterSet, IsoDateTimeFilter
 
 from ..models import AgentCommand, Fabric, Gpu, HcaPort, Host, Incident, Rack, ScalableUnit, Switch, Zone
 
@@ -80,7 +80,7 @@ class HcaPortFilter(FilterSet):
 
 class IncidentFilter(FilterSet):
     host = df.CharFilter(field_name="host__name")
-    open = df.BooleanFilter(field_name="end", lookup_expr="isnull")
+    open = BooleanFilter(field_name="end", lookup_expr="isnull")
     start_after = IsoDateTimeFilter(field_name="start", lookup_expr="gte")
     start_before = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
 
