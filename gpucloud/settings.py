@@ -122,6 +122,8 @@ SIGNUP_ENABLED = env.bool("SIGNUP_ENABLED", default=False)
 INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 24 * 3600)
 # How long an Idempotency-Key answer is kept (apps.core.idempotency); after that the key is new.
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+# How often Celery beat deletes the expired ones (apps.core.schedule).
+IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS = env.int("IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS", default=3600)
 # Webhook destinations (apps.core.outbound): ports a tenant's URL may use, and networks an operator opens despite
 # the refusal of internal addresses (CIDRs, comma separated; any port inside them).
 WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[80, 443])

@@ -15,6 +15,8 @@ A client that may retry a create sends `Idempotency-Key: <1-255 printable ASCII 
 - The layer owns the transaction, so it is also the one that retries it on a deadlock or serialization failure
   (`apps.core.db.atomic_with_retry`); the idempotency key is the first lock taken (the lock order there).
 - A malformed key is 400 `invalid_idempotency_key`.
+- Expired keys are deleted by `idempotency_keys_purge` (Celery beat `core-idempotency-keys-purge`, every
+  `IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS`, 3600 s), in batches; until then an expired key already counts as new.
 
 Use `@idempotent_create` on a viewset's create method (it also declares the header in the OpenAPI schema), or
 call `idempotent(request, execute)` around any other POST.
@@ -60,6 +62,23 @@ class IdempotencyKeyReused(DomainError):
 
 def ttl() -> dt.timedelta:
     return dt.timedelta(hours=getattr(settings, "IDEMPOTENCY_KEY_TTL_HOURS", 24))
+
+
+def idempotency_keys_purge(*, batch_size: int = 5000) -> int:
+    """Delete every key older than `ttl()` (by `created_at`); returns how many were deleted.
+
+    Idempotent (a second run deletes nothing) and safe beside live requests: a key still within its TTL is never
+    touched, and each batch is its own short transaction (`batch_size` rows), so the index lock a concurrent
+    create of the same key waits on is held briefly."""
+    cutoff = now() - ttl()
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            ids = list(IdempotencyKey.objects.filter(created_at__lt=cutoff).order_by("created_at")
+                       .values_list("pk", flat=True)[:batch_size])
+            if not ids:
+                return deleted
+            deleted += IdempotencyKey.objects.filter(pk__in=ids, created_at__lt=cutoff).delete()[0]
 
 
 def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str, ...] = ()) -> Response:

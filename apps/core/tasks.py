@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from celery import shared_task
 from django.db import transaction
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -47,3 +48,12 @@ def enqueue_on_commit(task, *args: Any, queue: str | None = None, countdown: flo
                                                    "error": str(exc)[:500]})
 
     transaction.on_commit(_send, robust=False)
+
+
+@shared_task(name="core.idempotency_keys_purge_task")
+def idempotency_keys_purge_task() -> int:
+    """Beat: delete expired `Idempotency-Key` answers (`apps.core.idempotency.idempotency_keys_purge`); returns
+    how many. Idempotent: a run that finds nothing expired deletes nothing."""
+    from .idempotency import idempotency_keys_purge
+
+    return idempotency_keys_purge()

@@ -40,7 +40,6 @@ class Operation(TimestampedModel):
     deadline_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_detail = models.TextField(blank=True)
-    idempotency_key = models.CharField(max_length=255, blank=True)
     request_id = models.CharField(max_length=128, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -25,14 +25,14 @@ log = logging.getLogger("gpucloud.operations")
 
 
 def operation_start(*, kind: str, target_type: str, target_id, project=None, actor=None, state=None,
-                    idempotency_key: str = "", request_id: str = "") -> Operation:
+                    request_id: str = "") -> Operation:
     """Create an Operation at its first step and enqueue it after commit. Call inside the service's transaction."""
     wf = workflows.get(kind)
     op = Operation.objects.create(
         kind=kind, target_type=target_type, target_id=target_id, project=project, actor=actor,
         state=state or {}, step=wf.names[0], status=OperationStatus.PENDING,
         deadline_at=now() + dt.timedelta(seconds=wf.deadline_seconds),
-        idempotency_key=idempotency_key, request_id=request_id,
+        request_id=request_id,
     )
     _enqueue(op.id, wf)
     return op

@@ -192,3 +192,51 @@ def test_concurrent_requests_with_one_key_create_one(world, case):
         t.join()
     assert c.model.objects.count() == 1
     assert len(results) == 6 and len({r for r in results}) == 1 and 200 <= results[0][0] < 300
+
+
+def test_expired_keys_are_purged_by_beat_and_live_ones_kept(world, settings):
+    """Keys were never deleted: the table grew by one row per retried create, forever. The beat task deletes
+    those older than `IDEMPOTENCY_KEY_TTL_HOURS` (a setting), keeps the live ones, and a second run is a no-op."""
+    import datetime as dt
+
+    import time_machine
+
+    from apps.core.tasks import idempotency_keys_purge_task
+    from gpucloud.celery import app, collect_beat_schedule
+
+    settings.IDEMPOTENCY_KEY_TTL_HOURS = 2
+    c = _vpcs(world)
+    young = {**c.body, "name": "second", "cidr": "10.1.0.0/16"}
+    t0 = dt.datetime(2026, 3, 1, 8, 0, tzinfo=dt.UTC)
+    with time_machine.travel(t0, tick=False) as clock:
+        assert c.client.post(c.url, c.body, format="json", HTTP_IDEMPOTENCY_KEY="old").status_code == 201
+        clock.move_to(t0 + dt.timedelta(hours=1, minutes=30))
+        assert c.client.post(c.url, young, format="json", HTTP_IDEMPOTENCY_KEY="young").status_code == 201
+        clock.move_to(t0 + dt.timedelta(hours=2, minutes=1))
+        assert idempotency_keys_purge_task.apply().get() == 1
+        assert list(IdempotencyKey.objects.values_list("key", flat=True)) == ["young"]
+        assert idempotency_keys_purge_task.apply().get() == 0
+        # The purged key is new again: the same body now conflicts on the VPC's name, not a replay.
+        again = c.client.post(c.url, c.body, format="json", HTTP_IDEMPOTENCY_KEY="old")
+        assert again.status_code == 409 and "Idempotent-Replayed" not in again
+        # The live one still replays.
+        replay = c.client.post(c.url, young, format="json", HTTP_IDEMPOTENCY_KEY="young")
+        assert replay["Idempotent-Replayed"] == "true"
+    beat = collect_beat_schedule()["core-idempotency-keys-purge"]
+    app.loader.import_default_modules()
+    assert beat["task"] == "core.idempotency_keys_purge_task" and beat["task"] in app.tasks
+    assert beat["schedule"] == 3600.0
+
+
+def test_the_purge_works_in_batches(world):
+    import datetime as dt
+
+    from apps.core.clock import now
+    from apps.core.idempotency import idempotency_keys_purge
+
+    old = now() - dt.timedelta(days=3)
+    IdempotencyKey.objects.bulk_create(
+        IdempotencyKey(caller="u", endpoint="POST /x", key=f"k{i}", request_hash="h", response_status=201,
+                       created_at=old) for i in range(7))
+    assert idempotency_keys_purge(batch_size=3) == 7
+    assert not IdempotencyKey.objects.exists()
