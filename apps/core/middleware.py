@@ -10,18 +10,21 @@ from .ids import uuid7
 from .metrics import HTTP_LATENCY, HTTP_REQUESTS
 
 log = logging.getLogger("gpucloud.request")
-_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+# 1-128 of [A-Za-z0-9._-], the whole value (fullmatch: `$` would let a trailing newline through, which then breaks
+# the echoed header and lands in logs and audit events).
+_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 class RequestIdMiddleware:
-    """Takes a sane `X-Request-ID` from the client or makes a UUIDv7; binds it to every log line and echoes it."""
+    """Takes the client's `X-Request-ID` when it is 1-128 characters of `[A-Za-z0-9._-]` (nothing else, no trailing
+    newline), else makes a UUIDv7; binds it to every log line and audit event and echoes it."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
         incoming = request.headers.get("X-Request-ID", "")
-        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else str(uuid7())
+        request_id = incoming if _VALID_REQUEST_ID.fullmatch(incoming) else str(uuid7())
         request.request_id = request_id
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id,
