@@ -20,6 +20,7 @@ from apps.tenancy.services.memberships import membership_add
 
 from . import tokens
 from .models import ApiToken, ServiceAccount, TokenScope, User
+from .signin import security_event
 
 DEFAULT_TOKEN_LIFETIME = dt.timedelta(days=90)
 MAX_TOKEN_LIFETIME = dt.timedelta(days=366)
@@ -231,12 +232,12 @@ def service_account_disable(*, actor, account: ServiceAccount) -> None:
 
 
 def user_update(*, actor, full_name: str) -> User:
-    """Change the caller's own display name."""
+    """Change the caller's own display name. Audited as `user.update` in every organization the user belongs to
+    (a security event: the owners of each see a profile change made with a leaked token)."""
     authz.require_write_token(actor)
     with transaction.atomic():
         before = {"full_name": actor.full_name}
         User.objects.filter(pk=actor.pk).update(full_name=full_name)
         actor.full_name = full_name
-        audit_record(actor=actor, action="user.update", target=actor,
-                     before=before, after={"full_name": full_name})
+        security_event("user.update", actor, before=before, after={"full_name": full_name})
     return actor

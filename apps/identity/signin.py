@@ -131,13 +131,14 @@ def _organization_ids(user) -> list:
     return sorted(set(Membership.objects.filter(user_id=user.pk).values_list("organization_id", flat=True)))
 
 
-def security_event(action: str, user, *, actor=None, after: dict | None = None, target_id: str = "") -> None:
+def security_event(action: str, user, *, actor=None, before: dict | None = None, after: dict | None = None,
+                   target_id: str = "") -> None:
     """Write `action` about `user` once per organization it belongs to (once unscoped when it has none), so the
     owners of each see it. `actor` defaults to `user`; `user` None is an unknown account (`after` says which
-    e-mail was tried). Never a secret in `after`."""
+    e-mail was tried). Never a secret in `before`/`after`."""
     actor = user if actor is None else actor
     kwargs = dict(actor=actor, action=action, target_type="identity.user",
-                  target_id=target_id or (str(user.pk) if user is not None else ""), after=after)
+                  target_id=target_id or (str(user.pk) if user is not None else ""), before=before, after=after)
     with transaction.atomic():
         for organization_id in _organization_ids(user) or [None]:
             audit_record(organization=organization_id, **kwargs)
@@ -156,7 +157,8 @@ def session_login(*, request, email: str, password: str, otp_token: str = "") ->
     """Console sign-in: password, plus a code (TOTP or a recovery code) when the user has a confirmed device.
 
     401 `invalid_credentials`, 401 `otp_required` (a device exists but no code was sent), 401 `invalid_otp`.
-    A user without a device signs in unverified; when a second factor is required (organization `require_2fa`,
+    The right password without a code is recorded as `session.otp_required` (the account's owners see that
+    its password is known). A user without a device signs in unverified; when a second factor is required (organization `require_2fa`,
     staff) the session then only allows `/me`, `/me/totp*` and `/session*` until one is enrolled."""
     email = email.strip().lower()
     user = authenticate(request, username=email, password=password)
@@ -166,7 +168,8 @@ def session_login(*, request, email: str, password: str, otp_token: str = "") ->
                       method="password", email=email)
     device = None
     if has_second_factor(user):
-        if not otp_token:
+        if not otp_token:  # the password was right: a sign-in step, recorded like the others
+            security_event("session.otp_required", user, after={"method": "password"})
             raise DomainError("Enter the code from your authenticator app.", code="otp_required", status=401)
         device = match_token(user, otp_token)
         if device is None:

@@ -84,3 +84,31 @@ def test_wrong_code_and_factor_changes_are_recorded(world):
     failed = AuditEvent.objects.filter(action="session.login_failed", organization=acme).get()
     assert failed.after == {"reason": "invalid_otp", "method": "password"}
     assert wrong not in str(failed.after) and code not in str(AuditEvent.objects.values_list("after"))
+
+
+def _with_device(user) -> str:
+    device = TOTPDevice.objects.create(user=user, name="default", confirmed=True)
+    return str(totp(device.bin_key, device.step, device.t0, device.digits, device.drift)).zfill(device.digits)
+
+
+def test_right_password_without_the_code_is_recorded_for_every_organizations_owners(world):
+    """The password is known to whoever sent it: the owners must see that step, not only completed sign-ins."""
+    acme, beta, dev, owners = world
+    _with_device(dev)
+    client, csrf = _console()
+    r = _post_login(client, csrf, dev.email, PASSWORD)
+    assert (r.status_code, r.json()["code"]) == (401, "otp_required")
+    for slug, org in (("acme", acme), ("beta", beta)):
+        assert _actions_seen_by(owners[slug], org) == [("session.otp_required", {"method": "password"})]
+    assert not AuditEvent.objects.filter(after__icontains=PASSWORD).exists()
+
+
+def test_profile_change_is_recorded_in_every_organization(world):
+    acme, beta, dev, owners = world
+    r = client_for(token_for(dev, organization=acme)).patch("/api/v1/me", {"full_name": "Mallory"}, format="json")
+    assert r.status_code == 200
+    for slug, org in (("acme", acme), ("beta", beta)):
+        seen = client_for(token_for(owners[slug], organization=org, scope="read")).get(
+            "/api/v1/audit-events/?action=user.update").json()["results"]
+        assert [(e["before"], e["after"], e["target_id"]) for e in seen] == [
+            ({"full_name": ""}, {"full_name": "Mallory"}, str(dev.pk))]
