@@ -33,7 +33,7 @@ urlpatterns = [
 ]
 
 if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configured (apps/identity/oidc_config.py)
-    urlpatterns.append(path("oidc/", include("mozilla_django_oidc.urls")))
+    urlpatterns.append(path("oidc/", include("apps.identity.oidc_urls")))
 
 handler404 = "apps.core.handlers.not_found"
 handler500 = "apps.core.handlers.server_error"

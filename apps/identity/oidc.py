@@ -5,6 +5,8 @@ e-mail).
 The backend resolves the account from the verified ID token (`iss`, `sub`, `amr`, `acr`) and the userinfo claims
 (`email`, `email_verified`, `name`); the callback view marks the session (method `sso`, MFA asserted or not),
 writes the audit events and sends a refused sign-in to `/sign-in/failed?reason=<code>` (a page that says why).
+Signing out through `/oidc/logout/` is audited like the password sign-out (`LogoutView`). Routes:
+`apps.identity.oidc_urls`.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ from urllib.parse import urlencode
 import jwt
 import requests
 from django.core.exceptions import SuspiciousOperation
+from django.db import transaction
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
-from mozilla_django_oidc.views import OIDCAuthenticationCallbackView
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCLogoutView
 
 from . import signin
 
@@ -99,3 +102,14 @@ class CallbackView(OIDCAuthenticationCallbackView):
         signin.sso_failed(code=code, user=result.get("user"))
         log.info("sso_refused", extra={"reason": code})
         return HttpResponseRedirect(reverse("sign-in-failed") + "?" + urlencode({"reason": code}))
+
+
+class LogoutView(OIDCLogoutView):
+    """POST /oidc/logout/: sign out (and on to the provider's logout when `OIDC_OP_LOGOUT_URL_METHOD` is set),
+    recorded as `session.logout` (`method`: how the session signed in) in the same transaction, like
+    `DELETE /api/v1/session`."""
+
+    def post(self, request):
+        with transaction.atomic():
+            signin.logout_recorded(request)
+            return super().post(request)

@@ -6,6 +6,7 @@ Environment (read by `oidc_settings`, called from settings.py):
   OIDC_RP_SIGN_ALGO                                RS256 (default)
   OIDC_RP_SCOPES                                   "openid email profile"
   OIDC_CREATE_USER                                 false: only existing users and pending invitees sign in
+  OIDC_LOGIN_REDIRECT_URL, OIDC_LOGOUT_REDIRECT_URL  where a sign-in / a POST /oidc/logout/ lands ("/")
   OIDC_MFA_AMR_VALUES                              `amr` values that assert MFA: "mfa mca otp hwk sc swk"
   OIDC_MFA_ACR_VALUES                              `acr` values that assert MFA (none by default)
 Identities are linked by (iss, sub); a new one only from a verified e-mail, never to staff by e-mail
@@ -31,6 +32,7 @@ def oidc_settings(env) -> tuple[bool, dict]:
         OIDC_CREATE_USER=env.bool("OIDC_CREATE_USER", default=False),
         LOGIN_REDIRECT_URL=env.str("OIDC_LOGIN_REDIRECT_URL", default="/"),
         LOGIN_REDIRECT_URL_FAILURE="/sign-in/failed",
+        LOGOUT_REDIRECT_URL=env.str("OIDC_LOGOUT_REDIRECT_URL", default="/"),
         OIDC_CALLBACK_CLASS="apps.identity.oidc.CallbackView",
         OIDC_USE_PKCE=True,
     )

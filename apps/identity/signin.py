@@ -202,14 +202,21 @@ def session_verify_otp(*, request, otp_token: str) -> None:
                               "recovery_code": isinstance(device, RecoveryCodeDevice)})
 
 
+def logout_recorded(request) -> None:
+    """Record `session.logout` (`method`: how the session signed in) for the request's signed-in user, before
+    its session ends; nothing for an anonymous request. Every sign-out path calls it (`session_logout`, the
+    OIDC logout view)."""
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        security_event("session.logout", user, after={"method": request.session.get(SESSION_METHOD, "")})
+
+
 def session_logout(*, request) -> None:
     """Sign out the session's user (idempotent) and record it."""
     from django.contrib.auth import logout
 
-    user = request.user if request.user.is_authenticated else None
     with transaction.atomic():
-        if user is not None:
-            security_event("session.logout", user, after={"method": request.session.get(SESSION_METHOD, "")})
+        logout_recorded(request)
         logout(request)
 
 

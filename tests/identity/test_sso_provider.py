@@ -201,3 +201,20 @@ def test_provider_refusal_lands_on_a_page_that_says_why(sso, db):
     assert _failed(r) == "provider_error"
     page = client.get(r["Location"])
     assert page.status_code == 200 and b"refused or cancelled" in page.content
+
+
+def test_signing_out_through_the_oidc_logout_is_recorded(sso, db):
+    org = make_org("acme")
+    user = make_user("dev@acme.test")
+    member(user, org, OrgRole.MEMBER)
+    client = APIClient()
+    sso(client, {"email": "dev@acme.test", "email_verified": True})
+    assert client.get("/api/v1/session/").json()["authenticated"] is True
+    r = client.post("/oidc/logout/")
+    assert r.status_code == 302
+    assert client.get("/api/v1/session/").json()["authenticated"] is False
+    event = AuditEvent.objects.get(action="session.logout")
+    assert (event.organization_id, event.actor_id, event.target_id, event.after) == (
+        org.pk, user.pk, str(user.pk), {"method": "sso"})
+    assert client.post("/oidc/logout/").status_code == 302  # signed out already: nothing more recorded
+    assert AuditEvent.objects.filter(action="session.logout").count() == 1
