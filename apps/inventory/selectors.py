@@ -1,6 +1,8 @@
 """Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db.models import Count, Max, QuerySet, Sum
 
 from .models import (
@@ -84,15 +86,21 @@ def gpus_in_fleet(model: str, *, zone: str = "") -> int:
     return qs.filter(host__zone__name=zone).count() if zone else qs.count()
 
 
-def fleet_capacity(resource: str, qualifier: str | None) -> int | None:
-    """The most of a tenancy quota resource the fleet could ever place, counting every host that is not retired:
-    ``gpus`` (GPUs, of the model for ``gpus:<model>``), ``vcpus`` (CPU threads of hypervisor hosts),
-    ``memory_mib``; None for resources it does not count."""
+def fleet_capacity() -> Callable[[str, str | None], int | None]:
+    """What the fleet could ever place of a tenancy quota resource, counting every host that is not retired, read
+    in two queries: returns ``capacity(resource, qualifier)`` giving ``gpus`` (GPUs, of the model for
+    ``gpus:<model>``), ``vcpus`` (CPU threads of hypervisor hosts), ``memory_mib``; None for resources it does
+    not count."""
     hosts = Host.objects.exclude(state="retired")
-    if resource == "gpus":
-        qs = Gpu.objects.filter(host__in=hosts)
-        return (qs.filter(model=qualifier) if qualifier else qs).count()
-    if resource in ("vcpus", "memory_mib") and qualifier is None:
-        field = "cpu_threads" if resource == "vcpus" else "memory_mib"
-        return int(hosts.filter(provisioning_kind="hypervisor").aggregate(n=Sum(field))["n"] or 0)
-    return None
+    per_model = dict(Gpu.objects.filter(host__in=hosts).values("model").annotate(n=Count("id"))
+                     .values_list("model", "n"))
+    totals = hosts.filter(provisioning_kind="hypervisor").aggregate(vcpus=Sum("cpu_threads"),
+                                                                    memory_mib=Sum("memory_mib"))
+
+    def capacity(resource: str, qualifier: str | None) -> int | None:
+        if resource == "gpus":
+            return per_model.get(qualifier, 0) if qualifier else sum(per_model.values())
+        if resource in ("vcpus", "memory_mib") and qualifier is None:
+            return int(totals[resource] or 0)
+        return None
+    return capacity

@@ -85,25 +85,35 @@ def register_quota_qualifiers(resource: str, fn: Callable[[], set[str]]) -> None
     _QUALIFIERS[resource] = fn
 
 
-#: ``fn(base, qualifier) -> int | None``: the most of a resource the fleet could ever place at once (all of its
-#: capacity, nothing held), or None when the source does not know that resource. Registered by inventory.
-_FLEET_CAPACITY: list[Callable[[str, str | None], int | None]] = []
+#: ``fn() -> capacity``: reads the fleet once and returns ``capacity(base, qualifier) -> int | None``, the most of a
+#: resource the fleet could ever place at once (all of its capacity, nothing held), or None when the source does
+#: not know that resource. Registered by inventory.
+CapacityLookup = Callable[[str, str | None], int | None]
+_FLEET_CAPACITY: list[Callable[[], CapacityLookup]] = []
 
 
-def register_fleet_capacity(fn: Callable[[str, str | None], int | None]) -> None:
+def register_fleet_capacity(fn: Callable[[], CapacityLookup]) -> None:
     if fn not in _FLEET_CAPACITY:
         _FLEET_CAPACITY.append(fn)
 
 
-def quota_warnings(*, resource: str, limit: int) -> list[dict]:
+def fleet_capacity() -> list[CapacityLookup]:
+    """A snapshot of what the fleet could place, from every registered source (each reads the fleet once: a
+    fixed number of queries whatever the number of quotas it is then asked about). Pass it to `quota_warnings`
+    for every row of one answer."""
+    return [fn() for fn in _FLEET_CAPACITY]
+
+
+def quota_warnings(*, resource: str, limit: int, capacity: list[CapacityLookup] | None = None) -> list[dict]:
     """Warnings (not errors) for a limit the fleet could never fill: ``[{"code": "quota_above_fleet_capacity",
     "resource", "limit", "placeable", "detail"}]`` when `limit` is above what the whole fleet could place of
     `resource` (e.g. ``gpus:H100-SXM5-80GB`` above the H100 GPUs that exist); [] otherwise or when no capacity
-    source knows the resource. Requests inside such a quota are still refused by the placement rule when the
+    source knows the resource. `capacity` is a `fleet_capacity()` snapshot shared by the rows of one answer
+    (read here when not given). Requests inside such a quota are still refused by the placement rule when the
     fleet cannot hold them (422 ``unplaceable``)."""
     base, qualifier = split_resource(resource)
-    for fn in _FLEET_CAPACITY:
-        placeable = fn(base, qualifier)
+    for lookup in fleet_capacity() if capacity is None else capacity:
+        placeable = lookup(base, qualifier)
         if placeable is not None and limit > placeable:
             return [{"code": "quota_above_fleet_capacity", "resource": resource, "limit": limit,
                      "placeable": placeable,

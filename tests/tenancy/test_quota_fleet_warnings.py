@@ -46,3 +46,38 @@ def test_project_quota_above_the_fleet_is_warned_to_the_owner():
                                         "limit": 3}, format="json")
     assert r.status_code == 201, r.content
     assert [w["placeable"] for w in r.json()["warnings"]] == [2]
+
+
+
+def _quota_rows(org, first: int, projects: int) -> list[Quota]:
+    rows = []
+    for i in range(first, first + projects):
+        project = make_project(org, f"p{i}")
+        rows += [Quota.objects.create(organization=org, project=project, resource=resource, limit=10_000)
+                 for resource in ("gpus", "gpus:H100-SXM5-80GB", "vcpus", "memory_mib")]
+    return rows
+
+
+def test_the_quota_list_reads_the_fleet_capacity_once(staff_client, django_assert_max_num_queries):
+    """Every row's warnings come from one read of the fleet per request (it was one fleet query per row)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from apps.tenancy.quotas import usage_of
+
+    org = make_org("many")
+    fleet.host(gpus=8, model="H100-SXM5-80GB")
+    fleet.host(gpus=4, model="L40S")
+    staff_client.get("/api/v1/quotas/")  # warm: the token's last use is written once
+    _quota_rows(org, 0, 2)
+    with CaptureQueriesContext(connection) as few:
+        assert staff_client.get("/api/v1/quotas/", {"page_size": 500}).status_code == 200
+    added = _quota_rows(org, 2, 10)
+    with CaptureQueriesContext(connection) as usage:  # what each added row's usage column costs by itself
+        for row in added:
+            usage_of(organization=org, project=row.project, resource=row.resource)
+    with django_assert_max_num_queries(len(few.captured_queries) + len(usage.captured_queries)):
+        r = staff_client.get("/api/v1/quotas/", {"page_size": 500})
+    assert r.status_code == 200 and len(r.json()["results"]) == Quota.objects.count()
+    warned = [row for row in r.json()["results"] if row["warnings"]]
+    assert len(warned) == 36 and {w["warnings"][0]["placeable"] for w in warned} == {12, 8, 256}

@@ -6,7 +6,7 @@ from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
-from ..quotas import quota_warnings, usage_of
+from ..quotas import fleet_capacity, quota_warnings, usage_of
 from ..selectors import organization_list_visible_to, project_list_visible_to
 
 
@@ -146,7 +146,10 @@ class QuotaOutput(ModelSerializer):
 
     @extend_schema_field(QuotaWarning(many=True))
     def get_warnings(self, obj) -> list[dict]:
-        return quota_warnings(resource=obj.resource, limit=obj.limit)
+        # one snapshot of the fleet for every row of the answer (the context is shared by a list's rows)
+        if "fleet_capacity" not in self.context:
+            self.context["fleet_capacity"] = fleet_capacity()
+        return quota_warnings(resource=obj.resource, limit=obj.limit, capacity=self.context["fleet_capacity"])
 
 
 class QuotaCreateInput(Serializer):
