@@ -211,6 +211,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
 
+from apps.core.logging import configure_logging, log_handlers  # noqa: E402
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -226,11 +228,10 @@ LOGGING = {
             ],
         }
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "filters": {"request_id": {"()": "apps.core.logging.RequestIdFilter"}},
+    "handlers": log_handlers(env.str("LOG_FILE", default="")),
+    "root": {"handlers": ["main"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.server": {"level": "WARNING"}, "django.request": {"level": "ERROR"}},
 }
-
-from apps.core.logging import configure_logging  # noqa: E402
 
 LOGGING = configure_logging(LOGGING)

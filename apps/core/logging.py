@@ -1,7 +1,32 @@
-"""Structured JSON logs through structlog; stdlib records are rendered by the same JSON formatter."""
+"""Structured JSON logs through structlog; stdlib records are rendered by the same JSON formatter.
+
+Where they go: standard error, or with `LOG_FILE` set the file of that name (one JSON object a line, appended;
+reopened when it is rotated away). `make run` sets `LOG_FILE=var/log/app.log` for the web server, so the
+application's log (with each line's `request_id`, the one a problem body quotes) is there, not on the terminal.
+Every line logged during a request carries its `request_id`; so does Django's own `django.request` line for a
+4xx/5xx (`RequestIdFilter`), which is written after the request's context is cleared.
+"""
 import logging
 
 import structlog
+
+
+class RequestIdFilter(logging.Filter):
+    """Gives a record that carries the request (`django.request`'s) that request's id when it has none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        if not getattr(record, "request_id", "") and getattr(request, "request_id", ""):
+            record.request_id = request.request_id
+        return True
+
+
+def log_handlers(log_file: str = "") -> dict:
+    """The `handlers` of Django's LOGGING: one named "main", to `log_file` when given, else to standard error."""
+    common = {"formatter": "json", "filters": ["request_id"]}
+    if log_file:
+        return {"main": {"class": "logging.handlers.WatchedFileHandler", "filename": log_file, **common}}
+    return {"main": {"class": "logging.StreamHandler", **common}}
 
 
 def configure_logging(django_logging: dict) -> dict:
