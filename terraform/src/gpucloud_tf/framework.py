@@ -1,0 +1,202 @@
+"""What the provider adds to `tf` 1.2.0 (the Python plugin framework) to be a well-behaved Terraform provider.
+
+`tf`'s own servicer plans a create without calling the resource, drops private state on every RPC and does not
+pass the configuration to plan or apply. `Servicer` (a subclass) keeps `tf`'s wire handling (msgpack, schema,
+handshake) and changes only the three lifecycle RPCs:
+
+- PlanResourceChange: a create plan is handed to `resource.plan_create(ctx, config, planned)` (plan-time checks,
+  diagnostics on an attribute); an update plan to `resource.plan_update(...)` (requires-replace paths and
+  computed values that become unknown); a destroy plan is accepted as proposed;
+- ApplyResourceChange: `ctx.private` (a dict) carries the planned private state in and the new one out;
+- ReadResource: private state survives a refresh (the resource may update it, e.g. its ETag).
+
+Also: `Object` (a cty object type, for data sources that return lists of records) and `SingleBlock` (a
+`timeouts { ... }` block).
+"""
+from __future__ import annotations
+
+import json
+from copy import deepcopy
+from dataclasses import dataclass, field
+from typing import Any
+
+from tf import provider as tf_provider
+from tf.gen import tfplugin_pb2 as pb
+from tf.schema import Block, NestedBlock, NestMode
+from tf.types import TfType, Unknown
+from tf.utils import Diagnostics, _to_attribute_path, read_dynamic_value
+
+_decode_state = tf_provider._decode_state
+_encode_state = tf_provider._encode_state
+
+
+class Object(TfType):
+    """A cty object with fixed attribute types, e.g. `Object({"id": String(), "gpu_count": Number()})`."""
+
+    def __init__(self, attrs: dict[str, TfType]):
+        self.attrs = attrs
+
+    def encode(self, value):
+        if value in (None, Unknown):
+            return value
+        return {k: t.encode(value.get(k)) for k, t in self.attrs.items()}
+
+    def decode(self, value):
+        if value in (None, Unknown):
+            return value
+        return {k: t.decode(value.get(k)) for k, t in self.attrs.items()}
+
+    def tf_type(self) -> bytes:
+        inner = ",".join(f'{json.dumps(k)}:{t.tf_type().decode()}' for k, t in self.attrs.items())
+        return f'["object",{{{inner}}}]'.encode()
+
+
+class SingleBlock(NestedBlock):
+    """A nested block that appears at most once (`timeouts { create = "30m" }`); its value is a dict or None."""
+
+    def __init__(self, type_name: str, block: Block):
+        super().__init__(type_name, NestMode.Single, block)
+
+    def encode(self, value: Any) -> Any:
+        if value in (None, Unknown):
+            return value
+        return {a.name: a.type.encode(value.get(a.name)) for a in self.block.attributes}
+
+    def decode(self, value: Any) -> Any:
+        if value in (None, Unknown):
+            return value
+        return {a.name: a.type.decode(value.get(a.name)) for a in self.block.attributes}
+
+    def semantically_equal(self, a, b) -> bool:
+        return a == b
+
+
+@dataclass
+class Ctx:
+    """What a lifecycle call gets: diagnostics, the resource type, its configuration (None when unknown to the
+    call), private state (a dict, read and written)."""
+
+    diagnostics: Diagnostics
+    type_name: str
+    config: dict | None = None
+    private: dict = field(default_factory=dict)
+
+
+def _private_in(raw: bytes) -> dict:
+    if not raw:
+        return {}
+    try:
+        value = json.loads(raw)
+        return value if isinstance(value, dict) else {}
+    except ValueError:
+        return {}
+
+
+def _private_out(value: dict) -> bytes:
+    return json.dumps(value, sort_keys=True).encode() if value else b""
+
+
+class Servicer(tf_provider.ProviderServicer):
+    @tf_provider._log_errors
+    def PlanResourceChange(self, request, context):
+        type_name = request.type_name
+        diags = Diagnostics()
+        attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
+        _, prior = _decode_state(diags, attrs, blocks, request.prior_state)
+        proposed_enc, proposed = _decode_state(diags, attrs, blocks, request.proposed_new_state)
+        _, config = _decode_state(diags, attrs, blocks, request.config)
+        if diags.has_errors():
+            return pb.PlanResourceChange.Response(diagnostics=diags.to_pb())
+        if proposed is None:  # destroy
+            return pb.PlanResourceChange.Response(planned_state=request.proposed_new_state,
+                                                  planned_private=request.prior_private)
+        inst = self.app.new_resource(self._get_res_cls(type_name))
+        ctx = Ctx(diags, type_name, config, _private_in(request.prior_private))
+        if prior is None:
+            planned = {}
+            for k, v in proposed.items():
+                if k in blocks or v is not None:
+                    planned[k] = v
+                else:
+                    planned[k] = Unknown if attrs[k].computed else None
+            planned = inst.plan_create(ctx, planned)
+            return pb.PlanResourceChange.Response(
+                planned_state=_encode_state(attrs, blocks, planned, proposed_enc),
+                planned_private=_private_out(ctx.private), diagnostics=diags.to_pb())
+        changed = {k for k in set(proposed) & set(prior) & set(attrs)
+                   if not attrs[k].type.semantically_equal(prior[k], proposed[k])}
+        replace = sorted(k for k in changed if attrs[k].requires_replace)
+        planned = inst.plan_update(ctx, deepcopy(prior), deepcopy(proposed), changed, bool(replace))
+        return pb.PlanResourceChange.Response(
+            planned_state=_encode_state(attrs, blocks, planned, proposed_enc),
+            requires_replace=[_to_attribute_path([k]) for k in replace],
+            planned_private=_private_out(ctx.private), diagnostics=diags.to_pb())
+
+    @tf_provider._log_errors
+    def ApplyResourceChange(self, request, context):
+        type_name = request.type_name
+        diags = Diagnostics()
+        attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
+        _, prior = _decode_state(diags, attrs, blocks, request.prior_state)
+        planned_enc, planned = _decode_state(diags, attrs, blocks, request.planned_state)
+        _, config = _decode_state(diags, attrs, blocks, request.config)
+        if diags.has_errors():
+            return pb.ApplyResourceChange.Response(diagnostics=diags.to_pb())
+        inst = self.app.new_resource(self._get_res_cls(type_name))
+        ctx = Ctx(diags, type_name, config, _private_in(request.planned_private))
+        if prior is None and planned is not None:
+            new = inst.create(ctx, planned)
+        elif planned is None:
+            new = inst.delete(ctx, prior)
+        else:
+            new = inst.update(ctx, prior, planned)
+        return pb.ApplyResourceChange.Response(
+            new_state=_encode_state(attrs, blocks, new, old=planned_enc),
+            private=_private_out(ctx.private) if new is not None else b"",
+            diagnostics=diags.to_pb())
+
+    @tf_provider._log_errors
+    def ReadResource(self, request, context):
+        type_name = request.type_name
+        diags = Diagnostics()
+        attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
+        current_enc, current = _decode_state(diags, attrs, blocks, request.current_state)
+        if diags.has_errors() or current is None:
+            return pb.ReadResource.Response(diagnostics=diags.to_pb(), new_state=request.current_state,
+                                            private=request.private)
+        inst = self.app.new_resource(self._get_res_cls(type_name))
+        ctx = Ctx(diags, type_name, None, _private_in(request.private))
+        new = inst.read(ctx, current)
+        if diags.has_errors():  # keep what Terraform had: an unreachable API is not a deleted resource
+            return pb.ReadResource.Response(diagnostics=diags.to_pb(), new_state=request.current_state,
+                                            private=request.private)
+        return pb.ReadResource.Response(new_state=_encode_state(attrs, blocks, new, current_enc),
+                                        private=_private_out(ctx.private), diagnostics=diags.to_pb())
+
+    @tf_provider._log_errors
+    def ImportResourceState(self, request, context):
+        type_name = request.type_name
+        diags = Diagnostics()
+        attrs, blocks = self._get_res_attrs(type_name), self._get_res_blocks(type_name)
+        inst = self.app.new_resource(self._get_res_cls(type_name))
+        ctx = Ctx(diags, type_name, None, {})
+        state = inst.import_(ctx, request.id)
+        imported = []
+        if state is not None and not diags.has_errors():
+            imported.append(pb.ImportResourceState.ImportedResource(
+                type_name=type_name, state=_encode_state(attrs, blocks, state, old=None),
+                private=_private_out(ctx.private)))
+        return pb.ImportResourceState.Response(imported_resources=imported, diagnostics=diags.to_pb())
+
+    @tf_provider._log_errors
+    def ReadDataSource(self, request, context):
+        klass = self._get_ds_cls(request.type_name)
+        schema = klass.get_schema()
+        attrs = {a.name: a for a in schema.attributes}
+        config = read_dynamic_value(request.config) or {}
+        config = {k: (attrs[k].type.decode(v) if k in attrs else v) for k, v in config.items()}
+        diags = Diagnostics()
+        state = self.app.new_data_source(klass).read(Ctx(diags, request.type_name), config)
+        encoded = None if state is None else {k: attrs[k].type.encode(state.get(k)) for k in attrs}
+        return pb.ReadDataSource.Response(diagnostics=diags.to_pb(),
+                                          state=tf_provider.to_dynamic_value(encoded))

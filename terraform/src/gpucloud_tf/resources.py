@@ -1,0 +1,383 @@
+"""The gpucloud resources: each a declaration on `engine.ApiResource` (fields, collection, waiting, timeouts).
+
+Update in place exists where the API PATCHes (vpc description, public IP port, lease name/window/count, project
+name/description); every other argument forces replacement. Docs: terraform/docs/resources/<name>.md.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+
+from tf.types import Unknown
+
+from .client import ApiResponse
+from .engine import ApiResource, Field, log
+from .framework import Ctx
+
+MIN = 60.0
+
+
+def _same_instant(a, b) -> bool:
+    try:
+        return _instant(a) == _instant(b)
+    except (TypeError, ValueError):
+        return a == b
+
+
+def _instant(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _known(v) -> bool:
+    return v is not None and v is not Unknown
+
+
+def _check_cidr(diags, config: dict, name: str) -> None:
+    v = config.get(name)
+    if isinstance(v, str) and _known(v):
+        try:
+            ipaddress.ip_network(v, strict=True)
+        except ValueError as exc:
+            diags.add_error(f"Invalid {name} {v!r}", f"{exc}: a CIDR such as 10.10.0.0/16 with no host bits set.",
+                            path=[name])
+
+
+class _KeepEquivalent(ApiResource):
+    """Keeps the configured spelling of values the API normalizes (whitespace, time zone offsets)."""
+
+    equivalent: dict = {}
+
+    def to_state(self, obj, prior):
+        state = super().to_state(obj, prior)
+        for name, same in self.equivalent.items():
+            old = (prior or {}).get(name)
+            if _known(old) and _known(state.get(name)) and same(old, state[name]):
+                state[name] = old
+        return state
+
+
+class SshKey(_KeepEquivalent):
+    name, collection = "ssh_key", "ssh-keys"
+    description = "An SSH public key of a project, installed into instances through cloud-init."
+    project_field = "project"
+    fields = [
+        Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+        Field("name", "required", description="Name, unique in the project."),
+        Field("public_key", "required", description="OpenSSH public key line (ssh-ed25519, ssh-rsa, ecdsa-...)."),
+        Field("fingerprint", "computed", description="SHA256 fingerprint as `ssh-keygen -lf` prints it."),
+        Field("created_at", "computed"),
+    ]
+    equivalent = {"public_key": lambda a, b: a.strip() == b.strip()}
+
+
+class Vpc(ApiResource):
+    name, collection = "vpc", "vpcs"
+    description = "A tenant's virtual private cloud (an OVN logical router)."
+    project_field = "project"
+    fields = [
+        Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+        Field("name", "required"),
+        Field("cidr", "required", description="IPv4 CIDR of the VPC, e.g. 10.10.0.0/16."),
+        Field("ipv6_cidr", "optional_computed", description="Optional IPv6 CIDR."),
+        Field("description", "optional_computed", update=True, description="Free text; updated in place."),
+        Field("created_at", "computed"),
+    ]
+
+    def validate_config(self, diags, config):
+        _check_cidr(diags, config, "cidr")
+        if config.get("ipv6_cidr"):
+            _check_cidr(diags, config, "ipv6_cidr")
+
+
+class Subnet(ApiResource):
+    name, collection = "subnet", "subnets"
+    description = "An IP subnet of a VPC (an OVN logical switch)."
+    fields = [
+        Field("vpc", "required", description="VPC id."),
+        Field("name", "required"),
+        Field("cidr", "required", description="CIDR inside the VPC's, e.g. 10.10.1.0/24."),
+        Field("gateway_ip", "optional_computed", description="Default: the first address."),
+        Field("dhcp_start", "optional_computed"),
+        Field("dhcp_end", "optional_computed"),
+        Field("enable_dhcp", "optional_computed", type="bool", description="Default true."),
+        Field("dns_nameservers", "optional_computed", type="list"),
+        Field("project", "computed"),
+        Field("ip_version", "computed", type="int", read=lambda o: int(o["ip_version"])),
+    ]
+
+    def validate_config(self, diags, config):
+        _check_cidr(diags, config, "cidr")
+
+
+class SecurityGroup(ApiResource):
+    name, collection = "security_group", "security-groups"
+    description = "A security group of a VPC; its rules are `gpucloud_security_group_rule` resources."
+    fields = [
+        Field("vpc", "required", description="VPC id."),
+        Field("name", "required"),
+        Field("description", "optional_computed"),
+        Field("project", "computed"),
+        Field("is_default", "computed", type="bool"),
+    ]
+
+
+class SecurityGroupRule(ApiResource):
+    name, collection = "security_group_rule", "security-group-rules"
+    description = "One rule of a security group (stateful; ingress or egress)."
+    fields = [
+        Field("security_group", "required", description="Security group id."),
+        Field("direction", "required", description="`ingress` or `egress`."),
+        Field("ethertype", "optional_computed", description="`IPv4` (default) or `IPv6`."),
+        Field("protocol", "optional_computed", description="`tcp`, `udp`, `icmp`, ... ; unset: any."),
+        Field("port_range_min", "optional", type="int"),
+        Field("port_range_max", "optional", type="int"),
+        Field("icmp_type", "optional", type="int"),
+        Field("icmp_code", "optional", type="int"),
+        Field("remote_ip_prefix", "optional_computed", description="CIDR the rule admits, e.g. 0.0.0.0/0."),
+        Field("remote_group", "optional", description="Security group id the rule admits."),
+        Field("description", "optional_computed"),
+    ]
+
+    def validate_config(self, diags, config):
+        if config.get("remote_ip_prefix"):
+            _check_cidr(diags, config, "remote_ip_prefix")
+
+
+class PublicIp(ApiResource):
+    name, collection = "public_ip", "public-ips"
+    description = "A public IPv4 address from an operator's pool, NATed to a port (updated in place)."
+    fields = [
+        Field("vpc", "required", description="VPC id."),
+        Field("pool", "required", description="Public IP pool name."),
+        Field("port", "optional", update=True, description="Port id to NAT to; unset: allocated, unattached."),
+        Field("address", "computed"),
+        Field("kind", "computed"),
+        Field("project", "computed"),
+    ]
+
+
+# --- compute ------------------------------------------------------------------------------------------------
+def _net(key):
+    return lambda o: (o.get("network") or {}).get(key)
+
+
+_COMPUTE_FIELDS = [
+    Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+    Field("name", "required"),
+    Field("flavor", "required", description="Flavor id (see data source `gpucloud_flavor`)."),
+    Field("image", "required", description="Image id (see data source `gpucloud_images`)."),
+    Field("ssh_keys", "optional_computed", type="list", description="SSH key ids."),
+    Field("subnet_id", "optional_computed", read=_net("subnet"), description="Subnet for the first NIC."),
+    Field("security_group_ids", "optional_computed", type="set", read=_net("security_groups")),
+    Field("ib_partition_id", "optional_computed", read=_net("ib_partition"),
+          description="InfiniBand partition the HCAs join as full members."),
+    Field("user_data", "optional_computed", keep_prior=True, description="cloud-init user data (<= 16 KiB)."),
+]
+
+
+class Instance(ApiResource):
+    name, collection = "instance", "instances"
+    description = "A GPU virtual machine (whole GPUs, a MIG slice, or a vGPU, as its flavor says)."
+    project_field = "project"
+    check_path = "instances/check"
+    defaults = {"create": 20 * MIN, "delete": 20 * MIN}
+    fields = _COMPUTE_FIELDS + [
+        Field("status", "computed"),
+        Field("cluster", "computed"),
+        Field("ip_address", "computed", read=lambda o: next(
+            (ip.get("ip_address") for p in o.get("ports") or [] for ip in p.get("fixed_ips") or []), None)),
+        Field("port_ids", "computed", type="list", read=lambda o: [p["id"] for p in o.get("ports") or []]),
+        Field("launched_at", "computed"),
+    ]
+
+    def created(self, body):
+        return body["instance"], body.get("operation")
+
+    def wait_create(self, ctx, obj, op, timeout):
+        if op and not self.wait_operation(ctx, op["id"], timeout, f"Creating {self.type_name} {obj['id']}"):
+            return None
+        return self.wait_status(ctx, obj["id"], {"active"}, 60, f"Creating {self.type_name} {obj['id']}")
+
+    def wait_delete(self, ctx, current, r: ApiResponse, timeout):
+        return bool(self.wait_status(ctx, current["id"], {"deleted", "__404__"}, timeout,
+                                     f"Deleting {self.type_name} {current['id']}", failed=()))
+
+
+class Cluster(ApiResource):
+    name, collection = "cluster", "clusters"
+    description = "N instances of one flavor placed together (all or nothing), deleted together."
+    project_field = "project"
+    check_path = "clusters/check"
+    defaults = {"create": 30 * MIN, "delete": 30 * MIN}
+    fields = _COMPUTE_FIELDS + [
+        Field("size", "required", type="int", description="Number of instances (nodes)."),
+        Field("status", "computed"),
+        Field("members", "computed", type="list", description="Instance ids of the members."),
+    ]
+
+    def validate_config(self, diags, config):
+        size = config.get("size")
+        if isinstance(size, (int, float)) and size < 1:
+            diags.add_error(f"Invalid size {size}", "size must be at least 1.", path=["size"])
+
+    def wait_create(self, ctx, obj, op, timeout):
+        return self.wait_status(ctx, obj["id"], {"active"}, timeout, f"Creating {self.type_name} {obj['id']}")
+
+    def wait_delete(self, ctx, current, r, timeout):
+        return bool(self.wait_status(ctx, current["id"], {"deleted", "__404__"}, timeout,
+                                     f"Deleting {self.type_name} {current['id']}", failed=()))
+
+    def to_state(self, obj, prior):
+        """The cluster's answer lacks the members' launch arguments: they come from its first member."""
+        state = super().to_state(obj, prior)
+        members = obj.get("members") or []
+        if members:
+            try:
+                r = self.client.request("GET", f"instances/{members[0]}")
+            except Exception:  # noqa: BLE001 - the cluster's own fields are still right
+                r = None
+            if r is not None and r.ok:
+                for f in _COMPUTE_FIELDS:
+                    if f.name in ("ssh_keys", "subnet_id", "security_group_ids", "ib_partition_id") \
+                            or (f.name == "user_data" and "user_data" in r.body):
+                        state[f.name] = f.from_api(r.body) if f.name != "user_data" else r.body["user_data"]
+        return state
+
+
+class IbPartition(ApiResource):
+    name, collection = "ib_partition", "ib-partitions"
+    description = ("An InfiniBand partition (P_Key) of a project; instances join it with `ib_partition_id`, "
+                   "and `members` lists the HCA port GUIDs in it.")
+    project_field = "project"
+    fields = [
+        Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+        Field("fabric", "required", description="Fabric name, e.g. ib-compute."),
+        Field("name", "required"),
+        Field("pkey", "optional_computed", read=lambda o: o.get("pkey_hex"),
+              description="P_Key as 4 hex digits (0x0100); default: the next free in the project's pool."),
+        Field("ipoib", "optional_computed", type="bool"),
+        Field("mtu", "optional_computed", type="int"),
+        Field("rate_gbps", "optional_computed", type="int"),
+        Field("sl", "optional_computed", type="int"),
+        Field("index0", "optional_computed", type="bool"),
+        Field("members", "computed", type="list",
+              read=lambda o: [f"{m['guid']}:{m.get('membership', '')}" for m in o.get("members") or []],
+              description="`<port GUID>:<full|limited>` of every member."),
+    ]
+
+
+class Lease(_KeepEquivalent):
+    name, collection = "lease", "leases"
+    description = "A reservation of GPUs or hosts for a time window (the capacity calendar)."
+    project_field = "project"
+    check_path = "leases/check"
+    defaults = {"create": 5 * MIN, "update": 5 * MIN, "delete": 5 * MIN}
+    fields = [
+        Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+        Field("name", "required", update=True),
+        Field("start", "required", update=True, description="RFC 3339 start of the window."),
+        Field("end", "required", update=True, description="RFC 3339 end of the window."),
+        Field("time_zone", "optional_computed"),
+        Field("kind", "required", description="`hosts`, `gpus`, `mig` ..."),
+        Field("gpu_model", "required"),
+        Field("count", "required", type="int", update=True),
+        Field("mig_profile", "optional_computed"),
+        Field("share_milli", "optional_computed", type="int"),
+        Field("zone", "optional_computed"),
+        Field("max_leaves_per_rail", "optional", type="int"),
+        Field("end_action", "optional_computed", description="`stop` (default) or `delete`."),
+        Field("notice_s", "optional_computed", type="int"),
+        Field("status", "computed", volatile=True),
+        Field("reason", "computed", volatile=True),
+    ]
+    equivalent = {"start": _same_instant, "end": _same_instant}
+
+    def validate_config(self, diags, config):
+        count = config.get("count")
+        if isinstance(count, (int, float)) and count < 1:
+            diags.add_error(f"Invalid count {count}", "count must be at least 1.", path=["count"])
+
+    def wait_create(self, ctx, obj, op, timeout):
+        return self.wait_status(ctx, obj["id"], {"confirmed", "active"}, timeout,
+                                f"Creating {self.type_name} {obj['id']}", failed=("rejected",))
+
+
+class ApiToken(ApiResource):
+    name, collection = "api_token", "tokens"
+    description = "An API token bound to a project or an organization; `token` (the secret) is known at create only."
+    defaults = {"create": 5 * MIN, "delete": 5 * MIN}
+    fields = [
+        Field("name", "required"),
+        Field("scope", "optional_computed", description="`read` (default) or `write`."),
+        Field("project", "optional", description="Project id the token is bound to."),
+        Field("organization", "optional", description="Organization id the token is bound to."),
+        Field("expires_at", "optional", description="RFC 3339 expiry; unset: no expiry."),
+        Field("token", "computed", sensitive=True, keep_prior=True,
+              description="The secret, answered by the create only (sensitive)."),
+        Field("prefix", "computed"),
+    ]
+
+    def to_state(self, obj, prior):
+        state = super().to_state(obj, prior)
+        if obj.get("token"):
+            state["token"] = obj["token"]
+        if prior and _known(prior.get("expires_at")) and state.get("expires_at") \
+                and _same_instant(prior["expires_at"], state["expires_at"]):
+            state["expires_at"] = prior["expires_at"]
+        return state
+
+    def create(self, ctx, planned):
+        """A replayed create answers the secret as null (never stored): that token is revoked and a new one
+        minted (nonce + 1), so the state always holds a usable secret."""
+        state = super().create(ctx, planned)
+        for _ in range(3):
+            if state is None or state.get("token"):
+                return state
+            log(f"{self.type_name}: replayed create has no secret; revoking {state['id']} and minting anew")
+            self.client.request("DELETE", self.path(state["id"]))
+            ctx.private["nonce"] = int(ctx.private.get("nonce", 0)) + 1
+            state = super().create(ctx, planned)
+        return state
+
+    def gone(self, obj):
+        return bool(obj.get("revoked_at"))
+
+
+class WebhookEndpoint(ApiResource):
+    name, collection = "webhook_endpoint", "webhooks"
+    description = "An HTTPS endpoint of an organization that receives lease and spot events."
+    fields = [
+        Field("organization", "optional_computed",
+              description="Organization id; the organization of the provider's `project` when unset."),
+        Field("url", "required"),
+        Field("events", "optional_computed", type="set", description="Event names; unset: all."),
+        Field("is_active", "computed", type="bool"),
+    ]
+
+    def plan_create(self, ctx: Ctx, planned):
+        if planned.get("organization") in (None, Unknown) and self.provider.project and self.provider.configured:
+            org = self.provider.organization_of_project(ctx)
+            if org:
+                planned["organization"] = org
+        return super().plan_create(ctx, planned)
+
+    def plan_update(self, ctx, prior, proposed, changed, replacing):
+        if proposed.get("organization") is None:
+            proposed["organization"] = prior.get("organization")
+        return super().plan_update(ctx, prior, proposed, changed, replacing)
+
+
+class Project(ApiResource):
+    name, collection = "project", "projects"
+    description = "A project of an organization (needs an organization-bound token)."
+    fields = [
+        Field("organization", "required"),
+        Field("slug", "required", description="Unique in the organization."),
+        Field("name", "required", update=True),
+        Field("description", "optional_computed", update=True),
+        Field("created_at", "computed"),
+    ]
+
+
+RESOURCES = [SshKey, Vpc, Subnet, SecurityGroup, SecurityGroupRule, PublicIp, Instance, Cluster, IbPartition, Lease,
+             ApiToken, WebhookEndpoint, Project]
