@@ -19,7 +19,8 @@ from apps.core.models import IdempotencyKey
 from apps.identity.models import ApiToken, StaffRole
 from apps.networking import services as net
 from apps.networking.models import IbPartition, PublicIp, SecurityGroup, Subnet, Vpc
-from apps.reservations.models import Lease
+from apps.reservations.models import Lease, WebhookEndpoint
+from apps.tenancy.models import Project
 from tests.compute.conftest import ED25519, gpu_host
 from tests.compute.test_clusters import _cabled_hosts
 from tests.networking.helpers import ib_fabric
@@ -100,6 +101,17 @@ def _tokens(w):
     return Create(w.client_a, "/api/v1/tokens/", body, {**body, "name": "cd"}, ApiToken)
 
 
+def _projects(w):
+    body = {"organization": str(w.org_b.pk), "slug": "staging", "name": "Staging"}   # user b owns org b
+    return Create(w.client_b, "/api/v1/projects/", body, {**body, "slug": "prod"}, Project)
+
+
+def _webhooks(w):
+    body = {"organization": str(w.org_b.pk), "url": "https://hooks.example.com/a"}
+    return Create(w.client_b, "/api/v1/webhooks/", body, {**body, "url": "https://hooks.example.com/b"},
+                  WebhookEndpoint)
+
+
 def _invoice_runs(w):
     admin = client_for(token_for(make_user("billing@provider.test", staff_role=StaffRole.BILLING_ADMIN),
                                  staff=True))
@@ -107,7 +119,7 @@ def _invoice_runs(w):
 
 
 CREATES = [_ssh_keys, _instances, _clusters, _leases, _vpcs, _subnets, _security_groups, _public_ips,
-           _ib_partitions, _tokens, _invoice_runs]
+           _ib_partitions, _tokens, _projects, _webhooks, _invoice_runs]
 
 
 def _id(body: dict) -> str:

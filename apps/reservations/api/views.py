@@ -165,6 +165,7 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _
         return selectors.webhook_endpoint_list_visible_to(self.request.user)
 
     @extend_schema(request=s.WebhookEndpointCreateInput, responses={201: s.WebhookEndpointCreated})
+    @idempotent_create(unstored=("secret",))
     def create(self, request):
         data = self._input(s.WebhookEndpointCreateInput)
         ep = webhooks.webhook_endpoint_create(actor=request.user, organization=data["organization"], url=data["url"],

@@ -10,6 +10,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin, validated
+from apps.core.idempotency import idempotent_create
 
 from .. import selectors, services
 from . import filters
@@ -54,6 +55,7 @@ class ProjectViewSet(_Base):
         return selectors.project_list_visible_to(self.request.user).select_related("organization")
 
     @extend_schema(request=s.ProjectCreateInput, responses={201: s.ProjectOutput})
+    @idempotent_create
     def create(self, request):
         project = services.project_create(actor=request.user, **self._input(s.ProjectCreateInput))
         return self._out(project, status.HTTP_201_CREATED)
