@@ -37,10 +37,10 @@ def provider_setup(stack: Stack) -> SimpleNamespace:
     flavor_mig = ops.post("flavors", {
         "name": "h100-mig-3g40", "vcpus": 8, "memory_mib": 65536, "disk_gib": 100, "gpu_form": "mig",
         "gpu_model": H100, "mig_profile": "3g.40gb"}, expect=201).json()
-    # A flavor no host can hold (more memory than any host of the sample fleet has): placement refuses it.
+    # A flavor no host can hold (16 GPUs; the sample fleet's hosts have 8): placement refuses it.
     flavor_huge = ops.post("flavors", {
-        "name": "h100-8x-huge", "vcpus": 208, "memory_mib": 64 * 1024 * 1024, "disk_gib": 4000, "gpu_form": "gpu",
-        "gpu_model": H100, "gpu_count": 8}, expect=201).json()
+        "name": "h100-16x", "vcpus": 208, "memory_mib": 1835008, "disk_gib": 4000, "gpu_form": "gpu",
+        "gpu_model": H100, "gpu_count": 16}, expect=201).json()
     image = ops.post("images", {
         "name": "ubuntu-24-04", "os": "ubuntu", "os_version": "24.04",
         "source_url": "https://cloud-images.ubuntu.com/releases/24.04/release/ubuntu-24.04-server-cloudimg-amd64.img",

@@ -126,7 +126,7 @@ resource "gpucloud_lease" "next_week" {
   end       = var.lease_end
   kind      = "hosts"
   gpu_model = var.gpu_model
-  count     = 2
+  quantity  = 2
   zone      = "eu-west-a"
 }
 

@@ -8,7 +8,6 @@ Nothing here writes to stdout: Terraform reads the provider's stdout as its plug
 from __future__ import annotations
 
 import json
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -79,7 +78,7 @@ class Client:
                     return _response(resp.status, resp.read(), resp.headers)
             except urllib.error.HTTPError as exc:
                 return _response(exc.code, exc.read(), exc.headers)
-            except (urllib.error.URLError, ConnectionError, socket.timeout, TimeoutError) as exc:
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if attempt + 1 < attempts:
                     time.sleep(0.5 * (attempt + 1))
                     continue

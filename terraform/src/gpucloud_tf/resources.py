@@ -121,7 +121,13 @@ class SecurityGroup(ApiResource):
     ]
 
 
-class SecurityGroupRule(ApiResource):
+def _same_prefix(a: str, b: str) -> bool:
+    """The API answers "any address" as an empty prefix."""
+    anyaddr = {"", "0.0.0.0/0", "::/0"}
+    return a == b or (a in anyaddr and b in anyaddr)
+
+
+class SecurityGroupRule(_KeepEquivalent):
     name, collection = "security_group_rule", "security-group-rules"
     description = "One rule of a security group (stateful; ingress or egress)."
     fields = [
@@ -133,10 +139,14 @@ class SecurityGroupRule(ApiResource):
         Field("port_range_max", "optional", type="int"),
         Field("icmp_type", "optional", type="int"),
         Field("icmp_code", "optional", type="int"),
-        Field("remote_ip_prefix", "optional_computed", description="CIDR the rule admits, e.g. 0.0.0.0/0."),
+        Field("remote_ip_prefix", "optional_computed", description="CIDR the rule admits, e.g. 0.0.0.0/0.",
+              read=lambda o: o.get("remote_ip_prefix") or (
+                  None if o.get("remote_group") else ("::/0" if o.get("ethertype") == "IPv6" else "0.0.0.0/0"))),
         Field("remote_group", "optional", description="Security group id the rule admits."),
         Field("description", "optional_computed"),
     ]
+
+    equivalent = {"remote_ip_prefix": _same_prefix}
 
     def validate_config(self, diags, config):
         if config.get("remote_ip_prefix"):
@@ -185,13 +195,16 @@ class Instance(ApiResource):
         Field("status", "computed"),
         Field("cluster", "computed"),
         Field("ip_address", "computed", read=lambda o: next(
-            (ip.get("ip_address") for p in o.get("ports") or [] for ip in p.get("fixed_ips") or []), None)),
+            (ip.get("ip_address") if isinstance(ip, dict) else ip
+             for p in o.get("ports") or [] for ip in p.get("fixed_ips") or []), None),
+              description="The first fixed IP of the first port."),
         Field("port_ids", "computed", type="list", read=lambda o: [p["id"] for p in o.get("ports") or []]),
         Field("launched_at", "computed"),
     ]
 
     def created(self, body):
-        return body["instance"], body.get("operation")
+        op = body.get("operation")
+        return body["instance"], ({"id": op} if isinstance(op, str) else op)
 
     def wait_create(self, ctx, obj, op, timeout):
         if op and not self.wait_operation(ctx, op["id"], timeout, f"Creating {self.type_name} {obj['id']}"):
@@ -280,7 +293,8 @@ class Lease(_KeepEquivalent):
         Field("time_zone", "optional_computed"),
         Field("kind", "required", description="`hosts`, `gpus`, `mig` ..."),
         Field("gpu_model", "required"),
-        Field("count", "required", type="int", update=True),
+        Field("quantity", "required", type="int", update=True, api="count",
+              description="How many hosts / GPUs / slices (`count` in the API; `count` is Terraform's own)."),
         Field("mig_profile", "optional_computed"),
         Field("share_milli", "optional_computed", type="int"),
         Field("zone", "optional_computed"),
@@ -293,9 +307,9 @@ class Lease(_KeepEquivalent):
     equivalent = {"start": _same_instant, "end": _same_instant}
 
     def validate_config(self, diags, config):
-        count = config.get("count")
+        count = config.get("quantity")
         if isinstance(count, (int, float)) and count < 1:
-            diags.add_error(f"Invalid count {count}", "count must be at least 1.", path=["count"])
+            diags.add_error(f"Invalid quantity {count}", "quantity must be at least 1.", path=["quantity"])
 
     def wait_create(self, ctx, obj, op, timeout):
         return self.wait_status(ctx, obj["id"], {"confirmed", "active"}, timeout,
@@ -311,7 +325,7 @@ class ApiToken(ApiResource):
         Field("scope", "optional_computed", description="`read` (default) or `write`."),
         Field("project", "optional", description="Project id the token is bound to."),
         Field("organization", "optional", description="Organization id the token is bound to."),
-        Field("expires_at", "optional", description="RFC 3339 expiry; unset: no expiry."),
+        Field("expires_at", "optional_computed", description="RFC 3339 expiry; unset: the API's default."),
         Field("token", "computed", sensitive=True, keep_prior=True,
               description="The secret, answered by the create only (sensitive)."),
         Field("prefix", "computed"),
