@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 export PORT
 
-.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean
+.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean terraform-provider
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
@@ -28,8 +28,13 @@ run: install services
 test: install services
 	$(PY) -m pytest -n 2 -q
 
-e2e: install services
+e2e: install services terraform-provider
 	$(PY) -m pytest -m e2e -q
+
+# The Terraform provider in its own virtual environment (terraform/.venv), a filesystem mirror (terraform/mirror/)
+# and the CLI config file that installs it from there (terraform/gpucloud.tfrc); prints how to use it.
+terraform-provider:
+	PYTHON=$(PYTHON) terraform/build.sh
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -48,4 +53,4 @@ api-schema: install services
 	SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-2} $(PY) -m pytest -m api_schema -q
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var terraform/.venv terraform/mirror terraform/gpucloud.tfrc
