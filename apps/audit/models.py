@@ -44,8 +44,9 @@ class AuditChainLink(models.Model):
     is the previous link's `hash` (64 zeros for the first) and `hash` = SHA-256 hex of `prev_hash` followed by
     the event's canonical text (SQL function `audit_event_canonical`, ADR 0111).
 
-    Written only by the deferred trigger `audit_event_chain` when the event's transaction commits, under a
-    transaction-level advisory lock, so links follow commit order; never by Python code."""
+    Written only by the deferred triggers `audit_event_chain` when the event's transaction commits, under a
+    transaction-level advisory lock taken after every other deferred check of that transaction (migration
+    0005), so links follow commit order; never by Python code."""
 
     event = models.OneToOneField(AuditEvent, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False,
                                  related_name="chain")

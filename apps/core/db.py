@@ -5,6 +5,7 @@ never goes back up the list::
 
     idempotency key (its `core.IdempotencyKey` row) → organization (quota) → the object's own row (lease, instance, operation, cluster)
     → per-host ledger rows (host id order) → GPU / pool rows → advisory per-model reserve lock
+    → (at commit, after every other deferred check) the audit chain's advisory lock (ADR 0111)
 
 Locks on a joined row are a bug: ``select_for_update()`` with ``select_related()`` must pass ``of=("self",)``, or
 PostgreSQL locks the project and organization rows too (FOR UPDATE), which blocks the FOR KEY SHARE lock every
