@@ -38,7 +38,7 @@ supervise worker var/log/worker.log .venv/bin/celery -A gpucloud worker -Q defau
   --pool threads -c 4 --loglevel INFO & loops+=($!)
 supervise beat var/log/beat.log .venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule \
   --loglevel INFO & loops+=($!)
-LOG_FILE=var/log/app.log .venv/bin/gunicorn gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
+LOG_FILE=var/log/app.log .venv/bin/gunicorn --config deploy/gunicorn.conf.py gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
   --pid var/run/web.pid --access-logfile var/log/access.log --error-logfile var/log/web.log &
 web=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
