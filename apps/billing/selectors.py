@@ -11,13 +11,16 @@ Another tenant's object is simply absent (404).
 """
 from __future__ import annotations
 
+import datetime as dt
+from decimal import ROUND_HALF_UP, Decimal
+
 from django.db.models import Q, QuerySet
 
 from apps.tenancy import selectors as tenancy
 from apps.tenancy.models import OrgRole
 
-from .models import CreditNote, Invoice, PriceBook, SlaReport, SlaTier, UsageRecord
-from .states import InvoiceStatus
+from .models import CreditNote, Invoice, Price, PriceBook, SlaReport, SlaTier, UsageRecord
+from .states import InvoiceStatus, PriceUnit
 
 BILLING_ROLES = (OrgRole.OWNER, OrgRole.ADMIN, OrgRole.BILLING)
 
@@ -74,3 +77,83 @@ def sla_tier_list_visible_to(user) -> QuerySet[SlaTier]:
 
 def price_book_list_visible_to(user) -> QuerySet[PriceBook]:
     return PriceBook.objects.prefetch_related("prices") if tenancy.is_staff(user) else PriceBook.objects.none()
+
+
+# ---- price lookup (launch checks, flavor lists) -----------------------------------------------------------------
+#: Hours a `month`-unit price is spread over for an hourly figure (365.25 × 24 / 12; an estimate: invoices prorate
+#: by the seconds of the real billing period, RW-053).
+HOURS_PER_MONTH = Decimal("730.5")
+
+
+def price_effective(*, currency: str, sku: str, sla_tier: str, pricing_model: str,
+                    at: dt.datetime | None = None) -> Price | None:
+    """The price rating would apply to usage of (`sku`, `sla_tier`, `pricing_model`) at `at` (default now): the
+    latest book of `currency` with ``effective_from <= at`` that lists that key (books overlay, docs/billing.md);
+    None when no book lists it."""
+    from apps.core import clock
+
+    return (Price.objects.filter(book__currency=currency, book__effective_from__lte=at or clock.now(), sku=sku,
+                                 sla_tier=sla_tier, pricing_model=pricing_model)
+            .select_related("book").order_by("-book__effective_from").first())
+
+
+def prices_effective(*, skus, currencies, at: dt.datetime | None = None) -> dict[tuple[str, str, str, str], Price]:
+    """``{(currency, sku, sla_tier, pricing_model): Price}``: for every key of `skus` × `currencies` that a book
+    lists, the price `price_effective` gives at `at` (default now). One query (a page of flavors)."""
+    from apps.core import clock
+
+    if not skus or not currencies:
+        return {}
+    rows = (Price.objects.filter(sku__in=set(skus), book__currency__in=set(currencies),
+                                 book__effective_from__lte=at or clock.now())
+            .select_related("book")
+            .order_by("book__currency", "sku", "sla_tier", "pricing_model", "-book__effective_from")
+            .distinct("book__currency", "sku", "sla_tier", "pricing_model"))
+    return {(p.book.currency, p.sku, p.sla_tier, p.pricing_model): p for p in rows}
+
+
+def price_per_hour(price: Price | None, units: Decimal | int = 1) -> Decimal | None:
+    """unit_price × `units` per hour (a `month` price over `HOURS_PER_MONTH`); None without a price."""
+    if price is None:
+        return None
+    per_hour = price.unit_price * Decimal(units)
+    return per_hour / HOURS_PER_MONTH if price.unit == PriceUnit.MONTH else per_hour
+
+
+def decimal_text(value) -> str | None:
+    """A decimal string of at most 6 places, without trailing zeros ("2.5", "100"); None stays None."""
+    return _text(value)
+
+
+def price_quote(*, organization, sku: str, pricing_model: str, units: Decimal | int = 1,
+                hours: Decimal | None = None, at: dt.datetime | None = None) -> dict:
+    """What `units` of `sku` cost `organization` per hour under `pricing_model`, at its currency and default
+    SLA tier, from the effective price book (`price_effective`)::
+
+        {"currency": "USD", "sla_tier": "standard", "pricing_model": "on_demand", "sku": str,
+         "unit": "hour" | "month" | null, "unit_price": "decimal string" | null, "units": "decimal string",
+         "per_hour": "decimal string" | null, "hours": "decimal string" | null,
+         "estimate_total": "decimal string" | null}
+
+    ``per_hour`` = unit_price × units (a monthly price over `HOURS_PER_MONTH`), full precision; null when no
+    book prices the key. ``estimate_total`` = per_hour × `hours` rounded half-up to the currency's minor unit
+    (`money.round_money`), null without `hours`. An estimate: invoices also apply billing increments, minimum
+    charges and provider-fault downtime (docs/billing.md)."""
+    from .money import round_money
+
+    currency, tier = organization.currency, organization.default_sla_tier
+    price = price_effective(currency=currency, sku=sku, sla_tier=tier, pricing_model=pricing_model, at=at)
+    units = Decimal(units)
+    per_hour = price_per_hour(price, units)
+    total = round_money(per_hour * hours, currency) if per_hour is not None and hours is not None else None
+    return {"currency": currency, "sla_tier": tier, "pricing_model": pricing_model, "sku": sku,
+            "unit": price.unit if price else None, "unit_price": _text(price.unit_price if price else None),
+            "units": _text(units), "per_hour": _text(per_hour), "hours": _text(hours),
+            "estimate_total": None if total is None else format(total, "f")}
+
+
+def _text(value) -> str | None:
+    """A decimal string of at most 6 places, without trailing zeros ("2.5", "100"); None stays None."""
+    if value is None:
+        return None
+    return format(Decimal(value).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP).normalize(), "f")

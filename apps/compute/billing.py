@@ -32,6 +32,8 @@ from decimal import Decimal
 
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
+from .states import Visibility
+
 RESOURCE_TYPE = "instance"
 CONSUMER_TYPES = ("instance", "cluster_member")
 SOURCE = "compute.instance"
@@ -121,3 +123,70 @@ def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
         if key not in seen:
             seen.add(key)
             yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
+
+
+def flavor_gpu_equivalents(flavor) -> Decimal:
+    """Whole-GPU equivalents of one instance of `flavor`: its GPU count; a MIG profile ``Ng.*`` N/7; a share
+    ``share_milli``/1000; a vGPU 1 (as the spot SKU counts it)."""
+    if flavor.gpu_form == "mig" and flavor.mig_profile[:1].isdigit():
+        return Decimal(int(flavor.mig_profile.split("g", 1)[0])) / MIG_COMPUTE_SLICES
+    if flavor.gpu_form == "share":
+        return Decimal(flavor.share_milli) / 1000
+    if flavor.gpu_form == "vgpu":
+        return Decimal(1)
+    return Decimal(flavor.gpu_count or 0)
+
+
+def flavor_sku(flavor, *, spot: bool = False) -> tuple[str, str, Decimal]:
+    """(SKU, pricing model, units) that usage of one instance of `flavor` is rated at (`instance_usage`):
+    on-demand ``flavor:name=<flavor>`` × 1; spot ``gpu:model=<model>`` × GPU equivalents."""
+    from apps.billing.skus import sku_for
+
+    if spot and flavor.gpu_model:
+        return sku_for("gpu", model=flavor.gpu_model), "spot", flavor_gpu_equivalents(flavor)
+    return sku_for("flavor", name=flavor.name), "on_demand", Decimal(1)
+
+
+def flavor_price(flavor, organization, *, count: int = 1, spot: bool = False) -> dict:
+    """The hourly price of `count` instances of `flavor` for `organization` (its currency and default SLA tier,
+    the effective price book): `apps.billing.selectors.price_quote`'s shape, ``estimate_total`` null (an
+    instance has no known end)."""
+    from apps.billing.selectors import price_quote
+
+    sku, model, units = flavor_sku(flavor, spot=spot)
+    return price_quote(organization=organization, sku=sku, pricing_model=model, units=units * count)
+
+
+def flavor_prices(flavors, organizations) -> dict:
+    """``{flavor id: [{"organization", "currency", "sla_tier", "on_demand_per_hour", "spot_per_hour"}]}``: for
+    each of `organizations` a flavor is offered to (public, or listed in its ``organizations``), the hourly
+    on-demand price of one instance and the spot price of its GPUs (null when no price book prices them) at the
+    organization's currency and default SLA tier. Two queries for a page (the prices, the private offers)."""
+    from apps.billing.selectors import decimal_text, price_per_hour, prices_effective
+
+    flavors, organizations = list(flavors), list(organizations)
+    if not flavors or not organizations:
+        return {f.pk: [] for f in flavors}
+    skus = {f.pk: (flavor_sku(f), flavor_sku(f, spot=True) if f.gpu_model else None) for f in flavors}
+    prices = prices_effective(skus={k[0] for pair in skus.values() for k in pair if k},
+                              currencies={o.currency for o in organizations})
+    private = [f.pk for f in flavors if f.visibility != Visibility.PUBLIC]
+    offered: dict = defaultdict(set)
+    if private:
+        through = flavors[0].organizations.through
+        for fid, oid in through.objects.filter(flavor_id__in=private).values_list("flavor_id", "organization_id"):
+            offered[fid].add(oid)
+    out = {}
+    for f in flavors:
+        (sku, model, units), spot = skus[f.pk]
+        rows = []
+        for org in organizations:
+            if f.visibility != Visibility.PUBLIC and org.pk not in offered[f.pk]:
+                continue
+            on_demand = price_per_hour(prices.get((org.currency, sku, org.default_sla_tier, model)), units)
+            spot_price = (price_per_hour(prices.get((org.currency, spot[0], org.default_sla_tier, spot[1])),
+                                         spot[2]) if spot else None)
+            rows.append({"organization": str(org.pk), "currency": org.currency, "sla_tier": org.default_sla_tier,
+                         "on_demand_per_hour": decimal_text(on_demand), "spot_per_hour": decimal_text(spot_price)})
+        out[f.pk] = rows
+    return out

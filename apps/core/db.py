@@ -123,3 +123,20 @@ def problem_for_database_error(exc: BaseException) -> DomainError | None:
     if isinstance(exc, IntegrityError) and sqlstate(exc) == UNIQUE_VIOLATION:
         return Conflict("An object with these values already exists.", code="already_exists")
     return None
+
+
+class _RollBack(Exception):
+    pass
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Run the block in a transaction (a savepoint inside an outer one) that is always rolled back: a dry run
+    (launch checks, a lease's trial claim) can call the very services a write uses and leave no row behind.
+    Exceptions of the block propagate after the rollback."""
+    try:
+        with transaction.atomic():
+            yield
+            raise _RollBack
+    except _RollBack:
+        pass

@@ -118,3 +118,15 @@ def _lease_gpus(lease: Lease) -> Decimal:
     if lease.kind == "shares":
         return Decimal(lease.count * lease.share_milli) / 1000
     return Decimal(lease.count) / 7
+
+
+def lease_price(lease: Lease) -> dict:
+    """What `lease` would cost its organization: the reserved price of ``gpu:model=<model>`` (the SKU
+    `lease_usage` bills) × the lease's GPUs (`_lease_gpus`) per hour, and over its window ``[start, end)``
+    (``estimate_total``); the shape of `apps.billing.selectors.price_quote`."""
+    from apps.billing.selectors import price_quote
+    from apps.billing.skus import sku_for
+
+    hours = Decimal((lease.end - lease.start).total_seconds()) / 3600
+    return price_quote(organization=lease.project.organization, sku=sku_for("gpu", model=lease.gpu_model),
+                       pricing_model="reserved", units=_lease_gpus(lease), hours=hours, at=lease.start)

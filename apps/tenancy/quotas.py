@@ -160,25 +160,13 @@ def limit_of(*, organization, project=None, resource: str) -> int | None:
     return plan_default(organization.plan, resource) if project is None else None
 
 
-def quota_check(*, scope, resource: str, requested: int = 1) -> None:
-    """Raise 422 `quota_exceeded` if adding `requested` units of `resource` to `scope` would pass a limit.
-
-    `scope` is an Organization or a Project. Must be called inside `transaction.atomic()`; holds the
-    organization row lock until the caller's transaction ends. A qualified key also checks its base key
-    (`gpus:H100-SXM5-80GB` checks `gpus` too). The error carries `resource`, `limit`, `usage`, `requested`
-    and `scope` ("organization" | "project"). Raises `LookupError` if no usage counter is registered.
-    """
-    from .models import Organization, Project
-
-    if not connection.in_atomic_block:
-        raise RuntimeError("quota_check must run inside the caller's transaction")
-    project = scope if isinstance(scope, Project) else None
-    organization = project.organization if project is not None else scope
-    list(Organization.objects.select_for_update().filter(pk=organization.pk).values_list("pk"))
-    organization.refresh_from_db(fields=["plan"])
+def _quota_lines(*, organization, project, resource: str, requested: int) -> list[dict]:
+    """The limit lines `quota_check` tests, in its order: for `resource` (and its base key when qualified), the
+    project scope then the organization scope, each with a limit (an unlimited scope has no line)."""
     base, qualifier = split_resource(resource)
     keys = [resource] + ([base] if qualifier else [])
     scopes = ([("project", project)] if project is not None else []) + [("organization", None)]
+    lines = []
     for key in keys:
         for scope_name, scope_project in scopes:
             limit = limit_of(organization=organization, project=scope_project, resource=key)
@@ -187,12 +175,53 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
             usage = usage_of(organization=organization, project=scope_project, resource=key)
             if usage is None:
                 raise LookupError(f"no usage counter registered for quota resource {key!r}")
-            if usage + requested > limit:
-                raise QuotaExceeded(
-                    f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
-                    f"({scope_name} {(scope_project or organization).slug}).",
-                    code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
-                    requested=requested, scope=scope_name)
+            lines.append({"resource": key, "scope": scope_name, "limit": limit, "used": usage,
+                          "requested": requested, "scope_slug": (scope_project or organization).slug})
+    return lines
+
+
+def _scopes(scope):
+    from .models import Project
+
+    project = scope if isinstance(scope, Project) else None
+    return project, (project.organization if project is not None else scope)
+
+
+def quota_report(*, scope, resource: str, requested: int = 1) -> list[dict]:
+    """What `quota_check` would test, without locking or raising: ``[{"resource", "scope" ("project" |
+    "organization"), "limit", "used", "requested", "exceeded" (bool)}]``, one line per limited scope of
+    `resource` (and of its base key when qualified). Used by the launch checks (a dry run of a create)."""
+    project, organization = _scopes(scope)
+    lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested)
+    for line in lines:
+        line.pop("scope_slug")
+        line["exceeded"] = line["used"] + requested > line["limit"]
+    return lines
+
+
+def quota_check(*, scope, resource: str, requested: int = 1) -> None:
+    """Raise 422 `quota_exceeded` if adding `requested` units of `resource` to `scope` would pass a limit.
+
+    `scope` is an Organization or a Project. Must be called inside `transaction.atomic()`; holds the
+    organization row lock until the caller's transaction ends. A qualified key also checks its base key
+    (`gpus:H100-SXM5-80GB` checks `gpus` too). The error carries `resource`, `limit`, `usage`, `requested`
+    and `scope` ("organization" | "project"). Raises `LookupError` if no usage counter is registered.
+    """
+    from .models import Organization
+
+    if not connection.in_atomic_block:
+        raise RuntimeError("quota_check must run inside the caller's transaction")
+    project, organization = _scopes(scope)
+    list(Organization.objects.select_for_update().filter(pk=organization.pk).values_list("pk"))
+    organization.refresh_from_db(fields=["plan"])
+    for line in _quota_lines(organization=organization, project=project, resource=resource, requested=requested):
+        limit, usage, key = line["limit"], line["used"], line["resource"]
+        if usage + requested > limit:
+            raise QuotaExceeded(
+                f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
+                f"({line['scope']} {line['scope_slug']}).",
+                code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
+                requested=requested, scope=line["scope"])
 
 
 def _count_projects(*, organization, project, qualifier) -> int:

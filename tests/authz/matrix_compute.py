@@ -78,6 +78,8 @@ def _cluster(world) -> Cluster:
     return Cluster.objects.create(project=world.project_a, name="cl", flavor=_flavor(world), image=_image(), size=0)
 
 
+CHECK = expect(other_org=400, viewer=403, member=200, admin=200, read_token=403, staff=200)
+
 ENTRIES = [
     Entry("GET", "/api/v1/flavors", LIST),
     Entry("GET", "/api/v1/flavors/{pk}", expect(), _pk(lambda w: _flavor(w, private=True))),
@@ -99,6 +101,8 @@ ENTRIES = [
     Entry("GET", "/api/v1/instances/{pk}", expect(), _pk(_instance)),
     Entry("POST", "/api/v1/instances", expect(other_org=400, viewer=403, member=202, admin=202, read_token=403,
                                               staff=202), _instance_body),
+    # launch checks: the create's permission and references, a 200 answer, nothing written (not audited)
+    Entry("POST", "/api/v1/instances/check", CHECK, _instance_body, audited=False),
     Entry("DELETE", "/api/v1/instances/{pk}", ACCEPTED, _pk(_instance)),
     Entry("POST", "/api/v1/instances/{pk}/stop", ACCEPTED, _pk(_instance)),
     Entry("POST", "/api/v1/instances/{pk}/start", ACCEPTED, _pk(lambda w: _instance(w, "stopped"))),
@@ -108,5 +112,6 @@ ENTRIES = [
     Entry("GET", "/api/v1/clusters", LIST),
     Entry("GET", "/api/v1/clusters/{pk}", expect(), _pk(_cluster)),
     Entry("POST", "/api/v1/clusters", CREATE, _cluster_body),
+    Entry("POST", "/api/v1/clusters/check", CHECK, _cluster_body, audited=False),
     Entry("DELETE", "/api/v1/clusters/{pk}", ACCEPTED, _pk(_cluster)),
 ]

@@ -86,6 +86,8 @@ ENTRIES = [
           lambda w: Case(data={"project": str(w.project_a.pk), "priority": 10})),
     Entry("GET", "/api/v1/leases", LIST),
     Entry("POST", "/api/v1/leases", BODY_CREATE, _lease_body),
+    Entry("POST", "/api/v1/leases/check", expect(other_org=400, viewer=403, member=200, admin=200, read_token=403,
+                                                  staff=200), _lease_body, audited=False),
     Entry("GET", "/api/v1/leases/{pk}", expect(), _lease_case()),
     Entry("PATCH", "/api/v1/leases/{pk}", WRITE, _lease_case({"name": "renamed"})),
     Entry("DELETE", "/api/v1/leases/{pk}", WRITE, _lease_case()),

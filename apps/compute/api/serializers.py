@@ -21,15 +21,52 @@ from ..selectors import flavor_list_visible_to, image_list_visible_to, ssh_key_l
 from ..states import GpuForm, Visibility
 
 
+class FlavorPriceOutput(Serializer):
+    organization = serializers.UUIDField(help_text="one of the caller's organizations the flavor is offered to")
+    currency = serializers.CharField(help_text="the organization's ISO 4217 billing currency")
+    sla_tier = serializers.CharField(help_text="the organization's default SLA tier")
+    on_demand_per_hour = serializers.CharField(allow_null=True,
+                                               help_text="decimal string: one instance per hour; null when unpriced")
+    spot_per_hour = serializers.CharField(allow_null=True,
+                                          help_text="decimal string: its GPUs at the spot price per hour; null "
+                                                    "without a GPU model or a spot price")
+
+
 class FlavorOutput(ModelSerializer):
+    """A flavor with what a launch wizard shows: the GPU form and model, `gpu_count`, the MIG profile
+    (`mig_profile`), vGPU type (`vgpu_type`) or share (`share_milli`), and `prices`: the hourly price for each
+    of the caller's organizations (tenants; empty for staff and when no price book prices it). The exact price
+    for a project is in `POST /instances/check/`."""
+
     kind = serializers.CharField(read_only=True, help_text="provisioning kind: vm")
+    prices = serializers.SerializerMethodField()
 
     class Meta:
         model = Flavor
         fields = ["id", "name", "description", "kind", "vcpus", "memory_mib", "disk_gib", "gpu_form", "gpu_model",
                   "gpu_count", "mig_profile", "vgpu_type", "share_milli", "hugepages", "visibility", "is_active",
-                  "created_at"]
+                  "prices", "created_at"]
         read_only_fields = fields
+
+    @extend_schema_field(FlavorPriceOutput(many=True))
+    def get_prices(self, obj) -> list[dict]:
+        cache = self.context.setdefault("flavor_prices", {})
+        if obj.pk not in cache:
+            cache.update(flavor_prices_for(self.context.get("request"), [obj]))
+        return cache.get(obj.pk, [])
+
+
+def flavor_prices_for(request, flavors) -> dict:
+    """`apps.compute.billing.flavor_prices` for the organizations a tenant caller belongs to ({} for staff and
+    callers without a request)."""
+    from apps.tenancy.selectors import is_staff
+
+    from ..billing import flavor_prices
+
+    user = getattr(request, "user", None)
+    if user is None or is_staff(user):
+        return {}
+    return flavor_prices(flavors, organization_list_visible_to(user).order_by("slug"))
 
 
 class FlavorCreateInput(Serializer):

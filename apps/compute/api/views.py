@@ -12,10 +12,10 @@ from rest_framework.response import Response
 from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
-from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES
+from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES, PlacementCheckOutput
 
 from .. import selectors
-from ..services import catalog, clusters, instances, ssh_keys
+from ..services import catalog, clusters, instances, launch, ssh_keys
 from . import filters
 from . import serializers as s
 
@@ -34,6 +34,16 @@ class FlavorViewSet(_Base):
 
     def get_queryset(self):
         return selectors.flavor_list_visible_to(self.request.user)
+
+    def get_serializer(self, *args, **kwargs):
+        """A page of flavors reads its prices in one query, not one per row."""
+        if kwargs.get("many") and args:
+            rows = list(args[0])
+            context = self.get_serializer_context()
+            context["flavor_prices"] = s.flavor_prices_for(self.request, rows)
+            kwargs["context"] = context
+            args = (rows, *args[1:])
+        return super().get_serializer(*args, **kwargs)
 
     @extend_schema(request=s.FlavorCreateInput, responses={201: s.FlavorOutput})
     def create(self, request):
@@ -96,6 +106,19 @@ def _pk(obj):
     return None if obj is None else obj.pk
 
 
+def _launch_fields(data) -> dict:
+    """The service arguments of an instance or cluster create body (shared by the create and its check)."""
+    return {"project": data["project"], "name": data["name"], "flavor_id": data["flavor"].pk,
+            "image_id": data["image"].pk, "ssh_key_ids": [k.pk for k in data["ssh_keys"]],
+            "user_data": data["user_data"], "queue": data["queue"], **_network_fields(data)}
+
+
+CHECK_DOC = ("Dry run of the create with the same body: whether it could be placed now, the code the create "
+             "would answer, why (the placement rule's explanation, quota lines), when it would fit "
+             "(earliest_start) and the price per hour. Same validation (400), permission (403) and references "
+             "(ADR 0010) as the create; writes nothing (docs/adr/0405-launch-checks.md).")
+
+
 class InstanceViewSet(_Base):
     """GPU virtual machines. `status` is ours; `observed_state` is the hypervisor's power state."""
 
@@ -119,12 +142,14 @@ class InstanceViewSet(_Base):
     @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
-        inst, op = instances.instance_create(
-            actor=request.user, project=data["project"], name=data["name"], flavor_id=data["flavor"].pk,
-            image_id=data["image"].pk, ssh_key_ids=[k.pk for k in data["ssh_keys"]], user_data=data["user_data"],
-            request_id=get_request_id(),
-            queue=data["queue"], **_network_fields(data))
+        inst, op = instances.instance_create(actor=request.user, request_id=get_request_id(), **_launch_fields(data))
         return _accepted(inst, op)
+
+    @extend_schema(request=s.InstanceCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
+    @action(detail=False, methods=["post"])
+    def check(self, request):
+        data = self._input(s.InstanceCreateInput)
+        return Response(PlacementCheckOutput(launch.instance_check(actor=request.user, **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted})
     def destroy(self, request, pk=None):
@@ -182,11 +207,16 @@ class ClusterViewSet(_Base):
     @idempotent_create
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
-        cluster = clusters.cluster_create(
-            actor=request.user, project=data["project"], name=data["name"], flavor_id=data["flavor"].pk,
-            image_id=data["image"].pk, size=data["size"], ssh_key_ids=[k.pk for k in data["ssh_keys"]],
-            user_data=data["user_data"], request_id=get_request_id(), queue=data["queue"], **_network_fields(data))
+        cluster = clusters.cluster_create(actor=request.user, request_id=get_request_id(), size=data["size"],
+                                          **_launch_fields(data))
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.ClusterCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
+    @action(detail=False, methods=["post"])
+    def check(self, request):
+        data = self._input(s.ClusterCreateInput)
+        return Response(PlacementCheckOutput(
+            launch.cluster_check(actor=request.user, size=data["size"], **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput})
     def destroy(self, request, pk=None):

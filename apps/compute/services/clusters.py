@@ -46,6 +46,36 @@ MEMBER = "cluster_member"
 MAX_MEMBER_NAME = 63
 
 
+def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence,
+                     subnet_id, security_group_ids: Sequence, ib_partition_id):
+    """The create's checks of the request itself (403, 400). Returns (flavor, image, keys, network)."""
+    authorize_project(actor, project, WRITERS)
+    validate_name(name)
+    validate_name(f"{name}-{size - 1}", field="name")
+    if size < 1:
+        raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
+    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
+                                      ib_partition_id=ib_partition_id)
+    return flavor, image, keys, network
+
+
+def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False):
+    """The create's decisions on quota (422), name (409 `name_taken`, also a member's name) and placement (the whole
+    gang on one fabric: 422 `unplaceable`, 409 `capacity_unavailable`), in the create's order and transaction.
+    Returns the `Admission`. Writes nothing; `cluster_create` and `cluster_check` both call it."""
+    for key, amount in quota_keys(flavor, size):
+        quota_check(scope=project, resource=key, requested=amount)
+    if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
+        raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+    taken = (Instance.objects.filter(project=project, name__in=[f"{name}-{i}" for i in range(size)])
+             .exclude(status=InstanceStatus.DELETED).order_by("name").values_list("name", flat=True).first())
+    if taken:
+        raise Conflict(f"An instance named {taken!r} exists in this project.", code=Code.NAME_TAKEN)
+    return placement_admit_for(flavor, project.pk, hosts=size, topology=TopologyConstraint(one_fabric=True),
+                               queue=queue)
+
+
 @atomic_with_retry
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                    user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
@@ -55,28 +85,16 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     joins `ib_partition_id` (the members share the partition). 422 `unplaceable` / 409 `capacity_unavailable`
     (with ``earliest_start``) by the placement rule (module doc); with `queue` a cluster that cannot be held now
     waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing."""
-    authorize_project(actor, project, WRITERS)
-    validate_name(name)
-    validate_name(f"{name}-{size - 1}", field="name")
-    if size < 1:
-        raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
-    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
-    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
-                                      ib_partition_id=ib_partition_id)
+    flavor, image, keys, network = _cluster_prepare(
+        actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, size=size,
+        ssh_key_ids=ssh_key_ids, subnet_id=subnet_id, security_group_ids=security_group_ids,
+        ib_partition_id=ib_partition_id)
     with transaction.atomic():
-        for key, amount in quota_keys(flavor, size):
-            quota_check(scope=project, resource=key, requested=amount)
-        if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
-            raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-        admission = placement_admit_for(flavor, project.pk, hosts=size, topology=TopologyConstraint(one_fabric=True),
-                                        queue=queue)
+        admission = cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue)
         with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
         for i in range(size):
             member_name = f"{name}-{i}"
-            if Instance.objects.filter(project=project, name=member_name).exclude(
-                    status=InstanceStatus.DELETED).exists():
-                raise Conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN)
             with unique_conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN):
                 inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
                                                user_data=user_data, cluster=cluster, network=network)

@@ -82,6 +82,36 @@ def _is_uuid(value) -> bool:
         return False
 
 
+def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence, user_data: str,
+                      subnet_id, security_group_ids: Sequence, ib_partition_id):
+    """The create's checks of the request itself (authorization, name, user data, references, networks): raises
+    what `instance_create` raises (403, 400). Returns (flavor, image, keys, network). Writes nothing."""
+    authorize_project(actor, project, WRITERS)
+    validate_name(name)
+    if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
+        raise ValidationFailed(f"user_data is over {USER_DATA_MAX_BYTES} bytes.", code=Code.USER_DATA_TOO_LARGE,
+                               errors={"user_data": [f"at most {USER_DATA_MAX_BYTES} bytes (UTF-8)"]})
+    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
+                                      ib_partition_id=ib_partition_id)
+    return flavor, image, keys, network
+
+
+def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True, admit: bool = True,
+                   cluster=None, queue: bool = False):
+    """The create's decisions that depend on the tenant's quota and the fleet, in the create's transaction and
+    order: quotas (422 `quota_exceeded`), the name (409 `name_taken`), the placement rule (422 `unplaceable`, 409
+    `capacity_unavailable`). Returns the `Admission` (None when `admit` is off or inside a cluster). Writes
+    nothing; `instance_create` and `instance_check` both call it, so a check never disagrees with a create."""
+    gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
+    for key, amount in quota_keys(flavor):
+        if key not in gpu_keys:
+            quota_check(scope=project, resource=key, requested=amount)
+    if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
+        raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
+    return placement_admit_for(flavor, project.pk, queue=queue) if admit and cluster is None else None
+
+
 @atomic_with_retry
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True,
@@ -99,24 +129,16 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     `unplaceable` when no capacity of the fleet could ever hold the flavor; 409 `capacity_unavailable` with
     ``earliest_start`` when it cannot now, unless `queue`: then the instance joins the on-demand queue
     (`register_queue_hook`; without one its create waits at the placement step) and starts when capacity
-    frees. `admit=False` for instances placed by other rules (inside a lease, spot)."""
-    authorize_project(actor, project, WRITERS)
-    validate_name(name)
-    if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
-        raise ValidationFailed(f"user_data is over {USER_DATA_MAX_BYTES} bytes.", code=Code.USER_DATA_TOO_LARGE,
-                               errors={"user_data": [f"at most {USER_DATA_MAX_BYTES} bytes (UTF-8)"]})
-    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
-    network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
-                                      ib_partition_id=ib_partition_id)
+    frees. `admit=False` for instances placed by other rules (inside a lease, spot). Everything it refuses is
+    decided by `_instance_prepare` and `instance_admit`, which `launch.instance_check` runs without writing."""
+    flavor, image, keys, network = _instance_prepare(
+        actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
+        user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
+        ib_partition_id=ib_partition_id)
     fields = {"network": network} if network else {}
     with transaction.atomic():
-        gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
-        for key, amount in quota_keys(flavor):
-            if key not in gpu_keys:
-                quota_check(scope=project, resource=key, requested=amount)
-        if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
-            raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-        admission = placement_admit_for(flavor, project.pk, queue=queue) if admit and cluster is None else None
+        admission = instance_admit(project=project, flavor=flavor, name=name, gpu_quota=gpu_quota, admit=admit,
+                                   cluster=cluster, queue=queue)
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,

@@ -42,6 +42,26 @@ def register_queue_hook(fn) -> None:
         _QUEUE_HOOKS.append(fn)
 
 
+#: Hooks of other apps (apps.reservations): ``fn(*, project, flavor) -> int | None``: the 1-based place a new
+#: request of `flavor` in `project` would take in the on-demand queue now (launch checks).
+_QUEUE_POSITION_HOOKS: list = []
+
+
+def register_queue_position_hook(fn) -> None:
+    if fn not in _QUEUE_POSITION_HOOKS:
+        _QUEUE_POSITION_HOOKS.append(fn)
+
+
+def instance_queue_position(*, project, flavor: Flavor) -> int | None:
+    """The place a new waiting request would take in the on-demand queue (see `register_queue_position_hook`);
+    None without a queue."""
+    for fn in _QUEUE_POSITION_HOOKS:
+        position = fn(project=project, flavor=flavor)
+        if position is not None:
+            return position
+    return None
+
+
 def instance_queue(*, actor, instance: Instance, operation, reason: str) -> bool:
     """Put `instance` in the on-demand queue (see `register_queue_hook`). Returns True when a hook took it."""
     return any(fn(actor=actor, instance=instance, operation=operation, reason=reason) for fn in _QUEUE_HOOKS)

@@ -13,7 +13,7 @@ from apps.core.errors import NotFound, ValidationFailed
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.identity.permissions import IsStaffOperator
-from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES
+from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES, PlacementCheckOutput
 
 from .. import selectors
 from ..models import OnDemandReserve, QueuedRequest, QueuePriority, WebhookEndpoint
@@ -41,6 +41,17 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
         data = dict(self._input(s.LeaseCreateInput))
         lease = leases.lease_create(actor=request.user, **data)
         return Response(s.LeaseOutput(lease).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=s.LeaseCreateInput, responses={200: PlacementCheckOutput},
+                   description="Dry run of the lease create with the same body: whether its capacity exists for "
+                               "the whole window now, the code the create would answer, why, the earliest start "
+                               "(same duration) at which it would fit, the quota and the reserved price over the "
+                               "window. Same validation (400), permission (403) and references (ADR 0010) as the "
+                               "create; writes nothing (docs/adr/0405-launch-checks.md).")
+    @action(detail=False, methods=["post"])
+    def check(self, request):
+        data = dict(self._input(s.LeaseCreateInput))
+        return Response(PlacementCheckOutput(leases.lease_check(actor=request.user, **data)).data)
 
     @extend_schema(request=s.LeaseUpdateInput, responses={200: s.LeaseOutput})
     def partial_update(self, request, pk=None):

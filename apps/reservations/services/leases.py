@@ -219,15 +219,12 @@ def lease_payload(lease: Lease) -> dict:
             "gpu_model": lease.gpu_model, "count": lease.count}
 
 
-def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
-                 time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
-                 max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
-                 notice_s: int = 3600) -> Lease:
-    """Request a lease and confirm it at once when its capacity exists for the whole window; otherwise it is
-    kept as `rejected` (with the explanation) and 409 `capacity_unavailable` is raised naming the constraint.
-    Returns the confirmed lease. 422 `unplaceable` (nothing written) when no capacity of the fleet could ever
-    hold it; the 409 carries ``earliest_start``: the first start (same duration) at which it would fit, from the
-    ledger's known ends, or null (docs/adr/0404-placement-admission.md)."""
+def _lease_prepare(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
+                   time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
+                   max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
+                   notice_s: int = 3600) -> Lease:
+    """The create's checks of the request itself (403; 400 for the name, the window, the capacity, the end
+    action). Returns the lease as it would be requested, unsaved."""
     authorize_project(actor, project, WRITERS)
     if not name or len(name) > 63:
         raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
@@ -237,9 +234,70 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
     if end_action not in EndAction.values or not 0 <= notice_s <= MAX_NOTICE_S:
         raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
                                                                         "notice_s": [f"0..{MAX_NOTICE_S}"]})
-    _fleet_check(Lease(project=project, start=s, end=e, kind=kind, gpu_model=gpu_model, count=count,
-                       mig_profile=mig_profile, share_milli=share_milli, zone=zone,
-                       max_leaves_per_rail=max_leaves_per_rail))
+    return Lease(project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
+                 gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli, zone=zone,
+                 max_leaves_per_rail=max_leaves_per_rail, end_action=end_action, notice_s=notice_s)
+
+
+def lease_check(*, actor, project, **fields) -> dict:
+    """What `lease_create` would answer for these arguments, without writing (docs/adr/0405-launch-checks.md):
+    the create's own steps in its order - `_lease_prepare` (403, 400 raised as the create raises them), the
+    fleet check (422 `unplaceable`), quota ``leases`` (422 `quota_exceeded`) and the confirm's claim over the
+    window (409 `capacity_unavailable`, with ``earliest_start`` from the same trial claims the create uses) - in a
+    transaction that is always rolled back. Body: `apps.scheduling.services.check_answer`; ``price`` is the
+    reserved per-GPU price × the lease's GPUs, ``estimate_total`` over the window (`selectors.lease_price`)."""
+    from apps.core.db import rolled_back
+    from apps.core.errors import DomainError
+    from apps.scheduling.services import check_answer, check_refusal
+    from apps.tenancy.quotas import quota_report
+
+    from ..selectors import lease_price
+
+    lease = _lease_prepare(actor=actor, project=project, **fields)
+    refusal = placement_refusal = None
+    earliest = None
+    with rolled_back():
+        try:
+            _fleet_check(lease)
+            with transaction.atomic():
+                quota_check(scope=project, resource="leases", requested=1)
+            with transaction.atomic():
+                _claim(lease, lease.count, lease.start)
+        except DomainError as exc:
+            if not check_refusal(exc):
+                raise
+            refusal = exc
+    if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
+        with rolled_back():   # refused by quota: the placement rule still says whether and when it fits
+            try:
+                _fleet_check(lease)
+                with transaction.atomic():
+                    _claim(lease, lease.count, lease.start)
+            except (Unplaceable, CapacityUnavailable) as exc:
+                placement_refusal = exc
+    if isinstance(refusal or placement_refusal, CapacityUnavailable):
+        with rolled_back():
+            earliest = _earliest_start(lease)
+    return check_answer(refusal=refusal, placement_refusal=placement_refusal, earliest_start=earliest,
+                        quota=quota_report(scope=project, resource="leases", requested=1),
+                        price=lease_price(lease))
+
+
+def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
+                 time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
+                 max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
+                 notice_s: int = 3600) -> Lease:
+    """Request a lease and confirm it at once when its capacity exists for the whole window; otherwise it is
+    kept as `rejected` (with the explanation) and 409 `capacity_unavailable` is raised naming the constraint.
+    Returns the confirmed lease. 422 `unplaceable` (nothing written) when no capacity of the fleet could ever
+    hold it; the 409 carries ``earliest_start``: the first start (same duration) at which it would fit, from the
+    ledger's known ends, or null (docs/adr/0404-placement-admission.md)."""
+    draft = _lease_prepare(actor=actor, project=project, name=name, start=start, end=end, kind=kind,
+                           gpu_model=gpu_model, count=count, time_zone=time_zone, mig_profile=mig_profile,
+                           share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
+                           end_action=end_action, notice_s=notice_s)
+    _fleet_check(draft)
+    s, e = draft.start, draft.end
     lease = _lease_request(actor=actor, project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC",
                            kind=kind, gpu_model=gpu_model, count=count, mig_profile=mig_profile,
                            share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,

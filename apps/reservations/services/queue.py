@@ -128,6 +128,17 @@ def _gpus_held(org_ids: set) -> dict:
     return dict(rows)
 
 
+def queue_position_for(*, project, flavor) -> int:
+    """Compute's queue-position hook (launch checks): the 1-based place a request of `project` joining now would
+    take in queue order (priority, then fair share, then age: it is the youngest, so it goes behind every waiting
+    request that does not rank strictly lower)."""
+    waiting = list(QueuedRequest.objects.filter(status=QueueStatus.WAITING).values_list("priority", "organization_id"))
+    prio = QueuePriority.objects.filter(project=project).values_list("priority", flat=True).first() or 0
+    usage = _gpus_held({org for _p, org in waiting} | {project.organization_id})
+    mine = (-prio, usage.get(project.organization_id, 0))
+    return 1 + sum(1 for p, org in waiting if (-p, usage.get(org, 0)) <= mine)
+
+
 def queue_positions() -> dict:
     """{queued request id: 1-based position} of the waiting requests."""
     return {q.pk: i for i, q in enumerate(_ordered_waiting(), start=1)}

@@ -123,3 +123,64 @@ PLACEMENT_RULE_RESPONSES = {
     422: OpenApiResponse(description="quota_exceeded, or unplaceable: no capacity of the fleet could ever hold the "
                                      "request (`reason`, `explanation`); idempotency_key_reused."),
 }
+
+
+# ---- launch checks (docs/adr/0405-launch-checks.md) -----------------------------------------------------------
+class CheckQueueOutput(Serializer):
+    would_queue = serializers.BooleanField(
+        help_text="the create as sent would wait (queue: true and no capacity now) instead of being placed")
+    position = serializers.IntegerField(
+        allow_null=True, min_value=1,
+        help_text="the 1-based place a new request would take in the on-demand queue now (instances that cannot "
+                  "be placed now); null when it fits now, or for clusters and leases (they do not use the queue)")
+
+
+class CheckQuotaLine(Serializer):
+    resource = serializers.CharField(help_text="quota key, e.g. gpus:H100-SXM5-80GB, vcpus, leases")
+    scope = serializers.CharField(help_text="project | organization")
+    limit = serializers.IntegerField()
+    used = serializers.IntegerField(help_text="held now (the same counter the create checks)")
+    requested = serializers.IntegerField(help_text="what the create would add")
+    exceeded = serializers.BooleanField(help_text="used + requested > limit: the create answers quota_exceeded")
+
+
+class CheckPriceOutput(Serializer):
+    currency = serializers.CharField(help_text="ISO 4217: the organization's billing currency")
+    sla_tier = serializers.CharField(help_text="the organization's default SLA tier")
+    pricing_model = serializers.CharField(help_text="on_demand | spot | reserved")
+    sku = serializers.CharField(help_text="the SKU usage would be rated at (docs/billing.md)")
+    unit = serializers.CharField(allow_null=True, help_text="hour | month; null when no price book prices it")
+    unit_price = serializers.CharField(allow_null=True, help_text="decimal string per unit")
+    units = serializers.CharField(help_text="decimal string: how many units are held (members, GPUs)")
+    per_hour = serializers.CharField(allow_null=True,
+                                     help_text="decimal string: unit_price × units per hour (a monthly price over "
+                                               "730.5 hours); null when unpriced")
+    hours = serializers.CharField(allow_null=True, help_text="decimal string: the known duration (a lease window)")
+    estimate_total = serializers.CharField(
+        allow_null=True, help_text="decimal string: per_hour × hours rounded to the currency's minor unit; null "
+                                   "without a known duration. An estimate: invoices also apply increments, "
+                                   "minimums and downtime credits")
+
+
+class PlacementCheckOutput(Serializer):
+    """The answer of a launch check (`POST /instances/check/`, `/clusters/check/`, `/leases/check/`): what the
+    create with the same body would do, computed by the create's own code and rolled back."""
+
+    placeable = serializers.BooleanField(help_text="the create would be placed right now")
+    code = serializers.CharField(allow_null=True,
+                                 help_text="the error code the create would answer (quota_exceeded, unplaceable, "
+                                           "capacity_unavailable, name_taken, ...); null when it would be accepted")
+    detail = serializers.CharField(allow_null=True, help_text="the create's error detail, or why it would wait")
+    reason = serializers.CharField(allow_null=True,
+                                   help_text="the constraint that failed: unplaceable's reason, capacity's "
+                                             "constraint, or the quota key")
+    explanation = serializers.JSONField(
+        allow_null=True, help_text="the placement rule's explanation (hosts considered, what each filter removed, "
+                                   "topology, MIG geometry), as in the create's 409/422 body")
+    earliest_start = serializers.DateTimeField(
+        allow_null=True, help_text="the first instant it would fit (capacity calendar: ends of allocations with a "
+                                   "known end); null when it fits now or nothing known ends. Requests ahead in "
+                                   "the on-demand queue may take that capacity first")
+    queue = CheckQueueOutput()
+    quota = CheckQuotaLine(many=True)
+    price = CheckPriceOutput(allow_null=True)

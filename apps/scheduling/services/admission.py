@@ -149,3 +149,53 @@ def placement_admit(*, request: PlacementRequest | Sequence[PlacementRequest], q
                 return Admission(now=False, queued=True, reason=refusal_summary(exp), explanation=exp)
             raise capacity_unavailable(requests, exp)
     return Admission(now=True)
+
+
+# ---- launch checks: the rule's answer without the create (docs/adr/0405-launch-checks.md) ---------------------
+#: What a launch check reports in its body instead of raising: the create's refusals that depend on the state
+#: of the fleet or of the tenant's quota (409 and 422). A 400, 403 or 404 is raised as the create raises it.
+CHECK_ANSWERED_STATUSES = frozenset({409, 422})
+
+
+def check_refusal(exc: DomainError) -> bool:
+    """Whether a launch check answers `exc` in its 200 body (the create would refuse with this code)."""
+    return exc.status in CHECK_ANSWERED_STATUSES
+
+
+def refusal_reason(exc: DomainError | None) -> str | None:
+    """A refusal's short reason: an unplaceable request's `reason`, a capacity refusal's ``constraint``, a quota's
+    ``resource``; None otherwise."""
+    if exc is None:
+        return None
+    if isinstance(exc, Unplaceable):
+        return exc.reason or None
+    return exc.extra.get("constraint") or exc.extra.get("resource") or None
+
+
+def check_answer(*, refusal: DomainError | None, admission: Admission | None = None,
+                 placement_refusal: DomainError | None = None, earliest_start=None, queue_position: int | None = None,
+                 quota: list[dict] | None = None, price: dict | None = None) -> dict:
+    """The body of a launch check (`PlacementCheckOutput`):
+
+    ``placeable``: the create would place it now (no refusal, not queued); ``code``: the error code the create
+    would answer (null: it would be accepted); ``detail``; ``reason``/``explanation``: the placement rule's (or the
+    quota's) reason and per-filter explanation; ``earliest_start``; ``queue``: ``would_queue`` (the create as sent
+    would wait in the on-demand queue) and ``position`` (the place it would take there, 1-based); ``quota`` lines
+    (`apps.tenancy.quotas.quota_report`); ``price`` (`apps.billing.selectors.price_quote`)."""
+    placement = placement_refusal or (refusal if isinstance(refusal, Unplaceable | CapacityUnavailable) else None)
+    explanation = getattr(placement, "explanation", None) or (admission.explanation if admission and
+                                                               admission.queued else None)
+    queued = bool(admission and admission.queued and refusal is None)
+    if isinstance(earliest_start, dt.datetime):
+        earliest_start = earliest_start.isoformat()
+    if earliest_start is None and placement is not None:
+        earliest_start = placement.extra.get("earliest_start")
+    detail = refusal.detail if refusal is not None else (admission.reason if queued else None)
+    return {"placeable": refusal is None and not queued and placement_refusal is None,
+            "code": refusal.code if refusal is not None else None,
+            "detail": detail,
+            "reason": refusal_reason(refusal) or refusal_reason(placement),
+            "explanation": explanation or None,
+            "earliest_start": earliest_start,
+            "queue": {"would_queue": queued, "position": queue_position},
+            "quota": quota or [], "price": price}
