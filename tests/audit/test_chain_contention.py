@@ -17,7 +17,6 @@ from apps.audit.models import AuditChainLink, AuditEvent
 from apps.audit.selectors import audit_chain_verify
 from apps.networking import services as net
 from apps.networking.models import Port, Subnet
-from tests.compute.conftest import drive, fake_driver, world  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
