@@ -1,10 +1,13 @@
 """Server-rendered landing pages of the e-mailed links (until the console has its own):
 `/invitations/accept?token=` and `/signup/verify?token=`. Each GET shows what the link is for, or why it cannot
 be used; its form POSTs to the same page (CSRF-checked) and calls the same service as the API."""
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.shortcuts import render
+from django.urls import reverse
 
 from apps.core.errors import DomainError, ValidationFailed
 from apps.core.handlers import not_found
@@ -17,13 +20,24 @@ def _problem(request, template: str, exc: DomainError, context: dict):
                                       "field_errors": exc.errors or {}}, status=exc.status)
 
 
+def _sso_url(token: str) -> str:
+    """The single sign-on start that comes back to this invitation (`/oidc/authenticate/?next=...`), or "" when
+    OIDC is not configured. A pending invitee without an account gets one on that sign-in
+    (`apps.identity.signin.sso_resolve_user`), then confirms here."""
+    if not getattr(settings, "OIDC_ENABLED", False):
+        return ""
+    back = reverse("invitation-accept-page") + "?" + urlencode({"token": token})
+    return reverse("oidc_authentication_init") + "?" + urlencode({"next": back})
+
+
 def invitation_accept_page(request):
     """GET: the invitation (organization, project, role) and a form; POST: accept it (a new account takes a
-    password; a signed-in user with the invited e-mail just confirms). Errors render with the API's status and
+    password; a signed-in user with the invited e-mail just confirms). With OIDC configured, a caller who is not
+    signed in also gets a "Sign in with single sign-on" link that returns to this page. Errors render with the API's status and
     code (400 `invitation_invalid`, 410 `invitation_expired` / `invitation_revoked`, 409 ...)."""
     token = request.POST.get("token") or request.GET.get("token", "")
     actor = request.user if request.user.is_authenticated else None
-    context = {"token": token, "signed_in_as": getattr(actor, "email", "")}
+    context = {"token": token, "signed_in_as": getattr(actor, "email", ""), "sso_url": _sso_url(token)}
     try:
         invitation = services.invitation_preview(token=token)
     except DomainError as exc:

@@ -6,7 +6,7 @@ pending invitee signing in and accepting."""
 import datetime as dt
 import threading
 import uuid
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 import environ
 import oidc_provider_mock
@@ -59,11 +59,13 @@ def sso(provider, settings, monkeypatch):
     settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, "apps.identity.oidc.OIDCBackend"]
     settings.ROOT_URLCONF = "tests.identity.sso_urls"
 
-    def sign_in(client: APIClient, claims: dict, sub: str | None = None):
-        """Run the whole flow for subject `sub` with `claims`; the response of our callback."""
+    settings.OIDC_ENABLED = True
+
+    def sign_in(client: APIClient, claims: dict, sub: str | None = None, start_url: str = "/oidc/authenticate/"):
+        """Run the whole flow for subject `sub` with `claims`, from `start_url`; the response of our callback."""
         sub = sub or uuid.uuid4().hex
         assert requests.put(f"{base}/users/{sub}", json=claims, timeout=5).status_code == 204
-        start = client.get("/oidc/authenticate/")
+        start = client.get(start_url)
         assert start.status_code == 302 and start["Location"].startswith(discovery["authorization_endpoint"])
         authorize = requests.post(start["Location"], data={"sub": sub}, allow_redirects=False, timeout=5)
         assert authorize.status_code == 302, authorize.text
@@ -218,3 +220,36 @@ def test_signing_out_through_the_oidc_logout_is_recorded(sso, db):
         org.pk, user.pk, str(user.pk), {"method": "sso"})
     assert client.post("/oidc/logout/").status_code == 302  # signed out already: nothing more recorded
     assert AuditEvent.objects.filter(action="session.logout").count() == 1
+
+
+def test_invitation_page_offers_sso_and_returns_to_the_invitation(sso, db):
+    """The e-mailed link's page has a single sign-on button; the invitee without an account signs in by SSO,
+    lands back on the invitation signed in, and accepts with the page's form."""
+    import html
+    import re
+
+    org = make_org("acme")
+    invitation = Invitation.objects.create(organization=org, email="new@acme.test", role=OrgRole.MEMBER,
+                                           expires_at=now() + dt.timedelta(days=1))
+    page_url = f"/invitations/accept?token={invitation_token(invitation)}"
+    client = APIClient()
+    page = client.get(page_url)
+    assert page.status_code == 200
+    href = html.unescape(re.search(r'<a href="([^"]+)" id="sso-sign-in">', page.content.decode()).group(1))
+    assert href.startswith("/oidc/authenticate/?next=")
+    r = sso(client, {"email": "new@acme.test", "email_verified": True, "name": "New Person"}, start_url=href)
+    assert r.status_code == 302 and unquote(r["Location"]) == page_url
+    back = client.get(r["Location"])
+    assert b"Signed in as new@acme.test" in back.content and b'id="sso-sign-in"' not in back.content
+    r = client.post("/invitations/accept", {"token": invitation_token(invitation)}, format="multipart")
+    assert r.status_code == 201, r.content.decode()
+    assert b"You joined Acme" in r.content
+    assert Membership.objects.filter(user__email="new@acme.test", organization=org, role=OrgRole.MEMBER).exists()
+
+
+def test_invitation_page_has_no_sso_button_without_oidc(db):
+    org = make_org("acme")
+    invitation = Invitation.objects.create(organization=org, email="new@acme.test", role=OrgRole.MEMBER,
+                                           expires_at=now() + dt.timedelta(days=1))
+    page = APIClient().get(f"/invitations/accept?token={invitation_token(invitation)}")
+    assert page.status_code == 200 and b"single sign-on" not in page.content
