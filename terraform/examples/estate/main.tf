@@ -26,6 +26,10 @@ variable "cluster_size" {
   type    = number
   default = 2
 }
+variable "ssh_port" {
+  type    = number
+  default = 22
+}
 variable "vpc_description" {
   type    = string
   default = "training networks"
@@ -80,8 +84,8 @@ resource "gpucloud_security_group_rule" "ssh_in" {
   security_group   = gpucloud_security_group.ssh.id
   direction        = "ingress"
   protocol         = "tcp"
-  port_range_min   = 22
-  port_range_max   = 22
+  port_range_min   = var.ssh_port
+  port_range_max   = var.ssh_port
   remote_ip_prefix = "0.0.0.0/0"
 }
 
@@ -114,10 +118,6 @@ resource "gpucloud_cluster" "train" {
   subnet_id          = gpucloud_subnet.nodes.id
   security_group_ids = [gpucloud_security_group.ssh.id]
   ib_partition_id    = gpucloud_ib_partition.train.id
-
-  timeouts {
-    create = "20m"
-  }
 }
 
 resource "gpucloud_lease" "next_week" {

@@ -138,6 +138,8 @@ def problem_summary(r: ApiResponse, what: str) -> tuple[str, str]:
         parts.append("explanation: " + explain(body["explanation"]))
     if "earliest_start" in body:
         parts.append(f"earliest_start: {body.get('earliest_start') or 'none within the search horizon'}")
+    elif code == "unplaceable":
+        parts.append("earliest_start: never (no host of this fleet can hold it, even when empty)")
     if body.get("request_id"):
         parts.append(f"request_id: {body['request_id']}")
     return summary, "\n".join(parts)

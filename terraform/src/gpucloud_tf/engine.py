@@ -282,7 +282,23 @@ class ApiResource:
         canon = json.dumps({"type": self.type_name, "body": body, "nonce": nonce}, sort_keys=True, default=str)
         return "tf-" + hashlib.sha256(canon.encode()).hexdigest()
 
+    secret_field: str | None = None   # a secret the create alone answers (a replay answers it as null)
+
     def create(self, ctx: Ctx, planned: dict) -> dict | None:
+        """See the module docstring. A replayed create of an object with a one-time secret answers the secret
+        as null (never stored): that object is deleted and created anew (nonce + 1), so the state always holds
+        a usable secret."""
+        state = self._create(ctx, planned)
+        for _ in range(3):
+            if state is None or not self.secret_field or state.get(self.secret_field):
+                return state
+            log(f"{self.type_name}: replayed create has no secret; deleting {state['id']} and creating anew")
+            self.client.request("DELETE", self.path(state["id"]))
+            ctx.private["nonce"] = int(ctx.private.get("nonce", 0)) + 1
+            state = self._create(ctx, planned)
+        return state
+
+    def _create(self, ctx: Ctx, planned: dict) -> dict | None:
         body = self.create_body(planned)
         nonce = int(ctx.private.get("nonce", 0))
         for _ in range(20):

@@ -156,6 +156,20 @@ class Servicer(tf_provider.ProviderServicer):
             diagnostics=diags.to_pb())
 
     @tf_provider._log_errors
+    def UpgradeResourceState(self, request, context):
+        """State written by an older provider version: attributes it lacked are null (read fills them), ones it
+        had that no longer exist are dropped."""
+        diags = Diagnostics()
+        if len(request.raw_state.flatmap) != 0:
+            diags.add_error("Cannot upgrade flatmap state", "State from Terraform < 0.12 is not supported.")
+            return pb.UpgradeResourceState.Response(diagnostics=diags.to_pb())
+        state = json.loads(request.raw_state.json)
+        attrs, blocks = self._get_res_attrs(request.type_name), self._get_res_blocks(request.type_name)
+        upgraded = {k: state.get(k) for k in (*attrs, *blocks)}
+        return pb.UpgradeResourceState.Response(upgraded_state=tf_provider.to_dynamic_value(upgraded),
+                                                diagnostics=diags.to_pb())
+
+    @tf_provider._log_errors
     def ReadResource(self, request, context):
         type_name = request.type_name
         diags = Diagnostics()

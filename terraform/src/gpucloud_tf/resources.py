@@ -11,7 +11,7 @@ import ipaddress
 from tf.types import Unknown
 
 from .client import ApiResponse
-from .engine import ApiResource, Field, log
+from .engine import ApiResource, Field
 from .framework import Ctx
 
 MIN = 60.0
@@ -307,6 +307,15 @@ class Lease(_KeepEquivalent):
     equivalent = {"start": _same_instant, "end": _same_instant}
 
     def validate_config(self, diags, config):
+        start = config.get("start")
+        if isinstance(start, str) and _known(start):
+            try:
+                if _instant(start) < dt.datetime.now(dt.UTC):
+                    diags.add_error(f"Invalid start {start}: the lease window is in the past",
+                                    "start must be in the future.", path=["start"])
+            except ValueError:
+                diags.add_error(f"Invalid start {start!r}", "An RFC 3339 time, e.g. 2030-01-01T00:00:00Z.",
+                                path=["start"])
         count = config.get("quantity")
         if isinstance(count, (int, float)) and count < 1:
             diags.add_error(f"Invalid quantity {count}", "quantity must be at least 1.", path=["quantity"])
@@ -340,18 +349,7 @@ class ApiToken(ApiResource):
             state["expires_at"] = prior["expires_at"]
         return state
 
-    def create(self, ctx, planned):
-        """A replayed create answers the secret as null (never stored): that token is revoked and a new one
-        minted (nonce + 1), so the state always holds a usable secret."""
-        state = super().create(ctx, planned)
-        for _ in range(3):
-            if state is None or state.get("token"):
-                return state
-            log(f"{self.type_name}: replayed create has no secret; revoking {state['id']} and minting anew")
-            self.client.request("DELETE", self.path(state["id"]))
-            ctx.private["nonce"] = int(ctx.private.get("nonce", 0)) + 1
-            state = super().create(ctx, planned)
-        return state
+    secret_field = "token"
 
     def gone(self, obj):
         return bool(obj.get("revoked_at"))
@@ -366,7 +364,16 @@ class WebhookEndpoint(ApiResource):
         Field("url", "required"),
         Field("events", "optional_computed", type="set", description="Event names; unset: all."),
         Field("is_active", "computed", type="bool"),
+        Field("secret", "computed", sensitive=True, keep_prior=True,
+              description="The signing secret, answered by the create only (sensitive)."),
     ]
+    secret_field = "secret"
+
+    def to_state(self, obj, prior):
+        state = super().to_state(obj, prior)
+        if obj.get("secret"):
+            state["secret"] = obj["secret"]
+        return state
 
     def plan_create(self, ctx: Ctx, planned):
         if planned.get("organization") in (None, Unknown) and self.provider.project and self.provider.configured:

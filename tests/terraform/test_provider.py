@@ -1,0 +1,282 @@
+"""Acceptance tests of the Terraform provider (terraform/) against the real running service (the e2e stack):
+`terraform init` from the filesystem mirror, the example estate applied, planned again (empty), updated in place,
+a forced replacement, drift both ways, import of every resource type, a SIGKILLed apply run again, an unplaceable
+flavor, bad configuration at plan time, credential and endpoint diagnostics, destroy. One module-scoped
+workspace; each test runs as few terraform commands as it can (each costs ~2 s).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from tests.e2e.stack import Stack, free_port, poll
+
+from .tenant import onboard, provider_setup
+from .workspace import ESTATE, Workspace, require_provider
+
+pytestmark = pytest.mark.e2e
+
+SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExDrqrBxQMwu8GE5t92+fB5/rnDc4YqlLtsc5HrGCgc test@example"
+TYPES = ["api_token", "cluster", "ib_partition", "instance", "lease", "project", "public_ip", "security_group",
+         "security_group_rule", "ssh_key", "subnet", "vpc", "webhook_endpoint"]
+HEADER = """terraform {
+  required_providers {
+    gpucloud = { source = "gpucloud.local/gpucloud/gpucloud", version = "0.1.0" }
+  }
+}
+provider "gpucloud" {}
+"""
+W = SimpleNamespace()
+
+
+def _week_from_now():
+    today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today + dt.timedelta(days=7 - today.weekday())   # next Monday 00:00 UTC
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return start.strftime(fmt), (start + dt.timedelta(days=7)).strftime(fmt)
+
+
+@pytest.fixture(scope="module")
+def stack(request):
+    require_provider()
+    s = Stack().start()
+    W.stack = s
+    try:
+        W.setup = provider_setup(s)
+        W.t = onboard(s, W.setup.ops, "acme", "cto@acme.example")
+        W.env = {"GPUCLOUD_ENDPOINT": s.base, "GPUCLOUD_TOKEN": W.t.token, "GPUCLOUD_PROJECT": W.t.project["id"]}
+        W.ws = Workspace(W.env, "estate")
+        W.ws.write(ESTATE.read_text())
+        start, end = _week_from_now()
+        W.ws.vars = {"ssh_public_key": SSH_KEY, "org_token": W.t.org_token, "lease_start": start, "lease_end": end}
+        yield s
+    finally:
+        if getattr(W, "setup", None):
+            W.setup.follower.set()
+        failed = bool(request.module.__dict__.get("_FAILED_STEPS"))
+        if getattr(W, "ws", None) and not failed:
+            W.ws.cleanup()
+        s.stop(keep_logs=failed)
+
+
+@pytest.fixture
+def w(request, stack):
+    failed = request.module.__dict__.get("_FAILED_STEPS")
+    if failed:
+        pytest.skip(f"an earlier step failed: {failed[0]}")
+    return W
+
+
+def _open_allocations(w) -> list[dict]:
+    return [a for a in w.setup.ops.all("allocations", project=w.t.project["id"]) if a["end"] is None]
+
+
+def _live(api, collection: str, **params) -> list[dict]:
+    return [x for x in api.all(collection, **params) if x.get("status") not in ("deleted", "cancelled")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+def test_01_init_installs_the_provider_from_the_mirror(w):
+    r = w.ws.ok("init", "-no-color")
+    assert "Installed gpucloud.local/gpucloud/gpucloud v0.1.0" in r.out, r.out
+
+
+def test_02_bad_configuration_fails_at_plan_on_the_attribute(w):
+    bad = Workspace(w.env, "bad")
+    try:
+        past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        bad.write(HEADER + f"""
+resource "gpucloud_vpc" "v" {{
+  name = "v"
+  cidr = "10.0.0.1/33"
+}}
+resource "gpucloud_cluster" "c" {{
+  name   = "c"
+  flavor = "x"
+  image  = "x"
+  size   = -1
+}}
+resource "gpucloud_lease" "l" {{
+  name      = "l"
+  start     = "{past}"
+  end       = "2030-01-01T00:00:00Z"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = -3
+}}
+""")
+        bad.ok("init", "-no-color")
+        r = bad.run("plan", "-no-color")
+        assert r.returncode == 1, r.out
+        text = re.sub(r"\s+", " ", r.out)
+        assert "Invalid cidr '10.0.0.1/33'" in text and 'resource "gpucloud_vpc" "v"' in text, r.out
+        assert "Invalid size -1" in text and "Invalid quantity -3" in text, r.out
+        assert "the lease window is in the past" in text, r.out
+        # An unknown flavor: the data source says which flavors exist.
+        bad.write(HEADER + 'data "gpucloud_flavor" "f" {\n  name = "h100-3x"\n}\n')
+        r = bad.run("plan", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "no flavor matches (name=h100-3x)" in text, r.out
+        assert "h100-8x" in text and "h100-mig-3g40" in text, r.out
+    finally:
+        bad.cleanup()
+
+
+def test_03_apply_the_example_estate(w):
+    r = w.ws.ok("apply", "-auto-approve", "-no-color")
+    assert "Apply complete! Resources: 13 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+    w.estate_apply_s = r.elapsed
+    api, pid = w.t.api, w.t.project["id"]
+    state = w.ws.managed()
+    assert sorted(a.split(".")[0].removeprefix("gpucloud_") for a in state) == TYPES
+    cluster = api.get(f"clusters/{state['gpucloud_cluster.train']['id']}").json()
+    assert cluster["status"] == "active" and len(cluster["members"]) == 2, cluster
+    for m in cluster["members"]:
+        inst = api.get(f"instances/{m}").json()
+        assert inst["status"] == "active" and [p["id"] for p in inst["ib_partitions"]] == [
+            state["gpucloud_ib_partition.train"]["id"]], inst
+    vm = api.get(f"instances/{state['gpucloud_instance.notebook']['id']}").json()
+    assert vm["status"] == "active" and vm["network"]["subnet"] == state["gpucloud_subnet.nodes"]["id"], vm
+    fip = api.get(f"public-ips/{state['gpucloud_public_ip.notebook']['id']}").json()
+    assert fip["port"] == vm["ports"][0]["id"] and fip["address"].startswith("203.0.113."), fip
+    lease = api.get(f"leases/{state['gpucloud_lease.next_week']['id']}").json()
+    assert lease["status"] == "confirmed" and lease["count"] == 2, lease
+    assert state["gpucloud_api_token.ci"]["token"].startswith("gpc_")
+    assert state["gpucloud_webhook_endpoint.ops"]["secret"]
+    assert [v["name"] for v in api.all("vpcs", project=pid)] == ["main"]
+
+
+def test_04_second_plan_is_empty(w):
+    r = w.ws.run("plan", "-detailed-exitcode", "-no-color")
+    assert r.returncode == 0, r.out
+
+
+def test_05_update_in_place_sends_if_match(w):
+    w.ws.vars["vpc_description"] = "training networks, v2"
+    r = w.ws.ok("apply", "-auto-approve", "-no-color")
+    assert "Resources: 0 added, 1 changed, 0 destroyed." in r.out, r.out[-3000:]
+    vpc_id = w.ws.managed()["gpucloud_vpc.main"]["id"]
+    assert w.t.api.get(f"vpcs/{vpc_id}").json()["description"] == "training networks, v2"
+
+
+def test_06_forced_replacement(w):
+    old = w.ws.managed()["gpucloud_security_group_rule.ssh_in"]["id"]
+    w.ws.vars["ssh_port"] = 2222
+    r = w.ws.ok("apply", "-auto-approve", "-no-color")
+    assert "Resources: 1 added, 0 changed, 1 destroyed." in r.out, r.out[-3000:]
+    new = w.ws.managed()["gpucloud_security_group_rule.ssh_in"]["id"]
+    assert new != old
+    w.t.api.get(f"security-group-rules/{old}", expect=404)
+    assert w.t.api.get(f"security-group-rules/{new}").json()["port_range_min"] == 2222
+
+
+def test_07_drift_deleted_and_changed_behind_terraforms_back(w):
+    state = w.ws.managed()
+    rule, vpc = state["gpucloud_security_group_rule.ssh_in"]["id"], state["gpucloud_vpc.main"]["id"]
+    w.t.api.delete(f"security-group-rules/{rule}")
+    w.t.api.patch(f"vpcs/{vpc}", {"description": "changed in the console"})
+    r = w.ws.run("apply", "-auto-approve", "-no-color")
+    assert r.returncode == 0, r.out
+    text = r.out
+    assert "gpucloud_security_group_rule.ssh_in will be created" in text, text
+    assert re.search(r'~ description\s+= "changed in the console" -> "training networks, v2"', text), text
+    assert "Resources: 1 added, 1 changed, 0 destroyed." in text, text
+    assert w.t.api.get(f"vpcs/{vpc}").json()["description"] == "training networks, v2"
+
+
+def test_08_import_every_resource_type_then_plan_is_empty(w):
+    state = w.ws.managed()
+    w.ws.ok("state", "rm", *state)
+    w.ws.write("".join(f'import {{\n  to = {a}\n  id = "{v["id"]}"\n}}\n' for a, v in state.items()),
+               "imports.tf")
+    r = w.ws.ok("apply", "-auto-approve", "-no-color")
+    assert "Resources: 13 imported, 0 added, 0 changed, 0 destroyed." in r.out, r.out[-4000:]
+    w.ws.remove("imports.tf")
+    r = w.ws.run("plan", "-detailed-exitcode", "-no-color")
+    assert r.returncode == 0, r.out[-4000:]
+
+
+def test_09_sigkill_during_cluster_create_then_apply_adopts_it(w):
+    k = Workspace(w.env, "kill")
+    w.kill_ws = k
+    state = w.ws.managed()
+    k.write(HEADER + f"""
+resource "gpucloud_cluster" "k" {{
+  name      = "killed"
+  flavor    = "{w.setup.flavor_1x['id']}"
+  image     = "{w.setup.image['id']}"
+  size      = 2
+  subnet_id = "{state['gpucloud_subnet.nodes']['id']}"
+}}
+""")
+    k.ok("init", "-no-color")
+    p = k.start("apply", "-auto-approve", "-no-color")
+    poll(lambda: w.t.api.all("clusters", name="killed"), timeout=60, interval=0.2, what="the cluster created")
+    k.kill(p)
+    k.ok("apply", "-auto-approve", "-no-color")
+    clusters = _live(w.t.api, "clusters", name="killed")
+    assert len(clusters) == 1, clusters
+    assert k.managed()["gpucloud_cluster.k"]["id"] == clusters[0]["id"]
+    members = set(clusters[0]["members"])
+    live = {i["id"] for i in _live(w.t.api, "instances")}
+    assert members <= live and len(members) == 2
+    assert {a["consumer"] for a in _open_allocations(w)} <= live | {x["id"] for x in _live(w.t.api, "leases")}
+    k.ok("destroy", "-auto-approve", "-no-color")
+    assert _live(w.t.api, "clusters", name="killed") == []
+
+
+def test_10_unplaceable_flavor_fails_fast_with_the_explanation(w):
+    u = Workspace(w.env, "unplaceable")
+    try:
+        u.write(HEADER + f"""
+resource "gpucloud_instance" "big" {{
+  name   = "big"
+  flavor = "{w.setup.flavor_huge['id']}"
+  image  = "{w.setup.image['id']}"
+}}
+""")
+        u.ok("init", "-no-color")
+        t0 = time.monotonic()
+        r = u.run("apply", "-auto-approve", "-no-color")
+        took = time.monotonic() - t0
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1, r.out
+        assert took < 10, (took, r.out)
+        assert re.search(r"unplaceable|capacity_unavailable", text) and "explanation" in text, r.out
+        assert "earliest_start" in text, r.out
+        assert _live(w.t.api, "instances", name="big") == []
+    finally:
+        u.cleanup()
+
+
+def test_11_wrong_token_and_unreachable_endpoint(w):
+    d = Workspace(w.env, "creds")
+    try:
+        d.write(HEADER + 'data "gpucloud_regions" "all" {}\n')
+        d.ok("init", "-no-color")
+        r = d.run("plan", "-no-color", env={"GPUCLOUD_TOKEN": "gpc_000000000000_not-a-real-token"})
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "the API token was refused (HTTP 401" in text, r.out
+        port = free_port()
+        r = d.run("plan", "-no-color", env={"GPUCLOUD_ENDPOINT": f"http://127.0.0.1:{port}"})
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and f"gpucloud API unreachable at http://127.0.0.1:{port}" in text, r.out
+    finally:
+        d.cleanup()
+
+
+def test_12_destroy_leaves_nothing(w):
+    r = w.ws.ok("destroy", "-auto-approve", "-no-color")
+    assert "Destroy complete! Resources: 13 destroyed." in r.out, r.out[-3000:]
+    api, pid = w.t.api, w.t.project["id"]
+    for collection in ("vpcs", "subnets", "security-groups", "ssh-keys", "ib-partitions", "public-ips"):
+        assert api.all(collection, project=pid) == [], collection
+    assert _live(api, "instances") == [] and _live(api, "clusters") == []
+    assert _live(api, "leases") == []
+    poll(lambda: _open_allocations(w) == [], timeout=60, what="no open allocation of the project")
+    assert [p["slug"] for p in w.t.owner.all("projects")] == ["training"]
+    assert w.t.owner.all("webhooks") == []
