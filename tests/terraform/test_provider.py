@@ -217,7 +217,11 @@ resource "gpucloud_cluster" "k" {{
     p = k.start("apply", "-auto-approve", "-no-color")
     poll(lambda: w.t.api.all("clusters", name="killed"), timeout=60, interval=0.2, what="the cluster created")
     k.kill(p)
-    k.ok("apply", "-auto-approve", "-no-color")
+    killed_output = p.stdout.read()
+    assert "Creation complete" not in killed_output, killed_output   # killed while the create was waiting
+    assert k.managed() == {}   # nothing reached the state: the next apply creates "again"
+    r = k.ok("apply", "-auto-approve", "-no-color")
+    assert "gpucloud_cluster.k: Creation complete" in r.out, r.out[-3000:]
     clusters = _live(w.t.api, "clusters", name="killed")
     assert len(clusters) == 1, clusters
     assert k.managed()["gpucloud_cluster.k"]["id"] == clusters[0]["id"]

@@ -328,7 +328,10 @@ class ApiResource:
         if final is None:   # failed or timed out: keep it in state (tainted), so it is replaced, not leaked
             return state
         ctx.private["etag"] = final[1]
-        return self.to_state(final[0], planned)
+        done = self.to_state(final[0], planned)
+        if self.secret_field:   # only the create's answer carries it
+            done[self.secret_field] = state.get(self.secret_field)
+        return done
 
     def created(self, body: dict) -> tuple[dict, dict | None]:
         """(object, operation or None) from a create's answer."""
