@@ -4,6 +4,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 export PORT
+# settings refuse to start without a real SECRET_KEY when DEBUG is false: this checkout's own (var/secret_key)
+SECRET_KEY ?= $(shell scripts/secret-key.sh)
+export SECRET_KEY
 
 .PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean terraform-provider
 

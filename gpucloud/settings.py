@@ -3,7 +3,7 @@
 Environment variables (all optional):
   DATABASE_URL   postgres://127.0.0.1:5432/gpucloud
   REDIS_URL      redis://127.0.0.1:6379/0 (Celery broker, result backend and cache)
-  SECRET_KEY     a development key; set a real one in production
+  SECRET_KEY     required unless DEBUG=true: at least 50 random characters (make run generates var/secret_key)
   DEBUG          false
   ALLOWED_HOSTS  * (comma separated)
   CELERY_TASK_ALWAYS_EAGER  false (tests may set it)
@@ -22,8 +22,11 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").
 DEFAULT_DATABASE_URL = "postgres://127.0.0.1:5432/gpucloud"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
-SECRET_KEY = env.str("SECRET_KEY", default="dev-insecure-change-me-in-production")
 DEBUG = env.bool("DEBUG", default=False)
+# Required when DEBUG is false: a missing, public or weak key refuses to start (apps/core/secret_key.py).
+from apps.core.secret_key import secret_key_from  # noqa: E402
+
+SECRET_KEY = secret_key_from(env.str("SECRET_KEY", default=""), debug=DEBUG)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["*"])
 
 INSTALLED_APPS = [

@@ -9,6 +9,9 @@ PY=.venv/bin/python
 PORT=${PORT:-8000}
 export PORT
 mkdir -p var/log var/run
+# DEBUG is false here, so the settings need a real SECRET_KEY: this checkout's own, generated once (var/secret_key)
+SECRET_KEY=${SECRET_KEY:-$(scripts/secret-key.sh)}
+export SECRET_KEY
 $PY manage.py migrate --noinput >var/log/migrate.log
 $PY manage.py demo_load
 

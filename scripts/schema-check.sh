@@ -4,6 +4,8 @@
 # minLength refuses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+SECRET_KEY=${SECRET_KEY:-$(scripts/secret-key.sh)}
+export SECRET_KEY
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 .venv/bin/python manage.py spectacular --file "$tmp" --validate

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -116,6 +117,8 @@ class Stack:
         self.sim = None
         self.env = {**os.environ, "DATABASE_URL": f"postgres://root@127.0.0.1:5432/{self.db}",
                     "REDIS_URL": self.redis_url, "DJANGO_SETTINGS_MODULE": "gpucloud.settings",
+                    # the stack runs with DEBUG false, which needs a real key (apps/core/secret_key.py): its own
+                    "SECRET_KEY": secrets.token_urlsafe(50), "DEBUG": "false",
                     "PUBLIC_URL": self.base, "COMPUTE_SEED_DIR": str(self.tmp / "seeds"),
                     "COMPUTE_VIRT_TYPE": "qemu", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
                     # one-minute metering periods, so the journey's invoice bills closed periods within minutes
