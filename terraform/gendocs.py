@@ -1,0 +1,117 @@
+"""Write terraform/docs/{resources,data-sources}/<name>.md from the provider's own declarations (arguments,
+attributes, update or replace, import, timeouts), so the pages cannot drift from the code.
+
+    terraform/.venv/bin/python terraform/gendocs.py [--check]
+
+`--check` exits 1 when a page differs from what would be written (the unit test runs it).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
+
+from gpucloud_tf.datasources import DATA_SOURCES  # noqa: E402
+from gpucloud_tf.resources import RESOURCES  # noqa: E402
+
+DOCS = Path(__file__).resolve().parent / "docs"
+KIND = {"required": "Required", "optional": "Optional", "optional_computed": "Optional (the API's value when unset)"}
+TYPE = {"str": "string", "int": "number", "bool": "bool", "list": "list(string)", "set": "set(string)",
+        "map": "map(string)"}
+EXAMPLES = {
+    "ssh_key": 'resource "gpucloud_ssh_key" "laptop" {\n  name       = "laptop"\n  public_key = file("~/.ssh/id_ed25519.pub")\n}',
+    "vpc": 'resource "gpucloud_vpc" "main" {\n  name        = "main"\n  cidr        = "10.10.0.0/16"\n  description = "training"\n}',
+    "subnet": 'resource "gpucloud_subnet" "nodes" {\n  vpc  = gpucloud_vpc.main.id\n  name = "nodes"\n  cidr = "10.10.1.0/24"\n}',
+    "security_group": 'resource "gpucloud_security_group" "ssh" {\n  vpc  = gpucloud_vpc.main.id\n  name = "ssh"\n}',
+    "security_group_rule": 'resource "gpucloud_security_group_rule" "ssh_in" {\n  security_group   = gpucloud_security_group.ssh.id\n  direction        = "ingress"\n  protocol         = "tcp"\n  port_range_min   = 22\n  port_range_max   = 22\n  remote_ip_prefix = "0.0.0.0/0"\n}',
+    "public_ip": 'resource "gpucloud_public_ip" "web" {\n  vpc  = gpucloud_vpc.main.id\n  pool = "public"\n  port = gpucloud_instance.web.port_ids[0]\n}',
+    "instance": 'resource "gpucloud_instance" "notebook" {\n  name               = "notebook"\n  flavor             = data.gpucloud_flavor.mig.id\n  image              = data.gpucloud_images.ubuntu.images[0].id\n  ssh_keys           = [gpucloud_ssh_key.laptop.id]\n  subnet_id          = gpucloud_subnet.nodes.id\n  security_group_ids = [gpucloud_security_group.ssh.id]\n}',
+    "cluster": 'resource "gpucloud_cluster" "train" {\n  name            = "train"\n  flavor          = data.gpucloud_flavor.node.id\n  image           = data.gpucloud_images.ubuntu.images[0].id\n  size            = 2\n  subnet_id       = gpucloud_subnet.nodes.id\n  ib_partition_id = gpucloud_ib_partition.train.id\n\n  timeouts {\n    create = "45m"\n  }\n}',
+    "ib_partition": 'resource "gpucloud_ib_partition" "train" {\n  fabric = "ib-compute"\n  name   = "train"\n}',
+    "lease": 'resource "gpucloud_lease" "next_week" {\n  name      = "private-cloud"\n  start     = "2030-01-07T00:00:00Z"\n  end       = "2030-01-14T00:00:00Z"\n  kind      = "hosts"\n  gpu_model = "H100-SXM5-80GB"\n  quantity  = 4\n}',
+    "api_token": 'resource "gpucloud_api_token" "ci" {\n  name    = "ci"\n  scope   = "read"\n  project = var.project\n}',
+    "webhook_endpoint": 'resource "gpucloud_webhook_endpoint" "ops" {\n  url    = "https://hooks.example.com/gpucloud"\n  events = ["lease.confirmed"]\n}',
+    "project": 'resource "gpucloud_project" "staging" {\n  organization = var.organization\n  slug         = "staging"\n  name         = "Staging"\n}',
+}
+
+
+def _dur(seconds: float) -> str:
+    return f"{int(seconds // 60)}m" if seconds % 60 == 0 else f"{int(seconds)}s"
+
+
+def resource_page(cls) -> str:
+    args = [f for f in cls.fields if f.argument]
+    attrs = [f for f in cls.fields if not f.argument]
+    out = [f"# gpucloud_{cls.name}", "", cls.description, "",
+           f"API: `POST/GET/DELETE /api/v1/{cls.collection}/`"
+           + (" and `PATCH` (with `If-Match`)" if any(f.update for f in args) else "") + ".", "",
+           "## Example", "", "```hcl", EXAMPLES.get(cls.name, ""), "```", "", "## Arguments", ""]
+    for f in args:
+        change = "updated in place" if f.update else "forces replacement"
+        api = f" (API `{f.api_name}`)" if f.api_name != f.name else ""
+        out.append(f"- `{f.name}` ({TYPE[f.type]}, {KIND[f.kind]}; {change}){api}: {f.description or '-'}"
+                   + (" Sensitive." if f.sensitive else ""))
+    out += ["", "## Attributes", "", "- `id` (string): the object's id (UUID)."]
+    for f in attrs:
+        out.append(f"- `{f.name}` ({TYPE[f.type]}): {f.description or '-'}" + (" Sensitive." if f.sensitive else ""))
+    ops = [k for k in ("create", "update", "delete") if k in cls.defaults]
+    out += ["", "## Timeouts", "", "A `timeouts { ... }` block; defaults: "
+            + ", ".join(f"`{k}` {_dur(cls.defaults[k])}" for k in ops) + ".",
+            "Long actions wait on the API's operation or the object's status with backoff; a failed operation "
+            "reports its `error_code` and `error_detail`, and the object stays in state tainted (the next apply "
+            "replaces it).", "", "## Import", "", "```sh", f"terraform import gpucloud_{cls.name}.NAME <id>", "```",
+            "", "or an `import { to = gpucloud_" + cls.name + ".NAME, id = \"<id>\" }` block. Every argument is "
+            "read back from the API, so the next plan is empty (a `timeouts` block in the configuration shows as "
+            "an in-place change once: it is Terraform's setting, not the API's)."]
+    secret = getattr(cls, "secret_field", None)
+    if secret:
+        out += ["", f"`{secret}` is answered by the create only: after an import it is null."]
+    if cls.name in ("instance", "cluster"):
+        out += ["", "`user_data` is not answered by the API: after an import it is null (leave it unset, or "
+                    "`terraform apply -replace` to launch with it)."]
+    out += ["", "## Creates are idempotent", "",
+            "The create sends `Idempotency-Key: tf-<sha256 of type, body and a nonce>`: an apply killed mid-create "
+            "and run again with the same configuration adopts the object the first run created (see "
+            "docs/adr/0900-terraform-provider.md).", ""]
+    return "\n".join(out)
+
+
+def data_source_page(cls) -> str:
+    schema = cls.get_schema()
+    out = [f"# data.gpucloud_{cls.name}", "", cls.description, "", "## Arguments", ""]
+    for a in schema.attributes:
+        if a.required or (a.optional and not a.computed) or (a.optional and a.computed):
+            out.append(f"- `{a.name}` ({'Required' if a.required else 'Optional'}): filter.")
+    out += ["", "## Attributes", ""]
+    for a in schema.attributes:
+        if a.computed:
+            out.append(f"- `{a.name}` (`{a.type.tf_type().decode()}`)")
+    out += [""]
+    return "\n".join(out)
+
+
+def pages() -> dict[Path, str]:
+    out = {DOCS / "resources" / f"{c.name}.md": resource_page(c) for c in RESOURCES}
+    out.update({DOCS / "data-sources" / f"{c.name}.md": data_source_page(c) for c in DATA_SOURCES})
+    return out
+
+
+def main() -> int:
+    check = "--check" in sys.argv
+    stale = []
+    for path, text in pages().items():
+        if check:
+            if not path.exists() or path.read_text() != text:
+                stale.append(str(path))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print("stale provider docs (run terraform/.venv/bin/python terraform/gendocs.py):\n" + "\n".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
