@@ -22,7 +22,7 @@ from apps.core.clock import now
 from apps.core.drivers import DriverError, DriverTransientError
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
-from apps.operations.workflows import StepWait
+from apps.operations.workflows import AGAIN, StepWait
 
 from . import conf
 from .drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, PciHostdev, PowerState
@@ -32,7 +32,12 @@ from .services import devices as devsvc
 from .services import networks as netsvc
 from .services.hypervisor import driver_for_host
 from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
-from .services.placement import CapacityTaken, instance_allocations_release, instance_place_and_claim
+from .services.placement import (
+    CapacityTaken,
+    instance_allocations_release,
+    instance_place_and_claim,
+    instance_readmit,
+)
 from .states import INSTANCE_TRANSITIONS, InstanceStatus
 
 
@@ -58,10 +63,13 @@ def _observe(inst: Instance, state: PowerState) -> None:
 
 
 # ---- create ------------------------------------------------------------------------------------------------
-def place_and_claim(op) -> None:
+def place_and_claim(op):
     """Claim the instance's capacity. A claim that finds the capacity gone (a concurrent request took it after
-    the create was admitted) is "not now", never a failure: the step places again every
-    `COMPUTE_CAPACITY_POLL_S` until the operation's deadline (the reason is in the operation's state)."""
+    the create was admitted) asks the placement rule again (`instance_readmit`): when the capacity is still there
+    elsewhere the step places again after `COMPUTE_CAPACITY_POLL_S`; when the fleet cannot hold it now the create
+    fails at once with 409 `capacity_unavailable` and ``earliest_start`` (never `unplaceable` after it was
+    admitted, unless the fleet shrank), or, if the client asked `queue: true`, the instance joins the on-demand
+    queue (this step commits the entry and runs again, then waits there with its position)."""
     inst = _instance(op)
     if inst.status == InstanceStatus.PENDING:
         transition(inst, "provision", INSTANCE_TRANSITIONS)
@@ -71,7 +79,10 @@ def place_and_claim(op) -> None:
                 instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
         except CapacityTaken as exc:
             op.state["waiting_for_capacity"] = exc.detail[:500]
+            if instance_readmit(actor=op.actor, instance=inst, operation=op, queue=bool(op.state.get("queue"))):
+                return AGAIN
             raise StepWait(conf.capacity_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
+    return None
 
 
 def attach_networks(op) -> None:

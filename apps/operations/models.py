@@ -40,6 +40,9 @@ class Operation(TimestampedModel):
     deadline_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_detail = models.TextField(blank=True)
+    #: The extension members of the error a step failed with (e.g. ``earliest_start`` and ``constraint`` of a
+    #: `capacity_unavailable`), as the same error would carry them in an API problem body.
+    error_extra = models.JSONField(default=dict, blank=True)
     request_id = models.CharField(max_length=128, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -8,8 +8,10 @@ every unfinished operation, which resumes at the last committed step and never r
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DatabaseError, transaction
 
 from apps.core.clock import now
@@ -68,7 +70,7 @@ def operation_run_step(operation_id) -> str | None:
 
     Safe to call any number of times, concurrently: a locked or finished operation is skipped.
     """
-    failure: tuple[str, str] | None = None
+    failure: tuple[str, str, dict] | None = None
     with transaction.atomic():
         op = Operation.objects.select_for_update(skip_locked=True).filter(id=operation_id).first()
         if op is None or op.status in TERMINAL:
@@ -76,7 +78,7 @@ def operation_run_step(operation_id) -> str | None:
         wf = workflows.get(op.kind)
         step = op.step
         if op.deadline_at and now() > op.deadline_at:
-            failure = ("deadline_exceeded", f"step {step!r} did not finish before the deadline")
+            failure = ("deadline_exceeded", f"step {step!r} did not finish before the deadline", {})
         else:
             try:
                 with transaction.atomic():
@@ -100,7 +102,7 @@ def operation_run_step(operation_id) -> str | None:
                 _enqueue(op.id, wf, countdown=delay)
                 return step
             except (DriverError, DomainError) as exc:
-                failure = (getattr(exc, "code", "driver_error"), str(exc))
+                failure = (getattr(exc, "code", "driver_error"), str(exc), _jsonable(getattr(exc, "extra", None)))
             else:
                 if result is workflows.AGAIN:  # the piece commits with the state; the same step runs next
                     Operation.objects.filter(id=op.id).update(status=OperationStatus.RUNNING, updated_at=now(),
@@ -135,7 +137,11 @@ def _advance(op: Operation, wf: workflows.Workflow, step: str) -> None:
         _enqueue(op.id, wf)
 
 
-def _fail(operation_id, code: str, detail: str) -> None:
+def _jsonable(extra: dict | None) -> dict:
+    return json.loads(json.dumps(extra or {}, cls=DjangoJSONEncoder))
+
+
+def _fail(operation_id, code: str, detail: str, extra: dict | None = None) -> None:
     with transaction.atomic():
         op = Operation.objects.select_for_update().get(id=operation_id)
         if op.status in TERMINAL:
@@ -144,8 +150,9 @@ def _fail(operation_id, code: str, detail: str) -> None:
         op.status = OperationStatus.FAILED
         op.error_code = code
         op.error_detail = detail[:2000]
+        op.error_extra = extra or {}
         op.finished_at = now()
-        op.save(update_fields=["status", "error_code", "error_detail", "finished_at"])
+        op.save(update_fields=["status", "error_code", "error_detail", "error_extra", "finished_at"])
         log.error("operation_failed", extra={"operation_id": str(op.id), "code": code, "step": op.step})
         if wf.on_error:
             wf.on_error(op, code, detail)

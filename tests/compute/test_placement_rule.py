@@ -4,7 +4,9 @@ Why: a cluster the fleet could never hold used to be accepted (201) and end in `
 instance that could not be held *now* did the same, with no hint of when it would fit; and when two clusters
 raced for the same hosts, the loser ended in `error` although it only had to wait. The rule now answers before
 anything is written: 422 `unplaceable` (never), 409 `capacity_unavailable` with `earliest_start` (not now), or,
-with `queue: true`, waits; a race loser waits instead of failing.
+with `queue: true`, waits. A race loser (admitted, then a concurrent create won the capacity) waited until the
+create deadline (900 s instance, 600 s cluster) before failing; it now asks the rule again: 409
+`capacity_unavailable` with `earliest_start` at once, or it joins the queue when the client asked `queue: true`.
 """
 from __future__ import annotations
 
@@ -74,17 +76,33 @@ def test_queued_cluster_waits_all_or_nothing_and_starts_when_capacity_frees(worl
     assert cluster.members.exclude(host=None).count() == 2
 
 
-def test_cluster_that_loses_the_race_for_hosts_waits_instead_of_failing(world):
+def _two_racing_clusters(world, **second):
     _cabled_hosts(2, gpus=1)
     first = world.client_a.post("/api/v1/clusters/", _body(world, 2, "one"), format="json")
-    second = world.client_a.post("/api/v1/clusters/", _body(world, 2, "two"), format="json")
-    assert (first.status_code, second.status_code) == (201, 201)     # both admitted: the hosts were free
+    other = world.client_a.post("/api/v1/clusters/", {**_body(world, 2, "two"), **second}, format="json")
+    assert (first.status_code, other.status_code) == (201, 201)     # both admitted: the hosts were free
     ops = {o.target_id: o for o in Operation.objects.filter(kind="cluster.create")}
     c1, c2 = Cluster.objects.get(name="one"), Cluster.objects.get(name="two")
     assert drive(ops[c1.pk].pk).status == "succeeded"
-    loser = drive(ops[c2.pk].pk, max_steps=3)
+    return c1, c2, ops[c2.pk]
+
+
+def test_cluster_that_loses_the_race_for_hosts_fails_at_once_with_capacity_unavailable(world):
+    _c1, c2, op = _two_racing_clusters(world)
+    loser = drive(op.pk, max_steps=3)
+    assert (loser.status, loser.error_code) == ("failed", "capacity_unavailable")   # not after 600 s
+    assert "earliest_start" in loser.error_extra and loser.error_extra["earliest_start"] is None  # open-ended
+    assert Allocation.objects.filter(consumer_id__in=c2.members.values("pk")).count() == 0
+    body = world.client_a.get(f"/api/v1/operations/{op.pk}").json()
+    assert (body["error_code"], body["error_extra"]["earliest_start"]) == ("capacity_unavailable", None)
+
+
+def test_cluster_that_loses_the_race_with_queue_waits_all_or_nothing(world):
+    c1, c2, op = _two_racing_clusters(world, queue=True)
+    loser = drive(op.pk, max_steps=3)
     c2.refresh_from_db()
-    assert (loser.status, c2.status) == ("running", "pending")        # never error
+    assert (loser.status, loser.step, c2.status) == ("running", "claim_members", "pending")   # never error
+    assert "queued" in loser.state and loser.deadline_at > clock.now() + dt.timedelta(seconds=600)
     assert set(c2.members.values_list("status", flat=True)) == {"pending"}
     for m in c1.members.all():
         allocations_release(consumer_id=m.pk)
@@ -112,16 +130,43 @@ def test_instance_not_now_answers_409_at_once_or_queues_when_asked(world):
     assert q.status == "waiting" and "gpu_capacity" in q.reason
 
 
-def test_instance_that_loses_the_race_waits_instead_of_failing(world):
-    gpu_host(gpus=1)
+def _two_racing_instances(world, **second):
+    h = gpu_host(gpus=1)
     r1 = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, name="a"), format="json")
-    r2 = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, name="b"), format="json")
-    assert (r1.status_code, r2.status_code) == (202, 202)
+    r2 = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, name="b", **second), format="json")
+    assert (r1.status_code, r2.status_code) == (202, 202)      # both admitted: the GPU was free
     op_a = Operation.objects.get(kind="instance.create", target_id=r1.json()["instance"]["id"])
     op_b = Operation.objects.get(kind="instance.create", target_id=r2.json()["instance"]["id"])
+    return h, op_a, op_b, r2.json()["instance"]["id"]
+
+
+def test_instance_that_loses_the_race_fails_at_once_with_capacity_unavailable(world):
+    _h, op_a, op_b, b = _two_racing_instances(world)
     drive(op_a.pk, max_steps=2)
-    assert Instance.objects.get(pk=r1.json()["instance"]["id"]).host_id is not None
     loser = drive(op_b.pk, max_steps=3)
-    inst = Instance.objects.get(pk=r2.json()["instance"]["id"])
-    assert (loser.status, loser.step, inst.status) == ("running", "place_and_claim", "pending")
-    assert "waiting_for_capacity" in loser.state
+    inst = Instance.objects.get(pk=b)
+    assert (loser.status, loser.error_code, inst.status) == ("failed", "capacity_unavailable", "error")
+    assert loser.error_extra["earliest_start"] is None       # the winner's work has no known end
+    assert not Allocation.objects.filter(consumer_id=b).exists()
+
+
+def test_instance_that_loses_the_race_to_work_with_an_end_gets_earliest_start(world):
+    h, _op_a, op_b, b = _two_racing_instances(world)
+    _hold(world, h, hours=2)                     # a concurrent claim took the GPU until now + 2 h
+    loser = drive(op_b.pk, max_steps=3)
+    assert (loser.status, loser.error_code) == ("failed", "capacity_unavailable")
+    expected = clock.now() + dt.timedelta(hours=2)
+    assert abs(dt.datetime.fromisoformat(loser.error_extra["earliest_start"]) - expected) < dt.timedelta(minutes=1)
+    body = world.client_a.get(f"/api/v1/operations/{op_b.pk}").json()
+    assert body["error_extra"]["earliest_start"] == loser.error_extra["earliest_start"]
+
+
+def test_instance_that_loses_the_race_with_queue_joins_the_queue(world):
+    _h, op_a, op_b, b = _two_racing_instances(world, queue=True)
+    assert not QueuedRequest.objects.filter(instance_id=b).exists()     # admitted now, not queued
+    drive(op_a.pk, max_steps=2)
+    loser = drive(op_b.pk, max_steps=4)
+    assert (loser.status, loser.step) == ("running", "place_and_claim")
+    q = QueuedRequest.objects.get(instance_id=b)
+    assert q.status == "waiting" and "gpu_capacity" in q.reason
+    assert Instance.objects.get(pk=b).status in ("pending", "provisioning")

@@ -8,7 +8,9 @@ claims every member's capacity in one ledger transaction (gang claim); it then s
 The placement rule (docs/adr/0404-placement-admission.md) runs before anything is written: a gang no topology of
 the fleet could ever hold is 422 `unplaceable`; one that cannot be held now is 409 `capacity_unavailable` with
 ``earliest_start``, unless `queue`: then the cluster waits, all-or-nothing, in its create operation. A gang claim
-that loses a race with another cluster waits the same way (never `error`).
+that loses a race with another create asks the rule again: it places again when the gang still fits elsewhere,
+fails at once with 409 `capacity_unavailable` and ``earliest_start`` when it does not fit now (never `error`,
+never a wait until the create deadline), or, when the client asked `queue: true`, waits as a queued cluster.
 """
 from __future__ import annotations
 
@@ -101,7 +103,8 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
             inst.ssh_keys.set(keys)
         op = operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk,
                              project=project, actor=actor, request_id=request_id,
-                             state={"queued": admission.reason} if admission.queued else {})
+                             state={**({"queue": True} if queue else {}),
+                                    **({"queued": admission.reason} if admission.queued else {})})
         if admission.queued:
             operation_deadline_set(operation=op, deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
         audit_record(actor=actor, action="compute.cluster.create", target=cluster,
@@ -111,7 +114,7 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     return cluster
 
 
-def _claim_members(op) -> None:
+def _claim_members(op):
     cluster = Cluster.objects.select_for_update(of=("self",)).select_related("flavor", "project").get(pk=op.target_id)
     members = list(cluster.members.select_for_update().order_by("name"))
     if all(m.host_id for m in members):
@@ -125,8 +128,17 @@ def _claim_members(op) -> None:
             placed = placement_claim(actor=op.actor, request=req, consumers=[
                 ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
                 for m in members])
-    except CapacityUnavailable as exc:  # queued, or a concurrent gang won the hosts: not now, never error
+    except CapacityUnavailable as exc:  # queued, or a concurrent create won the hosts: not now, never error
         op.state["waiting_for_capacity"] = exc.detail[:500]
+        if "queued" not in op.state:  # admitted now and lost the race: the rule again (module doc)
+            admission = placement_admit_for(cluster.flavor, cluster.project_id, hosts=len(members),
+                                            topology=TopologyConstraint(one_fabric=True),
+                                            queue=bool(op.state.get("queue")))
+            if admission.queued:
+                op.state["queued"] = admission.reason
+                operation_deadline_set(operation=op,
+                                       deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
+                return wf.AGAIN
         raise StepWait(conf.capacity_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
     for m, choice in zip(members, placed.candidate.hosts, strict=True):
         devices = {**(m.devices or {}), "placement": choice.as_dict()}

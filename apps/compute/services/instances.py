@@ -145,7 +145,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                                            holds_gpu_quota=gpu_quota)
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
-                             request_id=request_id)
+                             request_id=request_id, state={"queue": True} if queue else None)
         audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
             "operation": str(op.pk), **fields, **({"queued": admission.reason} if admission and admission.queued

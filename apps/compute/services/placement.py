@@ -2,15 +2,20 @@
 and release it. Compute never writes allocations itself."""
 from __future__ import annotations
 
+import datetime as dt
+
 from django.db import transaction
 
+from apps.core.clock import now
 from apps.inventory.states import ProvisioningKind as HostProvisioningKind
+from apps.operations.runner import operation_deadline_set
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef, allocations_release
 from apps.scheduling.placement import PlacementRequest
 from apps.scheduling.services.placement import placement_claim
 from apps.tenancy.quotas import quota_check
 
+from .. import conf
 from ..models import Flavor, Instance
 from ..states import GpuForm
 
@@ -65,6 +70,24 @@ def instance_queue_position(*, project, flavor: Flavor) -> int | None:
 def instance_queue(*, actor, instance: Instance, operation, reason: str) -> bool:
     """Put `instance` in the on-demand queue (see `register_queue_hook`). Returns True when a hook took it."""
     return any(fn(actor=actor, instance=instance, operation=operation, reason=reason) for fn in _QUEUE_HOOKS)
+
+
+def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bool:
+    """A create whose claim lost the capacity it was admitted on to a concurrent one (`CapacityTaken`) asks the
+    placement rule again instead of waiting until its deadline (docs/adr/0404-placement-admission.md):
+
+    - it fits now elsewhere: returns False (place again);
+    - never: raises 422 `unplaceable`; not now: raises 409 `capacity_unavailable` with ``earliest_start``, so the
+      create fails at once with that code (the operation's ``error_extra`` carries ``earliest_start``);
+    - not now and the client asked to wait (`queue`): the instance joins the on-demand queue like a create that
+      was queued at once (`instance_queue`; without a queue hook its operation waits until the queue timeout) and
+      this returns True. Writes only the queue entry; call in the placement step's transaction."""
+    admission = placement_admit_for(instance.flavor, instance.project_id, queue=queue)
+    if not admission.queued:
+        return False
+    if not instance_queue(actor=actor, instance=instance, operation=operation, reason=admission.reason):
+        operation_deadline_set(operation=operation, deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
+    return True
 
 
 def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False):
