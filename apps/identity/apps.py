@@ -6,4 +6,6 @@ class IdentityConfig(AppConfig):
     label = "identity"
 
     def ready(self) -> None:
-        from . import schema  # noqa: F401  (registers the OpenAPI authentication extensions)
+        from . import integrations, schema  # noqa: F401  (schema registers the OpenAPI authentication extensions)
+
+        integrations.register()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import transaction
+from django.db.models import Q
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
@@ -177,23 +178,49 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
     elif actor is not None:
         authz.require_write_token(actor)
     with transaction.atomic():
-        locked = ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=token.pk)
-        stamp = now()
-        pending, seen = [locked], set()
-        while pending:
-            row = pending.pop()
-            if row.pk in seen:
-                continue
-            seen.add(row.pk)
-            if row.revoked_at is None:
-                row.revoked_at = stamp
-                row.save(update_fields=["revoked_at"])
-                _token_event(actor, "api_token.revoke", row,
-                             after={"prefix": row.prefix, "user": row.user.email,
-                                    **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
-            pending.extend(ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project")
-                           .filter(parent_id=row.pk))
+        return _revoke_with_children(actor, token)
+
+
+def _revoke_with_children(actor, token: ApiToken, **why) -> ApiToken:
+    """Lock `token`, revoke it and every descendant not yet revoked, one `api_token.revoke` each (`why` added to
+    the event's `after`). No authorization: the callers have checked it. Call inside a transaction."""
+    locked = ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project").get(pk=token.pk)
+    stamp = now()
+    pending, seen = [locked], set()
+    while pending:
+        row = pending.pop()
+        if row.pk in seen:
+            continue
+        seen.add(row.pk)
+        if row.revoked_at is None:
+            row.revoked_at = stamp
+            row.save(update_fields=["revoked_at"])
+            _token_event(actor, "api_token.revoke", row,
+                         after={"prefix": row.prefix, "user": row.user.email, **why,
+                                **({"with_parent": locked.prefix} if row.pk != locked.pk else {})})
+        pending.extend(ApiToken.objects.select_for_update(of=("self",)).select_related("user", "project")
+                       .filter(parent_id=row.pk))
     return locked
+
+
+def api_tokens_revoke_unbacked(*, actor, user, organization: Organization) -> int:
+    """After a membership of `user` in `organization` (or one of its projects) was removed: revoke the user's live
+    tokens bound to the organization or its projects that no remaining membership backs (an organization-level
+    membership backs all of them; a project membership, tokens of that project), with their children, each
+    audited as `api_token.revoke` with `reason: membership_removed`. Runs in the removal's transaction (the
+    tenancy `membership_removed` hook); returns how many bound tokens were revoked (children not counted)."""
+    remaining = Membership.objects.filter(user_id=user.pk, organization=organization)
+    if remaining.filter(project__isnull=True).exists():
+        return 0
+    kept_projects = set(remaining.values_list("project_id", flat=True))
+    bound = (ApiToken.objects.filter(user_id=user.pk, revoked_at__isnull=True)
+             .filter(Q(organization=organization) | Q(project__organization=organization))
+             .exclude(project_id__in=kept_projects).order_by("created_at"))
+    revoked = 0
+    for token in bound:
+        _revoke_with_children(actor, token, reason="membership_removed")
+        revoked += 1
+    return revoked
 
 
 def service_account_create(*, actor, organization: Organization, name: str, role: str = OrgRole.MEMBER,

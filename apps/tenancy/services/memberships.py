@@ -13,7 +13,7 @@ from apps.audit.services import audit_record
 from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, ValidationFailed
 
-from .. import authz, selectors
+from .. import authz, hooks, selectors
 from ..errors import Code, Forbidden
 from ..models import Membership, Organization, OrgRole, Project, ProjectRole
 
@@ -97,7 +97,11 @@ def membership_update(*, actor, membership: Membership, role: str) -> Membership
 
 
 def membership_delete(*, actor, membership: Membership) -> None:
-    """Remove a membership (admins; anyone may remove their own). 409 `last_owner` for the last owner."""
+    """Remove a membership (admins; anyone may remove their own). 409 `last_owner` for the last owner.
+
+    In the same transaction the user's API tokens bound to the organization or its projects that no remaining
+    membership backs are revoked, with the tokens minted from them, each audited as `api_token.revoke`
+    (`reason: membership_removed`; the `membership_removed` hook, registered by identity)."""
     is_self = actor is not None and getattr(actor, "pk", None) == membership.user_id
     if is_self:
         authz.require_write_token(actor)
@@ -108,4 +112,5 @@ def membership_delete(*, actor, membership: Membership) -> None:
         audit_record(actor=actor, action="membership.delete", target=membership, organization=membership.organization,
                      project=membership.project, before={"role": membership.role, "user": membership.user.email})
         Membership.objects.filter(pk=membership.pk).delete()
+        hooks.membership_removed(actor=actor, user=membership.user, organization=membership.organization)
     selectors.forget_memberships(membership.user)
