@@ -4,11 +4,21 @@
 operation that does not already describe them, the responses every endpoint can give: 400 (invalid input), 401
 (no or bad credentials), 403 (role or token scope), and 404 on paths with a path parameter (absent, or another
 tenant's object). Domain-specific errors (409, 422, 503) stay on the endpoints that document them; an operation
-that takes `If-Match` also gets its 412.
+that takes `If-Match` also gets its 412, one that takes `Idempotency-Key` its 422 (`idempotency_key_reused`).
 
 `AutoSchema` (the `DEFAULT_SCHEMA_CLASS`) declares optimistic concurrency (`apps.core.conditional`): the `ETag`
 response header on the 200 of a single object's GET, PATCH and PUT, and the optional `If-Match` header on its
 PATCH, PUT and DELETE.
+
+Statuses an operation answers beyond those: a view declares them with `problems({409: "in_use: ...", ...})` in
+its `extend_schema(responses=...)` (the description names the codes); any 4xx/5xx response declared without a
+body gets the Problem body here. `AutoSchema` adds 429 `throttled` (with its `Retry-After` header) to every
+operation whose view has a throttle that applies to its method (a throttle's `methods`, all when it has none).
+tests/core/test_schema_statuses.py derives from the code which operations can answer 409, 410 or 422 and holds
+the declarations to it.
+
+A PATCH body is documented as its input serializer validates it: `ApiViewMixin._input` is not partial, so a member
+the serializer requires is required on PATCH too (drf-spectacular would mark every member optional).
 
 It also states what the code enforces: `page_size` on every list is an integer 1-500 (`apps.core.pagination`);
 a JSON request body refuses members its schema does not define (`additionalProperties: false`, as
@@ -18,7 +28,7 @@ from __future__ import annotations
 
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 from .conditional import OBJECT_ACTIONS, TAGGED_ACTIONS, WRITE_METHODS, ConditionalMixin
 from .errors import PROBLEM_CONTENT_TYPE
@@ -31,9 +41,40 @@ IF_MATCH = OpenApiParameter(
     description="Write only if the object's current ETag is one of these (or `*`); else 412 precondition_failed "
                 "and nothing is written.")
 PRECONDITION = "The object changed since it was read: If-Match does not match its ETag (precondition_failed)."
+IDEMPOTENT_422 = ("The request cannot be done as sent: idempotency_key_reused (this Idempotency-Key was sent with "
+                  "another body), or quota_exceeded where the create counts against a quota (resource, limit, "
+                  "usage, requested).")
+THROTTLED = ("Too many attempts (throttled): nothing was done; send it again after Retry-After seconds.")
+RETRY_AFTER = {"description": "Seconds to wait before the next attempt.",
+               "schema": {"type": "integer", "minimum": 0}}
+
+
+def problems(declared: dict[int, str]) -> dict[int, OpenApiResponse]:
+    """`extend_schema(responses=...)` entries for the errors an operation answers: status -> description naming
+    the codes (``{409: "in_use: the VPC still has subnets."}``); the body is the Problem (`problem_responses`)."""
+    return {status: OpenApiResponse(description=text) for status, text in declared.items()}
+
+
+def throttles_for(view, method: str) -> list:
+    """The view's throttles that count requests of `method` (a throttle's `methods`; all methods when unset)."""
+    return [t for t in view.get_throttles() if method.upper() in getattr(t, "methods", {method.upper()})]
 
 
 class AutoSchema(SpectacularAutoSchema):
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        # our PATCH inputs are validated whole (ApiViewMixin._input), not as DRF's partial update
+        method, self.method = self.method, ("POST" if self.method == "PATCH" else self.method)
+        try:
+            return super()._get_request_for_media_type(serializer, direction)
+        finally:
+            self.method = method
+
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction)
+        if throttles_for(self.view, self.method):
+            responses.setdefault("429", {"$ref": "#/components/responses/Problem429"})
+        return responses
+
     def get_override_parameters(self):
         params = list(super().get_override_parameters())
         action = getattr(self.view, "action", None)
@@ -115,13 +156,20 @@ def problem_responses(result, generator, request, public):
     for status, description in {**STANDARD, **BODY}.items():
         shared[f"Problem{status}"] = {"description": description, "content": content}
     shared["Problem412"] = {"description": PRECONDITION, "content": content}
+    shared["Problem422"] = {"description": IDEMPOTENT_422, "content": content}
+    shared["Problem429"] = {"description": THROTTLED, "content": content, "headers": {"Retry-After": RETRY_AFTER}}
     for path, item in result.get("paths", {}).items():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
             responses = operation.setdefault("responses", {})
+            for status, response in responses.items():
+                if status[0] in "45" and "$ref" not in response and "content" not in response:
+                    response["content"] = content
             if any(p.get("in") == "header" and p.get("name") == "If-Match" for p in operation.get("parameters", [])):
                 responses.setdefault("412", {"$ref": "#/components/responses/Problem412"})
+            if any(p.get("in") == "header" and p.get("name") == "Idempotency-Key" for p in operation.get("parameters", [])):
+                responses.setdefault("422", {"$ref": "#/components/responses/Problem422"})
             has_body = "requestBody" in operation
             for status in {**STANDARD, **BODY}:
                 if status == "404" and "{" not in path and not has_body:

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from apps.core.api import UUID_PATTERN, ApiViewMixin, validated
 from apps.core.idempotency import IDEMPOTENCY_KEY_PARAMETER, idempotent_create
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffBillingAdmin
 
 from .. import exports, reports, selectors, services
@@ -74,7 +75,9 @@ class InvoiceViewSet(_Base):
         response["Content-Disposition"] = f'attachment; filename="invoice-{invoice.period}-{invoice.pk}.pdf"'
         return response
 
-    @extend_schema(request=None, responses={200: s.InvoiceOutput})
+    @extend_schema(request=None, responses={200: s.InvoiceOutput, **problems({
+        409: "invalid_state: only a draft invoice is finalized (allowed_states); unpriced_usage: usage"
+             " without a price in the price book."})})
     @action(detail=True, methods=["post"])
     def finalize(self, request, pk=None):
         return self._out(services.invoice_finalize(actor=request.user, invoice=self.get_object()))

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
+from apps.core.schema import problems
 from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES, PlacementCheckOutput
 
 from .. import selectors
@@ -86,7 +87,8 @@ class SshKeyViewSet(_Base):
                                       name=data["name"], public_key=data["public_key"])
         return Response(s.SshKeyOutput(key).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "ssh_key_in_use: an instance was created with this key (its record keeps it)."})})
     def destroy(self, request, pk=None):
         ssh_keys.ssh_key_delete(actor=request.user, ssh_key=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -151,7 +153,8 @@ class InstanceViewSet(_Base):
         data = self._input(s.InstanceCreateInput)
         return Response(PlacementCheckOutput(launch.instance_check(actor=request.user, **_launch_fields(data))).data)
 
-    @extend_schema(request=None, responses={202: s.InstanceAccepted})
+    @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
+        409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})
     def destroy(self, request, pk=None):
         inst = self.get_object()
         return _accepted(inst, instances.instance_delete(actor=request.user, instance=inst))
@@ -163,7 +166,8 @@ class InstanceViewSet(_Base):
         hard = self._input(s.InstanceActionInput)["hard"]
         return _accepted(inst, instances.instance_stop(actor=request.user, instance=inst, hard=hard))
 
-    @extend_schema(request=None, responses={202: s.InstanceAccepted})
+    @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
+        409: "invalid_state: only a stopped instance starts (allowed_states)."})})
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):
         inst = self.get_object()
@@ -176,7 +180,9 @@ class InstanceViewSet(_Base):
         hard = self._input(s.InstanceActionInput)["hard"]
         return _accepted(inst, instances.instance_reboot(actor=request.user, instance=inst, hard=hard))
 
-    @extend_schema(request=s.InstanceResizeInput, responses={202: s.InstanceAccepted})
+    @extend_schema(request=s.InstanceResizeInput, responses={202: s.InstanceAccepted, **problems({
+        422: "quota_exceeded: the larger flavor would pass a quota (resource, limit, usage, "
+             "requested)."})})
     @action(detail=True, methods=["post"])
     def resize(self, request, pk=None):
         inst = self.get_object()
@@ -218,7 +224,8 @@ class ClusterViewSet(_Base):
         return Response(PlacementCheckOutput(
             launch.cluster_check(actor=request.user, size=data["size"], **_launch_fields(data))).data)
 
-    @extend_schema(request=None, responses={202: s.ClusterOutput})
+    @extend_schema(request=None, responses={202: s.ClusterOutput, **problems({
+        409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})
     def destroy(self, request, pk=None):
         cluster = clusters.cluster_delete(actor=request.user, cluster=self.get_object())
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_202_ACCEPTED)

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors, services
@@ -42,7 +43,8 @@ class VpcViewSet(_Base):
         vpc = services.vpc_update(actor=request.user, vpc=self.get_object(), **self._input(s.VpcUpdateInput))
         return self._out(vpc)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "in_use: the VPC still has subnets or floating IPs."})})
     def destroy(self, request, pk=None):
         services.vpc_delete(actor=request.user, vpc=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -63,7 +65,8 @@ class SubnetViewSet(_Base):
         subnet = services.subnet_create(actor=request.user, **self._input(s.SubnetCreateInput))
         return self._out(subnet, status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "in_use: the subnet still has ports."})})
     def destroy(self, request, pk=None):
         services.subnet_delete(actor=request.user, subnet=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -85,7 +88,9 @@ class SecurityGroupViewSet(_Base):
         return self._out(selectors.security_group_list_visible_to(request.user).get(pk=sg.pk),
                          status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "in_use: the VPC's default group, a group with ports, or a group another group's rule "
+             "refers to."})})
     def destroy(self, request, pk=None):
         services.security_group_delete(actor=request.user, security_group=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -160,7 +165,8 @@ class PublicIpViewSet(_Base):
                                            **self._input(s.PublicIpUpdateInput))
         return self._out(pip)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "in_use: the router's address, released with its VPC."})})
     def destroy(self, request, pk=None):
         services.public_ip_delete(actor=request.user, public_ip=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -181,7 +187,8 @@ class IbPartitionViewSet(_Base):
         part = services.ib_partition_create(actor=request.user, **self._input(s.IbPartitionCreateInput))
         return self._out(part, status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "in_use: the partition still has members."})})
     def destroy(self, request, pk=None):
         services.ib_partition_delete(actor=request.user, partition=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,6 +12,7 @@ from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound, ValidationFailed
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffOperator
 from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES, PlacementCheckOutput
 
@@ -58,11 +59,15 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
         lease = leases.lease_update(actor=request.user, lease=self.get_object(), **self._input(s.LeaseUpdateInput))
         return Response(s.LeaseOutput(lease).data)
 
-    @extend_schema(request=None, responses={200: s.LeaseOutput})
+    @extend_schema(request=None, responses={200: s.LeaseOutput, **problems({
+        409: "invalid_state: the lease cannot be cancelled in its current state (allowed_states); "
+             "consumer_generation_conflict: its allocations changed meanwhile, send it again."})})
     def destroy(self, request, pk=None):
         return Response(s.LeaseOutput(leases.lease_cancel(actor=request.user, lease=self.get_object())).data)
 
-    @extend_schema(request=None, responses={200: s.LeaseOutput})
+    @extend_schema(request=None, responses={200: s.LeaseOutput, **problems({
+        409: "invalid_state: the lease cannot be cancelled in its current state (allowed_states); "
+             "consumer_generation_conflict: its allocations changed meanwhile, send it again."})})
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         return Response(s.LeaseOutput(leases.lease_cancel(actor=request.user, lease=self.get_object())).data)

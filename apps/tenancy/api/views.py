@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin, validated
 from apps.core.idempotency import idempotent_create
+from apps.core.schema import problems
 
 from .. import selectors, services
 from . import filters
@@ -66,7 +67,9 @@ class ProjectViewSet(_Base):
                                           **self._input(s.ProjectUpdateInput))
         return self._out(project)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "project_not_empty: the project still holds instances, networks or other resources; "
+             "delete them first."})})
     def destroy(self, request, pk=None):
         services.project_delete(actor=request.user, project=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -94,7 +97,8 @@ class MembershipViewSet(_Base):
                                                 **self._input(s.MembershipUpdateInput))
         return self._out(membership)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "last_owner: the organization's last owner cannot be removed."})})
     def destroy(self, request, pk=None):
         services.membership_delete(actor=request.user, membership=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -119,12 +123,15 @@ class InvitationViewSet(_Base):
         invitation = services.invitation_create(actor=request.user, **self._input(s.InvitationCreateInput))
         return self._out(invitation, status.HTTP_201_CREATED)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **problems({
+        409: "invitation_already_used: the invitation was accepted; remove the membership instead."})})
     def destroy(self, request, pk=None):
         services.invitation_revoke(actor=request.user, invitation=self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=s.InvitationAcceptInput, responses={201: s.MembershipOutput})
+    @extend_schema(request=s.InvitationAcceptInput, responses={201: s.MembershipOutput, **problems({
+        410: "invitation_expired, invitation_revoked: the link existed but can no longer be used; ask "
+             "for a new invitation."})})
     @action(detail=False, methods=["post"], serializer_class=s.MembershipOutput)
     def accept(self, request):
         data = self._input(s.InvitationAcceptInput)
@@ -176,7 +183,8 @@ class SignupViewSet(viewsets.GenericViewSet):
         return Response({"detail": "If the address can sign up, a verification e-mail is on its way."},
                         status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=s.SignupCompleteInput, responses={201: s.MembershipOutput})
+    @extend_schema(request=s.SignupCompleteInput, responses={201: s.MembershipOutput, **problems({
+        410: "signup_expired: the verification link has expired; sign up again."})})
     @action(detail=False, methods=["post"], serializer_class=s.MembershipOutput)
     def verify(self, request):
         data = s.SignupCompleteInput(data=request.data)
