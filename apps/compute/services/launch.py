@@ -31,29 +31,30 @@ from .placement import CONSUMER_TYPE, instance_queue_position, placement_admit_f
 def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool) -> dict:
     topology = TopologyConstraint(one_fabric=True) if cluster else None
     refusal = admission = placement_refusal = None
-    with rolled_back():
+    with rolled_back():   # the create's decision; its locks (the organization's quota lock) end here
         try:
             admission = decide()
         except DomainError as exc:
             if not check_refusal(exc):
                 raise
             refusal = exc
-        if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
-            # refused before the placement rule (quota, name): its answer still says whether and when it fits
-            try:
-                admission = placement_admit_for(flavor, project.pk, hosts=hosts, topology=topology, queue=queue)
-            except (Unplaceable, CapacityUnavailable) as exc:
-                placement_refusal = exc
-        not_now = isinstance(refusal or placement_refusal, CapacityUnavailable) or bool(admission and admission.queued)
-        earliest = None
-        if admission is not None and admission.queued:
-            earliest = earliest_fit(placement_request_for(
-                flavor, project.pk, hosts=hosts, topology=topology,
-                consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE))
-        position = instance_queue_position(project=project, flavor=flavor) if not_now and not cluster else None
-        quota = [line for key, amount in quota_keys(flavor, hosts)
-                 for line in quota_report(scope=project, resource=key, requested=amount)]
-        price = flavor_price(flavor, project.organization, count=hosts)
+    # the rest only reads
+    if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
+        # refused before the placement rule (quota, name): its answer still says whether and when it fits
+        try:
+            admission = placement_admit_for(flavor, project.pk, hosts=hosts, topology=topology, queue=queue)
+        except (Unplaceable, CapacityUnavailable) as exc:
+            placement_refusal = exc
+    not_now = isinstance(refusal or placement_refusal, CapacityUnavailable) or bool(admission and admission.queued)
+    earliest = None
+    if admission is not None and admission.queued:
+        earliest = earliest_fit(placement_request_for(
+            flavor, project.pk, hosts=hosts, topology=topology,
+            consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE))
+    position = instance_queue_position(project=project, flavor=flavor) if not_now and not cluster else None
+    quota = [line for key, amount in quota_keys(flavor, hosts)
+             for line in quota_report(scope=project, resource=key, requested=amount)]
+    price = flavor_price(flavor, project.organization, count=hosts)
     return check_answer(refusal=refusal, admission=admission, placement_refusal=placement_refusal,
                         earliest_start=earliest, queue_position=position, quota=quota, price=price)
 
