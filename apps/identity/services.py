@@ -12,6 +12,7 @@ from django.db.models import Q
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
+from apps.core.db import unique_conflict
 from apps.core.errors import Conflict, DomainError, NotFound, ValidationFailed
 from apps.core.ids import uuid7
 from apps.tenancy import authz, selectors
@@ -226,7 +227,7 @@ def api_tokens_revoke_unbacked(*, actor, user, organization: Organization) -> in
 def service_account_create(*, actor, organization: Organization, name: str, role: str = OrgRole.MEMBER,
                            description: str = "") -> ServiceAccount:
     """A service account in `organization` with organization `role` (not owner). Owner/admin or staff.
-    409 `conflict` for a taken name; 400 `unknown_role`."""
+    409 `name_taken` for a taken name (also for the loser of two concurrent creates); 400 `unknown_role`."""
     if role == OrgRole.OWNER or role not in OrgRole.values:
         raise ValidationFailed(f"A service account's role is one of admin, billing, member, viewer; not {role!r}.",
                                code="unknown_role", errors={"role": ["admin, billing, member or viewer"]})
@@ -236,9 +237,10 @@ def service_account_create(*, actor, organization: Organization, name: str, role
             raise Conflict("A service account with this name exists.", code="name_taken")
         user = User.objects.create_user(f"sa-{uuid7().hex}@{organization.slug}.service-accounts.invalid",
                                         full_name=name, is_service_account=True)
-        account = ServiceAccount.objects.create(user=user, organization=organization, name=name,
-                                                description=description,
-                                                created_by=actor if getattr(actor, "pk", None) else None)
+        with unique_conflict("A service account with this name exists.", code="name_taken"):
+            account = ServiceAccount.objects.create(user=user, organization=organization, name=name,
+                                                    description=description,
+                                                    created_by=actor if getattr(actor, "pk", None) else None)
         audit_record(actor=actor, action="service_account.create", target=account, organization=organization,
                      after={"name": name, "role": role})
         membership_add(actor=actor, organization=organization, user=user, role=role)
