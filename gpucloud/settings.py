@@ -148,7 +148,9 @@ OIDC_MFA_ACR_VALUES = env.list("OIDC_MFA_ACR_VALUES", default=[])
 STAFF_REQUIRE_2FA = env.bool("STAFF_REQUIRE_2FA", default=True)
 SIGN_IN_REAUTH_MAX_AGE_SECONDS = env.int("SIGN_IN_REAUTH_MAX_AGE_SECONDS", default=600)
 SIGN_IN_THROTTLE_RATES = {
-    "sign_in_account": env.str("SIGN_IN_RATE_PER_ACCOUNT", default="10/min"),
+    "sign_in_account_address": env.str("SIGN_IN_RATE_PER_ACCOUNT_ADDRESS", default="10/min"),
+    # account-wide, only for clients without the account's device cookie (so nobody can lock its owner out)
+    "sign_in_account": env.str("SIGN_IN_RATE_PER_ACCOUNT", default="100/h"),
     "sign_in_address": env.str("SIGN_IN_RATE_PER_ADDRESS", default="30/min"),
 }
 

@@ -8,8 +8,9 @@ Rules (docs/tenancy.md, "Console login, two-factor, single sign-on"):
   `SIGN_IN_REAUTH_MAX_AGE_SECONDS` ago, verified with the current second factor when the user has one.
 - SSO links an identity to an account by the provider's (`iss`, `sub`); an unlinked identity is linked only from a
   verified e-mail (`email_verified` true or "true"), never to a staff account by e-mail alone (`sso_resolve_user`).
-- Every sign-in, failed sign-in, sign-out and factor change writes an audit event into each organization the user
-  belongs to, so that organization's members (its owners) can list it (`security_event`).
+- Every sign-in (and each step of it), failed sign-in, sign-out, factor change and refused factor change writes an
+  audit event into each organization the user belongs to, so that organization's members (its owners) can list
+  it (`security_event`).
 
 Errors (problem+json `code`): 401 `invalid_credentials`, `otp_required`, `invalid_otp`; 403
 `interactive_session_required`, `reauthentication_required`, `otp_required`; 400 `no_pending_totp`,
@@ -222,11 +223,23 @@ def session_logout(*, request) -> None:
 
 # --- second factors -----------------------------------------------------------------------------------------
 
+def _require_factor_change(actor, state: SignInState, attempted: str) -> None:
+    """`require_write_token` and `require_recent_sign_in` for a factor change; a refusal (an API token: 403
+    `interactive_session_required`, `token_read_only`; `reauthentication_required`, `otp_required`) is recorded
+    as `second_factor.change_refused` (`attempted`, `reason`) in every organization of the user, then raised."""
+    try:
+        authz.require_write_token(actor)
+        require_recent_sign_in(actor, state)
+    except Forbidden as refused:
+        security_event("second_factor.change_refused", actor,
+                       after={"attempted": attempted, "reason": refused.code, "method": state.method})
+        raise
+
+
 def totp_enrol(*, actor, state: SignInState) -> TOTPDevice:
     """Start TOTP enrolment (replaces any unconfirmed device); the device's `config_url` is shown once.
     Needs a recent interactive sign-in (`require_recent_sign_in`)."""
-    authz.require_write_token(actor)
-    require_recent_sign_in(actor, state)
+    _require_factor_change(actor, state, "totp.enrol")
     with transaction.atomic():
         TOTPDevice.objects.filter(user_id=actor.pk, confirmed=False).delete()
         device = TOTPDevice.objects.create(user_id=actor.pk, name="default", confirmed=False)
@@ -245,8 +258,7 @@ def _new_recovery_codes(user) -> list[str]:
 def totp_confirm(*, actor, state: SignInState, otp_token: str) -> tuple[TOTPDevice, list[str]]:
     """Confirm the pending device with a current code; replaces any earlier confirmed device and returns fresh
     recovery codes (shown once). 400 `no_pending_totp`, 400 `invalid_otp`; 403 as `require_recent_sign_in`."""
-    authz.require_write_token(actor)
-    require_recent_sign_in(actor, state)
+    _require_factor_change(actor, state, "totp.confirm")
     with transaction.atomic():
         device = TOTPDevice.objects.select_for_update().filter(user_id=actor.pk, confirmed=False).first()
         if device is None:
@@ -265,8 +277,7 @@ def totp_confirm(*, actor, state: SignInState, otp_token: str) -> tuple[TOTPDevi
 def recovery_codes_regenerate(*, actor, state: SignInState) -> list[str]:
     """Replace the caller's recovery codes (the old ones stop working). 400 `no_second_factor` without a TOTP
     device; 403 as `require_recent_sign_in`."""
-    authz.require_write_token(actor)
-    require_recent_sign_in(actor, state)
+    _require_factor_change(actor, state, "recovery_codes.generate")
     if not has_second_factor(actor):
         raise ValidationFailed("Enrol a TOTP device first.", code="no_second_factor")
     with transaction.atomic():
@@ -284,8 +295,7 @@ def _remove_factors(user) -> int:
 def totp_remove(*, actor, state: SignInState) -> None:
     """Remove the caller's TOTP device and recovery codes. 400 `no_second_factor` when there is none; 403 as
     `require_recent_sign_in` (the session must be verified with the device or a recovery code)."""
-    authz.require_write_token(actor)
-    require_recent_sign_in(actor, state)
+    _require_factor_change(actor, state, "totp.remove")
     with transaction.atomic():
         if not _remove_factors(actor):
             raise ValidationFailed("You have no second factor to remove.", code="no_second_factor")

@@ -112,3 +112,20 @@ def test_profile_change_is_recorded_in_every_organization(world):
             "/api/v1/audit-events/?action=user.update").json()["results"]
         assert [(e["before"], e["after"], e["target_id"]) for e in seen] == [
             ({"full_name": ""}, {"full_name": "Mallory"}, str(dev.pk))]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/me/totp/", "/api/v1/me/totp/confirm/", "/api/v1/me/totp/recovery-codes/"])
+def test_factor_change_with_an_api_token_is_refused_and_recorded(world, path):
+    acme, beta, dev, owners = world
+    raw = token_for(dev, organization=acme)
+    r = client_for(raw).post(path, {"otp_token": "123456"}, format="json")
+    assert (r.status_code, r.json()["code"]) == (403, "interactive_session_required")
+    attempted = {"/api/v1/me/totp/": "totp.enrol", "/api/v1/me/totp/confirm/": "totp.confirm",
+                 "/api/v1/me/totp/recovery-codes/": "recovery_codes.generate"}[path]
+    for slug, org in (("acme", acme), ("beta", beta)):
+        seen = client_for(token_for(owners[slug], organization=org, scope="read")).get(
+            "/api/v1/audit-events/?action=second_factor.").json()["results"]
+        assert [(e["action"], e["after"], e["token_prefix"]) for e in seen] == [
+            ("second_factor.change_refused", {"attempted": attempted, "reason": "interactive_session_required",
+                                              "method": "token"}, raw.split("_")[1])]
+    assert not TOTPDevice.objects.filter(user=dev).exists()

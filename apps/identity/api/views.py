@@ -15,7 +15,7 @@ from apps.tenancy.errors import Forbidden
 
 from .. import services, signin
 from ..selectors import api_token_list_visible_to, service_account_list_visible_to
-from ..throttles import SIGN_IN_THROTTLES
+from ..throttles import DEVICE_COOKIE, DEVICE_COOKIE_MAX_AGE, SIGN_IN_THROTTLES, device_cookie_value
 from . import filters
 from . import serializers as s
 
@@ -124,7 +124,9 @@ class TotpViewSet(viewsets.GenericViewSet):
 
 class SessionView(generics.GenericAPIView):
     """Console session. GET: state and CSRF token (sets the csrftoken cookie). POST: sign in (CSRF checked;
-    throttled per account and source address: 429 `throttled` with Retry-After). DELETE: sign out."""
+    throttled per account and address, per account and per address: 429 `throttled` with Retry-After; a success
+    sets the `gpucloud_device` cookie that exempts this client from the account-wide ceiling, ADR 0103).
+    DELETE: sign out."""
 
     serializer_class = s.SessionOutput
     permission_classes = [AllowAny]
@@ -151,7 +153,11 @@ class SessionView(generics.GenericAPIView):
         data = _validated(s.LoginInput, request)
         signin.session_login(request=request._request, **data)
         request.user = request._request.user
-        return self._state(request)
+        response = self._state(request)
+        # this client is now known for the account: the account-wide attempt ceiling no longer binds it (ADR 0103)
+        response.set_cookie(DEVICE_COOKIE, device_cookie_value(data["email"]), max_age=DEVICE_COOKIE_MAX_AGE,
+                            httponly=True, samesite="Lax", secure=request._request.is_secure())
+        return response
 
     @extend_schema(request=None, responses={204: None})
     def delete(self, request):
