@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.db import connection
+from django.db.models import Q
 
 from apps.core.errors import QuotaExceeded
 
@@ -163,13 +164,21 @@ def limit_of(*, organization, project=None, resource: str) -> int | None:
 def _quota_lines(*, organization, project, resource: str, requested: int) -> list[dict]:
     """The limit lines `quota_check` tests, in its order: for `resource` (and its base key when qualified), the
     project scope then the organization scope, each with a limit (an unlimited scope has no line)."""
+    from .models import Quota
+
     base, qualifier = split_resource(resource)
     keys = [resource] + ([base] if qualifier else [])
     scopes = ([("project", project)] if project is not None else []) + [("organization", None)]
+    rows = {(project_id, key): limit for project_id, key, limit in Quota.objects.filter(
+        organization_id=organization.pk, resource__in=keys).filter(
+        Q(project__isnull=True) | Q(project_id=getattr(project, "pk", None))).values_list(
+        "project_id", "resource", "limit")}   # one query for every limit `limit_of` would read
     lines = []
     for key in keys:
         for scope_name, scope_project in scopes:
-            limit = limit_of(organization=organization, project=scope_project, resource=key)
+            limit = rows.get((getattr(scope_project, "pk", None), key))
+            if limit is None and scope_project is None:
+                limit = plan_default(organization.plan, key)
             if limit is None:
                 continue
             usage = usage_of(organization=organization, project=scope_project, resource=key)
