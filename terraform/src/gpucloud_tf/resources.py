@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import time
 
 from tf.types import Unknown
 
@@ -229,7 +230,19 @@ class Cluster(ApiResource):
     ]
 
     def wait_create(self, ctx, obj, op, timeout):
-        return self.wait_status(ctx, obj["id"], {"active"}, timeout, f"Creating {self.type_name} {obj['id']}")
+        """The cluster `active` and every member instance `active` (a member still provisioning, or one gone to
+        `error`, is not a usable cluster)."""
+        what = f"Creating {self.type_name} {obj['id']}"
+        deadline = time.monotonic() + timeout
+        got = self.wait_status(ctx, obj["id"], {"active"}, timeout, what)
+        if got is None:
+            return None
+        members = Instance(self.provider)
+        for m in got[0].get("members") or []:
+            if members.wait_status(ctx, m, {"active"}, max(1.0, deadline - time.monotonic()),
+                                   f"{what}: member") is None:
+                return None
+        return self.get(ctx, obj["id"])
 
     def wait_delete(self, ctx, current, r, timeout):
         return bool(self.wait_status(ctx, current["id"], {"deleted", "__404__"}, timeout,
