@@ -181,6 +181,21 @@ def test_05_update_in_place_sends_if_match(w):
     assert w.t.api.get(f"vpcs/{vpc_id}").json()["description"] == "training networks, v2"
 
 
+def test_05b_update_of_an_object_changed_since_the_plan_is_refused(w):
+    """The PATCH carries If-Match with the ETag of the plan's refresh: a change made between plan and apply is a
+    412, reported, and nothing is written."""
+    vpc_id = w.ws.managed()["gpucloud_vpc.main"]["id"]
+    w.ws.vars["vpc_description"] = "v3"
+    w.ws.ok("plan", "-out=tfplan", "-no-color")
+    w.t.api.patch(f"vpcs/{vpc_id}", {"description": "edited after the plan"})
+    r = w.ws.run("apply", "-no-color", "tfplan")
+    text = re.sub(r"\s+", " ", r.out)
+    assert r.returncode == 1 and "it changed since it was last read (HTTP 412)" in text, r.out
+    assert w.t.api.get(f"vpcs/{vpc_id}").json()["description"] == "edited after the plan"
+    w.t.api.patch(f"vpcs/{vpc_id}", {"description": "training networks, v2"})
+    w.ws.vars["vpc_description"] = "training networks, v2"
+
+
 def test_06_forced_replacement(w):
     old = w.ws.managed()["gpucloud_security_group_rule.ssh_in"]["id"]
     w.ws.vars["ssh_port"] = 2222
