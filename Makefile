@@ -8,7 +8,12 @@ export PORT
 SECRET_KEY ?= $(shell scripts/secret-key.sh)
 export SECRET_KEY
 
-.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean terraform-provider
+.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
+
+# The web console (frontend/): `npm ci` when the lock changes, a build when a source or the API schema changes.
+CONSOLE_SOURCES := $(shell find frontend/src frontend/public -type f ! -name schema.d.ts 2>/dev/null) \
+	frontend/index.html frontend/package.json frontend/package-lock.json frontend/vite.config.ts \
+	$(wildcard frontend/tsconfig*.json) docs/openapi/v1.yaml
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON)"; exit 1; }
@@ -25,13 +30,27 @@ install: $(VENV)/.installed
 services:
 	@scripts/ensure-services.sh
 
-run: install services
+frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "need node 20+ and npm to build the console"; exit 1; }
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
+
+frontend/dist/index.html: frontend/node_modules/.installed $(CONSOLE_SOURCES)
+	cd frontend && npm run build
+	touch $@
+
+console: frontend/dist/index.html
+
+console-test: frontend/node_modules/.installed
+	cd frontend && npm test
+
+run: install services console
 	@scripts/run.sh
 
 test: install services
 	$(PY) -m pytest -n 2 -q
 
-e2e: install services terraform-provider
+e2e: install services terraform-provider console
 	$(PY) -m pytest -m e2e -q
 
 # The Terraform provider in its own virtual environment (terraform/.venv), a filesystem mirror (terraform/mirror/)
@@ -56,4 +75,4 @@ api-schema: install services
 	SCHEMATHESIS_MAX_EXAMPLES=$${SCHEMATHESIS_MAX_EXAMPLES:-2} $(PY) -m pytest -m api_schema -q
 
 clean:
-	rm -rf $(VENV) var terraform/.venv terraform/mirror terraform/gpucloud.tfrc
+	rm -rf $(VENV) var terraform/.venv terraform/mirror terraform/gpucloud.tfrc frontend/node_modules frontend/dist

@@ -9,6 +9,7 @@ Environment variables (all optional):
   CELERY_TASK_ALWAYS_EAGER  false (tests may set it)
   SIGNUP_ENABLED false (self sign-up with e-mail verification)
   OIDC_RP_CLIENT_ID / OIDC_RP_CLIENT_SECRET / OIDC_OP_*_ENDPOINT  OIDC login, off unless set
+  CONSOLE_DIST_DIR  frontend/dist (the built web console served at /)
 """
 from pathlib import Path
 
@@ -117,6 +118,8 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# The built web console (`make console` builds frontend/ into it); served at / by apps.core.console.
+CONSOLE_DIST_DIR = env.str("CONSOLE_DIST_DIR", default=str(BASE_DIR / "frontend" / "dist"))
 
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpucloud@localhost")

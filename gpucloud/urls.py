@@ -1,8 +1,10 @@
-"""URL map: operational endpoints, then /api/v1/ with each app's routes, the schema and the docs."""
+"""URL map: operational endpoints, then /api/v1/ with each app's routes, the schema and the docs; last, the web
+console (apps.core.console) on every other path."""
 from django.conf import settings
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.core import console as console_views
 from apps.core import views as core_views
 from apps.identity import views as identity_views
 from apps.tenancy import views as tenancy_views
@@ -34,6 +36,9 @@ urlpatterns = [
 
 if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configured (apps/identity/oidc_config.py)
     urlpatterns.append(path("oidc/", include("apps.identity.oidc_urls")))
+
+# The web console (frontend/, built by `make console`): its files, and index.html for its client routes.
+urlpatterns.append(re_path(console_views.ROUTE, console_views.console, name="console"))
 
 handler404 = "apps.core.handlers.not_found"
 handler500 = "apps.core.handlers.server_error"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole service in the foreground: migrate, load the demo data, start the Celery worker and beat,
-# the web server on $PORT (default 8000) and the demo node agents. Ctrl-C stops everything.
+# the web server on $PORT (default 8000; it serves the web console at / and the API at /api/v1/) and the demo
+# node agents. Ctrl-C stops everything.
 # The worker, beat and agents are supervised: if one dies (even by SIGKILL) it is started again after 1 s and
 # unfinished operations resume at their last committed step. If the web server dies, everything stops.
 set -euo pipefail
@@ -47,5 +48,7 @@ web=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
 # Fake node agents for the demo hosts (test:/// URIs only): MIG hosts enroll now, others on their first command.
 supervise agents var/log/agents.log $PY manage.py demo_agents --url "http://127.0.0.1:${PORT}" & loops+=($!)
+password=${DEMO_PASSWORD:-$(cat var/demo-password 2>/dev/null || true)}
+echo "gpucloud console: http://127.0.0.1:${PORT}/  (sign in as demo@example.com / ${password})"
 echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
 wait "$web"

@@ -14,8 +14,11 @@ from apps.identity.models import StaffRole
 
 from . import selectors
 from .errors import Code, Forbidden
+from .models import ProjectRole
 
 STAFF_WRITERS = frozenset({StaffRole.OPERATOR, StaffRole.BILLING_ADMIN})
+# Project roles that create and change a project's resources (instances, keys, networks, leases).
+PROJECT_WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 
 
 def require_write_token(actor) -> None:
@@ -70,3 +73,15 @@ def authorize_staff(actor, staff_roles: Collection[str] = STAFF_WRITERS) -> None
     require_write_token(actor)
     if not _staff_decision(actor, staff_roles):
         raise Forbidden("Only provider staff may do this.", code=Code.PERMISSION_DENIED)
+
+
+def project_writable(actor, project) -> bool:
+    """Whether `actor` may create and change resources in `project` it can see: what
+    `authorize_project(actor, project, PROJECT_WRITERS)` allows, answered without raising, so a client (the console)
+    can show a viewer's, a read-only token's or read-only staff's write actions disabled."""
+    token = getattr(actor, "api_token", None)
+    if token is not None and token.scope != "write":
+        return False
+    if selectors.is_staff(actor):
+        return actor.staff_role in STAFF_WRITERS
+    return selectors.project_role_of(actor, project) in PROJECT_WRITERS

@@ -2,7 +2,6 @@
 import datetime as dt
 
 from apps.core.clock import now
-from apps.identity.models import User
 from apps.tenancy.models import Invitation, Membership, Quota
 from apps.tenancy.services.invitations import invitation_token
 from tests.tenancy.helpers import make_project, make_user, member
@@ -55,8 +54,7 @@ def _project_quota(world) -> Case:
 
 
 def _new_user(world) -> Case:
-    if not User.objects.filter(email="joining@example.test").exists():
-        make_user("joining@example.test")
+    make_user("joining@example.test")
     return Case(data={"organization": str(world.org_a.pk), "user_email": "joining@example.test", "role": "member"})
 
 

@@ -25,3 +25,24 @@ def test_demo_is_idempotent_and_its_printed_commands_work():
         token_out = io.StringIO()
         call_command(*argv, stdout=token_out)
         assert client_for(token_out.getvalue().strip()).get("/api/v1/projects/").json()["results"][0]["slug"] == "demo"
+
+
+@pytest.mark.django_db
+def test_demo_owner_signs_in_to_the_console_with_the_printed_password(settings, tmp_path, monkeypatch):
+    from rest_framework.test import APIClient
+
+    monkeypatch.delenv("DEMO_PASSWORD", raising=False)
+    settings.BASE_DIR = tmp_path
+    out = io.StringIO()
+    load_demo(out)
+    load_demo(io.StringIO())  # the same password on the second load (kept in var/demo-password)
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("Demo console sign-in:"))
+    email, password = line.split(": ", 1)[1].split(" / ")
+    assert (tmp_path / "var" / "demo-password").read_text().strip() == password
+    browser = APIClient(enforce_csrf_checks=True)
+    csrf = browser.get("/api/v1/session/").json()["csrf_token"]
+    signed_in = browser.post("/api/v1/session/", {"email": email, "password": password}, format="json",
+                             HTTP_X_CSRFTOKEN=csrf)
+    assert signed_in.status_code == 200, signed_in.json()
+    assert signed_in.json()["authenticated"] is True
+    assert browser.get("/api/v1/projects/").json()["results"][0]["can_write"] is True

@@ -149,6 +149,8 @@ class SessionOutput(Serializer):
         allow_null=True, help_text="null, otp_required (send a code to POST /session/otp) or two_factor_required "
                                    "(enrol with POST /me/totp).")
     csrf_token = serializers.CharField(help_text="Send back in the X-CSRFToken header on unsafe requests.")
+    sso_login_url = serializers.CharField(
+        allow_null=True, help_text="Where a browser starts single sign-on (OIDC), or null when it is not configured.")
 
 
 class LoginInput(Serializer):

@@ -1,6 +1,8 @@
 """Identity API: /tokens, /service-accounts, /me (+ TOTP, recovery codes), /session (console sign-in, CSRF),
 /session/otp, /users/{id}/reset-two-factor (staff)."""
+from django.conf import settings
 from django.middleware.csrf import get_token
+from django.urls import reverse
 from django_otp import login as otp_login
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, mixins, status, viewsets
@@ -142,7 +144,9 @@ class SessionView(generics.GenericAPIView):
                          "sign_in_method": session.get(signin.SESSION_METHOD) if authenticated else None,
                          "second_factor_needed": signin.missing_second_factor(user, session) if authenticated
                          else None,
-                         "csrf_token": get_token(request._request)}, status=code)
+                         "csrf_token": get_token(request._request),
+                         "sso_login_url": reverse("oidc_authentication_init") if settings.OIDC_ENABLED else None},
+                        status=code)
 
     def get(self, request):
         return self._state(request)

@@ -5,19 +5,33 @@ from rest_framework import serializers
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
+from ..authz import project_writable
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import fleet_capacity, quota_warnings, usage_of
-from ..selectors import organization_list_visible_to, project_list_visible_to
+from ..selectors import org_role_of, organization_list_visible_to, project_list_visible_to, project_role_of
+
+
+def _caller(serializer):
+    request = serializer.context.get("request")
+    return getattr(request, "user", None)
 
 
 class OrganizationOutput(ModelSerializer):
     billing_email = serializers.CharField(read_only=True, help_text='an e-mail address, or "" when none is set')
+    role = serializers.SerializerMethodField(
+        help_text="The caller's organization role (owner | admin | billing | member | viewer), or null (staff, a "
+                  "project-only member, a project-bound token).")
 
     class Meta:
         model = Organization
         fields = ["id", "slug", "name", "legal_name", "billing_email", "currency", "billing_timezone",
-                  "default_sla_tier", "plan", "require_2fa", "created_at", "updated_at"]
+                  "default_sla_tier", "plan", "require_2fa", "role", "created_at", "updated_at"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_role(self, obj) -> str | None:
+        user = _caller(self)
+        return org_role_of(user, obj) if user is not None else None
 
 
 class OrganizationCreateInput(Serializer):
@@ -45,10 +59,27 @@ class OrganizationUpdateInput(Serializer):
 
 
 class ProjectOutput(ModelSerializer):
+    role = serializers.SerializerMethodField(
+        help_text="The caller's effective project role (admin | member | viewer: the higher of the project "
+                  "membership and the organization role), or null (staff).")
+    can_write = serializers.SerializerMethodField(
+        help_text="Whether the caller may create and change this project's resources (instances, SSH keys, "
+                  "networks, leases): false for a viewer, a read-only token and read-only staff.")
+
     class Meta:
         model = Project
-        fields = ["id", "organization", "slug", "name", "description", "created_at", "updated_at"]
+        fields = ["id", "organization", "slug", "name", "description", "role", "can_write", "created_at",
+                  "updated_at"]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_role(self, obj) -> str | None:
+        user = _caller(self)
+        return project_role_of(user, obj) if user is not None else None
+
+    def get_can_write(self, obj) -> bool:
+        user = _caller(self)
+        return user is not None and project_writable(user, obj)
 
 
 class ProjectCreateInput(Serializer):

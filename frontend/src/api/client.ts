@@ -1,0 +1,94 @@
+// The API client: types generated from docs/openapi/v1.yaml (`npm run gen:api`), so a field the API drops
+// breaks `tsc -b`. Same origin, session cookie; unsafe methods carry Django's CSRF token (cookie `csrftoken`,
+// header X-CSRFToken), which GET /api/v1/session/ sets.
+import createClient, { type Middleware } from 'openapi-fetch'
+import type { components, paths } from './schema'
+
+export type Schemas = components['schemas']
+export type Instance = Schemas['InstanceOutput']
+export type Project = Schemas['ProjectOutput']
+export type Organization = Schemas['OrganizationOutput']
+export type SshKey = Schemas['SshKeyOutput']
+export type Flavor = Schemas['FlavorOutput']
+export type Image = Schemas['ImageOutput']
+export type Session = Schemas['SessionOutput']
+export type Operation = Schemas['OperationOutput']
+export type Problem = Schemas['Problem']
+
+const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+export function csrfToken(cookie: string = document.cookie): string | null {
+  for (const part of cookie.split(';')) {
+    const [name, ...rest] = part.trim().split('=')
+    if (name === 'csrftoken') return decodeURIComponent(rest.join('='))
+  }
+  return null
+}
+
+export const csrfMiddleware: Middleware = {
+  onRequest({ request }) {
+    if (!SAFE.has(request.method)) {
+      const token = csrfToken()
+      if (token) request.headers.set('X-CSRFToken', token)
+    }
+    return request
+  },
+}
+
+/** A problem+json answer (RFC 9457 with the API's `code` and per-field `errors`). */
+export class ApiError extends Error {
+  status: number
+  code: string
+  detail: string
+  errors: Record<string, string[]>
+  body: Record<string, unknown>
+
+  constructor(status: number, body: Partial<Problem> & Record<string, unknown>) {
+    const detail = typeof body.detail === 'string' && body.detail ? body.detail : `The server answered ${status}.`
+    super(detail)
+    this.status = status
+    this.code = typeof body.code === 'string' ? body.code : 'error'
+    this.detail = detail
+    this.errors = flattenErrors(body.errors)
+    this.body = body
+  }
+}
+
+/** `{field: ["msg"], nested: {inner: ["msg"]}}` → `{field: [...], "nested.inner": [...]}`. */
+export function flattenErrors(errors: unknown, prefix = ''): Record<string, string[]> {
+  const out: Record<string, string[]> = {}
+  if (!errors || typeof errors !== 'object') return out
+  for (const [key, value] of Object.entries(errors as Record<string, unknown>)) {
+    const name = prefix ? `${prefix}.${key}` : key
+    if (typeof value === 'string') out[name] = [value]
+    else if (Array.isArray(value) && value.every((v) => typeof v === 'string')) out[name] = value as string[]
+    else Object.assign(out, flattenErrors(value, name))
+  }
+  return out
+}
+
+export const api = createClient<paths>({
+  baseUrl: typeof window === 'undefined' ? 'http://localhost' : window.location.origin,
+  credentials: 'same-origin',
+  headers: { Accept: 'application/json' },
+  fetch: (request: Request) => globalThis.fetch(request), // looked up per call (tests stub it)
+})
+api.use(csrfMiddleware)
+
+type Result<T> = { data?: T; error?: unknown; response: Response }
+
+/** The data of a successful answer, or an ApiError carrying the problem document. */
+export async function unwrap<T>(call: Promise<Result<T>>): Promise<T> {
+  const { data, error, response } = await call
+  if (!response.ok || error !== undefined) {
+    const body = error && typeof error === 'object' ? (error as Record<string, unknown>) : {}
+    throw new ApiError(response.status, body)
+  }
+  return data as T
+}
+
+/** The `cursor` query value of a paginated answer's `next`/`previous` URL. */
+export function cursorOf(url: string | null | undefined): string | undefined {
+  if (!url) return undefined
+  return new URL(url, 'http://localhost').searchParams.get('cursor') ?? undefined
+}

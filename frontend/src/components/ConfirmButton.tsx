@@ -1,0 +1,50 @@
+import { Button, Group, Modal, Text, type ButtonProps } from '@mantine/core'
+import { useDisclosure } from '@mantine/hooks'
+import type { ReactNode } from 'react'
+import { useScope } from '../auth/scope'
+import { READ_ONLY_HINT } from './WriteButton'
+
+/** A write action that asks first (a modal; Escape or Cancel keeps things as they are). */
+export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, loading, disabled, color, ...props }: ButtonProps & {
+  label: string
+  title: string
+  message: ReactNode
+  confirmLabel?: string
+  onConfirm: () => void
+  loading?: boolean
+}) {
+  const [opened, { open, close }] = useDisclosure(false)
+  const { canWrite } = useScope()
+  return (
+    <>
+      <Button
+        {...props}
+        color={color}
+        onClick={open}
+        disabled={disabled || !canWrite}
+        title={canWrite ? undefined : READ_ONLY_HINT}
+        loading={loading}
+      >
+        {label}
+      </Button>
+      <Modal opened={opened} onClose={close} title={title} centered closeButtonProps={{ "aria-label": "Close" }}>
+        <Text mb="lg">{message}</Text>
+        <Group justify="flex-end">
+          <Button variant="default" onClick={close}>
+            Cancel
+          </Button>
+          <Button
+            color={color}
+            data-autofocus
+            onClick={() => {
+              close()
+              onConfirm()
+            }}
+          >
+            {confirmLabel ?? label}
+          </Button>
+        </Group>
+      </Modal>
+    </>
+  )
+}

@@ -1,0 +1,106 @@
+import { Alert, AppShell, Burger, Group, NavLink, Select, Text, Button, Title } from '@mantine/core'
+import { useDisclosure } from '@mantine/hooks'
+import { Link, Outlet, matchPath, useLocation, useNavigate } from 'react-router'
+import { useScope } from '../auth/scope'
+import { useSession, useSignOut } from '../auth/session'
+import { READ_ONLY_HINT } from './WriteButton'
+
+const NAV = [
+  { to: '/', label: 'Dashboard', end: true },
+  { to: '/instances', label: 'Instances', end: true },
+  { to: '/instances/new', label: 'Launch instance', end: true },
+  { to: '/ssh-keys', label: 'SSH keys', end: true },
+]
+
+export function Layout() {
+  const [opened, { toggle }] = useDisclosure()
+  const scope = useScope()
+  const session = useSession()
+  const signOut = useSignOut()
+  const navigate = useNavigate()
+  const location = useLocation()
+  const orgProjects = scope.projects.filter((p) => p.organization === scope.organization?.id)
+
+  return (
+    <AppShell
+      header={{ height: 64 }}
+      navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }}
+      padding="md"
+    >
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap">
+          <Group wrap="nowrap">
+            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Toggle navigation" />
+            <Title order={1} size="h3">
+              <Link to="/" style={{ color: 'inherit', textDecoration: 'none' }}>
+                gpucloud
+              </Link>
+            </Title>
+          </Group>
+          <Group wrap="nowrap" gap="sm">
+            <Select
+              aria-label="Organization"
+              placeholder="Organization"
+              size="sm"
+              w={170}
+              data={scope.organizations.map((o) => ({ value: o.id, label: o.name }))}
+              value={scope.organization?.id ?? null}
+              onChange={(id) => id && scope.selectOrganization(id)}
+              allowDeselect={false}
+              data-testid="org-switcher"
+            />
+            <Select
+              aria-label="Project"
+              placeholder="Project"
+              size="sm"
+              w={170}
+              data={orgProjects.map((p) => ({ value: p.id, label: p.name }))}
+              value={scope.project?.id ?? null}
+              onChange={(id) => id && scope.selectProject(id)}
+              allowDeselect={false}
+              data-testid="project-switcher"
+            />
+            <Text size="sm" c="dimmed" visibleFrom="md" data-testid="user-email">
+              {session.data?.email}
+            </Text>
+            <Button
+              variant="default"
+              size="sm"
+              loading={signOut.isPending}
+              onClick={() => signOut.mutate(undefined, { onSettled: () => navigate('/sign-in') })}
+            >
+              Sign out
+            </Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs" aria-label="Main">
+        {NAV.map((item) => (
+          <NavLink
+            key={item.to}
+            component={Link}
+            to={item.to}
+            label={item.label}
+            active={matchPath({ path: item.to, end: item.end }, location.pathname) !== null}
+            aria-current={matchPath({ path: item.to, end: item.end }, location.pathname) ? 'page' : undefined}
+            onClick={() => opened && toggle()}
+          />
+        ))}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        {!scope.loading && scope.project && !scope.canWrite && (
+          <Alert color="yellow" mb="md" data-testid="read-only">
+            {READ_ONLY_HINT} You can look at everything here; changes are disabled.
+          </Alert>
+        )}
+        {!scope.loading && !scope.project ? (
+          <Alert color="blue" title="No project yet">
+            You are not a member of any project. Ask an organization owner or admin to invite you to one.
+          </Alert>
+        ) : (
+          <Outlet />
+        )}
+      </AppShell.Main>
+    </AppShell>
+  )
+}

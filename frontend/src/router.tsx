@@ -1,0 +1,62 @@
+import { Center, Loader } from '@mantine/core'
+import { Suspense, lazy, type ReactNode } from 'react'
+import { Navigate, Outlet, createBrowserRouter, useLocation } from 'react-router'
+import { ScopeProvider } from './auth/scope'
+import { useSession } from './auth/session'
+import { Layout } from './components/Layout'
+import { ProblemAlert } from './components/ProblemAlert'
+import { NotFoundPage } from './pages/NotFound'
+import { SignInPage } from './pages/SignIn'
+
+// Screens load on first visit (one chunk each), so sign-in and the shell download first.
+const DashboardPage = lazy(() => import('./pages/Dashboard').then((m) => ({ default: m.DashboardPage })))
+const SshKeysPage = lazy(() => import('./pages/SshKeys').then((m) => ({ default: m.SshKeysPage })))
+const InstancesPage = lazy(() => import('./pages/Instances').then((m) => ({ default: m.InstancesPage })))
+const InstanceDetailPage = lazy(() => import('./pages/InstanceDetail').then((m) => ({ default: m.InstanceDetailPage })))
+const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m.LaunchPage })))
+
+function screen(element: ReactNode) {
+  return <Suspense fallback={<Loader aria-label="Loading" />}>{element}</Suspense>
+}
+
+/** Screens behind sign-in: an anonymous visitor (or a session still owing a code) goes to /sign-in?next=… */
+function RequireSession() {
+  const session = useSession()
+  const location = useLocation()
+  if (session.isPending)
+    return (
+      <Center mih="100vh">
+        <Loader aria-label="Loading" />
+      </Center>
+    )
+  if (session.isError) return <ProblemAlert error={session.error} title="The console cannot reach the API" />
+  if (!session.data.authenticated || session.data.second_factor_needed) {
+    const next = encodeURIComponent(location.pathname + location.search)
+    return <Navigate to={`/sign-in?next=${next}`} replace />
+  }
+  return (
+    <ScopeProvider>
+      <Outlet />
+    </ScopeProvider>
+  )
+}
+
+export const router = createBrowserRouter([
+  { path: '/sign-in', element: <SignInPage /> },
+  {
+    element: <RequireSession />,
+    children: [
+      {
+        element: <Layout />,
+        children: [
+          { index: true, element: screen(<DashboardPage />) },
+          { path: 'ssh-keys', element: screen(<SshKeysPage />) },
+          { path: 'instances', element: screen(<InstancesPage />) },
+          { path: 'instances/new', element: screen(<LaunchPage />) },
+          { path: 'instances/:id', element: screen(<InstanceDetailPage />) },
+          { path: '*', element: <NotFoundPage /> },
+        ],
+      },
+    ],
+  },
+])

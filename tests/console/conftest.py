@@ -1,0 +1,97 @@
+"""Browser tests of the web console: Playwright (pytest-playwright) in Debian's chromium against the real stack
+(`tests/e2e/stack.py`, the API journey's: PostgreSQL, Redis db 11, gunicorn serving the console built by
+`make console`, Celery worker and beat, OVN, OpenSM, agents, the sample fleet), started for this module and
+stopped after it, like the journey's and the Terraform provider's (one stack at a time owns Redis db 11).
+
+Selected like the API journey: `pytest -m e2e` (`make e2e`); a plain run skips them. Screenshots of each screen go
+to docs/console/; each screen is checked with axe-core (from the console's npm dependencies) for serious and
+critical violations."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import _selected
+from tests.e2e.stack import ROOT, Stack
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/lib/chromium/chromium")
+AXE = ROOT / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+SHOTS = ROOT / "docs" / "console"
+
+
+def pytest_collection_modifyitems(config, items):
+    if not _selected(config):
+        skip = pytest.mark.skip(reason="console browser tests: run them with `pytest -m e2e` (make e2e)")
+        for item in items:
+            if "e2e" in item.keywords and "tests/console/" in str(item.path).replace(os.sep, "/"):
+                item.add_marker(skip)
+        return
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium; scripts/system-packages.sh)")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM,
+            "args": ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                     "--disable-component-update", "--disable-default-apps", "--disable-extensions",
+                     "--disable-sync", "--no-first-run", "--mute-audio"]}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1280, "height": 800}, "locale": "en-US",
+            "timezone_id": "UTC"}
+
+
+@pytest.fixture(scope="module")
+def console_stack(request):
+    """A fresh stack for the module, after checking that its gunicorn serves the built console (not the 503
+    `console_not_built`); its logs are kept when a step failed."""
+    import requests
+
+    index = ROOT / "frontend" / "dist" / "index.html"
+    assert index.is_file(), "the console is not built: run `make console` (make e2e does)"
+    stack = Stack().start()
+    try:
+        r = requests.get(f"{stack.base}/instances", timeout=30)
+        assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/html"), (r.status_code, r.text[:300])
+        yield stack
+    finally:
+        stack.stop(keep_logs=bool(request.module.__dict__.get("_FAILED_STEPS")))
+
+
+def check_a11y(page, screen: str) -> None:
+    """axe-core on the page as it is now: no serious or critical violation (WCAG 2 A/AA rules)."""
+    assert AXE.is_file(), f"{AXE} missing: run `npm ci` in frontend/"
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("""async () => {
+        const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a',
+            'wcag21aa', 'best-practice']}, resultTypes: ['violations']});
+        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                       nodes: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
+    }""")
+    bad = [v for v in result if v["impact"] in ("serious", "critical")]
+    assert not bad, f"{screen}: accessibility violations:\n{json.dumps(bad, indent=1)}"
+
+
+def shot(page, name: str) -> Path:
+    """A screenshot of the screen for docs/console/ (committed; docs/console.md shows them)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember a failed step, so the later steps (which need its objects) skip instead of failing."""
+    report = yield
+    if report.failed and "e2e" in item.keywords and "tests/console/" in str(item.path).replace(os.sep, "/"):
+        steps = item.module.__dict__.setdefault("_FAILED_STEPS", [])
+        if item.name not in steps:
+            steps.append(item.name)
+    return report

@@ -1,0 +1,212 @@
+"""The customer's journey in the web console, in a real browser against the real stack: sign in, add an SSH key,
+launch a MIG instance in the wizard and watch it become active without a reload, stop it; a second tenant who
+types the first one's instance URL sees "not found"; a viewer sees write actions disabled. Each step is one test;
+they share the journey's state (`C`) and run in file order; a failed step skips the later ones."""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import check_a11y, shot
+from .world import PASSWORD, SSH_KEY, SSH_KEY_FP, catalog, invite, tenant
+
+pytestmark = pytest.mark.e2e
+
+C = SimpleNamespace()
+ACTIVE_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture(scope="module")
+def world(console_stack):
+    C.stack = console_stack
+    C.base = console_stack.base
+    C.cat = catalog(console_stack)
+    C.a = tenant(console_stack, C.cat.ops, "orbit", "owner@orbit.example")
+    try:
+        yield C
+    finally:
+        C.cat.follower.set()
+
+
+@pytest.fixture
+def c(request, world):
+    failed = request.module.__dict__.get("_FAILED_STEPS")
+    if failed:
+        pytest.skip(f"an earlier step failed: {failed[0]}")
+    return C
+
+
+@pytest.fixture(scope="module")
+def tab(browser, world):
+    """One signed-in browser tab for the first tenant's steps (cookies kept between steps)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def sign_in(page: Page, base: str, email: str) -> None:
+    page.goto(f"{base}/")
+    expect(page).to_have_url(re.compile(r"/sign-in\?next=%2F$"))
+    expect(page.get_by_role("heading", name="Sign in to gpucloud")).to_be_visible()
+    page.get_by_label("E-mail").fill(email)
+    page.get_by_label(re.compile(r"^Password")).fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
+
+
+def test_1_sign_in_wrong_password_then_right(c, tab):
+    tab.goto(f"{c.base}/instances")
+    expect(tab).to_have_url(re.compile(r"/sign-in\?next=%2Finstances$"))
+    tab.get_by_label("E-mail").fill(c.a.email)
+    tab.get_by_label(re.compile(r"^Password")).fill("not the password")
+    tab.get_by_role("button", name="Sign in").click()
+    expect(tab.get_by_role("alert")).to_contain_text("E-mail or password is wrong.")
+    expect(tab.get_by_label("E-mail")).to_have_value(c.a.email)     # the form keeps what was typed
+    check_a11y(tab, "sign in (failed)")
+    shot(tab, "sign-in")
+    tab.get_by_label(re.compile(r"^Password")).fill(PASSWORD)
+    tab.get_by_role("button", name="Sign in").click()
+    expect(tab).to_have_url(re.compile(r"/instances$"))            # back where the visitor wanted to go
+    expect(tab.get_by_test_id("user-email")).to_have_text(c.a.email)
+    tab.goto(f"{c.base}/")
+    expect(tab.get_by_role("heading", name="Dashboard")).to_be_visible()
+    check_a11y(tab, "dashboard (empty)")
+
+
+def test_2_add_an_ssh_key(c, tab):
+    tab.goto(f"{c.base}/ssh-keys")
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No SSH keys yet")
+    check_a11y(tab, "ssh keys (empty)")
+    tab.get_by_label(re.compile(r"^Name")).fill("laptop")
+    tab.get_by_label(re.compile(r"^Public key")).fill("ssh-ed25519 not-base64")
+    tab.get_by_role("button", name="Add key").click()
+    alert = tab.get_by_role("alert").first
+    expect(alert).to_be_visible()
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("laptop")      # kept after the failure
+    expect(tab.locator("[aria-invalid=true]")).to_have_count(1)                  # the field the API named
+    tab.get_by_label(re.compile(r"^Public key")).fill(SSH_KEY)
+    tab.get_by_role("button", name="Add key").click()
+    row = tab.get_by_role("row", name=re.compile("laptop"))
+    expect(row).to_contain_text(SSH_KEY_FP)
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("")           # cleared after success
+    check_a11y(tab, "ssh keys")
+    shot(tab, "ssh-keys")
+    keys = c.a.api.get("ssh-keys", params={"project": c.a.project["id"]}).json()["results"]
+    assert [k["fingerprint"] for k in keys] == [SSH_KEY_FP]
+
+
+def test_3_launch_a_mig_instance_and_watch_it_become_active(c, tab):
+    tab.goto(f"{c.base}/instances")
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No instances yet")
+    tab.get_by_role("link", name="Launch an instance").click()
+    expect(tab.get_by_role("heading", name="Launch an instance")).to_be_visible()
+    tab.get_by_label(re.compile(r"h100-mig-3g40")).check()
+    check_a11y(tab, "launch: flavor")
+    shot(tab, "launch-1-flavor")
+    tab.get_by_role("button", name="Next").click()
+    tab.get_by_label(re.compile(r"^Name")).fill("notebook")
+    tab.get_by_role("combobox", name=re.compile(r"^Image")).click()
+    tab.get_by_role("option", name=re.compile("ubuntu-24-04")).click()
+    tab.get_by_label(re.compile(r"^laptop")).check()
+    check_a11y(tab, "launch: image and access")
+    shot(tab, "launch-2-access")
+    tab.get_by_role("button", name="Next").click()
+    expect(tab.get_by_label("On-demand")).to_be_checked()
+    tab.get_by_role("button", name="Next").click()
+    check = tab.get_by_test_id("placement-check")
+    expect(check).to_contain_text("Can be placed now", timeout=30_000)
+    expect(tab.get_by_test_id("price")).to_contain_text("$0.99 per hour")
+    check_a11y(tab, "launch: review")
+    shot(tab, "launch-3-review")
+    tab.get_by_role("button", name="Launch", exact=True).click()
+    expect(tab).to_have_url(re.compile(r"/instances/[0-9a-f-]{36}$"))
+    c.instance_id = tab.url.rsplit("/", 1)[1]
+    expect(tab.get_by_role("heading", name="notebook")).to_be_visible()
+    # live status: no reload, the page polls the instance
+    expect(tab.get_by_test_id("status")).to_have_text("active", timeout=ACTIVE_TIMEOUT_MS)
+    assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "active"
+    check_a11y(tab, "instance detail")
+    shot(tab, "instance-detail")
+    tab.get_by_role("tab", name="Console log").click()
+    expect(tab.get_by_test_id("console-log").or_(tab.get_by_test_id("problem"))).to_be_visible()
+    check_a11y(tab, "instance console log")
+    shot(tab, "instance-console-log")
+    tab.get_by_role("tab", name="Overview").click()
+
+
+def test_4_stop_it_with_confirmation(c, tab):
+    tab.get_by_role("button", name="Stop", exact=True).click()
+    dialog = tab.get_by_role("dialog")
+    expect(dialog).to_contain_text("Stop notebook?")
+    check_a11y(tab, "stop confirmation")
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_have_count(0)
+    assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "active"   # Cancel changed nothing
+    tab.get_by_role("button", name="Stop", exact=True).click()
+    tab.get_by_role("dialog").get_by_role("button", name="Stop", exact=True).click()
+    expect(tab.get_by_test_id("status")).to_have_text("stopped", timeout=ACTIVE_TIMEOUT_MS)
+    expect(tab.get_by_role("button", name="Start", exact=True)).to_be_enabled()
+    assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "stopped"
+    expect(tab.get_by_test_id("operation")).to_contain_text("succeeded")
+
+
+def test_5_instances_list_and_dashboard(c, tab):
+    tab.goto(f"{c.base}/instances")
+    row = tab.get_by_role("row", name=re.compile("notebook"))
+    expect(row).to_contain_text("stopped")
+    expect(row).to_contain_text("MIG 3g.40gb")
+    check_a11y(tab, "instances")
+    shot(tab, "instances")
+    tab.get_by_role("link", name="Dashboard").click()
+    expect(tab.get_by_test_id("stat-Running instances")).to_have_text("0")
+    check_a11y(tab, "dashboard")
+    shot(tab, "dashboard")
+
+
+def test_6_another_tenant_typing_the_url_sees_not_found(c, browser):
+    b = tenant(c.stack, c.cat.ops, "nebula", "owner@nebula.example")
+    assert b.api.get(f"instances/{c.instance_id}", expect=404).json()["code"] == "not_found"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        sign_in(page, c.base, b.email)
+        page.goto(f"{c.base}/instances/{c.instance_id}")
+        expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        expect(page.get_by_text("notebook")).to_have_count(0)
+        check_a11y(page, "not found")
+        shot(page, "not-found")
+    finally:
+        context.close()
+
+
+def test_7_a_viewer_sees_write_actions_disabled(c, browser):
+    invite(c.stack, c.a.api, c.a.org, "auditor@orbit.example", "viewer")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        sign_in(page, c.base, "auditor@orbit.example")
+        expect(page.get_by_test_id("read-only")).to_be_visible()
+        page.goto(f"{c.base}/ssh-keys")
+        expect(page.get_by_role("button", name="Add key")).to_be_disabled()
+        expect(page.get_by_role("button", name="Delete key laptop")).to_be_disabled()
+        page.goto(f"{c.base}/instances/{c.instance_id}")
+        expect(page.get_by_test_id("status")).to_have_text("stopped")
+        expect(page.get_by_role("button", name="Start", exact=True)).to_be_disabled()
+        expect(page.get_by_role("button", name="Delete", exact=True)).to_be_disabled()
+        check_a11y(page, "viewer")
+        shot(page, "viewer-read-only")
+    finally:
+        context.close()
+
+
+def test_8_sign_out(c, tab):
+    tab.get_by_role("button", name="Sign out").click()
+    expect(tab).to_have_url(re.compile(r"/sign-in"))
+    tab.goto(f"{c.base}/ssh-keys")
+    expect(tab).to_have_url(re.compile(r"/sign-in\?next=%2Fssh-keys$"))
+    assert c.a.api.get("session").json()["authenticated"] is True   # only the browser's session ended
