@@ -14,7 +14,8 @@ The mix sent, one request at a time, in-process (Django's test client, no networ
 instances, 8-GPU instances, 16-GPU instances (no host has
 16: unplaceable), 4-host clusters on one fabric, 8-GPU
 leases over a 3-hour window, and a flavor whose GPU quota is exhausted. The console's budget is 500 ms.
-The last stdout line is one JSON object: p50_ms / p99_ms over all checks, per kind, and the answers' codes.
+The last stdout line is one JSON object: p50_ms / p99_ms over all checks, per kind (with the median number of
+SQL queries, a figure the machine's load does not change), the answers' codes and the 1-minute load average.
 """
 from __future__ import annotations
 
@@ -156,23 +157,30 @@ def main() -> None:
     for _ in range(12):   # warm caches and the connection
         _kind, path, body = requests(world, rng)
         world["client"].post(path, body, format="json")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     by_kind: dict = collections.defaultdict(list)
+    queries: dict = collections.defaultdict(list)
     codes: collections.Counter = collections.Counter()
     for _ in range(args.requests):
         kind, path, body = requests(world, rng)
-        t = time.perf_counter()
-        r = world["client"].post(path, body, format="json")
-        by_kind[kind].append((time.perf_counter() - t) * 1000)
+        with CaptureQueriesContext(connection) as captured:
+            t = time.perf_counter()
+            r = world["client"].post(path, body, format="json")
+            by_kind[kind].append((time.perf_counter() - t) * 1000)
+        queries[kind].append(len(captured))
         if r.status_code != 200:
             raise SystemExit(f"{kind}: {r.status_code} {r.content[:300]!r}")
         answer = r.json()
         codes[f"{kind}:{answer['code'] or ('queued' if answer['queue']['would_queue'] else 'placeable')}"] += 1
     every = [v for vs in by_kind.values() for v in vs]
-    kinds = {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p99_ms": pct(v, 0.99), "max_ms": round(max(v), 2)}
-             for k, v in sorted(by_kind.items())}
+    kinds = {k: {"n": len(v), "p50_ms": pct(v, 0.5), "p99_ms": pct(v, 0.99), "max_ms": round(max(v), 2),
+                 "queries": int(statistics.median(queries[k]))} for k, v in sorted(by_kind.items())}
     for k, v in kinds.items():
         print(k, json.dumps(v))
-    print(json.dumps({"hosts": args.hosts, "requests": len(every), "load_s": load_s, "kinds": kinds,
+    print(json.dumps({"hosts": args.hosts, "requests": len(every), "load_s": load_s,
+                      "load_average": round(os.getloadavg()[0], 1), "kinds": kinds,
                       "codes": dict(sorted(codes.items())), "mean_ms": round(statistics.mean(every), 2),
                       "p50_ms": pct(every, 0.5), "p99_ms": pct(every, 0.99), "budget_ms": BUDGET_MS}))
 

@@ -91,8 +91,29 @@ def data_source_page(cls) -> str:
     return "\n".join(out)
 
 
+def index_page() -> str:
+    out = ["# terraform-provider-gpucloud", "",
+           "The Terraform provider for gpucloud tenants: `source = \"gpucloud.local/gpucloud/gpucloud\"`, built by "
+           "`make terraform-provider` (README, \"Terraform\"). It talks only to the public API (`/api/v1/`).", "",
+           "## Provider configuration", "",
+           "- `endpoint` (env `GPUCLOUD_ENDPOINT`): base URL of the API, e.g. `https://cloud.example`.",
+           "- `token` (env `GPUCLOUD_TOKEN`, sensitive): an API token; a project-bound write token for project "
+           "resources, an organization-bound one for `gpucloud_project` and `gpucloud_webhook_endpoint`.",
+           "- `project` (env `GPUCLOUD_PROJECT`): the default project of resources that take one.", "",
+           "Configuring checks the token (`GET /api/v1/me/`): a refused token is `the API token was refused (HTTP "
+           "401 ...)`, an endpoint that does not answer is `gpucloud API unreachable at <endpoint>`.", "",
+           "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, an InfiniBand "
+           "partition, a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
+           "webhook and a second project.", "", "## Resources", ""]
+    out += [f"- [gpucloud_{c.name}](resources/{c.name}.md): {c.description}" for c in RESOURCES]
+    out += ["", "## Data sources", ""]
+    out += [f"- [gpucloud_{c.name}](data-sources/{c.name}.md): {c.description}" for c in DATA_SOURCES]
+    return "\n".join(out) + "\n"
+
+
 def pages() -> dict[Path, str]:
-    out = {DOCS / "resources" / f"{c.name}.md": resource_page(c) for c in RESOURCES}
+    out = {DOCS / "README.md": index_page()}
+    out.update({DOCS / "resources" / f"{c.name}.md": resource_page(c) for c in RESOURCES})
     out.update({DOCS / "data-sources" / f"{c.name}.md": data_source_page(c) for c in DATA_SOURCES})
     return out
 

@@ -4,6 +4,7 @@
   `InstanceTerms` draws from its lease (nested allocations, window up to the lease end) or is placed as spot; an
   instance whose `QueuedRequest` is still waiting keeps its create operation waiting (StepWait) with its position
   and reason, and fails with `queue_expired` once it expired;
+* compute's cluster wait hook (`cluster_queue_wait`): the same for a cluster that is an entry of the queue;
 * billing's usage registry (``reservations.lease``): lease windows as reserved usage;
 * the tenancy quota counter ``leases`` (unfinished leases).
 """
@@ -47,6 +48,24 @@ def placement_hook(instance, request):
             raise LeaseNotUsable(f"The lease is {lease.status}.", current_state=lease.status)
         return dataclasses.replace(request, lease_id=lease.pk, end=lease.end)
     return request
+
+
+def cluster_queue_wait(cluster) -> None:
+    """Compute's cluster wait hook: while the cluster's queue entry waits, its claim step waits (StepWait, with
+    the reason); once the entry expired the create fails with `queue_expired`. Nothing to do without an entry
+    or once the queue placed it (its members then have their hosts)."""
+    from apps.operations.workflows import StepWait
+
+    from . import conf
+    from .models import QueuedRequest
+
+    q = QueuedRequest.objects.filter(cluster_id=cluster.pk).first()
+    if q is None:
+        return
+    if q.status == QueueStatus.EXPIRED or (q.status == QueueStatus.WAITING and q.expires_at <= clock.now()):
+        raise QueueExpired(f"No capacity for the whole cluster before the queue timeout: {q.reason}")
+    if q.status == QueueStatus.WAITING:
+        raise StepWait(conf.queue_poll_s(), f"queued: {q.reason or 'waiting for capacity'}")
 
 
 def lease_quota_usage(*, organization, project=None, qualifier=None) -> int:

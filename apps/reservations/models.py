@@ -75,11 +75,15 @@ class InstanceTerms(TimestampedModel):
 
 
 class QueuedRequest(ProjectOwned):
-    """An on-demand (or in-lease) instance waiting for capacity. Order: higher `priority` first, then the
+    """An on-demand (or in-lease) instance, or a whole cluster (one entry: placed all-or-nothing), waiting for
+    capacity; exactly one of `instance` and `cluster` is set. Order: higher `priority` first, then the
     organization with the fewest GPUs running (fair share), then `created_at`. `reason` is the latest placement
     refusal in words; `expires_at` = creation + the timeout the user chose."""
 
-    instance = models.OneToOneField("compute.Instance", on_delete=models.CASCADE, related_name="+")
+    instance = models.OneToOneField("compute.Instance", null=True, blank=True, on_delete=models.CASCADE,
+                                    related_name="+")
+    cluster = models.OneToOneField("compute.Cluster", null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="+")
     organization = models.ForeignKey("tenancy.Organization", on_delete=models.PROTECT, related_name="+")
     status = models.CharField(max_length=12, choices=QueueStatus.choices, default=QueueStatus.WAITING,
                               db_index=True)
@@ -92,6 +96,9 @@ class QueuedRequest(ProjectOwned):
 
     class Meta:
         ordering = ["-priority", "created_at"]
+        constraints = [models.CheckConstraint(
+            condition=models.Q(instance__isnull=False, cluster__isnull=True)
+            | models.Q(instance__isnull=True, cluster__isnull=False), name="resv_queued_instance_or_cluster")]
 
 
 class QueuePriority(TimestampedModel):

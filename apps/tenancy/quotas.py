@@ -28,7 +28,9 @@ one more. Lock order: organization row first, then whatever the caller locks.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.db import connection
 from django.db.models import Q
@@ -196,16 +198,42 @@ def _scopes(scope):
     return project, (project.organization if project is not None else scope)
 
 
+def _report(lines: list[dict], requested: int) -> list[dict]:
+    return [{**{k: v for k, v in line.items() if k != "scope_slug"},
+             "exceeded": line["used"] + requested > line["limit"]} for line in lines]
+
+
 def quota_report(*, scope, resource: str, requested: int = 1) -> list[dict]:
     """What `quota_check` would test, without locking or raising: ``[{"resource", "scope" ("project" |
     "organization"), "limit", "used", "requested", "exceeded" (bool)}]``, one line per limited scope of
-    `resource` (and of its base key when qualified). Used by the launch checks (a dry run of a create)."""
+    `resource` (and of its base key when qualified). Used by the launch checks (a dry run of a create); a check
+    recorded by `quota_checks_recorded` is answered from the record (the same counts, not counted twice)."""
+    recorded = _RECORDER.get()
+    if recorded is not None and (_scope_key(scope), resource, requested) in recorded:
+        return [dict(line) for line in recorded[(_scope_key(scope), resource, requested)]]
     project, organization = _scopes(scope)
-    lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested)
-    for line in lines:
-        line.pop("scope_slug")
-        line["exceeded"] = line["used"] + requested > line["limit"]
-    return lines
+    return _report(_quota_lines(organization=organization, project=project, resource=resource,
+                                requested=requested), requested)
+
+
+#: The lines every `quota_check` computed inside `quota_checks_recorded`, by (scope, resource, requested).
+_RECORDER: ContextVar[dict | None] = ContextVar("quota_recorder", default=None)
+
+
+def _scope_key(scope) -> tuple:
+    return type(scope).__name__, scope.pk
+
+
+@contextmanager
+def quota_checks_recorded() -> Iterator[dict]:
+    """Inside the block, every `quota_check` records the lines it tested (`quota_report`'s shape), and
+    `quota_report` answers those from the record: a launch check runs the create's quota checks and reports
+    their lines without counting twice."""
+    token = _RECORDER.set({})
+    try:
+        yield _RECORDER.get()
+    finally:
+        _RECORDER.reset(token)
 
 
 def quota_check(*, scope, resource: str, requested: int = 1) -> None:
@@ -223,7 +251,11 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
     project, organization = _scopes(scope)
     list(Organization.objects.select_for_update().filter(pk=organization.pk).values_list("pk"))
     organization.refresh_from_db(fields=["plan"])
-    for line in _quota_lines(organization=organization, project=project, resource=resource, requested=requested):
+    lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested)
+    recorder = _RECORDER.get()
+    if recorder is not None:
+        recorder[(_scope_key(scope), resource, requested)] = _report(lines, requested)
+    for line in lines:
         limit, usage, key = line["limit"], line["used"], line["resource"]
         if usage + requested > limit:
             raise QuotaExceeded(

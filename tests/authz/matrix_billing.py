@@ -66,7 +66,8 @@ def _tier(world) -> SlaTier:
 
 
 def _book(world) -> PriceBook:
-    return PriceBook.objects.create(name="authz", currency="USD", effective_from=dt.datetime(2030, 1, 1, tzinfo=UTC))
+    return PriceBook.objects.get_or_create(name="authz", currency="USD",
+                                           effective_from=dt.datetime(2030, 1, 1, tzinfo=UTC))[0]
 
 
 def _price(world) -> Price:

@@ -1,5 +1,7 @@
 """Authorization-matrix entries of the compute app: flavors, images, SSH keys, instances (with actions) and
 clusters. Tenants write in their projects as members or admins; flavors and images are written by staff."""
+import uuid
+
 from apps.compute.models import Cluster, Flavor, Image, Instance, SshKey
 
 from .framework import Case, Entry, expect
@@ -22,8 +24,10 @@ def _image() -> Image:
 
 
 def _flavor(world, private: bool = False) -> Flavor:
-    f = Flavor.objects.create(name="authz-private" if private else "authz-c2", vcpus=2, memory_mib=2048,
-                              visibility="organization" if private else "public")
+    """The public catalog flavor (one for every organization), or organization A's private one."""
+    name = f"authz-private-{world.org_a.slug}" if private else "authz-c2"
+    f = Flavor.objects.get_or_create(name=name, defaults={
+        "vcpus": 2, "memory_mib": 2048, "visibility": "organization" if private else "public"})[0]
     if private:
         f.organizations.set([world.org_a])
     return f
@@ -48,7 +52,7 @@ def _hosts(n: int = 1) -> None:
     brings its capacity (a cluster's members share one fabric)."""
     from tests.scheduling import fleet
 
-    su, leaves = fleet.su_with_leaves("authz-su", rails=2)
+    su, leaves = fleet.su_with_leaves(f"authz-su-{uuid.uuid4().hex[:8]}", rails=2)  # a second setup adds hosts
     for _ in range(n):
         fleet.cable(fleet.host(gpus=0, su=su), leaves)
 
@@ -70,7 +74,7 @@ def _resize(world) -> Case:
 
     inst = _instance(world, "stopped")
     Instance.objects.filter(pk=inst.pk).update(host=fleet.host(gpus=0))
-    bigger = Flavor.objects.create(name="authz-c4", vcpus=4, memory_mib=4096)
+    bigger = Flavor.objects.get_or_create(name="authz-c4", defaults={"vcpus": 4, "memory_mib": 4096})[0]
     return Case(kwargs={"pk": inst.pk}, data={"flavor": str(bigger.pk)})
 
 

@@ -54,11 +54,13 @@ ENTRIES = [
     Entry("PATCH", "/api/v1/me", mutation(other_org=200, viewer=200, member=200),
           lambda w: Case(data={"full_name": "Renamed"})),
     # second factors change only from a recent console sign-in: every API token is refused (403
-    # interactive_session_required; a read token is refused first with token_read_only)
-    Entry("POST", "/api/v1/me/totp", NO_TOKEN),
-    Entry("DELETE", "/api/v1/me/totp", NO_TOKEN),
-    Entry("POST", "/api/v1/me/totp/confirm", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"})),
-    Entry("POST", "/api/v1/me/totp/recovery-codes", NO_TOKEN),
+    # interactive_session_required; a read token is refused first with token_read_only), and the refusal is
+    # audited (second_factor.change_refused)
+    Entry("POST", "/api/v1/me/totp", NO_TOKEN, refusal_audited=True),
+    Entry("DELETE", "/api/v1/me/totp", NO_TOKEN, refusal_audited=True),
+    Entry("POST", "/api/v1/me/totp/confirm", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"}),
+          refusal_audited=True),
+    Entry("POST", "/api/v1/me/totp/recovery-codes", NO_TOKEN, refusal_audited=True),
     Entry("POST", "/api/v1/session/otp", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"})),
     # staff operators reset a user's factor (the member's, enrolled by the setup); tenants cannot
     Entry("POST", "/api/v1/users/{pk}/reset-two-factor", mutation(other_org=403, admin=403, staff=204),

@@ -2,7 +2,7 @@
 authenticated user), fleet import/export, and the node-agent endpoints (agent credential only)."""
 from apps.inventory.models import Incident
 from apps.inventory.services.agent import enrollment_token_create
-from tests.inventory.helpers import make_host
+from tests.inventory.helpers import make_host as _make_host
 
 from .framework import Case, Entry, expect
 
@@ -15,6 +15,13 @@ def STAFF_WRITE(ok=200):  # noqa: N802
 
 
 ANY_USER = expect(other_org=200)
+
+
+def make_host(name, **kwargs):
+    """The provider's host `name` (made once: both organizations' setups in one transaction share it)."""
+    from apps.inventory.models import Host
+
+    return Host.objects.filter(name=name).first() or _make_host(name, **kwargs)
 AGENT_ONLY = expect(other_org=401, viewer=401, member=401, admin=401, read_token=401, staff=401)
 
 

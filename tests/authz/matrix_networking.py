@@ -28,13 +28,16 @@ def _port(world):
 
 
 def _pool():
-    return services.public_ip_pool_create(actor=None, name="ext", cidr="203.0.113.0/24", first_ip="203.0.113.10",
+    from apps.networking.models import PublicIpPool
+
+    existing = PublicIpPool.objects.filter(name="ext").first()  # the provider's pool, shared by every project
+    return existing or services.public_ip_pool_create(actor=None, name="ext", cidr="203.0.113.0/24", first_ip="203.0.113.10",
                                           last_ip="203.0.113.20", gateway_ip="203.0.113.1")
 
 
 def _fabric():
     region = Region.objects.get_or_create(name="authz-r")[0]
-    return Fabric.objects.create(name="authz-ib", kind="infiniband", region=region)
+    return Fabric.objects.get_or_create(name="authz-ib", defaults={"kind": "infiniband", "region": region})[0]
 
 
 def _pkey_fabric():

@@ -24,7 +24,9 @@ START, END = "2099-01-01 09:00", "2099-01-01 12:00"
 
 
 def _host():
-    return make_host("authz-resv-h1", gpus=1)
+    from apps.inventory.models import Host
+
+    return Host.objects.filter(name="authz-resv-h1").first() or make_host("authz-resv-h1", gpus=1)
 
 
 def _lease(world) -> Lease:
@@ -44,7 +46,7 @@ def _lease_case(data=None):
 
 
 def _instance(world) -> Instance:
-    flavor = Flavor.objects.create(name="authz-resv-c2", vcpus=2, memory_mib=2048)
+    flavor = Flavor.objects.get_or_create(name="authz-resv-c2", defaults={"vcpus": 2, "memory_mib": 2048})[0]
     image = Image.objects.get_or_create(name="authz-resv-img", defaults={
         "os": "ubuntu", "source_url": "https://images.test/u.qcow2", "checksum": "sha256:" + "a" * 64})[0]
     inst = Instance.objects.create(project=world.project_a, name="vm", flavor=flavor, image=image)

@@ -2,6 +2,7 @@
 import datetime as dt
 
 from apps.core.clock import now
+from apps.identity.models import User
 from apps.tenancy.models import Invitation, Membership, Quota
 from apps.tenancy.services.invitations import invitation_token
 from tests.tenancy.helpers import make_project, make_user, member
@@ -54,7 +55,8 @@ def _project_quota(world) -> Case:
 
 
 def _new_user(world) -> Case:
-    make_user("joining@example.test")
+    if not User.objects.filter(email="joining@example.test").exists():
+        make_user("joining@example.test")
     return Case(data={"organization": str(world.org_a.pk), "user_email": "joining@example.test", "role": "member"})
 
 

@@ -66,7 +66,12 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
     if response.status_code >= 400:
         assert response["Content-Type"] == "application/problem+json"
         assert response.json()["code"], body
-        assert _row_counts() == before, f"{entry} as {role} was denied but changed rows"
+        after = _row_counts()
+        if entry.refusal_audited and role != "anonymous":
+            assert AuditEvent.objects.count() > audits_before, f"{entry} as {role}: the refusal was not audited"
+            after, before = ({t: n for t, n in counts.items() if not t.startswith("audit_")}
+                             for counts in (after, before))
+        assert after == before, f"{entry} as {role} was denied but changed rows"
         assert callbacks == [], f"{entry} as {role} was denied but scheduled work"
         assert _queued() == queued_before, f"{entry} as {role} was denied but enqueued a task"
     elif entry.method != "GET" and entry.audited:

@@ -9,8 +9,10 @@ the objects. Three walks:
   ids in the path;
 - list filters: every filter of every list the URL resolver serves, with the id of an object A has (or another
   tenant's, from the filter's own selector) and with a random id;
-- body references: every write entry, run once for B (so the caller owns the path and the body) and once for A;
-  each body member that names an object gets A's id and then a random id, the rest of B's body unchanged.
+- body references: every write entry, run for B (so the caller owns the path and the body); every member of its
+  request serializer that names an object (a `VisibleField`, top level, present in B's body or not) gets an
+  object of A (or one only staff see) from the member's own selector, and then a random id, the rest of B's body
+  unchanged. A member with nothing to probe with, or an entry whose case cannot be built for B, fails the walk.
 
 Two answers are identical when status and body agree with ids masked (`<id>`) and `request_id` dropped. A body
 reference to another tenant's object must also be refused (a 4xx): no foreign write.
@@ -26,7 +28,7 @@ import pytest
 from django.db import transaction
 from django.urls import resolve
 
-from apps.core.references import VisibleFilter
+from apps.core.references import VisibleField, VisibleFilter
 from apps.tenancy.models import OrgRole
 from tests.tenancy.helpers import client_for, make_user, member
 
@@ -197,25 +199,103 @@ BODY_ENTRIES = [e for e in ENTRIES if e.method in ("POST", "PUT", "PATCH") and e
                 and e.path.startswith(API_PREFIX)]
 
 
-def _references(case_a: Case, case_b: Case) -> list[str]:
-    """Body members that name objects, with a different object for A and for B."""
-    return [m for m, vb in (case_b.data or {}).items()
-            if _is_ids(vb) and _is_ids((case_a.data or {}).get(m)) and case_a.data[m] != vb]
+def _template(method: str, path: str) -> tuple[str, str]:
+    return method.upper(), re.sub(r"\{[^}]+\}", "{}", path.rstrip("/"))
 
 
-@pytest.mark.parametrize("entry", BODY_ENTRIES, ids=str)
-def test_body_references_answer_as_missing_ones(entry, world, mirror, prober):
-    case_a, case_b = _setup(entry, world), _setup(entry, mirror)
-    if case_a is None or case_b is None or not case_b.data:
-        pytest.skip("no body, or the case cannot be built for both organizations")
-    members = _references(case_a, case_b)
-    if not members:
-        pytest.skip("no body member names another object")
-    path = entry.path.format(**case_b.kwargs) + "/"
-    for m in members:
-        theirs = _request(prober, entry.method, path, {**case_b.data, m: case_a.data[m]})
-        missing = _request(prober, entry.method, path, {**case_b.data, m: _random_like(case_a.data[m])})
-        assert theirs.status_code >= 400, f"{entry}: {m} naming another tenant's object answered " \
-                                          f"{theirs.status_code} {theirs.content[:300]}"
-        assert _answer(theirs) == _answer(missing), f"{entry} {m}: {_answer(theirs)} != {_answer(missing)}"
+def _input_serializers() -> dict[tuple[str, str], object]:
+    """(METHOD, path template) -> the request serializer the schema documents (the one the view validates)."""
+    from drf_spectacular.generators import SchemaGenerator
 
+    generator = SchemaGenerator()
+    generator._initialise_endpoints()
+    found = {}
+    for path, _regex, method, view in generator._get_paths_and_endpoints():
+        if method in ("POST", "PUT", "PATCH"):
+            view.schema.method, view.schema.path = method, path
+            found[_template(method, path)] = view.schema.get_request_serializer()
+    return found
+
+
+def _reference_members(serializer) -> dict[str, tuple[object, bool]]:
+    """Top-level body members that name objects: member -> (its selector, whether it takes a list)."""
+    from django.utils.module_loading import import_string
+    from rest_framework.relations import ManyRelatedField
+
+    if serializer is None:
+        return {}
+    fields = serializer().fields if isinstance(serializer, type) else getattr(serializer, "fields", {})
+    members = {}
+    for name, f in fields.items():
+        many = isinstance(f, ManyRelatedField)
+        field = f.child_relation if many else f
+        if isinstance(field, VisibleField) and not f.read_only:
+            selector = import_string(field.selector) if isinstance(field.selector, str) else field.selector
+            members[name] = (selector, many)
+    return members
+
+
+def _foreign(selector, staff, other) -> str | None:
+    """An object of organization A (or the provider) the member may name that `other` cannot see."""
+    pk = selector(staff).exclude(pk__in=selector(other).values("pk")).values_list("pk", flat=True).first()
+    return str(pk) if pk else None
+
+
+def test_body_references_answer_as_missing_ones(world, mirror, prober):
+    """Every reference member of every write body (read from the request serializer: a `VisibleField`), with an
+    object of organization A and with a random id, in B's otherwise valid body: the same refusal."""
+    _populate(world)
+    _references_only_a_has(world)
+    staff, other = world.users["staff"], world.users["other_owner"]
+    other.api_token = None  # the selector sees what the owner of B sees
+    serializers = _input_serializers()
+    probed, unprobed, differing = [], [], []
+    for entry in BODY_ENTRIES:
+        members = _reference_members(serializers.get(_template(entry.method, entry.path)))
+        if not members:
+            continue
+        savepoint = transaction.savepoint()
+        try:
+            case_b = _setup(entry, mirror)
+            if case_b is None:
+                unprobed += [f"{entry} {m}: B's case cannot be built" for m in members]
+                continue
+            path = entry.path.format(**case_b.kwargs) + "/"
+            for m, (selector, many) in members.items():
+                foreign = _foreign(selector, staff, other)
+                if foreign is None:
+                    unprobed.append(f"{entry} {m}: no object that B cannot see")
+                    continue
+                body = case_b.data or {}
+                theirs = _request(prober, entry.method, path, {**body, m: [foreign] if many else foreign})
+                missing = _request(prober, entry.method, path,
+                                   {**body, m: [str(uuid.uuid4())] if many else str(uuid.uuid4())})
+                probed.append(f"{entry} {m}")
+                if theirs.status_code < 400:
+                    differing.append(f"{entry} {m}: another tenant's object answered {theirs.status_code}")
+                elif _answer(theirs) != _answer(missing):
+                    differing.append(f"{entry} {m}: {_answer(theirs)} != {_answer(missing)}")
+        finally:
+            transaction.savepoint_rollback(savepoint)
+    print(f"body references probed: {len(probed)} members; unprobed: {len(unprobed)}")
+    assert not differing, "body references that tell another tenant's ids from missing ones:\n" + "\n".join(differing)
+    assert not unprobed, "body references not probed:\n" + "\n".join(unprobed)
+    assert len(probed) >= 65, f"only {len(probed)} body references probed"
+
+
+def _references_only_a_has(world) -> None:
+    """What the matrix setups leave out: a private flavor of A, an image only staff see (retired), a lease of A."""
+    from apps.compute.models import Image
+    from apps.reservations.services.leases import lease_create
+    from tests.authz.matrix_compute import _flavor
+    from tests.inventory.helpers import make_host
+
+    _flavor(world, private=True)
+    Image.objects.create(name="walk-retired", os="ubuntu", source_url="https://images.test/r.qcow2",
+                         checksum="sha256:" + "d" * 64, is_active=False)
+    from apps.reservations.models import OnDemandReserve
+
+    OnDemandReserve.objects.all().delete()  # a reserve from a setup would keep the one GPU from the lease
+    make_host("walk-resv-h", gpus=1)
+    lease_create(actor=None, project=world.project_a, name="walk-lease", start="2098-01-01 09:00",
+                 end="2098-01-01 12:00", kind="gpus", gpu_model="H100-SXM5-80GB", count=1)

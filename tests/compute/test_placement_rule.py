@@ -20,6 +20,7 @@ from apps.core import clock
 from apps.inventory.models import Gpu
 from apps.operations.models import Operation
 from apps.reservations.models import QueuedRequest
+from apps.reservations.services.queue import queue_process
 from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim, allocations_release
 from apps.scheduling.models import Allocation
 
@@ -69,9 +70,10 @@ def test_queued_cluster_waits_all_or_nothing_and_starts_when_capacity_frees(worl
     op = drive(Operation.objects.get(kind="cluster.create").pk, max_steps=3)
     cluster = Cluster.objects.get(pk=resp.data["id"])
     assert (op.status, op.step, cluster.status) == ("running", "claim_members", "pending")
-    assert "waiting_for_capacity" in op.state
+    assert QueuedRequest.objects.get(cluster=cluster).status == "waiting"           # an entry of the queue
     assert Allocation.objects.filter(consumer_type="cluster_member").count() == 0    # nothing half-claimed
     allocations_release(consumer_id=holder)
+    queue_process()                       # the on-demand queue places it, whole (tests/reservations/test_cluster_queue.py)
     assert drive(op.pk).status == "succeeded"
     assert cluster.members.exclude(host=None).count() == 2
 
@@ -104,8 +106,10 @@ def test_cluster_that_loses_the_race_with_queue_waits_all_or_nothing(world):
     assert (loser.status, loser.step, c2.status) == ("running", "claim_members", "pending")   # never error
     assert "queued" in loser.state and loser.deadline_at > clock.now() + dt.timedelta(seconds=600)
     assert set(c2.members.values_list("status", flat=True)) == {"pending"}
+    assert QueuedRequest.objects.get(cluster=c2).status == "waiting"     # it joined the on-demand queue
     for m in c1.members.all():
         allocations_release(consumer_id=m.pk)
+    queue_process()
     assert drive(loser.pk).status == "succeeded"
 
 

@@ -155,6 +155,7 @@ NOT_A_TENANT_CREATE = {
     ("tenancy.Quota", "quota_unique_project_resource"): "limits are set (PUT), never created by a tenant",
     ("reservations.InstanceTerms", "instance"): "one per instance, written by the instance's own create",
     ("reservations.QueuedRequest", "instance"): "one per instance, written when it joins the queue",
+    ("reservations.QueuedRequest", "cluster"): "one per cluster, written when it joins the queue",
     ("reservations.QueuePriority", "project"): "set by staff per project",
     ("networking.IbPartitionMember", "networking_ibm_partition_guid_uniq"): "written by the attach workflow",
     ("networking.SecurityGroup", "networking_sg_one_default"): "the default group, written by the VPC create",

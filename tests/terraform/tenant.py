@@ -86,9 +86,12 @@ def onboard(stack: Stack, ops: Api, slug: str, owner_email: str) -> SimpleNamesp
 
 
 if __name__ == "__main__":
+    import secrets
+
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpucloud.settings")
+    os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))   # this process only imports the models
     django.setup()
     s = Stack().start()
     setup = provider_setup(s)

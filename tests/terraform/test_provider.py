@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
+import uuid
 from types import SimpleNamespace
 
 import pytest
@@ -88,40 +89,57 @@ def test_01_init_installs_the_provider_from_the_mirror(w):
 def test_02_bad_configuration_fails_at_plan_on_the_attribute(w):
     bad = Workspace(w.env, "bad")
     try:
-        past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        bad.write(HEADER + f"""
-resource "gpucloud_vpc" "v" {{
+        bad.write(HEADER + """
+resource "gpucloud_vpc" "v" {
   name = "v"
   cidr = "10.0.0.1/33"
-}}
+}
+""")
+        bad.ok("init", "-no-color")
+        r = bad.run("plan", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "Invalid cidr '10.0.0.1/33'" in text, r.out
+        assert 'cidr = "10.0.0.1/33"' in text, r.out   # the diagnostic points at the attribute
+        # Plan-time launch checks (POST /clusters/check/, /leases/check/): the API's own messages, on the attribute.
+        past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        bad.write(HEADER + f"""
 resource "gpucloud_cluster" "c" {{
   name   = "c"
-  flavor = "x"
-  image  = "x"
+  flavor = "{uuid.uuid4()}"
+  image  = "{w.setup.image['id']}"
   size   = -1
 }}
 resource "gpucloud_lease" "l" {{
   name      = "l"
   start     = "{past}"
-  end       = "2030-01-01T00:00:00Z"
+  end       = "{(dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")}"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = 1
+}}
+resource "gpucloud_lease" "n" {{
+  name      = "n"
+  start     = "2030-01-01T00:00:00Z"
+  end       = "2030-01-02T00:00:00Z"
   kind      = "gpus"
   gpu_model = "H100-SXM5-80GB"
   quantity  = -3
 }}
 """)
-        bad.ok("init", "-no-color")
         r = bad.run("plan", "-no-color")
-        assert r.returncode == 1, r.out
         text = re.sub(r"\s+", " ", r.out)
-        assert "Invalid cidr '10.0.0.1/33'" in text and 'resource "gpucloud_vpc" "v"' in text, r.out
-        assert "Invalid size -1" in text and "Invalid quantity -3" in text, r.out
-        assert "the lease window is in the past" in text, r.out
-        # An unknown flavor: the data source says which flavors exist.
+        assert r.returncode == 1, r.out
+        for attr, line in (("flavor", "flavor = "), ("size", "size = -1"), ("start", f'start = "{past}"'),
+                           ("quantity", "quantity = -3")):
+            assert re.search(rf"is invalid: {attr}: ", text), (attr, r.out)
+            assert line in text, (attr, r.out)
+        # An unknown flavor by name: the data source says which flavors exist.
         bad.write(HEADER + 'data "gpucloud_flavor" "f" {\n  name = "h100-3x"\n}\n')
         r = bad.run("plan", "-no-color")
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1 and "no flavor matches (name=h100-3x)" in text, r.out
         assert "h100-8x" in text and "h100-mig-3g40" in text, r.out
+        assert _live(w.t.api, "clusters") == [] and _live(w.t.api, "leases") == []   # checks write nothing
     finally:
         bad.cleanup()
 
@@ -161,6 +179,21 @@ def test_05_update_in_place_sends_if_match(w):
     assert "Resources: 0 added, 1 changed, 0 destroyed." in r.out, r.out[-3000:]
     vpc_id = w.ws.managed()["gpucloud_vpc.main"]["id"]
     assert w.t.api.get(f"vpcs/{vpc_id}").json()["description"] == "training networks, v2"
+
+
+def test_05b_update_of_an_object_changed_since_the_plan_is_refused(w):
+    """The PATCH carries If-Match with the ETag of the plan's refresh: a change made between plan and apply is a
+    412, reported, and nothing is written."""
+    vpc_id = w.ws.managed()["gpucloud_vpc.main"]["id"]
+    w.ws.vars["vpc_description"] = "v3"
+    w.ws.ok("plan", "-out=tfplan", "-no-color")
+    w.t.api.patch(f"vpcs/{vpc_id}", {"description": "edited after the plan"})
+    r = w.ws.run("apply", "-no-color", "tfplan")
+    text = re.sub(r"\s+", " ", r.out)
+    assert r.returncode == 1 and "it changed since it was last read (HTTP 412)" in text, r.out
+    assert w.t.api.get(f"vpcs/{vpc_id}").json()["description"] == "edited after the plan"
+    w.t.api.patch(f"vpcs/{vpc_id}", {"description": "training networks, v2"})
+    w.ws.vars["vpc_description"] = "training networks, v2"
 
 
 def test_06_forced_replacement(w):

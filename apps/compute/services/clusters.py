@@ -7,7 +7,8 @@ claims every member's capacity in one ledger transaction (gang claim); it then s
 
 The placement rule (docs/adr/0404-placement-admission.md) runs before anything is written: a gang no topology of
 the fleet could ever hold is 422 `unplaceable`; one that cannot be held now is 409 `capacity_unavailable` with
-``earliest_start``, unless `queue`: then the cluster waits, all-or-nothing, in its create operation. A gang claim
+``earliest_start``, unless `queue`: then the cluster waits, all-or-nothing, as one entry of the on-demand queue
+(`cluster_queue`; without a queue hook, in its create operation). A gang claim
 that loses a race with another create asks the rule again: it places again when the gang still fits elsewhere,
 fails at once with 409 `capacity_unavailable` and ``earliest_start`` when it does not fit now (never `error`,
 never a wait until the create deadline), or, when the client asked `queue: true`, waits as a queued cluster.
@@ -41,7 +42,7 @@ from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
 from ._common import validate_name
 from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
 from .networks import network_request_resolve
-from .placement import placement_admit_for, placement_request_for
+from .placement import cluster_queue, cluster_queue_wait, placement_admit_for, placement_request_for
 
 CLUSTER_CREATE = "cluster.create"
 MEMBER = "cluster_member"
@@ -105,7 +106,8 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
                              project=project, actor=actor, request_id=request_id,
                              state={**({"queue": True} if queue else {}),
                                     **({"queued": admission.reason} if admission.queued else {})})
-        if admission.queued:
+        if admission.queued and not cluster_queue(actor=actor, cluster=cluster, operation=op,
+                                                  reason=admission.reason):
             operation_deadline_set(operation=op, deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
         audit_record(actor=actor, action="compute.cluster.create", target=cluster,
                      after={"name": name, "flavor": flavor.name, "size": size,
@@ -114,20 +116,35 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     return cluster
 
 
-def _claim_members(op):
-    cluster = Cluster.objects.select_for_update(of=("self",)).select_related("flavor", "project").get(pk=op.target_id)
+def cluster_members_claim(*, actor, cluster: Cluster) -> bool:
+    """Claim every member's capacity of `cluster` in one ledger transaction (gang: all or nothing) and record each
+    member's host. Returns False when they were already placed. Raises `CapacityUnavailable` (409) when the gang
+    does not fit now (nothing claimed), `QuotaExceeded` (422) when the GPU limit was lowered since the create.
+    Locks the cluster, then its members (name order); call in a transaction (the step's or the queue's)."""
+    cluster = Cluster.objects.select_for_update(of=("self",)).select_related("flavor", "project").get(pk=cluster.pk)
     members = list(cluster.members.select_for_update().order_by("name"))
     if all(m.host_id for m in members):
-        return
+        return False
     for key, _amount in gpu_quota_keys(cluster.flavor):  # held since the create request: only a lowered limit fails
         quota_check(scope=cluster.project, resource=key, requested=0)
     req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
                                 topology=TopologyConstraint(one_fabric=True))
+    with transaction.atomic():
+        placed = placement_claim(actor=actor, request=req, consumers=[
+            ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
+            for m in members])
+    for m, choice in zip(members, placed.candidate.hosts, strict=True):
+        devices = {**(m.devices or {}), "placement": choice.as_dict()}
+        Instance.objects.filter(pk=m.pk).update(host_id=choice.host_id, devices=devices)
+    return True
+
+
+def _claim_members(op):
+    cluster = Cluster.objects.select_for_update(of=("self",)).select_related("flavor", "project").get(pk=op.target_id)
+    cluster_queue_wait(cluster)  # an entry of the on-demand queue waits there, in queue order (StepWait)
+    members = list(cluster.members.order_by("name"))
     try:
-        with transaction.atomic():
-            placed = placement_claim(actor=op.actor, request=req, consumers=[
-                ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
-                for m in members])
+        cluster_members_claim(actor=op.actor, cluster=cluster)
     except CapacityUnavailable as exc:  # queued, or a concurrent create won the hosts: not now, never error
         op.state["waiting_for_capacity"] = exc.detail[:500]
         if "queued" not in op.state:  # admitted now and lost the race: the rule again (module doc)
@@ -136,13 +153,12 @@ def _claim_members(op):
                                             queue=bool(op.state.get("queue")))
             if admission.queued:
                 op.state["queued"] = admission.reason
-                operation_deadline_set(operation=op,
-                                       deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
+                if not cluster_queue(actor=op.actor, cluster=cluster, operation=op, reason=admission.reason):
+                    operation_deadline_set(operation=op,
+                                           deadline_at=now() + dt.timedelta(seconds=conf.queue_timeout_s()))
                 return wf.AGAIN
         raise StepWait(conf.capacity_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
-    for m, choice in zip(members, placed.candidate.hosts, strict=True):
-        devices = {**(m.devices or {}), "placement": choice.as_dict()}
-        Instance.objects.filter(pk=m.pk).update(host_id=choice.host_id, devices=devices)
+    return None
 
 
 def _start_members(op) -> None:

@@ -19,7 +19,7 @@ from apps.core.errors import DomainError
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.placement.request import TopologyConstraint
 from apps.scheduling.services import Unplaceable, check_answer, check_refusal, earliest_fit
-from apps.tenancy.quotas import quota_report
+from apps.tenancy.quotas import quota_checks_recorded, quota_report
 
 from ..billing import flavor_price
 from ..models import Flavor
@@ -31,13 +31,16 @@ from .placement import CONSUMER_TYPE, instance_queue_position, placement_admit_f
 def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool) -> dict:
     topology = TopologyConstraint(one_fabric=True) if cluster else None
     refusal = admission = placement_refusal = None
-    with rolled_back():   # the create's decision; its locks (the organization's quota lock) end here
+    with quota_checks_recorded(), rolled_back():   # the create's decision; its locks end here
         try:
             admission = decide()
         except DomainError as exc:
             if not check_refusal(exc):
                 raise
             refusal = exc
+        # the create's quota lines (those it reached are recorded, the rest are counted here)
+        quota = [line for key, amount in quota_keys(flavor, hosts)
+                 for line in quota_report(scope=project, resource=key, requested=amount)]
     # the rest only reads
     if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
         # refused before the placement rule (quota, name): its answer still says whether and when it fits
@@ -52,8 +55,6 @@ def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable
             flavor, project.pk, hosts=hosts, topology=topology,
             consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE))
     position = instance_queue_position(project=project, flavor=flavor) if not_now and not cluster else None
-    quota = [line for key, amount in quota_keys(flavor, hosts)
-             for line in quota_report(scope=project, resource=key, requested=amount)]
     price = flavor_price(flavor, project.organization, count=hosts)
     return check_answer(refusal=refusal, admission=admission, placement_refusal=placement_refusal,
                         earliest_start=earliest, queue_position=position, quota=quota, price=price)

@@ -67,6 +67,31 @@ def instance_queue_position(*, project, flavor: Flavor) -> int | None:
     return None
 
 
+#: Hooks of other apps (apps.reservations) for clusters that wait for capacity (`queue: true`): ``join(*, actor,
+#: cluster, operation, reason) -> bool`` makes the cluster one entry of the on-demand queue (all-or-nothing: the
+#: queue places the whole gang, in queue order); ``wait(cluster)`` raises `StepWait` while its entry waits and
+#: a DomainError once it expired.
+_CLUSTER_QUEUE_HOOKS: list = []
+
+
+def register_cluster_queue_hook(*, join, wait) -> None:
+    if (join, wait) not in _CLUSTER_QUEUE_HOOKS:
+        _CLUSTER_QUEUE_HOOKS.append((join, wait))
+
+
+def cluster_queue(*, actor, cluster, operation, reason: str) -> bool:
+    """Put `cluster` in the on-demand queue (see `register_cluster_queue_hook`). True when a hook took it."""
+    return any(join(actor=actor, cluster=cluster, operation=operation, reason=reason)
+               for join, _wait in _CLUSTER_QUEUE_HOOKS)
+
+
+def cluster_queue_wait(cluster) -> None:
+    """Raise `StepWait` while the cluster's queue entry waits (the queue, not the cluster's own operation, places
+    it), a DomainError once it expired; return when it has no waiting entry."""
+    for _join, wait in _CLUSTER_QUEUE_HOOKS:
+        wait(cluster)
+
+
 def instance_queue(*, actor, instance: Instance, operation, reason: str) -> bool:
     """Put `instance` in the on-demand queue (see `register_queue_hook`). Returns True when a hook took it."""
     return any(fn(actor=actor, instance=instance, operation=operation, reason=reason) for fn in _QUEUE_HOOKS)

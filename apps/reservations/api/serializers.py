@@ -91,12 +91,16 @@ class CapacityBucket(Serializer):
 
 class QueuedRequestOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
-    instance = serializers.UUIDField(source="instance_id", read_only=True)
+    instance = serializers.UUIDField(source="instance_id", read_only=True, allow_null=True,
+                                     help_text="the waiting instance; null for a cluster")
+    cluster = serializers.UUIDField(source="cluster_id", read_only=True, allow_null=True,
+                                    help_text="the waiting cluster (one entry, placed all-or-nothing); null for an "
+                                              "instance")
     position = serializers.SerializerMethodField()
 
     class Meta:
         model = QueuedRequest
-        fields = ["id", "project", "instance", "status", "position", "priority", "reason", "explanation",
+        fields = ["id", "project", "instance", "cluster", "status", "position", "priority", "reason", "explanation",
                   "expires_at", "placed_at", "created_at", "updated_at"]
         read_only_fields = fields
 

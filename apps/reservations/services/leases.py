@@ -249,14 +249,14 @@ def lease_check(*, actor, project, **fields) -> dict:
     from apps.core.db import rolled_back
     from apps.core.errors import DomainError
     from apps.scheduling.services import check_answer, check_refusal
-    from apps.tenancy.quotas import quota_report
+    from apps.tenancy.quotas import quota_checks_recorded, quota_report
 
     from ..selectors import lease_price
 
     lease = _lease_prepare(actor=actor, project=project, **fields)
     refusal = placement_refusal = None
     earliest = None
-    with rolled_back():
+    with quota_checks_recorded(), rolled_back():
         try:
             _fleet_check(lease)
             with transaction.atomic():
@@ -267,6 +267,7 @@ def lease_check(*, actor, project, **fields) -> dict:
             if not check_refusal(exc):
                 raise
             refusal = exc
+        quota = quota_report(scope=project, resource="leases", requested=1)
     if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
         with rolled_back():   # refused by quota: the placement rule still says whether and when it fits
             try:
@@ -279,7 +280,7 @@ def lease_check(*, actor, project, **fields) -> dict:
         with rolled_back():
             earliest = _earliest_start(lease)
     return check_answer(refusal=refusal, placement_refusal=placement_refusal, earliest_start=earliest,
-                        quota=quota_report(scope=project, resource="leases", requested=1),
+                        quota=quota,
                         price=lease_price(lease))
 
 

@@ -106,9 +106,29 @@ def queue_join(*, actor, instance: Instance, operation, reason: str) -> bool:
     return True
 
 
+def cluster_queue_join(*, actor, cluster, operation, reason: str) -> bool:
+    """Compute's cluster queue hook: a cluster create with `queue: true` that the fleet cannot hold now becomes
+    one entry of the on-demand queue (same order as instances: priority, fair share, age; weight = all its
+    GPUs) for `RESERVATIONS_QUEUE_MAX_TIMEOUT_S`; the queue places the whole gang at once or not at all."""
+    project = cluster.project
+    expires = clock.now() + dt.timedelta(seconds=conf.queue_max_timeout_s())
+    prio = QueuePriority.objects.filter(project=project).values_list("priority", flat=True).first() or 0
+    QueuedRequest.objects.update_or_create(
+        cluster=cluster, defaults={"project": project, "organization": project.organization, "priority": prio,
+                                   "gpus": _gpus(cluster.flavor) * cluster.size, "expires_at": expires,
+                                   "reason": (reason or "")[:1000]})
+    operation_deadline_set(operation=operation, deadline_at=expires + dt.timedelta(seconds=900))
+    event_record(actor=actor, action="reservations.queue.join", target=cluster, organization=project.organization,
+                 after={"reason": reason[:500], "size": cluster.size})
+    from ..tasks import queue_process_task
+
+    enqueue_on_commit(queue_process_task, queue="provisioning")
+    return True
+
+
 def _ordered_waiting() -> list[QueuedRequest]:
     waiting = list(QueuedRequest.objects.filter(status=QueueStatus.WAITING).select_related(
-        "organization", "instance__flavor", "instance__project"))
+        "organization", "instance__flavor", "instance__project", "cluster"))
     usage = _gpus_held({q.organization_id for q in waiting})
     return sorted(waiting, key=lambda q: (-q.priority, usage.get(q.organization_id, 0), q.created_at, q.pk))
 
@@ -146,9 +166,9 @@ def queue_positions() -> dict:
 
 def queue_expire(q: QueuedRequest) -> None:
     transition(q, "expire", QUEUE_TRANSITIONS)
-    event_record(actor=None, action="reservations.queue.expire", target=q.instance,
+    event_record(actor=None, action="reservations.queue.expire", target=q.instance or q.cluster,
                  organization=q.organization, after={"status": q.status, "reason": q.reason})
-    _kick(q.instance)
+    _kick(q.instance) if q.instance_id else _kick_cluster(q.cluster)
 
 
 def _kick(inst: Instance) -> None:
@@ -160,7 +180,44 @@ def _kick(inst: Instance) -> None:
         enqueue_on_commit(operation_run_step_task, str(op.pk), queue="provisioning")
 
 
+def _kick_cluster(cluster) -> None:
+    """Run the cluster's create operation now (its claim step re-checks the queue entry)."""
+    from apps.operations.selectors import operation_latest_for
+    from apps.operations.tasks import operation_run_step_task
+
+    op = operation_latest_for(target_type="compute.cluster", target_id=cluster.pk)
+    if op is not None:
+        enqueue_on_commit(operation_run_step_task, str(op.pk), queue="provisioning")
+
+
+def _try_place_cluster(q: QueuedRequest) -> bool:
+    from apps.compute.services.clusters import cluster_members_claim
+    from apps.compute.states import ClusterStatus
+
+    cluster = q.cluster
+    if cluster.status != ClusterStatus.PENDING:
+        transition(q, "cancel", QUEUE_TRANSITIONS)
+        return False
+    try:
+        with transaction.atomic():
+            transition(q, "place", QUEUE_TRANSITIONS, extra={"placed_at": clock.now()})
+            cluster_members_claim(actor=None, cluster=cluster)
+    except (CapacityUnavailable, QuotaExceeded) as exc:
+        q.status = QueueStatus.WAITING
+        QueuedRequest.objects.filter(pk=q.pk).update(reason=exc.detail[:1000],
+                                                     explanation=getattr(exc, "explanation", {}),
+                                                     updated_at=clock.now())
+        q.reason = exc.detail[:1000]
+        return False
+    event_record(actor=None, action="reservations.queue.place", target=cluster, organization=q.organization,
+                 after={"status": q.status, "size": cluster.size})
+    _kick_cluster(cluster)
+    return True
+
+
 def _try_place(q: QueuedRequest) -> bool:
+    if q.cluster_id:
+        return _try_place_cluster(q)
     from apps.compute.services.placement import instance_place_and_claim
 
     inst = Instance.objects.select_for_update(of=("self",)).select_related("flavor").get(pk=q.instance_id)
@@ -211,8 +268,8 @@ def queue_process() -> dict:
     out = {"placed": 0, "expired": 0, "waiting": 0}
     for q in _ordered_waiting():
         with transaction.atomic():
-            fresh = QueuedRequest.objects.select_for_update(skip_locked=True).filter(
-                pk=q.pk, status=QueueStatus.WAITING).select_related("instance", "organization").first()
+            fresh = QueuedRequest.objects.select_for_update(skip_locked=True, of=("self",)).filter(
+                pk=q.pk, status=QueueStatus.WAITING).select_related("instance", "cluster", "organization").first()
             if fresh is None:
                 continue
             if fresh.expires_at <= now:

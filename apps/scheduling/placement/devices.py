@@ -116,6 +116,19 @@ def _mig_current(g: GpuRow) -> list | None:
     return current
 
 
+@lru_cache(maxsize=4096)
+def _mig_planned(model: str, profile: str, current: tuple, driver_version: str | None):
+    """(placement, score) of one `profile` instance on a `model` GPU laid out as `current`, or None when it does not
+    fit. The planner is a pure function of the catalog and the layout, so GPUs laid out alike (most are empty)
+    are planned once per process."""
+    spec = gpu_model_get(model)
+    plan = mig_plan(spec.mig, [profile], current=list(current), driver_version=driver_version)
+    if not plan.ok:
+        return None
+    kept = sum(mig_max_placeable(spec.mig, plan.layout).values())
+    return plan.placements[0], plan.memory_slices_used / GPU_SLICES + kept / 100
+
+
 def mig_options(profile: str, gpus: list[GpuRow], driver_version: str | None = None):
     """Every GPU of `gpus` that can take one GPU instance of `profile` now, with the start slice the MIG planner
     chooses there (NVIDIA's placement rules, `apps.inventory.mig.mig_plan`) and its binpack score: slices used
@@ -134,11 +147,9 @@ def mig_options(profile: str, gpus: list[GpuRow], driver_version: str | None = N
         current = _mig_current(g)
         if current is None:
             continue
-        plan = mig_plan(spec.mig, [profile], current=current, driver_version=driver_version)
-        if not plan.ok:
-            continue
-        kept = sum(mig_max_placeable(spec.mig, plan.layout).values())
-        options.append((g, plan.placements[0], plan.memory_slices_used / GPU_SLICES + kept / 100))
+        planned = _mig_planned(g.model, profile, tuple(current), driver_version)
+        if planned is not None:
+            options.append((g, *planned))
     return options, reason
 
 

@@ -36,6 +36,9 @@ from .client import ApiResponse, Unreachable, problem_summary
 from .framework import Ctx, SingleBlock
 
 GONE_STATUSES = {"deleted", "cancelled", "ended", "rejected"}
+# Check codes not reported at plan time: the name may be held by the object an interrupted apply of this same
+# configuration created, which the create adopts (its Idempotency-Key replays); if not, the create fails at once.
+ADOPTABLE = {"name_taken", "slug_taken", "conflict"}
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
@@ -194,15 +197,26 @@ class ApiResource:
         if r.status == 400:
             self._field_errors(ctx, r, f"{self.type_name} is invalid")
             return
-        if r.ok and body.get("placeable") is False:
-            parts = [body.get("reason") or body.get("detail") or ""]
-            if body.get("explanation"):
-                from .client import explain
-                parts.append("explanation: " + explain(body["explanation"]))
-            parts.append(f"earliest_start: {body.get('earliest_start') or 'none within the search horizon'}")
-            ctx.diagnostics.add_error(
-                f"{self.type_name} cannot be placed: {body.get('code') or 'unplaceable'}",
-                "\n".join(p for p in parts if p))
+        if not r.ok:
+            self.fail(ctx, r, f"Checking {self.type_name}")
+            return
+        if body.get("placeable") is not False:
+            return
+        from .client import explain
+        parts = [f"reason: {body['reason']}"] if body.get("reason") else []
+        if body.get("explanation"):
+            parts.append("explanation: " + explain(body["explanation"]))
+        code = body.get("code")
+        if body.get("earliest_start") or code in ("unplaceable", "capacity_unavailable"):
+            parts.append(f"earliest_start: {body.get('earliest_start') or 'none known'}")
+        if code in ADOPTABLE:
+            return   # maybe what an interrupted apply created: the create's Idempotency-Key replay adopts it
+        if code:
+            ctx.diagnostics.add_error(f"{self.type_name} cannot be created: {code}: {body.get('detail') or ''}",
+                                      "\n".join(parts))
+        else:   # it would wait (the on-demand queue): not an error
+            ctx.diagnostics.add_warning(f"{self.type_name} would wait for capacity: {body.get('detail') or ''}",
+                                        "\n".join(parts))
 
     # --- helpers --------------------------------------------------------------------------------------------
     @property
@@ -454,9 +468,16 @@ class ApiResource:
             if body["status"] == "succeeded":
                 return body
             if body["status"] in ("failed", "cancelled"):
+                extra = body.get("error_extra") or {}
+                detail = [body.get("error_detail") or ""]
+                if extra.get("explanation"):
+                    from .client import explain
+                    detail.append("explanation: " + explain(extra["explanation"]))
+                if "earliest_start" in extra:
+                    detail.append(f"earliest_start: {extra.get('earliest_start') or 'none known'}")
                 ctx.diagnostics.add_error(
                     f"{what}: operation {op_id} {body['status']}: {body.get('error_code') or 'error'}",
-                    body.get("error_detail") or "")
+                    "\n".join(d for d in detail if d))
                 return False
             return None
         return self.poll(ctx, check, timeout, f"{what}: operation {op_id}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import time
 
 from tf.types import Unknown
 
@@ -228,13 +229,20 @@ class Cluster(ApiResource):
         Field("members", "computed", type="list", description="Instance ids of the members."),
     ]
 
-    def validate_config(self, diags, config):
-        size = config.get("size")
-        if isinstance(size, (int, float)) and size < 1:
-            diags.add_error(f"Invalid size {size}", "size must be at least 1.", path=["size"])
-
     def wait_create(self, ctx, obj, op, timeout):
-        return self.wait_status(ctx, obj["id"], {"active"}, timeout, f"Creating {self.type_name} {obj['id']}")
+        """The cluster `active` and every member instance `active` (a member still provisioning, or one gone to
+        `error`, is not a usable cluster)."""
+        what = f"Creating {self.type_name} {obj['id']}"
+        deadline = time.monotonic() + timeout
+        got = self.wait_status(ctx, obj["id"], {"active"}, timeout, what)
+        if got is None:
+            return None
+        members = Instance(self.provider)
+        for m in got[0].get("members") or []:
+            if members.wait_status(ctx, m, {"active"}, max(1.0, deadline - time.monotonic()),
+                                   f"{what}: member") is None:
+                return None
+        return self.get(ctx, obj["id"])
 
     def wait_delete(self, ctx, current, r, timeout):
         return bool(self.wait_status(ctx, current["id"], {"deleted", "__404__"}, timeout,
@@ -305,20 +313,6 @@ class Lease(_KeepEquivalent):
         Field("reason", "computed", volatile=True),
     ]
     equivalent = {"start": _same_instant, "end": _same_instant}
-
-    def validate_config(self, diags, config):
-        start = config.get("start")
-        if isinstance(start, str) and _known(start):
-            try:
-                if _instant(start) < dt.datetime.now(dt.UTC):
-                    diags.add_error(f"Invalid start {start}: the lease window is in the past",
-                                    "start must be in the future.", path=["start"])
-            except ValueError:
-                diags.add_error(f"Invalid start {start!r}", "An RFC 3339 time, e.g. 2030-01-01T00:00:00Z.",
-                                path=["start"])
-        count = config.get("quantity")
-        if isinstance(count, (int, float)) and count < 1:
-            diags.add_error(f"Invalid quantity {count}", "quantity must be at least 1.", path=["quantity"])
 
     def wait_create(self, ctx, obj, op, timeout):
         return self.wait_status(ctx, obj["id"], {"confirmed", "active"}, timeout,
