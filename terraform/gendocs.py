@@ -104,7 +104,7 @@ def index_page() -> str:
            "401 ...)`, an endpoint that does not answer is `gpucloud API unreachable at <endpoint>`.", "",
            "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, an InfiniBand "
            "partition, a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
-           "webhook and a second project.", "", "## Resources", ""]
+           "webhook and a second project; quotas and the capacity calendar over the lease window (data sources).", "", "## Resources", ""]
     out += [f"- [gpucloud_{c.name}](resources/{c.name}.md): {c.description}" for c in RESOURCES]
     out += ["", "## Data sources", ""]
     out += [f"- [gpucloud_{c.name}](data-sources/{c.name}.md): {c.description}" for c in DATA_SOURCES]

@@ -166,6 +166,10 @@ def test_03_apply_the_example_estate(w):
     assert state["gpucloud_api_token.ci"]["token"].startswith("gpc_")
     assert state["gpucloud_webhook_endpoint.ops"]["secret"]
     assert [v["name"] for v in api.all("vpcs", project=pid)] == ["main"]
+    outputs = w.ws.state()["values"]["outputs"]
+    assert outputs["quotas"]["value"] == {f"{q['scope']}/{q['resource']}": q["limit"]
+                                          for q in api.all("quotas", project=pid)}, outputs
+    assert outputs["capacity_days"]["value"] == 7, outputs
 
 
 def test_04_second_plan_is_empty(w):

@@ -57,6 +57,16 @@ data "gpucloud_images" "ubuntu" {
   name = "ubuntu-24-04"
 }
 
+data "gpucloud_quotas" "mine" {}
+
+data "gpucloud_capacity" "lease_window" {
+  start     = var.lease_start
+  end       = var.lease_end
+  step_s    = 86400
+  gpu_model = var.gpu_model
+  zone      = "eu-west-a"
+}
+
 resource "gpucloud_ssh_key" "laptop" {
   name       = "laptop"
   public_key = var.ssh_public_key
@@ -151,6 +161,9 @@ resource "gpucloud_webhook_endpoint" "ops" {
 
 output "notebook_address" { value = gpucloud_public_ip.notebook.address }
 output "cluster_members" { value = gpucloud_cluster.train.members }
+output "quotas" { value = { for q in data.gpucloud_quotas.mine.quotas : "${q.scope}/${q.resource}" => q.limit } }
+# Free GPUs change as leases are made (the lease below included): an output of them would change every plan.
+output "capacity_days" { value = length(data.gpucloud_capacity.lease_window.buckets) }
 output "ci_token" {
   value     = gpucloud_api_token.ci.token
   sensitive = true

@@ -30,6 +30,7 @@ def _attr(name, t, kind="optional", description=None, sensitive=False):
 
 
 class _Base:
+    staff_only = False
     name = ""
     description = ""
     inputs: list = []
@@ -57,7 +58,10 @@ class _Base:
         except Unreachable as exc:
             ctx.diagnostics.add_error(f"gpucloud API unreachable at {client.endpoint}", str(exc))
         except ApiError as exc:
-            ctx.diagnostics.add_error(*problem_summary(exc.response, f"Reading data source gpucloud_{self.name}"))
+            summary, detail = problem_summary(exc.response, f"Reading data source gpucloud_{self.name}")
+            if exc.response.status == 403 and self.staff_only:
+                detail = f"The API shows {path} to provider staff only: use a staff token.\n" + detail
+            ctx.diagnostics.add_error(summary, detail)
         return None
 
 
@@ -132,7 +136,8 @@ class Images(_Base):
 
 class Regions(_Base):
     name = "regions"
-    description = "Regions and their zones."
+    description = "Regions and their zones (the API shows them to provider staff tokens only)."
+    staff_only = True
     outputs = [_attr("regions", types.List(Object(REGION)), "computed")]
 
     def read(self, ctx, config):
@@ -164,7 +169,9 @@ class Quotas(_Base):
 
 class Prices(_Base):
     name = "prices"
-    description = "List prices of the current price book (filter by sku, pricing_model, sla_tier)."
+    description = ("List prices of the price books (filter by sku, pricing_model, sla_tier). The API shows the "
+                   "price list to provider staff only; a tenant sees the price of a launch in its check.")
+    staff_only = True
     inputs = [_attr("sku", S), _attr("pricing_model", S), _attr("sla_tier", S)]
     outputs = [_attr("prices", types.List(Object(PRICE)), "computed")]
 
