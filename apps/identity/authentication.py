@@ -76,14 +76,7 @@ class SessionAuthentication(authentication.SessionAuthentication):
         view = (request.parser_context or {}).get("view")
         if getattr(view, "allow_unverified_session", False):
             return result
-        from apps.tenancy.errors import Forbidden
+        from .signin import require_second_factor
 
-        from .signin import missing_second_factor
-
-        code = missing_second_factor(user, request._request.session)
-        if code == "otp_required":
-            raise Forbidden("Enter the code from your authenticator app: POST /session/otp.", code=code)
-        if code is not None:
-            raise Forbidden("A second factor is required (your organization or staff role): enrol a TOTP device.",
-                            code=code)
+        require_second_factor(user, request._request.session)
         return result

@@ -108,6 +108,19 @@ def missing_second_factor(user, session) -> str | None:
     return None
 
 
+def require_second_factor(user, session) -> None:
+    """The two-factor gate of a console session, one function for every door (`SessionAuthentication` for the
+    API, the server-rendered invitation page): 403 `otp_required` (enter the code: `POST /session/otp`) or 403
+    `two_factor_required` (enrol a TOTP device: `POST /me/totp/`) when `missing_second_factor` says so;
+    returns None when the session may proceed."""
+    code = missing_second_factor(user, session)
+    if code == "otp_required":
+        raise Forbidden("Enter the code from your authenticator app: POST /session/otp.", code=code)
+    if code is not None:
+        raise Forbidden("A second factor is required (your organization or staff role): enrol a TOTP device.",
+                        code=code)
+
+
 def require_recent_sign_in(user, state: SignInState) -> None:
     """403 unless `state` is an interactive session signed in within `SIGN_IN_REAUTH_MAX_AGE_SECONDS`, verified
     with the current second factor when `user` has one."""

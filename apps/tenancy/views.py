@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from apps.core.errors import DomainError, ValidationFailed
 from apps.core.handlers import not_found
+from apps.identity.signin import require_second_factor
 
 from . import services
 
@@ -34,7 +35,10 @@ def invitation_accept_page(request):
     """GET: the invitation (organization, project, role) and a form; POST: accept it (a new account takes a
     password; a signed-in user with the invited e-mail just confirms). With OIDC configured, a caller who is not
     signed in also gets a "Sign in with single sign-on" link that returns to this page. Errors render with the API's status and
-    code (400 `invitation_invalid`, 410 `invitation_expired` / `invitation_revoked`, 409 ...)."""
+    code (400 `invitation_invalid`, 410 `invitation_expired` / `invitation_revoked`, 409 ...). A signed-in
+    session passes the API's two-factor gate first (`apps.identity.signin.require_second_factor`): 403
+    `otp_required` / `two_factor_required`, nothing accepted, and the page links to the console sign-in to
+    finish the second factor."""
     token = request.POST.get("token") or request.GET.get("token", "")
     actor = request.user if request.user.is_authenticated else None
     context = {"token": token, "signed_in_as": getattr(actor, "email", ""), "sso_url": _sso_url(token)}
@@ -46,6 +50,8 @@ def invitation_accept_page(request):
     if request.method != "POST":
         return render(request, "tenancy/invitation_accept.html", context)
     try:
+        if actor is not None:  # the same gate as the API (`SessionAuthentication`): one function for both
+            require_second_factor(actor, request.session)
         membership = services.invitation_accept(actor=actor, token=token, password=request.POST.get("password"),
                                                 full_name=request.POST.get("full_name", ""))
     except DomainError as exc:
