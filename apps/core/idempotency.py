@@ -2,8 +2,13 @@
 
 A client that may retry a create sends `Idempotency-Key: <1-255 printable ASCII characters>`:
 
-- The key is scoped to the caller (the authenticated user) and the endpoint (method + path); it is remembered
-  `IDEMPOTENCY_KEY_TTL_HOURS` (24 h), after which it is new.
+- The key is scoped to the credential and the endpoint (method + path): an API token's key is that token's
+  (`token:<id>`; two tokens of one user never share keys, whatever their bindings and scopes), a console
+  session's is its user's. It is remembered `IDEMPOTENCY_KEY_TTL_HOURS` (24 h), after which it is new.
+- A replay is only answered to a caller who could make the request now: the view's permission checks run again
+  and, where the view has a `get_queryset`, the created object (the body's `id`, or the `id` of its first
+  object member, e.g. `instance` of a 202) must be visible to the caller; otherwise the stored answer is
+  dropped and the request runs as if it were new (so it gets the errors anyone else would get).
 - First use: the request runs in one transaction that also stores its answer (status, body, `Location`), so
   the key is recorded exactly when what the request created is committed.
 - Same key, same body: the stored answer is returned (same object, same operation; header
@@ -51,7 +56,9 @@ IDEMPOTENCY_KEY_PARAMETER = OpenApiParameter(
     HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER, required=False,
     description="1-255 printable ASCII characters. A retry with the same key and body returns the first answer "
                 "(header `Idempotent-Replayed: true`) and creates nothing; the same key with a different body is "
-                "422 `idempotency_key_reused`. Scoped to the caller and this endpoint, kept 24 hours.")
+                "422 `idempotency_key_reused`. Scoped to the credential (this API token, or the console "
+                "session's user) and this endpoint, kept 24 hours; replayed only to a caller who may make the "
+                "request and see what it created.")
 
 
 class IdempotencyKeyReused(DomainError):
@@ -81,11 +88,13 @@ def idempotency_keys_purge(*, batch_size: int = 5000) -> int:
             deleted += IdempotencyKey.objects.filter(pk__in=ids, created_at__lt=cutoff).delete()[0]
 
 
-def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str, ...] = ()) -> Response:
+def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str, ...] = (),
+               may_replay: Callable[[object], bool] | None = None) -> Response:
     """Run `execute()` at most once per Idempotency-Key (see the module docstring); without the header, run it.
 
     `unstored`: top-level body members never written to the database (a secret shown once, such as a new API
-    token); a replay answers them as null."""
+    token); a replay answers them as null. `may_replay(stored_body)`: False when the caller may not be answered
+    the stored answer now (then it is dropped and `execute()` runs as for a new key)."""
     key = request.headers.get(HEADER)
     if key is None:
         return execute()
@@ -93,13 +102,21 @@ def idempotent(request, execute: Callable[[], Response], *, unstored: tuple[str,
     if not _VALID_KEY.match(key):
         raise ValidationFailed("Idempotency-Key must be 1-255 printable ASCII characters.",
                                code="invalid_idempotency_key", errors={HEADER: ["1-255 printable ASCII characters"]})
-    caller = str(getattr(request.user, "pk", "") or "anonymous")
     endpoint = f"{request.method} {request.path.rstrip('/')}"
-    return _run_once(caller, endpoint, key, _body_hash(request.data), execute, unstored)
+    return _run_once(_caller(request), endpoint, key, _body_hash(request.data), execute, unstored,
+                     may_replay or (lambda body: True))
+
+
+def _caller(request) -> str:
+    """The credential a key belongs to: `token:<id>` for an API token, the user's id for a console session."""
+    token_id = getattr(getattr(request, "auth", None), "pk", None)
+    if token_id is not None:
+        return f"token:{token_id}"
+    return str(getattr(request.user, "pk", "") or "anonymous")
 
 
 @atomic_with_retry
-def _run_once(caller: str, endpoint: str, key: str, digest: str, execute, unstored) -> Response:
+def _run_once(caller: str, endpoint: str, key: str, digest: str, execute, unstored, may_replay) -> Response:
     """Claim the key, run, store the answer: one transaction, which this layer owns (so a deadlock or
     serialization failure inside the create is retried here, from the claim on; `apps.core.db`)."""
     IdempotencyKey.objects.filter(caller=caller, endpoint=endpoint, key=key, created_at__lt=now() - ttl()).delete()
@@ -109,7 +126,12 @@ def _run_once(caller: str, endpoint: str, key: str, digest: str, execute, unstor
             record = IdempotencyKey.objects.create(caller=caller, endpoint=endpoint, key=key, request_hash=digest,
                                                    response_status=0)
     except IntegrityError:
-        return _replay(IdempotencyKey.objects.get(caller=caller, endpoint=endpoint, key=key), digest)
+        stored = IdempotencyKey.objects.get(caller=caller, endpoint=endpoint, key=key)
+        if stored.request_hash != digest or may_replay(stored.response_body):
+            return _replay(stored, digest)
+        stored.delete()  # the caller could not make this request now: it runs as new (and fails like one)
+        record = IdempotencyKey.objects.create(caller=caller, endpoint=endpoint, key=key, request_hash=digest,
+                                               response_status=0)
     response = execute()
     if 200 <= response.status_code < 300:
         body = _jsonable(response.data)
@@ -132,7 +154,18 @@ def idempotent_create(method=None, *, unstored: tuple[str, ...] = ()):
 
     @functools.wraps(method)
     def wrapper(self, request, *args, **kwargs):
-        return idempotent(request, lambda: method(self, request, *args, **kwargs), unstored=unstored)
+        def may_replay(body) -> bool:
+            try:
+                self.check_permissions(request)
+            except Exception:  # noqa: BLE001 - a refusal of any kind: run the request and let it refuse
+                return False
+            created = _created_id(body)
+            if created is None or not hasattr(self, "get_queryset"):
+                return True
+            return self.get_queryset().filter(pk=created).exists()
+
+        return idempotent(request, lambda: method(self, request, *args, **kwargs), unstored=unstored,
+                          may_replay=may_replay)
 
     return extend_schema(parameters=[IDEMPOTENCY_KEY_PARAMETER])(wrapper)
 
@@ -142,6 +175,16 @@ def _replay(record: IdempotencyKey, digest: str) -> Response:
         raise IdempotencyKeyReused(f"This {HEADER} was used with a different request body.")
     return Response(record.response_body, status=record.response_status,
                     headers={**record.response_headers, REPLAYED_HEADER: "true"})
+
+
+def _created_id(body):
+    """The id of what a stored answer created: its `id`, or the `id` of its first object member; None if none."""
+    if not isinstance(body, dict):
+        return None
+    if body.get("id") is not None:
+        return body["id"]
+    member = next((v for v in body.values() if isinstance(v, dict) and v.get("id") is not None), None)
+    return None if member is None else member["id"]
 
 
 def _body_hash(data) -> str:

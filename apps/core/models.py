@@ -43,7 +43,8 @@ class ProjectOwned(TimestampedModel):
 class IdempotencyKey(models.Model):
     """The saved answer to a create sent with an `Idempotency-Key` header (see `apps.core.idempotency`).
 
-    Unique per (`caller`, `endpoint`, `key`): `caller` is the authenticated user's id, `endpoint` the method and
+    Unique per (`caller`, `endpoint`, `key`): `caller` is the credential (`token:<id>` for an API
+    token, the user's id for a console session), `endpoint` the method and
     path (`POST /api/v1/instances`). Written in the same transaction as what the request created, so the row
     exists exactly when the create committed. Kept `IDEMPOTENCY_KEY_TTL_HOURS` (24 h); after that the key is new.
     """
