@@ -16,7 +16,7 @@ const InstanceDetailPage = lazy(() => import('./pages/InstanceDetail').then((m) 
 const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m.LaunchPage })))
 
 function screen(element: ReactNode) {
-  return <Suspense fallback={<Loader aria-label="Loading" />}>{element}</Suspense>
+  return <Suspense fallback={<Loader role="status" aria-label="Loading" />}>{element}</Suspense>
 }
 
 /** Screens behind sign-in: an anonymous visitor (or a session still owing a code) goes to /sign-in?next=… */
@@ -26,7 +26,7 @@ function RequireSession() {
   if (session.isPending)
     return (
       <Center mih="100vh">
-        <Loader aria-label="Loading" />
+        <Loader role="status" aria-label="Loading" />
       </Center>
     )
   if (session.isError) return <ProblemAlert error={session.error} title="The console cannot reach the API" />

@@ -164,6 +164,8 @@ def test_5_instances_list_and_dashboard(c, tab):
     shot(tab, "instances")
     tab.get_by_role("link", name="Dashboard").click()
     expect(tab.get_by_test_id("stat-Running instances")).to_have_text("0")
+    expect(tab.get_by_test_id("quota-use")).to_contain_text("instances (organization)", timeout=30_000)
+    expect(tab.get_by_test_id("quota-use")).to_contain_text("mig_slices")
     check_a11y(tab, "dashboard")
     shot(tab, "dashboard")
 

@@ -1,4 +1,4 @@
-import { Anchor, Group, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
+import { Anchor, Group, Loader, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
 import { useQuery } from '@tanstack/react-query'
 import { Link } from 'react-router'
 import { api, unwrap, type Flavor, type Instance } from '../api/client'
@@ -139,8 +139,9 @@ export function DashboardPage() {
           <Title order={3} size="h4" id="quota-heading" mb="sm">
             Quota use
           </Title>
+          {quotas.isPending && <Loader role="status" size="sm" aria-label="Loading quotas" />}
           {quotaRows.length === 0 && quotas.isSuccess && <Text c="dimmed">No quotas are set for this organization.</Text>}
-          <Stack gap="sm">
+          <Stack gap="sm" data-testid="quota-use">
             {quotaRows.map((q) => {
               const used = q.usage ?? 0
               const pct = q.limit > 0 ? Math.min(100, (100 * used) / q.limit) : 100

@@ -66,7 +66,7 @@ export function InstanceDetailPage() {
   })
 
   if (instance.error instanceof ApiError && instance.error.status === 404) return <NotFoundPage what="instance" />
-  if (instance.isPending) return <Loader aria-label="Loading the instance" />
+  if (instance.isPending) return <Loader role="status" aria-label="Loading the instance" />
   if (instance.isError) return <ProblemAlert error={instance.error} />
 
   const vm = instance.data
@@ -84,7 +84,7 @@ export function InstanceDetailPage() {
         <Group>
           <Title order={2}>{vm.name}</Title>
           <StatusBadge status={vm.status} />
-          {TRANSITIONAL.has(vm.status) && <Loader size="xs" aria-label="Working" />}
+          {TRANSITIONAL.has(vm.status) && <Loader role="status" size="xs" aria-label="Working" />}
         </Group>
         <Group gap="xs">
           <ConfirmButton
@@ -170,7 +170,7 @@ export function InstanceDetailPage() {
         </Tabs.Panel>
         <Tabs.Panel value="log" pt="md">
           <ProblemAlert error={log.error} title="No console log" color="gray" />
-          {log.isPending && showLog && <Loader size="sm" aria-label="Loading the console log" />}
+          {log.isPending && showLog && <Loader role="status" size="sm" aria-label="Loading the console log" />}
           {log.data && (
             <ScrollArea h={360} type="auto">
               <Code block data-testid="console-log">

@@ -233,7 +233,7 @@ export function LaunchPage() {
               required
             >
               <Stack gap="xs" mt="xs">
-                {flavors.isPending && <Loader size="sm" aria-label="Loading flavors" />}
+                {flavors.isPending && <Loader role="status" size="sm" aria-label="Loading flavors" />}
                 {choices.map((f) => (
                   <Radio key={f.id} value={f.id} label={`${f.name} — ${gpuLabel(f)}`} description={sizeLabel(f)} />
                 ))}
@@ -339,7 +339,7 @@ export function LaunchPage() {
                   Check again
                 </Button>
               </Group>
-              {check.isPending && check.fetchStatus === 'fetching' && <Loader size="sm" aria-label="Checking" />}
+              {check.isPending && check.fetchStatus === 'fetching' && <Loader role="status" size="sm" aria-label="Checking" />}
               <ProblemAlert error={check.error} title="The check was refused" />
               {check.data && <CheckResult check={check.data} market={form.market} />}
             </Paper>
