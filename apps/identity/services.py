@@ -115,10 +115,16 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
     _validate_token_request(scope=scope, organization=organization, project=project, staff=staff,
                             expires_at=expires_at)
     current = getattr(actor, "api_token", None)
-    if current is not None:
-        expires_at = _check_within_request_token(current, organization=organization, project=project, staff=staff,
-                                                 scope=scope, expires_at=expires_at)
-    _check_actor_may_bind(actor, holder, organization=organization, project=project, staff=staff, scope=scope)
+    try:
+        if current is not None:
+            expires_at = _check_within_request_token(current, organization=organization, project=project,
+                                                     staff=staff, scope=scope, expires_at=expires_at)
+        _check_actor_may_bind(actor, holder, organization=organization, project=project, staff=staff, scope=scope)
+    except (Forbidden, ValidationFailed) as refused:
+        if isinstance(refused, Forbidden) or refused.code == "token_outlives_parent":
+            _refusal_recorded(actor, refused.code, scope=scope, organization=organization, project=project,
+                              staff=staff, current=current)
+        raise
     raw, prefix, digest = tokens.generate()
     with transaction.atomic():
         if current is not None:
@@ -132,6 +138,19 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
                             "user": holder.email, "expires_at": row.expires_at,
                             **({"parent": current.prefix} if current is not None else {})})
     return row, raw
+
+
+def _refusal_recorded(actor, code: str, *, scope, organization, project, staff, current) -> None:
+    """An escalation attempt (403 `token_read_only` / `token_binding_wider` / `permission_denied`, 400
+    `token_outlives_parent`) is `api_token.create_refused` in every organization of the caller, like
+    `second_factor.change_refused`: written in its own transaction, so the refusal raised after it does not roll
+    it back (inside an outer transaction, such as an `Idempotency-Key` request's, it goes with that one). It
+    names what was asked (scope, binding) and the minting token's prefix, never a secret."""
+    binding = "staff" if staff else (f"project:{project.pk}" if project is not None else
+                                     f"organization:{organization.pk}" if organization is not None else "")
+    security_event("api_token.create_refused", actor,
+                   after={"reason": code, "scope": scope, "binding": binding,
+                          **({"parent": current.prefix} if current is not None else {})})
 
 
 def _lock_live_parent(parent: ApiToken) -> None:

@@ -194,6 +194,16 @@ class TwoFactorResetView(generics.GenericAPIView):
     serializer_class = s.TwoFactorResetInput
     staff_actions = {"post"}
 
+    def permission_denied(self, request, message=None, code=None):
+        """A signed-in caller without the staff role (a stolen tenant token probing) is recorded as
+        `second_factor.change_refused` (`attempted` `totp.reset`, `reason` `permission_denied`, the target user)
+        in the caller's organizations before the 403."""
+        if request.user and request.user.is_authenticated:
+            signin.security_event("second_factor.change_refused", request.user,
+                                  after={"attempted": "totp.reset", "reason": "permission_denied",
+                                         "user": str(self.kwargs.get("pk", ""))})
+        super().permission_denied(request, message=message, code=code)
+
     @extend_schema(request=s.TwoFactorResetInput, responses={204: None})
     def post(self, request, pk):
         signin.two_factor_reset(actor=request.user, user_id=pk, **_validated(s.TwoFactorResetInput, request))
