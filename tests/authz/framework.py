@@ -15,7 +15,8 @@ was written, nothing was scheduled with `transaction.on_commit` and no Celery qu
 nothing enqueued); for a successful
 mutation, that an audit event was written (set `audited=False` only for endpoints that change nothing durable);
 for `other_org`, that no identifier of organization A appears in the body (never listed, never counted).
-An entry with `refusal_audited` expects its refusals of token roles to write an audit event (and nothing else).
+An entry with `refusal_audited` expects its refusals of token roles (or of the roles it names) to write an audit
+event (and nothing else).
 
 `last_used_at` of the caller's token is written even on a denied request: probing with a leaked token is
 exactly what that column must show.
@@ -50,9 +51,15 @@ class Entry:
     expect: dict[str, int]
     setup: Callable[[World], Case] | None = None
     audited: bool = True
-    # a refusal that is itself a security event (a factor change tried with an API token): for the token roles a
-    # 4xx must write an audit event, and only the audit tables may grow
-    refusal_audited: bool = False
+    # a refusal that is itself a security event (a factor change tried with an API token, a token mint wider
+    # than its parent): for the token roles (True) or the roles named (a tuple) a 4xx must write an audit event,
+    # and only the audit tables may grow
+    refusal_audited: bool | tuple[str, ...] = False
+
+    def audits_refusal(self, role: str) -> bool:
+        if self.refusal_audited is True:
+            return role != "anonymous"
+        return role in (self.refusal_audited or ())
 
     @property
     def key(self) -> tuple[str, str]:

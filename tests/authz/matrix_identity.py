@@ -39,7 +39,8 @@ ENTRIES = [
     # any member may mint a token for its organization: a token never grants more than its user's role;
     # staff have no organization-A role (they use staff tokens), so organization A does not exist for them
     Entry("POST", "/api/v1/tokens", mutation(other_org=400, viewer=201, member=201, admin=201, staff=404),
-          lambda w: Case(data={"name": "ci", "scope": "read", "organization": str(w.org_a.pk)})),
+          lambda w: Case(data={"name": "ci", "scope": "read", "organization": str(w.org_a.pk)}),
+          refusal_audited=("read_token",)),  # token_read_only: api_token.create_refused
     # a token is visible to its user, to the owners of the organization it is bound to (read_token is the
     # owner's: it reads, and cannot revoke with a read scope) and to staff; others get 404
     Entry("GET", "/api/v1/tokens/{pk}", expect(viewer=404, admin=404), _member_token),
@@ -64,7 +65,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/session/otp", NO_TOKEN, lambda w: Case(data={"otp_token": "123456"})),
     # staff operators reset a user's factor (the member's, enrolled by the setup); tenants cannot
     Entry("POST", "/api/v1/users/{pk}/reset-two-factor", mutation(other_org=403, admin=403, staff=204),
-          _member_with_totp),
+          _member_with_totp, refusal_audited=True),  # second_factor.change_refused (attempted totp.reset)
     Entry("GET", "/api/v1/session", expect(anonymous=200, other_org=200), audited=False),
     Entry("POST", "/api/v1/session", expect(anonymous=200, other_org=200), _login),
     Entry("DELETE", "/api/v1/session", expect(204, 204, 204, 204, 204, 204, 204), audited=False),

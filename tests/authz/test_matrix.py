@@ -67,7 +67,7 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
         assert response["Content-Type"] == "application/problem+json"
         assert response.json()["code"], body
         after = _row_counts()
-        if entry.refusal_audited and role != "anonymous":
+        if entry.audits_refusal(role):
             assert AuditEvent.objects.count() > audits_before, f"{entry} as {role}: the refusal was not audited"
             after, before = ({t: n for t, n in counts.items() if not t.startswith("audit_")}
                              for counts in (after, before))
