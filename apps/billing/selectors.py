@@ -76,7 +76,43 @@ def sla_tier_list_visible_to(user) -> QuerySet[SlaTier]:
 
 
 def price_book_list_visible_to(user) -> QuerySet[PriceBook]:
+    """Price books: all of them for staff; none for tenants (a tenant reads prices, `price_list_visible_to`)."""
     return PriceBook.objects.prefetch_related("prices") if tenancy.is_staff(user) else PriceBook.objects.none()
+
+
+def _price_keys(user) -> set[tuple[str, str]]:
+    """(currency, SLA tier) of every organization `user` can see (narrowed by its token): the price lists that
+    apply to it (rating and `price_quote` price an organization at its currency and default tier)."""
+    from apps.tenancy.models import Organization
+
+    return set(Organization.objects.filter(pk__in=tenancy.organization_ids_visible_to(user))
+               .values_list("currency", "default_sla_tier"))
+
+
+def price_list_visible_to(user) -> QuerySet[Price]:
+    """Prices `user` may read (docs/adr/0603-tenant-price-list.md).
+
+    Staff: every price of every book. A tenant: for each organization it can see, the prices in force now
+    (`price_effective`'s rule: per (SKU, pricing model) the latest book of the organization's currency with
+    ``effective_from <= now``) at the organization's currency and default SLA tier. Prices of other currencies or
+    tiers, superseded prices and books not yet in force are absent (404 on one, never listed)."""
+    from apps.core import clock
+
+    qs = Price.objects.select_related("book")
+    if not _authenticated(user):
+        return qs.none()
+    if tenancy.is_staff(user):
+        return qs
+    keys = _price_keys(user)
+    if not keys:
+        return qs.none()
+    match = Q()
+    for currency, tier in keys:
+        match |= Q(book__currency=currency, sla_tier=tier)
+    effective = (Price.objects.filter(match, book__effective_from__lte=clock.now())
+                 .order_by("book__currency", "sku", "sla_tier", "pricing_model", "-book__effective_from")
+                 .distinct("book__currency", "sku", "sla_tier", "pricing_model").values("id"))
+    return qs.filter(id__in=effective)
 
 
 # ---- price lookup (launch checks, flavor lists) -----------------------------------------------------------------

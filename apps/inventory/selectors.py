@@ -1,4 +1,5 @@
-"""Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials."""
+"""Inventory reads. The fleet is provider-internal: only provider staff see hosts, devices and serials. Regions
+and zones are the public catalog a tenant launches into: every authenticated caller reads them."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -28,12 +29,18 @@ def _staff_only(actor, qs: QuerySet) -> QuerySet:
     return qs if _is_staff(actor) else qs.none()
 
 
+def _authenticated(actor, qs: QuerySet) -> QuerySet:
+    return qs if getattr(actor, "is_authenticated", False) else qs.none()
+
+
 def region_list_visible_to(actor) -> QuerySet:
-    return _staff_only(actor, Region.objects.all())
+    """Every region, for any authenticated caller (tenants choose where to launch)."""
+    return _authenticated(actor, Region.objects.all())
 
 
 def zone_list_visible_to(actor) -> QuerySet:
-    return _staff_only(actor, Zone.objects.select_related("region"))
+    """Every zone, for any authenticated caller (tenants choose where to launch)."""
+    return _authenticated(actor, Zone.objects.select_related("region"))
 
 
 def scalable_unit_list_visible_to(actor) -> QuerySet:

@@ -55,6 +55,9 @@ class Entry:
     # than its parent): for the token roles (True) or the roles named (a tuple) a 4xx must write an audit event,
     # and only the audit tables may grow
     refusal_audited: bool | tuple[str, ...] = False
+    # the object is the provider's public catalog (a region, a zone), not organization A's: other_org reading it
+    # is no leak, so the ids in `Case.kwargs` are left out of the leak check
+    public: bool = False
 
     def audits_refusal(self, role: str) -> bool:
         if self.refusal_audited is True:

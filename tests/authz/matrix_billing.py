@@ -75,6 +75,15 @@ def _price(world) -> Price:
                                 unit_price=Decimal("0.005"))
 
 
+def _own_price(world) -> Price:
+    world.org_a.currency = "CHF"
+    world.org_a.save(update_fields=["currency"])
+    book = PriceBook.objects.create(name="authz-chf", currency="CHF", effective_from=dt.datetime(2020, 1, 1,
+                                                                                                 tzinfo=UTC))
+    return Price.objects.create(book=book, sku="public_ip", sla_tier=world.org_a.default_sla_tier,
+                                pricing_model="on_demand", unit_price=Decimal("0.004"))
+
+
 def pk(factory, data=None):
     return lambda world: Case(kwargs={"pk": factory(world).pk}, data=data)
 
@@ -108,8 +117,10 @@ ENTRIES = [
     Entry("POST", "/api/v1/price-books/{pk}/prices", DENIED,
           pk(_book, {"sku": "public_ip", "sla_tier": "standard", "pricing_model": "on_demand",
                      "unit_price": "0.005"})),
-    Entry("GET", "/api/v1/prices", STAFF_ONLY),
-    Entry("GET", "/api/v1/prices/{pk}", STAFF_ONLY, pk(_price)),
+    # a tenant reads the price list of its own currency and tier, any role, read scope enough: organization A
+    # is billed in CHF here, so organization B (USD) finds A's price exactly like a missing one
+    Entry("GET", "/api/v1/prices", LIST),
+    Entry("GET", "/api/v1/prices/{pk}", expect(), pk(_own_price)),
     Entry("GET", "/api/v1/invoice-runs", STAFF_ONLY),
     Entry("GET", "/api/v1/invoice-runs/{pk}", STAFF_ONLY, pk(lambda w: InvoiceRun.objects.create(period="2026-01"))),
     Entry("POST", "/api/v1/invoice-runs", DENIED, lambda w: Case(data={"period": "2026-01"})),

@@ -64,8 +64,11 @@ def _collection(path, getter):
 
 
 ENTRIES = [
-    *_collection("regions", lambda h: h.zone.region),
-    *_collection("zones", lambda h: h.zone),
+    # the public catalog: any authenticated caller, read scope enough (other_org sees the provider's regions too)
+    Entry("GET", "/api/v1/regions", ANY_USER),
+    Entry("GET", "/api/v1/regions/{pk}", ANY_USER, _obj(lambda h: h.zone.region), public=True),
+    Entry("GET", "/api/v1/zones", ANY_USER),
+    Entry("GET", "/api/v1/zones/{pk}", ANY_USER, _obj(lambda h: h.zone), public=True),
     *_collection("scalable-units", lambda h: h.scalable_unit),
     *_collection("racks", lambda h: h.rack),
     *_collection("fabrics", lambda h: h.hca_ports.first().fabric),

@@ -1,6 +1,8 @@
 """FilterSets of the billing API (explicit fields)."""
+import uuid
+
 import django_filters
-from django.db.models import DateTimeField, F, Func, Value
+from django.db.models import DateTimeField, F, Func, Q, Value
 
 from apps.core.filters import FilterSet, IsoDateTimeFilter
 from apps.core.references import VisibleFilter
@@ -9,6 +11,7 @@ from apps.tenancy.selectors import organization_list_visible_to, project_list_vi
 from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, Price, SlaReport, UsageRecord
 from ..periods import parse_period
 from ..selectors import invoice_list_visible_to, price_book_list_visible_to
+from ..skus import sku_for
 
 
 class UsageRecordFilter(FilterSet):
@@ -63,11 +66,29 @@ class SlaReportFilter(FilterSet):
 
 
 class PriceFilter(FilterSet):
+    """`flavor`: the prices an instance of that flavor is rated at (its on-demand SKU and, with a GPU model, the
+    spot SKU of its GPUs); an id the caller cannot see is `Not found.` (400). `resource`: the SKU kind (`flavor`,
+    `gpu`, `mig`, `vgpu`, `share`, `public_ip`, `lease`, `apps.billing.skus`). `currency`: ISO 4217."""
+
     book = VisibleFilter(price_book_list_visible_to)
+    flavor = VisibleFilter("apps.compute.selectors.flavor_list_visible_to", method="filter_flavor")
+    resource = django_filters.CharFilter(method="filter_resource", help_text="SKU kind, e.g. flavor, gpu, public_ip")
+    currency = django_filters.CharFilter(field_name="book__currency")
 
     class Meta:
         model = Price
-        fields = ["book", "sku", "sla_tier", "pricing_model"]
+        fields = ["book", "flavor", "resource", "sku", "sla_tier", "pricing_model", "currency"]
+
+    def filter_flavor(self, queryset, name, value: uuid.UUID):  # the hint types the schema; value: the Flavor
+        # the SKUs compute rates a flavor's instances at (`apps.compute.billing.flavor_sku`; billing may not import
+        # compute): on-demand ``flavor:name=<flavor>``, spot ``gpu:model=<model>``
+        skus = {sku_for("flavor", name=value.name)}
+        if value.gpu_model:
+            skus.add(sku_for("gpu", model=value.gpu_model))
+        return queryset.filter(sku__in=skus)
+
+    def filter_resource(self, queryset, name, value):
+        return queryset.filter(Q(sku=value) | Q(sku__startswith=f"{value}:"))
 
 
 class InvoiceRunFilter(FilterSet):

@@ -122,10 +122,13 @@ class SlaTierUpdateInput(Serializer):
 
 
 class PriceOutput(ModelSerializer):
+    currency = serializers.CharField(source="book.currency", read_only=True, help_text="ISO 4217, the book's")
+    effective_from = serializers.DateTimeField(source="book.effective_from", read_only=True)
+
     class Meta:
         model = Price
-        fields = ["id", "book", "sku", "sla_tier", "pricing_model", "unit", "unit_price", "billing_increment_seconds",
-                  "minimum_seconds"]
+        fields = ["id", "book", "sku", "sla_tier", "pricing_model", "currency", "unit", "unit_price",
+                  "billing_increment_seconds", "minimum_seconds", "effective_from"]
 
 
 class PriceBookOutput(ModelSerializer):

@@ -1,8 +1,8 @@
 """Billing API.
 
-Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /sla-tiers.
+Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /sla-tiers, /prices (its own).
 Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
-(+ /prices), /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
+(+ /prices), every price in /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
 /adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
 Querysets come from `apps.billing.selectors`, so another tenant's object is a 404 (in a body: "Not found.", a 400).
 """
@@ -20,7 +20,7 @@ from apps.core.schema import problems
 from apps.identity.permissions import IsStaffBillingAdmin
 
 from .. import exports, reports, selectors, services
-from ..models import Adjustment, BillingAccount, InvoiceRun, Price, PriceBook
+from ..models import Adjustment, BillingAccount, InvoiceRun, PriceBook
 from . import filters
 from . import serializers as s
 
@@ -175,12 +175,18 @@ class PriceBookViewSet(_StaffBase):
         return self._out(price, cls=s.PriceOutput)
 
 
-class PriceViewSet(_StaffBase):
-    """Every price of every book (filter by book, SKU, tier, model)."""
+class PriceViewSet(_Base):
+    """Prices. Staff: every price of every book. A tenant (any role, read scope enough): the price list that
+    applies to its organizations, the prices in force now at each organization's currency and default SLA tier
+    (docs/adr/0603-tenant-price-list.md). Filter by flavor, resource (SKU kind), SKU, tier, model, currency, book
+    (staff)."""
 
     serializer_class = s.PriceOutput
     filterset_class = filters.PriceFilter
-    queryset = Price.objects.select_related("book")
+
+    def get_queryset(self):
+        return selectors.price_list_visible_to(self.request.user).order_by("sku", "sla_tier", "pricing_model",
+                                                                            "book__currency", "id")
 
 
 class InvoiceRunViewSet(_StaffBase):

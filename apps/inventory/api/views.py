@@ -1,6 +1,7 @@
 """Staff inventory API, the GPU model catalog, fleet import/export and the node-agent endpoints.
 
-Views parse, authorize, call one service or selector, and format. Staff endpoints use `IsStaffOperator` (any staff
+Views parse, authorize, call one service or selector, and format. Regions and zones are read by any
+authenticated caller (name, description: nothing internal). Other staff endpoints use `IsStaffOperator` (any staff
 role reads, operators write); tenants get 403 and never see hosts or serials. Agent endpoints authenticate with
 `Authorization: Agent <credential>` (see `services.agent`).
 """
@@ -39,15 +40,19 @@ class _StaffReadOnly(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMi
         return type(self).selector(self.request.user)
 
 
-class RegionViewSet(_StaffReadOnly):
-    """Regions (staff)."""
+class _CatalogReadOnly(_StaffReadOnly):
+    permission_classes = [permissions.IsAuthenticated]
+
+
+class RegionViewSet(_CatalogReadOnly):
+    """Regions: any authenticated caller reads them (read scope is enough); the fleet import writes them."""
 
     serializer_class = s.RegionOutput
     selector = staticmethod(selectors.region_list_visible_to)
 
 
-class ZoneViewSet(_StaffReadOnly):
-    """Zones: failure domains (staff)."""
+class ZoneViewSet(_CatalogReadOnly):
+    """Zones (failure domains) of the regions: any authenticated caller reads them; the fleet import writes them."""
 
     serializer_class = s.ZoneOutput
     filterset_class = filters.ZoneFilter

@@ -15,8 +15,8 @@ IMAGE = {"id": S, "name": S, "os": S, "os_version": S, "arch": S, "disk_format":
          "is_active": B}
 REGION = {"id": S, "name": S, "description": S, "zones": types.List(S)}
 QUOTA = {"id": S, "scope": S, "resource": S, "limit": N, "usage": N, "project": S, "organization": S}
-PRICE = {"id": S, "book": S, "sku": S, "sla_tier": S, "pricing_model": S, "unit": S, "unit_price": S,
-         "billing_increment_seconds": N, "minimum_seconds": N}
+PRICE = {"id": S, "book": S, "sku": S, "sla_tier": S, "pricing_model": S, "currency": S, "unit": S,
+         "unit_price": S, "billing_increment_seconds": N, "minimum_seconds": N, "effective_from": S}
 BUCKET = {"gpu_model": S, "zone": S, "start": S, "end": S, "free_gpus": N, "free_hosts": N, "total_gpus": N}
 
 
@@ -30,7 +30,6 @@ def _attr(name, t, kind="optional", description=None, sensitive=False):
 
 
 class _Base:
-    staff_only = False
     name = ""
     description = ""
     inputs: list = []
@@ -59,8 +58,6 @@ class _Base:
             ctx.diagnostics.add_error(f"gpucloud API unreachable at {client.endpoint}", str(exc))
         except ApiError as exc:
             summary, detail = problem_summary(exc.response, f"Reading data source gpucloud_{self.name}")
-            if exc.response.status == 403 and self.staff_only:
-                detail = f"The API shows {path} to provider staff only: use a staff token.\n" + detail
             ctx.diagnostics.add_error(summary, detail)
         return None
 
@@ -136,8 +133,7 @@ class Images(_Base):
 
 class Regions(_Base):
     name = "regions"
-    description = "Regions and their zones (the API shows them to provider staff tokens only)."
-    staff_only = True
+    description = "Regions and their zones the token can launch into."
     outputs = [_attr("regions", types.List(Object(REGION)), "computed")]
 
     def read(self, ctx, config):
@@ -169,14 +165,16 @@ class Quotas(_Base):
 
 class Prices(_Base):
     name = "prices"
-    description = ("List prices of the price books (filter by sku, pricing_model, sla_tier). The API shows the "
-                   "price list to provider staff only; a tenant sees the price of a launch in its check.")
-    staff_only = True
-    inputs = [_attr("sku", S), _attr("pricing_model", S), _attr("sla_tier", S)]
+    description = ("The price list that applies to the token's organization: the prices in force now at its "
+                   "currency and default SLA tier (a staff token: every price of every book). Filter by flavor "
+                   "(id), resource (SKU kind), sku, pricing_model, sla_tier.")
+    inputs = [_attr("flavor", S), _attr("resource", S), _attr("sku", S), _attr("pricing_model", S),
+              _attr("sla_tier", S)]
     outputs = [_attr("prices", types.List(Object(PRICE)), "computed")]
 
     def read(self, ctx, config):
-        items = self.list(ctx, "prices", {k: config.get(k) for k in ("sku", "pricing_model", "sla_tier")})
+        items = self.list(ctx, "prices", {k: config.get(k)
+                                          for k in ("flavor", "resource", "sku", "pricing_model", "sla_tier")})
         if items is None:
             return None
         return {**config, "id": "prices", "prices": [_pick(p, PRICE) for p in items]}
