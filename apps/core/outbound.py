@@ -2,7 +2,10 @@
 
 A tenant-supplied URL must never make the control plane talk to itself or its network (SSRF): loopback,
 link-local (the cloud metadata service at 169.254.169.254), private (RFC 1918, RFC 4193), shared (RFC 6598),
-multicast, reserved and unspecified addresses are refused, as is any scheme but http/https and any port not in
+multicast, reserved and unspecified addresses are refused, and so is the deprecated IPv6 site-local range
+fec0::/10 (RFC 3879), which `ipaddress` calls global but networks still route internally. An IPv6 address that
+embeds an IPv4 one (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, 6to4 2002::/16 per RFC 3056, Teredo
+2001::/32 per RFC 4380: server and client) is refused when the embedded address is; refused as well is any scheme but http/https and any port not in
 `WEBHOOK_ALLOWED_PORTS` (default 80, 443). An operator may open specific networks with
 `WEBHOOK_ALLOWED_NETWORKS` (CIDRs, e.g. an internal receiver), which also admits any port.
 
@@ -58,13 +61,27 @@ def address_refused(address: Address) -> str:
     """Why `address` may not be called ('' when it may): internal, multicast, reserved or unspecified."""
     if any(address in net for net in allowed_networks()):
         return ""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address_refused(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local:
+            return "site-local"
+        for embedded in _embedded_ipv4(address):
+            why = address_refused(embedded)
+            if why:
+                return f"{why} (embeds {embedded})"
     for attr, why in (("is_loopback", "loopback"), ("is_link_local", "link-local"), ("is_multicast", "multicast"),
                       ("is_unspecified", "unspecified"), ("is_reserved", "reserved"), ("is_private", "private")):
         if getattr(address, attr):
             return why
     return "" if address.is_global else "not globally routable"
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses `address` carries: IPv4-mapped, IPv4-compatible (::a.b.c.d, not :: or ::1), 6to4,
+    Teredo server and client; [] for none."""
+    found = [address.ipv4_mapped, address.sixtofour, *(address.teredo or ())]
+    if int(address) >> 32 == 0 and int(address) > 1:
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return [a for a in found if a is not None]
 
 
 def _parse(url: str) -> tuple[str, str, int]:

@@ -47,6 +47,8 @@ REFUSED = [
     "http://172.16.0.1/", "http://100.64.0.1/", "http://[fd00::1]/", "http://224.0.0.1/", "http://0.0.0.0/",
     "http://240.0.0.1/", "http://[::ffff:127.0.0.1]/", "https://hooks.example:22/", "ftp://hooks.example/",
     "gopher://127.0.0.1/", "http://user:pw@hooks.example/", "https:///nohost", "http://0x7f.1/", "http://127.1/",
+    "http://[fec0::1]/", "http://[feff::1]/", "http://[2002:7f00:1::]/", "http://[2002:a9fe:a9fe::1]/",
+    "http://[::7f00:1]/", "http://[::a00:5]/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
 ]
 
 
@@ -61,7 +63,8 @@ def test_the_destination_check_refuses_internal_destinations(dns, no_connect, ur
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000/hook", "http://169.254.169.254/latest/meta-data/",
-                                 "http://[::1]/hook", "http://10.0.0.5/"])
+                                 "http://[::1]/hook", "http://10.0.0.5/", "http://[fec0::1]/",
+                                 "http://[2002:7f00:1::]/"])
 def test_registration_refuses_internal_destinations(world, no_connect, url):
     r = _register(world, url)
     assert (r.status_code, r.json()["code"]) == (400, "webhook_destination_refused"), r.content
@@ -73,7 +76,7 @@ def test_public_destinations_pass_the_check(dns, settings):
     dns["hooks.example"] = ["93.184.216.34", "2606:4700::1111"]
     settings.WEBHOOK_ALLOWED_PORTS = [443, 8443]
     for url in ("https://hooks.example/h", "https://hooks.example:8443/h", "https://93.184.216.34/h",
-                "https://unresolvable.example/h"):
+                "https://unresolvable.example/h", "https://[2002:5db8:d822::1]/h", "https://[2606:4700::1111]/h"):
         destination_check(url)
 
 
