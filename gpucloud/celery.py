@@ -1,4 +1,7 @@
-"""Celery application: queues `default`, `provisioning`, `reconcile`, `billing`.
+"""Celery application: queues `default`, `provisioning`, `reconcile`, `billing`, `notifications`.
+
+`notifications` carries only webhook and e-mail delivery (tasks routed there by name), so a tenant's slow or
+unreachable receiver occupies only the workers consuming it, never the ones running provisioning.
 
 The beat schedule is collected from the apps: every installed app under `apps.` may define
 `BEAT_SCHEDULE` (a dict in Celery's beat format) in its `schedule.py`.
@@ -13,7 +16,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpucloud.settings")
 
 app = Celery("gpucloud")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = [Queue(name) for name in ("default", "provisioning", "reconcile", "billing")]
+app.conf.task_queues = [Queue(name) for name in ("default", "provisioning", "reconcile", "billing",
+                                                    "notifications")]
+app.conf.task_routes = {"reservations.notification*": {"queue": "notifications"}}
 app.autodiscover_tasks()
 
 

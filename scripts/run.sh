@@ -39,7 +39,10 @@ supervise() {  # supervise NAME LOGFILE CMD...: run CMD, and start it again when
 
 # One worker process (threads): the demo fleet's libvirt test:///default keeps its domains per process (docs/compute.md).
 supervise worker var/log/worker.log .venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing \
-  --pool threads -c 4 --loglevel INFO & loops+=($!)
+  --pool threads -c 4 --loglevel INFO -n main@%h & loops+=($!)
+# Webhook and e-mail delivery on its own small worker: a tenant's slow receiver never holds a provisioning thread.
+supervise notify var/log/notify.log .venv/bin/celery -A gpucloud worker -Q notifications \
+  --pool threads -c 2 --loglevel INFO -n notify@%h & loops+=($!)
 supervise beat var/log/beat.log .venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule \
   --loglevel INFO & loops+=($!)
 LOG_FILE=var/log/app.log .venv/bin/gunicorn --config deploy/gunicorn.conf.py gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \

@@ -159,9 +159,10 @@ class _PinnedAdapter(HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
 
 
-def guarded_post(url: str, *, data: bytes, headers: dict, timeout: float) -> requests.Response:
+def guarded_post(url: str, *, data: bytes, headers: dict,
+                 timeout: float | tuple[float, float]) -> requests.Response:
     """POST `data` to `url` after checking the resolved address (raises `DestinationRefused` before connecting),
-    connected to that very address; redirects are not followed."""
+    connected to that very address; redirects are not followed. `timeout`: seconds, or (connect, read) seconds."""
     scheme, host, port, addresses = _checked(url)
     if not addresses:
         raise DestinationRefused(f"{host} does not resolve.", errors={"url": ["host does not resolve"]})

@@ -30,7 +30,7 @@ def enqueue_on_commit(task, *args: Any, queue: str | None = None, countdown: flo
                       **kwargs: Any) -> None:
     """Send `task.apply_async(args, kwargs)` once the current transaction commits.
 
-    `task` is a Celery task object; `queue` one of default | provisioning | reconcile | billing.
+    `task` is a Celery task object; `queue` one of default | provisioning | reconcile | billing | notifications.
     """
     options: dict[str, Any] = {}
     if queue:

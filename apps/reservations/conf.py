@@ -4,7 +4,8 @@
     RESERVATIONS_QUEUE_POLL_S      [15]   how often a queued instance's create operation re-checks its request
     RESERVATIONS_QUEUE_MAX_TIMEOUT_S [604800] longest queue timeout a user may choose (7 days)
     RESERVATIONS_WEBHOOK_MAX_ATTEMPTS [8]  deliveries tried before a notification is marked failed
-    RESERVATIONS_WEBHOOK_TIMEOUT_S [5]    HTTP timeout of one webhook POST
+    RESERVATIONS_WEBHOOK_CONNECT_TIMEOUT_S [3] TCP connect timeout of one webhook POST
+    RESERVATIONS_WEBHOOK_TIMEOUT_S [5]    read timeout of one webhook POST (wait for the receiver's answer)
     RESERVATIONS_MAX_LEASE_DAYS    [1096] longest lease window (3 years); longer is 400 `lease_too_long`
 """
 from django.conf import settings
@@ -32,6 +33,10 @@ def webhook_max_attempts() -> int:
 
 def webhook_timeout_s() -> float:
     return float(_get("RESERVATIONS_WEBHOOK_TIMEOUT_S", 5))
+
+
+def webhook_connect_timeout_s() -> float:
+    return float(_get("RESERVATIONS_WEBHOOK_CONNECT_TIMEOUT_S", 3))
 
 
 def max_lease_days() -> int:

@@ -6,5 +6,5 @@ BEAT_SCHEDULE = {
     "reservations-queue-process": {"task": "reservations.queue_process_task", "schedule": 15.0,
                                    "options": {"queue": "provisioning"}},
     "reservations-notifications-deliver": {"task": "reservations.notifications_deliver_task", "schedule": 30.0,
-                                           "options": {"queue": "default"}},
+                                           "options": {"queue": "notifications"}},
 }

@@ -18,6 +18,15 @@ def queue_process_task() -> dict:
 
 @shared_task(name="reservations.notifications_deliver_task")
 def notifications_deliver_task() -> int:
-    from .services.notify import notifications_deliver
+    """Beat sweep (queue `notifications`): enqueue one `notification_deliver_task` per due outbox row."""
+    from .services.notify import notifications_dispatch
 
-    return notifications_deliver()
+    return notifications_dispatch()
+
+
+@shared_task(name="reservations.notification_deliver_task")
+def notification_deliver_task(notification_id: str) -> str:
+    """Send one outbox row (queue `notifications`); a failure schedules its own retry with a countdown."""
+    from .services.notify import notification_deliver
+
+    return notification_deliver(notification_id)

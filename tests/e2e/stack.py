@@ -2,8 +2,9 @@
 
 - PostgreSQL: a fresh database `gpucloud_e2e_<pid>` on 127.0.0.1 (created, migrated, dropped afterwards);
 - Redis db 11 (`E2E_REDIS_URL` to override), flushed before and after;
-- gunicorn (the web API) on a free port, a Celery worker (every queue; `--pool threads` because libvirt's
-  `test:///default` keeps its domains per process) and Celery beat;
+- gunicorn (the web API) on a free port, a Celery worker (every queue but `notifications`; `--pool threads` because libvirt's
+  `test:///default` keeps its domains per process), a second small worker for the `notifications` queue
+  (webhook and e-mail delivery, as in `scripts/run.sh`) and Celery beat;
 - OVN NB/SB + ovn-northd and ibsim + OpenSM through the networking app's own test helpers
   (`tests/networking/fabrics.py`), wired to the app with `GPUCLOUD_OVN_NB_DB` / `GPUCLOUD_IB_FABRICS`;
 - node agents: the real agent's client, executor and fake HGX driver (`agent/gpucloud_agent`), enrolled through
@@ -189,6 +190,9 @@ class Stack:
         self._spawn([str(VENV_BIN / "celery"), "-A", "gpucloud", "worker", "-Q",
                      "default,provisioning,reconcile,billing", "--pool", "threads", "-c", "4", "--loglevel",
                      "INFO", "-n", f"e2e-{os.getpid()}@%h"], logs / "worker.log")
+        self._spawn([str(VENV_BIN / "celery"), "-A", "gpucloud", "worker", "-Q", "notifications", "--pool",
+                     "threads", "-c", "2", "--loglevel", "INFO", "-n", f"e2e-notify-{os.getpid()}@%h"],
+                    logs / "notify.log")
         self._spawn([str(VENV_BIN / "celery"), "-A", "gpucloud", "beat", "--schedule",
                      str(self.tmp / "celerybeat-schedule"), "--loglevel", "INFO"], logs / "beat.log")
         poll(self._healthy, timeout=90, what="gunicorn /healthz")

@@ -109,3 +109,42 @@ def test_other_org_cannot_add_a_webhook(world):
                             format="json")
     assert r.status_code == 403  # a member, not an owner/admin
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_receiver_that_never_answers_gets_a_countdown_retry_not_a_blocked_worker(world, clock, settings,
+                                                                                  monkeypatch,
+                                                                                  django_capture_on_commit_callbacks):
+    """A receiver that accepts the connection and never answers: the delivery task gives up after the read
+    timeout, records the failure and enqueues its own retry with the backoff as a Celery countdown, on the
+    `notifications` queue; nothing sleeps in the task."""
+    import socket
+    import time
+
+    from apps.reservations.tasks import notification_deliver_task
+
+    settings.WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    settings.RESERVATIONS_WEBHOOK_TIMEOUT_S = 0.2
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel completes the handshake; nobody ever reads or answers
+    ep = WebhookEndpoint.objects.create(organization=world.org_a, url=f"http://127.0.0.1:{silent.getsockname()[1]}/",
+                                        secret="s")
+    gpu_host()
+    lease(world.project_a, start=at(9), end=at(12))
+    hook = Notification.objects.get(endpoint=ep)
+    sent = []
+    monkeypatch.setattr(notification_deliver_task, "apply_async",
+                        lambda args, kwargs, **opts: sent.append((args, opts)))
+    monkeypatch.setattr(time, "sleep", lambda s: pytest.fail(f"slept {s} s in a delivery task"))
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            assert notification_deliver_task.apply(args=[str(hook.pk)]).get() == "pending"
+    finally:
+        silent.close()
+    hook.refresh_from_db()
+    assert hook.attempts == 1 and "timed out" in hook.last_error.lower(), hook.last_error
+    assert hook.next_attempt_at == at(8) + dt.timedelta(seconds=30)
+    assert sent == [((str(hook.pk),), {"queue": "notifications", "countdown": 30})]
+    from gpucloud.celery import app
+
+    assert app.amqp.router.route({}, notification_deliver_task.name)["queue"].name == "notifications"

@@ -2,10 +2,12 @@
 
 `event_record` writes the audit event and, in the same transaction, one outbox row per active webhook endpoint
 of the organization subscribed to the event, plus one e-mail row to the organization's billing e-mail (when
-set) for tenant-facing events. `notifications_deliver` (Celery beat, and after each commit that wrote rows)
-sends due rows: webhooks as a signed JSON POST (to the address checked at that moment, `apps.core.outbound`;
-a refused destination fails the row at once), e-mail through Django's mail backend; a failure is retried
-with exponential backoff (30 s, 60 s, 120 s, ... capped at one hour) up to `RESERVATIONS_WEBHOOK_MAX_ATTEMPTS`.
+set) for tenant-facing events. `notifications_dispatch` (Celery beat, and after each commit that wrote rows)
+enqueues one delivery task per due row on the `notifications` queue (its own workers, so a tenant's slow receiver
+never holds a provisioning worker); `notification_deliver` sends one row: webhooks as a signed JSON POST (to the address checked at that moment, `apps.core.outbound`;
+a refused destination fails the row at once; connect and read timeouts are a few seconds), e-mail through
+Django's mail backend; a failure is retried with exponential backoff (30 s, 60 s, 120 s, ... capped at one hour)
+up to `RESERVATIONS_WEBHOOK_MAX_ATTEMPTS`, the retry enqueued with a Celery countdown (never a sleep in a task).
 
 Signature (same scheme as Stripe's and Standard Webhooks' documented HMAC signing): header
 ``Gpucloud-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>``; receivers recompute it
@@ -60,7 +62,7 @@ def _outbox(organization, event: str, payload: dict, audit_id) -> None:
         Notification.objects.bulk_create(rows)
         from ..tasks import notifications_deliver_task
 
-        enqueue_on_commit(notifications_deliver_task, queue="default")
+        enqueue_on_commit(notifications_deliver_task, queue="notifications")
 
 
 def sign(secret: str, timestamp: int, body: bytes) -> str:
@@ -77,7 +79,7 @@ def _send(n: Notification) -> None:
                   recipient_list=[n.recipient])
         return
     ts = int(clock.now().timestamp())
-    resp = guarded_post(n.endpoint.url, data=body, timeout=conf.webhook_timeout_s(),
+    resp = guarded_post(n.endpoint.url, data=body, timeout=(conf.webhook_connect_timeout_s(), conf.webhook_timeout_s()),
                         headers={"Content-Type": "application/json", "Gpucloud-Event": n.event,
                                  "Gpucloud-Delivery": str(n.pk),
                                  "Gpucloud-Signature": f"t={ts},v1={sign(n.endpoint.secret, ts, body)}"})
@@ -85,31 +87,56 @@ def _send(n: Notification) -> None:
         raise RuntimeError(f"HTTP {resp.status_code}")
 
 
+def _due():
+    return Notification.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=clock.now())
+
+
+def notifications_dispatch(*, limit: int = 500) -> int:
+    """Enqueue one `notification_deliver_task` (queue `notifications`) per due outbox row, oldest first; no
+    HTTP here, so the sweep never waits on a receiver. Returns how many were enqueued."""
+    from ..tasks import notification_deliver_task
+
+    pks = list(_due().order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+    for pk in pks:
+        enqueue_on_commit(notification_deliver_task, str(pk), queue="notifications")
+    return len(pks)
+
+
 def notifications_deliver(*, limit: int = 100) -> int:
-    """Send due outbox rows (each under its own row lock, SKIP LOCKED). Returns how many were delivered."""
-    delivered = 0
-    due = Notification.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=clock.now())
-    for pk in list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit]):
-        with transaction.atomic():
-            n = (Notification.objects.select_for_update(skip_locked=True, of=("self",)).select_related("endpoint")
-                 .filter(pk=pk, status=DeliveryStatus.PENDING).first())
-            if n is None:
-                continue
-            n.attempts += 1
-            try:
-                _send(n)
-            except DestinationRefused as exc:  # the address is checked again at delivery (DNS rebinding)
-                n.last_error, n.status = f"refused: {exc.detail}"[:1000], DeliveryStatus.FAILED
-                log.warning("notification_refused", extra={"notification": str(n.pk), "error": n.last_error})
-            except Exception as exc:  # noqa: BLE001 - any failure of the receiver is retried
-                n.last_error = str(exc)[:1000]
-                if n.attempts >= conf.webhook_max_attempts():
-                    n.status = DeliveryStatus.FAILED
-                n.next_attempt_at = clock.now() + dt.timedelta(seconds=min(MAX_BACKOFF_S, 30 * 2 ** (n.attempts - 1)))
-                log.warning("notification_failed", extra={"notification": str(n.pk), "error": n.last_error})
+    """Send due outbox rows in this process, one after the other (`notification_deliver` each). Returns how many
+    were delivered."""
+    pks = list(_due().order_by("next_attempt_at").values_list("pk", flat=True)[:limit])
+    return sum(notification_deliver(pk) == DeliveryStatus.DELIVERED for pk in pks)
+
+
+def notification_deliver(notification_id) -> str:
+    """Send one outbox row if it is due (under its row lock, SKIP LOCKED; a row another worker holds, or that is
+    not due, is left alone). One POST with `RESERVATIONS_WEBHOOK_CONNECT_TIMEOUT_S` / `RESERVATIONS_WEBHOOK_TIMEOUT_S`
+    timeouts and no waiting in between: a failure sets `next_attempt_at` to the backoff and enqueues this row's
+    retry with that Celery countdown (after commit). Returns the row's status afterwards ('' when skipped)."""
+    from ..tasks import notification_deliver_task
+
+    with transaction.atomic():
+        n = (_due().select_for_update(skip_locked=True, of=("self",)).select_related("endpoint")
+             .filter(pk=notification_id).first())
+        if n is None:
+            return ""
+        n.attempts += 1
+        try:
+            _send(n)
+        except DestinationRefused as exc:  # the address is checked again at delivery (DNS rebinding)
+            n.last_error, n.status = f"refused: {exc.detail}"[:1000], DeliveryStatus.FAILED
+            log.warning("notification_refused", extra={"notification": str(n.pk), "error": n.last_error})
+        except Exception as exc:  # noqa: BLE001 - any failure of the receiver is retried
+            n.last_error = str(exc)[:1000]
+            backoff = min(MAX_BACKOFF_S, 30 * 2 ** (n.attempts - 1))
+            if n.attempts >= conf.webhook_max_attempts():
+                n.status = DeliveryStatus.FAILED
             else:
-                n.status, n.delivered_at, n.last_error = DeliveryStatus.DELIVERED, clock.now(), ""
-                delivered += 1
-            n.save(update_fields=["attempts", "status", "next_attempt_at", "last_error", "delivered_at",
-                                  "updated_at"])
-    return delivered
+                enqueue_on_commit(notification_deliver_task, str(n.pk), queue="notifications", countdown=backoff)
+            n.next_attempt_at = clock.now() + dt.timedelta(seconds=backoff)
+            log.warning("notification_failed", extra={"notification": str(n.pk), "error": n.last_error})
+        else:
+            n.status, n.delivered_at, n.last_error = DeliveryStatus.DELIVERED, clock.now(), ""
+        n.save(update_fields=["attempts", "status", "next_attempt_at", "last_error", "delivered_at", "updated_at"])
+        return n.status
