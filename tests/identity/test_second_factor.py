@@ -213,3 +213,15 @@ def test_staff_sessions_need_a_second_factor(db, settings):
     make_user("op2@provider.test", staff_role=StaffRole.OPERATOR, password=PASSWORD)
     client, _csrf = _sign_in("op2@provider.test")
     assert client.get("/api/v1/regions/").status_code == 200
+
+
+def test_the_factors_sub_routes_answer_only_post(dev):
+    """DELETE is documented on /me/totp only: /me/totp/confirm and /me/totp/recovery-codes answer 405 to it and do
+    not advertise it (they used to run the factor's removal)."""
+    _org, _project, user = dev
+    client, csrf = _sign_in(user.email)
+    device, _codes = _enrol(client, csrf, user)
+    for path in ("/api/v1/me/totp/confirm/", "/api/v1/me/totp/recovery-codes/"):
+        assert "DELETE" not in client.options(path, HTTP_X_CSRFTOKEN=csrf)["Allow"]
+        assert client.delete(path, HTTP_X_CSRFTOKEN=csrf).status_code == 405
+    assert TOTPDevice.objects.filter(pk=device.pk, confirmed=True).exists()
