@@ -7,6 +7,7 @@ attributes, update or replace, import, timeouts), so the pages cannot drift from
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -34,6 +35,36 @@ EXAMPLES = {
     "webhook_endpoint": 'resource "gpucloud_webhook_endpoint" "ops" {\n  url    = "https://hooks.example.com/gpucloud"\n  events = ["lease.confirmed"]\n}',
     "project": 'resource "gpucloud_project" "staging" {\n  organization = var.organization\n  slug         = "staging"\n  name         = "Staging"\n}',
 }
+
+DS_EXAMPLES = {
+    "flavors": 'data "gpucloud_flavors" "h100" {\n  gpu_model = "H100-SXM5-80GB"\n}\n\noutput "h100_flavors" {\n  value = data.gpucloud_flavors.h100.flavors[*].name\n}',
+    "flavor": 'data "gpucloud_flavor" "node" {\n  gpu_model = "H100-SXM5-80GB"\n  gpu_count = 8\n}\n\n# flavor = data.gpucloud_flavor.node.id in a gpucloud_instance or gpucloud_cluster',
+    "images": 'data "gpucloud_images" "ubuntu" {\n  os = "ubuntu"\n}\n\n# image = data.gpucloud_images.ubuntu.images[0].id',
+    "regions": 'data "gpucloud_regions" "all" {}\n\noutput "zones" {\n  value = flatten(data.gpucloud_regions.all.regions[*].zones)\n}',
+    "quotas": 'data "gpucloud_quotas" "mine" {}\n\noutput "vcpu_left" {\n  value = [for q in data.gpucloud_quotas.mine.quotas : q.limit - q.usage if q.resource == "vcpu"]\n}',
+    "prices": 'data "gpucloud_prices" "on_demand" {\n  pricing_model = "on_demand"\n}',
+    "capacity": 'data "gpucloud_capacity" "next_week" {\n  start     = var.lease_start\n  end       = var.lease_end\n  step_s    = 86400\n  gpu_model = "H100-SXM5-80GB"\n}',
+}
+
+
+def hcl_type(t) -> str:
+    """A cty type (its JSON form: "string", ["list", "string"], ["object", {...}]) as Terraform writes it."""
+    if isinstance(t, str):
+        return t
+    kind, inner = t[0], t[1]
+    if kind == "object":
+        return "object({" + ", ".join(f"{k} = {hcl_type(v)}" for k, v in inner.items()) + "})"
+    return f"{kind}({hcl_type(inner)})"
+
+
+def _ds_attribute(a) -> list[str]:
+    """One attribute; a list of objects gets one sub-bullet per field of its objects."""
+    t = json.loads(a.type.tf_type())
+    if isinstance(t, list) and t[0] in ("list", "set") and isinstance(t[1], list) and t[1][0] == "object":
+        lines = [f"- `{a.name}` ({t[0]} of objects), each with:"]
+        lines += [f"  - `{k}` ({hcl_type(v)})" for k, v in t[1][1].items()]
+        return lines
+    return [f"- `{a.name}` ({hcl_type(t)})" + (f": {a.description}" if a.description else "")]
 
 
 def _dur(seconds: float) -> str:
@@ -64,6 +95,10 @@ def resource_page(cls) -> str:
             "", "or an `import { to = gpucloud_" + cls.name + ".NAME, id = \"<id>\" }` block. Every argument is "
             "read back from the API, so the next plan is empty (a `timeouts` block in the configuration shows as "
             "an in-place change once: it is Terraform's setting, not the API's)."]
+    if cls.equivalent:
+        out += ["", "Values the API normalizes compare equal to the configured spelling (no change, the spelling "
+                    "in state is kept): " + ", ".join(f"`{k}`" for k in cls.equivalent) + " (surrounding "
+                    "whitespace, a CIDR's or an instant's spelling, any-address prefixes)."]
     secret = getattr(cls, "secret_field", None)
     if secret:
         out += ["", f"`{secret}` is answered by the create only: after an import it is null."]
@@ -79,14 +114,18 @@ def resource_page(cls) -> str:
 
 def data_source_page(cls) -> str:
     schema = cls.get_schema()
-    out = [f"# data.gpucloud_{cls.name}", "", cls.description, "", "## Arguments", ""]
-    for a in schema.attributes:
-        if a.required or (a.optional and not a.computed) or (a.optional and a.computed):
-            out.append(f"- `{a.name}` ({'Required' if a.required else 'Optional'}): filter.")
+    out = [f"# data.gpucloud_{cls.name}", "", cls.description, "",
+           "## Example", "", "```hcl", DS_EXAMPLES[cls.name], "```", "", "## Arguments", ""]
+    args = [a for a in schema.attributes if a.required or a.optional]
+    for a in args:
+        out.append(f"- `{a.name}` ({hcl_type(json.loads(a.type.tf_type()))}, "
+                   f"{'Required' if a.required else 'Optional'}): filter.")
+    if not args:
+        out.append("None.")
     out += ["", "## Attributes", ""]
     for a in schema.attributes:
         if a.computed:
-            out.append(f"- `{a.name}` (`{a.type.tf_type().decode()}`)")
+            out += _ds_attribute(a)
     out += [""]
     return "\n".join(out)
 
@@ -99,12 +138,23 @@ def index_page() -> str:
            "- `endpoint` (env `GPUCLOUD_ENDPOINT`): base URL of the API, e.g. `https://cloud.example`.",
            "- `token` (env `GPUCLOUD_TOKEN`, sensitive): an API token; a project-bound write token for project "
            "resources, an organization-bound one for `gpucloud_project` and `gpucloud_webhook_endpoint`.",
-           "- `project` (env `GPUCLOUD_PROJECT`): the default project of resources that take one.", "",
+           "- `project` (env `GPUCLOUD_PROJECT`): the default project of resources that take one "
+           "(`gpucloud_api_token` included): its id, slug or name, as `GET /api/v1/projects/` lists them.", "",
            "Configuring checks the token (`GET /api/v1/me/`): a refused token is `the API token was refused (HTTP "
-           "401 ...)`, an endpoint that does not answer is `gpucloud API unreachable at <endpoint>`.", "",
+           "401 ...)`, an endpoint that does not answer is `gpucloud API unreachable at <endpoint>`, one that "
+           "answers something else (HTML, a 404 on `/api/v1/me/`) is `<endpoint> does not look like a gpucloud "
+           "API: check endpoint`.", "",
+           "Ctrl-C during an apply stops the provider's waits (Terraform's StopProvider): objects being created "
+           "are recorded in state, tainted, so the next apply replaces them and `terraform destroy` deletes them.",
+           "",
            "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, an InfiniBand "
            "partition, a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
-           "webhook and a second project; quotas and the capacity calendar over the lease window (data sources).", "", "## Resources", ""]
+           "webhook and a second project; quotas and the capacity calendar over the lease window (data sources). Its variables `ssh_public_key`, "
+           "`org_token`, `lease_start` and `lease_end` (RFC 3339, in the future) have no default.", "",
+           "It needs 16 GPUs, 424 vCPUs and 3,735,552 MiB of memory of quota (the cluster of two `h100-8x` and "
+           "the MIG notebook), more than an organization on the `default` plan has (8 GPUs, 256 vCPUs): provider "
+           "staff raise the organization's limits with `PATCH /api/v1/quotas/<id>/ {\"limit\": N}` (a staff "
+           "token; README, \"Terraform\", has the commands for the demo organization).", "", "## Resources", ""]
     out += [f"- [gpucloud_{c.name}](resources/{c.name}.md): {c.description}" for c in RESOURCES]
     out += ["", "## Data sources", ""]
     out += [f"- [gpucloud_{c.name}](data-sources/{c.name}.md): {c.description}" for c in DATA_SOURCES]

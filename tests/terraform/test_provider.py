@@ -7,7 +7,9 @@ workspace; each test runs as few terraform commands as it can (each costs ~2 s).
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import signal
 import time
 import uuid
 from types import SimpleNamespace
@@ -53,7 +55,8 @@ def stack(request):
         W.ws = Workspace(W.env, "estate")
         W.ws.write(ESTATE.read_text())
         start, end = _week_from_now()
-        W.ws.vars = {"ssh_public_key": SSH_KEY, "org_token": W.t.org_token, "lease_start": start, "lease_end": end}
+        # As `file("~/.ssh/id_ed25519.pub")` reads it: with the trailing newline the API strips (test_08 imports it).
+        W.ws.vars = {"ssh_public_key": SSH_KEY + "\n", "org_token": W.t.org_token, "lease_start": start, "lease_end": end}
         yield s
     finally:
         if getattr(W, "setup", None):
@@ -131,8 +134,21 @@ resource "gpucloud_lease" "n" {{
         assert r.returncode == 1, r.out
         for attr, line in (("flavor", "flavor = "), ("size", "size = -1"), ("start", f'start = "{past}"'),
                            ("quantity", "quantity = -3")):
-            assert re.search(rf"is invalid: {attr}: ", text), (attr, r.out)
+            assert len(re.findall(rf"is invalid: {attr}: ", text)) == 1, (attr, r.out)   # reported once
             assert line in text, (attr, r.out)
+        # A token with no binding: the provider's project when it has one, else an error at plan (not at apply).
+        bad.write(HEADER + 'resource "gpucloud_api_token" "t" {\n  name = "t"\n}\n')
+        r = bad.ok("plan", "-no-color")
+        assert re.search(rf'project\s+= "{w.t.project["id"]}"', r.out), r.out
+        r = bad.ok("plan", "-no-color", env={"GPUCLOUD_PROJECT": "training"})   # the project's slug
+        assert re.search(rf'project\s+= "{w.t.project["id"]}"', r.out), r.out
+        r = bad.run("plan", "-no-color", env={"GPUCLOUD_PROJECT": "nosuch"})
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "The provider's project 'nosuch' is not a project of this token" in text, r.out
+        r = bad.run("plan", "-no-color", env={"GPUCLOUD_PROJECT": ""})
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "gpucloud_api_token needs a binding: set `project` or `organization`" in text, \
+            r.out
         # An unknown flavor by name: the data source says which flavors exist.
         bad.write(HEADER + 'data "gpucloud_flavor" "f" {\n  name = "h100-3x"\n}\n')
         r = bad.run("plan", "-no-color")
@@ -270,6 +286,33 @@ resource "gpucloud_cluster" "k" {{
     assert _live(w.t.api, "clusters", name="killed") == []
 
 
+def test_09b_ctrl_c_during_cluster_create_keeps_it_in_state(w):
+    """Ctrl-C reaches terraform and the plugin (one process group); Terraform stops the provider through
+    StopProvider, and the cluster being created is recorded (tainted), not lost."""
+    k = w.kill_ws
+    state = w.ws.managed()
+    k.write(HEADER + f"""
+resource "gpucloud_cluster" "i" {{
+  name      = "interrupted"
+  flavor    = "{w.setup.flavor_1x['id']}"
+  image     = "{w.setup.image['id']}"
+  size      = 2
+  subnet_id = "{state['gpucloud_subnet.nodes']['id']}"
+}}
+""")
+    p = k.start("apply", "-auto-approve", "-no-color")
+    poll(lambda: w.t.api.all("clusters", name="interrupted"), timeout=60, interval=0.2, what="the cluster created")
+    os.killpg(p.pid, signal.SIGINT)
+    out = p.communicate(timeout=120)[0]
+    assert "Plugin did not respond" not in out and "panic" not in out, out
+    assert "Creation complete" not in out, out   # interrupted while the create was waiting
+    clusters = _live(w.t.api, "clusters", name="interrupted")
+    assert len(clusters) == 1, clusters
+    assert k.managed()["gpucloud_cluster.i"]["id"] == clusters[0]["id"], out
+    k.ok("destroy", "-auto-approve", "-no-color")
+    assert _live(w.t.api, "clusters", name="interrupted") == []
+
+
 def test_10_unplaceable_flavor_fails_fast_with_the_explanation(w):
     u = Workspace(w.env, "unplaceable")
     try:
@@ -306,6 +349,11 @@ def test_11_wrong_token_and_unreachable_endpoint(w):
         r = d.run("plan", "-no-color", env={"GPUCLOUD_ENDPOINT": f"http://127.0.0.1:{port}"})
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1 and f"gpucloud API unreachable at http://127.0.0.1:{port}" in text, r.out
+        # An endpoint that answers, but not as the API (the web console's HTML under a wrong base URL).
+        r = d.run("plan", "-no-color", env={"GPUCLOUD_ENDPOINT": f"{w.stack.base}/nothere"})
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1, r.out
+        assert f"{w.stack.base}/nothere does not look like a gpucloud API: check endpoint" in text, r.out
     finally:
         d.cleanup()
 

@@ -21,6 +21,11 @@ class Unreachable(Exception):
     """The endpoint did not answer (connection refused, DNS, timeout)."""
 
 
+class NotAnApi(Unreachable):
+    """The endpoint answered, but not as gpucloud's API does (HTML from a console or a proxy, a non-JSON body):
+    the endpoint is wrong. A subclass of `Unreachable`, so every caller reports it before touching anything."""
+
+
 @dataclass
 class ApiResponse:
     status: int
@@ -75,9 +80,9 @@ class Client:
             req = urllib.request.Request(url, data=data, headers=hdrs, method=method)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return _response(resp.status, resp.read(), resp.headers)
+                    return self._checked(method, url, resp.status, resp.read(), resp.headers)
             except urllib.error.HTTPError as exc:
-                return _response(exc.code, exc.read(), exc.headers)
+                return self._checked(method, url, exc.code, exc.read(), exc.headers)
             except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if attempt + 1 < attempts:
                     time.sleep(0.5 * (attempt + 1))
@@ -85,6 +90,16 @@ class Client:
                 reason = getattr(exc, "reason", exc)
                 raise Unreachable(f"{method} {url}: {reason}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _checked(self, method: str, url: str, status: int, raw: bytes, headers) -> ApiResponse:
+        """The answer, or `NotAnApi` when a non-5xx answer's body is not JSON (every gpucloud answer with a body
+        is JSON or an `application/problem+json` document; a proxy's HTML 502 stays an HTTP error)."""
+        ctype = (headers.get("Content-Type") if headers else "") or ""
+        if raw and status < 500 and "json" not in ctype.lower():
+            raise NotAnApi(f"{method} {url} answered HTTP {status} {ctype or 'without a Content-Type'}, not JSON: "
+                           f"{self.endpoint} does not look like a gpucloud API: check endpoint (the provider's "
+                           "`endpoint` or GPUCLOUD_ENDPOINT: the service's base URL, without /api/v1)")
+        return _response(status, raw, headers)
 
     def list_all(self, path: str, params: dict | None = None) -> list[dict]:
         """Every item of a cursor-paginated collection (follows `next`)."""

@@ -11,6 +11,8 @@ Rules every resource follows (docs/adr/0900-terraform-provider.md):
 - Long actions wait on the API's Operation (`GET /api/v1/operations/{id}`) or the object's status, with
   backoff (0.5 s doubling to 5 s), within the resource's timeout; a failed operation is an error carrying its
   `error_code` and `error_detail`, and the created object stays in state tainted (the next apply replaces it).
+- Ctrl-C: Terraform's StopProvider ends every wait at once; the create answers the object it made (with an
+  error, so Terraform keeps it tainted) instead of the plugin dying with the object unrecorded.
 - Read: 404, or a terminal status (`deleted`, `cancelled` ...) → gone (Terraform plans a create). The ETag of
   the answer is kept in private state.
 - Update: `PATCH` with `If-Match: <ETag from the last refresh>` for fields the API can change; every other
@@ -33,7 +35,7 @@ from tf import schema, types
 from tf.types import Unknown
 
 from .client import ApiResponse, Unreachable, problem_summary
-from .framework import Ctx, SingleBlock
+from .framework import STOP, Ctx, SingleBlock
 
 GONE_STATUSES = {"deleted", "cancelled", "ended", "rejected"}
 # Check codes not reported at plan time: the name may be held by the object an interrupted apply of this same
@@ -131,6 +133,9 @@ class ApiResource:
     description: str = ""
     defaults = {"create": 300.0, "update": 300.0, "delete": 300.0}
     project_field: str | None = None   # filled from the provider's `project` when unset
+    # name -> same(a, b): values the API normalizes (stores in another spelling); equal ones are no change, and
+    # the configured or prior spelling is kept in state (see `equivalent_values`, `to_state`).
+    equivalent: dict = {}
     check_path: str | None = None      # plan-time placement check (POST <collection>/check/)
 
     def __init__(self, provider):
@@ -168,7 +173,7 @@ class ApiResource:
         """Static checks on known values (a hook)."""
 
     def plan_create(self, ctx: Ctx, planned: dict) -> dict:
-        if self.project_field and planned.get(self.project_field) in (None, Unknown) and self.provider.project:
+        if self.project_field and (ctx.config or {}).get(self.project_field) is None and self.provider.project:
             planned[self.project_field] = self.provider.project
         if self.check_path and self.provider.configured and _all_known(self.create_body(planned)):
             self.placement_check(ctx, planned)
@@ -241,7 +246,25 @@ class ApiResource:
             body[f.api_name] = f.write(value) if f.write else value
         return body
 
+    def equivalent_values(self, name: str, a, b) -> bool:
+        """Whether two known values of attribute `name` are the same object to the API (it normalizes them)."""
+        same = self.equivalent.get(name)
+        if same is None or a in (None, Unknown) or b in (None, Unknown):
+            return False
+        try:
+            return bool(same(a, b))
+        except (TypeError, ValueError):
+            return False
+
     def to_state(self, obj: dict, prior: dict | None) -> dict:
+        state = self._to_state(obj, prior)
+        for name in self.equivalent:
+            old = (prior or {}).get(name)
+            if self.equivalent_values(name, old, state.get(name)):
+                state[name] = old
+        return state
+
+    def _to_state(self, obj: dict, prior: dict | None) -> dict:
         state = {"id": str(obj["id"])}
         for f in self.fields:
             if f.keep_prior:
@@ -519,12 +542,17 @@ class ApiResource:
                 return None
             if result:
                 return result
+            if STOP.is_set():
+                ctx.diagnostics.add_error(f"{what}: interrupted (Terraform asked the provider to stop)",
+                                          "The object was created and is kept in state (tainted): the next apply "
+                                          "replaces it, `terraform destroy` deletes it.")
+                return None
             if time.monotonic() + delay > deadline:
                 ctx.diagnostics.add_error(f"{what}: not done after {timeout:.0f} s (the timeout)",
                                           "Raise it with a `timeouts { ... }` block, or look at the object "
                                           "in the API.")
                 return None
-            time.sleep(delay)
+            STOP.wait(delay)
             delay = min(delay * 2, 5.0)
 
 

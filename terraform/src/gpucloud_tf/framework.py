@@ -16,6 +16,7 @@ Also: `Object` (a cty object type, for data sources that return lists of records
 from __future__ import annotations
 
 import json
+import threading
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,25 @@ from tf.utils import Diagnostics, _to_attribute_path, read_dynamic_value
 
 _decode_state = tf_provider._decode_state
 _encode_state = tf_provider._encode_state
+
+# Set by the StopProvider RPC (Terraform's answer to Ctrl-C): waits end at once and applies return what they
+# created, so Terraform records it in state (tainted) instead of losing it.
+STOP = threading.Event()
+
+
+def _to_pb_unique(self) -> list:
+    """Each diagnostic once: a failing field found by two checks (or twice by one) is one message to the user."""
+    out, seen = [], set()
+    for d in self.diagnostics:
+        msg = d.to_pb()
+        key = msg.SerializeToString(deterministic=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(msg)
+    return out
+
+
+Diagnostics.to_pb = _to_pb_unique
 
 
 class Object(TfType):
@@ -125,12 +145,20 @@ class Servicer(tf_provider.ProviderServicer):
                 planned_private=_private_out(ctx.private), diagnostics=diags.to_pb())
         changed = {k for k in set(proposed) & set(prior) & set(attrs)
                    if not attrs[k].type.semantically_equal(prior[k], proposed[k])}
+        # A value the API normalizes (a public key's trailing newline, a CIDR's spelling) that equals the prior
+        # one after normalization is no change: the prior value stays (as an imported object's API spelling).
+        # Terraform accepts a planned value that differs from the configuration only from a provider that
+        # declares the legacy type system on that answer, as SDKv2's DiffSuppressFunc does.
+        kept = {k for k in changed if inst.equivalent_values(k, prior[k], proposed[k])}
+        for k in kept:
+            proposed[k] = prior[k]
+        changed -= kept
         replace = sorted(k for k in changed if attrs[k].requires_replace)
         planned = inst.plan_update(ctx, deepcopy(prior), deepcopy(proposed), changed, bool(replace))
         return pb.PlanResourceChange.Response(
             planned_state=_encode_state(attrs, blocks, planned, proposed_enc),
             requires_replace=[_to_attribute_path([k]) for k in replace],
-            planned_private=_private_out(ctx.private), diagnostics=diags.to_pb())
+            planned_private=_private_out(ctx.private), diagnostics=diags.to_pb(), legacy_type_system=bool(kept))
 
     @tf_provider._log_errors
     def ApplyResourceChange(self, request, context):
@@ -154,6 +182,11 @@ class Servicer(tf_provider.ProviderServicer):
             new_state=_encode_state(attrs, blocks, new, old=planned_enc),
             private=_private_out(ctx.private) if new is not None else b"",
             diagnostics=diags.to_pb())
+
+    def StopProvider(self, request, context):
+        """Terraform's graceful stop (Ctrl-C): every wait in progress ends, its apply answers what it created."""
+        STOP.set()
+        return pb.StopProvider.Response()
 
     @tf_provider._log_errors
     def UpgradeResourceState(self, request, context):

@@ -7,11 +7,12 @@ diagnostic before any resource is touched.
 from __future__ import annotations
 
 import os
+import uuid
 
 from tf import schema, types
 from tf.types import Unknown
 
-from .client import Client, Unreachable, problem_summary
+from .client import ApiError, Client, NotAnApi, Unreachable, problem_summary
 from .datasources import DATA_SOURCES
 from .resources import RESOURCES
 
@@ -41,7 +42,8 @@ class GpuCloudProvider:
             schema.Attribute("token", types.String(), optional=True, sensitive=True,
                              description="API token (env GPUCLOUD_TOKEN)."),
             schema.Attribute("project", types.String(), optional=True,
-                             description="Default project id for resources that take one (env GPUCLOUD_PROJECT)."),
+                             description="Default project of resources that take one: its id (GET /api/v1/projects/), "
+                                         "slug or name (env GPUCLOUD_PROJECT)."),
         ])
 
     def validate_config(self, diags, config):
@@ -70,6 +72,9 @@ class GpuCloudProvider:
         self.client = Client(self.endpoint, self.token)
         try:
             r = self.client.request("GET", "me")
+        except NotAnApi as exc:
+            diags.add_error(f"{self.endpoint} does not look like a gpucloud API: check endpoint", str(exc))
+            return
         except Unreachable as exc:
             diags.add_error(f"gpucloud API unreachable at {self.endpoint}",
                             f"{exc}\nCheck the provider's `endpoint` (or GPUCLOUD_ENDPOINT) and that the service "
@@ -78,12 +83,47 @@ class GpuCloudProvider:
         if r.status == 401:
             diags.add_error(*problem_summary(r, f"Authenticating to {self.endpoint}"))
             return
+        # 404/405, or the web console's own answer (a path outside /api/v1/): the endpoint is not the API's base.
+        console = isinstance(r.body, dict) and r.body.get("code") == "console_not_built"
+        if r.status in (404, 405) or console:
+            summary, detail = problem_summary(r, f"GET {self.endpoint}/api/v1/me/")
+            diags.add_error(f"{summary}: {self.endpoint} does not look like a gpucloud API: check endpoint",
+                            (detail + "\n" if detail else "") + "The endpoint is the service's base URL (the one "
+                            "that serves /api/v1/), e.g. https://cloud.example; set the provider's `endpoint` or "
+                            "GPUCLOUD_ENDPOINT.")
+            return
         if not r.ok:
             diags.add_error(*problem_summary(r, f"GET {self.endpoint}/api/v1/me/"))
             return
+        if not isinstance(r.body, dict) or "memberships" not in r.body:
+            diags.add_error(f"{self.endpoint} does not look like a gpucloud API: check endpoint",
+                            f"GET {self.endpoint}/api/v1/me/ answered HTTP {r.status} without the caller it "
+                            "describes (no `memberships`).")
+            return
         token = (r.body or {}).get("token") or {}
         self._org = token.get("organization") or None
+        if self.project and not _is_uuid(self.project) and not self._resolve_project(diags):
+            return
         self.configured = True
+
+    def _resolve_project(self, diags) -> bool:
+        """A `project` given by slug or name (not its id): the one project visible to the token with that slug
+        (else that name). An error names the projects the token sees."""
+        try:
+            projects = self.client.list_all("projects")
+        except (Unreachable, ApiError) as exc:
+            diags.add_error(f"Resolving the provider's project {self.project!r}", str(exc), path=["project"])
+            return False
+        for key in ("slug", "name"):
+            found = [p for p in projects if p.get(key) == self.project]
+            if len(found) == 1:
+                self.project = str(found[0]["id"])
+                return True
+        seen = ", ".join(f"{p.get('slug')} ({p.get('id')})" for p in projects) or "none"
+        diags.add_error(f"The provider's project {self.project!r} is not a project of this token",
+                        "`project` (GPUCLOUD_PROJECT) is a project's id, slug or name, as GET /api/v1/projects/ "
+                        f"lists them. Projects visible to the token: {seen}.", path=["project"])
+        return False
 
     def organization_of_project(self, ctx) -> str | None:
         """The organization the token is bound to, else the provider project's organization."""
@@ -110,3 +150,11 @@ class GpuCloudProvider:
 
     def new_data_source(self, klass):
         return klass(self)
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

@@ -43,21 +43,19 @@ def _check_cidr(diags, config: dict, name: str) -> None:
                             path=[name])
 
 
-class _KeepEquivalent(ApiResource):
-    """Keeps the configured spelling of values the API normalizes (whitespace, time zone offsets)."""
-
-    equivalent: dict = {}
-
-    def to_state(self, obj, prior):
-        state = super().to_state(obj, prior)
-        for name, same in self.equivalent.items():
-            old = (prior or {}).get(name)
-            if _known(old) and _known(state.get(name)) and same(old, state[name]):
-                state[name] = old
-        return state
+def _same_network(a, b) -> bool:
+    """CIDRs the API stores normalized (ipaddress' compressed, lowercase spelling)."""
+    return ipaddress.ip_network(str(a).strip(), strict=False) == ipaddress.ip_network(str(b).strip(), strict=False)
 
 
-class SshKey(_KeepEquivalent):
+def _same_text(a, b) -> bool:
+    """Text the API stores without surrounding whitespace (a public key file's trailing newline)."""
+    return str(a).strip() == str(b).strip()
+
+
+
+
+class SshKey(ApiResource):
     name, collection = "ssh_key", "ssh-keys"
     description = "An SSH public key of a project, installed into instances through cloud-init."
     project_field = "project"
@@ -68,7 +66,7 @@ class SshKey(_KeepEquivalent):
         Field("fingerprint", "computed", description="SHA256 fingerprint as `ssh-keygen -lf` prints it."),
         Field("created_at", "computed"),
     ]
-    equivalent = {"public_key": lambda a, b: a.strip() == b.strip()}
+    equivalent = {"public_key": _same_text}
 
 
 class Vpc(ApiResource):
@@ -83,6 +81,8 @@ class Vpc(ApiResource):
         Field("description", "optional_computed", update=True, description="Free text; updated in place."),
         Field("created_at", "computed"),
     ]
+
+    equivalent = {"cidr": _same_network, "ipv6_cidr": _same_network}
 
     def validate_config(self, diags, config):
         _check_cidr(diags, config, "cidr")
@@ -106,6 +106,8 @@ class Subnet(ApiResource):
         Field("ip_version", "computed", type="int", read=lambda o: int(o["ip_version"])),
     ]
 
+    equivalent = {"cidr": _same_network, "gateway_ip": _same_text}
+
     def validate_config(self, diags, config):
         _check_cidr(diags, config, "cidr")
 
@@ -125,10 +127,12 @@ class SecurityGroup(ApiResource):
 def _same_prefix(a: str, b: str) -> bool:
     """The API answers "any address" as an empty prefix."""
     anyaddr = {"", "0.0.0.0/0", "::/0"}
-    return a == b or (a in anyaddr and b in anyaddr)
+    a, b = str(a or "").strip(), str(b or "").strip()
+    return a == b or (a in anyaddr and b in anyaddr) or (a not in anyaddr and b not in anyaddr
+                                                         and _same_network(a, b))
 
 
-class SecurityGroupRule(_KeepEquivalent):
+class SecurityGroupRule(ApiResource):
     name, collection = "security_group_rule", "security-group-rules"
     description = "One rule of a security group (stateful; ingress or egress)."
     fields = [
@@ -287,7 +291,7 @@ class IbPartition(ApiResource):
     ]
 
 
-class Lease(_KeepEquivalent):
+class Lease(ApiResource):
     name, collection = "lease", "leases"
     description = "A reservation of GPUs or hosts for a time window (the capacity calendar)."
     project_field = "project"
@@ -326,8 +330,10 @@ class ApiToken(ApiResource):
     fields = [
         Field("name", "required"),
         Field("scope", "optional_computed", description="`read` (default) or `write`."),
-        Field("project", "optional", description="Project id the token is bound to."),
-        Field("organization", "optional", description="Organization id the token is bound to."),
+        Field("project", "optional_computed",
+              description="Project id the token is bound to; the provider's `project` when neither this nor "
+                          "`organization` is set."),
+        Field("organization", "optional", description="Organization id the token is bound to (instead of a project)."),
         Field("expires_at", "optional_computed", description="RFC 3339 expiry; unset: the API's default."),
         Field("token", "computed", sensitive=True, keep_prior=True,
               description="The secret, answered by the create only (sensitive)."),
@@ -344,6 +350,23 @@ class ApiToken(ApiResource):
         return state
 
     secret_field = "token"
+
+    def plan_create(self, ctx: Ctx, planned):
+        """A token is bound to a project or an organization (the API answers 400 token_binding_required
+        otherwise): with neither configured, the provider's `project`; with no provider project either, an error
+        at plan time. An organization-bound token has no project (null, not "known after apply")."""
+        config = ctx.config or {}
+        if config.get("project") is None:
+            if config.get("organization") is not None:
+                planned["project"] = Unknown if config["organization"] is Unknown else None
+            elif self.provider.project:
+                planned["project"] = self.provider.project
+            else:
+                ctx.diagnostics.add_error(
+                    f"{self.type_name} needs a binding: set `project` or `organization`",
+                    "A gpucloud API token is bound to a project or an organization: set one of them, or the "
+                    "provider's `project` (GPUCLOUD_PROJECT) to bind it to that project.", path=["project"])
+        return super().plan_create(ctx, planned)
 
     def gone(self, obj):
         return bool(obj.get("revoked_at"))
@@ -370,7 +393,7 @@ class WebhookEndpoint(ApiResource):
         return state
 
     def plan_create(self, ctx: Ctx, planned):
-        if planned.get("organization") in (None, Unknown) and self.provider.project and self.provider.configured:
+        if (ctx.config or {}).get("organization") is None and self.provider.project and self.provider.configured:
             org = self.provider.organization_of_project(ctx)
             if org:
                 planned["organization"] = org
