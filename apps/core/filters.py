@@ -13,6 +13,15 @@
 declare): `true`/`false` (also `1`/`0`, any case); anything else is 400 `validation_error` naming the parameter
 (django-filter's own boolean filter read an unknown spelling as "no filter" and answered the whole list).
 
+Choices are strict: a filter on a model field with `choices` (generated from `Meta.fields`, or declared as a plain
+`CharFilter` on it) is a `ChoiceFilter` over those choices, so an unknown value is 400 `validation_error` naming
+the parameter, never `200 []`. A field without choices in the model (a role valid by a check constraint) declares
+its `ChoiceFilter` itself.
+
+An empty value is not "no filter" for a parameter whose schema is not a free string (uuid, date-time, number,
+boolean, choice): `?project=` is 400 `validation_error`, `errors: {"project": ["This parameter may not be empty."]}`;
+only free-text filters (`CharFilter`) read an empty value as absent. One rule, in `FilterBackend`, for every list.
+
 `IsoDateTimeFilter`: an ISO 8601 instant, converted to UTC before it reaches the query. Any offset ISO 8601
 allows (up to ±23:59) is accepted and means the same instant in UTC; PostgreSQL itself takes offsets only up to
 ±15:59, so passing the offset through was a 500. An instant that has no UTC representation (year 1 with a positive
@@ -35,6 +44,7 @@ from .errors import ValidationFailed
 
 UNKNOWN = "Unknown parameter."
 NOT_BOOLEAN = "Must be true or false."
+EMPTY = "This parameter may not be empty."
 
 
 class StrictBooleanField(forms.Field):
@@ -68,6 +78,16 @@ class FilterSet(django_filters.FilterSet):
     @classmethod
     def get_filters(cls):
         filters = super().get_filters()
+        model = getattr(cls._meta, "model", None)
+        for name, f in list(filters.items()):
+            if type(f) is django_filters.CharFilter and f.lookup_expr == "exact" and not f.method and model:
+                try:
+                    field = model._meta.get_field(f.field_name)
+                except Exception:  # noqa: BLE001 - a path across relations, not a column of this model
+                    field = None
+                if field is not None and field.choices:
+                    filters[name] = django_filters.ChoiceFilter(field_name=f.field_name, choices=field.choices,
+                                                                label=f.label, **f.extra)
         for name, f in filters.items():
             if isinstance(f, django_filters.BooleanFilter) and not isinstance(f, BooleanFilter):
                 raise ImproperlyConfigured(
@@ -83,14 +103,24 @@ class FilterSet(django_filters.FilterSet):
         return super().filter_for_field(field, field_name, lookup_expr)
 
 
-def filter_parameters(filterset_class) -> set[str]:
-    """The query parameter names `filterset_class` reads."""
-    names: set[str] = set()
+def filter_parameter_map(filterset_class) -> dict[str, django_filters.Filter]:
+    """Each query parameter name `filterset_class` reads -> the filter reading it."""
+    params: dict[str, django_filters.Filter] = {}
     for name, f in (filterset_class.base_filters.items() if filterset_class else ()):
         widget = f.extra.get("widget") or getattr(f.field_class, "widget", None)
         suffixes = getattr(widget, "suffixes", None)
-        names.update(f"{name}_{s}" if s else name for s in suffixes) if suffixes else names.add(name)
-    return names
+        params.update({f"{name}_{s}" if s else name: f for s in suffixes} if suffixes else {name: f})
+    return params
+
+
+def filter_parameters(filterset_class) -> set[str]:
+    """The query parameter names `filterset_class` reads."""
+    return set(filter_parameter_map(filterset_class))
+
+
+def empty_refused(f: django_filters.Filter) -> bool:
+    """Whether an empty value of `f` is a 400 (not a free-text filter)."""
+    return not isinstance(f, django_filters.CharFilter)
 
 
 class FilterBackend(DjangoFilterBackend):
@@ -111,6 +141,12 @@ class FilterBackend(DjangoFilterBackend):
         if unknown:
             raise ValidationFailed(f"Unknown query parameter{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.",
                                    errors={name: [UNKNOWN] for name in unknown})
+        params = filter_parameter_map(self.get_filterset_class(view, queryset))
+        empty = sorted(name for name, values in request.query_params.lists()
+                       if name in params and "" in values and empty_refused(params[name]))
+        if empty:
+            raise ValidationFailed(f"Empty query parameter{'s' if len(empty) > 1 else ''}: {', '.join(empty)}.",
+                                   errors={name: [EMPTY] for name in empty})
         return super().filter_queryset(request, queryset, view)
 
 

@@ -7,7 +7,7 @@ import django_filters
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from apps.core.filters import NOT_BOOLEAN, BooleanFilter, FilterSet
+from apps.core.filters import EMPTY, NOT_BOOLEAN, BooleanFilter, FilterSet, filter_parameter_map
 from apps.identity.models import StaffRole
 from tests.networking.helpers import Tenant
 from tests.tenancy.helpers import client_for, make_user, token_for
@@ -97,3 +97,71 @@ def test_a_filterset_cannot_declare_django_filters_own_boolean_filter():
             model = SecurityGroup
             fields = ["is_default"]
     assert isinstance(Generated.base_filters["is_default"], BooleanFilter)
+
+
+def _list_filtersets():
+    for route, pattern in _routes(get_resolver().url_patterns):
+        actions = getattr(pattern.callback, "actions", None) or {}
+        filterset = getattr(getattr(pattern.callback, "cls", None), "filterset_class", None)
+        if actions.get("get") == "list" and filterset is not None:
+            yield "/" + route.replace("^", "").replace("/?$", "/").replace("$", ""), filterset
+
+
+def choice_filters() -> list[tuple[str, str]]:
+    """(list URL, parameter) for every choice filter of every list endpoint."""
+    return sorted({(url, name) for url, fs in _list_filtersets() for name, f in fs.base_filters.items()
+                   if isinstance(f, django_filters.ChoiceFilter | django_filters.MultipleChoiceFilter)})
+
+
+def non_text_parameters() -> list[tuple[str, str]]:
+    """(list URL, parameter) for every filter parameter whose schema is not a free string."""
+    return sorted({(url, name) for url, fs in _list_filtersets() for name, f in filter_parameter_map(fs).items()
+                   if not isinstance(f, django_filters.CharFilter)})
+
+
+def test_every_filter_on_a_field_with_choices_is_a_choice_filter():
+    for url, fs in _list_filtersets():
+        model = fs._meta.model
+        for name, f in fs.base_filters.items():
+            try:
+                field = model._meta.get_field(f.field_name)
+            except Exception:  # noqa: BLE001 - across a relation
+                continue
+            if getattr(field, "choices", None):
+                assert isinstance(f, django_filters.ChoiceFilter | django_filters.MultipleChoiceFilter), (url, name)
+    assert {("/api/v1/memberships/", "role"), ("/api/v1/leases/", "kind"),
+            ("/api/v1/instances/", "status")} <= set(choice_filters())
+
+
+@pytest.mark.parametrize(("url", "name"), choice_filters())
+def test_an_unknown_choice_is_a_400_naming_it(url, name):
+    tenant, staff = _clients()
+    client = tenant if tenant.get(url).status_code == 200 else staff
+    r = client.get(url, {name: "banana"})
+    assert r.status_code == 400, (url, name, r.content)
+    assert r.json()["code"] == "validation_error" and list(r.json()["errors"]) == [name]
+
+
+@pytest.mark.parametrize(("url", "name"), non_text_parameters())
+def test_an_empty_non_text_filter_is_a_400_naming_it(url, name):
+    tenant, staff = _clients()
+    client = tenant if tenant.get(url).status_code == 200 else staff
+    r = client.get(url, {name: ""})
+    assert r.status_code == 400, (url, name, r.content)
+    assert r.json()["code"] == "validation_error" and r.json()["errors"] == {name: [EMPTY]}
+
+
+def test_the_empty_walk_covers_ids_and_instants():
+    found = set(non_text_parameters())
+    assert {("/api/v1/instances/", "project"), ("/api/v1/memberships/", "organization")} <= found
+    assert any(name == "created_before" for _url, name in found)
+    assert any(name == "host" for _url, name in found)
+
+
+@pytest.mark.parametrize("url", sorted({url for url, _fs in _list_filtersets()}))
+def test_a_page_size_above_the_schemas_maximum_is_a_400_naming_it(url):
+    tenant, staff = _clients()
+    client = tenant if tenant.get(url).status_code == 200 else staff
+    assert client.get(url, {"page_size": 500}).status_code == 200, url
+    r = client.get(url, {"page_size": 501})
+    assert r.status_code == 400 and list(r.json()["errors"]) == ["page_size"], (url, r.content)

@@ -8,7 +8,7 @@ import django_filters
 from apps.core.filters import FilterSet
 from apps.core.references import VisibleFilter
 
-from ..models import Invitation, Membership, Organization, Project, Quota
+from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..selectors import organization_list_visible_to, project_list_visible_to
 
 
@@ -33,6 +33,7 @@ class ProjectFilter(ScopedFilterSet):
 
 class MembershipFilter(ScopedFilterSet):
     user_email = django_filters.CharFilter(field_name="user__email", lookup_expr="iexact")
+    role = django_filters.ChoiceFilter(choices=[(r, r) for r in dict.fromkeys([*OrgRole.values, *ProjectRole.values])])
     scope = django_filters.ChoiceFilter(choices=[("organization", "organization"), ("project", "project")],
                                         method="filter_scope")
 
