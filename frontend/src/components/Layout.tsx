@@ -93,7 +93,8 @@ export function Layout() {
             {READ_ONLY_HINT} You can look at everything here; changes are disabled.
           </Alert>
         )}
-        {!scope.loading && !scope.project ? (
+        {/* pages mount once the project is known: their lists filter by it (an empty id is a 400) */}
+        {scope.loading ? null : !scope.project ? (
           <Alert color="blue" title="No project yet">
             You are not a member of any project. Ask an organization owner or admin to invite you to one.
           </Alert>
