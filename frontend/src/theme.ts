@@ -6,4 +6,6 @@ export const theme = createTheme({
   primaryShade: { light: 7, dark: 5 },
   fontFamily: 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif',
   defaultRadius: 'md',
+  // people who ask their system for less motion get none (modals and menus open without a transition)
+  respectReducedMotion: true,
 })

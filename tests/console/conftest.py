@@ -44,7 +44,7 @@ def browser_type_launch_args(browser_type_launch_args):
 @pytest.fixture(scope="session")
 def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1280, "height": 800}, "locale": "en-US",
-            "timezone_id": "UTC"}
+            "timezone_id": "UTC", "reduced_motion": "reduce"}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,10 @@ def console_stack(request):
 def check_a11y(page, screen: str) -> None:
     """axe-core on the page as it is now: no serious or critical violation (WCAG 2 A/AA rules)."""
     assert AXE.is_file(), f"{AXE} missing: run `npm ci` in frontend/"
+    # colours half-way through a transition are not what the person sees: measure once nothing moves
+    # (spinners loop forever and are left out)
+    page.wait_for_function("document.getAnimations().every(a => a.playState !== 'running'"
+                           " || a.effect.getTiming().iterations === Infinity)")
     page.add_script_tag(path=str(AXE))
     result = page.evaluate("""async () => {
         const r = await axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a',
