@@ -66,3 +66,32 @@ def dns(monkeypatch) -> dict:
     table: dict[str, list[str]] = {}
     monkeypatch.setattr("apps.core.outbound.resolve", lambda host, port: list(table.get(host, [])))
     return table
+
+
+def _e2e_selected(config) -> bool:
+    expr = (config.getoption("markexpr") or "").replace(" ", "")
+    return "e2e" in expr and "note2e" not in expr
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `e2e` (the API journey, the console's browser tests, the Terraform provider's acceptance tests)
+    start the whole stack: they run only when selected (`pytest -m e2e`, `make e2e`); a plain run skips them, so
+    the unit suite stays fast under `-n 2`."""
+    if _e2e_selected(config):
+        return
+    skip = pytest.mark.skip(reason="end-to-end test (starts the whole stack): run it with `pytest -m e2e` (make e2e)")
+    for item in items:
+        if "e2e" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember a failed end-to-end step in its module (`_FAILED_STEPS`), so the later steps, which need its
+    objects, skip instead of failing."""
+    report = yield
+    if report.failed and "e2e" in item.keywords:
+        steps = item.module.__dict__.setdefault("_FAILED_STEPS", [])
+        if item.name not in steps:
+            steps.append(item.name)
+    return report

@@ -14,21 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import _selected
 from tests.e2e.stack import ROOT, Stack
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/lib/chromium/chromium")
 AXE = ROOT / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
 SHOTS = ROOT / "docs" / "console"
-
-
-def pytest_collection_modifyitems(config, items):
-    if not _selected(config):
-        skip = pytest.mark.skip(reason="console browser tests: run them with `pytest -m e2e` (make e2e)")
-        for item in items:
-            if "e2e" in item.keywords and "tests/console/" in str(item.path).replace(os.sep, "/"):
-                item.add_marker(skip)
-        return
 
 
 @pytest.fixture(scope="session")
@@ -89,13 +79,3 @@ def shot(page, name: str) -> Path:
     page.screenshot(path=str(path), full_page=True)
     return path
 
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Remember a failed step, so the later steps (which need its objects) skip instead of failing."""
-    report = yield
-    if report.failed and "e2e" in item.keywords and "tests/console/" in str(item.path).replace(os.sep, "/"):
-        steps = item.module.__dict__.setdefault("_FAILED_STEPS", [])
-        if item.name not in steps:
-            steps.append(item.name)
-    return report
