@@ -110,7 +110,7 @@ export function SshKeysPage() {
                     title={`Delete the key “${key.name}”?`}
                     message="Instances launched with it keep it; new instances can no longer choose it."
                     color="red.9"
-                    variant="light"
+                    variant="outline"
                     size="xs"
                     loading={remove.isPending && remove.variables === key.id}
                     onConfirm={() => remove.mutate(key.id)}
