@@ -19,7 +19,7 @@ from django.db.models import Q, QuerySet
 from apps.tenancy import selectors as tenancy
 from apps.tenancy.models import OrgRole
 
-from .models import CreditNote, Invoice, Price, PriceBook, SlaReport, SlaTier, UsageRecord
+from .models import CreditNote, Invoice, InvoiceLine, Price, PriceBook, SlaReport, SlaTier, UsageRecord
 from .states import InvoiceStatus, PriceUnit
 
 BILLING_ROLES = (OrgRole.OWNER, OrgRole.ADMIN, OrgRole.BILLING)
@@ -33,6 +33,17 @@ def billing_org_ids(user) -> list:
     """Organizations whose bills `user` may read (owner, admin, billing role), narrowed by its token."""
     return [org for org in tenancy.organization_ids_visible_to(user)
             if tenancy.org_role_of(user, org) in BILLING_ROLES]
+
+
+def billing_organization_list_visible_to(user) -> QuerySet:
+    """Organizations whose bills and spend estimate `user` may read: every one for staff, else `billing_org_ids`."""
+    from apps.tenancy.models import Organization
+
+    if not _authenticated(user):
+        return Organization.objects.none()
+    if tenancy.is_staff(user):
+        return Organization.objects.all()
+    return Organization.objects.filter(pk__in=billing_org_ids(user))
 
 
 def _usage_scope(user, qs: QuerySet) -> QuerySet:
@@ -59,6 +70,11 @@ def invoice_list_visible_to(user) -> QuerySet[Invoice]:
     if tenancy.is_staff(user):
         return qs
     return qs.filter(organization_id__in=billing_org_ids(user)).exclude(status=InvoiceStatus.DRAFT)
+
+
+def invoice_line_list_visible_to(user) -> QuerySet[InvoiceLine]:
+    """Lines of the invoices `user` may read (`invoice_list_visible_to`)."""
+    return InvoiceLine.objects.select_related("invoice").filter(invoice__in=invoice_list_visible_to(user))
 
 
 def credit_note_list_visible_to(user) -> QuerySet[CreditNote]:

@@ -219,3 +219,57 @@ def test_operator_staff_reads_but_cannot_write_billing(billed):
     client = _client(make_user("op@provider.test", staff_role=StaffRole.OPERATOR))
     assert client.get("/api/v1/price-books/").status_code == 200
     assert client.post("/api/v1/invoice-runs/", {"period": "2026-02"}, format="json").status_code == 403
+
+
+def test_usage_of_an_invoice_line(billed, fleet):
+    """`/usage/?invoice_line=`: the records behind a usage line (its resource, SKU, model and tier in the invoice's
+    period), none for another kind of line; another tenant's line is `Not found.` like a missing one."""
+    acme, project, beta = billed
+    fleet.run(acme, project, "vm-other", utc(2026, 2, 3), utc(2026, 2, 3, 2), gpu_equivalents=Decimal(1))
+    fleet.run(acme, project, "vm-a", utc(2026, 3, 1), utc(2026, 3, 1, 1), key="vm-a:march")  # the next month
+    collect(utc(2026, 2, 1), utc(2026, 3, 2))
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    client = _client(owner, acme)
+    invoice = Invoice.objects.get(organization=acme, period="2026-02")
+    line = invoice.lines.get(resource_id="vm-a")
+    rows = client.get("/api/v1/usage/", {"invoice_line": str(line.pk), "page_size": 50}).json()["results"]
+    assert len(rows) == 6 and {r["resource_id"] for r in rows} == {"vm-a"}
+    assert min(r["start"] for r in rows) == "2026-02-01T00:00:00Z" and max(r["end"] for r in rows) == \
+        "2026-02-01T06:00:00Z"
+    other = Invoice.objects.get(organization=beta).lines.get()
+    r = client.get("/api/v1/usage/", {"invoice_line": str(other.pk)})
+    assert r.status_code == 400 and r.json()["errors"]["invoice_line"] == ["Not found."]
+    missing = client.get("/api/v1/usage/", {"invoice_line": "00000000-0000-0000-0000-000000000000"})
+    assert missing.status_code == 400 and missing.json()["errors"] == r.json()["errors"]
+
+
+def test_invoice_preview_is_the_month_so_far_and_writes_nothing(billed, fleet):
+    """`/invoices/preview/?organization=`: the current month rated now from the recorded usage, never stored; only
+    for those who read the organization's bills."""
+    from apps.billing.models import InvoiceLine, InvoiceRun
+
+    acme, project, beta = billed
+    fleet.run(acme, project, "vm-m", utc(2026, 3, 1), utc(2026, 3, 1, 3), gpu_equivalents=Decimal(1))
+    collect(utc(2026, 3, 1), utc(2026, 3, 2))
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    viewer = make_user("viewer@acme.test")
+    member(viewer, acme, "viewer")
+    counts = (Invoice.objects.count(), InvoiceLine.objects.count(), InvoiceRun.objects.count())
+    with time_machine.travel(utc(2026, 3, 10, 12), tick=False):
+        r = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)})
+        assert r.status_code == 200, r.content
+        body = r.json()
+        assert (body["period"], body["status"], body["currency"], body["total"]) == ("2026-03", "draft", "USD",
+                                                                                      "6.00")
+        assert [(ln["resource_id"], ln["amount"]) for ln in body["lines"]] == [("vm-m", "6.00")]
+        assert body["usage_until"] == "2026-03-01T03:00:00Z"
+        assert (Invoice.objects.count(), InvoiceLine.objects.count(), InvoiceRun.objects.count()) == counts
+        for client, org in ((_client(viewer, acme), acme), (_client(owner, acme), beta)):
+            r = client.get("/api/v1/invoices/preview/", {"organization": str(org.pk)})
+            assert r.status_code == 400 and r.json()["errors"]["organization"] == ["Not found."], r.content
+        assert _client(owner, acme).get("/api/v1/invoices/preview/").status_code == 400
+    with time_machine.travel(utc(2026, 2, 20), tick=False):  # February is finalized: its invoice as it is
+        body = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)}).json()
+        assert (body["period"], body["status"], body["total"]) == ("2026-02", "finalized", "12.00")

@@ -195,3 +195,23 @@ def test_lists_use_a_bounded_number_of_queries(world, clock, django_assert_max_n
     assert r.status_code == 200 and len(r.json()["results"]) == 6
     with django_assert_max_num_queries(14):
         assert world.client_a.get("/api/v1/queued-requests").status_code == 200
+
+
+def test_lease_list_filters_by_window_overlap(world, now):
+    """`since`/`until` (a calendar's range): the leases whose [start, end) overlaps it, touching ends excluded."""
+    gpu_host()
+    for name, start, end in (("march", "2026-03-02 00:00", "2026-03-05 00:00"),
+                             ("april", "2026-04-01 00:00", "2026-04-03 00:00")):
+        r = world.client_a.post("/api/v1/leases", body(world, name=name, start=start, end=end), format="json")
+        assert r.status_code == 201, r.content
+
+    def names(**query):
+        r = world.client_a.get("/api/v1/leases", query)
+        assert r.status_code == 200, r.content
+        return sorted(x["name"] for x in r.json()["results"])
+
+    assert names(since="2026-03-01T00:00:00Z", until="2026-04-01T00:00:00Z") == ["march"]
+    assert names(since="2026-03-04T00:00:00Z") == ["april", "march"]
+    assert names(since="2026-03-05T00:00:00Z", until="2026-04-01T00:00:00Z") == []
+    assert names(until="2026-03-02T00:00:01Z") == ["march"]
+    assert world.client_a.get("/api/v1/leases", {"since": "next week"}).status_code == 400

@@ -1,4 +1,5 @@
 """FilterSets of the billing API (explicit fields)."""
+import datetime as dt
 import uuid
 
 import django_filters
@@ -8,26 +9,47 @@ from apps.core.filters import FilterSet, IsoDateTimeFilter
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
-from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, Price, SlaReport, UsageRecord
+from .. import conf
+from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, LateUsage, Price, SlaReport, UsageRecord
 from ..periods import parse_period
-from ..selectors import invoice_list_visible_to, price_book_list_visible_to
+from ..selectors import invoice_line_list_visible_to, invoice_list_visible_to, price_book_list_visible_to
 from ..skus import sku_for
+from ..states import LineKind
 
 
 class UsageRecordFilter(FilterSet):
     """`since`/`until`: usage overlapping [since, until); `period` (YYYY-MM): the billing month in the
-    organization's billing time zone."""
+    organization's billing time zone. `invoice_line`: the records behind a usage line of an invoice the caller may
+    read — the line's organization, project, resource, SKU, pricing model and SLA tier with usage in the invoice's
+    period as rating takes it (records starting less than one metering period before the period are clipped into
+    it); for a late-usage line ("late usage of YYYY-MM: ...") the late records carried onto that invoice. A line
+    split at a price change shares its records with the other part. An adjustment or SLA credit line has none; a
+    line the caller cannot see is `Not found.` (400)."""
 
     since = IsoDateTimeFilter(field_name="end", lookup_expr="gt")
     until = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
     period = django_filters.CharFilter(method="filter_period", help_text="YYYY-MM, billing month of the organization")
     organization = VisibleFilter(organization_list_visible_to)
     project = VisibleFilter(project_list_visible_to)
+    invoice_line = VisibleFilter(invoice_line_list_visible_to, method="filter_invoice_line")
 
     class Meta:
         model = UsageRecord
         fields = ["organization", "project", "sku", "resource_type", "resource_id", "pricing_model", "since", "until",
-                  "period"]
+                  "period", "invoice_line"]
+
+    def filter_invoice_line(self, queryset, name, value: uuid.UUID):  # the hint types the schema; value: the line
+        line, invoice = value, value.invoice
+        if line.kind != LineKind.USAGE:
+            return queryset.none()
+        queryset = queryset.filter(organization_id=invoice.organization_id, project_id=line.project_id,
+                                   resource_type=line.resource_type, resource_id=line.resource_id, sku=line.sku,
+                                   pricing_model=line.pricing_model, sla_tier=line.sla_tier)
+        if line.description.startswith("late usage of "):
+            return queryset.filter(id__in=LateUsage.objects.filter(invoice=invoice).values("usage_record_id"))
+        step = conf.get("BILLING_METERING_PERIOD_SECONDS")
+        return queryset.filter(start__lt=invoice.period_end, end__gt=invoice.period_start,
+                               start__gt=invoice.period_start - dt.timedelta(seconds=step))
 
     def filter_period(self, queryset, name, value):
         year, month = parse_period(value)

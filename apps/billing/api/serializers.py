@@ -20,7 +20,7 @@ from ..models import (
     SlaTier,
     UsageRecord,
 )
-from ..selectors import invoice_list_visible_to
+from ..selectors import billing_organization_list_visible_to, invoice_list_visible_to
 from ..states import PriceUnit, PricingModel
 
 
@@ -55,6 +55,34 @@ class InvoiceOutput(ModelSerializer):
                   "number", "display_number", "tax_rate", "subtotal", "credits", "tax", "total", "credited",
                   "balance_due", "unpriced_seconds", "finalized_at", "paid_at", "payment_reference", "voided_at",
                   "lines"]
+
+
+class InvoicePreviewQuery(Serializer):
+    organization = VisibleField(billing_organization_list_visible_to,
+                                help_text="an organization whose bills the caller reads (owner, admin, billing)")
+
+
+class InvoicePreviewOutput(Serializer):
+    """The month-to-date estimate (`services.invoice_preview`): the current month's invoice as a run would compute
+    it now. `status` is `draft` for an estimate, or the invoice's own once the month is finalized."""
+
+    organization = serializers.UUIDField(source="organization_id")
+    period = serializers.CharField()
+    period_start = serializers.DateTimeField()
+    period_end = serializers.DateTimeField()
+    timezone = serializers.CharField()
+    currency = serializers.CharField()
+    status = serializers.CharField()
+    tax_rate = serializers.DecimalField(max_digits=7, decimal_places=5)
+    subtotal = serializers.DecimalField(max_digits=16, decimal_places=2)
+    credits = serializers.DecimalField(max_digits=16, decimal_places=2)
+    tax = serializers.DecimalField(max_digits=16, decimal_places=2)
+    total = serializers.DecimalField(max_digits=16, decimal_places=2)
+    unpriced_seconds = serializers.DecimalField(max_digits=20, decimal_places=6,
+                                                help_text="usage without a price (not in the total)")
+    usage_until = serializers.DateTimeField(allow_null=True,
+                                            help_text="end of the latest usage record of the month; null when none")
+    lines = InvoiceLineOutput(many=True)
 
 
 class InvoicePayInput(Serializer):

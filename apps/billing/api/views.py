@@ -59,6 +59,21 @@ class InvoiceViewSet(_Base):
     def get_queryset(self):
         return selectors.invoice_list_visible_to(self.request.user).prefetch_related("lines")
 
+    @extend_schema(parameters=[s.InvoicePreviewQuery], responses={200: s.InvoicePreviewOutput}, description=(
+        "Month to date: the caller's organization's invoice for its current month (billing time zone) as the "
+        "invoice run would compute it now, from the usage recorded so far (closed metering periods); computed on "
+        "each call and never stored (`services.invoice_preview`). `organization` must be one whose bills the "
+        "caller reads (owner, admin, billing member; staff any), else `Not found.` (400)."))
+    @action(detail=False, methods=["get"])
+    def preview(self, request):
+        query = self._input(s.InvoicePreviewQuery, data=request.query_params)
+
+        def serialize(invoice):
+            invoice.usage_until = None
+            return dict(s.InvoicePreviewOutput(invoice).data)
+
+        return Response(services.invoice_preview(organization=query["organization"], serialize=serialize))
+
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR})
     @action(detail=True, methods=["get"])
     def csv(self, request, pk=None):

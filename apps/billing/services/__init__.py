@@ -5,6 +5,7 @@ from .invoicing import (
                         credit_note_create,
                         invoice_finalize,
                         invoice_pay,
+                        invoice_preview,
                         invoice_run_execute,
                         invoice_run_request,
                         invoice_void,
@@ -13,5 +14,5 @@ from .invoicing import (
 from .metering import downtime_sync, usage_record_collect, usage_record_ingest
 
 __all__ = ["adjustment_create", "billing_account_update", "credit_note_create", "downtime_sync", "invoice_finalize",
-           "invoice_pay", "invoice_run_execute", "invoice_run_request", "invoice_void", "price_book_create", "price_set",
+           "invoice_pay", "invoice_preview", "invoice_run_execute", "invoice_run_request", "invoice_void", "price_book_create", "price_set",
            "sla_tier_create", "sla_tier_update", "usage_record_collect", "usage_record_ingest", "usage_rerate"]

@@ -269,6 +269,47 @@ def invoice_run_fail(run_id, detail: str) -> None:
         status=RunStatus.FAILED, error=detail[:2000], finished_at=now())
 
 
+class _PreviewDone(Exception):
+    """Leaves the preview's transaction (rolled back) with what it computed."""
+
+    def __init__(self, preview: dict):
+        super().__init__()
+        self.preview = preview
+
+
+def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> dict:
+    """What `organization`'s invoice for its current month (billing time zone) comes to so far: the invoice run's
+    own steps (draft, rating, SLA credits, totals; `_batch_process` without finalizing) over the usage recorded
+    until now, computed in a transaction that is rolled back — it writes nothing, and the stored draft and the
+    daily preview run are untouched. `serialize(invoice)` turns the computed invoice (with its lines) into the
+    answer inside that transaction. Usage is recorded over closed metering periods only
+    (BILLING_METERING_PERIOD_SECONDS, hourly by default), so the estimate lags by up to one period; when the
+    month's invoice is already finalized or paid, that invoice is serialized instead.
+
+    Returns ``serialize(invoice)`` plus ``usage_until``: the end of the latest usage record of the month (ISO 8601,
+    UTC) or None."""
+    from ..models import UsageRecord
+
+    period = period_of(now(), organization.billing_timezone)
+    start, end = period_bounds(period, organization.billing_timezone)
+    latest = (UsageRecord.objects.filter(organization=organization, start__lt=end, end__gt=start)
+              .order_by("-end").values_list("end", flat=True).first())
+    final = (Invoice.objects.filter(organization=organization, period=period,
+                                    status__in=[InvoiceStatus.FINALIZED, InvoiceStatus.PAID])
+             .prefetch_related("lines").first())
+    if final is not None:
+        return {**serialize(final), "usage_until": latest}
+    try:
+        with transaction.atomic():
+            run = InvoiceRun.objects.create(period=period, finalize=False)
+            _batch_process(run, [organization.id], finalize=False)
+            invoice = (Invoice.objects.filter(organization=organization, period=period, status=InvoiceStatus.DRAFT)
+                       .prefetch_related("lines").get())
+            raise _PreviewDone({**serialize(invoice), "usage_until": latest})
+    except _PreviewDone as done:
+        return done.preview
+
+
 def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
     """Finalize one draft (staff): assigns the next gap-free number. 409 `invalid_state`, 409 `unpriced_usage`."""
     with transaction.atomic():

@@ -1,6 +1,6 @@
 import django_filters
 
-from apps.core.filters import FilterSet
+from apps.core.filters import FilterSet, IsoDateTimeFilter
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
@@ -9,13 +9,17 @@ from ..states import LeaseStatus, QueueStatus
 
 
 class LeaseFilter(FilterSet):
+    """`since`/`until`: leases whose window ``[start, end)`` overlaps ``[since, until)`` (a calendar's range)."""
+
     project = VisibleFilter(project_list_visible_to)
+    since = IsoDateTimeFilter(field_name="end", lookup_expr="gt")
+    until = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
     status = django_filters.ChoiceFilter(choices=LeaseStatus.choices)
     kind = django_filters.CharFilter(help_text="hosts | gpus | mig | shares")
 
     class Meta:
         model = Lease
-        fields = ["project", "status", "kind", "gpu_model", "name"]
+        fields = ["project", "status", "kind", "gpu_model", "name", "since", "until"]
 
 
 class QueuedRequestFilter(FilterSet):
