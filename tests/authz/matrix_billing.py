@@ -12,6 +12,7 @@ from apps.billing.models import (
     BillingAccount,
     CreditNote,
     Invoice,
+    InvoiceLine,
     InvoiceRun,
     Price,
     PriceBook,
@@ -43,6 +44,15 @@ def _invoice(world, status="finalized") -> Invoice:
         organization=world.org_a, period="2026-01", period_start=dt.datetime(2026, 1, 1, tzinfo=UTC),
         period_end=dt.datetime(2026, 2, 1, tzinfo=UTC), timezone="UTC", currency="USD", status=status,
         number=number, subtotal=Decimal("10.00"), total=Decimal("10.00"))
+
+
+def _invoice_with_line(world) -> Invoice:
+    """A finalized invoice with one usage line (what `/usage/?invoice_line=` filters by)."""
+    invoice = _invoice(world)
+    InvoiceLine.objects.create(invoice=invoice, kind="usage", project=world.project_a, resource_type="instance",
+                               resource_id="vm-1", sku="gpu:gpu_count=1,model=H100", pricing_model="on_demand",
+                               sla_tier="standard", description="authz line", amount=Decimal("10.00"))
+    return invoice
 
 
 def _credit_note(world) -> CreditNote:
@@ -91,7 +101,11 @@ def pk(factory, data=None):
 ENTRIES = [
     Entry("GET", "/api/v1/usage", LIST, lambda w: (_usage(w), Case())[1]),
     Entry("GET", "/api/v1/usage/{pk}", expect(), pk(_usage)),
-    Entry("GET", "/api/v1/invoices", LIST, lambda w: (_invoice(w), Case())[1]),
+    Entry("GET", "/api/v1/invoices", LIST, lambda w: (_invoice_with_line(w), Case())[1]),
+    # month to date of an organization whose bills the caller reads; any other is `Not found.` (400), as for an
+    # organization that does not exist
+    Entry("GET", "/api/v1/invoices/preview", expect(other_org=400, viewer=400, member=400),
+          lambda w: Case(query={"organization": str(w.org_a.pk)})),
     Entry("GET", "/api/v1/invoices/{pk}", BILLING_READ, pk(_invoice)),
     Entry("GET", "/api/v1/invoices/{pk}/csv", BILLING_READ, pk(_invoice)),
     Entry("GET", "/api/v1/invoices/{pk}/pdf", BILLING_READ, pk(_invoice)),
