@@ -6,11 +6,12 @@
   create with `queue: true` is one all-or-nothing entry of the same queue;
 * compute's queue-position hook (`services.queue.queue_position_for`): the place a launch check reports;
 * tenancy's quota counter ``leases`` (`hooks.lease_quota_usage`);
-* billing's usage source ``reservations.lease`` (`selectors.lease_usage`).
+* billing's usage source ``reservations.lease`` (`selectors.lease_usage`) and placement resolver of the same
+  name (`selectors.lease_placements`: provider-fault downtime of a leased host or GPU).
 """
 from __future__ import annotations
 
-from apps.billing.registry import register_usage_source
+from apps.billing.registry import register_placement_resolver, register_usage_source
 from apps.compute.services.placement import (
     register_cluster_queue_hook,
     register_placement_hook,
@@ -30,3 +31,4 @@ def register() -> None:
     register_queue_position_hook(queue_position_for)
     register_usage_counter("leases", hooks.lease_quota_usage)
     register_usage_source("reservations.lease", selectors.lease_usage)
+    register_placement_resolver("reservations.lease", selectors.lease_placements)

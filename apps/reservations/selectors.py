@@ -108,6 +108,29 @@ def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
                             end=end or lease.end, gpu_model=lease.gpu_model, gpu_equivalents=gpus, units=gpus)
 
 
+def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
+    """Billing placement resolver ``reservations.lease``: one `Placement` ``("lease", <lease id>, start, end)``
+    per ledger period of a lease's allocations on host `host_id` (on GPU `gpu_id` when given) that overlaps
+    ``[start, end)``. Billing turns provider-fault incidents of that host or GPU into lease downtime with it, so a
+    lease follows the instances' rule (docs/billing.md, "Downtime and SLA credits"): the downtime is not charged
+    and counts against the lease's SLA tier. Instances nested in a lease are not placements of the lease (their
+    rows belong to the instance consumer)."""
+    from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
+
+    from apps.billing.registry import Placement
+    from apps.scheduling.models import Allocation
+
+    rows = Allocation.objects.filter(consumer_type="lease", host_id=host_id,
+                                     period__overlap=DateTimeTZRange(start, end, "[)"))
+    if gpu_id is not None:
+        rows = rows.filter(gpu_id=gpu_id)
+    seen = set()
+    for consumer_id, period in rows.order_by("consumer_id", "period").values_list("consumer_id", "period"):
+        if (consumer_id, period.lower, period.upper) not in seen:
+            seen.add((consumer_id, period.lower, period.upper))
+            yield Placement("lease", str(consumer_id), period.lower, period.upper)
+
+
 def _lease_gpus(lease: Lease) -> Decimal:
     from apps.inventory.selectors import gpus_per_host_max
 

@@ -19,7 +19,7 @@ def test_every_counter_source_and_hook_is_registered_at_start_up():
     assert {"projects", "instances", "vcpus", "memory_mib", "gpus", "mig_slices", "vgpus", "vpcs", "public_ips",
             "ib_partitions", "leases"} <= set(_COUNTERS)
     assert {"compute.instance", "networking.public_ip", "reservations.lease"} <= set(usage_sources())
-    assert "compute.instance" in placement_resolvers()
+    assert {"compute.instance", "reservations.lease"} <= set(placement_resolvers())
     assert placement_hook in _PLACEMENT_HOOKS
 
 

@@ -178,6 +178,43 @@ def test_lease_is_billed_per_gpu(world, clock, tiers):  # noqa: F811
     assert line.amount == Decimal("48.00")
 
 
+def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sla(world, clock, tiers):  # noqa: F811
+    """The instances' rule for leases: the leased host is marked faulty (provider at fault) for 60 s of a 3 h,
+    8-GPU lease at $2.00 per GPU-hour: 8 x (10,800 - 60) s = $47.73 is billed, not $48.00, and the minute of
+    downtime counts against the premium tier (uptime 179/180 = 99.44 % < 99.9 %: 10 % credit, $4.77)."""
+    from decimal import Decimal
+
+    from apps.billing.models import Invoice, SlaReport
+    from apps.billing.registry import placement_resolvers
+    from apps.billing.services import invoice_run_execute
+    from apps.billing.skus import sku_for
+    from apps.inventory.services.hosts import host_mark_available, host_mark_faulty
+    from tests.billing.conftest import book
+
+    world.org_a.default_sla_tier = "premium"
+    world.org_a.save(update_fields=["default_sla_tier"])
+    host = gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    book(at(0) - dt.timedelta(days=1), {(sku_for("gpu", model="H100-SXM5-80GB"), "premium", "reserved"):
+                                        {"unit_price": Decimal("2.00"), "minimum_seconds": 0}})
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(10))
+    host_mark_faulty(actor=None, host=host, reason="PSU failure")
+    clock.move_to(at(10, 1))
+    host_mark_available(actor=None, host=host, reason="PSU replaced")
+    placed = list(placement_resolvers()["reservations.lease"](host.pk, None, at(10), at(10, 1)))
+    assert [(p.resource_type, p.resource_id) for p in placed] == [("lease", str(le.pk))]
+    clock.move_to(at(13))
+    invoice_run_execute(period="2026-03", finalize=False)
+    line = Invoice.objects.get(organization=world.org_a, period="2026-03").lines.get()
+    assert (line.billed_seconds, line.amount) == (Decimal(8 * (3 * 3600 - 60)), Decimal("47.73"))
+    report = SlaReport.objects.get(resource_type="lease", resource_id=str(le.pk), period="2026-03")
+    assert (report.sla_tier, report.held_minutes, report.downtime_minutes, report.credit_pct, report.billed_amount,
+            report.credit_amount) == ("premium", Decimal(180), Decimal(1), Decimal(10), Decimal("47.73"),
+                                      Decimal("4.77"))
+
+
 def test_mig_and_share_leases_hold_slices_and_shares(world, clock):
     from tests.scheduling import fleet
 
