@@ -88,7 +88,9 @@ def test_security_group_with_nested_rules(tenant_a, sg):
         {"direction": "ingress", "protocol": "tcp", "port_range_min": 443, "port_range_max": 443},
         {"direction": "egress"}]}, format="json")
     assert r.status_code == 201, r.json()
-    assert sorted((x["direction"], x["protocol"]) for x in r.json()["rules"]) == [("egress", ""), ("ingress", "tcp")]
+    # the nested egress rule is the default IPv4 egress rule, not a second one (nor a 409)
+    assert sorted((x["direction"], x["ethertype"], x["protocol"]) for x in r.json()["rules"]) == [
+        ("egress", "IPv4", ""), ("egress", "IPv6", ""), ("ingress", "IPv4", "tcp")]
     bad = tenant_a.client.post("/api/v1/security-groups", {"vpc": str(sg.vpc_id), "name": "bad", "rules": [
         {"direction": "ingress", "protocol": "tcp", "port_range_min": 0}]}, format="json")
     assert bad.status_code == 400
@@ -104,3 +106,35 @@ def test_ovn_matches():
         "inport == @pg_x && ip6 && ip6.dst == $pg_y_ip6 && icmp6 && icmp6.type == 128 && icmp6.code == 0"
     rule = CanonicalRule("ingress", "IPv4", "gre", None, None, None, None, "")
     assert ovn_match(rule, port_group="pg_x", remote_group_pg=None) == "outport == @pg_x && ip4 && ip.proto == 47"
+
+
+def _egress_any(rules) -> list[tuple]:
+    return sorted((x["direction"], x["ethertype"], x["protocol"], x["port_range_min"], x["port_range_max"],
+                   x["remote_ip_prefix"], x["remote_group"]) for x in rules)
+
+
+def test_a_new_group_gets_the_default_egress_rules_which_the_tenant_may_delete(tenant_a, sg):
+    """As in Neutron: IPv4 and IPv6 egress, any protocol, to anywhere; no ingress. Deleting one closes it."""
+    r = tenant_a.client.post("/api/v1/security-groups", {"vpc": str(sg.vpc_id), "name": "web"}, format="json")
+    assert r.status_code == 201, r.json()
+    expected = [("egress", "IPv4", "", None, None, "", None), ("egress", "IPv6", "", None, None, "", None)]
+    assert _egress_any(r.json()["rules"]) == expected
+    listed = tenant_a.client.get("/api/v1/security-group-rules", {"security_group": r.json()["id"]}).json()["results"]
+    assert _egress_any(listed) == expected
+    v6 = next(x for x in listed if x["ethertype"] == "IPv6")
+    assert tenant_a.client.delete(f"/api/v1/security-group-rules/{v6['id']}").status_code == 204
+    after = tenant_a.client.get(f"/api/v1/security-groups/{r.json()['id']}").json()["rules"]
+    assert _egress_any(after) == expected[:1]
+    # and it can be put back like any rule
+    again = tenant_a.client.post("/api/v1/security-group-rules", {"security_group": r.json()["id"],
+                                                                  "direction": "egress", "ethertype": "IPv6"},
+                                 format="json")
+    assert again.status_code == 201, again.json()
+
+
+def test_a_bad_nested_rule_writes_no_default_rules_either(tenant_a, sg):
+    before = SecurityGroupRule.objects.count()
+    r = tenant_a.client.post("/api/v1/security-groups", {"vpc": str(sg.vpc_id), "name": "bad", "rules": [
+        {"direction": "egress", "protocol": "udp", "port_range_min": 70000}]}, format="json")
+    assert r.status_code == 400 and r.json()["code"] == "invalid_security_group_rule", r.json()
+    assert SecurityGroupRule.objects.count() == before

@@ -73,7 +73,9 @@ class SubnetViewSet(_Base):
 
 
 class SecurityGroupViewSet(_Base):
-    """Security groups with their rules (nested on create and in every response)."""
+    """Security groups with their rules (nested on create and in every response). A new group starts with
+    egress to anywhere (one IPv4 and one IPv6 rule, any protocol) and no ingress; delete those rules to close
+    egress."""
 
     serializer_class = s.SecurityGroupOutput
     filterset_class = filters.SecurityGroupFilter

@@ -47,7 +47,8 @@ class Subnet(ProjectOwned):
 class SecurityGroup(ProjectOwned):
     """Stateful allow-list firewall for ports of one VPC. Without rules a port gets nothing in or out.
 
-    Every VPC has one `is_default` group (egress to anywhere, ingress from members of the same group)."""
+    Every VPC has one `is_default` group (egress to anywhere, ingress from members of the same group); every
+    other group starts with egress to anywhere (IPv4 and IPv6) and no ingress."""
 
     vpc = models.ForeignKey(Vpc, on_delete=models.PROTECT, related_name="security_groups")
     name = models.SlugField(max_length=63)

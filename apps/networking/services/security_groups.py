@@ -16,18 +16,27 @@ RULE_FIELDS = ("direction", "ethertype", "protocol", "port_range_min", "port_ran
                "remote_ip_prefix", "remote_group_id")
 
 
+# The rules every new group starts with: all IPv4 and all IPv6 egress, to anywhere (OpenStack Neutron's
+# `create_security_group` in `neutron/db/securitygroups_db.py` adds one such egress rule per ethertype). They are
+# ordinary rules afterwards: the tenant may delete them.
+DEFAULT_EGRESS_RULES = ({"direction": "egress", "ethertype": "IPv4"}, {"direction": "egress", "ethertype": "IPv6"})
+
+
 def security_group_create(*, actor, vpc: Vpc, name: str, description: str = "",
                           rules: list[dict] | None = None) -> SecurityGroup:
-    """A new group in `vpc` with `rules` (each as for `security_group_rule_create`). A new group has no rules
-    unless given: its ports get nothing in or out. 409 `name_taken`."""
+    """A new group in `vpc`: the default egress rules (`DEFAULT_EGRESS_RULES`: IPv4 and IPv6, any protocol, to
+    anywhere) plus `rules` (each as for `security_group_rule_create`; one equal to a default rule is that rule,
+    not a 409). Ingress is closed until a rule opens it. 409 `name_taken`; 400 `invalid_security_group_rule`
+    (nothing written)."""
     authorize_write(actor, vpc.project)
     with transaction.atomic():
         with unique_conflict(f"A security group named {name!r} exists in this VPC.", code=Code.NAME_TAKEN):
             sg = SecurityGroup.objects.create(project=vpc.project, vpc=vpc, name=name, description=description)
         audit_record(actor=actor, action="networking.security_group.create", target=sg,
                      after=fields_of(sg, ("name", "description")))
+        defaults = [_rule_insert(actor, sg, **spec, description="default egress") for spec in DEFAULT_EGRESS_RULES]
         for spec in rules or []:
-            _rule_insert(actor, sg, **spec)
+            _rule_insert(actor, sg, **spec, same_as_ok=defaults)
         schedule_ovn_reconcile()
     return sg
 
@@ -71,7 +80,7 @@ def security_group_rule_create(*, actor, security_group: SecurityGroup, directio
 def _rule_insert(actor, sg: SecurityGroup, *, direction: str, ethertype: str = "IPv4", protocol=None,
                  port_range_min=None, port_range_max=None, icmp_type=None, icmp_code=None,
                  remote_ip_prefix=None, remote_group: SecurityGroup | None = None,
-                 description: str = "") -> SecurityGroupRule:
+                 description: str = "", same_as_ok: list[SecurityGroupRule] = ()) -> SecurityGroupRule:
     with input_errors():
         canon = sg_rules.canonicalize(direction=direction, ethertype=ethertype, protocol=protocol,
                                       port_range_min=port_range_min, port_range_max=port_range_max,
@@ -85,7 +94,10 @@ def _rule_insert(actor, sg: SecurityGroup, *, direction: str, ethertype: str = "
               "port_range_min": canon.port_range_min, "port_range_max": canon.port_range_max,
               "icmp_type": canon.icmp_type, "icmp_code": canon.icmp_code,
               "remote_ip_prefix": canon.remote_ip_prefix, "remote_group": remote_group}
-    if sg.rules.filter(**values).exists():
+    existing = sg.rules.filter(**values).first()
+    if existing is not None and existing in same_as_ok:
+        return existing
+    if existing is not None:
         raise Conflict("The same rule exists in this group.", code="duplicate_rule")
     rule = SecurityGroupRule.objects.create(project=sg.project, security_group=sg, description=description,
                                             **values)

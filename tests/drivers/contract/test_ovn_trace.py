@@ -87,12 +87,13 @@ def test_two_tenants_same_cidr_isolated_and_sg_rule_changes_trace(ovn):
     ovn.nbctl("lsp-del", lsp_name(a2.pk))
     ovn.nbctl("acl-del", f"pg_{ssh.pk.hex}")
     repaired = _reconcile()
-    assert repaired["transactions"] >= 1 and repaired["created"] == 2
+    # the LSP and the group's three ACLs (the ssh rule and the default IPv4 and IPv6 egress rules)
+    assert repaired["transactions"] >= 1 and repaired["created"] == 4
     assert lsp_name(a2.pk) in ovn.nbctl("--bare", "--columns=name", "list", "Logical_Switch_Port").split()
     ovn.sync()
     assert _outputs(ovn.trace(ls_a, _flow(a1, a3))) == [lsp_name(a3.pk)]
 
-    services.security_group_rule_delete(actor=a.user, rule=ssh.rules.get())
+    services.security_group_rule_delete(actor=a.user, rule=ssh.rules.get(direction="ingress"))
     third = _reconcile()
     assert third["transactions"] >= 1 and third["deleted"] == 1
     ovn.sync()
@@ -173,3 +174,28 @@ def test_allowed_address_pair_widens_port_security_only_by_its_prefix(ovn):
     assert from_ip(_ip(vm1)) == [lsp_name(vm2.pk)]
     assert from_ip("10.0.1.100") == [lsp_name(vm2.pk)]      # the pair
     assert from_ip("10.0.1.11") == []                        # RW-072 (d): a spoofed address is dropped
+
+
+def test_a_new_groups_default_egress_rules_are_acls_and_let_its_ports_send(ovn):
+    """A port only in a new group sends (the default egress rules), and stops when the tenant deletes them."""
+    t = Tenant("ovn-egress")
+    vpc, sn = vpc_with_subnet(t)
+    web = services.security_group_create(actor=t.user, vpc=vpc, name="web")
+    ssh = services.security_group_create(actor=t.user, vpc=vpc, name="ssh", rules=[
+        {"direction": "ingress", "protocol": "tcp", "port_range_min": 22, "remote_ip_prefix": "10.0.0.0/16"}])
+    src = services.port_create(actor=t.user, subnet=sn, security_groups=[web])
+    dst = services.port_create(actor=t.user, subnet=sn, security_groups=[ssh])
+    _reconcile()
+    ovn.sync()
+    pg = f"pg_{web.pk.hex}"
+    listed = ovn.nbctl("acl-list", pg)
+    assert f"from-lport  1002 (inport == @{pg} && ip4) allow-related" in listed, listed
+    assert f"from-lport  1002 (inport == @{pg} && ip6) allow-related" in listed, listed
+    assert "to-lport" not in listed, listed                               # no ingress rule
+    assert _outputs(ovn.trace(switch_name(sn.pk), _flow(src, dst))) == [lsp_name(dst.pk)]
+
+    services.security_group_rule_delete(actor=t.user, rule=web.rules.get(ethertype="IPv4"))
+    _reconcile()
+    ovn.sync()
+    assert f"inport == @{pg} && ip4)" not in ovn.nbctl("acl-list", pg)
+    assert _outputs(ovn.trace(switch_name(sn.pk), _flow(src, dst))) == []  # egress closed: dropped
