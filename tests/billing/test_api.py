@@ -150,9 +150,11 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     assert client.post("/api/v1/price-books/", {"name": "x", "currency": "ZZZ",
                                                 "effective_from": "2026-05-01T00:00:00Z"},
                        format="json").json()["code"] == "invalid_currency"
-    locked = client.post("/api/v1/price-books/", {"name": "x", "currency": "USD",
+    # acme's and beta's February invoices are finalized; no invoice locks a book (books are every customer's)
+    inside = client.post("/api/v1/price-books/", {"name": "x", "currency": "USD",
                                                   "effective_from": "2026-02-10T00:00:00Z"}, format="json")
-    assert (locked.status_code, locked.json()["code"]) == (409, "price_book_locked")
+    assert inside.status_code == 201
+    assert Invoice.objects.get(organization=acme, period="2026-02").total == Decimal("12.00")  # frozen as billed
 
     fleet.run(acme, project, "vm-a", utc(2026, 4, 1), utc(2026, 4, 1, 2))
     collect(utc(2026, 4, 1), utc(2026, 4, 2))
@@ -273,3 +275,22 @@ def test_invoice_preview_is_the_month_so_far_and_writes_nothing(billed, fleet):
     with time_machine.travel(utc(2026, 2, 20), tick=False):  # February is finalized: its invoice as it is
         body = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)}).json()
         assert (body["period"], body["status"], body["total"]) == ("2026-02", "finalized", "12.00")
+
+
+def test_invoice_of_a_period_not_ended_refuses_finalize(billed, fleet):
+    """A draft of the month in progress (the running preview) cannot be finalized: 409 `period_not_ended` with the
+    period's end; the draft stays a draft, unnumbered, and finalizes once the month is over."""
+    acme, project, _ = billed
+    client = _admin()
+    fleet.run(acme, project, "vm-a", utc(2026, 5, 1), utc(2026, 5, 1, 2))
+    with time_machine.travel(utc(2026, 5, 10, 12), tick=False):
+        invoice_run_execute(period="2026-05", finalize=False)
+        draft = Invoice.objects.get(organization=acme, period="2026-05")
+        resp = client.post(f"/api/v1/invoices/{draft.pk}/finalize/")
+        assert resp.status_code == 409 and resp["Content-Type"] == "application/problem+json"
+        assert (resp.json()["code"], resp.json()["period_end"]) == ("period_not_ended", "2026-06-01T00:00:00+00:00")
+        draft.refresh_from_db()
+        assert (draft.status, draft.number, draft.total) == ("draft", None, Decimal("4.00"))
+    with time_machine.travel(utc(2026, 6, 1, 0, 0, 1), tick=False):
+        done = client.post(f"/api/v1/invoices/{draft.pk}/finalize/")
+        assert (done.status_code, done.json()["status"]) == (200, "finalized")

@@ -218,6 +218,31 @@ def test_unpriced_usage_holds_the_invoice_in_draft(tiers, fleet):
     assert run.held_invoices == [str(invoice.id)]
 
 
+def test_a_finalized_invoice_never_locks_the_books_of_another_customer(tiers, fleet):
+    """acme's February invoice is finalized while beta's is held (no price for its SKU): the provider adds the
+    missing price to the February book, and even a new book starting inside February; beta's rerun finalizes at
+    that price, acme's invoice stays as billed."""
+    from apps.billing.services import price_book_create, price_set
+
+    feb = book(utc(2026, 2, 1), {(H100, "standard", "on_demand"): "1.00"})
+    acme, acme_p = make_org("acme")
+    beta, beta_p = make_org("beta")
+    other = "gpu:gpu_count=1,model=A100-SXM4-80GB"
+    fleet.run(acme, acme_p, "vm-a", utc(2026, 2, 3), utc(2026, 2, 3, 2))
+    fleet.run(beta, beta_p, "vm-b", utc(2026, 2, 3), utc(2026, 2, 3, 3), sku=other)
+    collect(utc(2026, 2, 3), utc(2026, 2, 4))
+    invoice_run_execute(period="2026-02")
+    assert dict(Invoice.objects.values_list("organization__slug", "status")) == {"acme": "finalized",
+                                                                                 "beta": "draft"}
+    price_set(actor=None, book=feb, sku=other, sla_tier="standard", pricing_model="on_demand",
+              unit_price=Decimal("2.00"))
+    price_book_create(actor=None, name="mid-February", currency="USD", effective_from=utc(2026, 2, 20))
+    invoice_run_execute(period="2026-02")
+    rows = dict((slug, (status, total)) for slug, status, total in
+                Invoice.objects.values_list("organization__slug", "status", "total"))
+    assert rows == {"acme": ("finalized", Decimal("2.00")), "beta": ("finalized", Decimal("6.00"))}
+
+
 def test_finalized_invoice_and_usage_records_are_immutable(tiers, fleet):
     _three_orgs(fleet, n=1)
     invoice_run_execute(period="2026-02")

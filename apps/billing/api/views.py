@@ -92,7 +92,8 @@ class InvoiceViewSet(_Base):
 
     @extend_schema(request=None, responses={200: s.InvoiceOutput, **problems({
         409: "invalid_state: only a draft invoice is finalized (allowed_states); unpriced_usage: usage"
-             " without a price in the price book."})})
+             " without a price in the price book; period_not_ended: the invoice's period has not ended yet"
+             " (period_end)."})})
     @action(detail=True, methods=["post"])
     def finalize(self, request, pk=None):
         return self._out(services.invoice_finalize(actor=request.user, invoice=self.get_object()))

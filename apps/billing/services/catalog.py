@@ -11,10 +11,10 @@ from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_staff
 
 from ..errors import Code
-from ..models import BillingAccount, Invoice, Price, PriceBook, SlaTier
+from ..models import BillingAccount, Price, PriceBook, SlaTier
 from ..money import currency_validate
 from ..skus import sku_normalize
-from ..states import InvoiceStatus, PriceUnit, PricingModel
+from ..states import PriceUnit, PricingModel
 
 WRITERS = ("billing_admin",)
 
@@ -70,20 +70,16 @@ def sla_tier_update(*, actor, tier: SlaTier, **fields) -> SlaTier:
     return tier
 
 
-def _book_locked(book: PriceBook) -> bool:
-    """A book is locked once a finalized invoice covers time at or after its start (its prices were billed)."""
-    return Invoice.objects.filter(currency=book.currency, period_end__gt=book.effective_from,
-                                  status__in=[InvoiceStatus.FINALIZED, InvoiceStatus.PAID]).exists()
-
-
 def price_book_create(*, actor, name: str, currency: str, effective_from: dt.datetime, notes: str = "") -> PriceBook:
-    """A new (empty) book; add prices with `price_set`. 409 `price_book_exists` for the same currency and
-    start; 409 `price_book_locked` when it would start inside an already finalized period."""
+    """A new (empty) book; add prices with `price_set`. 409 `price_book_exists` for the same currency and start.
+
+    No invoice locks a book: books are shared by every customer of the currency, and one customer's finalized
+    invoice must not stop the prices of another (docs/billing.md, "Price books"). What a finalized invoice billed
+    never changes anyway (its lines are frozen by a trigger and its period is never re-rated); a book applies to
+    drafts, held drafts and late usage rated after it exists."""
     authorize_staff(actor, WRITERS)
     currency = currency_validate(currency)
     book = PriceBook(name=name, currency=currency, effective_from=effective_from, notes=notes)
-    if _book_locked(book):
-        raise Conflict("A finalized invoice already covers that start.", code=Code.PRICE_BOOK_LOCKED)
     try:
         with transaction.atomic():
             book.save()
@@ -97,7 +93,7 @@ def price_book_create(*, actor, name: str, currency: str, effective_from: dt.dat
 def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model: str, unit_price: Decimal,
               unit: str = PriceUnit.HOUR, billing_increment_seconds: int = 1, minimum_seconds: int = 60) -> Price:
     """Create or replace the price of (sku, tier, model) in `book`. The SKU is normalised (`sku_normalize`).
-    400 for an unknown tier, model or unit or a negative price; 409 `price_book_locked`."""
+    400 for an unknown tier, model or unit or a negative price. Never locked by an invoice (`price_book_create`)."""
     authorize_staff(actor, WRITERS)
     if not SlaTier.objects.filter(code=sla_tier).exists():
         raise ValidationFailed(f"Unknown SLA tier {sla_tier!r}.")
@@ -105,9 +101,6 @@ def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model:
         raise ValidationFailed("Unknown pricing model or unit.")
     if Decimal(unit_price) < 0 or billing_increment_seconds < 1 or minimum_seconds < 0:
         raise ValidationFailed("Prices, increments and minimums cannot be negative.")
-    if _book_locked(book):
-        raise Conflict("This book's prices were billed on a finalized invoice; create a new book.",
-                       code=Code.PRICE_BOOK_LOCKED)
     with transaction.atomic():
         price, _ = Price.objects.update_or_create(
             book=book, sku=sku_normalize(sku), sla_tier=sla_tier, pricing_model=pricing_model,

@@ -311,9 +311,15 @@ def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> di
 
 
 def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
-    """Finalize one draft (staff): assigns the next gap-free number. 409 `invalid_state`, 409 `unpriced_usage`."""
+    """Finalize one draft (staff): assigns the next gap-free number. 409 `invalid_state`, 409 `unpriced_usage`;
+    409 `period_not_ended` (with the period's `period_end`, UTC ISO 8601) while the invoice's period has not ended
+    (a draft of the month in progress is a running preview: its total would freeze before the month's usage is in)."""
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > now():
+            raise Conflict(f"The period {invoice.period} ends at {invoice.period_end.isoformat()}; an invoice is "
+                           "finalized once its period has ended.", code=Code.PERIOD_NOT_ENDED,
+                           period_end=invoice.period_end.isoformat())
         if invoice.status == InvoiceStatus.DRAFT and invoice.unpriced_seconds > 0:
             raise Conflict("The invoice has usage without a price; add the price and rerun.",
                            code=Code.UNPRICED_USAGE)
