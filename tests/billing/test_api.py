@@ -294,3 +294,25 @@ def test_invoice_of_a_period_not_ended_refuses_finalize(billed, fleet):
     with time_machine.travel(utc(2026, 6, 1, 0, 0, 1), tick=False):
         done = client.post(f"/api/v1/invoices/{draft.pk}/finalize/")
         assert (done.status_code, done.json()["status"]) == (200, "finalized")
+
+
+def test_revenue_report_nets_credit_notes(billed):
+    """acme's February invoice ($12.00) gets a $2.50 credit note: revenue is $9.50 for acme; by GPU model the
+    credit, which names no model, nets under the empty key, so the rows still add up to the net $11.50. A credit
+    note counts in its invoice's period: a range without February has none."""
+    from apps.billing.services import credit_note_create
+
+    acme, project, beta = billed
+    client = _admin()
+    february = Invoice.objects.get(organization=acme, period="2026-02")
+    credit_note_create(actor=None, invoice=february, amount=Decimal("2.50"), reason="goodwill")
+    query = {"period_from": "2026-01", "period_to": "2026-12"}
+    by_org = client.get("/api/v1/billing/reports/revenue/", {**query, "group_by": "organization"}).json()
+    assert by_org == [{"key": "acme", "currency": "USD", "amount": "9.50"},
+                      {"key": "beta", "currency": "USD", "amount": "2.00"}]
+    by_model = client.get("/api/v1/billing/reports/revenue/", {**query, "group_by": "gpu_model"}).json()
+    assert by_model == [{"key": "", "currency": "USD", "amount": "-2.50"},
+                        {"key": "H100-SXM5-80GB", "currency": "USD", "amount": "14.00"}]
+    later = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-03", "period_to": "2026-12",
+                                                           "group_by": "organization"}).json()
+    assert later == []

@@ -271,7 +271,10 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
                                      window_end=data.validated_data["end"])
         return Response(s.InvoiceRunOutput(runs, many=True).data)
 
-    @extend_schema(parameters=[s.RevenueQuery], responses={200: s.RevenueRow(many=True)})
+    @extend_schema(parameters=[s.RevenueQuery], responses={200: s.RevenueRow(many=True)},
+                   description="Revenue (before tax) of finalized and paid invoices of the periods, net of their "
+                               "credit notes, by organization or GPU model (credit notes, which name no model, net "
+                               "under the empty key), per currency.")
     @action(detail=False, methods=["get"], url_path="reports/revenue")
     def revenue(self, request):
         query = validated(s.RevenueQuery(data=request.query_params))
