@@ -14,6 +14,8 @@ const SshKeysPage = lazy(() => import('./pages/SshKeys').then((m) => ({ default:
 const InstancesPage = lazy(() => import('./pages/Instances').then((m) => ({ default: m.InstancesPage })))
 const InstanceDetailPage = lazy(() => import('./pages/InstanceDetail').then((m) => ({ default: m.InstanceDetailPage })))
 const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m.LaunchPage })))
+const NetworkingPage = lazy(() => import('./pages/Networking').then((m) => ({ default: m.NetworkingPage })))
+const VpcDetailPage = lazy(() => import('./pages/VpcDetail').then((m) => ({ default: m.VpcDetailPage })))
 
 function screen(element: ReactNode) {
   return <Suspense fallback={<Loader role="status" aria-label="Loading" />}>{element}</Suspense>
@@ -54,6 +56,8 @@ export const router = createBrowserRouter([
           { path: 'instances', element: screen(<InstancesPage />) },
           { path: 'instances/new', element: screen(<LaunchPage />) },
           { path: 'instances/:id', element: screen(<InstanceDetailPage />) },
+          { path: 'networking', element: screen(<NetworkingPage />) },
+          { path: 'networking/vpcs/:id', element: screen(<VpcDetailPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

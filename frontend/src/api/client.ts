@@ -14,6 +14,17 @@ export type Image = Schemas['ImageOutput']
 export type Session = Schemas['SessionOutput']
 export type Operation = Schemas['OperationOutput']
 export type Problem = Schemas['Problem']
+export type Vpc = Schemas['VpcOutput']
+export type Subnet = Schemas['SubnetOutput']
+export type SecurityGroup = Schemas['SecurityGroupOutput']
+export type SecurityGroupRule = Schemas['SecurityGroupRuleOutput']
+export type PublicIp = Schemas['PublicIpOutput']
+export type Port = Schemas['PortOutput']
+export type Invoice = Schemas['InvoiceOutput']
+export type InvoiceLine = Schemas['InvoiceLineOutput']
+export type InvoicePreview = Schemas['InvoicePreviewOutput']
+export type UsageRecord = Schemas['UsageRecordOutput']
+export type Lease = Schemas['LeaseOutput']
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 

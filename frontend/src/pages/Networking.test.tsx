@@ -1,0 +1,95 @@
+import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { describe, expect, it } from 'vitest'
+import type { SecurityGroup } from '../api/client'
+import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
+import { NetworkingPage } from './Networking'
+import { VpcDetailPage, portLabel, ruleRemote, ruleTraffic } from './VpcDetail'
+
+const VPC = { id: '0190a3b4-0000-7000-8000-0000000000c1', project: PROJECT.id, name: 'prod', description: '', cidr: '10.20.0.0/16', ipv6_cidr: '', created_at: '2026-12-01T00:00:00Z', updated_at: '2026-12-01T00:00:00Z' }
+const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
+const RULE = { id: 'r1', security_group: 'sg1', direction: 'ingress', ethertype: 'IPv4', protocol: 'tcp', port_range_min: 22, port_range_max: 22, icmp_type: null, icmp_code: null, remote_ip_prefix: '0.0.0.0/0', remote_group: null, description: '', created_at: '' }
+const SG = { id: 'sg1', project: PROJECT.id, vpc: VPC.id, name: 'default', description: '', is_default: true, rules: [RULE], created_at: '', updated_at: '' }
+
+function fill(label: RegExp, value: string) {
+  fireEvent.change(screen.getByLabelText(label), { target: { value } })
+}
+
+describe('VPCs', () => {
+  it('creates a VPC with what was typed, and marks the field the API refused', async () => {
+    let created = false
+    const seen = stubApi({
+      'GET /api/v1/vpcs/': () => json(page(created ? [VPC] : [])),
+      'POST /api/v1/vpcs/': async (request) => {
+        const body = await request.json()
+        if (body.cidr !== '10.20.0.0/16') return problem(400, 'invalid', 'Invalid input.', { cidr: ['Not inside RFC 1918.'] })
+        created = true
+        return json(VPC, 201)
+      },
+    })
+    renderPage(<NetworkingPage />)
+    expect(await screen.findByText('No VPCs yet')).toBeInTheDocument()
+    fill(/^Name/, 'prod')
+    fill(/^IPv4 CIDR/, '8.8.0.0/16')
+    fireEvent.click(screen.getByRole('button', { name: 'Create VPC' }))
+    expect(await screen.findByText('Not inside RFC 1918.')).toBeInTheDocument()
+    expect(screen.getByLabelText(/^IPv4 CIDR/)).toHaveAttribute('aria-invalid', 'true')
+    expect(screen.getByLabelText(/^Name/)).toHaveValue('prod')
+    fill(/^IPv4 CIDR/, '10.20.0.0/16')
+    fireEvent.click(screen.getByRole('button', { name: 'Create VPC' }))
+    expect(await screen.findByRole('link', { name: 'prod' })).toHaveAttribute('href', `/networking/vpcs/${VPC.id}`)
+    const post = seen.filter((r) => r.method === 'POST').at(-1)!
+    expect(await post.json()).toEqual({ project: PROJECT.id, name: 'prod', cidr: '10.20.0.0/16', description: '' })
+  })
+
+  it('disables create and delete for a viewer', async () => {
+    stubApi({ 'GET /api/v1/vpcs/': () => json(page([VPC])) })
+    renderPage(<NetworkingPage />, { value: scope({ canWrite: false }) })
+    expect(await screen.findByRole('button', { name: 'Delete VPC prod' })).toBeDisabled()
+    expect(screen.getByRole('button', { name: 'Create VPC' })).toBeDisabled()
+  })
+})
+
+describe('a VPC', () => {
+  it('adds a rule to a security group with the form’s values', async () => {
+    const seen = stubApi({
+      [`GET /api/v1/vpcs/${VPC.id}/`]: () => json(VPC),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/security-groups/': () => json(page([SG])),
+      'POST /api/v1/security-group-rules/': () => json({ ...RULE, id: 'r2', port_range_min: 443, port_range_max: 443 }, 201),
+    })
+    renderPage(<VpcDetailPage />, { path: `/networking/vpcs/${VPC.id}`, route: '/networking/vpcs/:id' })
+    expect(await screen.findByRole('heading', { name: 'prod' })).toBeInTheDocument()
+    fireEvent.click(screen.getByRole('tab', { name: 'Security groups' }))
+    expect(await screen.findByRole('table', { name: 'Rules of default' })).toHaveTextContent('tcp 22')
+    fill(/^From port \(default\)/, '443')
+    fireEvent.click(screen.getByRole('button', { name: 'Add rule to default' }))
+    await waitFor(() => expect(seen.some((r) => r.method === 'POST')).toBe(true))
+    const post = seen.find((r) => r.method === 'POST')!
+    expect(await post.json()).toEqual({ security_group: 'sg1', direction: 'ingress', ethertype: 'IPv4', protocol: 'tcp', port_range_min: 443, port_range_max: 443 })
+  })
+
+  it('answers "Not found" for another tenant’s VPC', async () => {
+    stubApi({})
+    renderPage(<VpcDetailPage />, { path: `/networking/vpcs/${VPC.id}`, route: '/networking/vpcs/:id' })
+    expect(await screen.findByRole('heading', { name: 'Not found' })).toBeInTheDocument()
+  })
+})
+
+describe('rule and port labels', () => {
+  it('say what traffic a rule allows and from where', () => {
+    expect(ruleTraffic(RULE)).toBe('tcp 22')
+    expect(ruleTraffic({ ...RULE, port_range_min: 1000, port_range_max: 2000 })).toBe('tcp 1000-2000')
+    expect(ruleTraffic({ ...RULE, protocol: 'icmp', port_range_min: null, port_range_max: null, icmp_type: 8 })).toBe('icmp type 8')
+    expect(ruleTraffic({ ...RULE, protocol: '', port_range_min: null, port_range_max: null })).toBe('any')
+    expect(ruleTraffic({ ...RULE, protocol: 'udp', port_range_min: null, port_range_max: null })).toBe('udp (all)')
+    const groups = new Map([['sg1', SG as SecurityGroup]])
+    expect(ruleRemote({ remote_ip_prefix: '', remote_group: 'sg1' }, groups)).toBe('group default')
+    expect(ruleRemote({ remote_ip_prefix: '', remote_group: null }, groups)).toBe('anywhere')
+  })
+
+  it('names a port by its address and instance', () => {
+    const port = { id: 'p', fixed_ips: [{ subnet: 's', ip_address: '10.20.1.5' }], mac_address: '0a:58:00:00:00:01', instance_id: 'i1', name: '' }
+    expect(portLabel(port as never, new Map([['i1', 'notebook']]))).toBe('10.20.1.5 · notebook')
+    expect(portLabel({ ...port, instance_id: null, name: 'vip' } as never, new Map())).toBe('10.20.1.5 · vip')
+  })
+})

@@ -1,0 +1,162 @@
+"""Networking in the web console, in a real browser against the real stack: a tenant creates a VPC (after a
+refused CIDR) and a subnet and sees them listed, sees the default security group's rules, adds and removes a
+rule, allocates a floating IP from the operator's pool, associates it with a port and releases it; a viewer sees
+the write actions disabled. Each step is one test; they share the state (`N`) and run in file order; a failed step
+skips the later ones."""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.stack import Api
+
+from .conftest import check_a11y, shot
+from .test_console import sign_in
+from .world import invite, tenant
+
+pytestmark = pytest.mark.e2e
+
+N = SimpleNamespace()
+
+
+@pytest.fixture(scope="module")
+def world(console_stack):
+    N.stack = console_stack
+    N.base = console_stack.base
+    N.ops = Api(console_stack.base, console_stack.ops_token)
+    N.a = tenant(console_stack, N.ops, "harbor", "owner@harbor.example")
+    return N
+
+
+@pytest.fixture
+def n(request, world):
+    failed = request.module.__dict__.get("_FAILED_STEPS")
+    if failed:
+        pytest.skip(f"an earlier step failed: {failed[0]}")
+    return N
+
+
+@pytest.fixture(scope="module")
+def tab(browser, world):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def test_1_create_a_vpc(n, tab):
+    sign_in(tab, n.base, n.a.email)
+    tab.get_by_role("link", name="Networking").click()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No VPCs yet")
+    check_a11y(tab, "networking (empty)")
+    tab.get_by_label(re.compile(r"^Name")).fill("prod")
+    tab.get_by_label(re.compile(r"^IPv4 CIDR")).fill("8.8.0.0/16")          # public: refused by the API
+    tab.get_by_role("button", name="Create VPC").click()
+    expect(tab.get_by_role("alert").first).to_be_visible()
+    expect(tab.locator("[aria-invalid=true]")).to_have_count(1)
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("prod")
+    tab.get_by_label(re.compile(r"^IPv4 CIDR")).fill("10.20.0.0/16")
+    tab.get_by_role("button", name="Create VPC").click()
+    row = tab.get_by_role("row", name=re.compile("prod"))
+    expect(row).to_contain_text("10.20.0.0/16")
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("")
+    check_a11y(tab, "networking")
+    shot(tab, "networking")
+    vpcs = n.a.api.get("vpcs", params={"project": n.a.project["id"]}).json()["results"]
+    assert [(v["name"], v["cidr"]) for v in vpcs] == [("prod", "10.20.0.0/16")]
+    n.vpc = vpcs[0]
+
+
+def test_2_add_a_subnet(n, tab):
+    tab.get_by_role("link", name="prod").click()
+    expect(tab.get_by_role("heading", name="prod")).to_be_visible()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No subnets yet")
+    tab.get_by_label(re.compile(r"^Name")).fill("web")
+    tab.get_by_label(re.compile(r"^CIDR")).fill("10.20.1.0/24")
+    tab.get_by_label(re.compile(r"^DNS servers")).fill("1.1.1.1, 9.9.9.9")
+    tab.get_by_role("button", name="Add subnet").click()
+    row = tab.get_by_role("row", name=re.compile("web"))
+    expect(row).to_contain_text("10.20.1.0/24")
+    expect(row).to_contain_text("10.20.1.1")                # the default gateway: the first host
+    expect(row).to_contain_text("1.1.1.1, 9.9.9.9")
+    check_a11y(tab, "vpc: subnets")
+    shot(tab, "vpc-subnets")
+    subnets = n.a.api.get("subnets", params={"vpc": n.vpc["id"]}).json()["results"]
+    assert [(s["name"], s["cidr"], s["gateway_ip"]) for s in subnets] == [("web", "10.20.1.0/24", "10.20.1.1")]
+    n.subnet = subnets[0]
+
+
+def test_3_security_group_rules(n, tab):
+    tab.get_by_role("tab", name="Security groups").click()
+    group = tab.get_by_test_id("sg-default")
+    rules = group.get_by_test_id("rule")
+    default = n.a.api.get("security-groups", params={"vpc": n.vpc["id"]}).json()["results"]
+    assert [g["name"] for g in default] == ["default"] and default[0]["rules"]
+    expect(rules).to_have_count(len(default[0]["rules"]))      # the default group's rules, as the API has them
+    expect(group).to_contain_text("egress")
+    expect(tab.get_by_role("combobox", name="Protocol (default)")).to_have_value("TCP")
+    tab.get_by_label("From port (default)").fill("22")
+    tab.get_by_label("Remote prefix (default)").fill("198.51.100.0/24")
+    tab.get_by_role("button", name="Add rule to default").click()
+    ssh = rules.filter(has_text="tcp 22").filter(has_text="198.51.100.0/24")
+    expect(ssh).to_have_count(1)
+    expect(rules).to_have_count(len(default[0]["rules"]) + 1)
+    check_a11y(tab, "vpc: security groups")
+    shot(tab, "vpc-security-groups")
+    tab.get_by_role("button", name="Remove rule ingress tcp 22 from default").click()
+    tab.get_by_role("dialog").get_by_role("button", name="Remove").click()
+    expect(ssh).to_have_count(0)
+    after = n.a.api.get("security-groups", params={"vpc": n.vpc["id"]}).json()["results"][0]["rules"]
+    assert sorted(r["id"] for r in after) == sorted(r["id"] for r in default[0]["rules"])
+
+
+def test_4_floating_ip_allocate_associate_release(n, tab):
+    n.ops.post("public-ip-pools", {"name": "public", "cidr": "203.0.113.0/24", "first_ip": "203.0.113.10",
+                                   "last_ip": "203.0.113.250", "gateway_ip": "203.0.113.1",
+                                   "network_name": "physnet-public"}, expect=201)
+    port = n.a.api.post("ports", {"subnet": n.subnet["id"], "name": "vip"}, expect=201).json()
+    tab.reload()
+    tab.get_by_role("tab", name="Floating IPs").click()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No floating IPs")
+    tab.get_by_role("combobox", name="Pool").click()
+    tab.get_by_role("option", name=re.compile("public")).click()
+    tab.get_by_role("button", name="Allocate").click()
+    table = tab.get_by_role("table", name="Floating IPs")
+    floating = table.get_by_role("row", name=re.compile("floating"))
+    expect(floating).to_have_count(1)
+    ips = n.a.api.get("public-ips", params={"vpc": n.vpc["id"], "kind": "floating"}).json()["results"]
+    assert len(ips) == 1 and ips[0]["port"] is None
+    address = ips[0]["address"]
+    tab.get_by_role("combobox", name=f"Port of {address}").click()
+    tab.get_by_role("option", name=re.compile(r"10\.20\.1\.\d+ · vip")).click()
+    expect(tab.get_by_role("combobox", name=f"Port of {address}")).to_have_value(re.compile("vip"))
+    assert n.a.api.get(f"public-ips/{ips[0]['id']}").json()["port"] == port["id"]
+    check_a11y(tab, "vpc: floating IPs")
+    shot(tab, "vpc-floating-ips")
+    tab.get_by_role("button", name=f"Release {address}").click()
+    tab.get_by_role("dialog").get_by_role("button", name="Release").click()
+    expect(floating).to_have_count(0)
+    assert n.a.api.get("public-ips", params={"vpc": n.vpc["id"], "kind": "floating"}).json()["results"] == []
+
+
+def test_5_a_viewer_sees_networking_writes_disabled(n, browser):
+    invite(n.stack, n.a.api, n.a.org, "auditor@harbor.example", "viewer")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        sign_in(page, n.base, "auditor@harbor.example")
+        page.goto(f"{n.base}/networking")
+        expect(page.get_by_role("row", name=re.compile("prod"))).to_be_visible()
+        expect(page.get_by_role("button", name="Create VPC")).to_be_disabled()
+        expect(page.get_by_role("button", name="Delete VPC prod")).to_be_disabled()
+        page.goto(f"{n.base}/networking/vpcs/{n.vpc['id']}")
+        expect(page.get_by_role("button", name="Delete subnet web")).to_be_disabled()
+        page.get_by_role("tab", name="Security groups").click()
+        expect(page.get_by_role("button", name="Add rule to default")).to_be_disabled()
+        check_a11y(page, "networking (viewer)")
+    finally:
+        context.close()
