@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc files, served from the package (no CDN; SPECTACULAR_SETTINGS)
     "django_otp",
     "django_otp.plugins.otp_totp",
     "apps.core",
@@ -59,6 +60,7 @@ MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",
     "apps.core.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -118,6 +120,10 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+# The product serves /static/ itself (WhiteNoise): the files `collectstatic` gathered into STATIC_ROOT (the image
+# does), and otherwise straight from the installed apps (the API docs' Swagger UI from drf_spectacular_sidecar),
+# so the docs page works on an install without internet access or a separate web server.
+WHITENOISE_USE_FINDERS = True
 # The built web console (`make console` builds frontend/ into it); served at / by apps.core.console.
 CONSOLE_DIST_DIR = env.str("CONSOLE_DIST_DIR", default=str(BASE_DIR / "frontend" / "dist"))
 
@@ -191,6 +197,11 @@ SPECTACULAR_SETTINGS = {
     "PARSER_WHITELIST": ["apps.core.parsers.JSONParser", "rest_framework.parsers.JSONParser",
                          "apps.inventory.api.views.YamlDocumentParser"],
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "apps.core.schema.problem_responses"],
+    # /api/v1/docs/ loads Swagger UI from this origin (drf-spectacular-sidecar under /static/), never from a CDN
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no badge fetched from validator.swagger.io
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Billing: usage is metered in pieces that never cross this period (seconds); see apps/billing/conf.py.

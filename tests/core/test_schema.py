@@ -1,4 +1,6 @@
 """/api/v1/schema/ is a valid OpenAPI 3 document and the committed docs/openapi/v1.yaml is current."""
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -27,9 +29,38 @@ def test_committed_schema_is_current():
         "docs/openapi/v1.yaml is stale: run `make schema` and commit it"
 
 
+class _Assets(HTMLParser):
+    """The URLs a page loads: `src` of scripts and images, `href` of links."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        wanted = {"script": "src", "img": "src", "link": "href"}.get(tag)
+        self.urls += [value for name, value in attrs if name == wanted and value]
+
+
 @pytest.mark.django_db
-def test_docs_page_served(client):
-    assert client.get("/api/v1/docs/").status_code == 200
+def test_docs_page_loads_only_same_origin_assets_and_they_are_served(client):
+    """The interactive docs work offline: Swagger UI comes from drf-spectacular-sidecar under /static/ (served
+    by the product, WhiteNoise), never from a CDN; every file the page loads answers 200."""
+    page = client.get("/api/v1/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert not re.findall(r"https?://", html)  # no other origin (no CDN, no validator badge)
+    assert '"validatorUrl": null' in html
+    parser = _Assets()
+    parser.feed(html)
+    assert {url.rsplit("/", 1)[-1] for url in parser.urls} == {
+        "favicon-32x32.png", "swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js"}
+    for url in parser.urls:
+        assert url.startswith("/static/drf_spectacular_sidecar/swagger-ui-dist/"), url
+        asset = client.get(url)
+        assert asset.status_code == 200, url
+        assert int(asset["Content-Length"]) > 0
+    js = client.get(next(url for url in parser.urls if url.endswith("swagger-ui-bundle.js")))
+    assert js["Content-Type"].startswith(("text/javascript", "application/javascript"))
 
 
 def test_every_operation_documents_its_problem_responses():
