@@ -5,7 +5,7 @@
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 PACKAGES=(postgresql-client redis-tools make curl gcc pkg-config libvirt-dev libvirt-daemon
-  libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 ovn-central ovn-host openvswitch-common
+  libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils ovn-central ovn-host openvswitch-common
   opensm ibsim-utils infiniband-diags chromium)
 command -v dpkg >/dev/null 2>&1 || { echo "not a Debian system: install the equivalents of ${PACKAGES[*]}"; exit 0; }
 missing=()

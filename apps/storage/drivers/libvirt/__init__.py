@@ -1,0 +1,4 @@
+"""The libvirt storage driver (see `driver.LibvirtStorageDriver`)."""
+from .driver import LibvirtStorageDriver
+
+__all__ = ["LibvirtStorageDriver"]
