@@ -274,6 +274,18 @@ def test_attach_and_detach_on_a_running_guest(guest_backend):
     with pytest.raises(DriverConflict) as exc:  # the running guest holds the image
         drv.snapshot_create(b.pool.name, vol.key, _key())
     assert exc.value.code == "volume_in_use"
+    with pytest.raises(DriverConflict) as exc:
+        drv.volume_resize(b.pool.name, vol.key, 2)
+    assert exc.value.code == "volume_in_use"
+    drv.disk_resize(str(dom), "vdb", 2)  # through the guest's QEMU instead
+    drv.disk_resize(str(dom), "vdb", 2)  # the same size: no-op
+    assert drv.volume_get(b.pool.name, vol.key).capacity_bytes == 2 * GIB
+    with pytest.raises(DriverError) as exc:
+        drv.disk_resize(str(dom), "vdb", 1)
+    assert exc.value.code == "volume_shrink_refused"
+    with pytest.raises(DriverNotFound) as exc:
+        drv.disk_resize(str(dom), "vdq", 3)
+    assert exc.value.code == "disk_not_found"
 
     # SCSI: QEMU unplugs the disk from the bus without the guest
     drv.disk_attach(str(dom), DiskAttachment(other.path, "sdb", bus="scsi", read_only=True), live=True)
@@ -321,3 +333,6 @@ def test_disk_errors(guest_backend):
         drv.disk_attach(str(dom), DiskAttachment(vol.path, "sdb", bus="virtio"), live=True)
     assert exc.value.code == "invalid_disk_attachment"
     drv.disk_detach(str(dom), "vdz", live=True)  # missing: no-op
+    with pytest.raises(DriverConflict) as exc:
+        drv.disk_resize(str(dom), "vdb", 2)
+    assert exc.value.code == "domain_not_running"

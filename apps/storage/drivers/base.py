@@ -2,8 +2,10 @@
 
 Drivers import nothing from models, services or api. They raise only `apps.core.drivers` exceptions:
 - `DriverTransientError` (code `host_unreachable`, `disk_detach_pending`): retry with backoff.
-- `DriverNotFound` (`pool_not_found`, `volume_not_found`, `snapshot_not_found`, `domain_not_found`).
-- `DriverConflict` (`pool_definition_mismatch`, `volume_size_mismatch`, `disk_target_taken`, `volume_in_use`).
+- `DriverNotFound` (`pool_not_found`, `volume_not_found`, `snapshot_not_found`, `domain_not_found`,
+  `disk_not_found`).
+- `DriverConflict` (`pool_definition_mismatch`, `volume_size_mismatch`, `disk_target_taken`,
+  `volume_already_attached`, `volume_in_use`, `domain_not_running`).
 - `DriverError`: terminal (`volume_shrink_refused`, `invalid_disk_attachment`, `invalid_pool_spec`, ...).
 
 Every object is keyed by our UUID: a volume's pool volume name is our volume UUID, a snapshot's is our snapshot
@@ -125,7 +127,14 @@ class StorageDriver(Protocol):
 
     def volume_resize(self, pool: str, key: str, size_gib: int) -> VolumeInfo:
         """Grow to `size_gib` GiB (the same size is a no-op). `DriverError` (`volume_shrink_refused`) for a
-        smaller size; `DriverConflict` (`volume_in_use`) when a running guest holds the image open."""
+        smaller size; `DriverConflict` (`volume_in_use`) when a running guest holds the image open (grow it
+        with `disk_resize` then)."""
+
+    def disk_resize(self, domain_uuid: str, target_dev: str, size_gib: int) -> None:
+        """Grow an attached volume under its running guest to `size_gib` GiB (the guest sees a capacity
+        change; its file system is its own business). `DriverError` (`volume_shrink_refused`);
+        `DriverConflict` (`domain_not_running`) when the domain is shut off (use `volume_resize`);
+        `DriverNotFound` (`disk_not_found`) when no disk has that target."""
 
     def volume_delete(self, pool: str, key: str) -> None:
         """Delete the volume; a missing volume is a no-op. The caller detaches it first."""

@@ -162,6 +162,19 @@ class FakeStorageDriver:
                 vol.info = replace(vol.info, capacity_bytes=want)
             return self._current(vol)
 
+    def disk_resize(self, domain_uuid: str, target_dev: str, size_gib: int) -> None:
+        with self._lock:
+            disks, running = self._domain(domain_uuid)
+            if not running:
+                raise DriverConflict(f"domain {domain_uuid} is not running", code="domain_not_running")
+            found = [d for d in disks.live if d.target_dev == target_dev]
+            if not found:
+                raise DriverNotFound(f"domain {domain_uuid} has no disk {target_dev}", code="disk_not_found")
+            vol = self._by_path(found[0].volume_path)
+            if size_gib * GIB < vol.info.capacity_bytes:
+                raise DriverError(f"disk {target_dev} is {vol.info.capacity_bytes} bytes", code="volume_shrink_refused")
+            vol.info = replace(vol.info, capacity_bytes=max(vol.info.capacity_bytes, size_gib * GIB))
+
     def volume_delete(self, pool: str, key: str) -> None:
         self._check()
         with self._lock:

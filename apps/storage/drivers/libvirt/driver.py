@@ -182,7 +182,7 @@ class LibvirtStorageDriver:
     def volume_resize(self, pool: str, key: str, size_gib: int) -> VolumeInfo:
         """Grow the (detached) volume's virtual size to `size_gib` GiB; the guest's file system is not touched.
         A running guest holds its image locked, so an attached volume answers `DriverConflict`
-        (`volume_in_use`); growing it under a guest is the domain's `blockResize`, not this call."""
+        (`volume_in_use`); `disk_resize` grows it under the guest."""
         vol = self._vol(pool, key)
         info = self._info(pool, vol)
         want = size_gib * GIB
@@ -196,6 +196,25 @@ class LibvirtStorageDriver:
         except libvirt.libvirtError as exc:
             raise self._error(exc, f"resize volume {key}") from exc
         return self._info(pool, vol)
+
+    def disk_resize(self, domain_uuid: str, target_dev: str, size_gib: int) -> None:
+        """`blockResize` of the running guest's disk `target_dev`: QEMU grows the image it holds open (the
+        locked image that `volume_resize` cannot touch) and tells the guest."""
+        dom = self._domain(domain_uuid)
+        try:
+            if not dom.isActive():
+                raise DriverConflict(f"domain {domain_uuid} is not running", code="domain_not_running")
+            if target_dev not in {d.target_dev for d in self._disks(dom, live=True)}:
+                raise DriverNotFound(f"domain {domain_uuid} has no disk {target_dev}", code="disk_not_found")
+            capacity = dom.blockInfo(target_dev, 0)[0]
+            want = size_gib * GIB
+            if want < capacity:
+                raise DriverError(f"disk {target_dev} is {capacity} bytes; {size_gib} GiB would shrink it",
+                                  code="volume_shrink_refused")
+            if want > capacity:
+                dom.blockResize(target_dev, want, libvirt.VIR_DOMAIN_BLOCK_RESIZE_BYTES)
+        except libvirt.libvirtError as exc:
+            raise self._error(exc, f"resize disk {target_dev} of {domain_uuid}") from exc
 
     def volume_delete(self, pool: str, key: str) -> None:
         """Delete the volume's file or logical volume. A missing volume or pool is a no-op. libvirt does not
