@@ -18,6 +18,8 @@ class Code(StrEnum):
     NO_PKEY_POOL = "no_pkey_pool"
     WRONG_FABRIC = "wrong_fabric"
     GUID_IN_OTHER_PROJECT = "guid_in_other_project"
+    INVALID_GUID = "invalid_guid"
+    ALREADY_MEMBER = "already_member"
     PKEY_LIMIT_PER_PORT = "pkey_limit_per_port"
     GUID_POOL_EXHAUSTED = "guid_pool_exhausted"
     GUID_POOL_OVERLAP = "guid_pool_overlap"

@@ -82,6 +82,24 @@ def _service_port(world) -> Case:
     return Case(kwargs={"pk": part.pk}, data={"hca_port": str(port.pk)})
 
 
+def _instance_guid_case(world, *, added: bool) -> Case:
+    """Project A: an instance's host port in partition p1 and a partition p2; with `added`, the port is also a
+    limited member of p2 added through the API (so it can be removed)."""
+    import uuid
+
+    from tests.networking.helpers import host_with_hca
+
+    part = _partition(world)
+    other = services.ib_partition_create(actor=None, project=world.project_a, fabric=part.fabric, name="p2")
+    host = host_with_hca(part.fabric)
+    services.ib_partition_join_whole_host(actor=None, partition=part, host=host, instance_id=uuid.uuid4())
+    guid = host.hca_ports.get().port_guid
+    if added:
+        services.ib_partition_member_add(actor=None, partition=other, guid=guid)
+        return Case(kwargs={"pk": other.pk, "guid": guid})
+    return Case(kwargs={"pk": other.pk}, data={"guid": guid})
+
+
 ENTRIES = [
     Entry("GET", "/api/v1/vpcs", LIST),
     Entry("POST", "/api/v1/vpcs", CREATE,
@@ -130,6 +148,11 @@ ENTRIES = [
     Entry("DELETE", "/api/v1/ib-partitions/{pk}", DELETE, _pk(_partition)),
     # staff make a shared service port a limited member; the permission comes before the object
     Entry("POST", "/api/v1/ib-partitions/{pk}/service-ports", STAFF_CREATE, _service_port),
+    # a project's own instance GUID as a limited member of another of its partitions; removing one so added
+    Entry("POST", "/api/v1/ib-partitions/{pk}/members",
+          expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201),
+          lambda w: _instance_guid_case(w, added=False)),
+    Entry("DELETE", "/api/v1/ib-partitions/{pk}/members/{guid}", DELETE, lambda w: _instance_guid_case(w, added=True)),
     Entry("GET", "/api/v1/pkey-pools", STAFF_READ),
     Entry("POST", "/api/v1/pkey-pools", STAFF_CREATE,
           lambda w: Case(data={"fabric": _fabric().name, "first_pkey": "0x0100", "last_pkey": "0x01ff"})),

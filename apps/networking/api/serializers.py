@@ -23,7 +23,7 @@ from ..models import (
     VirtualGuidPool,
     Vpc,
 )
-from ..states import Direction, Ethertype
+from ..states import Direction, Ethertype, Membership
 
 
 class PoolNameField(serializers.SlugRelatedField):
@@ -201,8 +201,17 @@ class PublicIpPoolCreateInput(Serializer):
 class IbPartitionMemberOutput(ModelSerializer):
     class Meta:
         model = IbPartitionMember
-        fields = ["guid", "membership", "instance_id", "created_at"]
+        fields = ["guid", "membership", "instance_id", "added_via_api", "created_at"]
         read_only_fields = fields
+
+
+class IbMemberAddInput(Serializer):
+    guid = serializers.CharField(max_length=23, help_text="port GUID, 0x0c42a10300aa0001 or 0c:42:a1:03:00:aa:00:01: "
+                                                          "one of the project's instances' (operators: any port "
+                                                          "of the fabric)")
+    membership = serializers.CharField(max_length=16, required=False, default=Membership.LIMITED,
+                                       help_text="`limited` (the default: talks to full members only) or `full`; "
+                                                 "anything else is 400 `invalid_membership`")
 
 
 class IbServicePortInput(Serializer):

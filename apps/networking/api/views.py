@@ -206,6 +206,31 @@ class IbPartitionViewSet(_Base):
         return self._out(selectors.ib_partition_list_visible_to(request.user).get(pk=part.pk),
                          status.HTTP_201_CREATED)
 
+    @extend_schema(request=s.IbMemberAddInput, responses={201: s.IbPartitionOutput, **problems({
+        400: "invalid_guid, invalid_membership; validation_error \"Not found.\" naming `guid` for a GUID that is "
+             "not the project's own (another project's included) or, for operators, not on the fabric.",
+        409: "already_member (the GUID is a member with the other membership), guid_in_other_project, "
+             "pkey_limit_per_port."})})
+    @action(detail=True, methods=["post"], url_path="members")
+    def members(self, request, pk=None):
+        """Add a GUID as a limited (default) or full member. Project members: a GUID of one of the project's
+        instances already in one of its partitions on this fabric (it leaves with that instance). Staff
+        operators: also any HCA port or virtual GUID of the fabric; a GUID in several projects' partitions is a
+        limited member everywhere (as `service-ports`)."""
+        part = self.get_object()
+        services.ib_partition_member_add(actor=request.user, partition=part, **self._input(s.IbMemberAddInput))
+        return self._out(selectors.ib_partition_list_visible_to(request.user).get(pk=part.pk),
+                         status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, **problems({
+        404: "not_found: the partition is not visible, or the GUID is not its member.",
+        409: "in_use: the GUID joined with its instance (it leaves when the instance is deleted)."})})
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<guid>[^/]+)")
+    def member_remove(self, request, pk=None, guid=None):
+        """Remove a member added through `members` or `service-ports`."""
+        services.ib_partition_member_remove(actor=request.user, partition=self.get_object(), guid=guid)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
 
 class PublicIpPoolViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Operator-defined external ranges. Every user may list them (to pick one); operators create them."""

@@ -76,7 +76,11 @@ class VirtualGuid(TimestampedModel):
 
 class IbPartitionMember(ProjectOwned):
     """A port GUID in a partition: a physical HCA port (whole-host instances, bare metal) or a VF's virtual
-    GUID (VMs sharing a host). Membership full or limited."""
+    GUID (VMs sharing a host). Membership full or limited.
+
+    `added_via_api`: added by `POST /ib-partitions/{id}/members` or `/service-ports` (removable with `DELETE
+    /ib-partitions/{id}/members/{guid}`), not by compute for an instance's network (that one leaves with the
+    instance)."""
 
     partition = models.ForeignKey(IbPartition, on_delete=models.CASCADE, related_name="members")
     guid = models.CharField(max_length=18, help_text="0x-prefixed 64-bit port GUID")
@@ -86,6 +90,7 @@ class IbPartitionMember(ProjectOwned):
     virtual_guid = models.ForeignKey(VirtualGuid, on_delete=models.PROTECT, null=True, blank=True,
                                      related_name="memberships")
     instance_id = models.UUIDField(null=True, blank=True, db_index=True)
+    added_via_api = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["partition", "guid"]

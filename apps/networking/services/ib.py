@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.db import unique_conflict
-from apps.core.errors import Conflict, ValidationFailed
+from apps.core.errors import Conflict, NotFound, ValidationFailed
+from apps.core.references import reference_not_found
 from apps.inventory.models import Fabric, HcaPort, Host
 from apps.inventory.states import FabricKind
 from apps.tenancy import selectors as tenancy_selectors
@@ -185,7 +186,7 @@ def _max_per_port() -> int:
 
 def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort | None = None,
                              virtual_guid: VirtualGuid | None = None, instance_id: uuid.UUID | None = None,
-                             membership: str = Membership.FULL) -> IbPartitionMember:
+                             membership: str = Membership.FULL, added_via_api: bool = False) -> IbPartitionMember:
     """Add a physical port (`hca_port`) or a VF's `virtual_guid` to `partition` (idempotent per GUID).
 
     400 `wrong_fabric` when the port is cabled to another fabric (RW-046); 409 `guid_in_other_project` when the
@@ -217,7 +218,8 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
                            code=Code.PKEY_LIMIT_PER_PORT)
         member = IbPartitionMember.objects.create(project=partition.project, partition=partition, guid=guid,
                                                   membership=membership, hca_port=hca_port,
-                                                  virtual_guid=virtual_guid, instance_id=instance_id)
+                                                  virtual_guid=virtual_guid, instance_id=instance_id,
+                                                  added_via_api=added_via_api)
         audit_record(actor=actor, action="networking.ib_partition.member_join", target=partition,
                      after={"guid": guid, "membership": membership, "instance_id": instance_id})
         schedule_ib_reconcile(partition.fabric_id)
@@ -235,9 +237,12 @@ def _shared_port_ok(actor, membership: str, existing) -> bool:
     limited member everywhere, and only when a staff operator adds it: limited members cannot talk to each
     other, so the tenants stay isolated from each other while each reaches the service. Never a full member of
     two tenants' partitions (that would bridge them)."""
-    is_operator = tenancy_selectors.is_staff(actor) and actor.staff_role in NETWORK_STAFF
-    return (is_operator and membership == Membership.LIMITED
+    return (_is_network_operator(actor) and membership == Membership.LIMITED
             and all(m.membership == Membership.LIMITED for m in existing))
+
+
+def _is_network_operator(actor) -> bool:
+    return tenancy_selectors.is_staff(actor) and actor.staff_role in NETWORK_STAFF
 
 
 def ib_partition_service_port_join(*, actor, partition: IbPartition, hca_port: HcaPort) -> IbPartitionMember:
@@ -247,7 +252,85 @@ def ib_partition_service_port_join(*, actor, partition: IbPartition, hca_port: H
     `ib_partition_member_join`."""
     authorize_operator(actor)
     return ib_partition_member_join(actor=actor, partition=partition, hca_port=hca_port,
-                                    membership=Membership.LIMITED)
+                                    membership=Membership.LIMITED, added_via_api=True)
+
+
+def _member_source(actor, partition: IbPartition, guid: str) -> dict | None:
+    """Where GUID `guid` (canonical) may come from for `actor`: a membership of it on the same fabric that the
+    partition's project holds for one of its instances (its HCA port or VF: the new membership leaves with that
+    instance; a shared service port staff added is not the project's own), else for a network operator any HCA
+    port or allocated virtual GUID of the fabric. None: not found for this actor."""
+    own = (IbPartitionMember.objects.filter(project_id=partition.project_id, guid=guid, instance_id__isnull=False,
+                                            partition__fabric_id=partition.fabric_id)
+           .select_related("hca_port", "virtual_guid").order_by("created_at").first())
+    if own is not None:
+        return {"hca_port": own.hca_port, "virtual_guid": own.virtual_guid, "instance_id": own.instance_id}
+    if not _is_network_operator(actor):
+        return None
+    port = HcaPort.objects.filter(port_guid__iexact=guid, fabric_id=partition.fabric_id).first()
+    if port is not None:
+        return {"hca_port": port, "virtual_guid": None, "instance_id": None}
+    vguid = (VirtualGuid.objects.filter(guid=guid, status=VirtualGuidStatus.ALLOCATED,
+                                        pool__hca_port__fabric_id=partition.fabric_id)
+             .select_related("pool__hca_port").first())
+    if vguid is not None:
+        return {"hca_port": None, "virtual_guid": vguid, "instance_id": vguid.instance_id}
+    return None
+
+
+def ib_partition_member_add(*, actor, partition: IbPartition, guid: str,
+                            membership: str = Membership.LIMITED) -> IbPartitionMember:
+    """Add port GUID `guid` to `partition` as a `membership` (default limited) member, through the API.
+
+    Which GUIDs (the rule of ADR 0704): project members may add only their project's own GUIDs, those already a
+    member of one of the project's partitions on the same fabric (an instance's HCA port or VF; the membership
+    leaves with that instance). Network operators may also add any HCA port or allocated virtual GUID of the
+    fabric; a GUID in several projects' partitions stays a limited member everywhere. Any other GUID, another
+    project's included, is 400 "Not found." naming `guid`, like one that does not exist.
+    Errors: 400 `invalid_guid` (not `0x` + up to 16 hex digits), `invalid_membership`; 403 viewers; 409
+    `already_member` (the GUID is a member with the other membership; remove it first), `guid_in_other_project`
+    (a full member next to another project's membership, or a project member extending a shared port),
+    `pkey_limit_per_port`. The same GUID with the same membership again returns the member (idempotent)."""
+    authorize_write(actor, partition.project)
+    if membership not in Membership.values:
+        raise ValidationFailed("membership must be full or limited.", code="invalid_membership",
+                               errors={"membership": ["full | limited"]})
+    try:
+        text = pkeys.format_guid(guid)
+    except ValueError as exc:
+        raise ValidationFailed(str(exc), code=Code.INVALID_GUID, errors={"guid": [str(exc)]})
+    with transaction.atomic():
+        _guid_lock(text)
+        current = IbPartitionMember.objects.filter(partition=partition, guid=text).first()
+        if current is not None and current.membership != membership:
+            raise Conflict(f"GUID {text} is a {current.membership} member of this partition.",
+                           code=Code.ALREADY_MEMBER)
+        source = _member_source(actor, partition, text)
+        if source is None:
+            raise reference_not_found("guid")
+        return ib_partition_member_join(actor=actor, partition=partition, membership=membership,
+                                        added_via_api=True, **source)
+
+
+def ib_partition_member_remove(*, actor, partition: IbPartition, guid: str) -> None:
+    """Remove a member added through the API (`ib_partition_member_add`, service ports). 404 when `guid` is not
+    a member of `partition`; 409 `in_use` for an instance's own membership (it leaves with the instance)."""
+    authorize_write(actor, partition.project)
+    try:
+        text = pkeys.format_guid(guid)
+    except ValueError:
+        raise NotFound("No such member of this partition.")
+    with transaction.atomic():
+        member = IbPartitionMember.objects.select_for_update().filter(partition=partition, guid=text).first()
+        if member is None:
+            raise NotFound("No such member of this partition.")
+        if not member.added_via_api:
+            raise Conflict("The GUID joined with its instance and leaves when the instance is deleted.",
+                           code=Code.IN_USE)
+        audit_record(actor=actor, action="networking.ib_partition.member_leave", target=partition,
+                     before={"guid": text, "membership": member.membership, "instance_id": member.instance_id})
+        member.delete()
+        schedule_ib_reconcile(partition.fabric_id)
 
 
 def ib_partition_join_whole_host(*, actor, partition: IbPartition, host: Host,
