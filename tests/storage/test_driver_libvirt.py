@@ -217,31 +217,37 @@ def test_unreachable_host_is_transient(backend):
 # raw → raw copies are libvirt's own read-everything copy (about 6 s per GiB on the CI machine): slow.
 @pytest.mark.parametrize("fmt", ["qcow2", pytest.param("raw", marks=pytest.mark.slow)])
 def test_snapshot_and_restore_keep_the_bytes(backend, fmt):
-    spec = _vol(backend, size_gib=2, fmt=fmt)
+    spec = _vol(backend, fmt=fmt)
     vol = backend.driver.volume_create(spec)
     backend.write(vol.path, fmt, 1 * MIB, 64 * 1024, 0x5A)
     snap_key = _key()
     snap = backend.driver.snapshot_create(spec.pool, spec.key, snap_key)
-    assert (snap.key, snap.volume_key, snap.pool, snap.size_bytes) == (snap_key, spec.key, spec.pool, 2 * GIB)
+    assert (snap.key, snap.volume_key, snap.pool, snap.size_bytes) == (snap_key, spec.key, spec.pool, GIB)
     assert snap.path == f"{backend.pool.target_path}/{snap_key}" and snap.path != vol.path
     assert backend.driver.snapshot_create(spec.pool, spec.key, snap_key) == snap  # idempotent
     backend.write(vol.path, fmt, 1 * MIB, 64 * 1024, 0xC3)  # the volume moves on; the snapshot does not
 
-    restored = backend.driver.volume_from_snapshot(spec.pool, snap_key, _vol(backend, size_gib=3, fmt=fmt))
-    assert (restored.capacity_bytes, restored.format) == (3 * GIB, fmt)
+    restored = backend.driver.volume_from_snapshot(spec.pool, snap_key, _vol(backend, size_gib=2, fmt=fmt))
+    assert (restored.capacity_bytes, restored.format) == (2 * GIB, fmt)
     assert backend.holds(restored.path, fmt, 1 * MIB, 64 * 1024, 0x5A)
     assert backend.holds(vol.path, fmt, 1 * MIB, 64 * 1024, 0xC3)
 
     backend.driver.volume_delete(spec.pool, spec.key)  # a snapshot outlives its volume (a full copy)
-    again = backend.driver.volume_from_snapshot(spec.pool, snap_key, _vol(backend, size_gib=2, fmt=fmt))
-    assert again.capacity_bytes == 2 * GIB
+    again = backend.driver.volume_from_snapshot(spec.pool, snap_key, _vol(backend, fmt=fmt))
+    assert again.capacity_bytes == GIB
     assert backend.holds(again.path, fmt, 1 * MIB, 64 * 1024, 0x5A)
-    with pytest.raises(DriverError) as exc:
-        backend.driver.volume_from_snapshot(spec.pool, snap_key, _vol(backend, size_gib=1, fmt=fmt))
-    assert exc.value.code == "volume_shrink_refused"
     backend.driver.snapshot_delete(spec.pool, snap_key)
     backend.driver.snapshot_delete(spec.pool, snap_key)  # missing: no-op
     assert backend.holds(again.path, fmt, 1 * MIB, 64 * 1024, 0x5A)  # restores outlive their snapshot
+
+
+def test_restore_into_a_smaller_volume_is_refused(backend):
+    spec = _vol(backend, size_gib=2)
+    backend.driver.volume_create(spec)
+    snap = backend.driver.snapshot_create(spec.pool, spec.key, _key())
+    with pytest.raises(DriverError) as exc:
+        backend.driver.volume_from_snapshot(spec.pool, snap.key, _vol(backend, size_gib=1))
+    assert exc.value.code == "volume_shrink_refused"
 
 
 def test_volume_from_an_image_reads_the_image(backend):
