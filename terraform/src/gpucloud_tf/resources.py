@@ -114,7 +114,11 @@ class Subnet(ApiResource):
 
 class SecurityGroup(ApiResource):
     name, collection = "security_group", "security-groups"
-    description = "A security group of a VPC; its rules are `gpucloud_security_group_rule` resources."
+    description = ("A security group of a VPC; its rules are `gpucloud_security_group_rule` resources. A new group "
+                   "starts with the API's default egress rules (IPv4 and IPv6, any protocol, to anywhere) and no "
+                   "ingress; they are not in this resource's state. Declaring a rule equal to one of them answers "
+                   "409 `duplicate_rule`: import that rule (`terraform import gpucloud_security_group_rule.x <id>`) "
+                   "to manage it, or delete it through the API to start from no egress.")
     fields = [
         Field("vpc", "required", description="VPC id."),
         Field("name", "required"),
