@@ -1,7 +1,8 @@
 """The functions reservations plugs into other apps (registered by `integrations.register`):
 
 * compute's placement hook (`apps.compute.services.placement.register_placement_hook`): an instance with
-  `InstanceTerms` draws from its lease (nested allocations, window up to the lease end) or is placed as spot; an
+  `InstanceTerms` draws from its lease (nested allocations, window up to the lease end; it waits while spot
+  instances told to give the lease's GPUs back still hold them) or is placed as spot; an
   instance whose `QueuedRequest` is still waiting keeps its create operation waiting (StepWait) with its position
   and reason, and fails with `queue_expired` once it expired;
 * compute's cluster wait hook (`cluster_queue_wait`): the same for a cluster that is an entry of the queue;
@@ -46,8 +47,30 @@ def placement_hook(instance, request):
         lease = terms.lease
         if lease.status not in LEASE_STARTED:
             raise LeaseNotUsable(f"The lease is {lease.status}.", current_state=lease.status)
-        return dataclasses.replace(request, lease_id=lease.pk, end=lease.end)
+        request = lease_placement_request(request, lease)
+        _wait_for_reclaimed_spot(lease, request)
+        return request
     return request
+
+
+def lease_placement_request(request, lease):
+    """`request` drawn from `lease`: nested in its rows (``lease_id``), up to its end."""
+    return dataclasses.replace(request, lease_id=lease.pk, end=lease.end)
+
+
+def _wait_for_reclaimed_spot(lease, request) -> None:
+    """While spot instances told to give the lease's GPUs back still hold them and the request cannot be placed
+    without them, the placement step waits (StepWait, with their interruption time) instead of failing."""
+    from apps.operations.workflows import StepWait
+    from apps.scheduling.placement import place
+
+    from . import conf
+    from .services.spot import spot_reclaim_pending
+
+    until = spot_reclaim_pending(lease)
+    if until is not None and not place(request, limit=1).placeable:
+        raise StepWait(conf.queue_poll_s(), f"waiting for spot instances on the lease's GPUs to leave (notice "
+                                            f"until {until:%Y-%m-%d %H:%M:%S} UTC)")
 
 
 def cluster_queue_wait(cluster) -> None:

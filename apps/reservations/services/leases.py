@@ -30,7 +30,7 @@ from apps.inventory.models import Zone
 from apps.inventory.selectors import gpus_in_fleet, gpus_per_host_max
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef, allocations_release
-from apps.scheduling.ledger.periods import allocations_set_end
+from apps.scheduling.ledger.periods import allocations_set_end, allocations_set_start
 from apps.scheduling.placement import PlacementRequest, TopologyConstraint, place
 from apps.scheduling.services import Unplaceable, earliest_fit, fleet_fit, placement_claim
 from apps.scheduling.services.admission import refusal_constraint
@@ -38,6 +38,7 @@ from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 from apps.tenancy.quotas import quota_check
 
+from .. import conf
 from ..errors import Code
 from ..models import Lease, OnDemandReserve
 from ..states import (
@@ -212,6 +213,28 @@ def _check_reserve(lease: Lease, start: dt.datetime) -> None:
                                                                   "free_at_peak": total - peak}})
 
 
+def _spot_notice(lease: Lease) -> None:
+    """The spot notice (`RESERVATIONS_SPOT_GRACE_S`) holds also for a lease confirmed to start within it: when
+    spot instances run on the GPUs the lease just claimed and its start is sooner than now + notice, the lease
+    starts at now + notice (whole second; its rows move, `allocations_set_start`; the end stays) and the spot
+    instances are told at once (`spot_preempt_for_lease`). The caller saves ``lease.start``; the answer shows the
+    real start. A window shorter than that is refused: 409 `capacity_unavailable`, constraint ``spot_notice``.
+    Without spot work on its GPUs the lease keeps its start."""
+    from .spot import notice_end, spot_on_lease, spot_preempt_for_lease
+
+    t = notice_end()
+    if lease.start >= t or not spot_on_lease(lease):
+        return
+    if lease.end <= t:
+        raise CapacityUnavailable(
+            f"Spot instances run on the GPUs this lease needs and are owed {conf.spot_grace_s()} s of notice; "
+            f"the window ends before {t:%Y-%m-%d %H:%M:%S} UTC.", constraint="spot_notice",
+            explanation={"filters": [], "spot_notice": {"notice_s": conf.spot_grace_s(), "start": t.isoformat()}})
+    allocations_set_start(consumer_id=lease.pk, old_start=lease.start, new_start=t)
+    lease.start = t
+    spot_preempt_for_lease(lease)
+
+
 # ---- create -------------------------------------------------------------------------------------------------
 def lease_payload(lease: Lease) -> dict:
     return {"id": str(lease.pk), "name": lease.name, "project": str(lease.project_id), "status": lease.status,
@@ -330,7 +353,9 @@ def _lease_confirm(*, actor, project, lease_id) -> tuple[Lease, CapacityUnavaila
     try:
         with transaction.atomic():
             _claim(lease, lease.count, lease.start)
-            transition(lease, "confirm", LEASE_TRANSITIONS, extra={"confirmed_at": clock.now()})
+            _spot_notice(lease)
+            transition(lease, "confirm", LEASE_TRANSITIONS,
+                       extra={"confirmed_at": clock.now(), "start": lease.start})
             event_record(actor=actor, action="reservations.lease.confirm", target=lease,
                          organization=project.organization, after={"status": lease.status},
                          event=Event.LEASE_CONFIRMED, payload=lease_payload(lease))
@@ -379,6 +404,7 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
             allocations_release(consumer_id=lease.pk)  # nothing has started: the rows are deleted
             lease.start, lease.end, lease.count = new_start, new_end, new_count
             _claim(lease, lease.count, lease.start)
+            _spot_notice(lease)
         lease.save(update_fields=["name", "start", "end", "count", "updated_at"])  # status: transitions only
         event_record(actor=actor, action="reservations.lease.update", target=lease,
                      organization=lease.project.organization, before=before,
@@ -511,7 +537,6 @@ def leases_advance() -> dict:
     """One beat tick: spot notices for leases starting within the grace period, activations (start reached),
     ending notices (end - notice_s reached), ends (end reached), due spot preemptions. Each lease moves in its
     own transaction (row lock, SKIP LOCKED: two workers never move one lease twice). Returns counts."""
-    from .. import conf
     from .spot import spot_preempt_due, spot_preempt_for_lease
 
     now = clock.now()

@@ -70,6 +70,8 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
             ssh_key_ids=ssh_key_ids, user_data=user_data, request_id=request_id, gpu_quota=lease is None,
             admit=market == Market.ON_DEMAND, queue=bool(queue_timeout_s))
         terms = InstanceTerms.objects.create(instance=inst, project=project, market=market, lease=lease)
+        if lease is not None:
+            _reclaim_lease_gpus(inst, lease)
         queued = None
         if queue_timeout_s:
             queued = _enqueue(inst, op, queue_timeout_s,
@@ -79,6 +81,20 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
                      after={"market": market, "lease": str(lease.pk) if lease else None,
                             "queue_timeout_s": queue_timeout_s})
     return inst, op, terms, queued
+
+
+def _reclaim_lease_gpus(inst: Instance, lease: Lease) -> int:
+    """An instance of an active lease that spot instances keep off the lease's idle GPUs has them told to go
+    (after the notice, `spot.spot_reclaim_for_lease`); its create operation waits until they are gone
+    (`hooks.placement_hook`). Chosen here, in the request's committed transaction, since a waiting step rolls its
+    own writes back."""
+    from apps.compute.services.placement import placement_request_for
+
+    from ..hooks import lease_placement_request
+    from .spot import spot_reclaim_for_lease
+
+    request = lease_placement_request(placement_request_for(inst.flavor, inst.project_id), lease)
+    return spot_reclaim_for_lease(lease, request, gpus_needed=max(_gpus(inst.flavor), 1))
 
 
 def _enqueue(inst: Instance, op, timeout_s: int, reason: str | None = "") -> QueuedRequest:

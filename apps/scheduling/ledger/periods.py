@@ -1,6 +1,7 @@
-"""Move the end of a consumer's allocations (a lease extended or shrunk), with the rows nested in them.
+"""Move the end of a consumer's allocations (a lease extended or shrunk), with the rows nested in them, or the
+start of a consumer's allocations later (a lease confirmed to start after the spot notice).
 
-Added for `apps.reservations` (lease extend / shrink). Same rules as `core`: one transaction, host locks in id
+Added for `apps.reservations` (lease extend / shrink, spot notice). Same rules as `core`: one transaction, host locks in id
 order, the exclusion constraints reject an extension into another holder's period, countable sums are
 re-checked at their peak over the added time, the usage summary is recomputed.
 """
@@ -20,6 +21,7 @@ from ..models import SLICE_CLASSES, Allocation, Consumer
 from .core import EXCLUSION_VIOLATION, _check_countables, lock_hosts, refresh_usage
 
 _SET_END = "UPDATE scheduling_allocation SET period = tstzrange(lower(period), %s, '[)') WHERE id = ANY(%s)"
+_SET_START = "UPDATE scheduling_allocation SET period = tstzrange(%s, upper(period), '[)') WHERE id = ANY(%s)"
 
 
 def allocations_set_end(*, consumer_id: uuid.UUID, old_end: dt.datetime, new_end: dt.datetime) -> int:
@@ -58,6 +60,36 @@ def allocations_set_end(*, consumer_id: uuid.UUID, old_end: dt.datetime, new_end
         if new_end > old_end:
             fresh = list(Allocation.objects.filter(id__in=ids).exclude(resource_class__in=sorted(SLICE_CLASSES)))
             _check_countables(fresh, hosts, DateTimeTZRange(old_end, new_end, "[)"))
+        refresh_usage(list(hosts), clock.now())
+        Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=clock.now())
+        return len(ids)
+
+
+def allocations_set_start(*, consumer_id: uuid.UUID, old_start: dt.datetime, new_start: dt.datetime) -> int:
+    """Rows of the consumer whose period starts at `old_start` start at `new_start` instead. Only later starts
+    (the periods shrink, so no exclusion constraint or countable sum can newly fail), for a consumer that has not
+    started: rows nested in them would lose their holder, so they are refused. Returns the consumer rows changed
+    (0 when nothing starts at `old_start`).
+
+    Raises `ValueError` when `new_start` is not after `old_start`, not before a row's end, or rows are nested
+    in the rows that would move."""
+    if new_start <= old_start:
+        raise ValueError("allocations_set_start only moves a start later")
+    with transaction.atomic():
+        c = Consumer.objects.select_for_update().filter(id=consumer_id).first()
+        if c is None:
+            return 0
+        rows = list(Allocation.objects.filter(consumer=c, period__startswith=old_start))
+        if not rows:
+            return 0
+        if any(r.period.upper is not None and r.period.upper <= new_start for r in rows):
+            raise ValueError("the new start is not before the end of every row")
+        ids = [r.id for r in rows]
+        hosts = lock_hosts(list({r.host_id for r in rows}), clock.now())
+        if Allocation.objects.filter(parent_id__in=ids).exists():
+            raise ValueError("rows are nested in the allocations whose start would move")
+        with connection.cursor() as cur:
+            cur.execute(_SET_START, [new_start, ids])
         refresh_usage(list(hosts), clock.now())
         Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=clock.now())
         return len(ids)
