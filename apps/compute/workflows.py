@@ -135,8 +135,8 @@ def _spec(inst: Instance) -> DomainSpec:
     flavor = inst.flavor
     return DomainSpec(uuid=inst.pk, vcpus=flavor.vcpus, memory_mib=flavor.memory_mib, project_id=str(inst.project_id),
                       numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
-                      uefi=conf.uefi(), machine=conf.machine(), virt_type=conf.virt_type(), hostdevs=tuple(hostdevs),
-                      interfaces=nics, disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
+                      uefi=conf.uefi(), secure_boot=image.secure_boot, machine=conf.machine(),
+                      virt_type=conf.virt_type(), hostdevs=tuple(hostdevs), interfaces=nics, disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
 
 
 def define(op) -> None:

@@ -91,7 +91,7 @@ class ImageOutput(ModelSerializer):
     class Meta:
         model = Image
         fields = ["id", "name", "os", "os_version", "arch", "cloud_init", "source_url", "checksum", "disk_format",
-                  "min_disk_gib", "is_active", "created_at"]
+                  "min_disk_gib", "secure_boot", "is_active", "created_at"]
         read_only_fields = fields
 
 
@@ -105,6 +105,9 @@ class ImageCreateInput(Serializer):
     checksum = serializers.CharField(max_length=100)
     disk_format = serializers.ChoiceField(choices=["qcow2", "raw"], default="qcow2")
     min_disk_gib = serializers.IntegerField(min_value=0, default=0)
+    secure_boot = serializers.BooleanField(
+        default=False, help_text="boot with UEFI Secure Boot; needs a kernel and modules signed for it (the NVIDIA "
+                                 "driver then needs signed modules too)")
 
 
 class SshKeyOutput(ModelSerializer):

@@ -116,7 +116,8 @@ class DomainSpec:
     there and vCPUs run on `cpuset`, host CPU ids; with `dedicated_cpus` each vCPU is pinned 1:1 to one of them,
     which needs a scheduler that hands out CPUs exclusively); `hugepages` backs memory with 1 GiB pages (the flavor
     must then be a multiple of 1024 MiB). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
-    `uefi` selects firmware autoselection (`<os firmware='efi'>`); `interfaces` are the VM's NICs in
+    `uefi` selects firmware autoselection (`<os firmware='efi'>`), without Secure Boot unless `secure_boot` (the
+    image's property: unsigned kernel modules such as a DKMS-built NVIDIA driver do not load under it); `interfaces` are the VM's NICs in
     tenant subnets, in order (the first is the guest's first NIC). `project_id` and `labels` travel in the
     domain's metadata so a reconciler can tell our domains from others.
     """
@@ -130,6 +131,7 @@ class DomainSpec:
     dedicated_cpus: bool = False
     hugepages: bool = False
     uefi: bool = True
+    secure_boot: bool = False
     machine: str = "q35"
     virt_type: str = "kvm"
     arch: str = "x86_64"

@@ -55,7 +55,9 @@ class Flavor(TimestampedModel):
 
 class Image(TimestampedModel):
     """A boot image: `source_url` (qcow2 or raw) with `checksum` (``sha256:<hex>``), OS and architecture.
-    `cloud_init` says whether the image reads a NoCloud seed (SSH keys, hostname, network)."""
+    `cloud_init` says whether the image reads a NoCloud seed (SSH keys, hostname, network). `secure_boot` boots
+    it with UEFI Secure Boot (Microsoft's keys enrolled); off by default, because a Secure Boot kernel refuses
+    unsigned modules such as the NVIDIA driver built by DKMS (docs/compute.md, "Firmware")."""
 
     name = models.SlugField(max_length=63, unique=True)
     os = models.CharField(max_length=32, help_text="e.g. ubuntu")
@@ -66,6 +68,7 @@ class Image(TimestampedModel):
     checksum = models.CharField(max_length=100, help_text="sha256:<64 hex digits>")
     disk_format = models.CharField(max_length=8, default="qcow2", choices=[("qcow2", "qcow2"), ("raw", "raw")])
     min_disk_gib = models.PositiveIntegerField(default=0)
+    secure_boot = models.BooleanField(default=False, help_text="boot with UEFI Secure Boot")
     is_active = models.BooleanField(default=True)
 
     class Meta:

@@ -78,13 +78,27 @@ def _cpu_and_memory(root: ET.Element, spec: DomainSpec) -> None:
 
 def _os_and_features(root: ET.Element, spec: DomainSpec) -> None:
     os_el = _sub(root, "os")
-    if spec.uefi:
-        os_el.set("firmware", "efi")
+    if spec.secure_boot and not spec.uefi:
+        raise DriverError("Secure Boot needs UEFI firmware", code="secure_boot_needs_uefi")
     _sub(os_el, "type", "hvm", arch=spec.arch, machine=spec.machine)
+    if spec.uefi:
+        # Firmware autoselection (libvirt formatdomain "BIOS bootloader", >= 7.2 for <firmware><feature>): libvirt
+        # picks the OVMF build whose descriptor (/usr/share/qemu/firmware/*.json) matches the features. Secure Boot
+        # off by default: the NVIDIA driver's DKMS-built modules are unsigned and a Secure Boot kernel refuses them.
+        # With Secure Boot the build with Microsoft's keys enrolled is chosen; it needs SMM (below).
+        os_el.set("firmware", "efi")
+        fw = _sub(os_el, "firmware")
+        state = "yes" if spec.secure_boot else "no"
+        _sub(fw, "feature", enabled=state, name="enrolled-keys")
+        _sub(fw, "feature", enabled=state, name="secure-boot")
+        if spec.secure_boot:
+            _sub(os_el, "loader", secure="yes")
     _sub(os_el, "boot", dev="hd")
     feats = _sub(root, "features")
     _sub(feats, "acpi")
     _sub(feats, "apic")
+    if spec.secure_boot:
+        _sub(feats, "smm", state="on")
     if spec.virt_type == "kvm":
         # NVIDIA's consumer drivers refuse to load when they see a hypervisor; data-centre GPUs do not care,
         # but hiding KVM is harmless (libvirt formatdomain "Hypervisor features": kvm/hidden).
@@ -135,7 +149,7 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
                extra_root_attrs: dict[str, str] | None = None) -> str:
     """The `<domain>` document for `spec`. Raises `DriverError` for an invalid PCI address, cpuset or memory.
 
-    Shape: q35 (or `spec.machine`), UEFI when `spec.uefi`, vCPUs pinned 1:1 to `spec.cpuset`, memory bound to
+    Shape: q35 (or `spec.machine`), UEFI when `spec.uefi` (Secure Boot off unless `spec.secure_boot`), vCPUs pinned 1:1 to `spec.cpuset`, memory bound to
     the GPUs' NUMA node, optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
     a serial console whose output is also logged to `serial_log_path`.
     """
