@@ -208,6 +208,13 @@ SPECTACULAR_SETTINGS = {
 BILLING_METERING_PERIOD_SECONDS = env.int("BILLING_METERING_PERIOD_SECONDS", default=3600)
 # Organizations per invoice-run transaction (and per step of an API-requested run).
 BILLING_RUN_BATCH_SIZE = env.int("BILLING_RUN_BATCH_SIZE", default=2000)
+# The seller on invoice and credit-note PDFs (in the address, a literal "\n" starts a new line); the days from an
+# invoice's finalization to its due date.
+BILLING_SELLER_NAME = env.str("BILLING_SELLER_NAME", default="gpucloud")
+BILLING_SELLER_ADDRESS = env.str("BILLING_SELLER_ADDRESS", default="").replace("\\n", "\n")
+BILLING_SELLER_TAX_ID = env.str("BILLING_SELLER_TAX_ID", default="")
+BILLING_SELLER_EMAIL = env.str("BILLING_SELLER_EMAIL", default="")
+BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
 
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
 # (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).

@@ -8,6 +8,9 @@ settings module):
 - BILLING_RUN_BATCH_SIZE (2000; env `BILLING_RUN_BATCH_SIZE`): organizations per invoice-run transaction (and per
   step of a run requested through the API).
 - BILLING_LATE_LOOKBACK_DAYS (93): how far back late usage records are carried onto the next open invoice.
+- BILLING_SELLER_NAME ("gpucloud"), BILLING_SELLER_ADDRESS (lines separated by newlines), BILLING_SELLER_TAX_ID,
+  BILLING_SELLER_EMAIL (""): the seller printed on invoice and credit-note PDFs.
+- BILLING_PAYMENT_TERMS_DAYS (30): an invoice is due this many days after it is finalized (its PDF's due date).
 """
 from decimal import Decimal
 
@@ -22,6 +25,11 @@ def get(name: str):
         "BILLING_METERING_PERIOD_SECONDS": 3600,
         "BILLING_RUN_BATCH_SIZE": 2000,
         "BILLING_LATE_LOOKBACK_DAYS": 93,
+        "BILLING_SELLER_NAME": "gpucloud",
+        "BILLING_SELLER_ADDRESS": "",
+        "BILLING_SELLER_TAX_ID": "",
+        "BILLING_SELLER_EMAIL": "",
+        "BILLING_PAYMENT_TERMS_DAYS": 30,
     }
     value = getattr(settings, name, defaults[name])
     return Decimal(str(value)) if name == "BILLING_DEFAULT_TAX_RATE" else value

@@ -1,16 +1,27 @@
-"""Invoice exports: CSV (one row per line plus totals) and PDF (fpdf2). Both print the same rounded amounts the
-invoice stores, so the lines add up to the total."""
+"""Invoice and credit-note exports: CSV (rows plus totals) and PDF (fpdf2). Both print the same rounded amounts the
+documents store, so the lines add up to the total.
+
+The PDFs carry the seller (settings: BILLING_SELLER_NAME, BILLING_SELLER_ADDRESS, BILLING_SELLER_TAX_ID,
+BILLING_SELLER_EMAIL; docs/billing.md) and the buyer (the organization's name, plus the address and tax id of its
+billing account when it has one), the issue date (an invoice's finalization, a credit note's issue) and an invoice's
+due date (issue + BILLING_PAYMENT_TERMS_DAYS), and what was credited against it: SLA credits (its `credits` line)
+and the credit notes issued against it, down to the balance due.
+"""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 
 from fpdf import FPDF
 
-from .models import Invoice
+from . import conf
+from .models import BillingAccount, CreditNote, Invoice
 
 CSV_COLUMNS = ["invoice_number", "period", "kind", "project", "resource_type", "resource_id", "sku", "pricing_model",
                "sla_tier", "description", "quantity", "unit", "unit_price", "amount", "tax_amount", "currency"]
+CREDIT_NOTE_CSV_COLUMNS = ["credit_note_number", "invoice_number", "period", "issued_at", "kind", "description",
+                           "amount", "tax_amount", "currency"]
 
 
 def _lines(invoice: Invoice):
@@ -37,16 +48,84 @@ def _latin1(text: str) -> str:
     return str(text).encode("ascii", "replace").decode("ascii")
 
 
-def invoice_pdf(invoice: Invoice) -> bytes:
-    """A one-table A4 landscape PDF of the invoice. Uncompressed with core fonts, so the file is 7-bit ASCII (the
-    header's optional binary-marker comment is written as ASCII too; byte offsets are unchanged)."""
+def due_date(invoice: Invoice) -> dt.date | None:
+    """The day payment is due: the finalization date + BILLING_PAYMENT_TERMS_DAYS (None for a draft)."""
+    if invoice.finalized_at is None:
+        return None
+    return invoice.finalized_at.date() + dt.timedelta(days=conf.get("BILLING_PAYMENT_TERMS_DAYS"))
+
+
+def _seller() -> list[str]:
+    lines = [conf.get("BILLING_SELLER_NAME"), *conf.get("BILLING_SELLER_ADDRESS").splitlines()]
+    if conf.get("BILLING_SELLER_TAX_ID"):
+        lines.append(f"Tax ID: {conf.get('BILLING_SELLER_TAX_ID')}")
+    if conf.get("BILLING_SELLER_EMAIL"):
+        lines.append(conf.get("BILLING_SELLER_EMAIL"))
+    return [line for line in lines if line.strip()]
+
+
+def _buyer(organization) -> list[str]:
+    lines = [organization.name]
+    account = BillingAccount.objects.filter(organization=organization).first()
+    if account is not None:
+        lines += account.address.splitlines()
+        if account.tax_id:
+            lines.append(f"Tax ID: {account.tax_id}")
+    return [line for line in lines if line.strip()]
+
+
+def _document(title: str) -> FPDF:
     pdf = FPDF(orientation="L", format="A4")
     pdf.set_compression(False)
     pdf.set_auto_page_break(auto=True, margin=12)
     pdf.add_page()
     pdf.set_font("Helvetica", "B", 14)
-    title = f"Invoice {invoice.display_number or '(draft)'} - {invoice.organization.name} - {invoice.period}"
     pdf.cell(0, 10, _latin1(title), new_x="LMARGIN", new_y="NEXT")
+    return pdf
+
+
+def _parties(pdf: FPDF, organization, dates: list[str]) -> None:
+    """Seller (left), buyer (middle) and dates (right), one column each."""
+    columns = (["From:", *_seller()], ["Bill to:", *_buyer(organization)], [d for d in dates if d])
+    top, width = pdf.get_y(), 90
+    bottom = top
+    for i, column in enumerate(columns):
+        pdf.set_xy(pdf.l_margin + i * width, top)
+        for j, text in enumerate(column):
+            pdf.set_font("Helvetica", "B" if j == 0 and i < 2 else "", 9)
+            pdf.set_x(pdf.l_margin + i * width)
+            pdf.cell(width, 5, _latin1(text), new_x="LEFT", new_y="NEXT")
+        bottom = max(bottom, pdf.get_y())
+    pdf.set_xy(pdf.l_margin, bottom + 3)
+
+
+def _ascii_output(pdf: FPDF) -> bytes:
+    """The PDF's bytes, 7-bit ASCII (the header's optional binary-marker comment is written as ASCII too; byte
+    offsets are unchanged)."""
+    data = bytes(pdf.output())
+    head, sep, rest = data.partition(b"\n")
+    marker, sep2, rest2 = rest.partition(b"\n")
+    if marker.startswith(b"%") and any(byte > 127 for byte in marker):
+        marker = b"%" + b"A" * (len(marker) - 1)
+        data = head + sep + marker + sep2 + rest2
+    return data
+
+
+def _totals(pdf: FPDF, rows: list[tuple[str, object]], currency: str) -> None:
+    pdf.ln(4)
+    pdf.set_font("Helvetica", "B", 10)
+    for name, value in rows:
+        pdf.cell(0, 6, _latin1(f"{name}: {value} {currency}"), new_x="LMARGIN", new_y="NEXT")
+
+
+def invoice_pdf(invoice: Invoice) -> bytes:
+    """An A4 landscape PDF of the invoice: seller, buyer, issue and due dates, the lines, the totals, then the
+    credit notes issued against it and the balance due. Uncompressed with core fonts, so the file is 7-bit ASCII."""
+    pdf = _document(f"Invoice {invoice.display_number or '(draft)'} - {invoice.organization.name} - {invoice.period}")
+    issued = f"{invoice.finalized_at:%Y-%m-%d}" if invoice.finalized_at else "not issued (draft)"
+    due = due_date(invoice)
+    _parties(pdf, invoice.organization, [f"Issue date: {issued}", f"Due date: {due:%Y-%m-%d}" if due else "",
+                                         f"Period: {invoice.period} ({invoice.timezone})"])
     pdf.set_font("Helvetica", size=9)
     pdf.cell(0, 6, _latin1(f"Period {invoice.period_start:%Y-%m-%d %H:%M} to {invoice.period_end:%Y-%m-%d %H:%M} UTC "
                            f"({invoice.timezone}); status {invoice.status}; currency {invoice.currency}"),
@@ -60,14 +139,37 @@ def invoice_pdf(invoice: Invoice) -> bytes:
             resource = f"{line.resource_type} {line.resource_id}".strip() or line.description
             table.row([_latin1(v) for v in (line.kind, resource, line.sku, line.quantity, line.unit, line.unit_price,
                                             line.amount, line.tax_amount)])
-    pdf.ln(4)
-    pdf.set_font("Helvetica", "B", 10)
-    for name in ("subtotal", "credits", "tax", "total"):
-        pdf.cell(0, 6, f"{name.title()}: {getattr(invoice, name)} {invoice.currency}", new_x="LMARGIN", new_y="NEXT")
-    data = bytes(pdf.output())
-    head, sep, rest = data.partition(b"\n")
-    marker, sep2, rest2 = rest.partition(b"\n")
-    if marker.startswith(b"%") and any(byte > 127 for byte in marker):
-        marker = b"%" + b"A" * (len(marker) - 1)
-        data = head + sep + marker + sep2 + rest2
-    return data
+    rows = [("Subtotal", invoice.subtotal), ("SLA credits", invoice.credits), ("Tax", invoice.tax),
+            ("Total", invoice.total)]
+    notes = list(invoice.credit_notes.order_by("number"))
+    rows += [(f"Credit note {note.display_number} of {note.issued_at:%Y-%m-%d}", -note.total) for note in notes]
+    if notes or invoice.status != "draft":
+        rows.append(("Balance due", invoice.balance_due))
+    _totals(pdf, rows, invoice.currency)
+    return _ascii_output(pdf)
+
+
+def credit_note_csv(note: CreditNote) -> str:
+    """CSV text: a header, the credit (its reason, amount before tax and tax), then amount/tax/total rows."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CREDIT_NOTE_CSV_COLUMNS)
+    head = [note.display_number, note.invoice.display_number, note.invoice.period, note.issued_at.isoformat()]
+    writer.writerow([*head, "credit", note.reason, note.amount, note.tax, note.currency])
+    for name, value in (("amount", note.amount), ("tax", note.tax), ("total", note.total)):
+        writer.writerow([*head, name, "", value, "", note.currency])
+    return out.getvalue()
+
+
+def credit_note_pdf(note: CreditNote) -> bytes:
+    """An A4 landscape PDF of the credit note: seller, buyer, issue date, the invoice it corrects, the reason and
+    the amounts (before tax, tax at the invoice's rate, total). 7-bit ASCII like `invoice_pdf`."""
+    invoice = note.invoice
+    pdf = _document(f"Credit note {note.display_number} - {invoice.organization.name}")
+    _parties(pdf, invoice.organization, [f"Issue date: {note.issued_at:%Y-%m-%d}",
+                                         f"Corrects invoice {invoice.display_number}",
+                                         f"of period {invoice.period} ({invoice.timezone})"])
+    pdf.set_font("Helvetica", size=9)
+    pdf.multi_cell(0, 6, _latin1(f"Reason: {note.reason}"), new_x="LMARGIN", new_y="NEXT")
+    _totals(pdf, [("Amount", note.amount), ("Tax", note.tax), ("Total credited", note.total)], note.currency)
+    return _ascii_output(pdf)

@@ -114,6 +114,8 @@ ENTRIES = [
     Entry("POST", "/api/v1/invoices/{pk}/void", DENIED, pk(_invoice, {"reason": "wrong"})),
     Entry("GET", "/api/v1/credit-notes", LIST, lambda w: (_credit_note(w), Case())[1]),
     Entry("GET", "/api/v1/credit-notes/{pk}", BILLING_READ, pk(_credit_note)),
+    Entry("GET", "/api/v1/credit-notes/{pk}/csv", BILLING_READ, pk(_credit_note)),
+    Entry("GET", "/api/v1/credit-notes/{pk}/pdf", BILLING_READ, pk(_credit_note)),
     Entry("POST", "/api/v1/credit-notes", DENIED,
           lambda w: Case(data={"invoice": str(_invoice(w).pk), "amount": "1.00", "reason": "goodwill"})),
     Entry("GET", "/api/v1/sla-reports", LIST, lambda w: (_sla_report(w), Case())[1]),

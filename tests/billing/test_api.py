@@ -316,3 +316,50 @@ def test_revenue_report_nets_credit_notes(billed):
     later = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-03", "period_to": "2026-12",
                                                            "group_by": "organization"}).json()
     assert later == []
+
+
+def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, settings):
+    """Credit notes export like invoices (CSV rows and totals; a PDF); the invoice PDF names the seller (settings)
+    and the buyer (the organization and its billing account), the issue and due dates (finalization + payment
+    terms) and the credit notes applied, down to the balance due."""
+    from apps.billing.services import billing_account_update, credit_note_create
+
+    acme, _, _ = billed
+    settings.BILLING_SELLER_NAME = "Example GPU Cloud GmbH"
+    settings.BILLING_SELLER_ADDRESS = "Rechenweg 1\n10115 Berlin"
+    settings.BILLING_SELLER_TAX_ID = "DE123456789"
+    settings.BILLING_PAYMENT_TERMS_DAYS = 14
+    billing_account_update(actor=None, organization=acme, tax_id="US-99-1234567", address="1 Main St\nSpringfield")
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    client = _client(owner, acme)
+    invoice = Invoice.objects.get(organization=acme)
+    with time_machine.travel(utc(2026, 3, 5, 9), tick=False):
+        note = credit_note_create(actor=None, invoice=invoice, amount=Decimal("2.50"), reason="goodwill: slow disk")
+
+    rows = list(csv.reader(io.StringIO(client.get(f"/api/v1/credit-notes/{note.pk}/csv/").content.decode())))
+    assert rows == [
+        ["credit_note_number", "invoice_number", "period", "issued_at", "kind", "description", "amount",
+         "tax_amount", "currency"],
+        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "credit",
+         "goodwill: slow disk", "2.50", "0.00", "USD"],
+        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "amount", "", "2.50",
+         "", "USD"],
+        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "tax", "", "0.00",
+         "", "USD"],
+        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "total", "", "2.50",
+         "", "USD"]]
+    note_pdf = client.get(f"/api/v1/credit-notes/{note.pk}/pdf/")
+    assert note_pdf["Content-Type"] == "application/pdf" and note_pdf.content.startswith(b"%PDF-")
+    for text in (note.display_number, invoice.display_number, "Example GPU Cloud GmbH", "US-99-1234567",
+                 "Issue date: 2026-03-05", "goodwill: slow disk", "Total credited: 2.50 USD"):
+        assert text.encode() in note_pdf.content, text
+
+    pdf = client.get(f"/api/v1/invoices/{invoice.pk}/pdf/").content
+    issued = invoice.finalized_at.date()
+    for text in ("From:", "Example GPU Cloud GmbH", "Rechenweg 1", "10115 Berlin", "Tax ID: DE123456789",
+                 "Bill to:", "acme", "1 Main St", "Springfield", "Tax ID: US-99-1234567",
+                 f"Issue date: {issued:%Y-%m-%d}", f"Due date: {issued + dt.timedelta(days=14):%Y-%m-%d}",
+                 "SLA credits: 0.00 USD", "Total: 12.00 USD",
+                 f"Credit note {note.display_number} of 2026-03-05: -2.50 USD", "Balance due: 9.50 USD"):
+        assert text.encode() in pdf, text

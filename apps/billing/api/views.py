@@ -1,6 +1,6 @@
 """Billing API.
 
-Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes, /sla-reports, /sla-tiers, /prices (its own).
+Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes (+ /csv, /pdf), /sla-reports, /sla-tiers, /prices (its own).
 Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
 (+ /prices), every price in /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
 /adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
@@ -121,7 +121,26 @@ class CreditNoteViewSet(_Base):
     staff_actions = frozenset({"create"})
 
     def get_queryset(self):
-        return selectors.credit_note_list_visible_to(self.request.user)
+        return selectors.credit_note_list_visible_to(self.request.user).select_related("invoice__organization")
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR},
+                   description="The credit note as CSV: the credit row, then amount, tax and total rows.")
+    @action(detail=True, methods=["get"])
+    def csv(self, request, pk=None):
+        note = self.get_object()
+        response = HttpResponse(exports.credit_note_csv(note), content_type="text/csv")
+        response["Content-Disposition"] = f'attachment; filename="credit-note-{note.display_number}.csv"'
+        return response
+
+    @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY},
+                   description="The credit note as PDF: seller, buyer, issue date, the invoice it corrects, reason "
+                               "and amounts.")
+    @action(detail=True, methods=["get"])
+    def pdf(self, request, pk=None):
+        note = self.get_object()
+        response = HttpResponse(exports.credit_note_pdf(note), content_type="application/pdf")
+        response["Content-Disposition"] = f'attachment; filename="credit-note-{note.display_number}.pdf"'
+        return response
 
     @extend_schema(request=s.CreditNoteCreateInput, responses={201: s.CreditNoteOutput})
     @idempotent_create
