@@ -17,3 +17,4 @@ class Code(enum.StrEnum):
     DOMAIN_VANISHED = "domain_vanished"
     AGENT_COMMAND_FAILED = "agent_command_failed"
     NO_HOST_URI = "host_has_no_libvirt_uri"
+    SHARE_NOT_SUPPORTED_FOR_VM = "share_not_supported_for_vm"

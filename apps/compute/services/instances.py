@@ -61,9 +61,16 @@ def quota_keys(flavor: Flavor, count: int = 1) -> list[tuple[str, int]]:
 
 
 def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence) -> tuple[Flavor, Image, list[SshKey]]:
+    """The create's references (instances and clusters): 400 "Not found." naming `flavor`, `image` or `ssh_keys`;
+    400 `share_not_supported_for_vm` for a fractional-GPU (`share`) flavor, which no VM can be given
+    (docs/compute.md, GPU forms): refused here, before quota and placement, not as a placement failure."""
     flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
     if flavor is None or not flavor_offered_to_project(flavor, project):
         raise reference_not_found("flavor")
+    if flavor.gpu_form == GpuForm.SHARE:
+        raise ValidationFailed("Fractional GPU (share) flavors are not offered to VMs.",
+                               code=Code.SHARE_NOT_SUPPORTED_FOR_VM,
+                               errors={"flavor": ["a share flavor cannot back a VM"]})
     image = Image.objects.filter(pk=image_id, is_active=True).first() if _is_uuid(image_id) else None
     if image is None:
         raise reference_not_found("image")
