@@ -15,6 +15,8 @@ const InstancesPage = lazy(() => import('./pages/Instances').then((m) => ({ defa
 const InstanceDetailPage = lazy(() => import('./pages/InstanceDetail').then((m) => ({ default: m.InstanceDetailPage })))
 const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m.LaunchPage })))
 const NetworkingPage = lazy(() => import('./pages/Networking').then((m) => ({ default: m.NetworkingPage })))
+const BillingPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.BillingPage })))
+const InvoiceDetailPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.InvoiceDetailPage })))
 const VpcDetailPage = lazy(() => import('./pages/VpcDetail').then((m) => ({ default: m.VpcDetailPage })))
 
 function screen(element: ReactNode) {
@@ -58,6 +60,8 @@ export const router = createBrowserRouter([
           { path: 'instances/:id', element: screen(<InstanceDetailPage />) },
           { path: 'networking', element: screen(<NetworkingPage />) },
           { path: 'networking/vpcs/:id', element: screen(<VpcDetailPage />) },
+          { path: 'billing', element: screen(<BillingPage />) },
+          { path: 'billing/invoices/:id', element: screen(<InvoiceDetailPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -11,6 +11,7 @@ const NAV = [
   { to: '/instances/new', label: 'Launch instance', end: true },
   { to: '/networking', label: 'Networking', end: false },
   { to: '/ssh-keys', label: 'SSH keys', end: true },
+  { to: '/billing', label: 'Billing', end: false },
 ]
 
 export function Layout() {

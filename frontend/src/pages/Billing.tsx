@@ -1,0 +1,377 @@
+import { Anchor, Badge, Button, Code, Group, Loader, Paper, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
+import { useQuery } from '@tanstack/react-query'
+import { useState } from 'react'
+import { Link, useParams } from 'react-router'
+import { ApiError, api, unwrap, type InvoiceLine } from '../api/client'
+import { useScope } from '../auth/scope'
+import { EmptyState } from '../components/EmptyState'
+import { Pager } from '../components/Pager'
+import { ProblemAlert } from '../components/ProblemAlert'
+import { usePaged } from '../hooks/usePaged'
+import { NotFoundPage } from './NotFound'
+
+/** "$1,234.50": a decimal string of the API in the invoice's currency ("—" when there is none). */
+export function money(amount: string | null | undefined, currency: string): string {
+  if (amount == null || amount === '') return '—'
+  const value = Number(amount)
+  if (Number.isNaN(value)) return amount
+  try {
+    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(value)
+  } catch {
+    return `${amount} ${currency}`
+  }
+}
+
+/** "3.5 h" / "42 min" / "12 s": seconds as a person reads a duration. */
+export function duration(seconds: number | string | null | undefined): string {
+  const s = Number(seconds ?? 0)
+  if (s >= 3600) return `${Number((s / 3600).toFixed(2))} h`
+  if (s >= 60) return `${Number((s / 60).toFixed(1))} min`
+  return `${Number(s.toFixed(0))} s`
+}
+
+/** The caller may not read this organization's bills: the server answers the preview's `organization` as missing
+ * (400 naming the field) or refuses it (403/404). */
+export function notForRole(error: unknown): boolean {
+  if (!(error instanceof ApiError)) return false
+  return error.status === 403 || error.status === 404 || (error.status === 400 && 'organization' in error.errors)
+}
+
+const STATUS_COLORS: Record<string, string> = { draft: 'blue.8', finalized: 'violet.8', paid: 'teal.9', void: 'gray.7' }
+
+function InvoiceStatus({ status }: { status: string | undefined }) {
+  return (
+    <Badge color={STATUS_COLORS[status ?? ''] ?? 'gray.7'} variant="filled" data-testid="invoice-status">
+      {status === 'draft' ? 'estimate' : status}
+    </Badge>
+  )
+}
+
+function Totals({ invoice, currency }: { invoice: { subtotal?: string; credits?: string; tax?: string; tax_rate?: string; total?: string }; currency: string }) {
+  return (
+    <dl className="facts">
+      <dt>Subtotal</dt>
+      <dd>{money(invoice.subtotal, currency)}</dd>
+      <dt>Credits</dt>
+      <dd>{money(invoice.credits, currency)}</dd>
+      <dt>Tax{invoice.tax_rate && Number(invoice.tax_rate) ? ` (${Number((Number(invoice.tax_rate) * 100).toFixed(2))} %)` : ''}</dt>
+      <dd>{money(invoice.tax, currency)}</dd>
+      <dt>Total</dt>
+      <dd>
+        <Text fw={700} span data-testid="total">
+          {money(invoice.total, currency)}
+        </Text>
+      </dd>
+    </dl>
+  )
+}
+
+function quantity(line: InvoiceLine): string {
+  if (line.quantity) return `${Number(line.quantity)} ${line.unit ?? ''}`.trim()
+  return line.billed_seconds ? duration(line.billed_seconds) : '—'
+}
+
+function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[]; currency: string; onUsage?: (line: InvoiceLine) => void; label: string }) {
+  if (lines.length === 0)
+    return (
+      <Text c="dimmed" size="sm">
+        No charges yet.
+      </Text>
+    )
+  return (
+      <Table striped aria-label={label}>
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Description</Table.Th>
+            <Table.Th>SKU</Table.Th>
+            <Table.Th>Quantity</Table.Th>
+            <Table.Th ta="right">Unit price</Table.Th>
+            <Table.Th ta="right">Amount</Table.Th>
+            {onUsage && (
+              <Table.Th>
+                <span className="visually-hidden">Usage</span>
+              </Table.Th>
+            )}
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {lines.map((line) => (
+            <Table.Tr key={line.id} data-testid="invoice-line">
+              <Table.Td>
+                {line.description || line.kind}
+                {line.kind !== 'usage' && (
+                  <Text size="xs" c="dimmed">
+                    {line.kind === 'sla_credit' ? 'SLA credit' : line.kind}
+                  </Text>
+                )}
+              </Table.Td>
+              <Table.Td>{line.sku ? <Code>{line.sku}</Code> : '—'}</Table.Td>
+              <Table.Td>{quantity(line)}</Table.Td>
+              <Table.Td ta="right">{line.unit_price ? money(line.unit_price, currency) : '—'}</Table.Td>
+              <Table.Td ta="right">{money(line.amount, currency)}</Table.Td>
+              {onUsage && (
+                <Table.Td ta="right">
+                  {line.kind === 'usage' && (
+                    <Button variant="default" size="xs" onClick={() => onUsage(line)} aria-label={`Usage behind ${line.description || line.sku}`}>
+                      Usage
+                    </Button>
+                  )}
+                </Table.Td>
+              )}
+            </Table.Tr>
+          ))}
+        </Table.Tbody>
+      </Table>
+  )
+}
+
+/** Billing (`/billing`): the organization's month to date (`/invoices/preview/`) and its invoices (`/invoices/`),
+ * for owners, admins and billing members; others get the server's refusal shown as "not available". */
+export function BillingPage() {
+  const { organization } = useScope()
+  const oid = organization?.id ?? ''
+  const preview = useQuery({
+    queryKey: ['invoice-preview', oid],
+    queryFn: () => unwrap(api.GET('/api/v1/invoices/preview/', { params: { query: { organization: oid } } })),
+    enabled: Boolean(oid),
+    refetchInterval: (q) => (q.state.error ? false : 60_000),
+  })
+  const allowed = !notForRole(preview.error)
+  const invoices = usePaged(
+    ['invoices', oid],
+    (cursor) => unwrap(api.GET('/api/v1/invoices/', { params: { query: { organization: oid, cursor, page_size: 24 } } })),
+    // the preview's answer says whether the caller reads this organization's bills
+    { enabled: Boolean(oid) && (preview.isSuccess || (preview.isError && allowed)) },
+  )
+
+  if (!allowed)
+    return (
+      <Stack>
+        <Title order={2}>Billing</Title>
+        <div data-testid="billing-not-available">
+          <EmptyState title="Billing is not available for your role">
+            Only the organization’s owners, admins and billing members read its bills and usage
+            {organization?.role ? ` (your role in ${organization.name} is ${organization.role})` : ''}. The server answered: “
+            {preview.error instanceof ApiError ? (preview.error.errors.organization?.join(' ') ?? preview.error.detail) : ''}”
+          </EmptyState>
+        </div>
+      </Stack>
+    )
+
+  const p = preview.data
+  const rows = invoices.data?.results ?? []
+  return (
+    <Stack>
+      <Title order={2}>Billing</Title>
+      <Paper withBorder p="md" component="section" aria-labelledby="month-to-date" data-testid="month-to-date">
+        <Stack gap="sm">
+          <Group justify="space-between">
+            <Title order={3} size="h4" id="month-to-date">
+              Month to date{p ? ` — ${p.period}` : ''}
+            </Title>
+            {p && <InvoiceStatus status={p.status} />}
+          </Group>
+          <ProblemAlert error={preview.error} title="The month to date is not available" />
+          {preview.isPending && <Loader role="status" size="sm" aria-label="Loading the month to date" />}
+          {p && (
+            <>
+              <Text size="sm" c="dimmed">
+                {p.status === 'draft'
+                  ? 'An estimate of this month’s invoice from the usage recorded so far; it changes until the month closes.'
+                  : 'This month’s invoice is already issued.'}{' '}
+                {p.usage_until ? `Usage recorded until ${new Date(p.usage_until).toLocaleString()}.` : 'No usage recorded this month yet.'}
+                {Number(p.unpriced_seconds) > 0 && ` ${duration(p.unpriced_seconds)} of usage has no price yet and is not in the total.`}
+              </Text>
+              <SimpleGrid cols={{ base: 1, md: 3 }}>
+                <Paper withBorder p="md">
+                  <Totals invoice={p} currency={p.currency} />
+                </Paper>
+                <div style={{ gridColumn: 'span 2' }}>
+                  <Lines lines={p.lines} currency={p.currency} label="Month-to-date charges" />
+                </div>
+              </SimpleGrid>
+            </>
+          )}
+        </Stack>
+      </Paper>
+      <Title order={3} size="h4">
+        Invoices
+      </Title>
+      <ProblemAlert error={invoices.error} />
+      {invoices.isSuccess && rows.length === 0 && !invoices.hasPrevious ? (
+        <EmptyState title="No invoices yet">
+          An invoice is issued after each month closes; the month to date above shows what this one comes to so far.
+        </EmptyState>
+      ) : (
+        <Table striped highlightOnHover aria-label="Invoices">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Invoice</Table.Th>
+              <Table.Th>Period</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th ta="right">Total</Table.Th>
+              <Table.Th ta="right">Balance due</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((invoice) => (
+              <Table.Tr key={invoice.id}>
+                <Table.Td>
+                  <Anchor component={Link} to={`/billing/invoices/${invoice.id}`}>
+                    {invoice.display_number}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{invoice.period}</Table.Td>
+                <Table.Td>
+                  <InvoiceStatus status={invoice.status} />
+                </Table.Td>
+                <Table.Td ta="right">{money(invoice.total, invoice.currency)}</Table.Td>
+                <Table.Td ta="right">{money(invoice.balance_due, invoice.currency)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Pager
+        pageNumber={invoices.pageNumber}
+        hasNext={invoices.hasNext}
+        hasPrevious={invoices.hasPrevious}
+        onNext={invoices.goNext}
+        onPrevious={invoices.goPrevious}
+        loading={invoices.isFetching}
+      />
+    </Stack>
+  )
+}
+
+/** One invoice (`/invoices/{id}/`): totals, lines, PDF and CSV downloads, and the usage records behind a line
+ * (`/usage/?invoice_line=`). */
+export function InvoiceDetailPage() {
+  const { id = '' } = useParams()
+  const [line, setLine] = useState<InvoiceLine | null>(null)
+  const invoice = useQuery({
+    queryKey: ['invoice', id],
+    queryFn: () => unwrap(api.GET('/api/v1/invoices/{id}/', { params: { path: { id } } })),
+  })
+  const usage = usePaged(
+    ['usage', line?.id ?? ''],
+    (cursor) => unwrap(api.GET('/api/v1/usage/', { params: { query: { invoice_line: line?.id, cursor, page_size: 50 } } })),
+    { enabled: Boolean(line) },
+  )
+
+  if (invoice.error instanceof ApiError && invoice.error.status === 404) return <NotFoundPage what="invoice" />
+  if (invoice.isPending) return <Loader role="status" aria-label="Loading the invoice" />
+  if (invoice.isError) return <ProblemAlert error={invoice.error} />
+  const inv = invoice.data
+  const records = usage.data?.results ?? []
+
+  return (
+    <Stack>
+      <Anchor component={Link} to="/billing" size="sm">
+        ← Billing
+      </Anchor>
+      <Group justify="space-between">
+        <Group>
+          <Title order={2}>Invoice {inv.display_number}</Title>
+          <InvoiceStatus status={inv.status} />
+        </Group>
+        <Group gap="xs">
+          <Button component="a" variant="default" href={`/api/v1/invoices/${inv.id}/pdf/`} download>
+            Download PDF
+          </Button>
+          <Button component="a" variant="default" href={`/api/v1/invoices/${inv.id}/csv/`} download>
+            Download CSV
+          </Button>
+        </Group>
+      </Group>
+      <SimpleGrid cols={{ base: 1, sm: 2 }}>
+        <Paper withBorder p="md">
+          <dl className="facts">
+            <dt>Period</dt>
+            <dd>
+              {inv.period} ({new Date(inv.period_start).toLocaleDateString()} – {new Date(inv.period_end).toLocaleDateString()},{' '}
+              {inv.timezone})
+            </dd>
+            <dt>Issued</dt>
+            <dd>{inv.finalized_at ? new Date(inv.finalized_at).toLocaleString() : '—'}</dd>
+            <dt>Paid</dt>
+            <dd>{inv.paid_at ? `${new Date(inv.paid_at).toLocaleString()}${inv.payment_reference ? ` (${inv.payment_reference})` : ''}` : '—'}</dd>
+            <dt>Credited</dt>
+            <dd>{money(inv.credited, inv.currency)}</dd>
+            <dt>Balance due</dt>
+            <dd>{money(inv.balance_due, inv.currency)}</dd>
+          </dl>
+        </Paper>
+        <Paper withBorder p="md">
+          <Totals invoice={inv} currency={inv.currency} />
+        </Paper>
+      </SimpleGrid>
+      <Title order={3} size="h4">
+        Lines
+      </Title>
+      <Lines lines={inv.lines} currency={inv.currency} label="Invoice lines" onUsage={(l) => {
+        usage.reset()
+        setLine(l)
+      }} />
+      {line && (
+        <Paper withBorder p="md" component="section" aria-labelledby="usage-title" data-testid="usage-records">
+          <Stack gap="sm">
+            <Group justify="space-between">
+              <Title order={3} size="h4" id="usage-title">
+                Usage behind “{line.description || line.sku}”
+              </Title>
+              <Button variant="subtle" size="xs" onClick={() => setLine(null)}>
+                Close
+              </Button>
+            </Group>
+            <ProblemAlert error={usage.error} />
+            {usage.isPending && <Loader role="status" size="sm" aria-label="Loading the usage records" />}
+            {usage.isSuccess && records.length === 0 && (
+              <Text size="sm" c="dimmed">
+                No usage records behind this line.
+              </Text>
+            )}
+            {records.length > 0 && (
+              <Table striped aria-label="Usage records">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Resource</Table.Th>
+                    <Table.Th>SKU</Table.Th>
+                    <Table.Th>Pricing</Table.Th>
+                    <Table.Th>Start</Table.Th>
+                    <Table.Th>End</Table.Th>
+                    <Table.Th ta="right">Duration</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
+                <Table.Tbody>
+                  {records.map((record) => (
+                    <Table.Tr key={record.id}>
+                      <Table.Td>
+                        {record.resource_type} <Code>{record.resource_id}</Code>
+                      </Table.Td>
+                      <Table.Td>
+                        <Code>{record.sku}</Code>
+                      </Table.Td>
+                      <Table.Td>{record.pricing_model.replace('_', '-')}</Table.Td>
+                      <Table.Td>{new Date(record.start).toLocaleString()}</Table.Td>
+                      <Table.Td>{new Date(record.end).toLocaleString()}</Table.Td>
+                      <Table.Td ta="right">{duration(record.seconds)}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            )}
+            <Pager
+              pageNumber={usage.pageNumber}
+              hasNext={usage.hasNext}
+              hasPrevious={usage.hasPrevious}
+              onNext={usage.goNext}
+              onPrevious={usage.goPrevious}
+              loading={usage.isFetching}
+            />
+          </Stack>
+        </Paper>
+      )}
+    </Stack>
+  )
+}
