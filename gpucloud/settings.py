@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "apps.compute",
     "apps.reservations",
     "apps.networking",
+    "apps.storage",
     "apps.billing",
 ]
 

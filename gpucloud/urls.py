@@ -18,6 +18,7 @@ api_v1 = [
     path("", include("apps.scheduling.api.urls")),
     path("", include("apps.compute.api.urls")),
     path("", include("apps.networking.api.urls")),
+    path("", include("apps.storage.api.urls")),
     path("", include("apps.billing.api.urls")),
     path("", include("apps.reservations.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

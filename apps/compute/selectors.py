@@ -94,3 +94,17 @@ def gpu_quota_usage(resource: str, *, organization=None, project=None, qualifier
 
     return ledger_usage(resource, organization=organization, project=project, qualifier=qualifier) + \
         gpu_quota_pending(resource, organization=organization, project=project, qualifier=qualifier)
+
+
+def image_file_path(image: Image) -> str:
+    """The image's file on the hypervisors (``<COMPUTE_IMAGE_DIR>/<name>.<disk_format>``, the file an instance's
+    disk is a copy-on-write child of); '' when no image directory is configured."""
+    from .conf import image_dir
+
+    return f"{image_dir()}/{image.name}.{image.disk_format}" if image_dir() else ""
+
+
+def instance_for_update(instance_id) -> Instance:
+    """One instance with its host, locked (`SELECT ... FOR UPDATE`) until the caller's transaction ends: another
+    app's write that depends on the instance's status and host (a volume attach) holds it still meanwhile."""
+    return Instance.objects.select_for_update(of=("self",)).select_related("host").get(pk=instance_id)

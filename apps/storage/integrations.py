@@ -1,0 +1,21 @@
+"""What storage plugs into other apps, registered once from `StorageConfig.ready`:
+
+* the operations step runner: the volume and snapshot workflows (`workflows`);
+* tenancy's quota counters ``volumes`` and ``volume_gib`` (qualified by volume type name; `selectors.quota_usage`)
+  and the qualifiers ``volume_gib`` accepts (the volume types' names).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from apps.tenancy.quotas import register_quota_qualifiers, register_usage_counter
+
+from . import selectors
+
+
+def register() -> None:
+    from . import workflows  # noqa: F401  (its module body registers the storage workflows)
+
+    for resource in ("volumes", "volume_gib"):
+        register_usage_counter(resource, partial(selectors.quota_usage, resource))
+    register_quota_qualifiers("volume_gib", selectors.volume_type_names)

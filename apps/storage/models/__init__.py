@@ -1,0 +1,4 @@
+from .catalog import VolumeType
+from .volume import Snapshot, Volume, VolumeAttachment
+
+__all__ = ["Snapshot", "Volume", "VolumeAttachment", "VolumeType"]
