@@ -15,7 +15,9 @@ CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403
 
 
 def _type() -> VolumeType:
-    """The provider's shared tier (one for every organization; fetched when a mirrored setup made it)."""
+    """The provider's shared tier (one for every organization; fetched when a mirrored setup made it), beside a
+    retired one that only staff see (what the `volume_type` filters are probed with)."""
+    VolumeType.objects.get_or_create(name="authz-retired", defaults={"pool": "authz-old", "is_active": False})
     return VolumeType.objects.get_or_create(name="authz-ssd", defaults={"pool": "authz-ssd",
                                                                         "pool_target_path": "/srv/authz"})[0]
 

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from apps.compute.selectors import image_list_visible_to, instance_list_visible_to
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
-from apps.inventory.selectors import zone_list_visible_to
+from apps.inventory.models import Zone
 from apps.operations.api.serializers import OperationOutput
 from apps.tenancy.selectors import is_staff, project_list_visible_to
 
@@ -16,6 +16,13 @@ from ..selectors import snapshot_list_visible_to, volume_list_visible_to, volume
 from ..states import Backend
 
 POOL_FIELDS = ("pool", "pool_kind", "pool_target_path", "pool_source")
+
+
+class ZoneNameField(serializers.SlugRelatedField):
+    """A zone by name (zones are the provider's public catalog, `GET /zones`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(slug_field="name", queryset=Zone.objects.all(), **kwargs)
 
 
 class VolumeTypeOutput(ModelSerializer):
@@ -54,8 +61,8 @@ class VolumeTypeCreateInput(Serializer):
                                         help_text="the pool's source (a device or volume group), if its kind has one")
     iops_class = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
     throughput_class = serializers.CharField(max_length=32, required=False, default="", allow_blank=True)
-    zones = VisibleField(zone_list_visible_to, many=True, required=False, default=list, max_length=100,
-                         help_text="zone ids serving the type (none: every zone)")
+    zones = ZoneNameField(many=True, required=False, default=list,
+                          help_text="names of the zones serving the type (none: every zone)")
     multi_attach = serializers.BooleanField(default=False)
     host_local = serializers.BooleanField(default=False)
     min_size_gib = serializers.IntegerField(min_value=1, max_value=1048576, default=1)
@@ -75,7 +82,7 @@ class VolumeTypeUpdateInput(Serializer):
     pool_source = serializers.CharField(max_length=500, required=False, allow_blank=True)
     iops_class = serializers.CharField(max_length=32, required=False, allow_blank=True)
     throughput_class = serializers.CharField(max_length=32, required=False, allow_blank=True)
-    zones = VisibleField(zone_list_visible_to, many=True, required=False, max_length=100)
+    zones = ZoneNameField(many=True, required=False)
     multi_attach = serializers.BooleanField(required=False)
     host_local = serializers.BooleanField(required=False)
     min_size_gib = serializers.IntegerField(min_value=1, max_value=1048576, required=False)
@@ -123,8 +130,8 @@ class VolumeCreateInput(Serializer):
                                help_text="required unless source_snapshot is given")
     source_snapshot = VisibleField(snapshot_list_visible_to, required=False, allow_null=True, default=None)
     source_image = VisibleField(image_list_visible_to, required=False, allow_null=True, default=None)
-    zone = VisibleField(zone_list_visible_to, required=False, allow_null=True, default=None,
-                        help_text="a zone serving the type (default: the type's first zone by name)")
+    zone = ZoneNameField(required=False, allow_null=True, default=None,
+                         help_text="the name of a zone serving the type (default: the type's first zone by name)")
     instance = VisibleField(instance_list_visible_to, required=False, allow_null=True, default=None,
                             help_text="host-local types only: the instance whose host holds the volume")
     delete_on_termination = serializers.BooleanField(default=False)
