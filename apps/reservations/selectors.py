@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
+from functools import lru_cache
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -60,24 +61,144 @@ FROM x GROUP BY model, zone, t ORDER BY model, zone, t
 MAX_BUCKETS = 24 * 31
 
 
+FRACTIONAL_SQL = """
+SELECT g.id, g.model, z.name AS zone, g.mode FROM inventory_gpu g
+JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
+WHERE h.state = 'available' AND g.health = 'ok' AND g.mode IN ('mig', 'vgpu', 'shared')
+  AND (%(model)s = '' OR g.model = %(model)s) AND (%(zone)s = '' OR z.name = %(zone)s)
+"""
+FRACTIONAL_ROWS_SQL = """
+SELECT a.gpu_id, a.resource_class, a.profile, lower(a.slices), a.amount, lower(a.period), upper(a.period)
+FROM scheduling_allocation a
+WHERE a.gpu_id = ANY(%(gpus)s) AND a.parent_id IS NULL AND NOT a.spot AND a.period && tstzrange(%(start)s, %(end)s, '[)')
+"""
+#: GPU mode -> the form its capacity is sold in (a ``mig`` lease, a vGPU flavor, a ``shares`` lease).
+FRACTIONAL_FORMS = {"mig": "mig", "vgpu": "vgpu", "shared": "share"}
+
+
+@lru_cache(maxsize=4096)
+def _fractional_free(model: str, form: str, occupancy: tuple) -> tuple[tuple[str, int], ...]:
+    """((profile, free units), ...) of one `model` GPU in `form` with `occupancy` ((resource class, profile,
+    first slice, amount), ...) held: MIG GPU instances of each profile that could still be placed, each profile
+    alone (the MIG planner, `apps.inventory.mig.mig_max_placeable`, NVIDIA's placement rules); vGPUs of each type
+    (one type per GPU, at most the catalog's ``max``, as `apps.scheduling.placement.devices.vgpu_options`
+    decides); milli-GPU of shares (1000 minus the shares held, `devices.share_free_milli`). A whole-GPU row
+    leaves nothing."""
+    from apps.inventory.catalog import gpu_model_get
+    from apps.inventory.mig import mig_max_placeable
+
+    spec = gpu_model_get(model)
+    whole = any(rc == "gpu" for rc, *_ in occupancy)
+    if form == "mig":
+        if spec is None or spec.mig is None:
+            return ()
+        if whole or any(rc not in ("mig",) for rc, *_ in occupancy):
+            return tuple((p.name, 0) for p in spec.mig.profiles)
+        layout = sorted({(profile, lo) for rc, profile, lo, _ in occupancy})
+        free = mig_max_placeable(spec.mig, layout)
+        return tuple((p.name, free.get(p.name, 0)) for p in spec.mig.profiles)
+    if form == "vgpu":
+        if spec is None:
+            return ()
+        held = [(profile, amount) for rc, profile, _, amount in occupancy if rc == "vgpu"]
+        blocked = whole or any(rc == "mig" for rc, *_ in occupancy)
+        types = {profile for profile, _ in held}
+        return tuple((t.name, 0 if blocked or types - {t.name} else
+                      max(t.max - sum(a for profile, a in held if profile == t.name), 0)) for t in spec.vgpu_types)
+    blocked = whole or any(rc == "mig" for rc, *_ in occupancy)
+    return (("", 0 if blocked else max(1000 - sum(a for rc, _, _, a in occupancy if rc == "share"), 0)),)
+
+
+def _buckets(start: dt.datetime, end: dt.datetime, step: dt.timedelta) -> list[dt.datetime]:
+    out, t = [], start
+    while t + step <= end:
+        out.append(t)
+        t += step
+    return out
+
+
+def _fractional_calendar(*, start, end, step, gpu_model: str, zone: str) -> dict:
+    """{(model, zone, bucket start): [{"form", "profile", "gpus", "free", "total"}, ...]} for healthy GPUs in
+    MIG, vGPU or shared mode on available hosts; a row held by a lease or running on-demand work at any instant
+    of the bucket counts as held all of it (spot rows do not count, as for whole GPUs)."""
+    with connection.cursor() as cur:
+        cur.execute(FRACTIONAL_SQL, {"model": gpu_model, "zone": zone})
+        gpus = cur.fetchall()
+        if not gpus:
+            return {}
+        cur.execute(FRACTIONAL_ROWS_SQL, {"gpus": [g[0] for g in gpus], "start": start, "end": end})
+        rows = cur.fetchall()
+    by_gpu: dict = {}
+    for gpu_id, rc, profile, lo, amount, lower, upper in rows:
+        by_gpu.setdefault(gpu_id, []).append((rc, profile or "", lo, amount or 0, lower, upper))
+    buckets = _buckets(start, end, step)
+    acc: dict = {}   # (model, zone, t, form, profile) -> [gpus, free, total]
+    idle: dict = {}  # (model, zone, form) -> GPUs with no row in the range (the same in every bucket)
+
+    def add(model, zone_name, t, form, free, total, n_gpus=1):
+        for (profile, n), (_, cap) in zip(free, total, strict=True):
+            cell = acc.setdefault((model, zone_name, t, form, profile), [0, 0, 0])
+            cell[0] += n_gpus
+            cell[1] += n * n_gpus
+            cell[2] += cap * n_gpus
+
+    for gpu_id, model, zone_name, mode in gpus:
+        form = FRACTIONAL_FORMS[mode]
+        mine = by_gpu.get(gpu_id)
+        if not mine:
+            idle[(model, zone_name, form)] = idle.get((model, zone_name, form), 0) + 1
+            continue
+        total = _fractional_free(model, form, ())
+        for t in buckets:
+            u = t + step
+            occupancy = tuple(sorted((rc, profile, lo, amount) for rc, profile, lo, amount, lower, upper in mine
+                                     if lower < u and (upper is None or upper > t)))
+            add(model, zone_name, t, form, _fractional_free(model, form, occupancy) if occupancy else total, total)
+    for (model, zone_name, form), n_gpus in idle.items():
+        total = _fractional_free(model, form, ())
+        for t in buckets:
+            add(model, zone_name, t, form, total, total, n_gpus)
+    out: dict = {}
+    for (model, zone_name, t, form, profile), (n_gpus, free, total) in acc.items():
+        out.setdefault((model, zone_name, t), []).append(
+            {"form": form, "profile": profile, "gpus": n_gpus, "free": free, "total": total})
+    for entries in out.values():
+        entries.sort(key=lambda e: e["form"])  # stable: catalog order of profiles within a form
+    return out
+
+
 def capacity_calendar(*, user, start: dt.datetime, end: dt.datetime, step: dt.timedelta, gpu_model: str = "",
                       zone: str = "") -> list[dict]:
-    """Free exclusive-mode GPUs (and whole free hosts) per GPU model, zone and time bucket ``[t, t + step)``.
+    """Free capacity per GPU model, zone and time bucket ``[t, t + step)``: exclusive-mode GPUs and whole free
+    hosts, and (``profiles``) what GPUs in MIG, vGPU and shared mode can still hold.
 
     A GPU counts as free in a bucket when nothing that blocks a lease (another lease, running on-demand work)
     holds it at any instant of the bucket; spot work does not count (it is preempted). `free` subtracts the
     operator's on-demand reserve, so tenants see what they could reserve; staff additionally get the totals
-    and the breakdown (leased, on-demand, spot, reserve). Hosts that are not `available` are left out."""
+    and the breakdown (leased, on-demand, spot, reserve). Hosts that are not `available` are left out.
+
+    ``profiles``: one entry per MIG profile (``form: mig``), vGPU type (``vgpu``) or share (``share``, profile
+    ``""``) of the model: ``gpus`` (healthy GPUs in that mode), ``free`` (GPU instances of that profile that could
+    still be placed, each profile counted alone; vGPUs of the type; milli-GPU of shares - held at any instant of
+    the bucket counts as held), staff also ``total`` (the same with nothing held). The on-demand reserve (whole
+    GPUs) is not taken from them. A model with only MIG, vGPU or shared GPUs has ``free_gpus`` 0 and its
+    ``profiles``."""
     reserves = {(r.gpu_model, r.zone): r.gpus for r in OnDemandReserve.objects.all()}
     with connection.cursor() as cur:
         cur.execute(CALENDAR_SQL, {"start": start, "end": end, "step": step, "model": gpu_model, "zone": zone})
         rows = cur.fetchall()
+    fractional = _fractional_calendar(start=start, end=end, step=step, gpu_model=gpu_model, zone=zone)
     staff = is_staff(user)
+    whole = {(model, zone_name, t): rest for model, zone_name, t, *rest in rows}
     out = []
-    for model, zone_name, t, total, held, leased, spot, hosts, hosts_busy in rows:
+    for key in sorted(whole.keys() | fractional.keys()):
+        model, zone_name, t = key
+        total, held, leased, spot, hosts, hosts_busy = whole.get(key, (0, 0, 0, 0, 0, 0))
         reserve = reserves.get((model, zone_name), 0) + reserves.get((model, ""), 0)
+        profiles = fractional.get(key, [])
         item = {"gpu_model": model, "zone": zone_name, "start": t, "end": t + step,
-                "free_gpus": max(total - held - reserve, 0), "free_hosts": hosts - hosts_busy}
+                "free_gpus": max(total - held - reserve, 0), "free_hosts": hosts - hosts_busy,
+                "profiles": profiles if staff else [{k: v for k, v in p.items() if k != "total"} for p in profiles]}
         if staff:
             item.update(total_gpus=total, leased_gpus=leased, on_demand_gpus=held - leased, spot_gpus=spot,
                         reserve_gpus=reserve, hosts=hosts)

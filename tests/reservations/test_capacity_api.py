@@ -3,6 +3,7 @@ on-demand reserve), staff see totals and the breakdown."""
 import pytest
 
 from apps.reservations.models import OnDemandReserve
+from apps.scheduling.models import Allocation
 
 from .conftest import at, gpu_host, lease
 
@@ -46,3 +47,43 @@ def test_staff_sets_the_reserve_over_the_api(world, clock):
     assert bad.json()["errors"] == {"gpu_model": ["not a GPU model of the catalog"]}  # only the field at fault
     rows = world.client_a.get("/api/v1/capacity", Q).json()
     assert rows[0]["free_gpus"] == 6
+
+
+def _profiles(row, form):
+    return {p["profile"]: p["free"] for p in row["profiles"] if p["form"] == form}
+
+
+def test_calendar_shows_mig_vgpu_and_share_capacity_of_a_fractional_fleet(world, clock):
+    gpu_host(model="H200-SXM-141GB", mode="mig")          # 8 H200 in MIG mode, nothing exclusive
+    gpu_host(model="H200-SXM-141GB", mode="shared", gpus=2)
+    gpu_host(model="H200-SXM-141GB", mode="vgpu", gpus=1)
+    mig = lease(world.project_b, start=at(10), end=at(12), kind="mig", gpu_model="H200-SXM-141GB",
+                mig_profile="3g.71gb", count=2)
+    lease(world.project_b, start=at(11), end=at(12), kind="shares", gpu_model="H200-SXM-141GB", share_milli=250,
+          count=2, name="l2")
+    rows = world.client_a.get("/api/v1/capacity", {**Q, "gpu_model": "H200-SXM-141GB"}).json()
+    assert [(r["start"][11:16], r["free_gpus"], r["free_hosts"]) for r in rows] == [
+        ("09:00", 0, 0), ("10:00", 0, 0), ("11:00", 0, 0), ("12:00", 0, 0)]
+    idle, busy = _profiles(rows[0], "mig"), _profiles(rows[1], "mig")
+    assert (idle["1g.18gb"], idle["3g.71gb"], idle["7g.141gb"]) == (56, 16, 8)
+    gpus_used = len({a.gpu_id for a in Allocation.objects.filter(consumer_id=mig.pk)})
+    assert gpus_used == 1  # both 3g.71gb on one GPU: the MIG planner fills it
+    assert (busy["1g.18gb"], busy["3g.71gb"], busy["7g.141gb"]) == (49, 14, 7)
+    assert _profiles(rows[3], "mig") == idle
+    assert [_profiles(r, "share") for r in rows] == [{"": 2000}, {"": 2000}, {"": 1500}, {"": 2000}]
+    assert _profiles(rows[0], "vgpu")["H200X-70C"] == 2 and _profiles(rows[0], "vgpu")["H200X-1-18C"] == 7
+    by_form = {p["form"]: p["gpus"] for p in rows[0]["profiles"]}
+    assert by_form == {"mig": 8, "share": 2, "vgpu": 1}
+    assert "total" not in rows[0]["profiles"][0]
+    staff = world.staff_client.get("/api/v1/capacity", {**Q, "gpu_model": "H200-SXM-141GB"}).json()
+    share = next(p for p in staff[2]["profiles"] if p["form"] == "share")
+    assert (share["free"], share["total"], staff[2]["total_gpus"]) == (1500, 2000, 0)
+
+
+def test_calendar_keeps_whole_gpus_and_adds_profiles_of_mixed_hosts(world, clock):
+    gpu_host()
+    h = gpu_host()
+    h.gpus.filter(index__gte=4).update(mode="mig")
+    rows = world.client_a.get("/api/v1/capacity", Q).json()
+    assert (rows[0]["free_gpus"], rows[0]["free_hosts"]) == (12, 2)
+    assert _profiles(rows[0], "mig")["3g.40gb"] == 8

@@ -72,6 +72,20 @@ class CapacityQuery(Serializer):
     zone = serializers.CharField(max_length=63, default="", allow_blank=True)
 
 
+class CapacityProfile(Serializer):
+    """Free fractional capacity of one MIG profile, vGPU type or share in a bucket (GPUs in that mode)."""
+
+    form = serializers.ChoiceField(choices=["mig", "vgpu", "share"],
+                                   help_text="mig (GPU instances of `profile`) | vgpu (vGPUs of type `profile`) | "
+                                             "share (milli-GPU, `profile` empty)")
+    profile = serializers.CharField(allow_blank=True, help_text="MIG profile or vGPU type name; empty for shares")
+    gpus = serializers.IntegerField(help_text="healthy GPUs of the model in this mode on available hosts")
+    free = serializers.IntegerField(help_text="units no lease or running on-demand work holds at any instant of "
+                                              "the bucket: GPU instances of the profile (each profile alone), "
+                                              "vGPUs of the type, or milli-GPU of shares")
+    total = serializers.IntegerField(required=False, help_text="staff only: the same with nothing held")
+
+
 class CapacityBucket(Serializer):
     """Free capacity in ``[start, end)``; the staff-only fields are absent for tenants."""
 
@@ -81,6 +95,7 @@ class CapacityBucket(Serializer):
     end = serializers.DateTimeField()
     free_gpus = serializers.IntegerField()
     free_hosts = serializers.IntegerField()
+    profiles = CapacityProfile(many=True, help_text="MIG profiles, vGPU types and shares of GPUs in those modes")
     total_gpus = serializers.IntegerField(required=False)
     leased_gpus = serializers.IntegerField(required=False)
     on_demand_gpus = serializers.IntegerField(required=False)
