@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import secrets
+import socket
 import sys
 from pathlib import Path
 
@@ -13,10 +15,26 @@ from .client import ControlPlane
 from .inventory import collect
 
 
+def _fake_identity(args) -> int | str:
+    """The fake host's identity: `--fake-host-id` when given; else an id made once and kept in the state
+    directory (`fake-host-id`), so every state directory is its own machine with its own GPU UUIDs and HCA port
+    GUIDs and `enroll` then `run` see the same one; without a state directory (`discover`), the hostname."""
+    if args.fake_host_id is not None:
+        return args.fake_host_id
+    state = getattr(args, "state", None)
+    if not state:
+        return socket.gethostname()
+    path = Path(state) / "fake-host-id"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_hex(8) + "\n")
+    return path.read_text().strip()
+
+
 def _backend(args):
     if args.backend == "fake":
         state = str(Path(args.state) / "fake-driver.json") if getattr(args, "state", None) else None
-        return get_backend("fake", host=args.fake_host, host_id=args.fake_host_id, state_path=state)
+        return get_backend("fake", host=args.fake_host, host_id=_fake_identity(args), state_path=state)
     return get_backend("nvml")
 
 
@@ -24,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpucloud-agent")
     parser.add_argument("--backend", choices=["nvml", "fake"], default="nvml")
     parser.add_argument("--fake-host", default="hgx-h100", choices=["hgx-h100", "hgx-h200"])
-    parser.add_argument("--fake-host-id", type=int, default=1)
+    parser.add_argument("--fake-host-id", type=int, default=None,
+                        help="fake backend: the host's number (default: an id kept in --state, else the hostname)")
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("discover", help="print the inventory as JSON")
     enroll = sub.add_parser("enroll", help="exchange a one-time token for a credential")

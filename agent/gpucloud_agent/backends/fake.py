@@ -9,11 +9,15 @@ Values are NVIDIA's documented ones:
   `nvidia-smi mig -lgipp` placement lists): the driver here refuses exactly what the real one refuses.
 - Fabric Manager shared NVSwitch partitions of an 8-GPU HGX H100 baseboard (Fabric Manager User Guide): 1x8, 2x4,
   4x2, 8x1 groups of GPU physical ids 1..8.
-Identifiers (UUIDs, serials, GUIDs) are synthetic and derived from `host_id` so two fake hosts never collide.
+Identifiers (UUIDs, serials, GUIDs) are synthetic and derived from the fake host's identity `host_id` (a number,
+or any string: the CLI uses an id kept in the agent's state directory), so two fake hosts never collide. HCA port
+GUIDs are locally administered EUI-64s (`0xfa4e...`, no vendor OUI), so they never equal a fleet file's
+vendor-assigned GUIDs either (a clash there is the control plane's 409 `hca_port_guid_conflict`).
 With `state_path` the fake persists its MIG/partition state as JSON (so separate CLI runs see the same "driver").
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -37,16 +41,27 @@ HOSTS = {
                  "serial_prefix": "1653"},
 }
 DRIVER_VERSION = "550.90.07"
+# First two bytes of every fake HCA port GUID: 0xfa has the EUI-64 "locally administered" bit (0x02) set and the
+# group bit (0x01) clear, so no NIC vendor's GUID (Mellanox/NVIDIA: OUI 00:02:c9, 94:6d:ae, b8:3f:d2...) is one.
+FAKE_GUID_PREFIX = "fa4e"
+
+
+def host_number(host_id: int | str) -> int:
+    """The fake host's number (0 .. 2**28-1) used in its UUIDs, serials and GUIDs: `host_id` itself when it is an
+    int in that range, else the first 28 bits of the SHA-256 of its text."""
+    if isinstance(host_id, int) and 0 <= host_id < 1 << 28:
+        return host_id
+    return int(hashlib.sha256(str(host_id).encode()).hexdigest()[:7], 16)
 
 
 class FakeBackend:
     name = "fake"
 
-    def __init__(self, host: str = "hgx-h100", host_id: int = 1, state_path: str | None = None,
+    def __init__(self, host: str = "hgx-h100", host_id: int | str = 1, state_path: str | None = None,
                  vfs_per_gpu: int = 0):
         if host not in HOSTS:
             raise ValueError(f"fake host must be one of {sorted(HOSTS)}")
-        self.kind, self.host_id, self.spec = host, host_id, HOSTS[host]
+        self.kind, self.host_id, self.spec = host, host_number(host_id), HOSTS[host]
         self.state_path = Path(state_path) if state_path else None
         self.vfs_per_gpu = vfs_per_gpu  # SR-IOV VFs enabled per GPU (0: SR-IOV off; H100/H200 expose up to 32)
         self.state = {"mig": {str(i): False for i in range(8)}, "gis": {str(i): [] for i in range(8)},
@@ -69,7 +84,7 @@ class FakeBackend:
         for i in range(8):
             out.append(GpuInfo(
                 index=i, uuid=f"GPU-{self.host_id:08x}-{i:04x}-4fa0-8000-{self.kind.encode().hex()[:12]}",
-                serial=f"{self.spec['serial_prefix']}{self.host_id:07d}{i:02d}", name=self.spec["gpu_name"],
+                serial=f"{self.spec['serial_prefix']}{self.host_id:09d}{i:02d}", name=self.spec["gpu_name"],
                 model=self.spec["model"], pci_address=f"0000:{PCI_BUSES[i]}:00.0", numa_node=0 if i < 4 else 1,
                 memory_mib=self.spec["memory_mib"], module_id=i + 1,
                 pcie={"generation": 5, "width": 16, "max_generation": 5, "max_width": 16},
@@ -81,8 +96,8 @@ class FakeBackend:
         return out
 
     def hca_ports(self) -> list[dict]:
-        return [{"device": dev, "port_number": 1, "port_guid": f"0x946dae03{self.host_id:04x}{i:04x}",
-                 "lid": 100 * self.host_id + i, "rate_gbps": 400, "state": "ACTIVE"}
+        return [{"device": dev, "port_number": 1, "port_guid": f"0x{FAKE_GUID_PREFIX}{self.host_id:08x}{i:04x}",
+                 "lid": 1 + (100 * self.host_id + i) % 0xbfff, "rate_gbps": 400, "state": "ACTIVE"}
                 for i, dev in enumerate(HCA_DEVICES)]
 
     # --- MIG ---------------------------------------------------------------------------------------------------
