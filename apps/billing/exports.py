@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+from zoneinfo import ZoneInfo
 
 from fpdf import FPDF
 
@@ -127,8 +128,10 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     _parties(pdf, invoice.organization, [f"Issue date: {issued}", f"Due date: {due:%Y-%m-%d}" if due else "",
                                          f"Period: {invoice.period} ({invoice.timezone})"])
     pdf.set_font("Helvetica", size=9)
-    pdf.cell(0, 6, _latin1(f"Period {invoice.period_start:%Y-%m-%d %H:%M} to {invoice.period_end:%Y-%m-%d %H:%M} UTC "
-                           f"({invoice.timezone}); status {invoice.status}; currency {invoice.currency}"),
+    tz = ZoneInfo(invoice.timezone)  # the period in the billing time zone it was cut in
+    pdf.cell(0, 6, _latin1(f"Period {invoice.period_start.astimezone(tz):%Y-%m-%d %H:%M} to "
+                           f"{invoice.period_end.astimezone(tz):%Y-%m-%d %H:%M} {invoice.timezone}; "
+                           f"status {invoice.status}; currency {invoice.currency}"),
              new_x="LMARGIN", new_y="NEXT")
     widths = (22, 70, 75, 28, 14, 26, 24, 18)
     header = ("Kind", "Resource", "SKU", "Quantity", "Unit", "Unit price", "Amount", "Tax")

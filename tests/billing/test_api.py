@@ -4,6 +4,7 @@ import csv
 import datetime as dt
 import io
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -363,3 +364,36 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
                  "SLA credits: 0.00 USD", "Total: 12.00 USD",
                  f"Credit note {note.display_number} of 2026-03-05: -2.50 USD", "Balance due: 9.50 USD"):
         assert text.encode() in pdf, text
+
+    # what a finance team opens: both documents rendered (docs/billing/*.png, committed; docs/billing.md shows
+    # them), every line drawn inside the page and the drawn text, read back from the rendering, in reading order
+    note_text = _render(note_pdf.content, "credit-note")
+    assert note_text.index("Example GPU Cloud GmbH") < note_text.index("goodwill: slow disk") \
+        < note_text.index("Total credited: 2.50 USD")
+    text = _render(pdf, "invoice")
+    assert text.index("From:") < text.index("Bill to:") < text.index("Total: 12.00 USD") \
+        < text.index(f"Credit note {note.display_number}") < text.index("Balance due: 9.50 USD")
+
+
+DOCUMENTS = Path(__file__).resolve().parents[2] / "docs" / "billing"
+
+
+def _render(pdf: bytes, name: str) -> str:
+    """Render each page of `pdf` at 100 dpi with PDFium into docs/billing/<name>[-<n>].png; assert that nothing is
+    drawn within 10 pt of the page's edges (a line cut off or run over the margin); return the text PDFium reads."""
+    import pypdfium2 as pdfium
+    from PIL import ImageChops, ImageOps
+
+    doc = pdfium.PdfDocument(pdf)
+    DOCUMENTS.mkdir(parents=True, exist_ok=True)
+    texts = []
+    for n, page in enumerate(doc):
+        image = page.render(scale=100 / 72).to_pil().convert("L")
+        image.save(DOCUMENTS / (f"{name}.png" if n == 0 else f"{name}-{n + 1}.png"))
+        ink = ImageChops.invert(ImageOps.autocontrast(image)).point(lambda v: 255 if v > 64 else 0).getbbox()
+        margin = round(10 * 100 / 72)
+        assert ink is not None, f"{name}: page {n + 1} is blank"
+        assert ink[0] >= margin and ink[1] >= margin and ink[2] <= image.width - margin \
+            and ink[3] <= image.height - margin, f"{name}: page {n + 1} drawn into the margin: {ink} of {image.size}"
+        texts.append(page.get_textpage().get_text_range())
+    return "\n".join(texts)
