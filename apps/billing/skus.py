@@ -6,7 +6,8 @@ stored for a SKU built from string metadata therefore matches usage built from n
 metadata never matched string-stored mappings in CloudKitty, so usage was priced at zero).
 
 Kinds in use: `flavor` (name), `gpu` (model, gpu_count), `mig` (model, profile), `vgpu` (type), `share`
-(model, share_milli), `public_ip`, `lease` (model, unit). Examples: ``gpu:gpu_count=8,model=H100-SXM5-80GB``,
+(model, share_milli), `public_ip`, `lease` (model, unit), `volume` (type: a volume type's name; units = GiB).
+Examples: ``gpu:gpu_count=8,model=H100-SXM5-80GB``,
 ``mig:model=H100-SXM5-80GB,profile=3g.40gb``, ``public_ip``.
 """
 from __future__ import annotations

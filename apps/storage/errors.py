@@ -6,6 +6,7 @@ class Code(enum.StrEnum):
     NAME_TAKEN = "name_taken"
     SIZE_MUST_GROW = "size_must_grow"
     SNAPSHOT_IN_USE = "snapshot_in_use"
+    VOLUME_IN_USE = "volume_in_use"
     ATTACHMENT_LIMIT_REACHED = "attachment_limit_reached"
     ALREADY_ATTACHED = "already_attached"
     NOT_ATTACHED = "not_attached"

@@ -2,12 +2,15 @@
 
 * the operations step runner: the volume and snapshot workflows (`workflows`);
 * tenancy's quota counters ``volumes`` and ``volume_gib`` (qualified by volume type name; `selectors.quota_usage`)
-  and the qualifiers ``volume_gib`` accepts (the volume types' names).
+  and the qualifiers ``volume_gib`` accepts (the volume types' names);
+* billing's usage source ``storage.volume`` (`selectors.volume_usage`: GiB held per volume type, SKU
+  ``volume:type=<name>``).
 """
 from __future__ import annotations
 
 from functools import partial
 
+from apps.billing.registry import register_usage_source
 from apps.tenancy.quotas import register_quota_qualifiers, register_usage_counter
 
 from . import selectors
@@ -19,3 +22,4 @@ def register() -> None:
     for resource in ("volumes", "volume_gib"):
         register_usage_counter(resource, partial(selectors.quota_usage, resource))
     register_quota_qualifiers("volume_gib", selectors.volume_type_names)
+    register_usage_source("storage.volume", selectors.volume_usage)

@@ -60,3 +60,32 @@ def volume_type_names() -> set[str]:
 
 def snapshots_live_of(volume) -> QuerySet[Snapshot]:
     return Snapshot.objects.filter(volume=volume).exclude(status=SnapshotStatus.DELETED)
+
+
+def volume_sku(volume_type_name: str) -> str:
+    """The billing SKU of a volume type's storage: ``volume:type=<name>`` (`apps.billing.skus`). Price it per GiB
+    (`unit` ``month`` for a price per GiB-month, or ``hour``) in a price book."""
+    from apps.billing.skus import sku_for
+
+    return sku_for("volume", type=volume_type_name)
+
+
+def volume_usage(period_start, period_end):
+    """Billing usage source ``storage.volume``: every `VolumeUsage` interval overlapping `[period_start,
+    period_end)` as an `apps.billing.registry.UsageInterval` of SKU `volume_sku(type)`, on demand, with `units` =
+    the GiB held (so a price per GiB-month bills GiB-months); one run per volume (`run_key`)."""
+    from decimal import Decimal
+
+    from django.db.models import Q
+
+    from apps.billing.registry import UsageInterval
+
+    from .models import VolumeUsage
+
+    rows = (VolumeUsage.objects.filter(start__lt=period_end).filter(Q(end__isnull=True) | Q(end__gt=period_start))
+            .select_related("project"))
+    for u in rows.order_by("start", "id"):
+        yield UsageInterval(key=f"volume_usage:{u.pk}", organization_id=u.project.organization_id,
+                            project_id=u.project_id, resource_type="storage.volume", resource_id=str(u.volume_id),
+                            sku=volume_sku(u.volume_type_name), pricing_model="on_demand", start=u.start, end=u.end,
+                            run_key=f"volume:{u.volume_id}", units=Decimal(u.size_gib))

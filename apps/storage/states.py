@@ -33,6 +33,8 @@ VOLUME_TRANSITIONS = {
     # the end of an attach or detach: available when no attachment is left, else in-use
     "settle_available": ({V.ATTACHING, V.DETACHING, V.EXTENDING}, V.AVAILABLE),
     "settle_in_use": ({V.ATTACHING, V.DETACHING}, V.IN_USE),
+    # the reconciler found the volume's only instance deleted (its domain, and the disk with it, are gone)
+    "released": ({V.IN_USE}, V.AVAILABLE),
     "extend": ({V.AVAILABLE}, V.EXTENDING),
     "delete": ({V.AVAILABLE, V.ERROR}, V.DELETING),
     "deleted": ({V.DELETING}, V.DELETED),

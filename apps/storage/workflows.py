@@ -6,8 +6,8 @@ snapshot.create: create   snapshot.delete: delete
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are keyed by
 the volume's and snapshot's UUIDs (a create finds what the last try made; a delete of what is gone is a no-op),
-and an attach first asks which disks the domain has. Lock order: operation row, instance, volume (as the attach
-and detach requests: instance, then volume).
+and an attach first asks which disks the domain has. Lock order: operation row, instance, attachment, volume (as
+the attach and detach requests: instance, attachment, volume).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from apps.operations import workflows as wf
 from .models import Snapshot, Volume, VolumeAttachment
 from .services import attachments as attsvc
 from .services import snapshots as snapsvc
+from .services import usage as usagesvc
 from .services import volumes as volsvc
 from .services.backend import disk_attachment, driver_for, pool_spec, volume_spec
 from .states import SNAPSHOT_TRANSITIONS, VOLUME_TRANSITIONS, AttachmentStatus, SnapshotStatus
@@ -58,12 +59,14 @@ def create(op) -> None:
             info = drv.volume_create(volume_spec(vol, backing=_backing(vol)))
     transition(vol, "created", VOLUME_TRANSITIONS, extra={"backend_path": info.path[:500], "error_code": "",
                                                           "error_reason": ""})
+    usagesvc.usage_open(vol)
 
 
 def resize(op) -> None:
     vol = _volume(op.target_id)
     driver_for(vol.host).volume_resize(vol.volume_type.pool, str(vol.pk), vol.size_gib)
     attsvc.volume_settle(vol)
+    usagesvc.usage_open(vol)  # metered at the new size from now on
 
 
 def delete(op) -> None:
@@ -76,8 +79,9 @@ def delete(op) -> None:
 def _attachment(op) -> tuple[VolumeAttachment, object, Volume]:
     from apps.compute.selectors import instance_for_update
 
+    instance_id = VolumeAttachment.objects.values_list("instance_id", flat=True).get(pk=op.state["attachment"])
+    inst = instance_for_update(instance_id)  # the requests' order: instance, attachment, volume
     att = VolumeAttachment.objects.select_for_update().get(pk=op.state["attachment"])
-    inst = instance_for_update(att.instance_id)
     return att, inst, _volume(op.target_id)
 
 
@@ -87,6 +91,8 @@ def attach(op) -> None:
     drv = driver_for(inst.host)
     if not any(d.target_dev == att.device for d in drv.attached_disks(str(inst.pk))):
         info = driver_for(vol.host).volume_get(vol.volume_type.pool, str(vol.pk))
+        if vol.host_id is None:
+            drv.pool_ensure(pool_spec(vol.volume_type))  # the shared pool, seen from the instance's host
         drv.disk_attach(str(inst.pk), disk_attachment(vol, info.path, att.device), live=inst.status == "active")
     VolumeAttachment.objects.filter(pk=att.pk).update(status=AttachmentStatus.ATTACHED)
     attsvc.volume_settle(vol)

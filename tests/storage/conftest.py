@@ -42,6 +42,40 @@ def instance(project, name="vm", status="active", host=None) -> Instance:
     return Instance.objects.create(project=project, name=name, flavor=flavor, image=image, status=status, host=host)
 
 
+SHARED_URI = "fake://one"  # the hypervisor of instance A, also the shared pools' connection in these tests
+
+
+@pytest.fixture
+def storage_driver(settings, monkeypatch):
+    """The in-memory storage and compute fakes (`apps.storage.drivers.fake`, which sees the compute fake's
+    domains); shared pools are reached through `SHARED_URI`."""
+    from apps.compute.drivers.fake import FakeDriver
+    from apps.storage.drivers import forget_drivers
+    from apps.storage.drivers.fake import FakeStorageDriver
+
+    settings.DRIVERS = {**getattr(settings, "DRIVERS", {}), "storage": "apps.storage.drivers.fake:FakeStorageDriver",
+                        "compute": "apps.compute.drivers.fake:FakeDriver"}
+    monkeypatch.setenv("STORAGE_SHARED_POOL_URI", SHARED_URI)
+    FakeStorageDriver.reset()
+    FakeDriver.reset()
+    forget_drivers()
+    yield FakeStorageDriver
+    FakeStorageDriver.reset()
+    FakeDriver.reset()
+    forget_drivers()
+
+
+def boot(inst: Instance, *, running: bool = True) -> None:
+    """Give `inst` a domain on its host in the compute fake (running, or shut off)."""
+    from apps.compute.drivers.base import DomainSpec
+    from apps.compute.drivers.fake import FakeDriver
+
+    drv = FakeDriver(inst.host.libvirt_uri)
+    drv.domain_define(DomainSpec(uuid=inst.pk, vcpus=2, memory_mib=2048))
+    if running:
+        drv.domain_start(inst.pk)
+
+
 @pytest.fixture
 def world(db) -> World:
     org_a, org_b = make_org("storage-a"), make_org("storage-b")
@@ -55,7 +89,15 @@ def world(db) -> World:
     local = VolumeType.objects.create(name="nvme-local", pool="nvme", pool_target_path="/srv/nvme", host_local=True)
     return World(org_a, project_a, org_b, project_b, client_for(token_for(user_a, organization=org_a)),
                  client_for(token_for(user_b, organization=org_b)), client_for(token_for(viewer, organization=org_a)),
-                 client_for(token_for(staff, staff=True)), ssd, local, instance(project_a), instance(project_b, "vm-b"))
+                 client_for(token_for(staff, staff=True)), ssd, local, instance(project_a, host=_host(SHARED_URI)),
+                 instance(project_b, "vm-b"))
+
+
+def _host(uri: str):
+    host = fleet.host(gpus=0)
+    host.libvirt_uri = uri
+    host.save(update_fields=["libvirt_uri"])
+    return host
 
 
 def volume_body(w: World, name: str = "data", size_gib: int = 10, **extra) -> dict:

@@ -12,7 +12,12 @@ from apps.operations.api.serializers import OperationOutput
 from apps.tenancy.selectors import is_staff, project_list_visible_to
 
 from ..models import Snapshot, Volume, VolumeAttachment, VolumeType
-from ..selectors import snapshot_list_visible_to, volume_list_visible_to, volume_type_list_visible_to
+from ..selectors import (
+    snapshot_list_visible_to,
+    volume_list_visible_to,
+    volume_sku,
+    volume_type_list_visible_to,
+)
 from ..states import Backend
 
 POOL_FIELDS = ("pool", "pool_kind", "pool_target_path", "pool_source")
@@ -30,16 +35,21 @@ class VolumeTypeOutput(ModelSerializer):
     only (empty strings for tenants)."""
 
     zones = serializers.SerializerMethodField()
+    sku = serializers.SerializerMethodField()
 
     class Meta:
         model = VolumeType
         fields = ["id", "name", "description", "backend", *POOL_FIELDS, "iops_class", "throughput_class", "zones",
-                  "multi_attach", "host_local", "min_size_gib", "max_size_gib", "is_active", "created_at"]
+                  "multi_attach", "host_local", "min_size_gib", "max_size_gib", "is_active", "sku", "created_at"]
         read_only_fields = fields
 
     def get_zones(self, obj) -> list[str]:
         """The names of the zones serving the type ([]: every zone)."""
         return sorted(z.name for z in obj.zones.all())
+
+    def get_sku(self, obj) -> str:
+        """The billing SKU of the type's storage (``volume:type=<name>``; priced per GiB in a price book)."""
+        return volume_sku(obj.name)
 
     def to_representation(self, instance):
         data = super().to_representation(instance)

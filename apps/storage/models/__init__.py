@@ -1,4 +1,4 @@
 from .catalog import VolumeType
-from .volume import Snapshot, Volume, VolumeAttachment
+from .volume import Snapshot, Volume, VolumeAttachment, VolumeUsage
 
-__all__ = ["Snapshot", "Volume", "VolumeAttachment", "VolumeType"]
+__all__ = ["Snapshot", "Volume", "VolumeAttachment", "VolumeType", "VolumeUsage"]

@@ -86,3 +86,27 @@ class Snapshot(ProjectOwned):
 
     def __str__(self) -> str:
         return self.name
+
+
+class VolumeUsage(models.Model):
+    """How long `volume` held `size_gib` GiB of the type `volume_type_name`: `[start, end)`, `end` null while it
+    does. Opened when the create finished, closed and opened again at the new size when an extend finished, closed
+    at the delete request (`services.usage`); billing reads them (usage source ``storage.volume``)."""
+
+    id = models.BigAutoField(primary_key=True)
+    volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="usage")
+    project = models.ForeignKey("tenancy.Project", on_delete=models.PROTECT, related_name="+")
+    volume_type_name = models.CharField(max_length=63)
+    size_gib = models.PositiveIntegerField()
+    start = models.DateTimeField()
+    end = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["start"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(end__isnull=True) | models.Q(end__gt=models.F("start")),
+                                   name="storage_usage_end_after_start"),
+            models.UniqueConstraint(fields=["volume"], condition=models.Q(end__isnull=True),
+                                    name="storage_usage_one_open"),
+        ]
+        indexes = [models.Index(fields=["start", "end"], name="storage_usage_window")]

@@ -1,16 +1,18 @@
 """Which storage driver serves a volume, and the specs the workflows hand it (`apps.storage.drivers`).
 
-A host-local type's volume is on its host's libvirt (`host.libvirt_uri`); a shared pool's volume on the default
-connection of the configured driver (`get_driver("")`). Keys are our UUIDs (volume and snapshot ids), so a
+A host-local type's volume is on its host's libvirt (`host.libvirt_uri`); a shared type's volume is made through
+`STORAGE_SHARED_POOL_URI` (`conf.shared_pool_uri`) and attached through the instance's host, which gets the
+pool too (`pool_ensure` is idempotent). Keys are our UUIDs (volume and snapshot ids), so a
 retried step finds what the last try made."""
 from __future__ import annotations
 
 
 def driver_for(host=None):
-    """The storage driver for a volume on `host` (an `inventory.Host`, or None for a shared pool)."""
+    """The storage driver for a volume on `host` (an `inventory.Host`), or for shared pools (None)."""
+    from ..conf import shared_pool_uri
     from ..drivers import get_driver
 
-    return get_driver(host.libvirt_uri if host is not None else "")
+    return get_driver(host.libvirt_uri if host is not None else shared_pool_uri())
 
 
 def pool_spec(volume_type):

@@ -2,7 +2,8 @@
 creating a new volume with `source_snapshot` (`services.volumes.volume_create`).
 
 Errors: 400 `validation_error` (name); 409 `invalid_state` (the volume's or the snapshot's, with
-`allowed_states`), `name_taken`, `snapshot_in_use` (a volume is being created from it)."""
+`allowed_states`), `volume_in_use` (a running instance holds the volume), `name_taken`, `snapshot_in_use` (a
+volume is being created from it)."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -28,8 +29,9 @@ SNAPSHOTTABLE = (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE)
 @atomic_with_retry
 def snapshot_create(*, actor, volume: Volume, name: str, description: str = "",
                     request_id: str = "") -> tuple[Snapshot, Operation]:
-    """Snapshot `volume` (`creating` → `available` by the `snapshot.create` operation). An in-use volume's
-    snapshot is crash-consistent (what the disk holds at that instant)."""
+    """Snapshot `volume` (`creating` → `available` by the `snapshot.create` operation): an available volume, or
+    an in-use one whose instances are all stopped (a running guest holds the image open: 409 `volume_in_use`
+    with `instances`). The snapshot is a full copy (`drivers.base`)."""
     authorize_project(actor, volume.project, WRITERS)
     validate_name(name)
     with transaction.atomic():
@@ -37,6 +39,11 @@ def snapshot_create(*, actor, volume: Volume, name: str, description: str = "",
         if locked.status not in SNAPSHOTTABLE:
             raise InvalidState(f"Cannot snapshot a volume that is {locked.status}.", current_state=locked.status,
                                allowed_states=sorted(SNAPSHOTTABLE))
+        running = sorted(str(i) for i in locked.attachments.filter(instance__status="active")
+                         .values_list("instance_id", flat=True))
+        if running:
+            raise Conflict("A running instance holds the volume open; stop it or detach the volume first.",
+                           code=Code.VOLUME_IN_USE, instances=running)
         detail = f"A snapshot named {name!r} exists in this project."
         if Snapshot.objects.filter(project=locked.project, name=name).exclude(status="deleted").exists():
             raise Conflict(detail, code=Code.NAME_TAKEN)

@@ -28,6 +28,7 @@ from ..errors import Code
 from ..models import Snapshot, Volume, VolumeType
 from ..states import VOLUME_TRANSITIONS, SnapshotStatus
 from ._common import VOLUME_TARGET, WRITERS, validate_name
+from .usage import usage_close
 
 CREATE, EXTEND, DELETE = "volume.create", "volume.extend", "volume.delete"
 
@@ -114,10 +115,10 @@ def volume_create(*, actor, project, name: str, size_gib: int | None = None, vol
         raise ValidationFailed(f"Volume type {volume_type.name!r} is not offered.", code=Code.VOLUME_TYPE_INACTIVE,
                                errors={"volume_type": ["not offered"]})
     size_gib = _size(volume_type, size_gib if size_gib is not None else max(floor, volume_type.min_size_gib), floor)
-    zone, host = _placement(volume_type, zone, instance, project)
-    if source_snapshot is not None:
-        host = source_snapshot.volume.host
-        zone = source_snapshot.volume.zone
+    if source_snapshot is not None:  # restored where the snapshot's volume was (the same pool)
+        zone, host = source_snapshot.volume.zone, source_snapshot.volume.host
+    else:
+        zone, host = _placement(volume_type, zone, instance, project)
     with transaction.atomic():
         for key, amount in quota_keys(volume_type, size_gib):
             quota_check(scope=project, resource=key, requested=amount)
@@ -185,6 +186,7 @@ def volume_delete(*, actor, volume: Volume) -> Operation:
     with transaction.atomic():
         locked = Volume.objects.select_for_update().get(pk=volume.pk)
         before = transition(locked, "delete", VOLUME_TRANSITIONS)
+        usage_close(locked)  # a volume the tenant asked to delete is not billed while it goes
         op = operation_start(kind=DELETE, target_type=VOLUME_TARGET, target_id=locked.pk, project=locked.project,
                              actor=actor)
         audit_record(actor=actor, action="storage.volume.delete", target=locked, before={"status": before},
