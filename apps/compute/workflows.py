@@ -3,7 +3,7 @@
 create:  place_and_claim → attach_networks → prepare_devices → wait_devices → define → start → wait_running
 stop:    stop → wait_stopped            start: prepare_devices → wait_devices → start → wait_running
 reboot:  reboot                         resize: redefine
-delete:  destroy_domain → release_devices → wait_devices_released → release_allocations (also detaches networks)
+delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) → release_allocations
 cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
@@ -168,8 +168,9 @@ def wait_running(op) -> None:
 
 
 def create_failed(op, code: str, detail: str) -> None:
-    """on_error of create: the instance goes to `error` with the code and reason, its devices are released
-    and its allocations ended; an unreachable host is cordoned until a health check clears it."""
+    """on_error of create: the instance goes to `error` with the code and reason, its domain and mdevs are
+    removed, the scrub of its GPUs is queued (they are `dirty` until the agent reports it) and its allocations
+    are ended; an unreachable host is cordoned until a health check clears it."""
     inst = _instance(op)
     if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
         return  # a delete superseded this create; it cleans up
@@ -178,9 +179,10 @@ def create_failed(op, code: str, detail: str) -> None:
         try:
             drv = driver_for_host(inst.host)
             drv.domain_delete(inst.pk)
-            devsvc.devices_release(instance=inst, driver=drv)
+            devsvc.mdevs_delete(instance=inst, driver=drv)
         except DriverError:
             pass  # the reconciler finds leftovers; the allocation must not wait for an unreachable host
+        devsvc.devices_scrub(inst, reason=f"create failed ({code[:64]})")
         if code == "host_unreachable":
             devsvc.host_cordon_unreachable(inst.host, detail)
     netsvc.instance_networks_detach(actor=None, instance_id=inst.pk)
@@ -208,6 +210,7 @@ def wait_stopped(op) -> None:
             raise StepWait(1.0, "waiting for power-off")
     _observe(inst, info.power_state)
     devsvc.partition_deactivate(inst)
+    devsvc.devices_scrub_if_released(inst)
     transition(inst, "stopped", INSTANCE_TRANSITIONS)
 
 
@@ -240,8 +243,9 @@ def action_failed(op, code: str, detail: str) -> None:
 # ---- delete -------------------------------------------------------------------------------------------------
 def destroy_domain(op) -> None:
     """Remove the domain. When the host stays unreachable for `COMPUTE_TRANSIENT_RETRIES` tries, delete locally
-    (real-world case RW-022): cordon the host so its GPUs are not placed before a health check, skip the
-    device cleanup, and release the allocations anyway; the reconciler reports the leftover domain."""
+    (real-world case RW-022): cordon the host, skip the libvirt cleanup, and release the allocations anyway; the
+    GPUs' scrub is still queued (they stay `dirty`, and `mark-available` refuses the host, until the agent
+    reports it), and the reconciler reports the leftover domain."""
     inst = _instance(op)
     if inst.host_id is None:
         return
@@ -258,16 +262,22 @@ def destroy_domain(op) -> None:
 
 
 def release_devices(op) -> None:
+    """Remove the mdevs and queue the GPUs' scrub (`devices_scrub`): from this step on the GPUs are `dirty`, so
+    the allocations can be released without waiting for the agent."""
     inst = _instance(op)
-    if inst.host_id is not None and "local_delete" not in (inst.devices or {}):
-        devsvc.devices_release(instance=inst, driver=driver_for_host(inst.host))
+    if inst.host_id is None:
+        return
+    if "local_delete" in (inst.devices or {}):
+        devsvc.devices_scrub(inst, reason="deleted (local delete: host unreachable)")
+    else:
+        devsvc.devices_release(instance=inst, driver=driver_for_host(inst.host), reason="deleted")
 
 
 def wait_devices_released(op) -> None:
-    inst = _instance(op)
-    pending = devsvc.agent_commands_pending(inst, phase="release")
-    if pending:
-        raise StepWait(0.5, f"waiting for agent commands {pending}")
+    """Nothing to wait for: the scrub's outcome is the GPUs' `scrub_state`, not the delete's (a failed reset
+    leaves the GPU `scrub_failed` for staff; the tenant's delete completes). Kept so operations that reached
+    this step finish."""
+    return None
 
 
 def release_allocations(op) -> None:

@@ -16,6 +16,8 @@ class Code(StrEnum):
     ENROLLMENT_TOKEN_INVALID = "enrollment_token_invalid"
     COMMAND_NOT_FOUND = "agent_command_not_found"
     COMMAND_INVALID = "agent_command_invalid"
+    GPU_SCRUB_PENDING = "gpu_scrub_pending"
+    GPU_SCRUB_NOT_FAILED = "gpu_scrub_not_failed"
 
 
 class FleetInvalid(ValidationFailed):
@@ -34,3 +36,9 @@ class PartitionConflict(Conflict):
 
 class GpuNotFound(NotFound):
     code = Code.GPU_NOT_FOUND
+
+
+class GpuScrubPending(Conflict):
+    """The host has GPUs that are not `clean` (their scrub is queued or failed); `gpus` lists them."""
+
+    code = Code.GPU_SCRUB_PENDING

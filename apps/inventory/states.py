@@ -37,6 +37,19 @@ class GpuHealth(models.TextChoices):
     UNKNOWN = "unknown", "Unknown"
 
 
+class GpuScrub(models.TextChoices):
+    """Whether a GPU may be handed to a tenant (docs/compute.md, "Scrub"; ADR 0501).
+
+    ``dirty``: it held a tenant and the agent has not yet destroyed that tenant's MIG GPU instance / deactivated
+    its NVSwitch partition, reset the GPU and passed the health check; ``scrub_failed``: one of those commands
+    failed (or the health check did not pass). Only ``clean`` GPUs are placed.
+    """
+
+    CLEAN = "clean", "Clean"
+    DIRTY = "dirty", "Dirty (scrub queued)"
+    FAILED = "scrub_failed", "Scrub failed"
+
+
 class VgpuTypeKind(models.TextChoices):
     """A catalog vGPU type's kind (`apps.inventory.catalog.VgpuType.kind`)."""
 

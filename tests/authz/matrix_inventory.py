@@ -39,6 +39,15 @@ def _obj(getter):
     return setup
 
 
+def _failed_scrub(world) -> Case:
+    """A GPU whose scrub failed (the only state in which staff may queue it again)."""
+    host = make_host("authz-h1", gpus=1, hca=1)
+    gpu = host.gpus.first()
+    gpu.scrub_state, gpu.scrub_reason = "scrub_failed", "reset_gpu failed: authz"
+    gpu.save(update_fields=["scrub_state", "scrub_reason"])
+    return Case(kwargs={"pk": gpu.pk}, data={"reason": "authz matrix"})
+
+
 def _incident(host):
     return Incident.objects.create(host=host, start=host.created_at, reason="authz")
 
@@ -89,6 +98,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/hosts/{pk}/enrollment-token", STAFF_WRITE(201), _host(state="enrolling", data={})),
     Entry("POST", "/api/v1/gpus/{pk}/mark-faulty", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),
     Entry("POST", "/api/v1/gpus/{pk}/mark-healthy", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),
+    Entry("POST", "/api/v1/gpus/{pk}/scrub", STAFF_WRITE(), _failed_scrub),
     Entry("GET", "/api/v1/gpu-models", ANY_USER),
     # the catalog is public: the harness treats URL kwargs as organization-A identifiers and looks for them in the
     # body, so the lookup uses the (case-insensitive) lower-case spelling of the key

@@ -88,7 +88,10 @@ def test_mig_on_ampere_creates_an_mdev_through_the_driver(world):
     assert list(drv.host.mdevs) == [mdev["uuid"]]
     delete = world.client_a.delete(f"/api/v1/instances/{inst.pk}/")
     op = drive(delete.data["operation"]["id"])
-    assert (op.step, drv.host.mdevs) == ("wait_devices_released", {})  # the mdev is gone; the GI waits for the agent
+    assert (op.status, drv.host.mdevs) == ("succeeded", {})  # the mdev is gone; the GI's destroy is queued
+    (destroy,) = host.agent_commands.filter(kind="destroy_gpu_instance")
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, gpu.scrub_commands) == ("dirty", [str(destroy.pk)])
 
 
 def test_hopper_without_free_vf_is_unplaceable_and_holds_nothing(world):

@@ -72,16 +72,18 @@ def test_create_stop_start_reboot_delete(world):
     again = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
     assert again.data["operation"]["id"] == delete.data["operation"]["id"]  # idempotent
     op = drive(delete.data["operation"]["id"])
-    assert (op.status, op.step) == ("running", "wait_devices_released")  # the GPU reset waits for the agent
-    cmds = list(host.agent_commands.filter(status="queued").order_by("kind"))
+    assert op.status == "succeeded"  # the scrub does not hold the delete: the GPU is dirty instead
+    cmds = list(host.agent_commands.filter(status="queued").order_by("created_at"))
     assert [(c.kind, c.payload.get("gpu_index")) for c in cmds] == [("deactivate_partition", None),
                                                                     ("reset_gpu", 0)]
+    gpu = host.gpus.get(index=0)
+    assert (gpu.scrub_state, gpu.scrub_commands) == ("dirty", [str(c.pk) for c in cmds])
     _agent_complete(host, cmds[:1], {"active_partitions": []})
-    cmds = cmds[1:]
-    assert _live_allocations(inst_id) != []  # not placeable before the reset
-    _agent_complete(host, cmds)
-    op = drive(delete.data["operation"]["id"])
-    assert op.status == "succeeded"
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "dirty"  # not placeable before the reset
+    _agent_complete(host, cmds[1:])
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, gpu.scrub_commands) == ("clean", [])
     inst.refresh_from_db()
     assert (inst.status, inst.observed_state) == ("deleted", "missing")
     assert _live_allocations(inst_id) == []
@@ -240,7 +242,16 @@ def test_delete_while_the_host_is_unreachable_releases_locally(world, fake_drive
     assert (op.status, inst.status, host.state) == ("succeeded", "deleted", "cordoned")
     assert inst.devices["local_delete"].startswith("host unreachable")
     assert _live_allocations(inst_id) == []
-    assert host.agent_commands.count() == 0
+    (reset,) = host.agent_commands.all()  # the scrub is queued all the same (the agent is not libvirt)
+    assert (reset.kind, host.gpus.get(index=0).scrub_state) == ("reset_gpu", "dirty")
+    refused = world.staff_client.post(f"/api/v1/hosts/{host.pk}/mark-available/", {"reason": "back"},
+                                      format="json")
+    assert (refused.status_code, refused.data["code"]) == (409, "gpu_scrub_pending")
+    assert refused.data["gpus"] == [{"index": 0, "scrub_state": "dirty",
+                                     "scrub_reason": f"instance {inst_id} released its devices: "
+                                                     "deleted (local delete: host unreachable)"}]
+    host.refresh_from_db()
+    assert host.state == "cordoned"
     fake_driver.unreachable.clear()
     from apps.compute.services.reconcile import instances_reconcile
 

@@ -8,6 +8,7 @@ import pytest
 
 from apps.compute.models import Instance
 from apps.compute.services.instances import instance_delete
+from apps.inventory.models import AgentCommand, Gpu
 from apps.operations.models import Operation
 from apps.operations.runner import operation_run_step
 from apps.reservations.models import InstanceTerms, Notification, QueuedRequest
@@ -63,10 +64,16 @@ def test_instances_in_a_lease_land_on_its_capacity_and_end_with_it(world, clock,
     assert Instance.objects.get(pk=outside["instance"]["id"]).host_id == ({h1.id, h2.id} - {leased_host}).pop()
     clock.move_to(at(12))
     assert leases_advance()["ended"] == 1
+    gpu = Gpu.objects.get(host_id=inst.host_id, pci_address=inst.devices["pci"][0])
+    assert (gpu.scrub_state, gpu.scrub_commands) == ("dirty", [])  # released while its VM still runs: held
     op = Operation.objects.filter(target_id=inst.pk).order_by("-created_at").first()
     assert finish(op.pk).status == "succeeded"
     inst.refresh_from_db()
     assert inst.status == final
+    gpu.refresh_from_db()
+    scrub = AgentCommand.objects.filter(pk__in=gpu.scrub_commands).order_by("created_at")
+    assert (gpu.scrub_state, [(c.kind, c.payload.get("gpu_index")) for c in scrub][-1]) == (
+        "dirty", ("reset_gpu", gpu.index))  # queued by the stop or delete once the VM is off
     assert not Allocation.objects.filter(consumer_id=inst.pk, period__endswith__gt=at(12)).exists()
     after = lease(world.project_b, start=at(12, 5), end=at(13), kind="hosts", count=1, name="after")
     assert Allocation.objects.filter(consumer_id=after.pk).first().host_id == leased_host  # back in the pool

@@ -77,6 +77,22 @@ def test_unhealthy_gpus_are_never_chosen(p):
     assert placed.candidate.hosts[0].detail["gpu_indexes"] == [1]
 
 
+@pytest.mark.parametrize("scrub_state", ["dirty", "scrub_failed"])
+@pytest.mark.parametrize("mode,form", [("exclusive", {}), ("mig", {"mig_profile": "3g.40gb"})])
+def test_gpus_that_are_not_scrubbed_are_never_chosen(p, scrub_state, mode, form):
+    """A GPU that held a tenant and was not scrubbed yet is free in the ledger but never placed (docs/compute.md,
+    "Scrub"), on the fast path, the exact path and the fractional (MIG) path alike."""
+    h = fleet.host(gpus=2, nvswitch="", mode=mode)
+    h.gpus.update(scrub_state=scrub_state)
+    request = req(p, gpus_per_host=0 if form else 1, **form)
+    result = place(request, explain=True)
+    assert not result.candidates
+    h.gpus.filter(index=1).update(scrub_state="clean")
+    placed = placement_claim(actor=None, request=request, consumers=me(p))
+    assert {a.gpu.index for a in Allocation.objects.filter(gpu__isnull=False)} == {1}
+    assert placed.candidate.hosts[0].host_id == h.pk
+
+
 def test_hgx_multi_gpu_request_gets_one_nvswitch_partition_on_one_numa_node(p):
     h = fleet.host()  # HGX H100: GPUs 0-3 on NUMA 0, 4-7 on NUMA 1
     first = placement_claim(actor=None, request=req(p, gpus_per_host=2), consumers=me(p)).candidate.hosts[0]

@@ -8,7 +8,8 @@ Recorded in `Instance.devices` (JSON), written in the step's transaction:
   gpu_instance {gpu_index, start, profile}: the MIG GPU instance the agent creates at the planner's start slice
   vfs          [{address, vgpu_type, gpu_index}]: SR-IOV VFs (vGPU on NVIDIA's vendor VFIO driver, Hopper+)
   mdevs        [{uuid, mdev_type, parent, gpu_instance_start}]: mediated devices (vGPU on mdev drivers)
-  agent        {name: command id} of commands to finish before define; `agent_release` the same for delete
+  agent        {name: command id} of commands to finish before define; `agent_release` the GPU scrub's commands
+  scrub_queued_at  when the scrub of the instance's GPUs was queued (set once, by `devices_scrub`)
 
 Which vGPU mechanism a GPU uses is the catalog's `vgpu_backing` (`mdev` | `sriov_vf`); a MIG flavor gets the
 catalog's MIG-backed vGPU type for its profile (NVIDIA vGPU software user guide, "MIG-backed vGPU").
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import uuid
 
+from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.core.errors import DomainError
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
 from apps.inventory.services.agent import agent_command_enqueue
+from apps.inventory.services.scrub import gpus_hold_dirty, gpus_scrub
 from apps.inventory.states import CommandKind, CommandStatus, HostState, VgpuTypeKind
 
 from ..drivers.base import MdevHostdev
@@ -169,30 +172,78 @@ def partition_deactivate(inst: Instance) -> None:
     _save(inst, d)
 
 
-def devices_release(*, instance: Instance, driver) -> None:
-    """Remove the instance's mdevs and queue the agent work that makes its GPUs placeable again: destroy its MIG
-    GPU instance (the GPU's other instances are untouched), reset and health-check whole GPUs, deactivate its
-    NVSwitch partition. Idempotent."""
+def mdevs_delete(*, instance: Instance, driver) -> None:
+    """Remove the instance's mediated devices through libvirt (idempotent; raises the driver's errors)."""
+    for m in (instance.devices or {}).get("mdevs", []):
+        driver.mdev_delete(m["uuid"])
+
+
+def devices_scrub(instance: Instance, *, reason: str) -> dict[str, str]:
+    """Start the scrub of every GPU the instance had (`apps.inventory.services.scrub.gpus_scrub`): its GPUs are
+    `dirty` from this transaction on, so none is placed again before the agent destroyed its MIG GPU instance,
+    deactivated its NVSwitch partition and reset and health-checked its whole GPUs. Records the command ids in
+    `devices.agent_release` and `devices.scrub_queued_at`; a second call queues nothing. Returns the commands
+    {name: id}. Every release path calls it before the ledger release (delete, failed create, vanished
+    domain, local delete, lease end)."""
     inst = instance
     d = dict(inst.devices or {})
-    for m in d.get("mdevs", []):
-        driver.mdev_delete(m["uuid"])
+    if inst.host_id is None or "scrub_queued_at" in d:
+        return d.get("agent_release", {})
+    by_addr = dict(Gpu.objects.filter(host_id=inst.host_id, pci_address__in=d.get("pci", []))
+                   .values_list("pci_address", "index"))
+    indexes = {by_addr[a] for a in d.get("pci", []) if a in by_addr}
+    indexes |= {v["gpu_index"] for v in d.get("vfs", []) if "gpu_index" in v}
     gi = d.get("gpu_instance")
-    if gi is not None:
-        gpu = Gpu.objects.filter(host_id=inst.host_id, index=gi["gpu_index"]).first()
-        if gpu is not None and GpuInstance.objects.filter(gpu=gpu, start=gi["start"]).exists():
-            _enqueue(inst, d, "agent_release", "gpu_instance_destroy", CommandKind.DESTROY_GPU_INSTANCE,
-                     {"gpu_index": gi["gpu_index"], "start": gi["start"]})
-    part = d.get("partition")
-    if part is not None and part in inst.host.active_partitions and not _deactivation_pending(inst.host, part):
-        _enqueue(inst, d, "agent_release", "partition_deactivate", CommandKind.DEACTIVATE_PARTITION,
-                 {"partition_id": part})
-    for addr in d.get("pci", []):
-        gpu = Gpu.objects.filter(host_id=inst.host_id, pci_address=addr).first()
-        if gpu is not None:
-            _enqueue(inst, d, "agent_release", f"reset_{gpu.index}", CommandKind.RESET_GPU,
-                     {"gpu_index": gpu.index})
+    gis = [(gi["gpu_index"], gi["start"])] if gi else []
+    parts = [d["partition"]] if d.get("partition") is not None else []
+    names = gpus_scrub(actor=None, host=inst.host, gpu_indexes=indexes, gpu_instances=gis, partitions=parts,
+                       reason=f"instance {inst.pk} released its devices: {reason}")
+    d["agent_release"] = {**d.get("agent_release", {}), **names}
+    d["scrub_queued_at"] = now().isoformat()
     _save(inst, d)
+    return names
+
+
+def devices_hold(instance: Instance, *, reason: str) -> None:
+    """Mark the instance's GPUs `dirty` without queuing anything yet: its capacity is released (a lease ended)
+    while its VM still runs until the delete or stop that was just asked; that workflow queues the scrub."""
+    d = instance.devices or {}
+    if instance.host_id is None or "scrub_queued_at" in d:
+        return
+    indexes = {v["gpu_index"] for v in d.get("vfs", []) if "gpu_index" in v}
+    if d.get("gpu_instance"):
+        indexes.add(d["gpu_instance"]["gpu_index"])
+    gpus_hold_dirty(actor=None, host=instance.host, gpu_indexes=indexes, pci_addresses=d.get("pci", []),
+                    reason=f"instance {instance.pk}: {reason}")
+
+
+def devices_capacity_released(instance: Instance, *, reason: str) -> None:
+    """The instance's allocations were released by someone else (its lease ended or was cancelled) while the
+    instance stays: a `deleting` or `stopping` instance's GPUs are held dirty until its workflow queues the
+    scrub (the VM may still run); any other instance's (stopped, error) scrub is queued now."""
+    if instance.host_id is None or instance.status == InstanceStatus.DELETED:
+        return
+    if instance.status in (InstanceStatus.DELETING, InstanceStatus.STOPPING):
+        devices_hold(instance, reason=f"{reason}; waiting for its {instance.status}")
+    else:
+        devices_scrub(instance, reason=reason)
+
+
+def devices_scrub_if_released(instance: Instance) -> None:
+    """After a stop: when the instance no longer holds a GPU allocation (its lease ended while it ran, and
+    `devices_hold` marked its GPUs dirty), queue the scrub now that the VM is off."""
+    from apps.scheduling.selectors import allocation_list_for_consumer
+
+    if instance.host_id is None or "scrub_queued_at" in (instance.devices or {}):
+        return
+    if not allocation_list_for_consumer(instance.pk).filter(gpu__isnull=False).exists():
+        devices_scrub(instance, reason="stopped after its capacity was released")
+
+
+def devices_release(*, instance: Instance, driver, reason: str = "deleted") -> None:
+    """Remove the instance's mdevs and start the scrub of its GPUs (`devices_scrub`). Idempotent."""
+    mdevs_delete(instance=instance, driver=driver)
+    devices_scrub(instance, reason=reason)
 
 
 def host_cordon_unreachable(host: Host, detail: str) -> None:

@@ -6,7 +6,9 @@ Per libvirt URI (hosts may share one: the demo fleet uses `test:///default` for 
 - the domain's power state is written to `observed_state` when it changed;
 - an `active` instance whose domain is shut off becomes `stopped` (the guest powered off; the GPU stays held);
 - a domain that vanished: `observed_state = missing` at once; after `COMPUTE_VANISHED_GRACE_S` the instance
-  goes to `error` (code `domain_vanished`) and its allocations are released;
+  goes to `error` (code `domain_vanished`), the scrub of its GPUs is queued (`devices_scrub`: they are `dirty`
+  until the agent destroyed its MIG GPU instance / deactivated its partition and reset them) and its
+  allocations are released;
 - a domain we do not know (no instance row, or a deleted one) is reported to staff as an audit event
   `compute.reconcile.unknown_domain` (once an hour per domain), never deleted.
 A host whose libvirt does not answer is skipped (reported in the result).
@@ -34,6 +36,7 @@ from ..drivers.base import PowerState
 from ..errors import Code
 from ..models import Instance
 from ..states import INSTANCE_TRANSITIONS, InstanceStatus
+from .devices import devices_scrub
 from .hypervisor import driver_for_uri
 from .instances import TARGET
 from .placement import instance_allocations_release
@@ -76,6 +79,7 @@ def _vanished(inst: Instance, at: dt.datetime, report: ReconcileReport) -> None:
         reason = f"the domain vanished from its host (missing since {inst.observed_at.isoformat()})"
         transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": Code.DOMAIN_VANISHED,
                                                               "error_reason": reason})
+        devices_scrub(inst, reason="its domain vanished")
         instance_allocations_release(instance=inst)
         audit_record(actor=None, action="compute.reconcile.domain_vanished", target=inst, after={"reason": reason})
     report.errored += 1

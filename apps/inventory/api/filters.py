@@ -65,7 +65,7 @@ class GpuFilter(FilterSet):
 
     class Meta:
         model = Gpu
-        fields = ["host", "zone", "model", "mode", "health"]
+        fields = ["host", "zone", "model", "mode", "health", "scrub_state"]
 
 
 class HcaPortFilter(FilterSet):

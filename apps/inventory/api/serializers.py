@@ -117,7 +117,12 @@ class GpuOutput(ModelSerializer):
     class Meta:
         model = Gpu
         fields = ["id", "host", "index", "model", "uuid", "serial", "pci_address", "numa_node", "nvlink_domain",
-                  "mode", "health", "gpu_instances", "observed", "created_at", "updated_at"]
+                  "mode", "health", "scrub_state", "scrub_reason", "scrub_commands", "scrub_changed_at",
+                  "gpu_instances", "observed", "created_at", "updated_at"]
+
+
+class GpuScrubInput(Serializer):
+    reason = serializers.CharField(max_length=500, help_text="What was fixed before the scrub is queued again.")
 
 
 class GpuActionInput(Serializer):

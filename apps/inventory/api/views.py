@@ -25,6 +25,7 @@ from ..fleet.export import fleet_export_yaml
 from ..models import Host
 from ..services import agent as agent_services
 from ..services import hosts as host_services
+from ..services import scrub as scrub_services
 from ..services.fleet import fleet_import
 from ..states import CommandStatus
 from . import filters
@@ -166,6 +167,9 @@ class GpuViewSet(_StaffReadOnly):
 
     mark_faulty = _gpu_action("mark-faulty", host_services.gpu_mark_faulty, "Mark one GPU faulty (incident)")
     mark_healthy = _gpu_action("mark-healthy", host_services.gpu_mark_healthy, "Mark a GPU healthy again")
+    scrub = _condition_action("scrub", scrub_services.gpu_scrub_retry,
+                              "Queue a failed scrub again (409 gpu_scrub_not_failed unless scrub_failed)",
+                              s.GpuScrubInput, s.GpuOutput, "gpu")
 
 
 class AgentCommandViewSet(mixins.CreateModelMixin, _StaffReadOnly):

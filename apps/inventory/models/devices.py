@@ -3,7 +3,7 @@ from django.db import models
 
 from apps.core.models import TimestampedModel
 
-from ..states import GpuHealth, GpuMode, VgpuBacking
+from ..states import GpuHealth, GpuMode, GpuScrub, VgpuBacking
 
 
 class Gpu(TimestampedModel):
@@ -11,6 +11,9 @@ class Gpu(TimestampedModel):
 
     `nvlink_domain` names the NVLink/NVSwitch domain (GPUs that share it talk over NVLink); empty for PCIe GPUs.
     `observed` holds the agent's last report (PCIe gen/width, ECC, NVLink links, MIG mode).
+    `scrub_state` is `clean` unless the GPU (or a MIG GPU instance, VF or NVSwitch partition on it) held a tenant
+    and the agent's scrub has not finished (`dirty`) or failed (`scrub_failed`); `scrub_commands` are the agent
+    command ids the scrub waits for (written only by `apps.inventory.services.scrub`).
     """
 
     host = models.ForeignKey("inventory.Host", on_delete=models.CASCADE, related_name="gpus")
@@ -24,6 +27,10 @@ class Gpu(TimestampedModel):
     mode = models.CharField(max_length=16, choices=GpuMode.choices, default=GpuMode.EXCLUSIVE)
     health = models.CharField(max_length=16, choices=GpuHealth.choices, default=GpuHealth.OK)
     observed = models.JSONField(default=dict, blank=True)
+    scrub_state = models.CharField(max_length=16, choices=GpuScrub.choices, default=GpuScrub.CLEAN, db_index=True)
+    scrub_reason = models.CharField(max_length=500, blank=True)
+    scrub_commands = models.JSONField(default=list, blank=True, help_text="agent command ids the scrub waits for")
+    scrub_changed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["host__name", "index"]

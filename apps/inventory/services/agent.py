@@ -9,7 +9,8 @@ Protocol (docs/fleet.md, "Node agent"):
 3. The agent heartbeats and polls `/api/v1/agent/commands` with `Authorization: Agent <credential>`.
 4. Staff (or other services) queue commands with `agent_command_enqueue`: every MIG change is validated by the
    planner here, so a layout the planner rejects never reaches the agent. The agent executes each command id at
-   most once and reports; `agent_command_report` applies the reported state and is idempotent.
+   most once and reports; `agent_command_report` applies the reported state and is idempotent; a command that is a step of a GPU's scrub
+   moves that GPU towards `clean` or `scrub_failed` (`services.scrub`).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from ..models import (
     VirtualFunction,
 )
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
+from .scrub import gpu_scrub_progress
 
 
 def _hash(secret: str) -> str:
@@ -400,6 +402,7 @@ def agent_command_report(*, credential: AgentCredential, command_id, succeeded: 
         cmd.save(update_fields=["status", "result", "error", "completed_at"])
         if succeeded:
             _apply_result(cmd, result)
+        gpu_scrub_progress(cmd)
         audit_record(actor=None, action="inventory.agent.command_report", target=cmd.host,
                      after={"command_id": cmd.id, "kind": cmd.kind, "status": cmd.status, "error": cmd.error})
     return cmd

@@ -16,8 +16,10 @@ from apps.core.clock import now
 from apps.core.errors import ValidationFailed
 from apps.core.transitions import transition
 
+from ..errors import GpuScrubPending
 from ..models import Gpu, Host, Incident
 from ..states import HOST_TRANSITIONS, GpuHealth, HostState
+from .scrub import host_dirty_gpus
 
 AUDIT_ACTIONS = {
     "cordon": "inventory.host.cordon", "drain": "inventory.host.drain", "maintenance": "inventory.host.maintenance",
@@ -63,6 +65,8 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
         last_change = Host.objects.select_for_update().filter(pk=host.pk).values_list(
             "state_changed_at", flat=True).get()
         at = _effective_at(at, not_before=last_change)
+        if action == "mark_available":
+            _require_scrubbed(host)
         before = transition(host, action, HOST_TRANSITIONS, field="state",
                             extra={"state_reason": reason, "state_changed_at": at})
         if before == HostState.FAULTY and host.state != HostState.FAULTY:
@@ -72,6 +76,16 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
         audit_record(actor=actor, action=AUDIT_ACTIONS[action], target=host,
                      before={"state": before}, after={"state": host.state, "reason": reason})
     return host
+
+
+def _require_scrubbed(host: Host) -> None:
+    dirty = host_dirty_gpus(host)
+    if dirty:
+        raise GpuScrubPending(
+            f"Host {host.name} has GPUs that held a tenant and are not scrubbed yet ("
+            + ", ".join(f"gpu{d['index']}: {d['scrub_state']}" for d in dirty)
+            + "); wait for the agent's scrub, or fix the GPU and retry a failed scrub (POST /gpus/{id}/scrub).",
+            gpus=dirty)
 
 
 def host_cordon(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
@@ -95,6 +109,8 @@ def host_mark_faulty(*, actor, host: Host, reason: str, provider_at_fault: bool 
 
 
 def host_mark_available(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
+    """Back to `available`. Raises Conflict 409 `gpu_scrub_pending` (with `gpus`: index, scrub_state,
+    scrub_reason) while any of the host's GPUs is `dirty` or `scrub_failed` (docs/compute.md, "Scrub")."""
     return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason, at=at)
 
 

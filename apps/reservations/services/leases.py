@@ -454,9 +454,11 @@ def lease_cancel(*, actor, lease: Lease) -> Lease:
 
 
 def _end_instances(lease: Lease) -> int:
-    """Stop or delete the lease's instances through compute's services (GPU reset/partition deactivation and
-    ledger release happen in compute's workflows)."""
+    """Stop or delete the lease's instances through compute's services. The lease's release ends their nested
+    allocations now, so their GPUs become `dirty` at once (compute's `devices_capacity_released`): the scrub is
+    queued by the delete or stop that was just asked, or now for an instance that is already off."""
     from apps.compute.models import Instance
+    from apps.compute.services import devices as compute_devices
     from apps.compute.services import instances as compute
     from apps.core.errors import InvalidState
 
@@ -464,15 +466,20 @@ def _end_instances(lease: Lease) -> int:
 
     n = 0
     ids = InstanceTerms.objects.filter(lease=lease).values_list("instance_id", flat=True)
-    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status__in=GONE_STATUSES):
+    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status=InstanceStatus.DELETED):
         try:
-            if lease.end_action == EndAction.DELETE:
+            if inst.status in GONE_STATUSES:
+                pass  # already being deleted: only its GPUs' hold below
+            elif lease.end_action == EndAction.DELETE:
                 compute.instance_delete(actor=None, instance=inst)
+                n += 1
             elif inst.status == InstanceStatus.ACTIVE:
                 compute.instance_stop(actor=None, instance=inst, hard=False)
-            n += 1
+                n += 1
         except InvalidState:
-            continue
+            pass
+        inst.refresh_from_db()
+        compute_devices.devices_capacity_released(inst, reason=f"lease {lease.pk} ended")
     return n
 
 

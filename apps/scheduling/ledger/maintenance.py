@@ -46,7 +46,7 @@ WITH live AS (
   JOIN scheduling_consumer c ON c.id = l.consumer_id WHERE c.dedicated ORDER BY l.host_id
 ), gs AS (
   SELECT g.host_id, min(g.model) AS model,
-         count(*) FILTER (WHERE g.mode = 'exclusive' AND g.health = 'ok') AS n
+         count(*) FILTER (WHERE g.mode = 'exclusive' AND g.health = 'ok' AND g.scrub_state = 'clean') AS n
   FROM inventory_gpu g GROUP BY g.host_id
 )
 INSERT INTO scheduling_hostusage (host_id, gpu_model, gpus_exclusive, gpus_busy, vcpus_used, memory_used_mib,

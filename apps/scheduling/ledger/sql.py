@@ -79,7 +79,7 @@ WITH bump AS (
     (SELECT l2.project_id FROM live l2 JOIN scheduling_consumer c ON c.id = l2.consumer_id
       WHERE l2.host_id = h AND c.dedicated LIMIT 1) AS dedicated_project_id,
     (SELECT coalesce(min(g.model), '') FROM inventory_gpu g WHERE g.host_id = h) AS gpu_model,
-    (SELECT count(*) FROM inventory_gpu g WHERE g.host_id = h AND g.mode = 'exclusive' AND g.health = 'ok')
+    (SELECT count(*) FROM inventory_gpu g WHERE g.host_id = h AND g.mode = 'exclusive' AND g.health = 'ok' AND g.scrub_state = 'clean')
       AS gpus_exclusive
   FROM unnest(%(hosts)s::uuid[]) AS h LEFT JOIN live l ON l.host_id = h
   GROUP BY h

@@ -283,7 +283,7 @@ _REASON_TEXT = {
 
 
 def _host_rows(ctx: _Ctx) -> list[sql.ExactHostRow]:
-    free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND b.gpu_id IS NULL {ctx.lease_gpu}"
+    free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean' AND b.gpu_id IS NULL {ctx.lease_gpu}"
     holders, workloads = ledger_sql.HOLDERS, ledger_sql.WORKLOADS
     if ctx.ideal:
         free, holders, workloads = ctx.model_ok, "FALSE", "FALSE"
@@ -334,7 +334,7 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
         checks += [
             ("gpu_model", row.n_model == 0, f"no GPU of {models}"),
             ("gpu_mode", row.n_mode == 0, f"no GPU in {req.gpu_mode} mode"),
-            ("gpu_health", row.n_healthy < need, "too few healthy GPUs"),
+            ("gpu_health", row.n_healthy < need, "too few healthy, scrubbed GPUs"),
         ]
         if req.gpu_form == "gpu":
             checks.append(("gpu_capacity", len(row.free_idx) < need, f"fewer than {need} free GPUs"))
@@ -404,7 +404,7 @@ def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explan
 
 
 def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
-    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok'"
+    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean'"
     query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu,
                                      gpu_ok=gpu_ok)
     out: dict = {}
