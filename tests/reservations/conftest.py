@@ -23,7 +23,7 @@ def clock():
 
 def finish(op_id, rounds: int = 8):
     """Drive an operation with the real runner, completing the agent commands it waits for (NVSwitch partition
-    activation, GPU reset after release) as a healthy agent would. Returns the operation."""
+    activation, the GPU scrub after a release) as a healthy agent would. Returns the operation."""
     from apps.inventory.models import AgentCommand
     from apps.operations.models import TERMINAL
     from tests.compute.test_instance_lifecycle import _agent_complete
@@ -31,13 +31,13 @@ def finish(op_id, rounds: int = 8):
     op = None
     for _ in range(rounds):
         op = drive(op_id)
-        if op.status in TERMINAL:
-            return op
         for cmd in AgentCommand.objects.filter(status="queued").select_related("host"):
             part = cmd.payload.get("partition_id")
             result = {"active_partitions": [part] if cmd.kind == "activate_partition" else []} if part or \
                 "partition" in cmd.kind else {"health": "ok", "gi_id": 1}
             _agent_complete(cmd.host, [cmd], result)
+        if op.status in TERMINAL:  # the scrub a delete queued is completed too (the GPU is clean again)
+            return op
     return op
 
 

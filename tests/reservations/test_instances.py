@@ -71,9 +71,8 @@ def test_instances_in_a_lease_land_on_its_capacity_and_end_with_it(world, clock,
     inst.refresh_from_db()
     assert inst.status == final
     gpu.refresh_from_db()
-    scrub = AgentCommand.objects.filter(pk__in=gpu.scrub_commands).order_by("created_at")
-    assert (gpu.scrub_state, [(c.kind, c.payload.get("gpu_index")) for c in scrub][-1]) == (
-        "dirty", ("reset_gpu", gpu.index))  # queued by the stop or delete once the VM is off
+    reset = AgentCommand.objects.filter(host_id=inst.host_id, kind="reset_gpu").get()  # queued once the VM is off
+    assert (gpu.scrub_state, reset.payload["gpu_index"], reset.status) == ("clean", gpu.index, "succeeded")
     assert not Allocation.objects.filter(consumer_id=inst.pk, period__endswith__gt=at(12)).exists()
     after = lease(world.project_b, start=at(12, 5), end=at(13), kind="hosts", count=1, name="after")
     assert Allocation.objects.filter(consumer_id=after.pk).first().host_id == leased_host  # back in the pool

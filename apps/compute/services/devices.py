@@ -234,7 +234,9 @@ def devices_scrub_if_released(instance: Instance) -> None:
     `devices_hold` marked its GPUs dirty), queue the scrub now that the VM is off."""
     from apps.scheduling.selectors import allocation_list_for_consumer
 
-    if instance.host_id is None or "scrub_queued_at" in (instance.devices or {}):
+    d = instance.devices or {}
+    if instance.host_id is None or "scrub_queued_at" in d or not (d.get("pci") or d.get("gpu_instance")
+                                                                   or d.get("vfs")):
         return
     if not allocation_list_for_consumer(instance.pk).filter(gpu__isnull=False).exists():
         devices_scrub(instance, reason="stopped after its capacity was released")

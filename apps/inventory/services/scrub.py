@@ -118,6 +118,8 @@ def gpus_hold_dirty(*, actor, host: Host, gpu_indexes: Iterable[int] = (), pci_a
 
 
 def _mark_dirty(actor, gpu: Gpu, ids: list[str], reason: str) -> None:
+    if gpu.scrub_state == GpuScrub.DIRTY and set(ids) <= set(gpu.scrub_commands):
+        return  # the same scrub asked again: nothing new
     before = gpu.scrub_state
     gpu.scrub_commands = list(dict.fromkeys([*gpu.scrub_commands, *ids]))
     gpu.scrub_reason = reason[:500]

@@ -56,7 +56,10 @@ class _Ctx:
         self.lease_gpu = ("AND g.id IN (SELECT la.gpu_id FROM scheduling_allocation la WHERE la.consumer_id = "
                           "%(lease)s AND la.consumer_type = 'lease' AND la.period @> %(window)s)") if nested else ""
         self.params = {"window": self.window, "models": list(req.gpu_models), "mode": req.gpu_mode or GpuMode.EXCLUSIVE,
-                       "lease": req.lease_id, "project": req.project_id}
+                       "lease": req.lease_id, "project": req.project_id,
+                       # a GPU that is not scrubbed (`inventory.Gpu.scrub_state`) is never placed for a window
+                       # that starts now; a future window may count it (the scrub takes seconds)
+                       "starts_now": self.window.lower <= self.now}
         self.zone_id = None
         if req.zone:
             self.zone_id = Zone.objects.filter(name=req.zone).values_list("id", flat=True).first() or uuid.UUID(int=0)
@@ -283,7 +286,7 @@ _REASON_TEXT = {
 
 
 def _host_rows(ctx: _Ctx) -> list[sql.ExactHostRow]:
-    free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean' AND b.gpu_id IS NULL {ctx.lease_gpu}"
+    free = f"{ctx.model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s) AND b.gpu_id IS NULL {ctx.lease_gpu}"
     holders, workloads = ledger_sql.HOLDERS, ledger_sql.WORKLOADS
     if ctx.ideal:
         free, holders, workloads = ctx.model_ok, "FALSE", "FALSE"
@@ -404,7 +407,7 @@ def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explan
 
 
 def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
-    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean'"
+    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s)"
     query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu,
                                      gpu_ok=gpu_ok)
     out: dict = {}

@@ -70,7 +70,7 @@ WITH busy AS (
   SELECT g.host_id,
     count(*) FILTER (WHERE {model_ok}) AS n_model,
     count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s) AS n_mode,
-    count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean') AS n_healthy,
+    count(*) FILTER (WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s)) AS n_healthy,
     array_agg(g.index ORDER BY g.index) FILTER (WHERE {free}) AS free_idx,
     array_agg(g.numa_node ORDER BY g.index) FILTER (WHERE {free}) AS free_numa
   FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
@@ -115,7 +115,7 @@ LIMIT %(limit)s
 #: Free whole GPUs of some hosts (device step of the fast path).
 FREE_GPUS = """
 SELECT g.host_id, g.id, g.index, g.numa_node, g.model FROM inventory_gpu g
-WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean' AND {model_ok}
+WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s) AND {model_ok}
   AND NOT EXISTS (SELECT 1 FROM scheduling_allocation a
                   WHERE a.gpu_id = g.id AND a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict}))
 ORDER BY g.host_id, g.index
@@ -188,7 +188,7 @@ WITH cand AS (
 ), free AS (
   SELECT g.host_id, count(*) AS n, bit_or(1::bigint << g.index) AS mask
   FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
-  WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND g.scrub_state = 'clean' AND b.gpu_id IS NULL
+  WHERE {model_ok} AND g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s) AND b.gpu_id IS NULL
   GROUP BY g.host_id HAVING count(*) >= %(gpus)s
 ), cc AS (""" + _HOST_COUNTABLES + """), top AS (
   SELECT c.id, c.name, c.nvswitch_system, f.mask, c.cpu_threads - {vcpus_used} AS vcpus_free
