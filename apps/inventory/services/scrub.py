@@ -66,6 +66,7 @@ def gpus_scrub(*, actor, host: Host, gpu_indexes: Iterable[int], gpu_instances: 
     `gpu_instance_destroy_<index>_<start>`, `partition_deactivate_<id>`, `reset_<index>`. A GPU with nothing to
     do (a vGPU-mode GPU, a GPU instance already gone) stays as it was.
     """
+    gpu_instances, partitions = sorted(set(gpu_instances)), sorted(set(partitions))
     indexes = sorted(set(gpu_indexes) | {i for i, _ in gpu_instances})
     with transaction.atomic():
         host = Host.objects.select_for_update().get(pk=host.pk)
@@ -73,14 +74,14 @@ def gpus_scrub(*, actor, host: Host, gpu_indexes: Iterable[int], gpu_instances: 
                 .order_by("index")}
         per_gpu: dict[int, list[str]] = {i: [] for i in gpus}
         names: dict[str, str] = {}
-        for index, start in sorted(set(gpu_instances)):
+        for index, start in gpu_instances:
             gpu = gpus.get(index)
             if gpu is not None and GpuInstance.objects.filter(gpu=gpu, start=start).exists():
                 cmd = _queue(host, CommandKind.DESTROY_GPU_INSTANCE, {"gpu_index": index, "start": start},
                              {"gpu_index": index, "start": start})
                 names[f"gpu_instance_destroy_{index}_{start}"] = str(cmd.pk)
                 per_gpu[index].append(str(cmd.pk))
-        for part in sorted(set(partitions)):
+        for part in partitions:
             if part in host.active_partitions:
                 cmd = _queue(host, CommandKind.DEACTIVATE_PARTITION, {"partition_id": part}, {"partition_id": part})
                 names[f"partition_deactivate_{part}"] = str(cmd.pk)
