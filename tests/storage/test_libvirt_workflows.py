@@ -1,0 +1,93 @@
+"""The storage workflows through the API on real libvirt: a private unprivileged libvirtd with a `dir` pool and a
+QEMU (TCG) guest (`libvirt_daemon`), the same steps the fake runs in test_lifecycle.py."""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from apps.compute.drivers.base import DomainSpec, PowerState
+from apps.compute.drivers.libvirt import LibvirtDriver
+from apps.compute.models import Instance
+from apps.storage.drivers import forget_drivers, get_driver
+from apps.storage.drivers.base import GIB, disk_serial
+from apps.storage.models import Volume, VolumeType
+
+from .conftest import drive, instance, volume_body
+from .libvirt_daemon import QEMU, libvirt_session  # noqa: F401  (session fixture)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+
+@pytest.fixture
+def real(settings, monkeypatch, libvirt_session):  # noqa: F811
+    uri, root = libvirt_session
+    settings.DRIVERS = {**getattr(settings, "DRIVERS", {}),
+                        "storage": "apps.storage.drivers.libvirt:LibvirtStorageDriver",
+                        "compute": "apps.compute.drivers.libvirt:LibvirtDriver"}
+    monkeypatch.setenv("STORAGE_SHARED_POOL_URI", uri)
+    forget_drivers()
+    name = f"wf-{uuid.uuid4().hex[:8]}"
+    yield uri, name, str(Path(root, "pools", name))
+    from apps.compute.drivers.libvirt.connection import get_connection
+
+    conn = get_connection(uri)
+    for dom in conn.listAllDomains(0):
+        if dom.isActive():
+            dom.destroy()
+        dom.undefine()
+    pool = conn.storagePoolLookupByName(name)
+    for vol in pool.listAllVolumes(0):
+        vol.delete(0)
+    pool.destroy()
+    pool.undefine()
+    forget_drivers()
+
+
+def _ok(resp) -> None:
+    assert resp.status_code == 202, resp.content
+    op = drive(resp.json()["operation"]["id"])
+    assert op.status == "succeeded", (op.error_code, op.error_detail)
+
+
+def test_volume_lifecycle_on_libvirt(world, real):
+    uri, pool, target = real
+    VolumeType.objects.filter(pk=world.ssd.pk).update(pool=pool, pool_target_path=target)
+    host = world.instance_a.host
+    host.libvirt_uri = uri
+    host.save(update_fields=["libvirt_uri"])
+    inst = instance(world.project_a, "vm-qemu", status="active", host=host)
+    compute = LibvirtDriver(uri, seed_dir=str(Path(target).parent.parent / "seeds"))
+    compute.domain_define(DomainSpec(uuid=inst.pk, vcpus=1, memory_mib=64, project_id="p", machine="pc", uefi=False,
+                                     virt_type="qemu", emulator=QEMU))
+    assert compute.domain_start(inst.pk).power_state == PowerState.RUNNING
+
+    created = world.client_a.post("/api/v1/volumes/", volume_body(world, "data", 1), format="json")
+    _ok(created)
+    vol = Volume.objects.get(pk=created.json()["volume"]["id"])
+    drv = get_driver(uri)
+    assert (vol.status, drv.volume_get(pool, str(vol.pk)).capacity_bytes) == ("available", GIB)
+
+    _ok(world.client_a.post(f"/api/v1/volumes/{vol.pk}/attach/", {"instance": str(inst.pk)}, format="json"))
+    assert [(d.target_dev, d.serial) for d in drv.attached_disks(str(inst.pk)) if d.target_dev == "vdb"] == [
+        ("vdb", disk_serial(vol.pk))]  # hot-plugged into the running guest
+
+    compute.domain_stop(inst.pk, hard=True)
+    Instance.objects.filter(pk=inst.pk).update(status="stopped")
+    _ok(world.client_a.post(f"/api/v1/volumes/{vol.pk}/detach/", {"instance": str(inst.pk)}, format="json"))
+    assert [d.target_dev for d in drv.attached_disks(str(inst.pk)) if d.target_dev == "vdb"] == []
+
+    _ok(world.client_a.post(f"/api/v1/volumes/{vol.pk}/extend/", {"size_gib": 2}, format="json"))
+    assert drv.volume_get(pool, str(vol.pk)).capacity_bytes == 2 * GIB
+    snap = world.client_a.post("/api/v1/snapshots/", {"volume": str(vol.pk), "name": "s1"}, format="json")
+    _ok(snap)
+    restored = world.client_a.post("/api/v1/volumes/", {"project": str(world.project_a.pk), "name": "copy",
+                                                        "source_snapshot": snap.json()["snapshot"]["id"]},
+                                   format="json")
+    _ok(restored)
+    assert drv.volume_get(pool, restored.json()["volume"]["id"]).capacity_bytes == 2 * GIB
+    _ok(world.client_a.delete(f"/api/v1/volumes/{vol.pk}/"))
+    with pytest.raises(Exception) as exc:
+        drv.volume_get(pool, str(vol.pk))
+    assert exc.value.code == "volume_not_found"
