@@ -67,7 +67,10 @@ function Totals({ invoice, currency }: { invoice: { subtotal?: string; credits?:
 }
 
 function quantity(line: InvoiceLine): string {
-  if (line.quantity) return `${Number(line.quantity)} ${line.unit ?? ''}`.trim()
+  if (line.quantity) {
+    const amount = Number(line.quantity).toLocaleString('en-US', { maximumFractionDigits: 3 })
+    return `${amount} ${line.unit ?? ''}`.trim()
+  }
   return line.billed_seconds ? duration(line.billed_seconds) : '—'
 }
 
@@ -85,7 +88,9 @@ function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[]; curr
             <Table.Th>Description</Table.Th>
             <Table.Th>SKU</Table.Th>
             <Table.Th>Quantity</Table.Th>
-            <Table.Th ta="right">Unit price</Table.Th>
+            <Table.Th ta="right" style={{ whiteSpace: 'nowrap' }}>
+              Unit price
+            </Table.Th>
             <Table.Th ta="right">Amount</Table.Th>
             {onUsage && (
               <Table.Th>
@@ -107,7 +112,7 @@ function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[]; curr
               </Table.Td>
               <Table.Td>{line.sku ? <Code>{line.sku}</Code> : '—'}</Table.Td>
               <Table.Td>{quantity(line)}</Table.Td>
-              <Table.Td ta="right">{line.unit_price ? money(line.unit_price, currency) : '—'}</Table.Td>
+              <Table.Td ta="right">{line.unit_price ? `${money(line.unit_price, currency)}${line.unit ? ` / ${line.unit}` : ''}` : '—'}</Table.Td>
               <Table.Td ta="right">{money(line.amount, currency)}</Table.Td>
               {onUsage && (
                 <Table.Td ta="right">
