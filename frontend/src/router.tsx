@@ -17,6 +17,7 @@ const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m
 const NetworkingPage = lazy(() => import('./pages/Networking').then((m) => ({ default: m.NetworkingPage })))
 const BillingPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.BillingPage })))
 const InvoiceDetailPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.InvoiceDetailPage })))
+const LeasesPage = lazy(() => import('./pages/Leases').then((m) => ({ default: m.LeasesPage })))
 const VpcDetailPage = lazy(() => import('./pages/VpcDetail').then((m) => ({ default: m.VpcDetailPage })))
 
 function screen(element: ReactNode) {
@@ -60,6 +61,7 @@ export const router = createBrowserRouter([
           { path: 'instances/:id', element: screen(<InstanceDetailPage />) },
           { path: 'networking', element: screen(<NetworkingPage />) },
           { path: 'networking/vpcs/:id', element: screen(<VpcDetailPage />) },
+          { path: 'leases', element: screen(<LeasesPage />) },
           { path: 'billing', element: screen(<BillingPage />) },
           { path: 'billing/invoices/:id', element: screen(<InvoiceDetailPage />) },
           { path: '*', element: <NotFoundPage /> },

@@ -9,6 +9,7 @@ const NAV = [
   { to: '/', label: 'Dashboard', end: true },
   { to: '/instances', label: 'Instances', end: true },
   { to: '/instances/new', label: 'Launch instance', end: true },
+  { to: '/leases', label: 'Leases', end: true },
   { to: '/networking', label: 'Networking', end: false },
   { to: '/ssh-keys', label: 'SSH keys', end: true },
   { to: '/billing', label: 'Billing', end: false },

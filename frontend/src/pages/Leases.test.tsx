@@ -1,0 +1,82 @@
+import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { describe, expect, it } from 'vitest'
+import type { Flavor } from '../api/client'
+import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
+import { LeasesPage, leaseBody, leaseChoices, leaseSize } from './Leases'
+
+const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
+const FLAVORS = [
+  { ...base, id: 'f1', name: 'h100-8x', gpu_form: 'gpu', gpu_model: 'H100', gpu_count: 8 },
+  { ...base, id: 'f2', name: 'h100-mig-3g40', gpu_form: 'mig', gpu_model: 'H100', mig_profile: '3g.40gb' },
+  { ...base, id: 'f3', name: 'c8', gpu_form: 'none', gpu_model: '' },
+] as Flavor[]
+const LEASE = { id: 'l1', project: PROJECT.id, name: 'training', status: 'confirmed', start: '2026-12-10T09:00:00Z', end: '2026-12-12T09:00:00Z', time_zone: 'UTC', kind: 'gpus', gpu_model: 'H100', count: 4, mig_profile: '', share_milli: 0, zone: '', max_leaves_per_rail: null, end_action: 'stop', notice_s: 3600, reason: '', explanation: {}, confirmed_at: null, activated_at: null, ended_at: null, created_at: '', updated_at: '' }
+const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
+
+function fill(label: RegExp, value: string) {
+  fireEvent.change(screen.getByLabelText(label), { target: { value } })
+}
+
+describe('leases', () => {
+  it('requests a lease with the window in the chosen time zone, and shows a refusal on its field', async () => {
+    let leases: unknown[] = []
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page(leases)),
+      'POST /api/v1/leases/': async (request) => {
+        const body = await request.json()
+        if (body.end <= body.start) return problem(400, 'invalid_window', 'The end must be after the start.', { end: ['Must be after the start.'] })
+        leases = [LEASE]
+        return json(LEASE, 201)
+      },
+    })
+    renderPage(<LeasesPage />)
+    expect(await screen.findByText('No leases yet')).toBeInTheDocument()
+    await waitFor(() => expect(screen.getAllByLabelText(/^GPU model/)[0]).toHaveValue('H100'))
+    fill(/^Name/, 'training')
+    fill(/^GPUs/, '4')
+    fill(/^Start/, '2026-12-10T09:00')
+    fill(/^End/, '2026-12-09T09:00')
+    fill(/^Time zone/, 'UTC')
+    fireEvent.click(screen.getByRole('button', { name: 'Request lease' }))
+    expect(await screen.findByText('Must be after the start.')).toBeInTheDocument()
+    fill(/^End/, '2026-12-12T09:00')
+    fireEvent.click(screen.getByRole('button', { name: 'Request lease' }))
+    expect(await screen.findByRole('cell', { name: '4 × H100 GPUs' })).toBeInTheDocument()
+    const post = seen.filter((r) => r.method === 'POST').at(-1)!
+    expect(await post.json()).toEqual({ project: PROJECT.id, name: 'training', kind: 'gpus', gpu_model: 'H100', count: 4,
+      start: '2026-12-10 09:00', end: '2026-12-12 09:00', time_zone: 'UTC', mig_profile: '', share_milli: 0, zone: '',
+      end_action: 'stop', notice_s: 3600 })
+  }, 20_000)
+
+  it('cancels after a confirmation, and a viewer may not', async () => {
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page([LEASE, { ...LEASE, id: 'l2', name: 'old', status: 'ended' }])),
+      'POST /api/v1/leases/l1/cancel/': () => json({ ...LEASE, status: 'cancelled' }),
+    })
+    renderPage(<LeasesPage />)
+    fireEvent.click(await screen.findByRole('button', { name: 'Cancel lease training' }))
+    expect(screen.queryByRole('button', { name: 'Cancel lease old' })).toBeNull()      // ended: nothing to cancel
+    fireEvent.click(await screen.findByRole('button', { name: 'Cancel lease' }))
+    await waitFor(() => expect(seen.some((r) => r.method === 'POST')).toBe(true))
+  })
+
+  it('disables the request and cancel for a viewer', async () => {
+    stubApi({ 'GET /api/v1/flavors/': () => json(page(FLAVORS)), 'GET /api/v1/leases/': () => json(page([LEASE])) })
+    renderPage(<LeasesPage />, { value: scope({ canWrite: false }) })
+    expect(await screen.findByRole('button', { name: 'Cancel lease training' })).toBeDisabled()
+    expect(screen.getByRole('button', { name: 'Request lease' })).toBeDisabled()
+  })
+
+  it('describes sizes and offers the catalog’s models and MIG profiles', () => {
+    expect(leaseSize({ kind: 'gpus', count: 1, gpu_model: 'H100', mig_profile: '', share_milli: 0 })).toBe('1 × H100 GPU')
+    expect(leaseSize({ kind: 'hosts', count: 2, gpu_model: 'H100', mig_profile: '', share_milli: 0 })).toBe('2 hosts of H100')
+    expect(leaseSize({ kind: 'mig', count: 3, gpu_model: 'H100', mig_profile: '3g.40gb', share_milli: 0 })).toBe('3 × MIG 3g.40gb on H100')
+    const { models, profiles } = leaseChoices(FLAVORS)
+    expect(models).toEqual(['H100'])
+    expect(profiles.get('H100')).toEqual(['3g.40gb'])
+    expect(leaseBody('p', { name: 'n', kind: 'mig', gpuModel: 'H100', migProfile: '3g.40gb', count: 2, start: '2026-12-10T09:00', end: '2026-12-10T17:30', timeZone: 'Europe/Berlin' }))
+      .toMatchObject({ kind: 'mig', mig_profile: '3g.40gb', start: '2026-12-10 09:00', end: '2026-12-10 17:30', time_zone: 'Europe/Berlin' })
+  })
+})

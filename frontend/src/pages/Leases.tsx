@@ -1,0 +1,242 @@
+import { Badge, Group, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { useState, type FormEvent } from 'react'
+import { api, unwrap, type Flavor, type Lease, type Schemas } from '../api/client'
+import { useScope } from '../auth/scope'
+import { ConfirmButton } from '../components/ConfirmButton'
+import { EmptyState } from '../components/EmptyState'
+import { Pager } from '../components/Pager'
+import { ProblemAlert, fieldError } from '../components/ProblemAlert'
+import { WriteButton } from '../components/WriteButton'
+import { useFlavors } from '../hooks/catalog'
+import { usePaged } from '../hooks/usePaged'
+
+type Kind = 'gpus' | 'hosts' | 'mig'
+const KINDS: { value: Kind; label: string }[] = [
+  { value: 'gpus', label: 'Whole GPUs' },
+  { value: 'hosts', label: 'Whole hosts' },
+  { value: 'mig', label: 'MIG slices' },
+]
+
+/** Statuses a lease may still be cancelled from (the API's `cancel` transition); finished ones are history. */
+export const CANCELLABLE = new Set<Schemas['LeaseOutputStatusEnum']>(['requested', 'confirmed', 'active', 'ending'])
+
+const STATUS_COLORS: Record<string, string> = {
+  requested: 'blue.8', confirmed: 'violet.8', active: 'teal.9', ending: 'grape.8', ended: 'gray.7',
+  cancelled: 'gray.7', rejected: 'red.9',
+}
+
+export interface LeaseForm {
+  name: string
+  kind: Kind
+  gpuModel: string
+  migProfile: string
+  count: number
+  start: string // datetime-local: 2026-12-04T09:00
+  end: string
+  timeZone: string
+}
+
+/** The `POST /leases/` body: the window as 'YYYY-MM-DD HH:MM' in the browser's time zone (the API's local form). */
+export function leaseBody(project: string, form: LeaseForm): Schemas['LeaseCreateInputRequest'] {
+  const local = (value: string) => value.replace('T', ' ')
+  return {
+    project, name: form.name, kind: form.kind, gpu_model: form.gpuModel, count: form.count,
+    start: local(form.start), end: local(form.end), time_zone: form.timeZone,
+    mig_profile: form.kind === 'mig' ? form.migProfile : '', share_milli: 0, zone: '', end_action: 'stop', notice_s: 3600,
+  }
+}
+
+/** GPU models of the catalog, and the MIG profiles offered for each (from the MIG flavors). */
+export function leaseChoices(flavors: Flavor[]): { models: string[]; profiles: Map<string, string[]> } {
+  const models = new Set<string>()
+  const profiles = new Map<string, string[]>()
+  for (const f of flavors) {
+    if (!f.gpu_model || f.gpu_form === 'none') continue
+    models.add(f.gpu_model)
+    if (f.gpu_form === 'mig' && f.mig_profile) {
+      const list = profiles.get(f.gpu_model) ?? []
+      if (!list.includes(f.mig_profile)) profiles.set(f.gpu_model, [...list, f.mig_profile])
+    }
+  }
+  return { models: [...models].sort(), profiles }
+}
+
+/** "4 × H100 GPUs", "2 hosts of H100", "3 × MIG 3g.40gb on H100". */
+export function leaseSize(lease: Pick<Lease, 'kind' | 'count' | 'gpu_model' | 'mig_profile' | 'share_milli'>): string {
+  if (lease.kind === 'hosts') return `${lease.count} ${lease.count === 1 ? 'host' : 'hosts'} of ${lease.gpu_model}`
+  if (lease.kind === 'mig') return `${lease.count} × MIG ${lease.mig_profile} on ${lease.gpu_model}`
+  if (lease.kind === 'shares') return `${lease.count} × ${(lease.share_milli / 1000).toFixed(2)} of a ${lease.gpu_model}`
+  return `${lease.count} × ${lease.gpu_model} ${lease.count === 1 ? 'GPU' : 'GPUs'}`
+}
+
+function browserZone(): string {
+  try {
+    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+  } catch {
+    return 'UTC'
+  }
+}
+
+/** Leases (`/leases`): the project's reserved capacity with its window and status; request one; cancel one. */
+export function LeasesPage() {
+  const { project, canWrite } = useScope()
+  const qc = useQueryClient()
+  const pid = project?.id ?? ''
+  const flavors = useFlavors()
+  const { models, profiles } = leaseChoices(flavors.data ?? [])
+  const leases = usePaged(
+    ['leases', pid],
+    (cursor) => unwrap(api.GET('/api/v1/leases/', { params: { query: { project: pid, cursor, page_size: 20 } } })),
+    { refetchInterval: 5000 },
+  )
+  const [form, setForm] = useState<LeaseForm>({
+    name: '', kind: 'gpus', gpuModel: '', migProfile: '', count: 1, start: '', end: '', timeZone: browserZone(),
+  })
+  const set = <K extends keyof LeaseForm>(key: K, value: LeaseForm[K]) => setForm((f) => ({ ...f, [key]: value }))
+  const model = form.gpuModel || models[0] || ''
+  const migProfiles = profiles.get(model) ?? []
+  const create = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/api/v1/leases/', {
+        body: leaseBody(pid, { ...form, gpuModel: model, migProfile: form.migProfile || migProfiles[0] || '' }),
+      })),
+    onSuccess: () => {
+      setForm((f) => ({ ...f, name: '' }))
+      void qc.invalidateQueries({ queryKey: ['leases'] })
+    },
+  })
+  const cancel = useMutation({
+    mutationFn: (id: string) => unwrap(api.POST('/api/v1/leases/{id}/cancel/', { params: { path: { id } } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['leases'] }),
+  })
+  const submit = (event: FormEvent) => {
+    event.preventDefault()
+    create.mutate()
+  }
+  const rows = leases.data?.results ?? []
+
+  return (
+    <Stack>
+      <Title order={2}>Leases</Title>
+      <Text c="dimmed">
+        Capacity reserved for this project over a window: the GPUs are held for you from the start to the end, and
+        instances you launch in the window use them.
+      </Text>
+      <Paper withBorder p="md" component="section" aria-labelledby="request-lease">
+        <form onSubmit={submit} noValidate>
+          <Stack gap="sm">
+            <Title order={3} size="h4" id="request-lease">
+              Request a lease
+            </Title>
+            <ProblemAlert error={create.error} title="The lease was not created"
+              shownFields={['name', 'kind', 'gpu_model', 'mig_profile', 'count', 'start', 'end']} />
+            <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
+              <TextInput label="Name" required maxLength={63} value={form.name} onChange={(e) => set('name', e.currentTarget.value)}
+                error={fieldError(create.error, 'name')} disabled={!canWrite} />
+              <Select label="GPU model" required data={models} value={model || null} onChange={(v) => v && set('gpuModel', v)}
+                allowDeselect={false} placeholder={models.length ? undefined : 'No GPU flavors offered'}
+                error={fieldError(create.error, 'gpu_model')} disabled={!canWrite} />
+              <Select label="What to reserve" required data={KINDS} value={form.kind} onChange={(v) => v && set('kind', v as Kind)}
+                allowDeselect={false} error={fieldError(create.error, 'kind')} disabled={!canWrite} />
+              {form.kind === 'mig' ? (
+                <Select label="MIG profile" required data={migProfiles} value={form.migProfile || migProfiles[0] || null}
+                  onChange={(v) => v && set('migProfile', v)} allowDeselect={false}
+                  placeholder={migProfiles.length ? undefined : 'No MIG flavors of this model'}
+                  error={fieldError(create.error, 'mig_profile')} disabled={!canWrite} />
+              ) : (
+                <div />
+              )}
+              <NumberInput label={form.kind === 'hosts' ? 'Hosts' : form.kind === 'mig' ? 'Slices' : 'GPUs'} required min={1}
+                max={4096} value={form.count} onChange={(v) => set('count', typeof v === 'number' ? v : Number(v) || 1)}
+                error={fieldError(create.error, 'count')} disabled={!canWrite} />
+              <TextInput type="datetime-local" label="Start" required value={form.start}
+                onChange={(e) => set('start', e.currentTarget.value)} error={fieldError(create.error, 'start')}
+                disabled={!canWrite} />
+              <TextInput type="datetime-local" label="End" required value={form.end}
+                onChange={(e) => set('end', e.currentTarget.value)} error={fieldError(create.error, 'end')}
+                disabled={!canWrite} />
+              <TextInput label="Time zone" description="Of the start and end" value={form.timeZone}
+                onChange={(e) => set('timeZone', e.currentTarget.value)} error={fieldError(create.error, 'time_zone')}
+                disabled={!canWrite} />
+            </SimpleGrid>
+            <Group>
+              <WriteButton type="submit" loading={create.isPending}>
+                Request lease
+              </WriteButton>
+            </Group>
+          </Stack>
+        </form>
+      </Paper>
+      <ProblemAlert error={leases.error ?? cancel.error} title={cancel.error ? 'The lease was not cancelled' : undefined} />
+      {leases.isSuccess && rows.length === 0 && !leases.hasPrevious ? (
+        <EmptyState title="No leases yet">
+          Request one above to have GPUs held for this project over a window, for a training run or an event.
+        </EmptyState>
+      ) : (
+        <Table striped highlightOnHover aria-label="Leases">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Status</Table.Th>
+              <Table.Th>Capacity</Table.Th>
+              <Table.Th>Start</Table.Th>
+              <Table.Th>End</Table.Th>
+              <Table.Th>
+                <span className="visually-hidden">Actions</span>
+              </Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((lease) => (
+              <Table.Tr key={lease.id}>
+                <Table.Td>{lease.name}</Table.Td>
+                <Table.Td>
+                  <Badge color={STATUS_COLORS[lease.status] ?? 'gray.7'} variant="filled" data-testid="lease-status">
+                    {lease.status}
+                  </Badge>
+                  {lease.reason && (
+                    <Text size="xs" c="dimmed" maw={260}>
+                      {lease.reason}
+                    </Text>
+                  )}
+                </Table.Td>
+                <Table.Td>{leaseSize(lease)}</Table.Td>
+                <Table.Td>{new Date(lease.start).toLocaleString()}</Table.Td>
+                <Table.Td>{new Date(lease.end).toLocaleString()}</Table.Td>
+                <Table.Td ta="right">
+                  {CANCELLABLE.has(lease.status) && (
+                    <ConfirmButton
+                      label="Cancel"
+                      aria-label={`Cancel lease ${lease.name}`}
+                      title={`Cancel the lease “${lease.name}”?`}
+                      message={
+                        lease.status === 'active' || lease.status === 'ending'
+                          ? `Its capacity is released now and its instances are ${lease.end_action === 'delete' ? 'deleted' : 'stopped'}.`
+                          : 'The reserved capacity is released; nothing has started yet.'
+                      }
+                      confirmLabel="Cancel lease"
+                      color="red.9"
+                      variant="outline"
+                      size="xs"
+                      loading={cancel.isPending && cancel.variables === lease.id}
+                      onConfirm={() => cancel.mutate(lease.id)}
+                    />
+                  )}
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Pager
+        pageNumber={leases.pageNumber}
+        hasNext={leases.hasNext}
+        hasPrevious={leases.hasPrevious}
+        onNext={leases.goNext}
+        onPrevious={leases.goPrevious}
+        loading={leases.isFetching}
+      />
+    </Stack>
+  )
+}

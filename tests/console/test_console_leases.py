@@ -1,0 +1,96 @@
+"""Leases in the web console, in a real browser against the real stack (the sample fleet): a tenant asks for more
+GPUs than the fleet has and sees the refusal, requests a lease of whole GPUs for a window next week and sees it
+confirmed with its window, then cancels it after a confirmation. Each step is one test; they share the state (`L`)
+and run in file order; a failed step skips the later ones."""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from types import SimpleNamespace
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.stack import ROOT, Api
+
+from .conftest import check_a11y, shot
+from .test_console import sign_in
+from .world import WHOLE_FLAVOR, tenant
+
+pytestmark = pytest.mark.e2e
+
+L = SimpleNamespace()
+
+
+@pytest.fixture(scope="module")
+def world(console_stack):
+    L.stack = console_stack
+    L.base = console_stack.base
+    L.ops = Api(console_stack.base, console_stack.ops_token)
+    sample = (ROOT / "apps/inventory/fleets/sample.yaml").read_text()
+    L.ops.post("fleet/import", {"document": sample, "dry_run": False}, expect=(200, 201))
+    L.ops.post("flavors", WHOLE_FLAVOR, expect=201)     # the catalog's GPU model the form offers
+    L.a = tenant(console_stack, L.ops, "atlas", "owner@atlas.example")
+    today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    L.start = today + dt.timedelta(days=7 - today.weekday(), hours=9)      # next Monday 09:00 UTC
+    L.end = L.start + dt.timedelta(days=2)
+    return L
+
+
+@pytest.fixture
+def lc(request, world):
+    failed = request.module.__dict__.get("_FAILED_STEPS")
+    if failed:
+        pytest.skip(f"an earlier step failed: {failed[0]}")
+    return L
+
+
+@pytest.fixture(scope="module")
+def tab(browser, world):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+def _local(t: dt.datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M")
+
+
+def test_1_request_a_lease(lc, tab):
+    sign_in(tab, lc.base, lc.a.email)
+    tab.get_by_role("link", name="Leases").click()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No leases yet")
+    expect(tab.get_by_role("combobox", name="GPU model")).to_have_value(WHOLE_FLAVOR["gpu_model"])
+    tab.get_by_label(re.compile(r"^Name")).fill("training")
+    tab.get_by_label(re.compile(r"^GPUs")).fill("4000")                   # more than the whole fleet
+    tab.get_by_label(re.compile(r"^Start")).fill(_local(lc.start))
+    tab.get_by_label(re.compile(r"^End")).fill(_local(lc.end))
+    tab.get_by_label(re.compile(r"^Time zone")).fill("UTC")
+    tab.get_by_role("button", name="Request lease").click()
+    expect(tab.get_by_role("alert").first).to_be_visible()
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("training")   # kept after the refusal
+    tab.get_by_label(re.compile(r"^GPUs")).fill("8")
+    tab.get_by_role("button", name="Request lease").click()
+    confirmed = tab.get_by_test_id("lease-status").filter(has_text="confirmed")
+    row = tab.get_by_role("row", name=re.compile("training")).filter(has=confirmed)
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(f"8 × {WHOLE_FLAVOR['gpu_model']} GPUs")
+    check_a11y(tab, "leases")
+    shot(tab, "leases")
+    leases = [x for x in lc.a.api.all("leases", project=lc.a.project["id"]) if x["status"] == "confirmed"]
+    assert [(x["name"], x["count"], x["kind"]) for x in leases] == [("training", 8, "gpus")]
+    assert dt.datetime.fromisoformat(leases[0]["start"]) == lc.start
+    assert dt.datetime.fromisoformat(leases[0]["end"]) == lc.end
+    lc.lease = leases[0]
+
+
+def test_2_cancel_it(lc, tab):
+    tab.get_by_role("button", name="Cancel lease training").first.click()
+    dialog = tab.get_by_role("dialog")
+    expect(dialog).to_contain_text("Cancel the lease “training”?")
+    check_a11y(tab, "lease cancel confirmation")
+    dialog.get_by_role("button", name="Cancel lease").click()
+    expect(tab.get_by_test_id("lease-status").filter(has_text="confirmed")).to_have_count(0)
+    assert lc.a.api.get(f"leases/{lc.lease['id']}").json()["status"] == "cancelled"
