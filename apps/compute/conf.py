@@ -12,6 +12,7 @@
   COMPUTE_CAPACITY_POLL_S  15: how often a create that lost its capacity to a concurrent claim (or a cluster
                            that waits for capacity) places again
   COMPUTE_QUEUE_TIMEOUT_S  86400: how long a cluster created with `queue: true` waits for capacity
+  COMPUTE_CONSOLE_LOG_TIMEOUT_S  5: how long GET .../console-log waits for a worker to read the log
 """
 import environ
 
@@ -56,3 +57,7 @@ def vanished_grace_seconds() -> float:
 
 def ovs_bridge() -> str:
     return env.str("COMPUTE_OVS_BRIDGE", default="br-int")
+
+
+def console_log_timeout_s() -> float:
+    return env.float("COMPUTE_CONSOLE_LOG_TIMEOUT_S", default=5.0)

@@ -42,6 +42,26 @@ def _instance(world, status="active") -> Instance:
                                    status=status)
 
 
+def _instance_with_domain(world) -> Instance:
+    """An active instance whose domain is defined on libvirt's in-process test driver, as the worker would have it
+    (the console log is read by the worker; in tests Celery runs inline). Its log file does not exist yet: ''."""
+    from apps.compute.drivers.base import DomainSpec
+    from apps.compute.drivers.libvirt.connection import get_connection
+    from apps.compute.drivers.libvirt.xml import domain_xml
+    from tests.scheduling import fleet
+
+    host = fleet.host(gpus=0)
+    host.libvirt_uri = "test:///default"
+    host.save(update_fields=["libvirt_uri"])
+    inst = _instance(world)
+    inst.host = host
+    inst.save(update_fields=["host"])
+    xml = domain_xml(DomainSpec(uuid=inst.pk, vcpus=1, memory_mib=64),
+                     serial_log_path=f"/nonexistent-gpucloud-authz/{inst.pk}-serial.log")
+    get_connection("test:///default").defineXML(xml)
+    return inst
+
+
 def _pk(factory):
     return lambda w: Case(kwargs={"pk": factory(w).pk})
 
@@ -112,7 +132,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/instances/{pk}/start", ACCEPTED, _pk(lambda w: _instance(w, "stopped"))),
     Entry("POST", "/api/v1/instances/{pk}/reboot", ACCEPTED, _pk(_instance)),
     Entry("POST", "/api/v1/instances/{pk}/resize", ACCEPTED, _resize),
-    Entry("GET", "/api/v1/instances/{pk}/console-log", MEMBERS_READ, _pk(lambda w: _instance(w, "pending"))),
+    Entry("GET", "/api/v1/instances/{pk}/console-log", MEMBERS_READ, _pk(_instance_with_domain)),
     Entry("GET", "/api/v1/clusters", LIST),
     Entry("GET", "/api/v1/clusters/{pk}", expect(), _pk(_cluster)),
     Entry("POST", "/api/v1/clusters", CREATE, _cluster_body),

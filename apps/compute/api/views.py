@@ -190,10 +190,15 @@ class InstanceViewSet(_Base):
         return _accepted(inst, instances.instance_resize(actor=request.user, instance=inst, flavor_id=flavor.pk))
 
     @extend_schema(responses={200: s.ConsoleLogOutput,
-                              409: OpenApiResponse(description="domain_vanished: the hypervisor has no domain for "
-                                                               "the instance, so there is no console log."),
-                              503: OpenApiResponse(description="service_unavailable: the hypervisor cannot be "
-                                                               "reached.")})
+                              404: OpenApiResponse(description="not_found: no such instance (or another tenant's); "
+                                                               "domain_not_found: its domain is gone (deleted, "
+                                                               "failed create, removed on the host)."),
+                              409: OpenApiResponse(description="domain_not_defined: the instance has no domain "
+                                                               "yet (pending, or its create has not defined it)."),
+                              503: OpenApiResponse(description="service_unavailable: no worker or hypervisor "
+                                                               "answered; console_log_unavailable: the hypervisor "
+                                                               "cannot serve the log (remote host, unreadable "
+                                                               "file).")})
     @action(detail=True, methods=["get"], url_path="console-log")
     def console_log(self, request, pk=None):
         inst = self.get_object()

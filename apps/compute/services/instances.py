@@ -11,14 +11,17 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 
+from celery.exceptions import TimeoutError as CeleryTimeoutError
 from django.db import transaction
+from redis.exceptions import RedisError
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.db import atomic_with_retry, unique_conflict
 from apps.core.drivers import DriverError, DriverNotFound
-from apps.core.errors import Conflict, ServiceUnavailable, ValidationFailed
+from apps.core.errors import Conflict, NotFound, ServiceUnavailable, ValidationFailed
 from apps.core.references import reference_not_found
+from apps.core.tasks import BROKER_UNAVAILABLE
 from apps.core.transitions import transition
 from apps.operations.models import Operation
 from apps.operations.runner import operation_deadline_set, operation_start, operations_cancel_unfinished
@@ -216,22 +219,66 @@ def current_operation(instance: Instance) -> Operation | None:
     return operation_latest_for(target_type=TARGET, target_id=instance.pk)
 
 
+_BEFORE_DOMAIN = (InstanceStatus.PENDING, InstanceStatus.PROVISIONING)
+
+
 def instance_console_log(*, actor, instance: Instance, max_bytes: int = 65536) -> str:
     """The last `max_bytes` of the serial console log (project members and admins with a write-scoped token; the
-    log may hold secrets). '' before the instance has a host. 409 `domain_vanished` when the hypervisor has no
-    domain for it (it was lost or deleted); 503 `service_unavailable` when the hypervisor cannot be asked."""
-    from .hypervisor import driver_for_host
+    log may hold secrets).
+
+    The web process never opens the hypervisor itself (libvirt's `test:///default` and `qemu:///embed` live in
+    the worker's process, and the log file belongs to the hypervisor host's users): a worker reads it
+    (`compute.console_log_read_task` on the `provisioning` queue, `console_log_read`) and this waits up to
+    `COMPUTE_CONSOLE_LOG_TIMEOUT_S`. Errors: 409 `domain_not_defined` while the instance has no domain yet (no
+    host, or its create has not defined it); 404 `domain_not_found` when its domain is gone (deleted instance,
+    failed create, domain removed on the host); 503 `console_log_unavailable` when the hypervisor cannot serve
+    it (a remote host, an unreadable log), 503 `service_unavailable` when no worker or hypervisor answers."""
+    from ..tasks import console_log_read_task
 
     authorize_project(actor, instance.project, WRITERS)
+    if instance.status == InstanceStatus.DELETED:
+        raise NotFound("The instance is deleted; its domain and console log are gone.", code=Code.DOMAIN_NOT_FOUND)
     if instance.host_id is None:
-        return ""
+        raise Conflict("The instance has no domain yet; try again once it is provisioned.",
+                       code=Code.DOMAIN_NOT_DEFINED)
     try:
-        return driver_for_host(instance.host).console_log(instance.pk, max_bytes=max_bytes)
-    except DriverNotFound:
-        raise Conflict("The hypervisor has no domain for this instance; it has no console log.",
-                       code=Code.DOMAIN_VANISHED)
-    except DriverError:
-        raise ServiceUnavailable("The hypervisor of this instance cannot be reached; try again later.")
+        answer = console_log_read_task.apply_async(args=[str(instance.pk), max_bytes], queue="provisioning").get(
+            timeout=conf.console_log_timeout_s())
+    except (*BROKER_UNAVAILABLE, CeleryTimeoutError, RedisError):
+        raise ServiceUnavailable("No worker answered for the console log; try again later.")
+    if "log" in answer:
+        return answer["log"]
+    code = answer.get("error", "")
+    if code == Code.DOMAIN_NOT_FOUND:
+        if instance.status in _BEFORE_DOMAIN:
+            raise Conflict("The instance has no domain yet; try again once it is provisioned.",
+                           code=Code.DOMAIN_NOT_DEFINED)
+        raise NotFound("The hypervisor has no domain for this instance; it has no console log.",
+                       code=Code.DOMAIN_NOT_FOUND)
+    if code == Code.CONSOLE_LOG_UNAVAILABLE:
+        raise ServiceUnavailable("The hypervisor of this instance cannot serve its console log.",
+                                 code=Code.CONSOLE_LOG_UNAVAILABLE)
+    raise ServiceUnavailable("The hypervisor of this instance cannot be reached; try again later.")
+
+
+def console_log_read(*, instance_id, max_bytes: int = 65536) -> dict:
+    """Worker side of `instance_console_log`: read the log through the host's driver (this process's cached
+    connection). Returns ``{"log": str}`` or ``{"error": code, "detail": str}`` with code `domain_not_found`,
+    `console_log_unavailable` (remote host, or the log file cannot be read: `OSError`) or the driver's code
+    (`host_unreachable`, ...). Reads only; safe to run any number of times."""
+    from .hypervisor import driver_for_host
+
+    inst = Instance.objects.select_related("host").filter(pk=instance_id).first()
+    if inst is None or inst.host is None:
+        return {"error": Code.DOMAIN_NOT_FOUND.value, "detail": "no instance with a host"}
+    try:
+        return {"log": driver_for_host(inst.host).console_log(inst.pk, max_bytes=max_bytes)}
+    except DriverNotFound as exc:
+        return {"error": Code.DOMAIN_NOT_FOUND.value, "detail": str(exc)[:500]}
+    except DriverError as exc:
+        return {"error": exc.code or "driver_error", "detail": str(exc)[:500]}
+    except OSError as exc:
+        return {"error": Code.CONSOLE_LOG_UNAVAILABLE.value, "detail": f"cannot read the serial log: {exc}"[:500]}
 
 
 def _resize_specs(instance: Instance, flavor: Flavor) -> list:
