@@ -22,6 +22,7 @@ from tests.compute.conftest import ED25519, gpu_host
 from tests.compute.test_clusters import _cabled_hosts
 from tests.networking.helpers import ib_fabric
 from tests.parallel import outcome, post_parallel
+from tests.storage.conftest import storage_driver  # noqa: F401  (a fixture the storage cases ask for)
 from tests.tenancy.helpers import client_for, make_user, member, token_for
 
 N = 6
@@ -36,6 +37,7 @@ class Case:
     constraints: tuple[tuple[str, str], ...]
     success: int = 201
     code: str = "name_taken"
+    fixtures: tuple[str, ...] = ()  # what the winner's operation needs to run (the tests run tasks eagerly)
 
 
 def _vpc(w, name="v", cidr="10.0.0.0/16"):
@@ -103,6 +105,25 @@ def _service_account(w):
     return _owner(w), "/api/v1/service-accounts/", {"organization": str(w.org_a.pk), "name": "ci"}
 
 
+def _volume_type():
+    from apps.storage.models import VolumeType
+
+    return VolumeType.objects.create(name="ssd", pool="ssd", pool_target_path="/srv/ssd")
+
+
+def _volume(w):
+    return w.client_a, "/api/v1/volumes/", {"project": str(w.project_a.pk), "name": "data", "size_gib": 10,
+                                            "volume_type": str(_volume_type().pk)}
+
+
+def _snapshot(w):
+    from apps.storage.models import Volume
+
+    volume = Volume.objects.create(project=w.project_a, name="data", size_gib=10, volume_type=_volume_type(),
+                                   status="available")
+    return w.client_a, "/api/v1/snapshots/", {"volume": str(volume.pk), "name": "nightly"}
+
+
 IDENTICAL = {
     "ssh_key": Case(_ssh_key, (("compute.SshKey", "compute_sshkey_project_name"),
                                ("compute.SshKey", "compute_sshkey_project_fp")), code="ssh_key_exists"),
@@ -116,6 +137,10 @@ IDENTICAL = {
     "port_ip": Case(_port_ip, (("networking.IpAllocation", "networking_ip_subnet_uniq"),), code="ip_in_use"),
     "project": Case(_project, (("tenancy.Project", "project_slug_unique_in_org"),), code="slug_taken"),
     "service_account": Case(_service_account, (("identity.ServiceAccount", "service_account_name_unique"),)),
+    "volume": Case(_volume, (("storage.Volume", "storage_volume_project_name_live"),), success=202,
+                   fixtures=("storage_driver",)),
+    "snapshot": Case(_snapshot, (("storage.Snapshot", "storage_snapshot_project_name_live"),), success=202,
+                     fixtures=("storage_driver",)),
 }
 
 
@@ -168,6 +193,7 @@ NOT_A_TENANT_CREATE = {
     ("billing.Invoice", "number"): "numbered by the invoice run",
     ("billing.CreditNote", "number"): "numbered by the service (staff creates)",
     ("billing.BillingAccount", "organization"): "one per organization, written by the service",
+    ("storage.VolumeUsage", "storage_usage_one_open"): "billing history the service writes",
 }
 
 
@@ -194,8 +220,10 @@ def test_every_tenant_unique_constraint_is_covered():
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", sorted(IDENTICAL))
-def test_parallel_identical_creates_make_one(world, name):
+def test_parallel_identical_creates_make_one(world, name, request):
     case = IDENTICAL[name]
+    for fixture in case.fixtures:
+        request.getfixturevalue(fixture)
     Quota.objects.filter(organization=world.org_a).update(limit=10**9)
     client, path, body = case.setup(world)
     bodies = body if isinstance(body, list) else [body] * N
