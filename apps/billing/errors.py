@@ -16,3 +16,4 @@ class Code(StrEnum):
     CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"
     INVOICE_RUN_IN_PROGRESS = "invoice_run_in_progress"
     UNPRICED_USAGE = "unpriced_usage"
+    UNKNOWN_SLA_TIER = "unknown_sla_tier"

@@ -91,6 +91,23 @@ def sla_tier_list_visible_to(user) -> QuerySet[SlaTier]:
     return SlaTier.objects.all() if _authenticated(user) else SlaTier.objects.none()
 
 
+def sla_tier_resolve(*, organization, code: str | None = None) -> str:
+    """The SLA tier code a resource of `organization` is bought at (instances, clusters, leases): `code` when
+    given, else the organization's `default_sla_tier`. Usage records of the resource carry it, so rating prices it
+    at that tier and SLA reports apply that tier's target and credit schedule (docs/billing.md). 400
+    `unknown_sla_tier` (field ``sla_tier``) when no `SlaTier` has `code`."""
+    from apps.core.errors import ValidationFailed
+
+    from .errors import Code
+
+    if not code:
+        return organization.default_sla_tier
+    if not SlaTier.objects.filter(code=code).exists():
+        raise ValidationFailed(f"Unknown SLA tier {code!r}.", code=Code.UNKNOWN_SLA_TIER,
+                               errors={"sla_tier": [f"unknown SLA tier {code!r}"]})
+    return code
+
+
 def price_book_list_visible_to(user) -> QuerySet[PriceBook]:
     """Price books: all of them for staff; none for tenants (a tenant reads prices, `price_list_visible_to`)."""
     return PriceBook.objects.prefetch_related("prices") if tenancy.is_staff(user) else PriceBook.objects.none()
@@ -178,9 +195,9 @@ def decimal_text(value) -> str | None:
 
 
 def price_quote(*, organization, sku: str, pricing_model: str, units: Decimal | int = 1,
-                hours: Decimal | None = None, at: dt.datetime | None = None) -> dict:
-    """What `units` of `sku` cost `organization` per hour under `pricing_model`, at its currency and default
-    SLA tier, from the effective price book (`price_effective`)::
+                hours: Decimal | None = None, at: dt.datetime | None = None, sla_tier: str = "") -> dict:
+    """What `units` of `sku` cost `organization` per hour under `pricing_model`, at its currency and `sla_tier`
+    (default: its default SLA tier), from the effective price book (`price_effective`)::
 
         {"currency": "USD", "sla_tier": "standard", "pricing_model": "on_demand", "sku": str,
          "unit": "hour" | "month" | null, "unit_price": "decimal string" | null, "units": "decimal string",
@@ -193,7 +210,7 @@ def price_quote(*, organization, sku: str, pricing_model: str, units: Decimal | 
     charges and provider-fault downtime (docs/billing.md)."""
     from .money import round_money
 
-    currency, tier = organization.currency, organization.default_sla_tier
+    currency, tier = organization.currency, sla_tier or organization.default_sla_tier
     price = price_effective(currency=currency, sku=sku, sla_tier=tier, pricing_model=pricing_model, at=at)
     units = Decimal(units)
     per_hour = price_per_hour(price, units)

@@ -46,6 +46,8 @@ class Lease(ProjectOwned):
     confirmed_at = models.DateTimeField(null=True, blank=True)
     activated_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    sla_tier = models.CharField(max_length=32, blank=True, help_text=(
+        "SLA tier code the lease is bought at (its usage records carry it); '' = the organization's default"))
 
     class Meta:
         ordering = ["start", "id"]

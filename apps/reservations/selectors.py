@@ -226,7 +226,8 @@ def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
         yield UsageInterval(key=f"lease:{lease.pk}", organization_id=lease.project.organization_id,
                             project_id=lease.project_id, resource_type="lease", resource_id=str(lease.pk),
                             sku=sku_for("gpu", model=lease.gpu_model), pricing_model="reserved", start=start,
-                            end=end or lease.end, gpu_model=lease.gpu_model, gpu_equivalents=gpus, units=gpus)
+                            end=end or lease.end, sla_tier=lease.sla_tier, gpu_model=lease.gpu_model,
+                            gpu_equivalents=gpus, units=gpus)
 
 
 def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
@@ -273,4 +274,5 @@ def lease_price(lease: Lease) -> dict:
 
     hours = Decimal((lease.end - lease.start).total_seconds()) / 3600
     return price_quote(organization=lease.project.organization, sku=sku_for("gpu", model=lease.gpu_model),
-                       pricing_model="reserved", units=_lease_gpus(lease), hours=hours, at=lease.start)
+                       pricing_model="reserved", units=_lease_gpus(lease), hours=hours, at=lease.start,
+                       sla_tier=lease.sla_tier)

@@ -21,9 +21,9 @@ from .test_instance_lifecycle import _agent_complete
 pytestmark = pytest.mark.django_db
 
 
-def _create_and_delete(world, host, *, created, deleted) -> Instance:
+def _create_and_delete(world, host, *, created, deleted, **extra) -> Instance:
     with time_machine.travel(created, tick=False):
-        resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+        resp = world.client_a.post("/api/v1/instances/", {**create_body(world, world.gpu1), **extra}, format="json")
         assert resp.status_code == 202, resp.content
         inst = Instance.objects.get(pk=resp.data["instance"]["id"])
         op = drive(resp.data["operation"]["id"])
@@ -89,6 +89,41 @@ def test_instance_usage_invoice_downtime_and_sla_credit(world, tiers):  # noqa: 
         invoice_run_execute(period="2026-07")
         july = Invoice.objects.get(organization=world.org_a, period="2026-07")
         assert july.lines.get(kind="sla_credit").amount == Decimal("-46.20")
+
+
+def test_instance_bought_at_premium_is_priced_and_credited_at_premium(world, tiers):  # noqa: F811
+    """Org default tier standard; the instance is bought at premium: its usage is priced at the premium price
+    ($3.00, not $2.00) and its 96.25 % uptime gets premium's 25 % credit (standard's would be 10 %)."""
+    host = gpu_host(gpus=8)
+    sku = sku_for("flavor", name="g1-h100")
+    book(utc(2026, 1, 1), {(sku, "standard", "on_demand"): "2.00", (sku, "premium", "on_demand"): "3.00"})
+    assert world.org_a.default_sla_tier == "standard"
+    inst = _create_and_delete(world, host, created=utc(2026, 6, 1), deleted=utc(2026, 6, 11), sla_tier="premium")
+    assert inst.sla_tier == "premium"
+    assert world.client_a.get(f"/api/v1/instances/{inst.pk}/").data["sla_tier"] == "premium"
+    incident(host, utc(2026, 6, 5), utc(2026, 6, 5, 9))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        line = Invoice.objects.get(organization=world.org_a, period="2026-06").lines.get()
+        assert (line.sla_tier, line.billed_seconds, line.amount) == ("premium", Decimal(231 * 3600),
+                                                                     Decimal("693.00"))
+        report = SlaReport.objects.get(resource_id=str(inst.pk), period="2026-06")
+        assert (report.sla_tier, report.target_uptime_pct, report.credit_pct, report.credit_amount) == (
+            "premium", Decimal("99.9"), Decimal("25"), Decimal("173.25"))
+    assert set(UsageRecord.objects.filter(resource_id=str(inst.pk)).values_list("sla_tier", flat=True)) == {
+        "premium"}
+
+
+def test_instance_default_tier_and_unknown_tier(world, tiers):  # noqa: F811
+    gpu_host(gpus=8)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    assert resp.status_code == 202, resp.content
+    assert resp.data["instance"]["sla_tier"] == "standard"
+    assert Instance.objects.get(pk=resp.data["instance"]["id"]).sla_tier == "standard"
+    body = {**create_body(world, world.gpu1), "name": "other", "sla_tier": "platinum"}
+    resp = world.client_a.post("/api/v1/instances/", body, format="json")
+    assert resp.status_code == 400 and resp.data["code"] == "unknown_sla_tier", resp.content
+    assert not Instance.objects.filter(name="other").exists()
 
 
 def test_instance_never_launched_is_not_billed(world):

@@ -163,13 +163,17 @@ class InstanceOutput(ModelSerializer):
     network = InstanceNetworkRequest(read_only=True)
     ports = serializers.SerializerMethodField()
     ib_partitions = serializers.SerializerMethodField()
+    sla_tier = serializers.SerializerMethodField(help_text="SLA tier code it is bought at")
 
     class Meta:
         model = Instance
         fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
                   "observed_at", "network", "ports", "ib_partitions", "error_code", "error_reason", "launched_at",
-                  "deleted_at", "created_at", "updated_at"]
+                  "deleted_at", "sla_tier", "created_at", "updated_at"]
         read_only_fields = fields
+
+    def get_sla_tier(self, obj) -> str:
+        return obj.sla_tier or obj.project.organization.default_sla_tier
 
     def get_ssh_keys(self, obj) -> list[str]:
         return [str(k.pk) for k in obj.ssh_keys.all()]
@@ -205,6 +209,11 @@ class NetworkFieldsInput(Serializer):
 
 class InstanceCreateInput(NetworkFieldsInput):
     """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
+
+    sla_tier = serializers.CharField(
+        max_length=32, required=False, default="", allow_blank=True,
+        help_text="SLA tier code (GET /api/v1/sla-tiers/) it is bought at; default: the organization's default tier. "
+                  "Its usage is priced and credited at that tier (400 unknown_sla_tier)")
 
     project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=255)
@@ -244,12 +253,16 @@ class ClusterOutput(ModelSerializer):
     flavor = serializers.UUIDField(source="flavor_id", read_only=True)
     image = serializers.UUIDField(source="image_id", read_only=True)
     members = serializers.SerializerMethodField()
+    sla_tier = serializers.SerializerMethodField(help_text="SLA tier code it is bought at")
 
     class Meta:
         model = Cluster
         fields = ["id", "project", "name", "flavor", "image", "size", "status", "error_code", "error_reason",
-                  "members", "created_at"]
+                  "members", "sla_tier", "created_at"]
         read_only_fields = fields
+
+    def get_sla_tier(self, obj) -> str:
+        return obj.sla_tier or obj.project.organization.default_sla_tier
 
     def get_members(self, obj) -> list[str]:
         return [str(m.pk) for m in obj.members.all()]
@@ -261,6 +274,10 @@ class ClusterCreateInput(NetworkFieldsInput):
     flavor = VisibleField(flavor_list_visible_to)
     image = VisibleField(image_list_visible_to)
     size = serializers.IntegerField(min_value=1, max_value=256)
+    sla_tier = serializers.CharField(
+        max_length=32, required=False, default="", allow_blank=True,
+        help_text="SLA tier code (GET /api/v1/sla-tiers/) it is bought at; default: the organization's default tier. "
+                  "Its usage is priced and credited at that tier (400 unknown_sla_tier)")
     ssh_keys = VisibleField(ssh_key_list_visible_to, many=True, required=False, default=list, max_length=32)
     user_data = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False,
                                       max_length=USER_DATA_MAX_BYTES * 4)

@@ -128,7 +128,7 @@ class InstanceViewSet(_Base):
     filterset_class = filters.InstanceFilter
 
     def get_queryset(self):
-        return selectors.instance_list_visible_to(self.request.user)
+        return selectors.instance_list_visible_to(self.request.user).select_related("project__organization")
 
     def get_serializer(self, *args, **kwargs):
         """A page of instances reads its ports and partition members in two queries, not two per row."""
@@ -144,7 +144,8 @@ class InstanceViewSet(_Base):
     @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
-        inst, op = instances.instance_create(actor=request.user, request_id=get_request_id(), **_launch_fields(data))
+        inst, op = instances.instance_create(actor=request.user, request_id=get_request_id(),
+                                             sla_tier=data["sla_tier"], **_launch_fields(data))
         return _accepted(inst, op)
 
     @extend_schema(request=s.InstanceCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
@@ -212,14 +213,15 @@ class ClusterViewSet(_Base):
     filterset_class = filters.ClusterFilter
 
     def get_queryset(self):
-        return selectors.cluster_list_visible_to(self.request.user).prefetch_related("members")
+        return (selectors.cluster_list_visible_to(self.request.user).prefetch_related("members")
+                .select_related("project__organization"))
 
     @extend_schema(request=s.ClusterCreateInput, responses={201: s.ClusterOutput, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
         cluster = clusters.cluster_create(actor=request.user, request_id=get_request_id(), size=data["size"],
-                                          **_launch_fields(data))
+                                          sla_tier=data["sla_tier"], **_launch_fields(data))
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.ClusterCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)

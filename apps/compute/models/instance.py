@@ -32,6 +32,8 @@ class Cluster(ProjectOwned):
     flavor = models.ForeignKey("compute.Flavor", on_delete=models.PROTECT, related_name="+")
     image = models.ForeignKey("compute.Image", on_delete=models.PROTECT, related_name="+")
     size = models.PositiveSmallIntegerField()
+    sla_tier = models.CharField(max_length=32, blank=True, help_text=(
+        "SLA tier code the cluster (every member) is bought at; '' = the organization's default tier"))
     status = models.CharField(max_length=16, choices=ClusterStatus.choices, default=ClusterStatus.PENDING)
     error_code = models.CharField(max_length=64, blank=True)
     error_reason = models.CharField(max_length=1000, blank=True)
@@ -67,6 +69,8 @@ in `apps.networking`, keyed by the instance id). `user_data` is the tenant's clo
     error_code = models.CharField(max_length=64, blank=True)
     error_reason = models.CharField(max_length=1000, blank=True)
     launched_at = models.DateTimeField(null=True, blank=True)
+    sla_tier = models.CharField(max_length=32, blank=True, help_text=(
+        "SLA tier code the instance is bought at (its usage records carry it); '' = the organization's default"))
     deleted_at = models.DateTimeField(null=True, blank=True)
     holds_gpu_quota = models.BooleanField(default=True, help_text=(
         "until placed, the instance holds its flavor's GPUs against the GPU quotas (false inside a lease, "

@@ -82,25 +82,32 @@ def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False)
 @atomic_with_retry
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                    user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
-                   ib_partition_id=None, queue: bool = False) -> Cluster:
+                   ib_partition_id=None, queue: bool = False, sla_tier: str | None = None) -> Cluster:
     """Create a cluster of `size` members named ``<name>-<i>`` (i from 0). 400 when a member name would not be
     a DNS label; otherwise the errors of `instance_create`. Every member gets its own port in `subnet_id` and
     joins `ib_partition_id` (the members share the partition). 422 `unplaceable` / 409 `capacity_unavailable`
     (with ``earliest_start``) by the placement rule (module doc); with `queue` a cluster that cannot be held now
-    waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing."""
+    waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing.
+    `sla_tier`: the SLA tier code the cluster and every member are bought at (default: the organization's default
+    tier; 400 `unknown_sla_tier`)."""
+    from apps.billing.selectors import sla_tier_resolve
+
     flavor, image, keys, network = _cluster_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, size=size,
         ssh_key_ids=ssh_key_ids, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id)
+    tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
     with transaction.atomic():
         admission = cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue)
         with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
-            cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size)
+            cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size,
+                                             sla_tier=tier)
         for i in range(size):
             member_name = f"{name}-{i}"
             with unique_conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN):
                 inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
-                                               user_data=user_data, cluster=cluster, network=network)
+                                               user_data=user_data, cluster=cluster, network=network,
+                                               sla_tier=tier)
             inst.ssh_keys.set(keys)
         op = operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk,
                              project=project, actor=actor, request_id=request_id,

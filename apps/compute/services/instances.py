@@ -126,7 +126,7 @@ def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True,
                     subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None, queue: bool = False,
-                    admit: bool = True) -> tuple[Instance, Operation]:
+                    admit: bool = True, sla_tier: str | None = None) -> tuple[Instance, Operation]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation).
     A retried request is answered by the API's `Idempotency-Key` layer (`apps.core.idempotency`), not here.
     The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
@@ -140,11 +140,17 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     ``earliest_start`` when it cannot now, unless `queue`: then the instance joins the on-demand queue
     (`register_queue_hook`; without one its create waits at the placement step) and starts when capacity
     frees. `admit=False` for instances placed by other rules (inside a lease, spot). Everything it refuses is
-    decided by `_instance_prepare` and `instance_admit`, which `launch.instance_check` runs without writing."""
+    decided by `_instance_prepare` and `instance_admit`, which `launch.instance_check` runs without writing.
+    `sla_tier`: the SLA tier code it is bought at (default: the cluster's, else the organization's default tier;
+    `apps.billing.selectors.sla_tier_resolve`, 400 `unknown_sla_tier`); its usage is priced and credited at it."""
+    from apps.billing.selectors import sla_tier_resolve
+
     flavor, image, keys, network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id)
+    tier = sla_tier_resolve(organization=project.organization,
+                            code=sla_tier or (cluster.sla_tier if cluster is not None else None))
     fields = {"network": network} if network else {}
     with transaction.atomic():
         admission = instance_admit(project=project, flavor=flavor, name=name, gpu_quota=gpu_quota, admit=admit,
@@ -152,7 +158,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,
-                                           holds_gpu_quota=gpu_quota)
+                                           holds_gpu_quota=gpu_quota, sla_tier=tier)
         inst.ssh_keys.set(keys)
         op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
                              request_id=request_id, state={"queue": True} if queue else None)

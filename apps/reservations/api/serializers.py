@@ -25,13 +25,17 @@ class LeaseKindField(serializers.ChoiceField):
 class LeaseOutput(ModelSerializer):
     project = serializers.UUIDField(source="project_id", read_only=True)
     kind = LeaseKindField(read_only=True)
+    sla_tier = serializers.SerializerMethodField(help_text="SLA tier code the lease is bought at")
 
     class Meta:
         model = Lease
         fields = ["id", "project", "name", "status", "start", "end", "time_zone", "kind", "gpu_model", "count",
                   "mig_profile", "share_milli", "zone", "max_leaves_per_rail", "end_action", "notice_s", "reason",
-                  "explanation", "confirmed_at", "activated_at", "ended_at", "created_at", "updated_at"]
+                  "explanation", "confirmed_at", "activated_at", "ended_at", "sla_tier", "created_at", "updated_at"]
         read_only_fields = fields
+
+    def get_sla_tier(self, obj) -> str:
+        return obj.sla_tier or obj.project.organization.default_sla_tier
 
 
 class LeaseCreateInput(Serializer):
@@ -51,6 +55,10 @@ class LeaseCreateInput(Serializer):
     max_leaves_per_rail = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1)
     end_action = serializers.ChoiceField(choices=EndAction.choices, default=EndAction.STOP)
     notice_s = serializers.IntegerField(default=3600, min_value=0)
+    sla_tier = serializers.CharField(
+        max_length=32, required=False, default="", allow_blank=True,
+        help_text="SLA tier code (GET /api/v1/sla-tiers/) the lease is bought at; default: the organization's "
+                  "default tier. Its usage is priced and credited at that tier (400 unknown_sla_tier)")
 
 
 class LeaseUpdateInput(Serializer):

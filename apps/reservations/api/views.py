@@ -34,7 +34,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
     filterset_class = filters.LeaseFilter
 
     def get_queryset(self):
-        return selectors.lease_list_visible_to(self.request.user)
+        return selectors.lease_list_visible_to(self.request.user).select_related("project__organization")
 
     @extend_schema(request=s.LeaseCreateInput, responses={201: s.LeaseOutput, **PLACEMENT_RULE_RESPONSES})
     @idempotent_create

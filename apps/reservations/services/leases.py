@@ -245,9 +245,12 @@ def lease_payload(lease: Lease) -> dict:
 def _lease_prepare(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
                    time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
                    max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
-                   notice_s: int = 3600) -> Lease:
+                   notice_s: int = 3600, sla_tier: str | None = None) -> Lease:
     """The create's checks of the request itself (403; 400 for the name, the window, the capacity, the end
-    action). Returns the lease as it would be requested, unsaved."""
+    action, 400 `unknown_sla_tier`). Returns the lease as it would be requested, unsaved; `sla_tier` resolved
+    (`apps.billing.selectors.sla_tier_resolve`: default the organization's default tier)."""
+    from apps.billing.selectors import sla_tier_resolve
+
     authorize_project(actor, project, WRITERS)
     if not name or len(name) > 63:
         raise ValidationFailed("name must be 1..63 characters", errors={"name": ["1..63 characters"]})
@@ -257,7 +260,8 @@ def _lease_prepare(*, actor, project, name: str, start, end, kind: str, gpu_mode
     if end_action not in EndAction.values or not 0 <= notice_s <= MAX_NOTICE_S:
         raise ValidationFailed("invalid end_action or notice_s", errors={"end_action": list(EndAction.values),
                                                                         "notice_s": [f"0..{MAX_NOTICE_S}"]})
-    return Lease(project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
+    tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
+    return Lease(project=project, sla_tier=tier, name=name, start=s, end=e, time_zone=time_zone or "UTC", kind=kind,
                  gpu_model=gpu_model, count=count, mig_profile=mig_profile, share_milli=share_milli, zone=zone,
                  max_leaves_per_rail=max_leaves_per_rail, end_action=end_action, notice_s=notice_s)
 
@@ -310,7 +314,7 @@ def lease_check(*, actor, project, **fields) -> dict:
 def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,
                  time_zone: str = "UTC", mig_profile: str = "", share_milli: int = 0, zone: str = "",
                  max_leaves_per_rail: int | None = None, end_action: str = EndAction.STOP,
-                 notice_s: int = 3600) -> Lease:
+                 notice_s: int = 3600, sla_tier: str | None = None) -> Lease:
     """Request a lease and confirm it at once when its capacity exists for the whole window; otherwise it is
     kept as `rejected` (with the explanation) and 409 `capacity_unavailable` is raised naming the constraint.
     Returns the confirmed lease. 422 `unplaceable` (nothing written) when no capacity of the fleet could ever
@@ -319,13 +323,13 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
     draft = _lease_prepare(actor=actor, project=project, name=name, start=start, end=end, kind=kind,
                            gpu_model=gpu_model, count=count, time_zone=time_zone, mig_profile=mig_profile,
                            share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
-                           end_action=end_action, notice_s=notice_s)
+                           end_action=end_action, notice_s=notice_s, sla_tier=sla_tier)
     _fleet_check(draft)
     s, e = draft.start, draft.end
     lease = _lease_request(actor=actor, project=project, name=name, start=s, end=e, time_zone=time_zone or "UTC",
                            kind=kind, gpu_model=gpu_model, count=count, mig_profile=mig_profile,
                            share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
-                           end_action=end_action, notice_s=notice_s)
+                           end_action=end_action, notice_s=notice_s, sla_tier=draft.sla_tier)
     lease, refused = _lease_confirm(actor=actor, project=project, lease_id=lease.pk)
     if refused is not None:
         raise CapacityUnavailable(refused.detail, explanation=refused.explanation, lease=str(lease.pk),
