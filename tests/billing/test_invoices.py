@@ -4,6 +4,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+import time_machine
 from django.db import DatabaseError, transaction
 
 from apps.billing import periods
@@ -205,6 +206,28 @@ def test_open_month_not_finalized_and_late_records_rerated(tiers, fleet):
     invoice_run_execute(period="2026-02")
     invoice.refresh_from_db()
     assert (invoice.status, invoice.total) == ("finalized", Decimal("4.50"))
+
+
+def test_finalizing_a_draft_by_hand_rerates_it_from_all_usage_of_its_period(tiers, fleet):
+    """A draft computed on 29 April, usage recorded for 30 April afterwards, finalized by hand on 2 May: the
+    finalized total includes the 30th (it is not the total of the 29th's run)."""
+    from apps.billing.services import invoice_finalize
+
+    org, project = make_org("acme")
+    book(utc(2026, 1, 1), {(H100, "standard", "on_demand"): "1.50"})
+    fleet.run(org, project, "vm1", utc(2026, 4, 28), utc(2026, 4, 28, 2))
+    with time_machine.travel(utc(2026, 4, 29, 12), tick=False):
+        collect(utc(2026, 4, 28), utc(2026, 4, 29))
+        invoice_run_execute(period="2026-04", finalize=False)
+    invoice = Invoice.objects.get()
+    assert (invoice.status, invoice.total) == ("draft", Decimal("3.00"))
+    fleet.run(org, project, "vm2", utc(2026, 4, 30), utc(2026, 4, 30, 4))
+    with time_machine.travel(utc(2026, 5, 2), tick=False):
+        collect(utc(2026, 4, 30), utc(2026, 5, 1))
+        invoice = invoice_finalize(actor=None, invoice=invoice)
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.total) == ("finalized", Decimal("9.00"))
+    assert invoice.lines.filter(kind="usage").count() == 2
 
 
 def test_unpriced_usage_holds_the_invoice_in_draft(tiers, fleet):

@@ -313,13 +313,30 @@ def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> di
 def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
     """Finalize one draft (staff): assigns the next gap-free number. 409 `invalid_state`, 409 `unpriced_usage`;
     409 `period_not_ended` (with the period's `period_end`, UTC ISO 8601) while the invoice's period has not ended
-    (a draft of the month in progress is a running preview: its total would freeze before the month's usage is in)."""
+    (a draft of the month in progress is a running preview: its total would freeze before the month's usage is in).
+
+    A draft is re-rated first, so it is never frozen at what the last invoice run computed: the closed usage and
+    downtime around its period are collected (`invoice_run_prepare`) and the invoice run's own batch step
+    (`_batch_process`, without its finalizing) recomputes the draft's lines, SLA credits and totals from every
+    usage record of its period, in the finalize's transaction; the `unpriced_usage` check reads the re-rated
+    draft. The re-rating is recorded as an invoice run of the one organization (``finalize`` false)."""
+    current = Invoice.objects.get(pk=invoice.pk)
+    run = None
+    if current.status == InvoiceStatus.DRAFT and current.period_end <= now():
+        run = InvoiceRun.objects.create(period=current.period, finalize=False, requested_by=_user(actor))
+        invoice_run_prepare(run, actor=actor, organization_ids=[current.organization_id])
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > now():
             raise Conflict(f"The period {invoice.period} ends at {invoice.period_end.isoformat()}; an invoice is "
                            "finalized once its period has ended.", code=Code.PERIOD_NOT_ENDED,
                            period_end=invoice.period_end.isoformat())
+        if run is not None and invoice.status == InvoiceStatus.DRAFT:
+            _batch_process(run, [invoice.organization_id], finalize=False)
+            invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+            run.invoices_drafted = 1
+            run.status, run.finished_at = RunStatus.COMPLETED, now()
+            run.save()
         if invoice.status == InvoiceStatus.DRAFT and invoice.unpriced_seconds > 0:
             raise Conflict("The invoice has usage without a price; add the price and rerun.",
                            code=Code.UNPRICED_USAGE)
