@@ -209,6 +209,9 @@ class Instance(ApiResource):
               description="The first fixed IP of the first port."),
         Field("port_ids", "computed", type="list", read=lambda o: [p["id"] for p in o.get("ports") or []]),
         Field("launched_at", "computed"),
+        Field("sla_tier", "optional_computed", description=(
+            "SLA tier code it is bought at (its usage is priced and credited at it); default: the organization's "
+            "default tier. A change forces replacement.")),
     ]
 
     def created(self, body):
@@ -235,6 +238,9 @@ class Cluster(ApiResource):
         Field("size", "required", type="int", description="Number of instances (nodes)."),
         Field("status", "computed"),
         Field("members", "computed", type="list", description="Instance ids of the members."),
+        Field("sla_tier", "optional_computed", description=(
+            "SLA tier code it is bought at (its usage is priced and credited at it); default: the organization's "
+            "default tier. A change forces replacement.")),
     ]
 
     def wait_create(self, ctx, obj, op, timeout):
@@ -313,6 +319,9 @@ class Lease(ApiResource):
               description="How many hosts / GPUs / slices (`count` in the API; `count` is Terraform's own)."),
         Field("mig_profile", "optional_computed"),
         Field("share_milli", "optional_computed", type="int"),
+        Field("sla_tier", "optional_computed", description=(
+            "SLA tier code it is bought at (its usage is priced and credited at it); default: the organization's "
+            "default tier. A change forces replacement.")),
         Field("zone", "optional_computed"),
         Field("max_leaves_per_rail", "optional", type="int"),
         Field("end_action", "optional_computed", description="`stop` (default) or `delete`."),
