@@ -147,14 +147,15 @@ def flavor_sku(flavor, *, spot: bool = False) -> tuple[str, str, Decimal]:
     return sku_for("flavor", name=flavor.name), "on_demand", Decimal(1)
 
 
-def flavor_price(flavor, organization, *, count: int = 1, spot: bool = False) -> dict:
-    """The hourly price of `count` instances of `flavor` for `organization` (its currency and default SLA tier,
-    the effective price book): `apps.billing.selectors.price_quote`'s shape, ``estimate_total`` null (an
+def flavor_price(flavor, organization, *, count: int = 1, spot: bool = False, sla_tier: str = "") -> dict:
+    """The hourly price of `count` instances of `flavor` for `organization` (its currency, `sla_tier` or else its
+    default SLA tier, the effective price book): `apps.billing.selectors.price_quote`'s shape, ``estimate_total`` null (an
     instance has no known end)."""
     from apps.billing.selectors import price_quote
 
     sku, model, units = flavor_sku(flavor, spot=spot)
-    return price_quote(organization=organization, sku=sku, pricing_model=model, units=units * count)
+    return price_quote(organization=organization, sku=sku, pricing_model=model, units=units * count,
+                       sla_tier=sla_tier)
 
 
 def flavor_prices(flavors, organizations) -> dict:

@@ -200,3 +200,18 @@ def test_flavor_list_carries_what_the_wizard_shows_with_the_org_s_hourly_prices(
     assert world.client_a.get(f"/api/v1/flavors/{world.gpu1.pk}/").json()["prices"] == gpu1["prices"]
     b_only = world.client_b.get(f"/api/v1/flavors/{world.private_b.pk}/").json()
     assert [p["organization"] for p in b_only["prices"]] == [str(world.org_b.pk)]
+
+
+@pytest.mark.usefixtures("tiers")
+def test_check_prices_the_instance_at_the_tier_it_would_be_bought_at(world):
+    gpu_host(gpus=2)
+    _prices(world, gpu1="2.75")
+    price_set(actor=None, book=price_book_create(actor=None, name="premium", currency="USD",
+                                                 effective_from=clock.now() - dt.timedelta(days=2)),
+              sku=f"flavor:name={world.gpu1.name}", sla_tier="premium", pricing_model="on_demand",
+              unit_price=Decimal("4.00"))
+    r = world.client_a.post(INSTANCE, {**create_body(world, world.gpu1), "sla_tier": "premium"}, format="json")
+    assert r.status_code == 200, r.content
+    assert (r.json()["price"]["sla_tier"], r.json()["price"]["per_hour"]) == ("premium", "4")
+    r = world.client_a.post(INSTANCE, {**create_body(world, world.gpu1), "sla_tier": "gold"}, format="json")
+    assert (r.status_code, r.json()["code"]) == (400, "unknown_sla_tier")

@@ -152,7 +152,8 @@ class InstanceViewSet(_Base):
     @action(detail=False, methods=["post"])
     def check(self, request):
         data = self._input(s.InstanceCreateInput)
-        return Response(PlacementCheckOutput(launch.instance_check(actor=request.user, **_launch_fields(data))).data)
+        return Response(PlacementCheckOutput(launch.instance_check(actor=request.user, sla_tier=data["sla_tier"],
+                                                                        **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
         409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})
@@ -229,7 +230,8 @@ class ClusterViewSet(_Base):
     def check(self, request):
         data = self._input(s.ClusterCreateInput)
         return Response(PlacementCheckOutput(
-            launch.cluster_check(actor=request.user, size=data["size"], **_launch_fields(data))).data)
+            launch.cluster_check(actor=request.user, size=data["size"], sla_tier=data["sla_tier"],
+                                 **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput, **problems({
         409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})

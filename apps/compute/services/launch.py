@@ -28,7 +28,11 @@ from .instances import _instance_prepare, instance_admit, quota_keys
 from .placement import CONSUMER_TYPE, instance_queue_position, placement_admit_for, placement_request_for
 
 
-def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool) -> dict:
+def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool,
+           sla_tier: str | None = None) -> dict:
+    from apps.billing.selectors import sla_tier_resolve
+
+    tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
     topology = TopologyConstraint(one_fabric=True) if cluster else None
     refusal = admission = placement_refusal = None
     with quota_checks_recorded(), rolled_back():   # the create's decision; its locks end here
@@ -55,16 +59,17 @@ def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable
             flavor, project.pk, hosts=hosts, topology=topology,
             consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE))
     position = instance_queue_position(project=project, flavor=flavor) if not_now and not cluster else None
-    price = flavor_price(flavor, project.organization, count=hosts)
+    price = flavor_price(flavor, project.organization, count=hosts, sla_tier=tier)
     return check_answer(refusal=refusal, admission=admission, placement_refusal=placement_refusal,
                         earliest_start=earliest, queue_position=position, quota=quota, price=price)
 
 
 def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                    user_data: str = "", subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None,
-                   queue: bool = False) -> dict:
+                   queue: bool = False, sla_tier: str | None = None) -> dict:
     """What `instance_create` would answer for these arguments, as a `check_answer` body; raises its 403 and
-    400 errors as it does. Writes nothing."""
+    400 errors as it does (400 `unknown_sla_tier`). Writes nothing; ``price`` at `sla_tier` (default the
+    organization's default tier)."""
     flavor, _image, _keys, _network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
@@ -73,12 +78,13 @@ def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_id
     def instance():
         return instance_admit(project=project, flavor=flavor, name=name, queue=queue)
 
-    return _check(project=project, flavor=flavor, hosts=1, queue=queue, decide=instance, cluster=False)
+    return _check(project=project, flavor=flavor, hosts=1, queue=queue, decide=instance, cluster=False,
+                  sla_tier=sla_tier)
 
 
 def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                   user_data: str = "", subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None,
-                  queue: bool = False) -> dict:
+                  queue: bool = False, sla_tier: str | None = None) -> dict:
     """What `cluster_create` would answer (the whole gang, one fabric), as a `check_answer` body; raises its 403
     and 400 errors as it does. Writes nothing. ``queue.position`` is null: a cluster waits in its own operation,
     not in the on-demand queue (docs/adr/0404-placement-admission.md)."""
@@ -90,4 +96,5 @@ def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, 
     def gang():
         return cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue)
 
-    return _check(project=project, flavor=flavor, hosts=size, queue=queue, decide=gang, cluster=True)
+    return _check(project=project, flavor=flavor, hosts=size, queue=queue, decide=gang, cluster=True,
+                  sla_tier=sla_tier)
