@@ -14,11 +14,13 @@ from apps.identity.models import StaffRole
 
 from . import selectors
 from .errors import Code, Forbidden
-from .models import ProjectRole
+from .models import OrgRole, ProjectRole
 
 STAFF_WRITERS = frozenset({StaffRole.OPERATOR, StaffRole.BILLING_ADMIN})
 # Project roles that create and change a project's resources (instances, keys, networks, leases).
 PROJECT_WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
+# Organization roles that invite, manage members and service accounts, create and delete projects.
+ORG_ADMINS = (OrgRole.OWNER, OrgRole.ADMIN)
 
 
 def require_write_token(actor) -> None:
@@ -85,3 +87,15 @@ def project_writable(actor, project) -> bool:
     if selectors.is_staff(actor):
         return actor.staff_role in STAFF_WRITERS
     return selectors.project_role_of(actor, project) in PROJECT_WRITERS
+
+
+def organization_manageable(actor, organization) -> bool:
+    """Whether `actor` may invite to `organization`, change and remove its members and revoke its invitations:
+    what `authorize_org(actor, organization, ORG_ADMINS)` allows, answered without raising, so a client (the
+    console) can show the member actions of a viewer, billing member, read-only token or read-only staff disabled."""
+    token = getattr(actor, "api_token", None)
+    if token is not None and token.scope != "write":
+        return False
+    if selectors.is_staff(actor):
+        return actor.staff_role in STAFF_WRITERS
+    return selectors.org_role_of(actor, organization) in ORG_ADMINS

@@ -69,3 +69,34 @@ def test_the_console_session_sees_its_role_too(acme):
     browser.force_login(viewer)
     body = browser.get("/api/v1/projects/").json()["results"][0]
     assert (body["role"], body["can_write"]) == ("viewer", False)
+
+
+def _org(client, org):
+    body = client.get(f"/api/v1/organizations/{org.pk}/").json()
+    return body["role"], body["can_manage_members"]
+
+
+@pytest.mark.parametrize("org_role,manages", [
+    (OrgRole.OWNER, True), (OrgRole.ADMIN, True), (OrgRole.MEMBER, False), (OrgRole.BILLING, False),
+    (OrgRole.VIEWER, False),
+])
+def test_can_manage_members_follows_the_organization_role_and_the_api_agrees(acme, org_role, manages):
+    org, _project = acme
+    user = make_user(f"{org_role}@acme.test")
+    member(user, org, org_role)
+    client = client_for(token_for(user, organization=org))
+    assert _org(client, org) == (org_role, manages)
+    response = client.post("/api/v1/invitations/", {"organization": str(org.pk), "email": "new@acme.test",
+                                                    "role": "viewer"}, format="json")
+    assert response.status_code == (201 if manages else 403), response.content
+
+
+def test_can_manage_members_is_false_for_a_read_token_and_read_only_staff(acme):
+    org, _project = acme
+    owner = make_user("owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    assert _org(client_for(token_for(owner, organization=org, scope="read")), org) == ("owner", False)
+    operator = make_user("op@example.com", staff_role=StaffRole.OPERATOR)
+    support = make_user("support@example.com", staff_role=StaffRole.SUPPORT)
+    assert _org(client_for(token_for(operator, staff=True)), org) == (None, True)
+    assert _org(client_for(token_for(support, staff=True)), org) == (None, False)

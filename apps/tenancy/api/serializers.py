@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
-from ..authz import project_writable
+from ..authz import organization_manageable, project_writable
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import fleet_capacity, quota_warnings, usage_of
 from ..selectors import org_role_of, organization_list_visible_to, project_list_visible_to, project_role_of
@@ -21,17 +21,25 @@ class OrganizationOutput(ModelSerializer):
     role = serializers.SerializerMethodField(
         help_text="The caller's organization role (owner | admin | billing | member | viewer), or null (staff, a "
                   "project-only member, a project-bound token).")
+    can_manage_members = serializers.SerializerMethodField(
+        help_text="Whether the caller may invite to the organization, change or remove its members and revoke its "
+                  "invitations (owner, admin, writing staff): false for billing, member and viewer roles, a "
+                  "read-only token and read-only staff.")
 
     class Meta:
         model = Organization
         fields = ["id", "slug", "name", "legal_name", "billing_email", "currency", "billing_timezone",
-                  "default_sla_tier", "plan", "require_2fa", "role", "created_at", "updated_at"]
+                  "default_sla_tier", "plan", "require_2fa", "role", "can_manage_members", "created_at", "updated_at"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_role(self, obj) -> str | None:
         user = _caller(self)
         return org_role_of(user, obj) if user is not None else None
+
+    def get_can_manage_members(self, obj) -> bool:
+        user = _caller(self)
+        return user is not None and organization_manageable(user, obj)
 
 
 class OrganizationCreateInput(Serializer):

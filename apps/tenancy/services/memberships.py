@@ -17,7 +17,7 @@ from .. import authz, hooks, selectors
 from ..errors import Code, Forbidden
 from ..models import Membership, Organization, OrgRole, Project, ProjectRole
 
-ORG_ADMINS = (OrgRole.OWNER, OrgRole.ADMIN)
+ORG_ADMINS = authz.ORG_ADMINS
 
 
 def validate_role(role: str, *, project) -> None:

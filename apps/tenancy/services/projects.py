@@ -10,11 +10,11 @@ from apps.core.errors import Conflict
 
 from .. import authz
 from ..errors import Code
-from ..models import Organization, OrgRole, Project, ProjectRole
+from ..models import Organization, Project, ProjectRole
 from ..quotas import quota_check
 from ._common import fields_of
 
-ORG_ADMINS = (OrgRole.OWNER, OrgRole.ADMIN)
+ORG_ADMINS = authz.ORG_ADMINS
 
 
 def project_create(*, actor, organization: Organization, slug: str, name: str, description: str = "") -> Project:
