@@ -19,6 +19,11 @@ const BillingPage = lazy(() => import('./pages/Billing').then((m) => ({ default:
 const InvoiceDetailPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.InvoiceDetailPage })))
 const LeasesPage = lazy(() => import('./pages/Leases').then((m) => ({ default: m.LeasesPage })))
 const VpcDetailPage = lazy(() => import('./pages/VpcDetail').then((m) => ({ default: m.VpcDetailPage })))
+const TokensPage = lazy(() => import('./pages/Tokens').then((m) => ({ default: m.TokensPage })))
+const MembersPage = lazy(() => import('./pages/Members').then((m) => ({ default: m.MembersPage })))
+const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })))
+const ClustersPage = lazy(() => import('./pages/Clusters').then((m) => ({ default: m.ClustersPage })))
+const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
   return <Suspense fallback={<Loader role="status" aria-label="Loading" />}>{element}</Suspense>
@@ -64,6 +69,11 @@ export const router = createBrowserRouter([
           { path: 'leases', element: screen(<LeasesPage />) },
           { path: 'billing', element: screen(<BillingPage />) },
           { path: 'billing/invoices/:id', element: screen(<InvoiceDetailPage />) },
+          { path: 'api-tokens', element: screen(<TokensPage />) },
+          { path: 'members', element: screen(<MembersPage />) },
+          { path: 'audit-log', element: screen(<AuditPage />) },
+          { path: 'clusters', element: screen(<ClustersPage />) },
+          { path: 'clusters/:id', element: screen(<ClusterDetailPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -25,6 +25,12 @@ export type InvoiceLine = Schemas['InvoiceLineOutput']
 export type InvoicePreview = Schemas['InvoicePreviewOutput']
 export type UsageRecord = Schemas['UsageRecordOutput']
 export type Lease = Schemas['LeaseOutput']
+export type ApiToken = Schemas['ApiTokenOutput']
+export type ApiTokenCreated = Schemas['ApiTokenCreated']
+export type Membership = Schemas['MembershipOutput']
+export type Invitation = Schemas['InvitationOutput']
+export type AuditEvent = Schemas['AuditEventOutput']
+export type Cluster = Schemas['ClusterOutput']
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 

@@ -4,17 +4,22 @@ import type { ReactNode } from 'react'
 import { useScope } from '../auth/scope'
 import { READ_ONLY_HINT } from './WriteButton'
 
-/** A write action that asks first (a modal; Escape or Cancel keeps things as they are). */
-export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, loading, disabled, color, ...props }: ButtonProps & {
+/** A write action that asks first (a modal; Escape or Cancel keeps things as they are). Enabled when the project
+ * is writable, or when `allowed` (another answer of the server, e.g. an organization's `can_manage_members`) says
+ * so; `deniedHint` is the reason shown otherwise. */
+export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, loading, disabled, color, allowed, deniedHint, ...props }: ButtonProps & {
   label: string
   title: string
   message: ReactNode
   confirmLabel?: string
   onConfirm: () => void
   loading?: boolean
+  allowed?: boolean
+  deniedHint?: string
 }) {
   const [opened, { open, close }] = useDisclosure(false)
-  const { canWrite } = useScope()
+  const scope = useScope()
+  const canWrite = allowed ?? scope.canWrite
   return (
     <>
       <Button
@@ -22,7 +27,7 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
         color={color}
         onClick={open}
         disabled={disabled || !canWrite}
-        title={canWrite ? undefined : READ_ONLY_HINT}
+        title={canWrite ? undefined : deniedHint ?? READ_ONLY_HINT}
         loading={loading}
       >
         {label}

@@ -9,9 +9,13 @@ const NAV = [
   { to: '/', label: 'Dashboard', end: true },
   { to: '/instances', label: 'Instances', end: true },
   { to: '/instances/new', label: 'Launch instance', end: true },
+  { to: '/clusters', label: 'Clusters', end: false },
   { to: '/leases', label: 'Leases', end: true },
   { to: '/networking', label: 'Networking', end: false },
   { to: '/ssh-keys', label: 'SSH keys', end: true },
+  { to: '/api-tokens', label: 'API tokens', end: true },
+  { to: '/members', label: 'Members', end: true },
+  { to: '/audit-log', label: 'Audit log', end: true },
   { to: '/billing', label: 'Billing', end: false },
 ]
 
