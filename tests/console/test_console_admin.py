@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.stack import Api
+from tests.e2e.stack import Api, poll
 
 from .conftest import check_a11y, shot
 from .test_console import sign_in
@@ -107,9 +107,9 @@ def test_2_invite_a_member_and_change_a_role(a, tab):
     role.click()
     tab.get_by_role("option", name="viewer", exact=True).click()
     expect(role).to_have_value("viewer")
-    members = a.a.api.get("memberships", params={"organization": a.a.org["id"],
-                                                 "user_email": "dev@keel.example"}).json()["results"]
-    assert [m["role"] for m in members] == ["viewer"]
+    poll(lambda: [m["role"] for m in a.a.api.get("memberships", params={
+        "organization": a.a.org["id"], "user_email": "dev@keel.example"}).json()["results"]] == ["viewer"],
+         timeout=15, what="the new member's role changed to viewer")
     check_a11y(tab, "members")
     shot(tab, "members")
 
@@ -153,15 +153,15 @@ def test_5_create_a_cluster_and_see_its_members(a, tab):
     expect(tab.get_by_test_id("empty-state")).to_contain_text("No clusters yet")
     tab.get_by_label(re.compile(r"^Name")).fill("train")
     tab.get_by_role("combobox", name="Flavor").click()
-    tab.get_by_role("option", name=re.compile(r"^h100-mig-3g40")).click()
+    tab.get_by_role("option", name=re.compile(r"^h100-8x")).click()
     tab.get_by_role("combobox", name="Image").click()
     tab.get_by_role("option", name=re.compile(r"^ubuntu-24-04")).click()
     tab.get_by_label(re.compile(r"^Size")).fill("2")
     tab.get_by_role("button", name="Create cluster").click()
     row = tab.get_by_role("table", name="Clusters").get_by_role("row", name=re.compile("train"))
-    expect(row).to_contain_text("h100-mig-3g40")
+    expect(row).to_contain_text("h100-8x")
     clusters = a.a.api.get("clusters", params={"project": a.a.project["id"]}).json()["results"]
-    assert [(c["name"], c["size"], c["flavor"]) for c in clusters] == [("train", 2, cat.flavor_mig["id"])]
+    assert [(c["name"], c["size"], c["flavor"]) for c in clusters] == [("train", 2, cat.flavor_8x["id"])]
     check_a11y(tab, "clusters")
     shot(tab, "clusters")
     tab.get_by_role("link", name="train").click()
