@@ -15,7 +15,7 @@ const LONG = { timeout: 5000 }
 describe('clusters', () => {
   it('sends the required fields, and the subnet and keys only when chosen', () => {
     const form = { name: 'train', flavor: 'f1', image: 'i1', size: 4, subnet: null, sshKeys: [] }
-    expect(clusterBody(form, 'p')).toEqual({ project: 'p', name: 'train', flavor: 'f1', image: 'i1', size: 4, user_data: '', queue: false })
+    expect(clusterBody(form, 'p')).toEqual({ project: 'p', name: 'train', flavor: 'f1', image: 'i1', size: 4, user_data: '', queue: false, sla_tier: '' })
     expect(clusterBody({ ...form, subnet: 's1', sshKeys: ['k1'] }, 'p'))
       .toMatchObject({ subnet_id: 's1', ssh_keys: ['k1'] })
   })

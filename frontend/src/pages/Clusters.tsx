@@ -31,6 +31,7 @@ export function clusterBody(form: ClusterForm, project: string) {
     size: form.size,
     user_data: '',
     queue: false,
+    sla_tier: '', // the organization's default tier
     ...(form.subnet ? { subnet_id: form.subnet } : {}),
     ...(form.sshKeys.length ? { ssh_keys: form.sshKeys } : {}),
   }

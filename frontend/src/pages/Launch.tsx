@@ -44,6 +44,7 @@ export function createBody(form: LaunchForm, project: string, queue = false): Sc
     image: form.image ?? '',
     ssh_keys: form.sshKeys,
     user_data: '',
+    sla_tier: '', // the organization's default tier
     ...(form.subnet ? { subnet_id: form.subnet, security_group_ids: form.securityGroups } : {}),
     queue,
   }

@@ -46,7 +46,7 @@ describe('leases', () => {
     const post = seen.filter((r) => r.method === 'POST').at(-1)!
     expect(await post.json()).toEqual({ project: PROJECT.id, name: 'training', kind: 'gpus', gpu_model: 'H100', count: 4,
       start: '2026-12-10 09:00', end: '2026-12-12 09:00', time_zone: 'UTC', mig_profile: '', share_milli: 0, zone: '',
-      end_action: 'stop', notice_s: 3600 })
+      end_action: 'stop', notice_s: 3600, sla_tier: '' })
   }, 20_000)
 
   it('cancels after a confirmation, and a viewer may not', async () => {

@@ -44,6 +44,7 @@ export function leaseBody(project: string, form: LeaseForm): Schemas['LeaseCreat
     project, name: form.name, kind: form.kind, gpu_model: form.gpuModel, count: form.count,
     start: local(form.start), end: local(form.end), time_zone: form.timeZone,
     mig_profile: form.kind === 'mig' ? form.migProfile : '', share_milli: 0, zone: '', end_action: 'stop', notice_s: 3600,
+    sla_tier: '', // the organization's default tier
   }
 }
 

@@ -29,7 +29,7 @@ describe('launch wizard', () => {
 
   it('sends the subnet and its groups only with a subnet', () => {
     const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: ['k'], subnet: null, securityGroups: ['g'], market: 'on_demand' }
-    expect(createBody(form, 'p')).toEqual({ project: 'p', name: 'nb', flavor: 'f-mig', image: 'i', ssh_keys: ['k'], user_data: '', queue: false })
+    expect(createBody(form, 'p')).toEqual({ project: 'p', name: 'nb', flavor: 'f-mig', image: 'i', ssh_keys: ['k'], user_data: '', sla_tier: '', queue: false })
     expect(createBody({ ...form, subnet: 's' }, 'p', true)).toMatchObject({ subnet_id: 's', security_group_ids: ['g'], queue: true })
   })
 })
