@@ -72,10 +72,11 @@ def check_a11y(page, screen: str) -> None:
     assert not bad, f"{screen}: accessibility violations:\n{json.dumps(bad, indent=1)}"
 
 
-def shot(page, name: str) -> Path:
-    """A screenshot of the screen for docs/console/ (committed; docs/console.md shows them)."""
+def shot(page, name: str, mask=()) -> Path:
+    """A screenshot of the screen for docs/console/ (committed; docs/console.md shows them). `mask`: locators drawn
+    over as solid boxes (a token secret is never committed, even a dead test stack's)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=True, mask=list(mask))
     return path
 
