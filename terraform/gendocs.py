@@ -33,6 +33,8 @@ EXAMPLES = {
     "lease": 'resource "gpucloud_lease" "next_week" {\n  name      = "private-cloud"\n  start     = "2030-01-07T00:00:00Z"\n  end       = "2030-01-14T00:00:00Z"\n  kind      = "hosts"\n  gpu_model = "H100-SXM5-80GB"\n  quantity  = 4\n}',
     "api_token": 'resource "gpucloud_api_token" "ci" {\n  name    = "ci"\n  scope   = "read"\n  project = var.project\n}',
     "webhook_endpoint": 'resource "gpucloud_webhook_endpoint" "ops" {\n  url    = "https://hooks.example.com/gpucloud"\n  events = ["lease.confirmed"]\n}',
+    "volume": 'resource "gpucloud_volume" "data" {\n  name        = "data"\n  volume_type = var.volume_type\n  size_gib    = 100\n  description = "datasets"\n}',
+    "volume_attachment": 'resource "gpucloud_volume_attachment" "data" {\n  volume_id   = gpucloud_volume.data.id\n  instance_id = gpucloud_instance.notebook.id\n}',
     "project": 'resource "gpucloud_project" "staging" {\n  organization = var.organization\n  slug         = "staging"\n  name         = "Staging"\n}',
 }
 
@@ -75,24 +77,25 @@ def resource_page(cls) -> str:
     args = [f for f in cls.fields if f.argument]
     attrs = [f for f in cls.fields if not f.argument]
     out = [f"# gpucloud_{cls.name}", "", cls.description, "",
-           f"API: `POST/GET/DELETE /api/v1/{cls.collection}/`"
-           + (" and `PATCH` (with `If-Match`)" if any(f.update for f in args) else "") + ".", "",
+           "API: " + (getattr(cls, "api_doc", None) or f"`POST/GET/DELETE /api/v1/{cls.collection}/`"
+                      + (" and `PATCH` (with `If-Match`)" if any(f.update for f in args) else "")) + ".", "",
            "## Example", "", "```hcl", EXAMPLES.get(cls.name, ""), "```", "", "## Arguments", ""]
     for f in args:
         change = "updated in place" if f.update else "forces replacement"
         api = f" (API `{f.api_name}`)" if f.api_name != f.name else ""
         out.append(f"- `{f.name}` ({TYPE[f.type]}, {KIND[f.kind]}; {change}){api}: {f.description or '-'}"
                    + (" Sensitive." if f.sensitive else ""))
-    out += ["", "## Attributes", "", "- `id` (string): the object's id (UUID)."]
+    out += ["", "## Attributes", "", f"- `id` (string): {getattr(cls, 'id_doc', None) or 'the object' + chr(39) + 's id (UUID)'}."]
     for f in attrs:
         out.append(f"- `{f.name}` ({TYPE[f.type]}): {f.description or '-'}" + (" Sensitive." if f.sensitive else ""))
     ops = [k for k in ("create", "update", "delete") if k in cls.defaults]
+    imp = getattr(cls, "import_id", "<id>")
     out += ["", "## Timeouts", "", "A `timeouts { ... }` block; defaults: "
             + ", ".join(f"`{k}` {_dur(cls.defaults[k])}" for k in ops) + ".",
             "Long actions wait on the API's operation or the object's status with backoff; a failed operation "
             "reports its `error_code` and `error_detail`, and the object stays in state tainted (the next apply "
-            "replaces it).", "", "## Import", "", "```sh", f"terraform import gpucloud_{cls.name}.NAME <id>", "```",
-            "", "or an `import { to = gpucloud_" + cls.name + ".NAME, id = \"<id>\" }` block. Every argument is "
+            "replaces it).", "", "## Import", "", "```sh", f"terraform import gpucloud_{cls.name}.NAME {imp}", "```",
+            "", "or an `import { to = gpucloud_" + cls.name + ".NAME, id = \"" + imp + "\" }` block. Every argument is "
             "read back from the API, so the next plan is empty (a `timeouts` block in the configuration shows as "
             "an in-place change once: it is Terraform's setting, not the API's)."]
     if cls.equivalent:
@@ -105,6 +108,12 @@ def resource_page(cls) -> str:
     if cls.name in ("instance", "cluster"):
         out += ["", "`user_data` is not answered by the API: after an import it is null (leave it unset, or "
                     "`terraform apply -replace` to launch with it)."]
+    if cls.name == "volume_attachment":
+        out += ["", "## Attaching again is safe", "",
+                "The attach action takes no `Idempotency-Key`; an apply killed mid-attach and run again gets 409 "
+                "`already_attached` from the API and adopts that attachment (a detach of one that is gone is done).",
+                ""]
+        return "\n".join(out)
     out += ["", "## Creates are idempotent", "",
             "The create sends `Idempotency-Key: tf-<sha256 of type, body and a nonce>`: an apply killed mid-create "
             "and run again with the same configuration adopts the object the first run created (see "

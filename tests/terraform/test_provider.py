@@ -369,3 +369,83 @@ def test_12_destroy_leaves_nothing(w):
     poll(lambda: _open_allocations(w) == [], timeout=60, what="no open allocation of the project")
     assert [p["slug"] for p in w.t.owner.all("projects")] == ["training"]
     assert w.t.owner.all("webhooks") == []
+
+
+def test_13_volume_apply_plan_import_drift_resize_plans_destroy(w):
+    """gpucloud_volume end to end on the stack's storage (the fake storage driver, tests/e2e/settings.py): apply,
+    empty plan, import, empty plan, drift, a grow applied in place (the extend action), a shrink planned as a
+    replacement, destroy. gpucloud_volume_attachment is checked at plan and import time only: the stack cannot
+    attach (its fake storage driver does not see the libvirt test driver's domains)."""
+    vtype = w.setup.ops.post("volume-types", {
+        "name": "tf-ssd", "pool": "gpucloud-tf-ssd", "pool_kind": "dir",
+        "pool_target_path": "/var/lib/libvirt/images/gpucloud-tf-ssd"}, expect=201).json()
+    api, pid = w.t.api, w.t.project["id"]
+    ws = Workspace(w.env, "volume")
+
+    def config(size=2, description="datasets", extra=""):
+        return HEADER + f"""
+resource "gpucloud_volume" "data" {{
+  name        = "data"
+  volume_type = "{vtype['id']}"
+  size_gib    = {size}
+  description = "{description}"
+}}
+""" + extra
+
+    try:
+        ws.write(config())
+        ws.ok("init", "-no-color")
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 1 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+        vol = ws.managed()["gpucloud_volume.data"]
+        got = api.get(f"volumes/{vol['id']}").json()
+        assert (got["status"], got["size_gib"], got["project"], vol["status"]) == ("available", 2, pid, "available")
+        assert ws.run("plan", "-detailed-exitcode", "-no-color").returncode == 0
+
+        ws.ok("state", "rm", "gpucloud_volume.data")
+        ws.write(f'import {{\n  to = gpucloud_volume.data\n  id = "{vol["id"]}"\n}}\n', "imports.tf")
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 1 imported, 0 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+        ws.remove("imports.tf")
+        r = ws.run("plan", "-detailed-exitcode", "-no-color")
+        assert r.returncode == 0, r.out[-3000:]
+
+        # drift: renamed behind Terraform's back -> renamed back in place
+        api.patch(f"volumes/{vol['id']}", {"name": "renamed"})
+        r = ws.run("plan", "-detailed-exitcode", "-no-color")
+        assert r.returncode == 2 and "1 to change, 0 to destroy" in r.out, r.out[-3000:]
+        ws.ok("apply", "-auto-approve", "-no-color")
+        assert api.get(f"volumes/{vol['id']}").json()["name"] == "data"
+
+        ws.write(config(size=3))
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert "updated in-place" in text and "size_gib = 2 -> 3" in text, text
+        assert "Resources: 0 added, 1 changed, 0 destroyed." in text, text
+        got = api.get(f"volumes/{vol['id']}").json()
+        assert (got["size_gib"], got["status"]) == (3, "available"), got
+        assert ws.managed()["gpucloud_volume.data"]["id"] == vol["id"]
+        assert ws.run("plan", "-detailed-exitcode", "-no-color").returncode == 0
+        ws.write(config(size=1))
+        text = re.sub(r"\s+", " ", ws.run("plan", "-no-color").out)
+        assert "must be replaced" in text and "# forces replacement" in text, text
+
+        ws.write(config(extra=f"""
+resource "gpucloud_volume_attachment" "a" {{
+  volume_id   = gpucloud_volume.data.id
+  instance_id = "{uuid.uuid4()}"
+}}
+"""))
+        text = re.sub(r"\s+", " ", ws.run("plan", "-no-color").out)
+        assert "gpucloud_volume_attachment.a will be created" in text and 'id = (known after apply)' in text, text
+        r = ws.run("import", "-no-color", "gpucloud_volume_attachment.a", "not-an-id")
+        assert r.returncode == 1 and "The id is `<volume_id>/<instance_id>`." in r.out, r.out[-3000:]
+        r = ws.run("import", "-no-color", "gpucloud_volume_attachment.a", f"{vol['id']}/{uuid.uuid4()}")
+        assert r.returncode == 1 and "is not attached to instance" in r.out, r.out[-3000:]
+
+        ws.write(config(size=3))
+        r = ws.ok("destroy", "-auto-approve", "-no-color")
+        assert "Destroy complete! Resources: 1 destroyed." in r.out, r.out[-3000:]
+        assert _live(api, "volumes", project=pid) == []
+    finally:
+        ws.cleanup()

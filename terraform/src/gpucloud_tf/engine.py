@@ -179,6 +179,11 @@ class ApiResource:
             self.placement_check(ctx, planned)
         return planned
 
+    def replaces(self, name: str, old, new) -> bool:
+        """Whether changing argument `name` from `old` to `new` forces replacement although the argument is
+        updated in place (a hook: a volume's size grows in place, a shrink replaces it)."""
+        return False
+
     def plan_update(self, ctx: Ctx, prior: dict, proposed: dict, changed: set, replacing: bool) -> dict:
         if self.project_field and proposed.get(self.project_field) is None:
             proposed[self.project_field] = prior.get(self.project_field)

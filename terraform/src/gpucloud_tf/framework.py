@@ -153,7 +153,7 @@ class Servicer(tf_provider.ProviderServicer):
         for k in kept:
             proposed[k] = prior[k]
         changed -= kept
-        replace = sorted(k for k in changed if attrs[k].requires_replace)
+        replace = sorted(k for k in changed if attrs[k].requires_replace or inst.replaces(k, prior[k], proposed[k]))
         planned = inst.plan_update(ctx, deepcopy(prior), deepcopy(proposed), changed, bool(replace))
         return pb.PlanResourceChange.Response(
             planned_state=_encode_state(attrs, blocks, planned, proposed_enc),

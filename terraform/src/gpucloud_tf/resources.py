@@ -1,7 +1,8 @@
 """The gpucloud resources: each a declaration on `engine.ApiResource` (fields, collection, waiting, timeouts).
 
 Update in place exists where the API PATCHes (vpc description, public IP port, lease name/window/count, project
-name/description); every other argument forces replacement. Docs: terraform/docs/resources/<name>.md.
+name/description, volume name/description) and a volume's growing size (its extend action); every other argument
+forces replacement. Docs: terraform/docs/resources/<name>.md.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from tf.types import Unknown
 
 from .client import ApiResponse
-from .engine import ApiResource, Field
+from .engine import GONE_STATUSES, ApiResource, Field, log
 from .framework import Ctx
 
 MIN = 60.0
@@ -430,5 +431,221 @@ class Project(ApiResource):
     ]
 
 
+
+
+# --- storage ------------------------------------------------------------------------------------------------
+def _accepted(body: dict, key: str = "volume") -> tuple[dict, dict | None]:
+    """A storage action's 202 answer: `{"volume": ..., "operation": ...}` (the operation as an id or object)."""
+    op = body.get("operation")
+    return body[key], ({"id": op} if isinstance(op, str) else op)
+
+
+def _volume_gone(obj: dict) -> bool:
+    return obj.get("status") in GONE_STATUSES or bool(obj.get("deleted_at"))
+
+
+class Volume(ApiResource):
+    name, collection = "volume", "volumes"
+    description = ("A block storage volume of a project (docs/storage.md). Growing `size_gib` extends it in place "
+                   "(`POST /api/v1/volumes/{id}/extend/`, while it is `available`); a smaller size replaces it: "
+                   "volumes never shrink.")
+    project_field = "project"
+    defaults = {"create": 10 * MIN, "update": 10 * MIN, "delete": 10 * MIN}
+    api_doc = ("`POST/GET/DELETE /api/v1/volumes/`, `PATCH` (with `If-Match`) and `POST /api/v1/volumes/{id}/extend/` "
+               "for a larger `size_gib`")
+    fields = [
+        Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
+        Field("name", "required", update=True, description="Name, unique in the project."),
+        Field("volume_type", "required", description="Volume type id (`GET /api/v1/volume-types/`)."),
+        Field("size_gib", "required", type="int", update=True,
+              description="Size in GiB; a larger value extends the volume in place, a smaller one replaces it."),
+        Field("description", "optional_computed", update=True),
+        Field("zone", "optional_computed", description="Zone name; default: the type's first zone."),
+        Field("delete_on_termination", "optional_computed", type="bool", update=True,
+              description="Deleted with the instance it is attached to (default false)."),
+        Field("status", "computed", volatile=True,
+              description="`creating`, `available`, `in-use` (attached), `extending`, `error` ..."),
+        Field("created_at", "computed"),
+    ]
+
+    def replaces(self, name, old, new):
+        return name == "size_gib" and _known(old) and _known(new) and int(new) < int(old)
+
+    def validate_config(self, diags, config):
+        size = config.get("size_gib")
+        if _known(size) and int(size) < 1:
+            diags.add_error("Invalid size_gib", f"size_gib is {size}: a volume has at least 1 GiB.",
+                            path=["size_gib"])
+
+    def gone(self, obj):
+        return _volume_gone(obj)
+
+    def created(self, body):
+        return _accepted(body)
+
+    def wait_create(self, ctx, obj, op, timeout):
+        what = f"Creating {self.type_name} {obj['id']}"
+        if op and not self.wait_operation(ctx, op["id"], timeout, what):
+            return None
+        return self.wait_status(ctx, obj["id"], {"available", "in-use"}, 60, what)
+
+    def update(self, ctx, prior, planned):
+        """A larger `size_gib` is `POST volumes/{id}/extend/` (waited on), then the PATCHable fields."""
+        new, old = planned.get("size_gib"), prior.get("size_gib")
+        if _known(new) and _known(old) and int(new) > int(old):
+            what = f"Extending {self.type_name} {prior['id']} to {new} GiB"
+            r = self.call(ctx, "POST", f"{self.path(prior['id'])}/extend", {"size_gib": int(new)})
+            if r is None:
+                return prior
+            if not r.ok:
+                self.fail(ctx, r, what)
+                return prior
+            _, op = _accepted(r.body)
+            timeout = self.timeout(planned, "update")
+            if op and not self.wait_operation(ctx, op["id"], timeout, what):
+                return prior
+            got = self.wait_status(ctx, prior["id"], {"available", "in-use"}, 60, what)
+            if got is None:
+                return prior
+            ctx.private["etag"] = got[1]
+            prior = {**prior, "size_gib": new}
+            if not any(f.update and f.name != "size_gib" and planned.get(f.name) != prior.get(f.name)
+                       for f in self.fields):
+                return self.to_state(got[0], planned)
+        return super().update(ctx, prior, planned)
+
+    def wait_delete(self, ctx, current, r, timeout):
+        return bool(self.wait_status(ctx, current["id"], {"deleted", "__404__"}, timeout,
+                                     f"Deleting {self.type_name} {current['id']}", failed=("error",)))
+
+
+class VolumeAttachment(ApiResource):
+    name, collection = "volume_attachment", "volumes"
+    description = ("A volume attached to an instance of its project (`POST /api/v1/volumes/{id}/attach/`; destroy "
+                   "detaches it). Its id is `<volume_id>/<instance_id>`, which is also what `terraform import` "
+                   "takes. Both arguments force replacement (a detach and an attach).")
+    defaults = {"create": 10 * MIN, "delete": 10 * MIN}
+    api_doc = "`POST /api/v1/volumes/{id}/attach/` and `/detach/` (each waited on through its operation)"
+    import_id = "<volume_id>/<instance_id>"
+    id_doc = "`<volume_id>/<instance_id>`"
+    fields = [
+        Field("volume_id", "required", description="Volume id."),
+        Field("instance_id", "required", description="Instance id (`active` or `stopped`, in the volume's project)."),
+        Field("device", "computed", description="Guest device name (`vdb` .. `vdq`)."),
+        Field("status", "computed", description="`attaching`, `attached` or `detaching`."),
+    ]
+
+    @staticmethod
+    def split_id(oid: str) -> tuple[str, str] | None:
+        parts = str(oid).split("/")
+        return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+    def _attachment(self, volume: dict, instance_id: str) -> dict | None:
+        return next((a for a in volume.get("attachments") or [] if str(a.get("instance")) == instance_id), None)
+
+    def _state(self, volume: dict, instance_id: str, prior: dict | None) -> dict | None:
+        att = self._attachment(volume, instance_id)
+        if att is None or _volume_gone(volume):
+            return None
+        t = (prior or {}).get("timeouts")
+        return {"id": f"{volume['id']}/{instance_id}", "volume_id": str(volume["id"]), "instance_id": instance_id,
+                "device": att.get("device"), "status": att.get("status"),
+                "timeouts": None if t is Unknown else t}
+
+    def _wait_attachment(self, ctx, vid, iid, want: str | None, timeout, what):
+        """Poll the volume until the attachment of `iid` has status `want` (None: until it is gone)."""
+        def check():
+            r = self.call(ctx, "GET", f"volumes/{vid}")
+            if r is None:
+                return False
+            if r.status == 404:
+                return (None, None) if want is None else self._missing(ctx, vid, what)
+            if not r.ok:
+                self.fail(ctx, r, what)
+                return False
+            att = self._attachment(r.body, iid)
+            if want is None:
+                return (r.body, r.etag) if att is None else None
+            if att is None:
+                ctx.diagnostics.add_error(f"{what}: the attachment is gone",
+                                          r.body.get("error_reason") or r.body.get("error_code") or "")
+                return False
+            return (r.body, r.etag) if att.get("status") == want else None
+        return self.poll(ctx, check, timeout, what)
+
+    def create(self, ctx, planned):
+        vid, iid = str(planned["volume_id"]), str(planned["instance_id"])
+        what = f"Attaching volume {vid} to instance {iid}"
+        timeout = self.timeout(planned, "create")
+        r = self.call(ctx, "POST", f"volumes/{vid}/attach", {"instance": iid})
+        if r is None:
+            return None
+        body = r.body if isinstance(r.body, dict) else {}
+        if r.status == 409 and body.get("code") == "already_attached":
+            log(f"{self.type_name}: {vid} is already attached to {iid}; adopting that attachment")
+        elif not r.ok:
+            self.fail(ctx, r, what)
+            return None
+        else:
+            _, op = _accepted(body)
+            if op and not self.wait_operation(ctx, op["id"], timeout, what):
+                got = self.call(ctx, "GET", f"volumes/{vid}")
+                return self._state(got.body, iid, planned) if got is not None and got.ok else None
+        got = self._wait_attachment(ctx, vid, iid, "attached", timeout, what)
+        if got is None:
+            return None
+        return self._state(got[0], iid, planned)
+
+    def read(self, ctx, current):
+        ids = self.split_id(current["id"])
+        if ids is None:
+            ctx.diagnostics.add_error(f"Invalid {self.type_name} id {current['id']!r}",
+                                      "Expected `<volume_id>/<instance_id>`.")
+            return None
+        r = self.call(ctx, "GET", f"volumes/{ids[0]}")
+        if r is None or r.status == 404:
+            return None
+        if not r.ok:
+            self.fail(ctx, r, f"Reading {self.type_name} {current['id']}")
+            return None
+        return self._state(r.body, ids[1], current)
+
+    def delete(self, ctx, current):
+        vid, iid = str(current["volume_id"]), str(current["instance_id"])
+        what = f"Detaching volume {vid} from instance {iid}"
+        timeout = self.timeout(current, "delete")
+        r = self.call(ctx, "POST", f"volumes/{vid}/detach", {"instance": iid})
+        if r is None:
+            return current
+        body = r.body if isinstance(r.body, dict) else {}
+        if r.status == 404 or (r.status == 409 and body.get("code") == "not_attached"):
+            return None
+        if not r.ok:
+            self.fail(ctx, r, what)
+            return current
+        _, op = _accepted(body)
+        if op and not self.wait_operation(ctx, op["id"], timeout, what):
+            return current
+        if self._wait_attachment(ctx, vid, iid, None, timeout, what) is None:
+            return current
+        return None
+
+    def import_(self, ctx, oid):
+        ids = self.split_id(oid)
+        if ids is None:
+            ctx.diagnostics.add_error(f"Cannot import {self.type_name} {oid!r}",
+                                      "The id is `<volume_id>/<instance_id>`.")
+            return None
+        r = self.call(ctx, "GET", f"volumes/{ids[0]}")
+        if r is None:
+            return None
+        state = self._state(r.body, ids[1], None) if r.ok else None
+        if state is None:
+            ctx.diagnostics.add_error(f"Cannot import {self.type_name} {oid}: not found",
+                                      f"Volume {ids[0]} is not visible to the provider's token or is not "
+                                      f"attached to instance {ids[1]}.")
+        return state
+
+
 RESOURCES = [SshKey, Vpc, Subnet, SecurityGroup, SecurityGroupRule, PublicIp, Instance, Cluster, IbPartition, Lease,
-             ApiToken, WebhookEndpoint, Project]
+             ApiToken, WebhookEndpoint, Project, Volume, VolumeAttachment]
