@@ -33,15 +33,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def busy_seconds(operations: list[dict], since: dt.datetime) -> tuple[float, int]:
+def busy_seconds(operations: list[dict], since: dt.datetime, until: dt.datetime | None = None) -> tuple[float, int]:
     """The union of the `created_at`..`finished_at` intervals (seconds) of the operations created at or after
-    `since` (ISO 8601 timestamps as the API gives them; an unfinished one counts up to now), and how many."""
+    `since` (ISO 8601 timestamps as the API gives them), cut at `until` (the end of the apply; default now: an
+    operation still running after the apply, or finished after it, counts only up to then), and how many."""
     def ts(v: str) -> dt.datetime:
         return dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
 
-    now = dt.datetime.now(dt.UTC)
-    spans = sorted((ts(o["created_at"]), ts(o["finished_at"]) if o.get("finished_at") else now)
-                   for o in operations if ts(o["created_at"]) >= since)
+    until = until or dt.datetime.now(dt.UTC)
+    spans = sorted((ts(o["created_at"]), min(ts(o["finished_at"]), until) if o.get("finished_at") else until)
+                   for o in operations if since <= ts(o["created_at"]) < until)
     total, end = 0.0, None
     for a, b in spans:
         if end is None or a > end:
@@ -90,11 +91,12 @@ def main() -> None:
         estate.ok("init", "-no-color")
         began = dt.datetime.now(dt.UTC)
         out["estate_apply_s"] = round(estate.ok("apply", "-auto-approve", "-no-color").elapsed, 2)
+        ended = dt.datetime.now(dt.UTC)
         print(f"estate apply (13 resources, 2-node cluster, VM): {out['estate_apply_s']} s", flush=True)
         tenant = Api(stack.base, t.token)
         ops = [o for o in tenant.all("operations") if o["created_at"] and
                dt.datetime.fromisoformat(o["created_at"].replace("Z", "+00:00")) >= began]
-        busy, n = busy_seconds(ops, began)
+        busy, n = busy_seconds(ops, began, ended)
         out["estate_provisioning_s"] = round(busy, 2)
         out["estate_provider_s"] = round(out["estate_apply_s"] - busy, 2)
         out["estate_operations"] = n
