@@ -3,7 +3,8 @@
 create:  place_and_claim → attach_networks → prepare_devices → wait_devices → define → start → wait_running
 stop:    stop → wait_stopped            start: prepare_devices → wait_devices → start → wait_running
 reboot:  reboot                         resize: redefine
-delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) → release_allocations
+delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) →
+         release_volumes (storage's delete hook) → release_allocations
 cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
@@ -30,6 +31,7 @@ from .models import Instance
 from .services import clusters as _clusters  # noqa: F401  (registers cluster.create)
 from .services import devices as devsvc
 from .services import networks as netsvc
+from .services import volumes as volsvc
 from .services.hypervisor import driver_for_host
 from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
 from .services.placement import (
@@ -136,7 +138,8 @@ def _spec(inst: Instance) -> DomainSpec:
     return DomainSpec(uuid=inst.pk, vcpus=flavor.vcpus, memory_mib=flavor.memory_mib, project_id=str(inst.project_id),
                       numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
                       uefi=conf.uefi(), secure_boot=image.secure_boot, machine=conf.machine(),
-                      virt_type=conf.virt_type(), hostdevs=tuple(hostdevs), interfaces=nics, disk=disk, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
+                      virt_type=conf.virt_type(), hostdevs=tuple(hostdevs), interfaces=nics, disk=disk,
+                      volumes=volsvc.instance_volume_disks(inst), seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
 
 
 def define(op) -> None:
@@ -280,6 +283,12 @@ def wait_devices_released(op) -> None:
     return None
 
 
+def release_volumes(op) -> None:
+    """The attached volumes' attachments go (their disks went with the domain) and `delete_on_termination`
+    volumes start their delete, through storage's delete hook (`services.volumes`)."""
+    volsvc.instance_volumes_release(instance=_instance(op))
+
+
 def release_allocations(op) -> None:
     """Remove the instance's ports and partition memberships (as the system: a delete must not fail because
     the deleting user lost the project), release its allocations and mark it deleted."""
@@ -317,5 +326,6 @@ wf.register(wf.Workflow(kind=RESIZE, steps=(("redefine", redefine),), on_error=a
 wf.register(wf.Workflow(kind=REBOOT, steps=(("reboot", reboot),), on_error=action_failed, deadline_seconds=300.0))
 wf.register(wf.Workflow(kind=DELETE, steps=(
     ("destroy_domain", destroy_domain), ("release_devices", release_devices),
-    ("wait_devices_released", wait_devices_released), ("release_allocations", release_allocations)),
+    ("wait_devices_released", wait_devices_released), ("release_volumes", release_volumes),
+    ("release_allocations", release_allocations)),
     on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))

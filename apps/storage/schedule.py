@@ -1,7 +1,7 @@
 BEAT_SCHEDULE = {
     "storage-attachments-reconcile": {
         "task": "storage.attachments_reconcile_task",
-        "schedule": 60.0,
+        "schedule": 300.0,  # a safety net: the instance delete workflow releases attachments itself
         "options": {"queue": "reconcile"},
     },
 }

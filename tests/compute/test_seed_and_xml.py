@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 import yaml
 
-from apps.compute.drivers.base import USER_DATA_MAX_BYTES, CloudInitSeed, DomainSpec
+from apps.compute.drivers.base import USER_DATA_MAX_BYTES, CloudInitSeed, DomainSpec, VolumeDisk
 from apps.compute.drivers.libvirt.xml import domain_xml, parse_metadata, pci_parts
 from apps.compute.drivers.seed import read_seed_iso, seed_iso
 from apps.core.drivers import DriverError
@@ -60,3 +60,16 @@ def test_metadata_round_trip_and_tcg_has_no_kvm_features():
     assert root.get("type") == "qemu" and root.find("features/kvm") is None and root.find("cpu") is None
     assert root.find("os").get("firmware") is None
     assert parse_metadata("<domain type='kvm'><name>x</name></domain>") == (False, "")
+
+
+def test_attached_volumes_are_disks_after_the_root_disk():
+    vols = (VolumeDisk("/dev/vg/v1", "vdc", serial="abc", format="raw", source_type="block"),
+            VolumeDisk("/srv/ssd/v2", "vdb", serial="def"))
+    root = ET.fromstring(domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=1, memory_mib=64, volumes=vols)))
+    disks = [(d.get("type"), d.find("source").attrib, d.find("target").get("dev"), d.findtext("serial"),
+              d.find("driver").get("type")) for d in root.iterfind("devices/disk")]
+    assert disks == [("block", {"dev": "/dev/vg/v1"}, "vdc", "abc", "raw"),
+                     ("file", {"file": "/srv/ssd/v2"}, "vdb", "def", "qcow2")]
+    with pytest.raises(DriverError) as exc:
+        domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=1, memory_mib=64, volumes=(VolumeDisk("rel", "vdb"),)))
+    assert exc.value.code == "invalid_disk_attachment"

@@ -91,3 +91,40 @@ def test_volume_lifecycle_on_libvirt(world, real):
     with pytest.raises(Exception) as exc:
         drv.volume_get(pool, str(vol.pk))
     assert exc.value.code == "volume_not_found"
+
+
+def test_a_redefined_domain_keeps_its_attached_volume_on_libvirt(world, real):
+    """Attach → stop → redefine (what a resize does, with the spec compute builds: `instance_volume_disks`) →
+    start: the disk is in the persistent and the live XML, as storage's driver attached it."""
+    from dataclasses import replace
+
+    from apps.compute.services.volumes import instance_volume_disks
+
+    uri, pool, target = real
+    VolumeType.objects.filter(pk=world.ssd.pk).update(pool=pool, pool_target_path=target)
+    host = world.instance_a.host
+    host.libvirt_uri = uri
+    host.save(update_fields=["libvirt_uri"])
+    inst = instance(world.project_a, "vm-redefine", status="active", host=host)
+    compute = LibvirtDriver(uri, seed_dir=str(Path(target).parent.parent / "seeds"))
+    spec = DomainSpec(uuid=inst.pk, vcpus=1, memory_mib=64, project_id="p", machine="pc", uefi=False,
+                      virt_type="qemu", emulator=QEMU)
+    compute.domain_define(spec)
+    compute.domain_start(inst.pk)
+    created = world.client_a.post("/api/v1/volumes/", volume_body(world, "data", 1), format="json")
+    _ok(created)
+    vol_id = created.json()["volume"]["id"]
+    _ok(world.client_a.post(f"/api/v1/volumes/{vol_id}/attach/", {"instance": str(inst.pk)}, format="json"))
+    compute.domain_stop(inst.pk, hard=True)
+
+    drv = get_driver(uri)
+    compute.domain_define(replace(spec, memory_mib=128))  # without the volumes, as before: the disk is gone
+    assert [d.target_dev for d in drv.attached_disks(str(inst.pk))] == []
+    compute.domain_define(replace(spec, memory_mib=128, volumes=instance_volume_disks(inst)))
+    assert compute.domain_start(inst.pk).power_state == PowerState.RUNNING
+    disk = [(d.target_dev, d.serial, d.format) for d in drv.attached_disks(str(inst.pk))]
+    assert disk == [("vdb", disk_serial(vol_id), "qcow2")]
+    assert f"<serial>{disk_serial(vol_id)}</serial>" in compute.domain_xml_get(inst.pk)
+    compute.domain_stop(inst.pk, hard=True)  # a stop/start keeps it too
+    compute.domain_start(inst.pk)
+    assert [d.target_dev for d in drv.attached_disks(str(inst.pk))] == ["vdb"]

@@ -109,6 +109,25 @@ class DiskSpec:
 
 
 @dataclass(frozen=True)
+class VolumeDisk:
+    """An attached volume in the domain's definition, so that a redefine (resize) keeps it: `path` on the host,
+    `target_dev` (``vdb``..), `serial` (the volume id, see `apps.storage.drivers.base.disk_serial`), `format`
+    (``qcow2``/``raw``), `source_type` ``file`` (dir and netfs pools) or ``block`` (logical volumes) and the
+    `<driver cache>` mode. Compute does not know volumes: storage's disk provider says which an instance has
+    (`apps.compute.services.volumes.register_disk_provider`); the element is the one storage's driver
+    hot-plugs (`apps.storage.drivers.libvirt.xml.disk_xml`)."""
+
+    path: str
+    target_dev: str
+    bus: str = "virtio"
+    serial: str = ""
+    format: str = "qcow2"
+    source_type: str = "file"
+    read_only: bool = False
+    cache: str = "none"
+
+
+@dataclass(frozen=True)
 class DomainSpec:
     """Everything needed to define one VM.
 
@@ -118,7 +137,7 @@ class DomainSpec:
     must then be a multiple of 1024 MiB). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
     `uefi` selects firmware autoselection (`<os firmware='efi'>`), without Secure Boot unless `secure_boot` (the
     image's property: unsigned kernel modules such as a DKMS-built NVIDIA driver do not load under it); `interfaces` are the VM's NICs in
-    tenant subnets, in order (the first is the guest's first NIC). `project_id` and `labels` travel in the
+    tenant subnets, in order (the first is the guest's first NIC); `volumes` the attached volumes, after the root disk. `project_id` and `labels` travel in the
     domain's metadata so a reconciler can tell our domains from others.
     """
 
@@ -139,6 +158,7 @@ class DomainSpec:
     hostdevs: tuple[PciHostdev | MdevHostdev, ...] = ()
     interfaces: tuple[NetInterface, ...] = ()
     disk: DiskSpec | None = None
+    volumes: tuple[VolumeDisk, ...] = ()
     seed: CloudInitSeed | None = None
     labels: tuple[tuple[str, str], ...] = field(default=())
 

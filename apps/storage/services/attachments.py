@@ -116,3 +116,28 @@ def volume_settle(volume: Volume) -> None:
     if volume.status in (VolumeStatus.ATTACHING, VolumeStatus.DETACHING, VolumeStatus.EXTENDING):
         transition(volume, "settle_in_use" if attached and volume.status != VolumeStatus.EXTENDING
                    else "settle_available", VOLUME_TRANSITIONS)
+
+
+def instance_volume_disks(instance) -> list:
+    """Compute's disk provider (`apps.compute.services.volumes.register_disk_provider`): the volumes whose disk
+    is in `instance`'s domain (attached, or detaching: the detach step removes the disk and the row together)
+    as `VolumeDisk`s, so a redefine of the domain keeps them. Path and format are asked from the volume's pool
+    (as the attach step does); a logical pool's volumes are block devices."""
+    from apps.compute.drivers.base import VolumeDisk
+
+    from ..drivers.base import disk_serial
+    from .backend import driver_for
+
+    rows = (VolumeAttachment.objects.filter(instance_id=instance.pk,
+                                            status__in=(AttachmentStatus.ATTACHED, AttachmentStatus.DETACHING))
+            .select_related("volume__volume_type", "volume__host").order_by("device"))
+    disks = []
+    for att in rows:
+        vol = att.volume
+        drv = driver_for(vol.host)
+        info = drv.volume_get(vol.volume_type.pool, str(vol.pk))
+        disks.append(VolumeDisk(path=info.path, target_dev=att.device, serial=disk_serial(vol.pk),
+                                format=info.format or "qcow2",
+                                source_type="block" if vol.volume_type.pool_kind == "logical" else "file",
+                                cache=getattr(driver_for(instance.host), "disk_cache", "none")))
+    return disks

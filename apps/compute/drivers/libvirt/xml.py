@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 
 from apps.core.drivers import DriverError
 
-from ..base import DomainSpec, MdevHostdev, NetInterface, PciHostdev
+from ..base import DomainSpec, MdevHostdev, NetInterface, PciHostdev, VolumeDisk
 
 METADATA_NS = "https://gpucloud.dev/xmlns/instance/1"
 METADATA_PREFIX = "gpucloud"
@@ -131,12 +131,32 @@ def _interface(devices: ET.Element, nic: NetInterface) -> None:
     _sub(iface, "model", type="virtio")
 
 
+def _volume_disk(devices: ET.Element, vol: VolumeDisk) -> None:
+    """The same `<disk>` storage's driver hot-plugs (`apps.storage.drivers.libvirt.xml.disk_xml`)."""
+    if vol.source_type not in ("file", "block") or not vol.path.startswith("/"):
+        raise DriverError(f"volume disk {vol.target_dev}: source {vol.source_type} {vol.path!r}",
+                          code="invalid_disk_attachment")
+    d = _sub(devices, "disk", type=vol.source_type, device="disk")
+    driver = {"name": "qemu", "type": vol.format, "cache": vol.cache, "discard": "unmap"}
+    if vol.cache in ("none", "directsync"):
+        driver["io"] = "native"  # QEMU's native AIO needs O_DIRECT
+    _sub(d, "driver", **driver)
+    _sub(d, "source", **{"file" if vol.source_type == "file" else "dev": vol.path})
+    _sub(d, "target", dev=vol.target_dev, bus=vol.bus)
+    if vol.serial:
+        _sub(d, "serial", vol.serial)
+    if vol.read_only:
+        _sub(d, "readonly")
+
+
 def _disks(devices: ET.Element, spec: DomainSpec, disk_path: str, seed_path: str) -> None:
     if spec.disk is not None and disk_path:
         d = _sub(devices, "disk", type="file", device="disk")
         _sub(d, "driver", name="qemu", type=spec.disk.format, discard="unmap")
         _sub(d, "source", file=disk_path)
         _sub(d, "target", dev="vda", bus="virtio")
+    for vol in spec.volumes:
+        _volume_disk(devices, vol)
     if seed_path:
         c = _sub(devices, "disk", type="file", device="cdrom")
         _sub(c, "driver", name="qemu", type="raw")
