@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "apps.networking",
     "apps.storage",
     "apps.billing",
+    "apps.health",
 ]
 
 MIDDLEWARE = [

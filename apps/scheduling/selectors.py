@@ -82,3 +82,10 @@ def allocation_list_live(*, host_id: uuid.UUID | None = None) -> QuerySet[Alloca
     if host_id:
         qs = qs.filter(host_id=host_id)
     return qs
+
+
+def allocation_list_at(*, host_id: uuid.UUID, gpu_id: uuid.UUID | None = None,
+                       at: dt.datetime) -> QuerySet[Allocation]:
+    """Staff read: allocations on the host (or one of its GPUs) whose period contains `at` (fault impact)."""
+    qs = Allocation.objects.filter(host_id=host_id, period__contains=at)
+    return qs.filter(gpu_id=gpu_id) if gpu_id is not None else qs

@@ -126,7 +126,8 @@ def _gpu_last_change(gpu: Gpu):
 
 def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = True,
                     at: dt.datetime | None = None) -> Gpu:
-    """Mark one GPU faulty and open a GPU incident at `at` (default now; idempotent while one is open)."""
+    """Mark one GPU faulty and open a GPU incident at `at` (default now; idempotent while one is open, except that
+    `provider_at_fault` True turns an open incident that was not the provider's into one that is)."""
     reason = _reason(reason)
     with transaction.atomic():
         gpu = Gpu.objects.select_for_update().get(pk=gpu.pk)
@@ -134,9 +135,13 @@ def gpu_mark_faulty(*, actor, gpu: Gpu, reason: str, provider_at_fault: bool = T
         before = gpu.health
         gpu.health = GpuHealth.FAULTY
         gpu.save(update_fields=["health"])
-        if not Incident.objects.filter(gpu=gpu, end__isnull=True).exists():
+        open_incident = Incident.objects.filter(gpu=gpu, end__isnull=True).first()
+        if open_incident is None:
             Incident.objects.create(host_id=gpu.host_id, gpu=gpu, start=at, reason=reason,
                                     provider_at_fault=provider_at_fault)
+        elif provider_at_fault and not open_incident.provider_at_fault:  # a later fault is the provider's
+            Incident.objects.filter(pk=open_incident.pk).update(provider_at_fault=True, reason=reason,
+                                                                updated_at=now())
         audit_record(actor=actor, action="inventory.gpu.mark_faulty", target=gpu, before={"health": before},
                      after={"health": gpu.health, "reason": reason})
     return gpu

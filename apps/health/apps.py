@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class HealthConfig(AppConfig):
+    name = "apps.health"
+    label = "health"
+
+    def ready(self) -> None:
+        from .classification import classification_load
+
+        classification_load()  # a broken classification.yaml fails the start, not the first fault

@@ -1,0 +1,3 @@
+from .event import HealthEvent, HealthEventImpact
+
+__all__ = ["HealthEvent", "HealthEventImpact"]

@@ -1,0 +1,315 @@
+"""Health event ingest: validate, de-duplicate, classify (classification.yaml), record who it touched, and apply
+the effects through inventory's host/GPU condition services, all in one transaction (docs/health.md).
+
+One entry point for every source: the agent API (`POST /agent/health-events`), `manage.py health_inject` and the
+staff preview (`health_event_preview`, the same plan with no writes). Effects:
+
+- `cordon_gpu` / `provider_at_fault` with a GPU: `gpu_mark_faulty` (GPU not placeable; opens the GPU's inventory
+  Incident, `provider_at_fault` from the row, or turns an open one into the provider's): billing reads it as SLA
+  downtime of whatever sat on that GPU.
+- `provider_at_fault` without a GPU: `host_mark_faulty` (host incident).
+- `drain_host` / `cordon_host`: `host_drain` / `host_cordon` when the host is in a state that allows it (a host
+  already cordoned, draining, in maintenance or faulty takes no new placements and is left as it is).
+- `reset_gpu`, `reboot_host`, `rma`: recorded in `applied.pending` for remediation (not in this slice).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Sum
+
+from apps.audit.services import audit_record
+from apps.core.clock import now
+from apps.core.errors import ValidationFailed
+from apps.inventory.models import Gpu, HcaPort, Host
+from apps.inventory.services import hosts as host_services
+from apps.inventory.states import HOST_TRANSITIONS, HostState
+from apps.scheduling.selectors import allocation_list_at
+
+from ..classification import Rule, classification_load, classify, threshold_rules
+from ..errors import Code
+from ..models import HealthEvent, HealthEventImpact
+from ..states import EFFECTS_HOOKS, EventKind, EventSource
+
+CLOCK_SKEW = dt.timedelta(minutes=5)
+
+
+@dataclass
+class Plan:
+    rule: Rule
+    version: int
+    window_counts: dict
+    actions: list = field(default_factory=list)  # [(action, detail)] applied in order
+    pending: list = field(default_factory=list)  # remediation hooks
+
+    def as_dict(self) -> dict:
+        return {
+            "classification_version": self.version,
+            "rule": self.rule.as_dict(),
+            "window_counts": self.window_counts,
+            "actions": [a for a, _ in self.actions],
+            "pending": self.pending,
+        }
+
+
+@dataclass(frozen=True)
+class _Event:
+    host: Host
+    gpu: Gpu | None
+    hca_port: HcaPort | None
+    kind: str
+    xid: int | None
+    count: int
+    observed_at: dt.datetime
+
+
+def _invalid(msg: str, code: str, fld: str):
+    raise ValidationFailed(msg, code=code, errors={fld: [msg]})
+
+
+def _resolve(
+    *, host: Host, kind: str, xid, gpu_index, gpu_uuid, hca_device, hca_port_number, count, observed_at
+) -> _Event:
+    if kind not in EventKind.values:
+        _invalid(f"Unknown kind {kind!r}.", Code.INVALID_EVENT, "kind")
+    if kind == EventKind.XID and xid is None:
+        _invalid("kind xid needs an xid number.", Code.INVALID_EVENT, "xid")
+    if kind != EventKind.XID and xid is not None:
+        _invalid("xid is only for kind xid.", Code.INVALID_EVENT, "xid")
+    if count is None or count < 1:
+        _invalid("count must be at least 1.", Code.INVALID_EVENT, "count")
+    at = observed_at or now()
+    if at.tzinfo is None:
+        _invalid("observed_at must carry a time zone.", Code.INVALID_EVENT, "observed_at")
+    if at > now() + CLOCK_SKEW:
+        _invalid("observed_at is in the future.", Code.INVALID_EVENT, "observed_at")
+    gpu = None
+    if gpu_index is not None or gpu_uuid:
+        qs = Gpu.objects.filter(host=host)
+        qs = qs.filter(index=gpu_index) if gpu_index is not None else qs
+        qs = qs.filter(uuid=gpu_uuid) if gpu_uuid else qs
+        gpu = qs.first()
+        if gpu is None:
+            _invalid(
+                f"Host {host.name} has no GPU {gpu_uuid or gpu_index}.",
+                Code.GPU_UNKNOWN,
+                "gpu_uuid" if gpu_uuid else "gpu_index",
+            )
+    port = None
+    if hca_device:
+        port = HcaPort.objects.filter(host=host, device=hca_device, port_number=hca_port_number or 1).first()
+        if port is None:
+            _invalid(
+                f"Host {host.name} has no HCA port {hca_device}/{hca_port_number or 1}.",
+                Code.HCA_PORT_UNKNOWN,
+                "hca_device",
+            )
+    return _Event(host, gpu, port, kind, xid, count, at)
+
+
+def _dedup_key(ev: _Event, given: str) -> str:
+    key = (given or "").strip() or ":".join(
+        str(p)
+        for p in (
+            ev.kind,
+            ev.xid,
+            ev.gpu.index if ev.gpu else "",
+            ev.hca_port.pk if ev.hca_port else "",
+            ev.observed_at.isoformat(),
+        )
+    )
+    return key if len(key) <= 128 else "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def _window_counts(ev: _Event) -> dict:
+    counts = {}
+    for rule in threshold_rules(ev.kind, ev.xid):
+        since = ev.observed_at - dt.timedelta(seconds=rule.threshold_window_s)
+        prior = HealthEvent.objects.filter(
+            host=ev.host,
+            gpu=ev.gpu,
+            kind=ev.kind,
+            xid=ev.xid,
+            observed_at__gt=since,
+            observed_at__lte=ev.observed_at,
+        )
+        counts[rule.id] = (prior.aggregate(n=Sum("count"))["n"] or 0) + ev.count
+    return counts
+
+
+def _plan(ev: _Event) -> Plan:
+    counts = _window_counts(ev)
+    rule = classify(ev.kind, ev.xid, counts)
+    plan = Plan(rule, classification_load().version, counts)
+    effects = set(rule.effects)
+    host_state = Host.objects.filter(pk=ev.host.pk).values_list("state", flat=True).get()
+    if ev.gpu is not None and effects & {"cordon_gpu", "provider_at_fault"}:
+        plan.actions.append(("gpu_mark_faulty", {"provider_at_fault": rule.provider_at_fault}))
+    elif ev.gpu is None and rule.provider_at_fault and host_state in HOST_TRANSITIONS["mark_faulty"][0]:
+        plan.actions.append(("host_mark_faulty", {"provider_at_fault": True}))
+        host_state = HostState.FAULTY
+    if "drain_host" in effects and host_state in HOST_TRANSITIONS["drain"][0]:
+        plan.actions.append(("host_drain", {}))
+    elif "cordon_host" in effects and host_state in HOST_TRANSITIONS["cordon"][0]:
+        plan.actions.append(("host_cordon", {}))
+    plan.pending = [e for e in rule.effects if e in EFFECTS_HOOKS]
+    return plan
+
+
+def _reason(ev: _Event, rule: Rule) -> str:
+    what = f"XID {ev.xid}" if ev.xid is not None else ev.kind
+    where = f" on gpu{ev.gpu.index}" if ev.gpu else ""
+    return f"health: {what}{where} ({rule.klass}, rule {rule.id})"
+
+
+def _apply(*, actor, ev: _Event, plan: Plan) -> dict:
+    reason = _reason(ev, plan.rule)
+    for action, detail in plan.actions:
+        if action == "gpu_mark_faulty":
+            host_services.gpu_mark_faulty(actor=actor, gpu=ev.gpu, reason=reason, **detail)
+        elif action == "host_mark_faulty":
+            host_services.host_mark_faulty(actor=actor, host=ev.host, reason=reason, **detail)
+        elif action == "host_drain":
+            host_services.host_drain(actor=actor, host=ev.host, reason=reason)
+        elif action == "host_cordon":
+            host_services.host_cordon(actor=actor, host=ev.host, reason=reason)
+    incident = None
+    if ev.gpu is not None and plan.actions and plan.actions[0][0] == "gpu_mark_faulty":
+        incident = ev.gpu.incidents.filter(end__isnull=True).values_list("pk", flat=True).first()
+    elif any(a == "host_mark_faulty" for a, _ in plan.actions):
+        incident = (
+            ev.host.incidents.filter(gpu__isnull=True, end__isnull=True).values_list("pk", flat=True).first()
+        )
+    return {
+        "actions": [a for a, _ in plan.actions],
+        "pending": plan.pending,
+        "incident": str(incident) if incident else None,
+        "window_counts": plan.window_counts,
+    }
+
+
+def _impacts(event: HealthEvent) -> None:
+    rows = {}
+    for alloc in allocation_list_at(host_id=event.host_id, gpu_id=event.gpu_id, at=event.observed_at):
+        rows.setdefault(
+            alloc.consumer_id,
+            HealthEventImpact(
+                event=event,
+                project_id=alloc.project_id,
+                resource_type=alloc.consumer_type,
+                resource_id=alloc.consumer_id,
+            ),
+        )
+    HealthEventImpact.objects.bulk_create(rows.values())
+
+
+def health_event_preview(
+    *,
+    host: Host,
+    kind: str,
+    xid: int | None = None,
+    gpu_index: int | None = None,
+    gpu_uuid: str = "",
+    hca_device: str = "",
+    hca_port_number: int | None = None,
+    count: int = 1,
+    observed_at: dt.datetime | None = None,
+) -> dict:
+    """What ingesting this event would do now (classification row, actions, pending hooks); writes nothing."""
+    ev = _resolve(
+        host=host,
+        kind=kind,
+        xid=xid,
+        gpu_index=gpu_index,
+        gpu_uuid=gpu_uuid,
+        hca_device=hca_device,
+        hca_port_number=hca_port_number,
+        count=count,
+        observed_at=observed_at,
+    )
+    return _plan(ev).as_dict()
+
+
+def health_event_ingest(
+    *,
+    actor,
+    host: Host,
+    kind: str,
+    xid: int | None = None,
+    gpu_index: int | None = None,
+    gpu_uuid: str = "",
+    hca_device: str = "",
+    hca_port_number: int | None = None,
+    count: int = 1,
+    observed_at: dt.datetime | None = None,
+    dedup_key: str = "",
+    message: str = "",
+    source: str = EventSource.AGENT,
+) -> tuple[HealthEvent, bool]:
+    """Record one health event and apply its effects; returns (event, created).
+
+    A second report with the same `dedup_key` (per host) returns the stored event with created False and changes
+    nothing. Raises ValidationFailed (400): `health_gpu_unknown` / `health_hca_port_unknown` for a device the host
+    does not have, `health_invalid_event` for a bad kind/xid/count/time.
+    """
+    ev = _resolve(
+        host=host,
+        kind=kind,
+        xid=xid,
+        gpu_index=gpu_index,
+        gpu_uuid=gpu_uuid,
+        hca_device=hca_device,
+        hca_port_number=hca_port_number,
+        count=count,
+        observed_at=observed_at,
+    )
+    key = _dedup_key(ev, dedup_key)
+    with transaction.atomic():
+        Host.objects.select_for_update().filter(pk=host.pk).values_list(
+            "pk", flat=True
+        ).get()  # one at a time
+        existing = HealthEvent.objects.filter(host=host, dedup_key=key).first()
+        if existing is not None:
+            return existing, False
+        plan = _plan(ev)
+        event = HealthEvent.objects.create(
+            host=host,
+            gpu=ev.gpu,
+            hca_port=ev.hca_port,
+            kind=kind,
+            xid=xid,
+            count=count,
+            observed_at=ev.observed_at,
+            dedup_key=key,
+            source=source,
+            message=(message or "")[:500],
+            classification=plan.rule.klass,
+            classification_version=plan.version,
+            effects=list(plan.rule.effects),
+            needs_return_to_service=plan.rule.needs_return_to_service,
+        )
+        _impacts(event)
+        event.applied = _apply(actor=actor, ev=ev, plan=plan)
+        event.save(update_fields=["applied"])
+        audit_record(
+            actor=actor,
+            action="health.event.ingest",
+            target=event,
+            after={
+                "host": host.name,
+                "kind": kind,
+                "xid": xid,
+                "gpu_index": ev.gpu.index if ev.gpu else None,
+                "class": plan.rule.klass,
+                "rule": plan.rule.id,
+                **event.applied,
+            },
+        )
+    return event, True
+
+
+__all__ = ["health_event_ingest", "health_event_preview"]
