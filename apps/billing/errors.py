@@ -17,3 +17,6 @@ class Code(StrEnum):
     INVOICE_RUN_IN_PROGRESS = "invoice_run_in_progress"
     UNPRICED_USAGE = "unpriced_usage"
     UNKNOWN_SLA_TIER = "unknown_sla_tier"
+    AMOUNT_OUT_OF_RANGE = "amount_out_of_range"
+    ZERO_AMOUNT = "zero_amount"
+    INVOICE_HAS_CREDIT_NOTES = "invoice_has_credit_notes"

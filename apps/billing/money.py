@@ -29,6 +29,24 @@ def currency_validate(code: str) -> str:
     return currency.code
 
 
+#: The largest absolute amount (or unit price) the API accepts, in any currency: a line's unit price is stored
+#: with 12 integer digits and an invoice's totals with 14, so a billion per amount leaves room for a month of
+#: lines and their sums without overflowing what rating stores (docs/billing.md, "Amount limits").
+AMOUNT_LIMIT = Decimal("999999999.99")
+
+
+def amount_validate(value, *, field: str = "amount") -> Decimal:
+    """Return `value` as a Decimal; 400 `amount_out_of_range` (with `errors[field]` and `limit`) when its absolute
+    value is over AMOUNT_LIMIT, so nothing the API accepts overflows rating or an invoice run later. The one bound
+    for adjustments, credit notes, payments and prices."""
+    amount = Decimal(value)
+    if not amount.is_finite() or abs(amount) > AMOUNT_LIMIT:
+        message = f"{field} must be between -{AMOUNT_LIMIT} and {AMOUNT_LIMIT}."
+        raise ValidationFailed(message, code=Code.AMOUNT_OUT_OF_RANGE, errors={field: [message]},
+                               limit=str(AMOUNT_LIMIT))
+    return amount
+
+
 def minor_units(code: str) -> int:
     """Decimal places of the currency's minor unit (USD 2, JPY 0, BHD 3)."""
     sub_unit = moneyed.get_currency(code).sub_unit or 1

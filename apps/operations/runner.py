@@ -12,7 +12,14 @@ import json
 import logging
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import DatabaseError, transaction
+from django.db import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    NotSupportedError,
+    ProgrammingError,
+    transaction,
+)
 
 from apps.core.clock import now
 from apps.core.db import is_contention
@@ -24,6 +31,9 @@ from . import workflows
 from .models import TERMINAL, Operation, OperationStatus
 
 log = logging.getLogger("gpucloud.operations")
+
+#: database errors a step meets again on every run (the data, not the database, is at fault)
+NON_TRANSIENT_DB_ERRORS = (DataError, IntegrityError, NotSupportedError, ProgrammingError)
 
 
 def operation_start(*, kind: str, target_type: str, target_id, project=None, actor=None, state=None,
@@ -90,17 +100,22 @@ def operation_run_step(operation_id) -> str | None:
                 return step
             except (DriverTransientError, DatabaseError) as exc:
                 if isinstance(exc, DatabaseError) and not is_contention(exc):
-                    raise
-                # a deadlock or serialization failure rolled the step back to its savepoint: run it again later
-                attempts = op.attempts + 1
-                delay = _backoff(wf, attempts)
-                Operation.objects.filter(id=op.id).update(
-                    status=OperationStatus.RUNNING, attempts=attempts, updated_at=now(),
-                    next_attempt_at=now() + dt.timedelta(seconds=delay), error_detail=str(exc)[:2000])
-                log.warning("operation_step_transient", extra={"operation_id": str(op.id), "step": step,
-                                                                "attempts": attempts, "error": str(exc)})
-                _enqueue(op.id, wf, countdown=delay)
-                return step
+                    if not isinstance(exc, NON_TRANSIENT_DB_ERRORS):
+                        raise  # a lost connection and the like: the task fails and a resume runs the step again
+                    # bad data (an overflowing value, a violated constraint) rolled the step back to its
+                    # savepoint; running it again gives the same error, so the operation fails with a code
+                    failure = ("database_error", f"step {step!r}: {type(exc).__name__}: {exc}"[:2000], {})
+                else:
+                    # a deadlock or serialization failure rolled the step back to its savepoint: run it later
+                    attempts = op.attempts + 1
+                    delay = _backoff(wf, attempts)
+                    Operation.objects.filter(id=op.id).update(
+                        status=OperationStatus.RUNNING, attempts=attempts, updated_at=now(),
+                        next_attempt_at=now() + dt.timedelta(seconds=delay), error_detail=str(exc)[:2000])
+                    log.warning("operation_step_transient", extra={"operation_id": str(op.id), "step": step,
+                                                                    "attempts": attempts, "error": str(exc)})
+                    _enqueue(op.id, wf, countdown=delay)
+                    return step
             except (DriverError, DomainError) as exc:
                 failure = (getattr(exc, "code", "driver_error"), str(exc), _jsonable(getattr(exc, "extra", None)))
             else:

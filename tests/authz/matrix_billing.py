@@ -143,6 +143,8 @@ ENTRIES = [
     Entry("GET", "/api/v1/adjustments", STAFF_ONLY),
     Entry("GET", "/api/v1/adjustments/{pk}", STAFF_ONLY, pk(lambda w: Adjustment.objects.create(
         organization=w.org_a, period="2026-01", amount=Decimal("5.00"), description="x"))),
+    Entry("DELETE", "/api/v1/adjustments/{pk}", DENIED, pk(lambda w: Adjustment.objects.create(
+        organization=w.org_a, period="2026-01", amount=Decimal("5.00"), description="x"))),
     Entry("POST", "/api/v1/adjustments", DENIED,
           lambda w: Case(data={"organization": str(w.org_a.pk), "period": "2026-01", "amount": "5.00",
                                "description": "goodwill"})),

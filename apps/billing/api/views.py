@@ -243,8 +243,9 @@ class InvoiceRunViewSet(_StaffBase):
         return response
 
 
-class AdjustmentViewSet(_StaffBase):
-    """Manual charges and credits on an organization's invoice for a period."""
+class AdjustmentViewSet(mixins.DestroyModelMixin, _StaffBase):
+    """Manual charges and credits on an organization's invoice for a period; one of an open period can be
+    deleted."""
 
     serializer_class = s.AdjustmentOutput
     filterset_class = filters.AdjustmentFilter
@@ -256,6 +257,12 @@ class AdjustmentViewSet(_StaffBase):
         data = self._input(s.AdjustmentCreateInput)
         adjustment = services.adjustment_create(actor=request.user, **data)
         return self._out(adjustment, status.HTTP_201_CREATED)
+
+    @extend_schema(responses={204: None, **problems({
+        409: "period_closed: the adjustment's period is invoiced (finalized or paid); issue a credit note"})})
+    def destroy(self, request, pk=None):
+        services.adjustment_delete(actor=request.user, adjustment=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class BillingAccountViewSet(_StaffBase):

@@ -2,6 +2,7 @@
 from .catalog import billing_account_update, price_book_create, price_set, sla_tier_create, sla_tier_update
 from .invoicing import (
                         adjustment_create,
+                        adjustment_delete,
                         credit_note_create,
                         invoice_finalize,
                         invoice_pay,
@@ -13,6 +14,6 @@ from .invoicing import (
 )
 from .metering import downtime_sync, usage_record_collect, usage_record_ingest
 
-__all__ = ["adjustment_create", "billing_account_update", "credit_note_create", "downtime_sync", "invoice_finalize",
+__all__ = ["adjustment_create", "adjustment_delete", "billing_account_update", "credit_note_create", "downtime_sync", "invoice_finalize",
            "invoice_pay", "invoice_preview", "invoice_run_execute", "invoice_run_request", "invoice_void", "price_book_create", "price_set",
            "sla_tier_create", "sla_tier_update", "usage_record_collect", "usage_record_ingest", "usage_rerate"]

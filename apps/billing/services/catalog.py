@@ -12,7 +12,7 @@ from apps.tenancy.authz import authorize_staff
 
 from ..errors import Code
 from ..models import BillingAccount, Price, PriceBook, SlaTier
-from ..money import currency_validate
+from ..money import amount_validate, currency_validate
 from ..skus import sku_normalize
 from ..states import PriceUnit, PricingModel
 
@@ -99,6 +99,7 @@ def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model:
         raise ValidationFailed(f"Unknown SLA tier {sla_tier!r}.")
     if pricing_model not in PricingModel.values or unit not in PriceUnit.values:
         raise ValidationFailed("Unknown pricing model or unit.")
+    amount_validate(unit_price, field="unit_price")
     if Decimal(unit_price) < 0 or billing_increment_seconds < 1 or minimum_seconds < 0:
         raise ValidationFailed("Prices, increments and minimums cannot be negative.")
     with transaction.atomic():

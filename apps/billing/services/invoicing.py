@@ -20,8 +20,8 @@ from apps.core.transitions import transition
 
 from .. import conf
 from ..errors import Code
-from ..models import Adjustment, CreditNote, Invoice, InvoiceRun
-from ..money import currency_validate, line_tax, minor_units, round_money
+from ..models import Adjustment, CreditNote, Invoice, InvoiceLine, InvoiceRun
+from ..money import amount_validate, currency_validate, line_tax, minor_units, round_money
 from ..periods import parse_period, period_bounds, period_of
 from ..states import INVOICE_TRANSITIONS, InvoiceStatus, RunStatus
 from . import rating, sla
@@ -352,6 +352,7 @@ def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
 def invoice_pay(*, actor, invoice: Invoice, amount: Decimal, reference: str = "") -> Invoice:
     """Record full payment of a finalized invoice. `amount` must equal the balance due (total − credit notes):
     400 `payment_amount_mismatch`; 409 `invalid_state` unless finalized."""
+    amount_validate(amount)
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status == InvoiceStatus.FINALIZED and Decimal(amount) != invoice.balance_due:
@@ -380,7 +381,7 @@ def credit_note_create(*, actor, invoice: Invoice, amount: Decimal, reason: str)
     """Issue a credit note of `amount` (before tax; tax at the invoice's rate is added) against a finalized or
     paid invoice. 400 when amount ≤ 0 or the credit would exceed the invoice total (`credit_note_exceeds_balance`);
     409 `invalid_state` for drafts and void invoices."""
-    amount = round_money(Decimal(amount), invoice.currency)
+    amount = round_money(amount_validate(amount), invoice.currency)
     if amount <= 0:
         raise ValidationFailed("A credit note amount must be positive.")
     with transaction.atomic():
@@ -411,6 +412,7 @@ def adjustment_create(*, actor, organization, period: str, amount: Decimal, desc
     draft is (re)computed. 409 `period_closed` when that invoice is already finalized."""
     parse_period(period)
     currency_validate(organization.currency)
+    amount_validate(amount)
     if Invoice.objects.filter(organization=organization, period=period,
                               status__in=[InvoiceStatus.FINALIZED, InvoiceStatus.PAID]).exists():
         raise Conflict(f"The invoice for {period} is finalized; issue a credit note or adjust a later period.",
@@ -423,6 +425,26 @@ def adjustment_create(*, actor, organization, period: str, amount: Decimal, desc
         audit_record(actor=actor, action="billing.adjustment.create", target=adjustment, organization=organization,
                      after={"period": period, "amount": str(adjustment.amount)})
     return adjustment
+
+
+def adjustment_delete(*, actor, adjustment: Adjustment) -> None:
+    """Delete an adjustment of an open period (staff): its line leaves the period's draft, whose totals are
+    recomputed by the next invoice run or preview. 409 `period_closed` once that period's invoice is finalized
+    (issue a credit note instead)."""
+    with transaction.atomic():
+        adjustment = Adjustment.objects.select_for_update().get(pk=adjustment.pk)
+        invoices = Invoice.objects.select_for_update().filter(organization_id=adjustment.organization_id,
+                                                              period=adjustment.period)
+        if any(i.status in (InvoiceStatus.FINALIZED, InvoiceStatus.PAID) for i in invoices):
+            raise Conflict(f"The invoice for {adjustment.period} is finalized; issue a credit note instead.",
+                           code=Code.PERIOD_CLOSED)
+        # only drafts (and void invoices, which keep no open lines) can hold its line now
+        InvoiceLine.objects.filter(adjustment=adjustment, invoice__status=InvoiceStatus.DRAFT).delete()
+        InvoiceLine.objects.filter(adjustment=adjustment).update(adjustment=None)
+        audit_record(actor=actor, action="billing.adjustment.delete", target=adjustment,
+                     organization=adjustment.organization_id,
+                     before={"period": adjustment.period, "amount": str(adjustment.amount)})
+        adjustment.delete()
 
 
 def usage_rerate(*, actor, window_start: dt.datetime, window_end: dt.datetime) -> list[InvoiceRun]:
