@@ -11,7 +11,8 @@ resize ends the old rows and starts new ones at the same instant, so it splits t
   ``units`` 1;
 * spot (rows with ``spot``): SKU ``gpu:model=<model>`` per GPU, ``units`` = GPU equivalents (whole GPUs held;
   a MIG profile ``Ng.*`` counts N/7 of a GPU; a share ``share_milli``/1000);
-* nested in a lease (rows with a ``parent``): not emitted - the lease is billed (``reservations.lease``).
+* nested in a lease (any of its rows with a ``parent``): none of its rows is emitted, nor is it a placement
+  for SLA downtime - the lease is billed and credited (``reservations.lease``).
 
 ``gpu_equivalents`` is filled the same way for utilization reports; ``sla_tier`` comes from the instance's own
 ``sla_tier`` attribute when it has one, else "" (the organization's default tier). Each period is rated at the
@@ -50,6 +51,16 @@ def _rows(start: dt.datetime, end: dt.datetime, **filters):
             .order_by("consumer_id", "period"))
 
 
+def _nested(consumer_ids) -> set:
+    """Consumers with any row nested in a lease (an instance with ``market: lease``): the lease is billed, so
+    none of their rows is - not the GPU rows in the lease, nor their vCPU and memory rows from the host's pool,
+    which stay top-level, whatever period each has."""
+    from apps.scheduling.models import Allocation
+
+    return set(Allocation.objects.filter(consumer_id__in=consumer_ids, parent__isnull=False)
+               .values_list("consumer_id", flat=True).distinct())
+
+
 def _gpu_equivalents(flavor, rows) -> Decimal:
     gpus = sum(1 for r in rows if r.resource_class == "gpu")
     if gpus:
@@ -73,7 +84,9 @@ def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
     groups: dict = defaultdict(list)
     for row in _rows(period_start, period_end):
         groups[(row.consumer_id, row.period.lower, row.period.upper)].append(row)
-    instances = Instance.objects.filter(pk__in={k[0] for k in groups}).select_related("flavor", "project")
+    consumer_ids = {k[0] for k in groups}
+    nested = _nested(consumer_ids)
+    instances = Instance.objects.filter(pk__in=consumer_ids - nested).select_related("flavor", "project")
     by_id = {i.pk: i for i in instances}
     changes: dict = defaultdict(list)
     for change in (InstanceFlavorChange.objects.filter(instance_id__in=by_id, at__gt=period_start)
@@ -81,7 +94,7 @@ def instance_usage(period_start: dt.datetime, period_end: dt.datetime):
         changes[change.instance_id].append(change)
     for (consumer_id, start, end), rows in groups.items():
         inst = by_id.get(consumer_id)
-        if inst is None or inst.launched_at is None or any(r.parent_id for r in rows):
+        if inst is None or inst.launched_at is None:
             continue
         start = max(start, inst.launched_at)
         if end is not None and end <= start:
@@ -118,9 +131,11 @@ def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
     if gpu_id is not None:
         filters["gpu_id"] = gpu_id
     seen = set()
-    for row in _rows(start, end, **filters):
+    rows = list(_rows(start, end, **filters))
+    nested = _nested({r.consumer_id for r in rows})
+    for row in rows:
         key = (row.consumer_id, row.period.lower, row.period.upper)
-        if key not in seen:
+        if row.consumer_id not in nested and key not in seen:
             seen.add(key)
             yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
 
