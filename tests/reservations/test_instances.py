@@ -249,3 +249,37 @@ def test_fair_share_puts_the_organization_holding_fewer_gpus_first(world, clock)
 
     pos = {str(QueuedRequest.objects.get(pk=k).instance_id): v for k, v in queue_positions().items()}
     assert (pos[later["instance"]["id"]], pos[first["instance"]["id"]]) == (1, 2)
+
+
+def test_extend_and_shrink_move_every_allocation_of_the_lease_instances(world, clock):
+    gpu_host()
+    le = _active_lease(world, clock, kind="gpus", count=2)
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    finish(body["operation"]["id"])
+    rows = Allocation.objects.filter(consumer_id=body["instance"]["id"])
+    assert {r.resource_class for r in rows} >= {"gpu", "vcpu", "memory_mib"}
+    assert {r.period.upper for r in rows} == {at(12)}
+    r = world.client_a.post(f"/api/v1/leases/{le.pk}/extend", {"end": "2026-03-01 14:00"}, format="json")
+    assert r.status_code == 200, r.content
+    assert {(r.resource_class, r.period.upper) for r in rows.all()} == {(r.resource_class, at(14)) for r in rows}
+    r = world.client_a.post(f"/api/v1/leases/{le.pk}/shrink", {"end": "2026-03-01 10:00"}, format="json")
+    assert r.status_code == 200, r.content
+    assert {r.period.upper for r in rows.all()} == {at(10)}
+
+
+def test_an_instance_in_a_lease_is_not_billed_again_nor_a_placement_for_sla(world, clock):
+    from apps.compute.billing import instance_placements, instance_usage
+
+    host = gpu_host()
+    le = _active_lease(world, clock, kind="gpus", count=2)
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    finish(body["operation"]["id"])
+    inst = body["instance"]["id"]
+    outside = _request(world, world.gpu1, "on-demand")
+    finish(outside["operation"]["id"])
+    world.client_a.post(f"/api/v1/leases/{le.pk}/extend", {"end": "2026-03-01 14:00"}, format="json")
+    clock.move_to(at(15))
+    usage = list(instance_usage(at(8), at(15)))
+    assert inst not in {u.resource_id for u in usage}
+    assert outside["instance"]["id"] in {u.resource_id for u in usage}  # the on-demand one still is
+    assert inst not in {p.resource_id for p in instance_placements(host.id, None, at(8), at(15))}

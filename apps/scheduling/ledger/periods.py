@@ -27,7 +27,8 @@ _SET_START = "UPDATE scheduling_allocation SET period = tstzrange(%s, upper(peri
 def allocations_set_end(*, consumer_id: uuid.UUID, old_end: dt.datetime, new_end: dt.datetime) -> int:
     """Rows of the consumer whose period ends at `old_end` get ``end = new_end``; rows nested in them that
     ended at `old_end` follow an extension, rows nested in them that run past `new_end` are cut at it (and
-    deleted when they start at or after it). Returns the consumer rows changed.
+    deleted when they start at or after it). The nested consumers' own top-level rows (an instance's vCPUs and
+    memory from the host's pool) follow the same way, so each keeps one period. Returns the consumer rows changed.
 
     Raises `CapacityUnavailable` (409) when the extension overlaps another holder."""
     with transaction.atomic():
@@ -38,27 +39,35 @@ def allocations_set_end(*, consumer_id: uuid.UUID, old_end: dt.datetime, new_end
         if not rows:
             return 0
         ids = [r.id for r in rows]
-        hosts = lock_hosts(list({r.host_id for r in rows}), clock.now())
         children = Allocation.objects.filter(parent_id__in=ids)
+        # the top-level rows of the nested consumers (an instance's vCPUs and memory, drawn from the host's pool
+        # where the lease holds none) move with their nested rows: a consumer's allocations keep one period
+        nested = Allocation.objects.filter(
+            consumer_id__in=children.values("consumer_id"), parent__isnull=True).exclude(consumer=c)
+        hosts = lock_hosts(list({r.host_id for r in rows} | set(nested.values_list("host_id", flat=True))),
+                           clock.now())
         try:
             with transaction.atomic(), connection.cursor() as cur:
                 if new_end < old_end:
-                    children.filter(period__startswith__gte=new_end).delete()
-                    cut = list(children.filter(Q(period__upper_inf=True) | Q(period__endswith__gt=new_end))
+                    moved = Allocation.objects.filter(Q(id__in=children.values("id")) | Q(id__in=nested.values("id")))
+                    moved.filter(period__startswith__gte=new_end).delete()
+                    cut = list(moved.filter(Q(period__upper_inf=True) | Q(period__endswith__gt=new_end))
                                .values_list("id", flat=True))
                     cur.execute(_SET_END, [new_end, cut])
                     cur.execute(_SET_END, [new_end, ids])
                 else:
                     follow = list(children.filter(period__endswith=old_end).values_list("id", flat=True))
+                    siblings = list(nested.filter(period__endswith=old_end).values_list("id", flat=True))
                     cur.execute(_SET_END, [new_end, ids])
-                    cur.execute(_SET_END, [new_end, follow])
+                    cur.execute(_SET_END, [new_end, follow + siblings])
         except IntegrityError as exc:
             if getattr(exc.__cause__, "sqlstate", None) == EXCLUSION_VIOLATION:
                 raise CapacityUnavailable("a GPU or slice range is already allocated in the added time",
                                           reason="slice_overlap") from exc
             raise
         if new_end > old_end:
-            fresh = list(Allocation.objects.filter(id__in=ids).exclude(resource_class__in=sorted(SLICE_CLASSES)))
+            fresh = list(Allocation.objects.filter(id__in=ids + siblings)
+                         .exclude(resource_class__in=sorted(SLICE_CLASSES)))
             _check_countables(fresh, hosts, DateTimeTZRange(old_end, new_end, "[)"))
         refresh_usage(list(hosts), clock.now())
         Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=clock.now())
