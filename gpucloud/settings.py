@@ -138,6 +138,9 @@ INVITATION_MAX_AGE_SECONDS = env.int("INVITATION_MAX_AGE_SECONDS", default=7 * 2
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # How often Celery beat deletes the expired ones (apps.core.schedule).
 IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS = env.int("IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS", default=3600)
+# Agent heartbeats record the last-seen time in Redis; beat writes them to the database this often (seconds),
+# so Host.last_heartbeat_at lags by at most this much (apps/inventory/services/last_seen.py).
+AGENT_LAST_SEEN_FLUSH_SECONDS = env.int("AGENT_LAST_SEEN_FLUSH_SECONDS", default=60)
 # Webhook destinations (apps.core.outbound): ports a tenant's URL may use, and networks an operator opens despite
 # the refusal of internal addresses (CIDRs, comma separated; any port inside them).
 WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[80, 443])

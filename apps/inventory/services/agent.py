@@ -14,6 +14,7 @@ Protocol (docs/fleet.md, "Node agent"):
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import secrets
@@ -40,6 +41,7 @@ from ..models import (
     VirtualFunction,
 )
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
+from . import last_seen
 from .scrub import gpu_scrub_progress
 
 
@@ -112,17 +114,30 @@ def agent_authenticate(token: str) -> AgentCredential | None:
 
 
 def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = None, agent_version: str = "") -> Host:
-    """Record a heartbeat; when `inventory` is given, sync it too. Returns the host."""
+    """Record a heartbeat; when `inventory` is given, sync it too. Returns the host.
+
+    A heartbeat that changes nothing writes no row: the time it was seen goes to the batched last-seen record
+    (`last_seen`, flushed by beat), and an inventory sync writes only what differs from the records. Only when
+    Redis is unavailable does the heartbeat write the last-seen times itself."""
     at = now()
+    batched = last_seen.record(credential_id=credential.pk, host_id=credential.host_id, at=at)
+    host = credential.host
+    if batched and not inventory and (not agent_version or agent_version == host.agent_version):
+        return host
     with transaction.atomic():
         host = Host.objects.select_for_update().get(pk=credential.host_id)
-        AgentCredential.objects.filter(pk=credential.pk).update(last_seen_at=at)
+        if not batched:
+            AgentCredential.objects.filter(pk=credential.pk).update(last_seen_at=at)
         if inventory:
-            host_inventory_sync(host=host, inventory=inventory, agent_version=agent_version)
+            host_inventory_sync(host=host, inventory=inventory, agent_version=agent_version,
+                                seen_at=None if batched else at)
         else:
-            host.last_heartbeat_at = at
-            host.agent_version = agent_version or host.agent_version
-            host.save(update_fields=["last_heartbeat_at", "agent_version"])
+            fields = [] if batched else ["last_heartbeat_at"]
+            host.last_heartbeat_at = host.last_heartbeat_at if batched else at
+            if agent_version and agent_version != host.agent_version:
+                host.agent_version = agent_version
+                fields.append("agent_version")
+            host.save(update_fields=fields)
     return host
 
 
@@ -131,7 +146,13 @@ _GPU_OBSERVED = ("name", "memory_mib", "pcie", "ecc", "nvlink", "mig", "module_i
 # mig: {enabled, layout}; vfs: [{index, pci_address}] (SR-IOV VFs the kernel created)
 
 
-def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "") -> None:
+_HOST_SYNCED = ("cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version",
+                "last_heartbeat_at", "agent_version", "observed", "active_partitions")
+_UNSET = object()
+
+
+def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "",
+                        seen_at: dt.datetime | None | object = _UNSET) -> None:
     """Make the host's GPUs, MIG layouts and HCA port GUIDs match what the agent reports.
 
     `inventory` shape (agent/gpucloud_agent/inventory.py): {"host": {cpu_sockets, cpu_cores, cpu_threads,
@@ -142,18 +163,25 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "")
     reported one; a GPU whose recorded layout differs from the reported one (e.g. after a reboot) keeps the record,
     is flagged `observed.mig_restore_pending` and gets an `apply_mig_layout` command to restore it. Raises Conflict
     when a reported GPU UUID belongs to another host.
+
+    `seen_at` becomes `last_heartbeat_at` (default now; None leaves it to the batched last-seen record). Only
+    rows and fields whose values differ are written: an unchanged report writes nothing.
     """
+    before = {f: getattr(host, f) for f in _HOST_SYNCED}
     facts = inventory.get("host") or {}
     for attr in ("cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version"):
         if facts.get(attr) not in (None, ""):
             setattr(host, attr, facts[attr])
-    host.last_heartbeat_at = now()
+    if seen_at is not None:
+        host.last_heartbeat_at = now() if seen_at is _UNSET else seen_at
     host.agent_version = agent_version or host.agent_version
     host.observed = {"host": facts, "hca_ports": inventory.get("hca_ports", []),
                      "nvswitch": inventory.get("nvswitch", {})}
     if "active_partitions" in (inventory.get("nvswitch") or {}):
         host.active_partitions = sorted(inventory["nvswitch"]["active_partitions"])
-    host.save()
+    changed = [f for f in _HOST_SYNCED if getattr(host, f) != before[f]]
+    if changed:
+        host.save(update_fields=changed)
     for g in inventory.get("gpus", []):
         _gpu_sync(host, g)
     for p in inventory.get("hca_ports", []):
@@ -172,8 +200,9 @@ def _hca_port_sync(host: Host, p: dict) -> None:
     if clash:
         raise Conflict(f"HCA port GUID {p['port_guid']} reported for {p['device']}/{port_number} is already "
                        f"recorded on {clash[0]} {clash[1]}/{clash[2]}.", code="hca_port_guid_conflict")
-    HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).update(
-        port_guid=p["port_guid"], lid=p.get("lid"), rate_gbps=p.get("rate_gbps") or 0, updated_at=now())
+    values = {"port_guid": p["port_guid"], "lid": p.get("lid"), "rate_gbps": p.get("rate_gbps") or 0}
+    (HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).exclude(**values)
+     .update(**values, updated_at=now()))
 
 
 def _gpu_sync(host: Host, g: dict) -> None:
@@ -181,6 +210,8 @@ def _gpu_sync(host: Host, g: dict) -> None:
     if clash:
         raise Conflict(f"GPU {g['uuid']} is already recorded on host {clash}.", code="gpu_uuid_conflict")
     gpu = Gpu.objects.filter(host=host, index=g["index"]).first() or Gpu(host=host, index=g["index"])
+    before = None if gpu.pk is None else (gpu.uuid, gpu.serial, gpu.model, gpu.pci_address, gpu.numa_node,
+                                          gpu.mode, dict(gpu.observed or {}))
     gpu.uuid, gpu.serial = g["uuid"], g.get("serial") or g["uuid"]
     gpu.model = g.get("model") or gpu.model
     gpu.pci_address, gpu.numa_node = g.get("pci_address", gpu.pci_address), g.get("numa_node", gpu.numa_node)
@@ -194,7 +225,10 @@ def _gpu_sync(host: Host, g: dict) -> None:
     observed = {(i["profile_id"], i["start"]) for i in mig.get("layout") or []}
     drift = bool(recorded) and "layout" in mig and observed != recorded
     gpu.observed["mig_restore_pending"] = drift
-    gpu.save()
+    if "vfs" in g:
+        gpu.observed["vf_count"] = len({v["index"] for v in g["vfs"]})
+    if before != (gpu.uuid, gpu.serial, gpu.model, gpu.pci_address, gpu.numa_node, gpu.mode, gpu.observed):
+        gpu.save()
     if "vfs" in g:
         _vfs_sync(gpu, g["vfs"])
     if "layout" in mig and not recorded:
@@ -216,8 +250,6 @@ def _vfs_sync(gpu: Gpu, vfs: list[dict]) -> None:
             vf.pci_address = pci
             vf.save(update_fields=["pci_address"])
     VirtualFunction.objects.filter(gpu=gpu, vgpu_device__isnull=True).exclude(index__in=list(reported)).delete()
-    gpu.observed["vf_count"] = len(reported)
-    gpu.save(update_fields=["observed"])
 
 
 def _mig_restore(host: Host, gpu: Gpu) -> None:

@@ -1,0 +1,12 @@
+"""Celery beat: the batched agent last-seen times are written every `AGENT_LAST_SEEN_FLUSH_SECONDS` (60 s by
+default; services/last_seen.py)."""
+
+from django.conf import settings
+
+BEAT_SCHEDULE = {
+    "inventory-agent-last-seen-flush": {
+        "task": "inventory.agent_last_seen_flush_task",
+        "schedule": float(settings.AGENT_LAST_SEEN_FLUSH_SECONDS),
+        "options": {"queue": "default"},
+    },
+}

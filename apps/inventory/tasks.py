@@ -1,0 +1,10 @@
+"""Celery tasks of the inventory app."""
+
+from celery import shared_task
+
+from .services.last_seen import agent_last_seen_flush
+
+
+@shared_task(name="inventory.agent_last_seen_flush_task")
+def agent_last_seen_flush_task() -> int:
+    return agent_last_seen_flush()
