@@ -241,6 +241,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+# Beat runs its schedule in one process only (a PostgreSQL advisory lock; gpucloud/beat.py, ADR 1100): a second
+# beat started by mistake, or kept as a standby, sends nothing and takes over within this many seconds.
+CELERY_BEAT_SCHEDULER = "gpucloud.beat:SingletonScheduler"
+BEAT_STANDBY_RETRY_SECONDS = env.float("BEAT_STANDBY_RETRY_SECONDS", default=5.0)
 
 from apps.core.logging import configure_logging, log_handlers  # noqa: E402
 
