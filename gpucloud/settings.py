@@ -2,7 +2,9 @@
 
 Environment variables (all optional):
   DATABASE_URL   postgres://127.0.0.1:5432/gpucloud
-  REDIS_URL      redis://127.0.0.1:6379/0 (Celery broker, result backend and cache)
+  REDIS_URL      redis://127.0.0.1:6379/0 (cache, agent last-seen batch; Celery broker and results by default)
+  CELERY_BROKER_URL  REDIS_URL; or RabbitMQ, e.g. amqp://user:password@rabbitmq:5672// (docs/deployment.md)
+  CELERY_RESULT_BACKEND  REDIS_URL
   SECRET_KEY     required unless DEBUG=true: at least 50 random characters (make run generates var/secret_key)
   DEBUG          false
   ALLOWED_HOSTS  * (comma separated)
