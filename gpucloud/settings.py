@@ -12,6 +12,8 @@ Environment variables (all optional):
   SIGNUP_ENABLED false (self sign-up with e-mail verification)
   OIDC_RP_CLIENT_ID / OIDC_RP_CLIENT_SECRET / OIDC_OP_*_ENDPOINT  OIDC login, off unless set
   CONSOLE_DIST_DIR  frontend/dist (the built web console served at /)
+  BEHIND_TLS_PROXY  false (true behind deploy/nginx: trust its X-Forwarded-Proto)
+Any of them may be given as NAME_FILE instead: the path of a file holding the value (secrets; deploy/).
 """
 from pathlib import Path
 
@@ -19,7 +21,19 @@ import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env()
+
+
+class _FileAwareMapping(environ.FileAwareMapping):
+    """os.environ, where any variable NAME may instead be given as NAME_FILE, a file holding the value (a mounted
+    secret, a systemd credential); the file's trailing newline is not part of the value."""
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)
+        return value.rstrip("\r\n") if f"{key}_FILE" in self.env else value
+
+
+env = environ.FileAwareEnv()
+env.ENVIRON = _FileAwareMapping()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False) if (BASE_DIR / ".env").exists() else None
 
 DEFAULT_DATABASE_URL = "postgres://127.0.0.1:5432/gpucloud"
@@ -171,6 +185,11 @@ SIGN_IN_THROTTLE_RATES = {
 }
 
 SESSION_COOKIE_HTTPONLY = True
+# Behind the TLS proxy (deploy/nginx/gpucloud.conf) a request is secure when the proxy says so; cookies follow.
+BEHIND_TLS_PROXY = env.bool("BEHIND_TLS_PROXY", default=False)
+if BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
 CSRF_COOKIE_HTTPONLY = False
 
 REST_FRAMEWORK = {
