@@ -1,7 +1,7 @@
 """What storage plugs into other apps, registered once from `StorageConfig.ready`:
 
 * the operations step runner: the volume and snapshot workflows (`workflows`);
-* tenancy's quota counters ``volumes`` and ``volume_gib`` (qualified by volume type name; `selectors.quota_usage`)
+* tenancy's quota counters ``volumes``, ``volume_gib`` and ``snapshots`` (qualified by volume type name; `selectors.quota_usage`)
   and the qualifiers ``volume_gib`` accepts (the volume types' names);
 * compute's disk provider (`services.attachments.instance_volume_disks`: an instance's domain definition carries
   its attached volumes) and delete hook (`services.reconcile.instance_attachments_release`: the instance's
@@ -25,7 +25,7 @@ from .services.reconcile import instance_attachments_release
 def register() -> None:
     from . import workflows  # noqa: F401  (its module body registers the storage workflows)
 
-    for resource in ("volumes", "volume_gib"):
+    for resource in ("volumes", "volume_gib", "snapshots"):
         register_usage_counter(resource, partial(selectors.quota_usage, resource))
     register_quota_qualifiers("volume_gib", selectors.volume_type_names)
     register_usage_source("storage.volume", selectors.volume_usage)

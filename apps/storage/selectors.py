@@ -44,7 +44,12 @@ def _live(*, organization=None, project=None) -> QuerySet[Volume]:
 def quota_usage(resource: str, *, organization=None, project=None, qualifier=None) -> int:
     """Usage counter for `apps.tenancy.quotas`: ``volumes`` (live volumes: every status but `deleted`, `error`
     included until it is deleted) and ``volume_gib`` (the sum of their `size_gib`; qualifier = volume type
-    name). An extend holds its new size from the request on."""
+    name) and ``snapshots`` (live snapshots: every status but `deleted`). An extend holds its new size from the
+    request on."""
+    if resource == "snapshots":
+        snaps = Snapshot.objects.exclude(status=SnapshotStatus.DELETED)
+        return (snaps.filter(project=project) if project is not None
+                else snaps.filter(project__organization=organization)).count()
     qs = _live(organization=organization, project=project)
     if resource == "volumes":
         return qs.count()

@@ -7,6 +7,7 @@ Resource keys (units in parentheses)::
     vcpus (vCPUs)                  memory_mib (MiB)             instances           vpcs
     public_ips                     ib_partitions                leases
     volumes (volumes)              volume_gib (GiB of volumes)  volume_gib:<volume type>
+    snapshots (volume snapshots)
 
 Limits: an explicit `Quota` row for the scope, else (organization scope only) the organization's plan default
 from `PLANS`; a resource with neither is unlimited at that scope. A project-scope check also checks the
@@ -41,7 +42,8 @@ from apps.core.errors import QuotaExceeded
 from .errors import Code, ValidationFailed
 
 RESOURCES = ("projects", "gpus", "mig_slices", "vgpus", "vcpus", "memory_mib", "instances", "vpcs",
-             "public_ips", "ib_partitions", "leases", "volumes", "volume_gib")
+             "public_ips", "ib_partitions", "leases", "volumes", "volume_gib",
+             "snapshots")
 QUALIFIABLE = frozenset({"gpus", "mig_slices", "vgpus", "volume_gib"})
 PROJECT_SCOPED = frozenset(RESOURCES) - {"projects"}
 

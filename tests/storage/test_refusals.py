@@ -224,3 +224,19 @@ def test_volume_types_hide_their_pool_from_tenants(world):
     assert (staff["pool"], staff["pool_target_path"]) == ("ssd", "/srv/ssd")
     resp = world.client_a.post("/api/v1/volume-types/", {"name": "x", "pool": "x"}, format="json")
     assert resp.status_code == 403
+
+
+def test_quota_on_snapshot_count_refuses_and_writes_nothing(world):
+    Quota.objects.create(organization=world.org_a, project=world.project_a, resource="snapshots", limit=1)
+    vol = _volume(world)
+    ok = world.client_a.post("/api/v1/snapshots/", {"volume": str(vol.pk), "name": "s1"}, format="json")
+    assert ok.status_code == 202, ok.content
+    before = _counts()
+    resp = world.client_a.post("/api/v1/snapshots/", {"volume": str(vol.pk), "name": "s2"}, format="json")
+    body = resp.json()
+    assert (resp.status_code, body["code"], body["resource"], body["limit"], body["usage"], body["scope"]) == (
+        422, "quota_exceeded", "snapshots", 1, 1, "project")
+    _nothing_written(before)
+    Snapshot.objects.filter(name="s1").update(status="deleted")  # a deleted snapshot no longer counts
+    assert world.client_a.post("/api/v1/snapshots/", {"volume": str(vol.pk), "name": "s2"},
+                               format="json").status_code == 202

@@ -134,7 +134,9 @@ class SnapshotViewSet(_Base):
         return selectors.snapshot_list_visible_to(self.request.user)
 
     @extend_schema(request=s.SnapshotCreateInput, responses={202: s.SnapshotAccepted, **problems({
-        409: STATE_409 + " volume_in_use: a running instance holds the volume (instances); name_taken."})})
+        409: STATE_409 + " volume_in_use: a running instance holds the volume (instances); name_taken.",
+        422: "quota_exceeded: snapshots (resource, limit, usage, requested); idempotency_key_reused (this "
+             "Idempotency-Key was sent with another body)."})})
     @idempotent_create
     def create(self, request):
         data = self._input(s.SnapshotCreateInput)

@@ -16,6 +16,7 @@ from apps.core.transitions import transition
 from apps.operations.models import Operation
 from apps.operations.runner import operation_start
 from apps.tenancy.authz import authorize_project
+from apps.tenancy.quotas import quota_check
 
 from ..errors import Code
 from ..models import Snapshot, Volume
@@ -31,10 +32,12 @@ def snapshot_create(*, actor, volume: Volume, name: str, description: str = "",
                     request_id: str = "") -> tuple[Snapshot, Operation]:
     """Snapshot `volume` (`creating` → `available` by the `snapshot.create` operation): an available volume, or
     an in-use one whose instances are all stopped (a running guest holds the image open: 409 `volume_in_use`
-    with `instances`). The snapshot is a full copy (`drivers.base`)."""
+    with `instances`). The snapshot is a full copy (`drivers.base`). 422 `quota_exceeded` past the `snapshots`
+    quota."""
     authorize_project(actor, volume.project, WRITERS)
     validate_name(name)
     with transaction.atomic():
+        quota_check(scope=volume.project, resource="snapshots", requested=1)  # locks the organization first
         locked = Volume.objects.select_for_update().get(pk=volume.pk)
         if locked.status not in SNAPSHOTTABLE:
             raise InvalidState(f"Cannot snapshot a volume that is {locked.status}.", current_state=locked.status,
