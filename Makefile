@@ -8,7 +8,7 @@ export PORT
 SECRET_KEY ?= $(shell scripts/secret-key.sh)
 export SECRET_KEY
 
-.PHONY: install run test lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
+.PHONY: install ironic run test lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
 
 # The web console (frontend/): `npm ci` when the lock changes, a build when a source or the API schema changes.
 CONSOLE_SOURCES := $(shell find frontend/src frontend/public -type f ! -name schema.d.ts 2>/dev/null) \
@@ -26,6 +26,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# OpenStack Ironic (standalone) for the bare-metal contract tests, in its own virtual environment
+# (var/ironic/venv, never .venv); the tests start and stop it (scripts/ironic-standalone.sh).
+ironic:
+	PYTHON=$(PYTHON) scripts/ironic-env.sh
 
 services:
 	@scripts/ensure-services.sh
@@ -47,7 +52,7 @@ console-test: frontend/node_modules/.installed
 run: install services console
 	@scripts/run.sh
 
-test: install services
+test: install services ironic
 	$(PY) -m pytest -n 2 -q
 
 e2e: install services terraform-provider console

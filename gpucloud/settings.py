@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "apps.reservations",
     "apps.networking",
     "apps.storage",
+    "apps.baremetal",
     "apps.billing",
     "apps.health",
 ]

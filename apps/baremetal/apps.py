@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class BaremetalConfig(AppConfig):
+    name = "apps.baremetal"
+    label = "baremetal"
+    verbose_name = "Bare metal"
