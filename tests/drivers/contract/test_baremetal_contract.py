@@ -43,9 +43,10 @@ def backend(request) -> Backend:
     if request.param == "fake":
         yield Backend("fake", FakeBaremetalDriver())
         return
+    endpoint = request.getfixturevalue("ironic_endpoint")  # skips before the import when Ironic is missing
     from apps.baremetal.drivers.ironic import IronicDriver
 
-    driver = IronicDriver(request.getfixturevalue("ironic_endpoint"), default_timeout=60, poll_interval=0.25)
+    driver = IronicDriver(endpoint, default_timeout=60, poll_interval=0.25)
     yield Backend("ironic", driver)
     driver.close()
 
