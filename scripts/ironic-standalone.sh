@@ -70,7 +70,7 @@ CONF
   >"$dir/dbsync.log" 2>&1
 "$IRONIC_VENV/bin/ironic" --config-file "$dir/ironic.conf" >"$dir/stdout.log" 2>&1 &
 echo $! > "$dir/ironic.pid"
-for _ in $(seq 1 120); do
+for _ in $(seq 1 240); do  # 17-20 s on an idle 2-core machine, 46 s seen under load
   if curl -sf "http://127.0.0.1:$port/v1" >/dev/null 2>&1; then echo "http://127.0.0.1:$port"; exit 0; fi
   kill -0 "$(cat "$dir/ironic.pid")" 2>/dev/null || break
   sleep 0.5
