@@ -229,6 +229,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},  # no badge fetched from validator.swagger.io
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # the health event kinds get their own component name (a second `kind` choice set would rename KindEnum)
+    "ENUM_NAME_OVERRIDES": {"HealthEventKindEnum": "apps.health.states.EventKind",
+                            "KindEnum": "apps.inventory.states.CommandKind"},
 }
 
 # Billing: usage is metered in pieces that never cross this period (seconds); see apps/billing/conf.py.

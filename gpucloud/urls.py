@@ -21,6 +21,7 @@ api_v1 = [
     path("", include("apps.storage.api.urls")),
     path("", include("apps.billing.api.urls")),
     path("", include("apps.reservations.api.urls")),
+    path("", include("apps.health.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import __version__
 from .backends.base import GpuBackend
-from .client import ControlPlane
+from .client import ControlPlane, ControlPlaneError
 from .executor import Executor, Journal
 from .inventory import collect
 
@@ -33,12 +33,29 @@ class Agent:
     def run_once(self, send_inventory: bool = False) -> list[dict]:
         """One cycle: heartbeat (optionally with inventory), then execute and report every pending command."""
         self.cp.heartbeat(__version__, collect(self.backend) if send_inventory else None)
+        self.report_health()
         reports = []
         for command in self.cp.commands():
             outcome = self.executor.execute(command)
             self.cp.report(command["id"], outcome["succeeded"], outcome["result"], outcome["error"])
             reports.append({"id": command["id"], "kind": command["kind"], **outcome})
         return reports
+
+    def report_health(self) -> int:
+        """Send every pending health signal, acknowledging each the control plane answered (recorded now or
+        before) or refused as invalid (a 400 will not change on a re-send; it is logged); any other failure stays
+        pending for the next cycle. Returns how many were recorded."""
+        recorded = 0
+        for event in self.backend.health_events():
+            try:
+                self.cp.health_event(event)
+                recorded += 1
+            except ControlPlaneError as exc:
+                if exc.status != 400:
+                    raise
+                log.error("health event %s refused: %s", event["dedup_key"], exc.body)
+            self.backend.health_events_ack([event["dedup_key"]])
+        return recorded
 
     def run_forever(self, interval_s: float = 15.0, inventory_every: int = 20) -> None:  # pragma: no cover
         cycle = 0

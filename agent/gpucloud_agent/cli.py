@@ -54,6 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--state", required=True)
     run.add_argument("--once", action="store_true")
     run.add_argument("--interval", type=float, default=15.0)
+    inject = sub.add_parser("inject", help="fake backend: queue a health signal for the next run to report")
+    inject.add_argument("--state", required=True)
+    inject.add_argument("--kind", required=True, help="xid, ecc_dbe, ecc_sbe, nvlink_down, ... (docs/health.md)")
+    inject.add_argument("--xid", type=int)
+    inject.add_argument("--gpu", type=int)
+    inject.add_argument("--hca-device", default="")
+    inject.add_argument("--count", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     backend = _backend(args)
@@ -64,6 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "enroll":
         body = Agent(backend, ControlPlane(args.url), args.state).enroll(args.token)
         print(f"enrolled as host {body['host']}")
+        return 0
+    if args.cmd == "inject":
+        if args.backend != "fake":
+            parser.error("inject needs --backend fake (a real driver raises its own signals)")
+        print(json.dumps(backend.inject(args.kind, xid=args.xid, gpu=args.gpu, hca_device=args.hca_device,
+                                        count=args.count)))
         return 0
     saved = json.loads((Path(args.state) / "credential.json").read_text())
     url = saved["url"].removesuffix("/api/v1/agent")

@@ -40,6 +40,10 @@ class ControlPlane:
             payload["inventory"] = inventory
         return self._request("POST", "heartbeat", payload)
 
+    def health_event(self, event: dict) -> dict:
+        """Report one health signal; a re-send with the same dedup_key answers the stored event (200)."""
+        return self._request("POST", "health-events", {k: v for k, v in event.items() if v not in (None, "")})
+
     def commands(self) -> list[dict]:
         return self._request("GET", "commands")
 

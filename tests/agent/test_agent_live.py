@@ -194,3 +194,26 @@ def test_sriov_vfs_are_recorded_as_the_kernel_reports_them(live_server, host, st
     assert VirtualFunction.objects.filter(gpu__host=host).count() == 0
     assert Gpu.objects.get(pk=gpu0.pk).observed["vf_count"] == 0
     agent.cp.http.close()
+
+
+def test_injected_health_signal_is_reported_once_and_applied(enrolled, host):
+    """The fake backend's injection path: an XID 79 on GPU 2 reaches the control plane through the agent API on
+    the next cycle, marks that GPU faulty and cordons the host; a cycle after the answer sends nothing again, and
+    a signal the control plane refuses (unknown GPU) is dropped, not re-sent forever."""
+    from apps.health.models import HealthEvent
+
+    agent, backend = enrolled
+    event = backend.inject("xid", xid=79, gpu=2)
+    agent.run_once()
+    row = HealthEvent.objects.get()
+    assert (row.dedup_key, row.xid, row.gpu.index, row.classification) == (event["dedup_key"], 79, 2, "gpu_lost")
+    host.refresh_from_db()
+    assert host.state == "cordoned" and Gpu.objects.get(host=host, index=2).health == "faulty"
+    assert backend.health_events() == []
+    agent.run_once()
+    assert HealthEvent.objects.count() == 1
+    agent.cp.health_event(event)  # a re-send after a lost answer: the stored event, nothing new
+    assert HealthEvent.objects.count() == 1
+    Gpu.objects.filter(host=host, index=7).delete()  # the inventory no longer knows GPU 7
+    backend.inject("ecc_dbe", gpu=7)
+    assert agent.report_health() == 0 and backend.health_events() == [] and HealthEvent.objects.count() == 1

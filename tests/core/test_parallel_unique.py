@@ -194,6 +194,7 @@ NOT_A_TENANT_CREATE = {
     ("billing.CreditNote", "number"): "numbered by the service (staff creates)",
     ("billing.BillingAccount", "organization"): "one per organization, written by the service",
     ("storage.VolumeUsage", "storage_usage_one_open"): "billing history the service writes",
+    ("health.HealthEventImpact", "health_impact_once"): "written by health ingest (agent or staff), not tenants",
 }
 
 

@@ -73,3 +73,11 @@ class GpuBackend(Protocol):
 
     def hca_ports(self) -> list[dict]:
         """[{"device", "port_number", "port_guid", "lid", "rate_gbps", "state"}] (sysfs in the nvml backend)."""
+
+    def health_events(self) -> list[dict]:
+        """Health signals observed and not yet acknowledged, oldest first: [{"kind", "xid", "gpu_index",
+        "hca_device", "hca_port_number", "count", "observed_at", "dedup_key", "message"}] (the control plane's
+        POST /api/v1/agent/health-events body; `dedup_key` stable across re-sends)."""
+
+    def health_events_ack(self, dedup_keys: list[str]) -> None:
+        """Forget signals the control plane has recorded."""

@@ -17,6 +17,7 @@ With `state_path` the fake persists its MIG/partition state as JSON (so separate
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from pathlib import Path
@@ -68,6 +69,7 @@ class FakeBackend:
                       "active_partitions": [], "resets": {str(i): 0 for i in range(8)}, "next_gi": 1}
         if self.state_path and self.state_path.exists():
             self.state = json.loads(self.state_path.read_text())
+        self.state.setdefault("health", {"pending": [], "seq": 0})
 
     def _save(self) -> None:
         if self.state_path:
@@ -178,4 +180,34 @@ class FakeBackend:
         if partition_id not in self.state["active_partitions"]:
             raise BackendError(f"partition {partition_id} is not active", "FM_ST_PARTITION_NOT_ACTIVE")
         self.state["active_partitions"].remove(partition_id)
+        self._save()
+
+    # --- health signals (injected by tests and `gpucloud-agent inject`) ------------------------------------------
+    def inject(self, kind: str, *, xid: int | None = None, gpu: int | None = None, hca_device: str = "",
+               hca_port_number: int | None = None, count: int = 1, message: str = "",
+               observed_at: str | None = None) -> dict:
+        """Queue one health signal as the driver would raise it (an XID on a GPU, ECC counts, a port down).
+
+        `observed_at` (ISO 8601) defaults to now; each signal gets a dedup key unique to this fake host, so the
+        agent re-sending it after a lost answer is recorded once."""
+        if gpu is not None:
+            self._check_index(gpu)
+        if hca_device and hca_device not in HCA_DEVICES:
+            raise BackendError(f"no HCA device {hca_device}", code="not_found")
+        health = self.state["health"]
+        health["seq"] += 1
+        event = {"kind": kind, "xid": xid, "gpu_index": gpu, "hca_device": hca_device,
+                 "hca_port_number": hca_port_number, "count": count, "message": message,
+                 "observed_at": observed_at or dt.datetime.now(dt.UTC).isoformat(),
+                 "dedup_key": f"fake-{self.host_id}-{health['seq']}"}
+        health["pending"].append(event)
+        self._save()
+        return event
+
+    def health_events(self) -> list[dict]:
+        return [dict(e) for e in self.state["health"]["pending"]]
+
+    def health_events_ack(self, dedup_keys: list[str]) -> None:
+        done = set(dedup_keys)
+        self.state["health"]["pending"] = [e for e in self.state["health"]["pending"] if e["dedup_key"] not in done]
         self._save()

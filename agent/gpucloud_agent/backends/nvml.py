@@ -205,3 +205,11 @@ class NvmlBackend:
 
     def deactivate_partition(self, partition_id: int) -> None:
         self._fmpm("-d", str(partition_id))
+
+    # Health signals: XID collection (NVML event sets, nvmlEventTypeXidCriticalError) and ECC / row-remap / NVLink
+    # counters are not read yet; the control plane accepts them when a backend reports them (docs/health.md).
+    def health_events(self) -> list[dict]:
+        return []
+
+    def health_events_ack(self, dedup_keys: list[str]) -> None:
+        return None

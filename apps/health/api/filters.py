@@ -1,0 +1,18 @@
+import django_filters
+
+from apps.core.filters import FilterSet
+from apps.core.references import VisibleFilter
+from apps.tenancy.selectors import project_list_visible_to
+
+from ..models import HealthEventImpact
+from ..states import EventKind
+
+
+class HealthEventFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
+    kind = django_filters.ChoiceFilter(field_name="event__kind", choices=EventKind.choices)
+    observed_after = django_filters.IsoDateTimeFilter(field_name="event__observed_at", lookup_expr="gte")
+
+    class Meta:
+        model = HealthEventImpact
+        fields = ["project", "resource_type", "resource_id", "kind", "observed_after"]

@@ -1,0 +1,94 @@
+"""Input/Output serializers of the health API."""
+
+from rest_framework import serializers
+
+from apps.core.references import VisibleField
+from apps.core.serializers import Serializer
+from apps.inventory.selectors import host_list_visible_to
+
+from ..states import EventKind
+
+
+class _EventFields(Serializer):
+    kind = serializers.ChoiceField(choices=EventKind.choices)
+    xid = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    gpu_index = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    gpu_uuid = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
+    hca_device = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
+    hca_port_number = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    count = serializers.IntegerField(required=False, default=1, min_value=1)
+    observed_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class AgentHealthEventInput(_EventFields):
+    dedup_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=128,
+        help_text="the agent's key for this signal; a re-send with it is a no-op",
+    )
+    message = serializers.CharField(required=False, allow_blank=True, default="", max_length=500)
+
+
+class AgentHealthEventOutput(Serializer):
+    id = serializers.UUIDField()
+    created = serializers.BooleanField()
+    classification = serializers.CharField()
+    classification_version = serializers.IntegerField()
+    effects = serializers.ListField(child=serializers.CharField())
+    applied = serializers.DictField()
+
+
+class HealthPreviewInput(_EventFields):
+    host = VisibleField(host_list_visible_to)
+
+
+class RuleOutput(Serializer):
+    id = serializers.CharField()
+    kind = serializers.CharField()
+    xid = serializers.IntegerField(allow_null=True)
+    threshold = serializers.DictField(allow_null=True)
+    klass = serializers.CharField(source="class")
+    effects = serializers.ListField(child=serializers.CharField())
+    provider_at_fault = serializers.BooleanField()
+    needs_return_to_service = serializers.BooleanField()
+    source = serializers.CharField()
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        data["class"] = data.pop("klass")
+        return data
+
+
+class ClassificationOutput(Serializer):
+    version = serializers.IntegerField()
+    rows = RuleOutput(many=True)
+
+
+class HealthPreviewOutput(Serializer):
+    classification_version = serializers.IntegerField()
+    rule = RuleOutput()
+    window_counts = serializers.DictField(child=serializers.IntegerField())
+    actions = serializers.ListField(child=serializers.CharField(), help_text="what ingest would apply now")
+    pending = serializers.ListField(
+        child=serializers.CharField(), help_text="remediation hooks it would record"
+    )
+
+
+class HealthEventOutput(Serializer):
+    """One of the caller's resources touched by a health event."""
+
+    event = serializers.UUIDField(source="event_id")
+    project = serializers.UUIDField(source="project_id")
+    resource_type = serializers.CharField()
+    resource_id = serializers.UUIDField()
+    kind = serializers.CharField(source="event.kind")
+    xid = serializers.IntegerField(source="event.xid", allow_null=True)
+    count = serializers.IntegerField(source="event.count")
+    observed_at = serializers.DateTimeField(source="event.observed_at")
+    classification = serializers.CharField(source="event.classification")
+    provider_at_fault = serializers.SerializerMethodField()
+
+    def get_provider_at_fault(self, obj) -> bool:
+        return "provider_at_fault" in (obj.event.effects or [])
