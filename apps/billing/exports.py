@@ -146,6 +146,8 @@ def invoice_pdf(invoice: Invoice) -> bytes:
             ("Total", invoice.total)]
     notes = list(invoice.credit_notes.order_by("number"))
     rows += [(f"Credit note {note.display_number} of {note.issued_at:%Y-%m-%d}", -note.total) for note in notes]
+    if invoice.status == "paid":
+        rows.append((f"Paid {invoice.paid_at:%Y-%m-%d}", -invoice.amount_paid))
     if notes or invoice.status != "draft":
         rows.append(("Balance due", invoice.balance_due))
     _totals(pdf, rows, invoice.currency)

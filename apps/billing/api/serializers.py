@@ -46,15 +46,20 @@ class InvoiceLineOutput(ModelSerializer):
 
 class InvoiceOutput(ModelSerializer):
     display_number = serializers.CharField(read_only=True)
-    balance_due = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True)
+    amount_paid = serializers.DecimalField(max_digits=16, decimal_places=2, read_only=True,
+                                           help_text="what the payment covered; 0 unless paid")
+    balance_due = serializers.DecimalField(
+        max_digits=16, decimal_places=2, read_only=True,
+        help_text="total - credited - amount_paid: 0 once paid, negative (credit owed) for a credit note "
+                  "issued against a paid invoice")
     lines = InvoiceLineOutput(many=True, read_only=True)
 
     class Meta:
         model = Invoice
         fields = ["id", "organization", "period", "period_start", "period_end", "timezone", "currency", "status",
                   "number", "display_number", "tax_rate", "subtotal", "credits", "tax", "total", "credited",
-                  "balance_due", "unpriced_seconds", "finalized_at", "paid_at", "payment_reference", "voided_at",
-                  "lines"]
+                  "amount_paid", "balance_due", "unpriced_seconds", "finalized_at", "paid_at", "payment_reference",
+                  "voided_at", "lines"]
 
 
 class InvoicePreviewQuery(Serializer):

@@ -57,7 +57,7 @@ class InvoiceViewSet(_Base):
     staff_actions = frozenset({"finalize", "pay", "void"})
 
     def get_queryset(self):
-        return selectors.invoice_list_visible_to(self.request.user).prefetch_related("lines")
+        return selectors.invoice_list_visible_to(self.request.user).prefetch_related("lines", "credit_notes")
 
     @extend_schema(parameters=[s.InvoicePreviewQuery], responses={200: s.InvoicePreviewOutput}, description=(
         "Month to date: the caller's organization's invoice for its current month (billing time zone) as the "

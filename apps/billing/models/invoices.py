@@ -1,4 +1,6 @@
 """Invoices, their lines, credit notes, adjustments, SLA reports, invoice runs and number sequences."""
+from decimal import Decimal
+
 from django.conf import settings
 from django.db import models
 
@@ -82,8 +84,20 @@ class Invoice(TimestampedModel):
         return f"{conf.get('BILLING_INVOICE_PREFIX')}-{self.number:08d}" if self.number else ""
 
     @property
+    def amount_paid(self):
+        """What the payment covered: the total less the credit notes issued until it was paid (a payment is of
+        the full balance due then, `services.invoice_pay`); 0 unless paid."""
+        if self.status != InvoiceStatus.PAID:
+            return Decimal(0)
+        before = sum((n.total for n in self.credit_notes.all() if self.paid_at and n.issued_at <= self.paid_at),
+                     Decimal(0))
+        return self.total - before
+
+    @property
     def balance_due(self):
-        return self.total - self.credited
+        """Total − credit notes − payment: 0 once paid, negative (a credit owed to the customer) when a credit
+        note is issued against a paid invoice."""
+        return self.total - self.credited - self.amount_paid
 
 
 class InvoiceLine(UUIDModel):
