@@ -182,8 +182,11 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     assert too_much.json()["code"] == "credit_note_exceeds_balance"
     april.refresh_from_db()
     assert april.balance_due == Decimal("1.50")
-    voided = client.post(f"/api/v1/invoices/{april.pk}/void/", {"reason": "wrong customer"}, format="json")
-    assert voided.json()["status"] == "void"
+    refused = client.post(f"/api/v1/invoices/{april.pk}/void/", {"reason": "wrong customer"}, format="json")
+    assert (refused.status_code, refused.json()["code"]) == (409, "invoice_has_credit_notes")
+    assert refused.json()["credit_notes"] == [note.json()["display_number"]]
+    april.refresh_from_db()
+    assert april.status == "finalized"  # the credit note still corrects a standing invoice
 
     unaligned = client.post("/api/v1/billing/rerate/", {"start": "2026-05-01T10:30:00Z",
                                                         "end": "2026-05-01T11:30:00Z"}, format="json")
@@ -193,11 +196,15 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
 
     revenue = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-01", "period_to": "2026-12",
                                                               "group_by": "organization"}).json()
-    assert revenue == [{"key": "acme", "currency": "USD", "amount": "12.00"},
+    assert revenue == [{"key": "acme", "currency": "USD", "amount": "13.50"},  # + April: 3.00 - 1.00 - 0.50
                        {"key": "beta", "currency": "USD", "amount": "2.00"}]
     by_model = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-01", "period_to": "2026-12",
                                                                "group_by": "gpu_model"}).json()
-    assert by_model == [{"key": "H100-SXM5-80GB", "currency": "USD", "amount": "14.00"}]
+    assert by_model == [{"key": "", "currency": "USD", "amount": "-1.50"},  # April's adjustment and credit note
+                        {"key": "H100-SXM5-80GB", "currency": "USD", "amount": "17.00"}]
+    backwards = client.get("/api/v1/billing/reports/revenue/", {"period_from": "2026-12", "period_to": "2026-01"})
+    assert (backwards.status_code, backwards.json()["code"]) == (400, "invalid_period")
+    assert "period_to" in backwards.json()["errors"]
     util = client.get("/api/v1/billing/reports/utilization/", {"since": "2026-02-01T00:00:00Z",
                                                                "until": "2026-03-01T00:00:00Z"}).json()
     assert util == [{"key": "acme", "gpu_hours": "6.0000"}, {"key": "beta", "gpu_hours": "1.0000"}]

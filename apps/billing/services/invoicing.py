@@ -366,10 +366,17 @@ def invoice_pay(*, actor, invoice: Invoice, amount: Decimal, reference: str = ""
 
 def invoice_void(*, actor, invoice: Invoice, reason: str) -> Invoice:
     """Void a finalized, unpaid invoice (its number stays used; a rerun then drafts a replacement). Its SLA
-    credits return to pending. 409 `invalid_state`."""
+    credits return to pending. 409 `invalid_state`; 409 `invoice_has_credit_notes` (with `credit_notes`, their
+    numbers) when credit notes were issued against it: they would correct an invoice that no longer stands."""
     from ..models import SlaReport
 
     with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
+        notes = [n.display_number for n in CreditNote.objects.filter(invoice=invoice).order_by("number")]
+        if notes:
+            raise Conflict("Credit notes were issued against this invoice; an invoice with credit notes is not "
+                           "voided (credit the rest instead).", code=Code.INVOICE_HAS_CREDIT_NOTES,
+                           credit_notes=notes)
         transition(invoice, "void", INVOICE_TRANSITIONS, extra={"voided_at": now()})
         SlaReport.objects.filter(applied_invoice=invoice).update(applied_invoice=None)
         audit_record(actor=actor, action="billing.invoice.void", target=invoice, organization=invoice.organization_id,
@@ -383,7 +390,7 @@ def credit_note_create(*, actor, invoice: Invoice, amount: Decimal, reason: str)
     409 `invalid_state` for drafts and void invoices."""
     amount = round_money(amount_validate(amount), invoice.currency)
     if amount <= 0:
-        raise ValidationFailed("A credit note amount must be positive.")
+        raise ValidationFailed("A credit note amount must be positive.", errors={"amount": ["must be positive"]})
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status not in (InvoiceStatus.FINALIZED, InvoiceStatus.PAID):
@@ -413,6 +420,9 @@ def adjustment_create(*, actor, organization, period: str, amount: Decimal, desc
     parse_period(period)
     currency_validate(organization.currency)
     amount_validate(amount)
+    if round_money(Decimal(amount), organization.currency) == 0:
+        raise ValidationFailed("An adjustment is a charge (> 0) or a credit (< 0), not zero.", code=Code.ZERO_AMOUNT,
+                               errors={"amount": ["must not be zero"]})
     if Invoice.objects.filter(organization=organization, period=period,
                               status__in=[InvoiceStatus.FINALIZED, InvoiceStatus.PAID]).exists():
         raise Conflict(f"The invoice for {period} is finalized; issue a credit note or adjust a later period.",
