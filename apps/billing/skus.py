@@ -60,5 +60,7 @@ def sku_normalize(sku: str) -> str:
         name, sep, value = part.partition("=")
         if not sep:
             raise ValidationFailed(f"SKU part {part!r} is not name=value.", code=Code.INVALID_SKU)
+        if name.strip() in attributes:
+            raise ValidationFailed(f"SKU attribute {name.strip()!r} is given twice.", code=Code.INVALID_SKU)
         attributes[name.strip()] = value.strip()
     return sku_for(kind, **attributes)
