@@ -16,6 +16,9 @@ from decimal import Decimal
 from django.db import connection
 from django.db.models import Sum
 
+from apps.core.errors import ValidationFailed
+
+from .errors import Code
 from .models import CreditNote, InvoiceLine
 from .states import InvoiceStatus
 
@@ -26,6 +29,9 @@ BILLED = (InvoiceStatus.FINALIZED, InvoiceStatus.PAID)
 def revenue_report(*, period_from: str, period_to: str, group_by: str) -> list[dict]:
     """``[{"key", "currency", "amount"}]`` ordered by key and currency: invoice lines minus credit notes (module
     doc); `key` is the organization's slug or the GPU model ("" for what names none)."""
+    if period_from > period_to:
+        raise ValidationFailed(f"period_from {period_from} is after period_to {period_to}.", code=Code.INVALID_PERIOD,
+                               errors={"period_to": ["must not be before period_from"]})
     invoices = {"invoice__status__in": BILLED, "invoice__period__gte": period_from,
                 "invoice__period__lte": period_to}
     key = "gpu_model" if group_by == "gpu_model" else "invoice__organization__slug"

@@ -96,7 +96,8 @@ def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model:
     400 for an unknown tier, model or unit or a negative price. Never locked by an invoice (`price_book_create`)."""
     authorize_staff(actor, WRITERS)
     if not SlaTier.objects.filter(code=sla_tier).exists():
-        raise ValidationFailed(f"Unknown SLA tier {sla_tier!r}.")
+        raise ValidationFailed(f"Unknown SLA tier {sla_tier!r}.", code=Code.UNKNOWN_SLA_TIER,
+                               errors={"sla_tier": ["unknown tier"]})
     if pricing_model not in PricingModel.values or unit not in PriceUnit.values:
         raise ValidationFailed("Unknown pricing model or unit.")
     amount_validate(unit_price, field="unit_price")
