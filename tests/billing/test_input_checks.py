@@ -46,3 +46,20 @@ def test_an_invoice_without_credit_notes_is_still_voided(billed, admin):  # noqa
     invoice = Invoice.objects.get(organization=acme)
     resp = admin.post(f"/api/v1/invoices/{invoice.pk}/void/", {"reason": "wrong customer"}, format="json")
     assert (resp.status_code, resp.json()["status"]) == (200, "void"), resp.content
+
+
+def test_staff_actions_on_a_missing_invoice_are_404_for_a_billing_admin_403_for_a_tenant(billed, admin):  # noqa: F811
+    import uuid
+
+    from tests.tenancy.helpers import member
+
+    acme, _, beta = billed
+    missing = uuid.uuid4()
+    for action, body in (("finalize", {}), ("pay", {"amount": "1.00"})):
+        assert admin.post(f"/api/v1/invoices/{missing}/{action}/", body, format="json").status_code == 404
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    tenant = client_for(token_for(owner, organization=acme))
+    other = Invoice.objects.get(organization=beta)
+    for target in (missing, other.pk):  # the role is checked first: nothing about the id is revealed
+        assert tenant.post(f"/api/v1/invoices/{target}/finalize/", {}, format="json").status_code == 403
