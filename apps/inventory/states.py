@@ -112,3 +112,12 @@ HOST_TRANSITIONS = {
 
 #: States in which new placements may land on a host.
 PLACEABLE_HOST_STATES = frozenset({HostState.AVAILABLE})
+
+#: the staff host actions (`POST /hosts/{id}/<path>/`) -> their HOST_TRANSITIONS key
+HOST_ACTION_PATHS = {"cordon": "cordon", "drain": "drain", "maintenance": "maintenance", "mark-faulty": "mark_faulty",
+                     "mark-available": "mark_available", "retire": "retire"}
+
+
+def host_actions_from(state: str) -> list[str]:
+    """The host actions (their paths) whose transition starts from `state`, in HOST_ACTION_PATHS order."""
+    return [path for path, key in HOST_ACTION_PATHS.items() if state in HOST_TRANSITIONS[key][0]]

@@ -11,6 +11,8 @@ import uuid
 from django.db.models import Q, QuerySet, Sum
 
 from apps.core import clock
+from apps.core.errors import NotFound
+from apps.inventory.models import Gpu, GpuInstance, Host, Region, Zone
 
 from .models import GPU_SLICES, Allocation, ResourceClass
 
@@ -89,3 +91,89 @@ def allocation_list_at(*, host_id: uuid.UUID, gpu_id: uuid.UUID | None = None,
     """Staff read: allocations on the host (or one of its GPUs) whose period contains `at` (fault impact)."""
     qs = Allocation.objects.filter(host_id=host_id, period__contains=at)
     return qs.filter(gpu_id=gpu_id) if gpu_id is not None else qs
+
+
+# --- the fleet heat map ----------------------------------------------------------------------------------------
+#: a GPU's state on the heat map, the first that holds: health faulty, scrub failed, scrub pending (dirty),
+#: held by a live allocation (an instance, a cluster member or a lease), else free
+GPU_MAP_STATES = ("faulty", "scrub_failed", "dirty", "allocated", "free")
+
+
+def _gpu_map_state(gpu: dict, allocated: set) -> str:
+    if gpu["health"] == "faulty":
+        return "faulty"
+    if gpu["scrub_state"] in ("scrub_failed", "dirty"):
+        return gpu["scrub_state"]
+    return "allocated" if gpu["id"] in allocated else "free"
+
+
+def _mig_summary(instances: list[str]) -> str:
+    """`3g.40gb×2 1g.10gb×1` from a GPU's (or host's) GPU instance profiles, largest count first."""
+    counts: dict[str, int] = {}
+    for profile in instances:
+        counts[profile] = counts.get(profile, 0) + 1
+    return " ".join(f"{p}×{n}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def fleet_summary(actor) -> dict:
+    """The whole fleet as the admin portal's heat map, in five queries whatever its size: regions → zones →
+    racks → hosts (condition, agent heartbeat, GPU model, MIG layout) → GPUs (heat-map state, mode, health,
+    MIG layout). Staff only: anyone else gets NotFound (404), as for an object they may not see. Hosts without a
+    rack sit in a rack named null; retired hosts are left out."""
+    if not (getattr(actor, "is_authenticated", False) and getattr(actor, "staff_role", "")):
+        raise NotFound()
+    at = clock.now()
+    hosts = list(Host.objects.exclude(state="retired").order_by("zone__name", "rack__name", "rack_unit", "name")
+                 .values("id", "name", "zone_id", "rack__name", "rack_unit", "state", "state_reason",
+                         "state_changed_at", "last_heartbeat_at", "agent_version", "provisioning_kind"))
+    host_ids = [h["id"] for h in hosts]
+    gpus = list(Gpu.objects.filter(host_id__in=host_ids).order_by("host_id", "index")
+                .values("id", "host_id", "index", "model", "mode", "health", "scrub_state"))
+    allocated = set(Allocation.objects.filter(_current(at), gpu__isnull=False, gpu__host_id__in=host_ids)
+                    .values_list("gpu_id", flat=True).distinct())
+    profiles: dict = {}
+    for gpu_id, profile in (GpuInstance.objects.filter(gpu__host_id__in=host_ids).order_by("gpu_id", "start")
+                            .values_list("gpu_id", "profile")):
+        profiles.setdefault(gpu_id, []).append(profile)
+    zones = {z["id"]: z for z in Zone.objects.values("id", "name", "region_id")}
+    regions = list(Region.objects.order_by("name").values("id", "name"))
+
+    per_host: dict = {}
+    host_models: dict = {}
+    host_profiles: dict = {}
+    totals = dict.fromkeys(GPU_MAP_STATES, 0)
+    models: set[str] = set()
+    for g in gpus:
+        state = _gpu_map_state(g, allocated)
+        totals[state] += 1
+        models.add(g["model"])
+        host_models.setdefault(g["host_id"], set()).add(g["model"])
+        host_profiles.setdefault(g["host_id"], []).extend(profiles.get(g["id"], []))
+        per_host.setdefault(g["host_id"], []).append({
+            "index": g["index"], "state": state, "mode": g["mode"], "health": g["health"],
+            "mig": _mig_summary(profiles.get(g["id"], []))})
+    region_rows = {r["id"]: {"name": r["name"], "zones": []} for r in regions}
+    zone_rows: dict = {}
+    for zone_id, z in sorted(zones.items(), key=lambda kv: kv[1]["name"]):
+        zone_rows[zone_id] = {"name": z["name"], "racks": []}
+        region_rows[z["region_id"]]["zones"].append(zone_rows[zone_id])
+    racks: dict = {}
+    conditions: dict[str, int] = {}
+    for h in hosts:
+        key = (h["zone_id"], h["rack__name"])
+        if key not in racks:
+            racks[key] = {"name": h["rack__name"], "hosts": []}
+            zone_rows[h["zone_id"]]["racks"].append(racks[key])
+        host_gpus = per_host.get(h["id"], [])
+        conditions[h["state"]] = conditions.get(h["state"], 0) + 1
+        racks[key]["hosts"].append({
+            "id": h["id"], "name": h["name"], "rack_unit": h["rack_unit"], "condition": h["state"],
+            "condition_reason": h["state_reason"], "condition_changed_at": h["state_changed_at"],
+            "last_heartbeat_at": h["last_heartbeat_at"], "agent_version": h["agent_version"],
+            "provisioning_kind": h["provisioning_kind"],
+            "gpu_model": "/".join(sorted(host_models.get(h["id"], ()))) or None,
+            "mig": _mig_summary(host_profiles.get(h["id"], [])),
+            "gpus": host_gpus})
+    return {"generated_at": at, "host_count": len(hosts), "gpu_count": len(gpus),
+            "gpu_states": totals, "host_conditions": conditions, "gpu_models": sorted(models),
+            "regions": list(region_rows.values())}

@@ -1,4 +1,5 @@
-"""Authorization-matrix entries of the scheduling app: the staff placement dry run and the ledger read API."""
+"""Authorization-matrix entries of the scheduling app: the staff placement dry run, the ledger read API and the
+fleet heat map."""
 import uuid
 
 from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim
@@ -6,6 +7,8 @@ from tests.inventory.helpers import make_host
 
 from .framework import Case, Entry, expect
 
+# the fleet heat map: tenants (any role, read tokens) get 404, as for an object they may not see
+STAFF_ONLY_HIDDEN = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 STAFF_ONLY = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
 
 
@@ -27,4 +30,5 @@ ENTRIES = [
     Entry("POST", "/api/v1/placement/candidates", STAFF_ONLY, _dry_run, audited=False),
     Entry("GET", "/api/v1/allocations", STAFF_ONLY),
     Entry("GET", "/api/v1/allocations/{pk}", STAFF_ONLY, _allocation),
+    Entry("GET", "/api/v1/fleet/summary", STAFF_ONLY_HIDDEN, _dry_run, audited=False),
 ]

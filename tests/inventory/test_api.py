@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.audit.models import AuditEvent
-from apps.identity.models import StaffRole
+from apps.identity.models import StaffRole, User
 from apps.inventory.models import AgentCommand, Host, Incident
 from tests.inventory.helpers import make_host
 from tests.tenancy.helpers import client_for, make_org, make_user, member, token_for
@@ -163,3 +163,16 @@ def test_retire_is_terminal(ops):
     host = make_host("h1", state="maintenance")
     assert act(ops, host, "retire", reason="decommissioned").json()["state"] == "retired"
     assert act(ops, host, "mark-available").status_code == 409
+
+
+def test_allowed_actions_follow_the_state_and_the_role(ops, support):
+    host = make_host("allowed-h1")
+    actions = lambda c: c.get(f"/api/v1/hosts/{host.pk}/").json()["allowed_actions"]  # noqa: E731
+    assert actions(ops) == ["cordon", "drain", "maintenance", "mark-faulty", "retire"]
+    assert act(ops, host, "cordon").json()["allowed_actions"] == ["drain", "maintenance", "mark-faulty",
+                                                                  "mark-available", "retire"]
+    assert act(ops, host, "mark-faulty").json()["allowed_actions"] == ["maintenance", "mark-available", "retire"]
+    assert act(ops, host, "maintenance").status_code == 200   # one it listed is one it accepts
+    assert actions(support) == []   # support reads, never writes
+    reader = client_for(token_for(User.objects.get(email="ops@provider.test"), scope="read", staff=True))
+    assert actions(reader) == []    # nor does an operator's read-scoped token

@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
+from apps.identity.permissions import IsStaffOperator, token_allows_write
 
 from ..models import (
     AgentCommand,
@@ -20,7 +21,7 @@ from ..models import (
     Zone,
 )
 from ..selectors import host_list_visible_to
-from ..states import CommandKind
+from ..states import CommandKind, host_actions_from
 
 
 class RegionOutput(ModelSerializer):
@@ -86,6 +87,9 @@ class HostOutput(ModelSerializer):
     zone = serializers.CharField(source="zone.name")
     scalable_unit = serializers.CharField(source="scalable_unit.name", allow_null=True, default=None)
     rack = serializers.CharField(source="rack.name", allow_null=True, default=None)
+    allowed_actions = serializers.SerializerMethodField(help_text=(
+        "the host actions (`POST /hosts/{id}/<action>/`) the caller may take now: those whose transition starts "
+        "from the current state, for an operator with a write-scoped credential; empty for other staff roles"))
 
     class Meta:
         model = Host
@@ -93,7 +97,14 @@ class HostOutput(ModelSerializer):
                   "bmc_address", "bmc_credentials_ref", "cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib",
                   "numa_nodes", "provisioning_kind", "libvirt_uri", "nvswitch_system", "driver_version", "state",
                   "state_reason", "state_changed_at", "active_partitions", "last_heartbeat_at", "agent_version",
-                  "created_at", "updated_at"]
+                  "allowed_actions", "created_at", "updated_at"]
+
+    def get_allowed_actions(self, host) -> list[str]:
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if request is None or getattr(user, "staff_role", "") not in IsStaffOperator.write_roles:
+            return []
+        return host_actions_from(host.state) if token_allows_write(request) else []
 
 
 class HostActionInput(Serializer):

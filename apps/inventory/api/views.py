@@ -112,7 +112,6 @@ def _condition_action(name: str, service, doc: str, input_cls, output_cls, targe
     """A detail POST action `name` that validates `input_cls`, calls `service(actor=..., <target>=obj, ...)` and
     answers `output_cls`; `provider_at_fault` is only passed to mark-faulty."""
 
-    @extend_schema(request=input_cls, responses=output_cls, summary=doc)
     def handler(self, request, pk=None):
         kwargs = dict(self._input(input_cls))
         if name != "mark-faulty":
@@ -121,7 +120,10 @@ def _condition_action(name: str, service, doc: str, input_cls, output_cls, targe
         return self._out(self.get_queryset().get(pk=obj.pk), cls=output_cls)
 
     handler.__name__ = name.replace("-", "_")
-    return action(detail=True, methods=["post"], url_path=name)(handler)
+    # the schema goes on after `action`, which replaces the function's `kwargs` where drf-spectacular keeps it
+    # (applied before, the body was documented as the viewset's HostOutput)
+    return extend_schema(request=input_cls, responses=output_cls, summary=doc)(
+        action(detail=True, methods=["post"], url_path=name)(handler))
 
 
 def _host_action(name: str, service, doc: str):

@@ -187,3 +187,53 @@ class PlacementCheckOutput(Serializer):
     queue = CheckQueueOutput()
     quota = CheckQuotaLine(many=True)
     price = CheckPriceOutput(allow_null=True)
+
+
+# --- the fleet heat map (GET /fleet/summary) --------------------------------------------------------------------
+class FleetGpuOutput(Serializer):
+    index = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["faulty", "scrub_failed", "dirty", "allocated", "free"], help_text=(
+        "the first that holds: health faulty, scrub failed, scrub pending (dirty), held by a live allocation, free"))
+    mode = serializers.CharField(help_text="exclusive | mig | vgpu | shared")
+    health = serializers.CharField()
+    mig = serializers.CharField(help_text="its MIG GPU instances, e.g. `3g.40gb×2`; empty when none")
+
+
+class FleetHostOutput(Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    rack_unit = serializers.IntegerField(allow_null=True)
+    condition = serializers.CharField(help_text="the host's state: available, cordoned, draining, maintenance, ...")
+    condition_reason = serializers.CharField()
+    condition_changed_at = serializers.DateTimeField(allow_null=True)
+    last_heartbeat_at = serializers.DateTimeField(allow_null=True, help_text="the node agent's last heartbeat")
+    agent_version = serializers.CharField()
+    provisioning_kind = serializers.CharField()
+    gpu_model = serializers.CharField(allow_null=True, help_text="its GPUs' model (`A/B` when mixed)")
+    mig = serializers.CharField(help_text="the MIG GPU instances of all its GPUs, e.g. `3g.40gb×16`")
+    gpus = FleetGpuOutput(many=True)
+
+
+class FleetRackOutput(Serializer):
+    name = serializers.CharField(allow_null=True, help_text="null: the zone's hosts without a rack")
+    hosts = FleetHostOutput(many=True)
+
+
+class FleetZoneOutput(Serializer):
+    name = serializers.CharField()
+    racks = FleetRackOutput(many=True)
+
+
+class FleetRegionOutput(Serializer):
+    name = serializers.CharField()
+    zones = FleetZoneOutput(many=True)
+
+
+class FleetSummaryOutput(Serializer):
+    generated_at = serializers.DateTimeField()
+    host_count = serializers.IntegerField(help_text="hosts that are not retired")
+    gpu_count = serializers.IntegerField()
+    gpu_states = serializers.DictField(child=serializers.IntegerField(), help_text="GPUs per heat-map state")
+    host_conditions = serializers.DictField(child=serializers.IntegerField(), help_text="hosts per condition")
+    gpu_models = serializers.ListField(child=serializers.CharField())
+    regions = FleetRegionOutput(many=True)

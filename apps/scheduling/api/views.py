@@ -1,16 +1,19 @@
-"""Staff API of scheduling: the placement dry run and a read-only view of the live ledger."""
+"""Staff API of scheduling: the placement dry run, a read-only view of the live ledger, and the fleet heat map
+(inventory joined with the ledger, so it lives here: inventory does not import scheduling)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, permissions, status, viewsets
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from apps.core.api import validated
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffOperator
 
 from ..errors import Code
 from ..placement import PlacementRequest, TopologyConstraint
-from ..selectors import allocation_list_live
+from ..selectors import allocation_list_live, fleet_summary
 from ..services import placement_candidates
 from . import serializers as s
 from .filters import AllocationFilter
@@ -51,3 +54,19 @@ class AllocationViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def get_queryset(self):
         return allocation_list_live()
+
+
+class FleetSummaryView(APIView):
+    """`GET /api/v1/fleet/summary`: the admin portal's heat map of the whole fleet in one response (regions →
+    zones → racks → hosts → GPUs), read in a constant number of queries. Any staff role reads it; tenants get 404
+    (as for an object they may not see: the fleet is provider-internal)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+    serializer_class = s.FleetSummaryOutput
+
+    @extend_schema(responses={200: s.FleetSummaryOutput, **problems({
+        404: "not_found: the caller is not provider staff (the fleet is not shown to tenants)."})},
+        summary="The fleet heat map (staff)")
+    def get(self, request):
+        # built as plain dicts (a serializer over 16,000 GPUs would cost more than the queries)
+        return Response(fleet_summary(request.user))
