@@ -23,6 +23,7 @@ const TokensPage = lazy(() => import('./pages/Tokens').then((m) => ({ default: m
 const MembersPage = lazy(() => import('./pages/Members').then((m) => ({ default: m.MembersPage })))
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })))
 const ClustersPage = lazy(() => import('./pages/Clusters').then((m) => ({ default: m.ClustersPage })))
+const AdminFleetPage = lazy(() => import('./pages/admin/Fleet').then((m) => ({ default: m.AdminFleetPage })))
 const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
@@ -74,6 +75,8 @@ export const router = createBrowserRouter([
           { path: 'audit-log', element: screen(<AuditPage />) },
           { path: 'clusters', element: screen(<ClustersPage />) },
           { path: 'clusters/:id', element: screen(<ClusterDetailPage />) },
+          // staff only: the page shows Not found to anyone else (as the API answers them 404)
+          { path: 'admin/fleet', element: screen(<AdminFleetPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -31,6 +31,12 @@ export type Membership = Schemas['MembershipOutput']
 export type Invitation = Schemas['InvitationOutput']
 export type AuditEvent = Schemas['AuditEventOutput']
 export type Cluster = Schemas['ClusterOutput']
+export type Me = Schemas['MeOutput']
+export type FleetSummary = Schemas['FleetSummaryOutput']
+export type FleetHost = Schemas['FleetHostOutput']
+export type FleetGpu = Schemas['FleetGpuOutput']
+export type Host = Schemas['HostOutput']
+export type Gpu = Schemas['GpuOutput']
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS'])
 

@@ -3,6 +3,7 @@ import { useDisclosure } from '@mantine/hooks'
 import { Link, Outlet, matchPath, useLocation, useNavigate } from 'react-router'
 import { useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
+import { useIsStaff } from '../auth/staff'
 import { READ_ONLY_HINT } from './WriteButton'
 
 const NAV = [
@@ -19,6 +20,9 @@ const NAV = [
   { to: '/billing', label: 'Billing', end: false },
 ]
 
+/** The admin portal's screens: shown to provider staff only (`/me/`'s `staff_role`). */
+const ADMIN_NAV = [{ to: '/admin/fleet', label: 'Fleet', end: true }]
+
 export function Layout() {
   const [opened, { toggle }] = useDisclosure()
   const scope = useScope()
@@ -27,6 +31,21 @@ export function Layout() {
   const navigate = useNavigate()
   const location = useLocation()
   const orgProjects = scope.projects.filter((p) => p.organization === scope.organization?.id)
+  const staff = useIsStaff()
+  // admin screens work on the provider's fleet, not in a project: they show without one
+  const admin = location.pathname.startsWith('/admin')
+
+  const link = (item: { to: string; label: string; end: boolean }) => (
+    <NavLink
+      key={item.to}
+      component={Link}
+      to={item.to}
+      label={item.label}
+      active={matchPath({ path: item.to, end: item.end }, location.pathname) !== null}
+      aria-current={matchPath({ path: item.to, end: item.end }, location.pathname) ? 'page' : undefined}
+      onClick={() => opened && toggle()}
+    />
+  )
 
   return (
     <AppShell
@@ -82,26 +101,26 @@ export function Layout() {
         </Group>
       </AppShell.Header>
       <AppShell.Navbar p="xs" aria-label="Main">
-        {NAV.map((item) => (
-          <NavLink
-            key={item.to}
-            component={Link}
-            to={item.to}
-            label={item.label}
-            active={matchPath({ path: item.to, end: item.end }, location.pathname) !== null}
-            aria-current={matchPath({ path: item.to, end: item.end }, location.pathname) ? 'page' : undefined}
-            onClick={() => opened && toggle()}
-          />
-        ))}
+        {NAV.map(link)}
+        {staff && (
+          <>
+            <Text size="xs" fw={700} c="dimmed" tt="uppercase" mt="md" px="sm" data-testid="admin-nav">
+              Admin
+            </Text>
+            {ADMIN_NAV.map(link)}
+          </>
+        )}
       </AppShell.Navbar>
       <AppShell.Main>
-        {!scope.loading && scope.project && !scope.canWrite && (
+        {!admin && !scope.loading && scope.project && !scope.canWrite && (
           <Alert color="yellow" mb="md" data-testid="read-only">
             {READ_ONLY_HINT} You can look at everything here; changes are disabled.
           </Alert>
         )}
         {/* pages mount once the project is known: their lists filter by it (an empty id is a 400) */}
-        {scope.loading ? null : !scope.project ? (
+        {admin ? (
+          <Outlet />
+        ) : scope.loading ? null : !scope.project ? (
           <Alert color="blue" title="No project yet">
             You are not a member of any project. Ask an organization owner or admin to invite you to one.
           </Alert>

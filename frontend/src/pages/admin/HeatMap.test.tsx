@@ -1,0 +1,85 @@
+import { fireEvent, screen, waitFor, within } from '@testing-library/react'
+import { describe, expect, it } from 'vitest'
+import type { FleetHost, FleetSummary } from '../../api/client'
+import { json, problem, renderPage, stubApi } from '../../test/render'
+import { AdminFleetPage } from './Fleet'
+import { HeatMap, filterRacks, hostSummary } from './HeatMap'
+
+const gpu = (index: number, state: FleetHost['gpus'][number]['state'], mig = '') =>
+  ({ index, state, mode: mig ? 'mig' : 'exclusive', health: state === 'faulty' ? 'faulty' : 'ok', mig })
+const host = (id: string, name: string, condition: string, gpu_model: string, gpus: FleetHost['gpus']): FleetHost =>
+  ({ id, name, rack_unit: 1, condition, condition_reason: '', condition_changed_at: null, last_heartbeat_at: null,
+     agent_version: '', provisioning_kind: 'hypervisor', gpu_model, mig: gpus.map((g) => g.mig).filter(Boolean).join(' '), gpus })
+const H1 = host('00000000-0000-7000-8000-000000000001', 'a-su1-n01', 'available', 'H100-SXM5-80GB',
+  [gpu(0, 'allocated'), gpu(1, 'free'), gpu(2, 'dirty'), gpu(3, 'faulty')])
+const H2 = host('00000000-0000-7000-8000-000000000002', 'a-su1-n02', 'cordoned', 'H100-SXM5-80GB', [gpu(0, 'free', '3g.40gb×2')])
+const H3 = host('00000000-0000-7000-8000-000000000003', 'b-su1-n01', 'available', 'A100-SXM4-80GB', [gpu(0, 'scrub_failed')])
+const SUMMARY: FleetSummary = {
+  generated_at: '2026-12-04T00:00:00Z', host_count: 3, gpu_count: 6,
+  gpu_states: { free: 2, allocated: 1, dirty: 1, scrub_failed: 1, faulty: 1 }, host_conditions: { available: 2, cordoned: 1 },
+  gpu_models: ['A100-SXM4-80GB', 'H100-SXM5-80GB'],
+  regions: [{ name: 'eu-west', zones: [
+    { name: 'eu-west-a', racks: [{ name: 'r01', hosts: [H1, H2] }] },
+    { name: 'eu-west-b', racks: [{ name: 'r01', hosts: [H3] }] },
+  ] }],
+}
+const none = { gpuModel: null, condition: null }
+
+describe('fleet heat map', () => {
+  it('draws one cell per GPU, host rows grouped by rack, and says each row in words', () => {
+    const picked: string[] = []
+    renderPage(<HeatMap summary={SUMMARY} filters={none} onSelect={(h) => picked.push(h.name)} />)
+    const racks = screen.getAllByTestId('heatmap-rack')
+    expect(racks.map((r) => r.getAttribute('aria-label'))).toEqual(['Rack r01 in eu-west-a', 'Rack r01 in eu-west-b'])
+    expect(within(racks[0]).getAllByTestId('heatmap-host').map((b) => b.dataset.host)).toEqual(['a-su1-n01', 'a-su1-n02'])
+    const row = screen.getByRole('button', { name: 'a-su1-n01, available, 4 GPUs: 1 free, 1 allocated, 1 dirty (scrub queued), 1 faulty' })
+    expect(row.querySelectorAll('span[title^="GPU "]')).toHaveLength(4)
+    expect(screen.getByTitle('GPU 0: Free (MIG 3g.40gb×2)')).toBeInTheDocument()
+    fireEvent.click(row)
+    expect(picked).toEqual(['a-su1-n01'])
+  })
+
+  it('filters by GPU model and by condition', () => {
+    expect(filterRacks(SUMMARY, { gpuModel: 'A100-SXM4-80GB', condition: null }).flatMap((r) => r.hosts.map((h) => h.name))).toEqual(['b-su1-n01'])
+    expect(filterRacks(SUMMARY, { gpuModel: null, condition: 'cordoned' }).flatMap((r) => r.hosts.map((h) => h.name))).toEqual(['a-su1-n02'])
+    renderPage(<HeatMap summary={SUMMARY} filters={{ gpuModel: 'B200', condition: null }} onSelect={() => {}} />)
+    expect(screen.getByTestId('heatmap-empty')).toHaveTextContent('No host matches these filters.')
+    expect(hostSummary(H3)).toBe('1 GPU: 1 scrub failed')
+  })
+
+  it('opens a host and cordons it with a confirmed reason; the condition changes', async () => {
+    let state = 'available'
+    const detail = () => ({ id: H1.id, name: H1.name, state, state_reason: state === 'cordoned' ? 'PSU swap' : '', serial: 'SER1',
+      allowed_actions: state === 'available' ? ['cordon', 'drain', 'maintenance', 'mark-faulty', 'retire'] : ['drain', 'mark-available'] })
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json({ ...SUMMARY, regions: [{ name: 'eu-west', zones: [{ name: 'eu-west-a', racks: [{ name: 'r01', hosts: [{ ...H1, condition: state }] }] }] }] }),
+      [`GET /api/v1/hosts/${H1.id}/`]: () => json(detail()),
+      [`POST /api/v1/hosts/${H1.id}/cordon/`]: () => { state = 'cordoned'; return json(detail()) },
+    })
+    renderPage(<AdminFleetPage />)
+    fireEvent.click(await screen.findByRole('button', { name: /^a-su1-n01, available/ }))
+    const panel = await screen.findByTestId('host-panel')
+    expect(within(panel).getByTestId('host-condition')).toHaveTextContent('available')
+    fireEvent.click(await within(panel).findByRole('button', { name: 'Cordon' }))
+    const dialog = await screen.findByRole('dialog', { name: 'Cordon a-su1-n01?' })
+    expect(within(dialog).getByRole('button', { name: 'Cordon' })).toBeDisabled()   // a reason first
+    fireEvent.change(within(dialog).getByLabelText(/^Reason/), { target: { value: 'PSU swap' } })
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Cordon' }))
+    await waitFor(() => expect(within(screen.getByTestId('host-panel')).getByTestId('host-condition')).toHaveTextContent('cordoned'))
+    expect(await screen.findByRole('button', { name: /^a-su1-n01, cordoned/ })).toBeInTheDocument()
+    expect(within(screen.getByTestId('host-panel')).queryByRole('button', { name: 'Cordon' })).toBeNull()
+    const post = seen.find((r) => r.method === 'POST')!
+    expect(await post.json()).toEqual({ reason: 'PSU swap', provider_at_fault: true })
+  }, 20_000)
+
+  it('is not found for a tenant (the console never asks for the fleet)', async () => {
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'owner@keel.example', staff_role: '' }),
+      'GET /api/v1/fleet/summary/': () => problem(404, 'not_found', 'Not found.'),
+    })
+    renderPage(<AdminFleetPage />)
+    expect(await screen.findByText('Not found')).toBeInTheDocument()
+    expect(seen.some((r) => r.url.includes('/fleet/summary/'))).toBe(false)
+  })
+})
