@@ -75,8 +75,9 @@ export const router = createBrowserRouter([
           { path: 'audit-log', element: screen(<AuditPage />) },
           { path: 'clusters', element: screen(<ClustersPage />) },
           { path: 'clusters/:id', element: screen(<ClusterDetailPage />) },
-          // staff only: the page shows Not found to anyone else (as the API answers them 404)
-          { path: 'admin/fleet', element: screen(<AdminFleetPage />) },
+          // the admin portal (staff only: the page shows Not found to anyone else, as the API answers them 404); not under
+          // /admin, a prefix the server keeps for itself (apps.core.console RESERVED_PREFIXES)
+          { path: 'staff/fleet', element: screen(<AdminFleetPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -21,7 +21,7 @@ const NAV = [
 ]
 
 /** The admin portal's screens: shown to provider staff only (`/me/`'s `staff_role`). */
-const ADMIN_NAV = [{ to: '/admin/fleet', label: 'Fleet', end: true }]
+const ADMIN_NAV = [{ to: '/staff/fleet', label: 'Fleet', end: true }]
 
 export function Layout() {
   const [opened, { toggle }] = useDisclosure()
@@ -33,7 +33,7 @@ export function Layout() {
   const orgProjects = scope.projects.filter((p) => p.organization === scope.organization?.id)
   const staff = useIsStaff()
   // admin screens work on the provider's fleet, not in a project: they show without one
-  const admin = location.pathname.startsWith('/admin')
+  const admin = location.pathname.startsWith('/staff')
 
   const link = (item: { to: string; label: string; end: boolean }) => (
     <NavLink

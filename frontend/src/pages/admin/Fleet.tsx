@@ -141,7 +141,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
   )
 }
 
-/** `/admin/fleet`: the fleet heat map (GET /fleet/summary/, every 15 s) with filters, a legend and a host's panel. */
+/** `/staff/fleet`: the fleet heat map (GET /fleet/summary/, every 15 s) with filters, a legend and a host's panel. */
 export function AdminFleetPage() {
   const me = useMe()
   const staff = Boolean(me.data?.staff_role)
