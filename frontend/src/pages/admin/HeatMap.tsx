@@ -1,4 +1,4 @@
-import { Badge, Group, Stack, Text, Title, UnstyledButton } from '@mantine/core'
+import { Badge, Group, Stack, Text, Title, UnstyledButton, VisuallyHidden } from '@mantine/core'
 import type { FleetGpu, FleetHost, FleetSummary } from '../../api/client'
 
 /** The heat-map state of a GPU (the server's `state`), its colour and its legend text. Dark fills, so the white
@@ -114,7 +114,6 @@ export function HeatMap({ summary, filters, selected, onSelect }: {
                 key={host.id}
                 onClick={() => onSelect(host)}
                 aria-pressed={selected === host.id}
-                aria-label={`${host.name}, ${host.condition}, ${hostSummary(host)}`}
                 data-testid="heatmap-host"
                 data-host={host.name}
                 data-condition={host.condition}
@@ -142,6 +141,9 @@ export function HeatMap({ summary, filters, selected, onSelect }: {
                       />
                     ))}
                   </Group>
+                  {/* the cells are drawn only: their count per state is said in words (the row's name is its
+                      visible text and this, as WCAG's label-in-name asks) */}
+                  <VisuallyHidden>{hostSummary(host)}</VisuallyHidden>
                   {host.mig && (
                     <Text size="xs" c="dimmed" truncate>
                       MIG {host.mig}
