@@ -52,7 +52,7 @@ function HostActionButton({ host, action }: { host: Host; action: string }) {
   })
   return (
     <>
-      <Button size="xs" variant="filled" color={meta.color ?? 'blue.8'} onClick={() => setOpened(true)}>
+      <Button size="xs" variant="filled" color={meta.color ?? 'blue.8'} autoContrast onClick={() => setOpened(true)}>
         {meta.label}
       </Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`${meta.label} ${host.name}?`} centered
@@ -66,7 +66,7 @@ function HostActionButton({ host, action }: { host: Host; action: string }) {
             <ProblemAlert error={run.error} shownFields={['reason']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
-              <Button type="submit" color={meta.color ?? 'blue.8'} loading={run.isPending} disabled={!reason.trim()}>
+              <Button type="submit" color={meta.color ?? 'blue.8'} autoContrast loading={run.isPending} disabled={!reason.trim()}>
                 {meta.label}
               </Button>
             </Group>
