@@ -244,6 +244,7 @@ BILLING_SELLER_NAME = env.str("BILLING_SELLER_NAME", default="gpucloud")
 BILLING_SELLER_ADDRESS = env.str("BILLING_SELLER_ADDRESS", default="").replace("\\n", "\n")
 BILLING_SELLER_TAX_ID = env.str("BILLING_SELLER_TAX_ID", default="")
 BILLING_SELLER_EMAIL = env.str("BILLING_SELLER_EMAIL", default="")
+BILLING_SELLER_COUNTRY = env.str("BILLING_SELLER_COUNTRY", default="")
 BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
 
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps

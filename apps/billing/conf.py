@@ -10,6 +10,8 @@ settings module):
 - BILLING_LATE_LOOKBACK_DAYS (93): how far back late usage records are carried onto the next open invoice.
 - BILLING_SELLER_NAME ("gpucloud"), BILLING_SELLER_ADDRESS (lines separated by newlines), BILLING_SELLER_TAX_ID,
   BILLING_SELLER_EMAIL (""): the seller printed on invoice and credit-note PDFs.
+- BILLING_SELLER_COUNTRY ("", ISO 3166-1 alpha-2): the seller's country; a buyer with a tax id in another country
+  is invoiced reverse charge (0 %). Empty: never reverse charge.
 - BILLING_PAYMENT_TERMS_DAYS (30): an invoice is due this many days after it is finalized (its PDF's due date).
 """
 from decimal import Decimal
@@ -29,6 +31,7 @@ def get(name: str):
         "BILLING_SELLER_ADDRESS": "",
         "BILLING_SELLER_TAX_ID": "",
         "BILLING_SELLER_EMAIL": "",
+        "BILLING_SELLER_COUNTRY": "",
         "BILLING_PAYMENT_TERMS_DAYS": 30,
     }
     value = getattr(settings, name, defaults[name])

@@ -20,3 +20,5 @@ class Code(StrEnum):
     AMOUNT_OUT_OF_RANGE = "amount_out_of_range"
     ZERO_AMOUNT = "zero_amount"
     INVOICE_HAS_CREDIT_NOTES = "invoice_has_credit_notes"
+    INVALID_COUNTRY = "invalid_country"
+    TAX_RATE_OVERLAP = "tax_rate_overlap"

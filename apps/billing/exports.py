@@ -151,6 +151,10 @@ def invoice_pdf(invoice: Invoice) -> bytes:
     if notes or invoice.status != "draft":
         rows.append(("Balance due", invoice.balance_due))
     _totals(pdf, rows, invoice.currency)
+    if invoice.reverse_charge:
+        pdf.set_font("Helvetica", size=9)
+        pdf.multi_cell(0, 5, "Reverse charge: no tax is charged on this invoice; the recipient accounts for the tax "
+                             "(buyer's tax ID above).", new_x="LMARGIN", new_y="NEXT")
     return _ascii_output(pdf)
 
 

@@ -47,6 +47,32 @@ def amount_validate(value, *, field: str = "amount") -> Decimal:
     return amount
 
 
+# CLDR territory codes that group countries (European Union, euro area, United Nations, outlying Oceania) and
+# are no ISO 3166-1 country.
+_NOT_COUNTRIES = frozenset({"EU", "EZ", "UN", "QO", "ZZ"})
+
+
+def country_validate(code: str) -> str:
+    """Return the upper-case ISO 3166-1 alpha-2 code (checked against CLDR's territories, as babel ships them);
+    400 `invalid_country` when it is not one."""
+    from babel import Locale
+
+    code = (code or "").upper()
+    if len(code) != 2 or code in _NOT_COUNTRIES or code not in Locale("en").territories:
+        raise ValidationFailed(f"{code!r} is not an ISO 3166-1 alpha-2 country code.", code=Code.INVALID_COUNTRY)
+    return code
+
+
+def region_validate(region: str, country: str) -> str:
+    """An ISO 3166-2 subdivision code of `country` (``US-CA``), upper case; empty stays empty."""
+    region = (region or "").upper()
+    if region and (not region.startswith(f"{country}-") or not 1 <= len(region) - 3 <= 3
+                   or not region[3:].isalnum()):
+        raise ValidationFailed(f"{region!r} is not an ISO 3166-2 subdivision of {country!r} (e.g. US-CA).",
+                               code=Code.INVALID_COUNTRY)
+    return region
+
+
 def minor_units(code: str) -> int:
     """Decimal places of the currency's minor unit (USD 2, JPY 0, BHD 3)."""
     sub_unit = moneyed.get_currency(code).sub_unit or 1

@@ -19,7 +19,17 @@ from django.db.models import Q, QuerySet
 from apps.tenancy import selectors as tenancy
 from apps.tenancy.models import OrgRole
 
-from .models import CreditNote, Invoice, InvoiceLine, Price, PriceBook, SlaReport, SlaTier, UsageRecord
+from .models import (
+    CreditNote,
+    Invoice,
+    InvoiceLine,
+    Price,
+    PriceBook,
+    SlaReport,
+    SlaTier,
+    TaxRate,
+    UsageRecord,
+)
 from .states import InvoiceStatus, PriceUnit
 
 BILLING_ROLES = (OrgRole.OWNER, OrgRole.ADMIN, OrgRole.BILLING)
@@ -111,6 +121,11 @@ def sla_tier_resolve(*, organization, code: str | None = None) -> str:
 def price_book_list_visible_to(user) -> QuerySet[PriceBook]:
     """Price books: all of them for staff; none for tenants (a tenant reads prices, `price_list_visible_to`)."""
     return PriceBook.objects.prefetch_related("prices") if tenancy.is_staff(user) else PriceBook.objects.none()
+
+
+def tax_rate_list_visible_to(user) -> QuerySet[TaxRate]:
+    """Tax rates: all of them for staff; none for tenants (an invoice shows the rate it was billed at)."""
+    return TaxRate.objects.all() if tenancy.is_staff(user) else TaxRate.objects.none()
 
 
 def _price_keys(user) -> set[tuple[str, str]]:

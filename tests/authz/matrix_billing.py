@@ -18,6 +18,7 @@ from apps.billing.models import (
     PriceBook,
     SlaReport,
     SlaTier,
+    TaxRate,
     UsageRecord,
 )
 
@@ -153,6 +154,11 @@ ENTRIES = [
           pk(lambda w: BillingAccount.objects.create(organization=w.org_a, tax_rate=Decimal("0.19")))),
     Entry("POST", "/api/v1/billing-accounts", DENIED,
           lambda w: Case(data={"organization": str(w.org_a.pk), "tax_rate": "0.2"})),
+    Entry("GET", "/api/v1/tax-rates", STAFF_ONLY),
+    Entry("GET", "/api/v1/tax-rates/{pk}", STAFF_ONLY, pk(lambda w: TaxRate.objects.create(
+        country="DE", name="VAT", rate=Decimal("19"), effective_from=dt.date(2021, 1, 1)))),
+    Entry("POST", "/api/v1/tax-rates", DENIED,
+          lambda w: Case(data={"country": "FR", "name": "VAT", "rate": "20", "effective_from": "2014-01-01"})),
     Entry("POST", "/api/v1/billing/rerate", DENIED,
           lambda w: Case(data={"start": "2026-01-01T00:00:00Z", "end": "2026-01-01T01:00:00Z"})),
     Entry("GET", "/api/v1/billing/reports/revenue", STAFF_ONLY,

@@ -10,7 +10,17 @@ from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import organization_list_visible_to, project_list_visible_to
 
 from .. import conf
-from ..models import Adjustment, CreditNote, Invoice, InvoiceRun, LateUsage, Price, SlaReport, UsageRecord
+from ..models import (
+    Adjustment,
+    CreditNote,
+    Invoice,
+    InvoiceRun,
+    LateUsage,
+    Price,
+    SlaReport,
+    TaxRate,
+    UsageRecord,
+)
 from ..periods import parse_period
 from ..selectors import invoice_line_list_visible_to, invoice_list_visible_to, price_book_list_visible_to
 from ..skus import sku_for
@@ -117,6 +127,17 @@ class InvoiceRunFilter(FilterSet):
     class Meta:
         model = InvoiceRun
         fields = ["period", "status"]
+
+
+class TaxRateFilter(FilterSet):
+    on = django_filters.DateFilter(method="filter_on", label="in force on this day")
+
+    class Meta:
+        model = TaxRate
+        fields = ["country", "region"]
+
+    def filter_on(self, queryset, name, value):
+        return queryset.filter(Q(effective_to__isnull=True) | Q(effective_to__gt=value), effective_from__lte=value)
 
 
 class AdjustmentFilter(FilterSet):

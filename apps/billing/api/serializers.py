@@ -18,6 +18,7 @@ from ..models import (
     PriceBook,
     SlaReport,
     SlaTier,
+    TaxRate,
     UsageRecord,
 )
 from ..selectors import billing_organization_list_visible_to, invoice_list_visible_to
@@ -57,9 +58,9 @@ class InvoiceOutput(ModelSerializer):
     class Meta:
         model = Invoice
         fields = ["id", "organization", "period", "period_start", "period_end", "timezone", "currency", "status",
-                  "number", "display_number", "tax_rate", "subtotal", "credits", "tax", "total", "credited",
-                  "amount_paid", "balance_due", "unpriced_seconds", "finalized_at", "paid_at", "payment_reference",
-                  "voided_at", "lines"]
+                  "number", "display_number", "tax_rate", "reverse_charge", "subtotal", "credits", "tax", "total",
+                  "credited", "amount_paid", "balance_due", "unpriced_seconds", "finalized_at", "paid_at",
+                  "payment_reference", "voided_at", "lines"]
 
 
 class InvoicePreviewQuery(Serializer):
@@ -246,7 +247,7 @@ class UtilizationQuery(Serializer):
 class BillingAccountOutput(ModelSerializer):
     class Meta:
         model = BillingAccount
-        fields = ["id", "organization", "tax_rate", "tax_id", "address", "updated_at"]
+        fields = ["id", "organization", "tax_rate", "tax_id", "address", "country", "region", "updated_at"]
 
 
 class BillingAccountSetInput(Serializer):
@@ -255,3 +256,27 @@ class BillingAccountSetInput(Serializer):
                                         required=False, allow_null=True)
     tax_id = serializers.CharField(max_length=64, required=False, allow_blank=True)
     address = serializers.CharField(required=False, allow_blank=True)
+    country = serializers.CharField(max_length=2, required=False, allow_blank=True,
+                                    help_text="ISO 3166-1 alpha-2 billing country; empty clears")
+    region = serializers.CharField(max_length=6, required=False, allow_blank=True,
+                                   help_text="ISO 3166-2 subdivision of the country, e.g. US-CA")
+
+
+class TaxRateOutput(ModelSerializer):
+    class Meta:
+        model = TaxRate
+        fields = ["id", "country", "region", "name", "rate", "effective_from", "effective_to", "source",
+                  "created_at"]
+
+
+class TaxRateCreateInput(Serializer):
+    country = serializers.CharField(max_length=2, help_text="ISO 3166-1 alpha-2")
+    region = serializers.CharField(max_length=6, required=False, default="", allow_blank=True,
+                                   help_text="ISO 3166-2 subdivision; empty = the whole country")
+    name = serializers.CharField(max_length=64, help_text='e.g. "VAT"')
+    rate = serializers.DecimalField(max_digits=6, decimal_places=3, min_value=Decimal(0),
+                                    max_value=Decimal("99.999"), help_text="percent: 19.000 = 19 %")
+    effective_from = serializers.DateField()
+    effective_to = serializers.DateField(required=False, allow_null=True, default=None,
+                                         help_text="first day no longer in force; null = open-ended")
+    source = serializers.CharField(max_length=300, required=False, default="", allow_blank=True)

@@ -13,6 +13,7 @@ router.register("prices", views.PriceViewSet, basename="price")
 router.register("invoice-runs", views.InvoiceRunViewSet, basename="invoice-run")
 router.register("adjustments", views.AdjustmentViewSet, basename="adjustment")
 router.register("billing-accounts", views.BillingAccountViewSet, basename="billing-account")
+router.register("tax-rates", views.TaxRateViewSet, basename="tax-rate")
 router.register("billing", views.BillingOpsViewSet, basename="billing")
 
 urlpatterns = router.urls

@@ -2,7 +2,7 @@
 
 Tenant (read): /usage, /invoices (+ /csv, /pdf), /credit-notes (+ /csv, /pdf), /sla-reports, /sla-tiers, /prices (its own).
 Staff (admin billing portal; any staff reads, billing admins write — `IsStaffBillingAdmin`): /price-books
-(+ /prices), every price in /prices, /sla-tiers writes, /billing-accounts, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
+(+ /prices), every price in /prices, /sla-tiers writes, /billing-accounts, /tax-rates, /invoice-runs, /invoices/{id}/finalize|pay|void, /credit-notes (create),
 /adjustments, /billing/rerate, /billing/reports/revenue, /billing/reports/utilization.
 Querysets come from `apps.billing.selectors`, so another tenant's object is a 404 (in a body: "Not found.", a 400).
 """
@@ -277,6 +277,23 @@ class BillingAccountViewSet(_StaffBase):
         data = self._input(s.BillingAccountSetInput)
         account = services.billing_account_update(actor=request.user, **data)
         return self._out(account)
+
+
+class TaxRateViewSet(_StaffBase):
+    """Tax rates per billing country (and optional region), effective-dated; an invoice takes the rate of its
+    billing account's country in force on its period's last day (docs/billing.md, "Tax"). 409
+    `tax_rate_overlap` when the window overlaps another rate of the same country and region."""
+
+    serializer_class = s.TaxRateOutput
+    filterset_class = filters.TaxRateFilter
+
+    def get_queryset(self):
+        return selectors.tax_rate_list_visible_to(self.request.user)
+
+    @extend_schema(request=s.TaxRateCreateInput, responses={201: s.TaxRateOutput})
+    def create(self, request):
+        tax_rate = services.tax_rate_create(actor=request.user, **self._input(s.TaxRateCreateInput))
+        return self._out(tax_rate, status.HTTP_201_CREATED)
 
 
 class BillingOpsViewSet(viewsets.GenericViewSet):

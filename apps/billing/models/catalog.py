@@ -78,12 +78,46 @@ class Price(TimestampedModel):
         indexes = [models.Index(fields=["sku", "sla_tier", "pricing_model"])]
 
 
+class TaxRate(TimestampedModel):
+    """The sales tax (VAT, GST, ...) of a billing country, as data (docs/billing.md, "Tax").
+
+    `country` is an ISO 3166-1 alpha-2 code, `region` an optional ISO 3166-2 subdivision (``US-CA``; empty = the
+    whole country), `rate` a percentage (19.000 = 19 %). In force on the local days `effective_from` ≤ day <
+    `effective_to` (null = open-ended); an invoice takes the rate in force on the last day of its period.
+    """
+
+    country = models.CharField(max_length=2)
+    region = models.CharField(max_length=6, blank=True)
+    name = models.CharField(max_length=64)
+    rate = models.DecimalField(max_digits=6, decimal_places=3)
+    effective_from = models.DateField()
+    effective_to = models.DateField(null=True, blank=True)
+    source = models.CharField(max_length=300, blank=True, help_text="where the rate is published")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["country", "region", "effective_from"], name="billing_taxrate_unique_start"),
+            models.CheckConstraint(condition=models.Q(rate__gte=0) & models.Q(rate__lt=100),
+                                   name="billing_taxrate_percent"),
+            models.CheckConstraint(condition=models.Q(effective_to__isnull=True)
+                                   | models.Q(effective_to__gt=models.F("effective_from")),
+                                   name="billing_taxrate_window"),
+        ]
+        ordering = ["country", "region", "effective_from"]
+
+    def __str__(self) -> str:
+        return f"{self.country}{'/' + self.region if self.region else ''} {self.name} {self.rate} %"
+
+
 class BillingAccount(TimestampedModel):
     """Billing settings of an organization beyond those on `tenancy.Organization` (currency, time zone, default
-    tier live there). `tax_rate` is a fraction (0.19 = 19 %); null uses settings.BILLING_DEFAULT_TAX_RATE."""
+    tier live there). `tax_rate` is a fraction (0.19 = 19 %) that overrides the tax-rate table; null takes the
+    `TaxRate` of `country` (and `region`), or settings.BILLING_DEFAULT_TAX_RATE when no country is set."""
 
     organization = models.OneToOneField("tenancy.Organization", on_delete=models.CASCADE,
                                         related_name="billing_account")
     tax_rate = models.DecimalField(max_digits=7, decimal_places=5, null=True, blank=True)
     tax_id = models.CharField(max_length=64, blank=True)
     address = models.TextField(blank=True)
+    country = models.CharField(max_length=2, blank=True, help_text="ISO 3166-1 alpha-2 of the billing address")
+    region = models.CharField(max_length=6, blank=True, help_text="ISO 3166-2 subdivision, e.g. US-CA")

@@ -58,6 +58,7 @@ class Invoice(TimestampedModel):
     status = models.CharField(max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.DRAFT)
     number = models.BigIntegerField(null=True, blank=True, unique=True)
     tax_rate = models.DecimalField(max_digits=7, decimal_places=5, default=0)
+    reverse_charge = models.BooleanField(default=False, help_text="0 % tax: the buyer accounts for it (B2B abroad)")
     subtotal = models.DecimalField(**MONEY, default=0)
     credits = models.DecimalField(**MONEY, default=0)
     tax = models.DecimalField(**MONEY, default=0)

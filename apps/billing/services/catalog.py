@@ -4,15 +4,15 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal, InvalidOperation
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_staff
 
 from ..errors import Code
-from ..models import BillingAccount, Price, PriceBook, SlaTier
-from ..money import amount_validate, currency_validate
+from ..models import BillingAccount, Price, PriceBook, SlaTier, TaxRate
+from ..money import amount_validate, country_validate, currency_validate, region_validate
 from ..skus import sku_normalize
 from ..states import PriceUnit, PricingModel
 
@@ -114,17 +114,87 @@ def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model:
 
 
 def billing_account_update(*, actor, organization, tax_rate: Decimal | None = None, tax_id: str | None = None,
-                           address: str | None = None) -> BillingAccount:
-    """Set an organization's tax rate (fraction, 0 ≤ rate < 1), tax id or address (staff billing admins)."""
+                           address: str | None = None, country: str | None = None,
+                           region: str | None = None) -> BillingAccount:
+    """Set an organization's tax rate (fraction, 0 ≤ rate < 1; overrides the tax-rate table), tax id, address or
+    billing country (ISO 3166-1 alpha-2, "" clears) and region (ISO 3166-2) (staff billing admins)."""
     authorize_staff(actor, WRITERS)
     if tax_rate is not None and not (0 <= Decimal(tax_rate) < 1):
         raise ValidationFailed("tax_rate is a fraction in [0, 1).")
     with transaction.atomic():
         account, _ = BillingAccount.objects.get_or_create(organization=organization)
+        if country is not None:
+            account.country = country_validate(country) if country else ""
+        if region is not None or country is not None:
+            account.region = region_validate(account.region if region is None else region, account.country)
         for key, value in {"tax_rate": tax_rate, "tax_id": tax_id, "address": address}.items():
             if value is not None:
                 setattr(account, key, value)
         account.save()
         audit_record(actor=actor, action="billing.account.update", target=account, organization=organization,
-                     after={"tax_rate": str(account.tax_rate)})
+                     after={"tax_rate": str(account.tax_rate), "country": account.country,
+                            "region": account.region})
     return account
+
+
+def tax_rate_create(*, actor, country: str, name: str, rate: Decimal, effective_from: dt.date,
+                    effective_to: dt.date | None = None, region: str = "", source: str = "") -> TaxRate:
+    """Add a tax rate (percent, 0 ≤ rate < 100) of a country (or one ISO 3166-2 region of it) for the local days
+    [effective_from, effective_to) (staff billing admins; `actor=None` is the loader). A window that overlaps
+    another rate of the same country and region is 409 `tax_rate_overlap`: end the old rate first (a new row),
+    so an invoice's rate is never ambiguous."""
+    if actor is not None:
+        authorize_staff(actor, WRITERS)
+    country = country_validate(country)
+    region = region_validate(region, country)
+    rate = Decimal(str(rate))
+    if not (0 <= rate < 100):
+        raise ValidationFailed("rate is a percentage in [0, 100).")
+    if effective_to is not None and effective_to <= effective_from:
+        raise ValidationFailed("effective_to must be after effective_from.")
+    with transaction.atomic():
+        # One writer per (country, region) at a time, so two overlapping creates cannot both pass the check.
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"billing:tax:{country}:{region}"])
+        overlapping = TaxRate.objects.filter(country=country, region=region).exclude(
+            effective_to__isnull=False, effective_to__lte=effective_from)
+        if effective_to is not None:
+            overlapping = overlapping.exclude(effective_from__gte=effective_to)
+        clash = overlapping.first()
+        if clash is not None:
+            raise Conflict(f"{country}{'/' + region if region else ''} already has {clash.name} {clash.rate} % from "
+                           f"{clash.effective_from} to {clash.effective_to or 'open-ended'}.",
+                           code=Code.TAX_RATE_OVERLAP)
+        tax_rate = TaxRate.objects.create(country=country, region=region, name=name, rate=rate,
+                                          effective_from=effective_from, effective_to=effective_to, source=source)
+        audit_record(actor=actor, action="billing.tax_rate.create", target=tax_rate,
+                     after={"country": country, "region": region, "rate": str(rate),
+                            "effective_from": str(effective_from)})
+    return tax_rate
+
+
+def tax_rates_load(rows: list[dict]) -> tuple[int, int]:
+    """Load tax rates (the rows of a YAML file such as apps/billing/data/tax_rates.yaml) as the system: a row whose
+    (country, region, effective_from) exists with the same name, rate and end is skipped, so loading twice adds
+    nothing; any other overlap is 409 `tax_rate_overlap` and nothing of the file is loaded. Returns (created,
+    unchanged)."""
+    created = unchanged = 0
+    with transaction.atomic():
+        for row in rows:
+            country = country_validate(str(row["country"]))
+            region = region_validate(str(row.get("region") or ""), country)
+            effective_from, effective_to = row["effective_from"], row.get("effective_to")
+            if isinstance(effective_from, str):
+                effective_from = dt.date.fromisoformat(effective_from)
+            if isinstance(effective_to, str):
+                effective_to = dt.date.fromisoformat(effective_to)
+            existing = TaxRate.objects.filter(country=country, region=region, effective_from=effective_from).first()
+            if (existing is not None and existing.name == row["name"] and existing.effective_to == effective_to
+                    and existing.rate == Decimal(str(row["rate"]))):
+                unchanged += 1
+                continue
+            tax_rate_create(actor=None, country=country, region=region, name=row["name"], rate=row["rate"],
+                            effective_from=effective_from, effective_to=effective_to,
+                            source=str(row.get("source") or ""))
+            created += 1
+    return created, unchanged

@@ -47,19 +47,37 @@ WHERE (EXISTS (SELECT 1 FROM billing_usagerecord r WHERE r.organization_id = o.i
 ORDER BY o.id
 """
 
-DRAFTS_SQL = """
+# Tax of a draft (docs/billing.md, "Tax"): the billing account's own `tax_rate` overrides; an account without a
+# country takes BILLING_DEFAULT_TAX_RATE; a buyer with a tax id in another country than the seller's
+# (BILLING_SELLER_COUNTRY) is reverse charge (0 %); else the TaxRate of its region, or of its whole country, in
+# force on the period's last local day, else 0.
+_REVERSE_SQL = ("(ba.tax_rate IS NULL AND coalesce(ba.country, '') <> '' AND coalesce(ba.tax_id, '') <> '' "
+                "AND %(seller_country)s <> '' AND ba.country <> %(seller_country)s)")
+_TAX_RATE_SQL = f"""CASE
+    WHEN ba.tax_rate IS NOT NULL THEN ba.tax_rate
+    WHEN coalesce(ba.country, '') = '' THEN %(tax)s
+    WHEN {_REVERSE_SQL} THEN 0
+    ELSE coalesce((SELECT t.rate / 100 FROM billing_taxrate t
+                   WHERE t.country = ba.country AND t.region IN ('', ba.region)
+                     AND t.effective_from <= make_date(%(ny)s, %(nm)s, 1) - 1
+                     AND (t.effective_to IS NULL OR t.effective_to > make_date(%(ny)s, %(nm)s, 1) - 1)
+                   ORDER BY t.region DESC, t.effective_from DESC LIMIT 1), 0)
+  END"""
+
+DRAFTS_SQL = f"""
 INSERT INTO billing_invoice (id, created_at, updated_at, organization_id, period, period_start, period_end, timezone,
-  currency, status, tax_rate, subtotal, credits, tax, total, credited, unpriced_seconds, run_id, payment_reference)
+  currency, status, tax_rate, reverse_charge, subtotal, credits, tax, total, credited, unpriced_seconds, run_id,
+  payment_reference)
 SELECT t.id, %(now)s, %(now)s, o.id, %(period)s, make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone),
        make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone), o.billing_timezone, upper(o.currency),
-       'draft', coalesce(ba.tax_rate, %(tax)s), 0, 0, 0, 0, 0, 0, %(run)s, ''
+       'draft', {_TAX_RATE_SQL}, {_REVERSE_SQL}, 0, 0, 0, 0, 0, 0, %(run)s, ''
 FROM unnest(%(ids)s::uuid[], %(orgs)s::uuid[]) AS t(id, org_id)
 JOIN tenancy_organization o ON o.id = t.org_id
 LEFT JOIN billing_billingaccount ba ON ba.organization_id = o.id
 ON CONFLICT (organization_id, period) WHERE status <> 'void' DO NOTHING;
 
 UPDATE billing_invoice i SET timezone = o.billing_timezone, currency = upper(o.currency),
-  tax_rate = coalesce(ba.tax_rate, %(tax)s), run_id = %(run)s, updated_at = %(now)s,
+  tax_rate = {_TAX_RATE_SQL}, reverse_charge = {_REVERSE_SQL}, run_id = %(run)s, updated_at = %(now)s,
   period_start = make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone),
   period_end = make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone)
 FROM tenancy_organization o LEFT JOIN billing_billingaccount ba ON ba.organization_id = o.id
@@ -128,7 +146,8 @@ def _batch_process(run: InvoiceRun, org_ids: list, finalize: bool) -> tuple[int,
     """One transaction: draft, rate, SLA, credits, totals and (optionally) finalize the invoices of `org_ids`."""
     stamp = now()
     params = {**_month_params(run.period), "orgs": org_ids, "ids": [uuid7() for _ in org_ids], "now": stamp,
-              "tax": conf.get("BILLING_DEFAULT_TAX_RATE"), "run": run.id}
+              "tax": conf.get("BILLING_DEFAULT_TAX_RATE"), "run": run.id,
+              "seller_country": conf.get("BILLING_SELLER_COUNTRY").upper()}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL work_mem = '256MB'")  # the GROUP BYs of a 2000-organization batch stay in memory
         cursor.execute(DRAFTS_SQL, params)
