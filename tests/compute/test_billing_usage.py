@@ -114,6 +114,47 @@ def test_instance_bought_at_premium_is_priced_and_credited_at_premium(world, tie
         "premium"}
 
 
+def test_premium_cluster_in_a_standard_organization_is_priced_and_credited_at_premium(world, tiers):  # noqa: F811
+    """Tier per resource on a cluster: bought at premium in a standard organization, both members carry premium.
+    All of June 2026 (720 h) at the premium $3.00 (standard: $2.00); one member's host is down 9 h by a provider
+    fault: that member bills 711 h = $2,133.00 and its 98.75 % uptime gets premium's 25 % ($533.25; standard's
+    schedule would give 10 %); the other member bills 720 h = $2,160.00 and is not credited."""
+    from apps.compute.models import Cluster
+    from apps.operations.models import Operation
+
+    from .test_clusters import _body, _cabled_hosts
+
+    sku = sku_for("flavor", name="g1-h100")
+    book(utc(2026, 1, 1), {(sku, "standard", "on_demand"): "2.00", (sku, "premium", "on_demand"): "3.00"})
+    assert world.org_a.default_sla_tier == "standard"
+    _cabled_hosts(2)
+    with time_machine.travel(utc(2026, 6, 1), tick=False):
+        resp = world.client_a.post("/api/v1/clusters/", {**_body(world, 2), "sla_tier": "premium"}, format="json")
+        assert resp.status_code == 201, resp.content
+        assert resp.data["sla_tier"] == "premium"
+        assert drive(Operation.objects.get(kind="cluster.create").pk).status == "succeeded"
+        for op in Operation.objects.filter(kind="instance.create"):
+            assert drive(op.pk).status == "succeeded"
+    cluster = Cluster.objects.get(pk=resp.data["id"])
+    first, second = cluster.members.order_by("name")
+    assert (cluster.sla_tier, first.sla_tier, second.sla_tier) == ("premium", "premium", "premium")
+    incident(first.host, utc(2026, 6, 5), utc(2026, 6, 5, 9))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+    june = Invoice.objects.get(organization=world.org_a, period="2026-06")
+    lines = {line.resource_id: line for line in june.lines.filter(kind="usage")}
+    assert {(r, line.sla_tier, line.unit_price, line.billed_seconds, line.amount) for r, line in lines.items()} == {
+        (str(first.pk), "premium", Decimal("3.00"), Decimal(711 * 3600), Decimal("2133.00")),
+        (str(second.pk), "premium", Decimal("3.00"), Decimal(720 * 3600), Decimal("2160.00"))}
+    reports = {r.resource_id: r for r in SlaReport.objects.filter(period="2026-06")}
+    assert (reports[str(first.pk)].sla_tier, reports[str(first.pk)].target_uptime_pct,
+            reports[str(first.pk)].credit_pct, reports[str(first.pk)].credit_amount) == (
+        "premium", Decimal("99.9"), Decimal("25"), Decimal("533.25"))
+    assert str(second.pk) not in reports or reports[str(second.pk)].credit_amount == 0
+    assert set(UsageRecord.objects.filter(resource_id__in=[str(first.pk), str(second.pk)])
+               .values_list("sla_tier", flat=True)) == {"premium"}
+
+
 def test_instance_default_tier_and_unknown_tier(world, tiers):  # noqa: F811
     gpu_host(gpus=8)
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")

@@ -215,6 +215,44 @@ def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sl
                                       Decimal("4.77"))
 
 
+def test_premium_lease_in_a_standard_organization_is_rated_and_credited_at_premium(world, clock, tiers):  # noqa: F811
+    """Tier per resource on a lease: the organization's default tier is standard, the lease is bought at premium.
+    Its usage is priced at the premium reserved price ($3.00 per GPU-hour, not standard's $2.00): 8 x (10,800 -
+    60) s = $71.60; its uptime of 179/180 min = 99.44 % is below premium's 99.9 % (10 % credit, $7.16), where the
+    standard schedule (below 99.0 %) would credit nothing."""
+    from decimal import Decimal
+
+    from apps.billing.models import Invoice, SlaReport, UsageRecord
+    from apps.billing.services import invoice_run_execute
+    from apps.billing.skus import sku_for
+    from apps.inventory.services.hosts import host_mark_available, host_mark_faulty
+    from tests.billing.conftest import book
+
+    assert world.org_a.default_sla_tier == "standard"
+    host = gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1, sla_tier="premium")
+    assert le.sla_tier == "premium"
+    sku = sku_for("gpu", model="H100-SXM5-80GB")
+    book(at(0) - dt.timedelta(days=1), {
+        (sku, "standard", "reserved"): {"unit_price": Decimal("2.00"), "minimum_seconds": 0},
+        (sku, "premium", "reserved"): {"unit_price": Decimal("3.00"), "minimum_seconds": 0}})
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(10))
+    host_mark_faulty(actor=None, host=host, reason="PSU failure")
+    clock.move_to(at(10, 1))
+    host_mark_available(actor=None, host=host, reason="PSU replaced")
+    clock.move_to(at(13))
+    invoice_run_execute(period="2026-03", finalize=False)
+    line = Invoice.objects.get(organization=world.org_a, period="2026-03").lines.get()
+    assert (line.sla_tier, line.unit_price, line.billed_seconds, line.amount) == (
+        "premium", Decimal("3.00"), Decimal(8 * (3 * 3600 - 60)), Decimal("71.60"))
+    report = SlaReport.objects.get(resource_type="lease", resource_id=str(le.pk), period="2026-03")
+    assert (report.sla_tier, report.target_uptime_pct, report.downtime_minutes, report.credit_pct,
+            report.credit_amount) == ("premium", Decimal("99.9"), Decimal(1), Decimal(10), Decimal("7.16"))
+    assert set(UsageRecord.objects.filter(resource_id=str(le.pk)).values_list("sla_tier", flat=True)) == {"premium"}
+
+
 def test_mig_and_share_leases_hold_slices_and_shares(world, clock):
     from tests.scheduling import fleet
 
