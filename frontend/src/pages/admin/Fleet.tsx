@@ -12,7 +12,7 @@ const CONDITIONS = ['available', 'cordoned', 'draining', 'maintenance', 'faulty'
 /** The host actions of the API (`POST /hosts/{id}/<action>/`), as the console names them. */
 export const HOST_ACTIONS: Record<string, { label: string; color?: string; hint: string }> = {
   cordon: { label: 'Cordon', hint: 'No new placements land on it; what runs there keeps running.' },
-  drain: { label: 'Drain', color: 'orange.9', hint: 'Cordon, then move or stop its workloads.' },
+  drain: { label: 'Drain', color: '#a33a00', hint: 'Cordon, then move or stop its workloads.' },
   maintenance: { label: 'Maintenance', color: 'grape.8', hint: 'Take it out of service for work on it.' },
   'mark-faulty': { label: 'Mark faulty', color: 'red.9', hint: 'Opens an incident (SLA downtime when the provider is at fault).' },
   'mark-available': { label: 'Mark available', color: 'teal.9', hint: 'Back in service (closes an open incident).' },
@@ -52,7 +52,7 @@ function HostActionButton({ host, action }: { host: Host; action: string }) {
   })
   return (
     <>
-      <Button size="xs" variant="filled" color={meta.color ?? 'blue.8'} autoContrast onClick={() => setOpened(true)}>
+      <Button size="xs" variant="filled" color={meta.color ?? 'blue.8'} onClick={() => setOpened(true)}>
         {meta.label}
       </Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`${meta.label} ${host.name}?`} centered
@@ -66,7 +66,7 @@ function HostActionButton({ host, action }: { host: Host; action: string }) {
             <ProblemAlert error={run.error} shownFields={['reason']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
-              <Button type="submit" color={meta.color ?? 'blue.8'} autoContrast loading={run.isPending} disabled={!reason.trim()}>
+              <Button type="submit" color={meta.color ?? 'blue.8'} loading={run.isPending} disabled={!reason.trim()}>
                 {meta.label}
               </Button>
             </Group>
