@@ -180,7 +180,8 @@ export function AdminFleetPage() {
             <Grid.Col span={{ base: 12, md: 7 }}>
               <HeatMap summary={data} filters={filters} selected={selected} onSelect={(h) => setSelected(h.id)} />
             </Grid.Col>
-            <Grid.Col span={{ base: 12, md: 5 }}>
+            {/* the panel stays in view beside a long map (a host far down the page opens it where it is seen) */}
+            <Grid.Col span={{ base: 12, md: 5 }} style={{ position: 'sticky', top: 80, alignSelf: 'flex-start' }}>
               {row ? <HostPanel row={row} /> : <Text c="dimmed">Choose a host to see its GPUs and actions.</Text>}
             </Grid.Col>
           </Grid>
