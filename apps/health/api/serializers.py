@@ -49,16 +49,12 @@ class RuleOutput(Serializer):
     kind = serializers.CharField()
     xid = serializers.IntegerField(allow_null=True)
     threshold = serializers.DictField(allow_null=True)
-    klass = serializers.CharField(source="class")
+    # The wire name is `class` (a Python keyword, hence declared through the class namespace).
+    vars()["class"] = serializers.CharField(help_text="the health class the row assigns, e.g. gpu_lost")
     effects = serializers.ListField(child=serializers.CharField())
     provider_at_fault = serializers.BooleanField()
     needs_return_to_service = serializers.BooleanField()
     source = serializers.CharField()
-
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["class"] = data.pop("klass")
-        return data
 
 
 class ClassificationOutput(Serializer):
