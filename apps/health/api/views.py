@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from apps.core.api import ApiViewMixin, validated
 from apps.identity.permissions import IsStaffOperator
-from apps.inventory.api.views import AgentAuthentication, IsAgent
+from apps.inventory.authentication import AgentAuthentication, IsAgent
 
 from .. import selectors
 from ..classification import classification_load

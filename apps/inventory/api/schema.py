@@ -3,7 +3,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class AgentAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "apps.inventory.api.views.AgentAuthentication"
+    target_class = "apps.inventory.authentication.AgentAuthentication"
     name = "agentCredential"
 
     def get_security_definition(self, auto_schema):

@@ -8,7 +8,7 @@ role reads, operators write); tenants get 403 and never see hosts or serials. Ag
 from collections.abc import Mapping
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import authentication, exceptions, mixins, parsers, permissions, status, viewsets
+from rest_framework import mixins, parsers, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,11 +18,11 @@ from apps.core.errors import NotFound, ValidationFailed
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors
+from ..authentication import AgentAuthentication, IsAgent
 from ..catalog import gpu_model_get as catalog_get
 from ..catalog import gpu_model_list as catalog_list
 from ..catalog import load_sources, nvswitch_partitions
 from ..fleet.export import fleet_export_yaml
-from ..models import Host
 from ..services import agent as agent_services
 from ..services import hosts as host_services
 from ..services import scrub as scrub_services
@@ -274,43 +274,6 @@ class FleetExportView(APIView):
 
 
 # --- node agent ------------------------------------------------------------------------------------------------
-class AgentPrincipal:
-    """`request.user` for agent requests: authenticated, never staff, never a tenant."""
-
-    is_authenticated = True
-    is_anonymous = False
-    staff_role = ""
-    pk = None
-
-    def __init__(self, host: Host):
-        self.host = host
-
-    def __str__(self) -> str:
-        return f"agent:{self.host.name}"
-
-
-class AgentAuthentication(authentication.BaseAuthentication):
-    keyword = "Agent"
-
-    def authenticate(self, request):
-        header = authentication.get_authorization_header(request).decode("latin-1")
-        scheme, _, raw = header.partition(" ")
-        if scheme.lower() != self.keyword.lower():
-            return None
-        cred = agent_services.agent_authenticate(raw.strip())
-        if cred is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
-        return AgentPrincipal(cred.host), cred
-
-    def authenticate_header(self, request):
-        return 'Agent realm="gpucloud-agent"'
-
-
-class IsAgent(permissions.BasePermission):
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.user, AgentPrincipal)
-
-
 class AgentEnrollView(APIView):
     """Exchange a one-time enrollment token (and the discovered inventory) for an agent credential."""
 

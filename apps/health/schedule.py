@@ -1,0 +1,7 @@
+BEAT_SCHEDULE = {
+    "health-heartbeat-lost-detect": {
+        "task": "health.heartbeat_lost_detect_task",
+        "schedule": 60.0,
+        "options": {"queue": "reconcile"},
+    },
+}

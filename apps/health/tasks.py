@@ -1,0 +1,11 @@
+"""Thin Celery entry points of the health app."""
+
+from celery import shared_task
+
+
+@shared_task(name="health.heartbeat_lost_detect_task")
+def heartbeat_lost_detect_task() -> int:
+    """Record `heartbeat_lost` for silent agents (beat, queue `reconcile`; idempotent). Returns the count."""
+    from .services.heartbeat import heartbeat_lost_detect
+
+    return len(heartbeat_lost_detect())

@@ -1,0 +1,48 @@
+"""The node agent's credential on the API: `Authorization: Agent <credential>` (ADR 0202, `services.agent`).
+
+Every app with an agent endpoint (inventory's heartbeat and commands, health's event report) authenticates with
+`AgentAuthentication` and admits with `IsAgent`; `request.user` is an `AgentPrincipal` whose `host` is the
+credential's host (never staff, never a tenant). Kept outside `api` so other apps' views need not import
+inventory's views.
+"""
+from rest_framework import authentication, exceptions, permissions
+
+from .models import Host
+from .services import agent as agent_services
+
+
+class AgentPrincipal:
+    """`request.user` for agent requests: authenticated, never staff, never a tenant."""
+
+    is_authenticated = True
+    is_anonymous = False
+    staff_role = ""
+    pk = None
+
+    def __init__(self, host: Host):
+        self.host = host
+
+    def __str__(self) -> str:
+        return f"agent:{self.host.name}"
+
+
+class AgentAuthentication(authentication.BaseAuthentication):
+    keyword = "Agent"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        scheme, _, raw = header.partition(" ")
+        if scheme.lower() != self.keyword.lower():
+            return None
+        cred = agent_services.agent_authenticate(raw.strip())
+        if cred is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
+        return AgentPrincipal(cred.host), cred
+
+    def authenticate_header(self, request):
+        return 'Agent realm="gpucloud-agent"'
+
+
+class IsAgent(permissions.BasePermission):
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, AgentPrincipal)
