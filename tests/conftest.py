@@ -13,6 +13,30 @@ def _celery_eager():
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _redis_database_per_worker():
+    """Each pytest-xdist worker gets its own Redis database (gw0 the configured one, gwK that one + K), for the
+    cache and for the processes its tests start: some tests empty the cache (`cache.clear()` is FLUSHDB), which
+    must not wipe the counters of a test running on the other worker (a sign-in throttle test saw its window
+    emptied between attempts)."""
+    import os
+
+    from django.conf import settings
+    from django.test import override_settings
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    base, _, db = settings.REDIS_URL.rpartition("/")
+    if not index or not db.isdigit():
+        yield
+        return
+    url = f"{base}/{int(db) + index}"
+    os.environ["REDIS_URL"] = url
+    caches = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": url}}
+    with override_settings(REDIS_URL=url, CACHES=caches):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _flush_passes_the_audit_truncate_refusal():
     """The audit tables refuse TRUNCATE (migration audit 0004). Django's flush between transactional tests
     truncates every table, so the test database's owner lifts the refusal for the flush statement only, as an
