@@ -173,13 +173,6 @@ class PriceBookOutput(ModelSerializer):
         fields = ["id", "name", "currency", "effective_from", "notes", "prices"]
 
 
-class PriceBookCreateInput(Serializer):
-    name = serializers.CharField(max_length=200)
-    currency = serializers.CharField(max_length=3)
-    effective_from = serializers.DateTimeField()
-    notes = serializers.CharField(required=False, default="", allow_blank=True)
-
-
 class PriceSetInput(Serializer):
     sku = serializers.CharField(max_length=200)
     sla_tier = serializers.CharField(max_length=32)
@@ -188,6 +181,17 @@ class PriceSetInput(Serializer):
     unit_price = serializers.DecimalField(max_digits=18, decimal_places=6, min_value=0)
     billing_increment_seconds = serializers.IntegerField(min_value=1, default=1)
     minimum_seconds = serializers.IntegerField(min_value=0, default=60)
+
+
+class PriceBookCreateInput(Serializer):
+    name = serializers.CharField(max_length=200)
+    currency = serializers.CharField(max_length=3)
+    effective_from = serializers.DateTimeField()
+    notes = serializers.CharField(required=False, default="", allow_blank=True)
+    prices = PriceSetInput(many=True, required=False, default=list, max_length=2000,
+                           help_text="the book's prices, created with it in one transaction (a new version of "
+                                     "the price list: only the keys it changes; the others stay in force from "
+                                     "the earlier books)")
 
 
 class InvoiceRunOutput(ModelSerializer):

@@ -70,8 +70,14 @@ def sla_tier_update(*, actor, tier: SlaTier, **fields) -> SlaTier:
     return tier
 
 
-def price_book_create(*, actor, name: str, currency: str, effective_from: dt.datetime, notes: str = "") -> PriceBook:
-    """A new (empty) book; add prices with `price_set`. 409 `price_book_exists` for the same currency and start.
+def price_book_create(*, actor, name: str, currency: str, effective_from: dt.datetime, notes: str = "",
+                      prices: list[dict] | tuple = ()) -> PriceBook:
+    """A new book, with `prices` (each `price_set`'s keyword arguments: sku, sla_tier, pricing_model, unit_price,
+    unit, billing_increment_seconds, minimum_seconds) created with it in one transaction: a new version of the
+    price list is published whole or not at all. A price refused is the whole book refused, its message under
+    `errors["prices.<n>.<field>"]` (n counts from 0). 409 `price_book_exists` for the same currency and start
+    (`errors.effective_from`): two books of a currency may not start at the same instant, as which one prices a
+    key then would be undecided.
 
     No invoice locks a book: books are shared by every customer of the currency, and one customer's finalized
     invoice must not stop the prices of another (docs/billing.md, "Price books"). What a finalized invoice billed
@@ -84,9 +90,18 @@ def price_book_create(*, actor, name: str, currency: str, effective_from: dt.dat
         with transaction.atomic():
             book.save()
             audit_record(actor=actor, action="billing.price_book.create", target=book,
-                         after={"currency": currency, "effective_from": effective_from})
+                         after={"currency": currency, "effective_from": effective_from, "prices": len(prices)})
+            for n, fields in enumerate(prices):
+                try:
+                    price_set(actor=actor, book=book, **fields)
+                except ValidationFailed as exc:
+                    errors = {f"prices.{n}.{field}": messages for field, messages in (exc.errors or {}).items()}
+                    raise ValidationFailed(f"Price {n + 1} ({fields.get('sku', '')}): {exc.detail}", code=exc.code,
+                                           errors=errors or {f"prices.{n}": [exc.detail]}) from None
     except IntegrityError:
-        raise Conflict("A book of this currency already starts then.", code=Code.PRICE_BOOK_EXISTS) from None
+        when = effective_from.isoformat().replace("+00:00", "Z")
+        raise Conflict("A book of this currency already starts then.", code=Code.PRICE_BOOK_EXISTS,
+                       errors={"effective_from": [f"A {currency} price book already starts at {when}."]}) from None
     return book
 
 
