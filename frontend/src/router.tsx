@@ -24,6 +24,13 @@ const MembersPage = lazy(() => import('./pages/Members').then((m) => ({ default:
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })))
 const ClustersPage = lazy(() => import('./pages/Clusters').then((m) => ({ default: m.ClustersPage })))
 const AdminFleetPage = lazy(() => import('./pages/admin/Fleet').then((m) => ({ default: m.AdminFleetPage })))
+const adminBilling = {
+  priceBooks: lazy(() => import('./pages/admin/billing/PriceBooks').then((m) => ({ default: m.AdminPriceBooksPage }))),
+  runs: lazy(() => import('./pages/admin/billing/InvoiceRuns').then((m) => ({ default: m.AdminInvoiceRunsPage }))),
+  run: lazy(() => import('./pages/admin/billing/InvoiceRuns').then((m) => ({ default: m.AdminInvoiceRunPage }))),
+  invoices: lazy(() => import('./pages/admin/billing/Invoices').then((m) => ({ default: m.AdminInvoicesPage }))),
+  invoice: lazy(() => import('./pages/admin/billing/Invoices').then((m) => ({ default: m.AdminInvoicePage }))),
+}
 const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
@@ -78,6 +85,12 @@ export const router = createBrowserRouter([
           // the admin portal (staff only: the page shows Not found to anyone else, as the API answers them 404); not under
           // /admin, a prefix the server keeps for itself (apps.core.console RESERVED_PREFIXES)
           { path: 'staff/fleet', element: screen(<AdminFleetPage />) },
+          { path: 'staff/billing', element: <Navigate to="/staff/billing/price-books" replace /> },
+          { path: 'staff/billing/price-books', element: screen(<adminBilling.priceBooks />) },
+          { path: 'staff/billing/invoice-runs', element: screen(<adminBilling.runs />) },
+          { path: 'staff/billing/invoice-runs/:id', element: screen(<adminBilling.run />) },
+          { path: 'staff/billing/invoices', element: screen(<adminBilling.invoices />) },
+          { path: 'staff/billing/invoices/:id', element: screen(<adminBilling.invoice />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -21,7 +21,10 @@ const NAV = [
 ]
 
 /** The admin portal's screens: shown to provider staff only (`/me/`'s `staff_role`). */
-const ADMIN_NAV = [{ to: '/staff/fleet', label: 'Fleet', end: true }]
+const ADMIN_NAV = [
+  { to: '/staff/fleet', label: 'Fleet', end: true },
+  { to: '/staff/billing', label: 'Billing', end: false },
+]
 
 export function Layout() {
   const [opened, { toggle }] = useDisclosure()

@@ -39,7 +39,7 @@ export function notForRole(error: unknown): boolean {
 
 const STATUS_COLORS: Record<string, string> = { draft: 'blue.8', finalized: 'violet.8', paid: 'teal.9', void: 'gray.7' }
 
-function InvoiceStatus({ status }: { status: string | undefined }) {
+export function InvoiceStatus({ status }: { status: string | undefined }) {
   return (
     <Badge color={STATUS_COLORS[status ?? ''] ?? 'gray.7'} variant="filled" data-testid="invoice-status">
       {status === 'draft' ? 'estimate' : status}
@@ -47,7 +47,7 @@ function InvoiceStatus({ status }: { status: string | undefined }) {
   )
 }
 
-function Totals({ invoice, currency }: { invoice: { subtotal?: string; credits?: string; tax?: string; tax_rate?: string; total?: string }; currency: string }) {
+export function Totals({ invoice, currency }: { invoice: { subtotal?: string; credits?: string; tax?: string; tax_rate?: string; total?: string }; currency: string }) {
   return (
     <dl className="facts">
       <dt>Subtotal</dt>
@@ -74,7 +74,7 @@ function quantity(line: InvoiceLine): string {
   return line.billed_seconds ? duration(line.billed_seconds) : '—'
 }
 
-function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[]; currency: string; onUsage?: (line: InvoiceLine) => void; label: string }) {
+export function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[]; currency: string; onUsage?: (line: InvoiceLine) => void; label: string }) {
   if (lines.length === 0)
     return (
       <Text c="dimmed" size="sm">

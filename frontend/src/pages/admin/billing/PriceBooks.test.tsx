@@ -1,0 +1,99 @@
+import { fireEvent, screen, waitFor, within } from '@testing-library/react'
+import { describe, expect, it } from 'vitest'
+import { json, problem, renderPage, stubApi } from '../../../test/render'
+import { AdminInvoicePage } from './Invoices'
+import { AdminPriceBooksPage } from './PriceBooks'
+import { nextMonthStart } from './logic'
+
+const ME = (staff_role: string) => ({ id: 'u', email: 'x@provider.example', full_name: 'X', staff_role, is_service_account: false,
+  date_joined: '2026-01-01T00:00:00Z', memberships: [] })
+const BOOK = { id: 'b1', name: 'list prices', currency: 'USD', effective_from: '2026-01-01T00:00:00Z', notes: '', prices: [
+  { id: 'p1', book: 'b1', sku: 'flavor:name=h100-8x', sla_tier: 'standard', pricing_model: 'on_demand', currency: 'USD', unit: 'hour',
+    unit_price: '19.920000', billing_increment_seconds: 1, minimum_seconds: 60, effective_from: '2026-01-01T00:00:00Z' }] }
+
+describe('admin price books', () => {
+  it('publishes a version starting next month with the changed price, and shows the server’s refusal on the field', async () => {
+    let calls = 0
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/price-books/': () => json({ results: [BOOK], next: null, previous: null }),
+      'POST /api/v1/price-books/': () => (++calls === 1
+        ? problem(409, 'price_book_exists', 'A book of this currency already starts then.',
+          { effective_from: ['A USD price book already starts at 2027-01-01T00:00:00Z.'] })
+        : json({ ...BOOK, id: 'b2' }, 201)),
+    })
+    renderPage(<AdminPriceBooksPage />)
+    await screen.findByTestId('price-book')
+    fireEvent.click(screen.getByRole('button', { name: 'New version' }))
+    const dialog = await screen.findByRole('dialog', { name: 'New price book version' })
+    expect(within(dialog).getByLabelText(/^Starts \(UTC\)/)).toHaveValue(nextMonthStart().slice(0, 16))
+    const row = within(dialog).getAllByTestId('price-row')[0]
+    expect(row).toHaveTextContent('19.92 / hour')
+    const publish = within(dialog).getByRole('button', { name: 'Publish version' })
+    expect(publish).toBeDisabled()   // nothing changed yet
+    fireEvent.change(within(row).getByRole('textbox'), { target: { value: '17.50' } })
+    fireEvent.click(publish)
+    expect(await within(dialog).findByText('A USD price book already starts at 2027-01-01T00:00:00Z.')).toBeInTheDocument()
+    const post = seen.find((r) => r.method === 'POST')!
+    expect(await post.json()).toMatchObject({ currency: 'USD', effective_from: nextMonthStart(),
+      prices: [{ sku: 'flavor:name=h100-8x', sla_tier: 'standard', pricing_model: 'on_demand', unit_price: '17.50' }] })
+    fireEvent.click(publish)
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument())
+  })
+
+  it('shows support staff the books with New version disabled', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json(ME('support')),
+      'GET /api/v1/price-books/': () => json({ results: [BOOK], next: null, previous: null }),
+    })
+    renderPage(<AdminPriceBooksPage />)
+    expect(await screen.findByTestId('price-book')).toHaveTextContent('list prices')
+    expect(screen.getByRole('button', { name: 'New version' })).toBeDisabled()
+  })
+
+  it('is Not found for a tenant', async () => {
+    stubApi({ 'GET /api/v1/me/': () => json(ME('')) })
+    renderPage(<AdminPriceBooksPage />)
+    expect(await screen.findByRole('heading', { name: /Not found/ })).toBeInTheDocument()
+  })
+})
+
+const INVOICE = { id: 'i1', organization: 'o1', period: '2026-11', period_start: '2026-11-01T00:00:00Z', period_end: '2026-12-01T00:00:00Z',
+  timezone: 'UTC', currency: 'USD', status: 'draft', number: null, display_number: '', tax_rate: '0', reverse_charge: false,
+  subtotal: '10.00', credits: '0.00', tax: '0.00', total: '10.00', credited: '0.00', amount_paid: '0.00', balance_due: '10.00',
+  unpriced_seconds: 0, finalized_at: null, paid_at: null, payment_reference: '', voided_at: null,
+  lines: [{ id: 'l1', kind: 'usage', sku: 'flavor:name=h100-8x', description: 'vm-1', billed_seconds: 1800, quantity: '0.500000',
+    unit: 'hour', unit_price: '20.000000', amount: '10.00', pricing_model: 'on_demand', sla_tier: 'standard', resource_id: 'vm-1' }] }
+
+describe('admin invoice', () => {
+  it('explains a line, finalizes a draft (billing admin) and then offers a credit note', async () => {
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/invoices/i1/': () => json(INVOICE),
+      'GET /api/v1/credit-notes/': () => json({ results: [], next: null, previous: null }),
+      'GET /api/v1/usage/': () => json({ results: [{ id: 'u1', resource_type: 'instance', resource_id: 'vm-1', sku: 'x',
+        pricing_model: 'on_demand', start: '2026-11-02T00:00:00Z', end: '2026-11-02T00:30:00Z', seconds: 1800 }], next: null, previous: null }),
+      'POST /api/v1/invoices/i1/finalize/': () => json({ ...INVOICE, status: 'finalized', number: 7, display_number: 'INV-00000007' }),
+    })
+    renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
+    fireEvent.click(await screen.findByRole('button', { name: 'Explain vm-1' }))
+    expect(await screen.findByTestId('explain-steps')).toHaveTextContent('0.5 hour × $20.00 / hour')
+    expect(await screen.findByTestId('explain-usage')).toHaveTextContent('vm-1')
+    expect(seen.some((r) => r.url.includes('invoice_line=l1'))).toBe(true)
+    expect(screen.queryByRole('button', { name: 'Issue credit note' })).not.toBeInTheDocument()
+    fireEvent.click(screen.getByRole('button', { name: 'Finalize' }))
+    fireEvent.click(within(await screen.findByRole('dialog')).getByRole('button', { name: 'Finalize' }))
+    expect(await screen.findByRole('heading', { name: 'Invoice INV-00000007' })).toBeInTheDocument()
+    expect(screen.getByRole('button', { name: 'Issue credit note' })).toBeEnabled()
+  })
+
+  it('gives support staff no enabled write on the invoice', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json(ME('support')),
+      'GET /api/v1/invoices/i1/': () => json(INVOICE),
+      'GET /api/v1/credit-notes/': () => json({ results: [], next: null, previous: null }),
+    })
+    renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
+    expect(await screen.findByRole('button', { name: 'Finalize' })).toBeDisabled()
+  })
+})
