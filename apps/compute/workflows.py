@@ -166,8 +166,18 @@ def _wait_running(op, action: str) -> None:
     transition(inst, action, INSTANCE_TRANSITIONS, extra=extra)
 
 
+def _cluster_member_settled(inst) -> None:
+    """A cluster member's create ended: the cluster's status follows its members (`cluster_member_settled`)."""
+    if inst.cluster_id is not None:
+        from .models import Cluster
+        from .services.clusters import cluster_member_settled
+
+        cluster_member_settled(Cluster.objects.select_for_update().get(pk=inst.cluster_id))
+
+
 def wait_running(op) -> None:
     _wait_running(op, "provisioned")
+    _cluster_member_settled(_instance(op))
 
 
 def create_failed(op, code: str, detail: str) -> None:
@@ -178,6 +188,7 @@ def create_failed(op, code: str, detail: str) -> None:
     if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
         return  # a delete superseded this create; it cleans up
     transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+    _cluster_member_settled(inst)
     if inst.host_id is not None:
         try:
             drv = driver_for_host(inst.host)

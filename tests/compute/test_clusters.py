@@ -37,8 +37,15 @@ def test_cluster_members_land_on_distinct_hosts_and_delete_together(world):
     members = list(cluster.members.order_by("name"))
     assert [m.name for m in members] == ["train-0", "train-1"]
     assert len({m.host_id for m in members}) == 2 and {m.host_id for m in members} <= {h.pk for h in hosts}
-    for op in Operation.objects.filter(kind="instance.create"):
-        assert drive(op.pk).status == "succeeded"
+    # the members are started, not running: the cluster says so until every member is active
+    cluster.refresh_from_db()
+    assert cluster.status == "pending"
+    assert world.client_a.get(f"/api/v1/clusters/{cluster.pk}/").json()["status"] == "pending"
+    first, second = Operation.objects.filter(kind="instance.create").order_by("target_id")
+    assert drive(first.pk).status == "succeeded"
+    cluster.refresh_from_db()
+    assert cluster.status == "pending"       # one member active, the other still being created
+    assert drive(second.pk).status == "succeeded"
     cluster.refresh_from_db()
     assert cluster.status == "active"
     assert sorted(Instance.objects.filter(cluster=cluster).values_list("status", flat=True)) == ["active", "active"]
@@ -65,3 +72,24 @@ def test_cluster_that_does_not_fit_claims_nothing(world):
     assert Cluster.objects.count() == 0
     assert Allocation.objects.count() == 0
     assert Operation.objects.count() == 0
+
+
+def test_a_cluster_whose_member_fails_is_in_error_not_active(world):
+    """A member's create that fails leaves the cluster in `error` with the member's reason (never `active`)."""
+    from apps.compute.workflows import create_failed
+
+    _cabled_hosts(3)
+    resp = world.client_a.post("/api/v1/clusters/", _body(world, 2), format="json")
+    assert resp.status_code == 201, resp.content
+    cluster = Cluster.objects.get(pk=resp.data["id"])
+    assert drive(Operation.objects.get(kind="cluster.create").pk).status == "succeeded"
+    first, second = Operation.objects.filter(kind="instance.create").order_by("target_id")
+    assert drive(first.pk).status == "succeeded"
+    from django.db import transaction
+
+    with transaction.atomic():
+        create_failed(second, "boot_timeout", "the domain did not start")
+    body = world.client_a.get(f"/api/v1/clusters/{cluster.pk}/").json()
+    failed = Instance.objects.get(pk=second.target_id)
+    assert (body["status"], body["error_code"]) == ("error", "boot_timeout")
+    assert body["error_reason"] == f"member {failed.name} failed: the domain did not start"

@@ -169,10 +169,11 @@ def _claim_members(op):
 
 
 def _start_members(op) -> None:
+    """Start each pending member's `instance.create`. The cluster stays `pending` until every member is
+    `active` (`cluster_member_settled`): started is not running."""
     cluster = Cluster.objects.select_for_update().get(pk=op.target_id)
     for m in cluster.members.filter(status=InstanceStatus.PENDING):
         operation_start(kind=CREATE, target_type=TARGET, target_id=m.pk, project=m.project, actor=op.actor)
-    transition(cluster, "activate", CLUSTER_TRANSITIONS)
 
 
 def _cluster_failed(op, code: str, detail: str) -> None:
@@ -197,6 +198,24 @@ def cluster_delete(*, actor, cluster: Cluster) -> Cluster:
             instance_delete(actor=actor, instance=m)
         cluster_finish_if_empty(cluster)
     return cluster
+
+
+def cluster_member_settled(cluster: Cluster) -> None:
+    """A member's create ended (the instance workflow calls this in its transaction, the cluster locked).
+
+    `pending` → `active` once every member is `active`; `pending` → `error` (with the member's code and reason)
+    as soon as one member is in `error`, since the cluster cannot be whole. Any other cluster state is left as
+    it is (a member that fails later does not undo an active cluster; a deleting cluster finishes its delete)."""
+    if cluster.status != ClusterStatus.PENDING:
+        return
+    statuses = list(cluster.members.values_list("status", "error_code", "error_reason", "name").order_by("name"))
+    failed = next((row for row in statuses if row[0] == InstanceStatus.ERROR), None)
+    if failed is not None:
+        transition(cluster, "fail", CLUSTER_TRANSITIONS, extra={
+            "error_code": (failed[1] or "member_failed")[:64],
+            "error_reason": f"member {failed[3]} failed: {failed[2]}"[:1000]})
+    elif statuses and all(row[0] == InstanceStatus.ACTIVE for row in statuses):
+        transition(cluster, "activate", CLUSTER_TRANSITIONS)
 
 
 def cluster_finish_if_empty(cluster: Cluster) -> None:
