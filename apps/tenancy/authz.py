@@ -99,3 +99,16 @@ def organization_manageable(actor, organization) -> bool:
     if selectors.is_staff(actor):
         return actor.staff_role in STAFF_WRITERS
     return selectors.org_role_of(actor, organization) in ORG_ADMINS
+
+
+def project_members_manageable(actor, project) -> bool:
+    """Whether `actor` may invite to `project`, change and remove its project memberships and revoke its
+    invitations: what `authorize_project(actor, project, (ProjectRole.ADMIN,))` allows (the membership and
+    invitation services' rule for a project), answered without raising. True for the project's admins (also an
+    organization owner or admin, whose role implies project admin) and writing staff."""
+    token = getattr(actor, "api_token", None)
+    if token is not None and token.scope != "write":
+        return False
+    if selectors.is_staff(actor):
+        return actor.staff_role in STAFF_WRITERS
+    return selectors.project_role_of(actor, project) == ProjectRole.ADMIN

@@ -100,3 +100,44 @@ def test_can_manage_members_is_false_for_a_read_token_and_read_only_staff(acme):
     support = make_user("support@example.com", staff_role=StaffRole.SUPPORT)
     assert _org(client_for(token_for(operator, staff=True)), org) == (None, True)
     assert _org(client_for(token_for(support, staff=True)), org) == (None, False)
+
+
+@pytest.mark.parametrize("project_role,manages", [
+    (ProjectRole.ADMIN, True), (ProjectRole.MEMBER, False), (ProjectRole.VIEWER, False),
+])
+def test_a_project_admin_manages_the_projects_members_and_the_api_agrees(acme, project_role, manages):
+    """`can_manage_members` on a project is the membership and invitation services' rule for a project: its
+    admins invite to it and change its project memberships, though not the organization's."""
+    org, project = acme
+    user = make_user(f"{project_role}@acme.test")
+    member(user, org, project_role, project)
+    dev = make_user("dev@acme.test")
+    dev_membership = member(dev, org, ProjectRole.MEMBER, project)
+    client = client_for(token_for(user, project=project))
+    body = client.get(f"/api/v1/projects/{project.pk}/").json()
+    assert (body["role"], body["can_manage_members"]) == (project_role, manages)
+    org_body = client.get(f"/api/v1/organizations/{org.pk}/").json()
+    assert org_body["can_manage_members"] is False
+    response = client.post("/api/v1/invitations/", {"organization": str(org.pk), "project": str(project.pk),
+                                                    "email": "new@acme.test", "role": "viewer"}, format="json")
+    assert response.status_code == (201 if manages else 403), response.content
+    response = client.patch(f"/api/v1/memberships/{dev_membership.pk}/", {"role": "viewer"}, format="json")
+    assert response.status_code == (200 if manages else 403), response.content
+    response = client.post("/api/v1/invitations/", {"organization": str(org.pk), "email": "org@acme.test",
+                                                    "role": "viewer"}, format="json")
+    assert response.status_code == 403, response.content   # the organization's members are not theirs
+
+
+@pytest.mark.parametrize("org_role,manages", [
+    (OrgRole.OWNER, True), (OrgRole.ADMIN, True), (OrgRole.MEMBER, False), (OrgRole.VIEWER, False),
+])
+def test_an_organization_admin_manages_every_projects_members(acme, org_role, manages):
+    org, project = acme
+    user = make_user(f"{org_role}@acme.test")
+    member(user, org, org_role)
+    body = client_for(token_for(user, organization=org)).get(f"/api/v1/projects/{project.pk}/").json()
+    assert body["can_manage_members"] is manages
+    owner = make_user("first-owner@acme.test")
+    member(owner, org, OrgRole.OWNER)
+    read = client_for(token_for(owner, organization=org, scope="read")).get(f"/api/v1/projects/{project.pk}/").json()
+    assert read["can_manage_members"] is False

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
-from ..authz import organization_manageable, project_writable
+from ..authz import organization_manageable, project_members_manageable, project_writable
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import fleet_capacity, quota_warnings, usage_of
 from ..selectors import org_role_of, organization_list_visible_to, project_list_visible_to, project_role_of
@@ -73,11 +73,15 @@ class ProjectOutput(ModelSerializer):
     can_write = serializers.SerializerMethodField(
         help_text="Whether the caller may create and change this project's resources (instances, SSH keys, "
                   "networks, leases): false for a viewer, a read-only token and read-only staff.")
+    can_manage_members = serializers.SerializerMethodField(
+        help_text="Whether the caller may invite to this project, change or remove its project memberships and "
+                  "revoke its invitations: true for the project's admins (an organization owner or admin is one), "
+                  "writing staff; false for a project member or viewer, a read-only token and read-only staff.")
 
     class Meta:
         model = Project
-        fields = ["id", "organization", "slug", "name", "description", "role", "can_write", "created_at",
-                  "updated_at"]
+        fields = ["id", "organization", "slug", "name", "description", "role", "can_write", "can_manage_members",
+                  "created_at", "updated_at"]
         read_only_fields = fields
 
     @extend_schema_field(serializers.CharField(allow_null=True))
@@ -88,6 +92,10 @@ class ProjectOutput(ModelSerializer):
     def get_can_write(self, obj) -> bool:
         user = _caller(self)
         return user is not None and project_writable(user, obj)
+
+    def get_can_manage_members(self, obj) -> bool:
+        user = _caller(self)
+        return user is not None and project_members_manageable(user, obj)
 
 
 class ProjectCreateInput(Serializer):

@@ -2,7 +2,7 @@ import { fireEvent, screen, waitFor } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Organization } from '../api/client'
 import { PROJECT, json, renderPage, scope, stubApi } from '../test/render'
-import { MembersPage, invitationBody } from './Members'
+import { MembersPage, invitationBody, rowManageable } from './Members'
 
 const ORG: Organization = {
   id: PROJECT.organization, slug: 'acme', name: 'Acme', legal_name: '', billing_email: '', currency: 'USD',
@@ -47,5 +47,40 @@ describe('members', () => {
     expect(screen.getByRole('button', { name: 'Remove dev@acme.test (organization)' })).toBeDisabled()
     expect(screen.getByRole('button', { name: 'Send invitation' })).toBeDisabled()
     expect(screen.getByRole('combobox', { name: 'Role of dev@acme.test (organization)' })).toBeDisabled()
+  })
+
+  it('lets a project admin manage the project\'s members and invitations but not the organization\'s', async () => {
+    const PROJECT_MEMBER = { ...MEMBER, id: 'm2', project: PROJECT.id, scope: 'project', user_email: 'intern@acme.test' }
+    const PROJECT_INVITE = { ...INVITE, id: 'i2', project: PROJECT.id, email: 'guest@acme.test' }
+    const seen = stubApi({
+      'GET /api/v1/memberships/': () => json(page([MEMBER, PROJECT_MEMBER])),
+      'GET /api/v1/invitations/': () => json(page([PROJECT_INVITE])),
+      'POST /api/v1/invitations/': () => json(PROJECT_INVITE, 201),
+    })
+    const outsider = { ...ORG, role: null, can_manage_members: false }
+    const adminOfProject = { ...PROJECT, role: 'admin', can_manage_members: true }
+    renderPage(<MembersPage />, {
+      value: scope({ organization: outsider, organizations: [outsider], project: adminOfProject, projects: [adminOfProject] }),
+    })
+    expect(await screen.findByRole('button', { name: 'Remove intern@acme.test (project Research)' }, LONG)).toBeEnabled()
+    expect(screen.getByRole('combobox', { name: 'Role of intern@acme.test (project Research)' })).toBeEnabled()
+    expect(screen.getByRole('button', { name: 'Remove dev@acme.test (organization)' })).toBeDisabled()
+    expect(screen.getByRole('combobox', { name: 'Role of dev@acme.test (organization)' })).toBeDisabled()
+    expect(await screen.findByRole('button', { name: 'Revoke the invitation of guest@acme.test' }, LONG)).toBeEnabled()
+    fireEvent.change(screen.getByLabelText(/^E-mail/), { target: { value: 'guest@acme.test' } })
+    expect(screen.getByRole('button', { name: 'Send invitation' })).toBeEnabled()
+    fireEvent.click(screen.getByRole('button', { name: 'Send invitation' }))
+    await waitFor(() => expect(seen.some((r) => r.method === 'POST')).toBe(true), LONG)
+    expect(await seen.find((r) => r.method === 'POST')!.json()).toEqual({
+      organization: ORG.id, email: 'guest@acme.test', role: 'member', project: PROJECT.id,
+    })
+  }, 15_000)
+
+  it('decides each row from the organization or that project\'s answer', () => {
+    const projects = [{ id: 'p1', can_manage_members: true }, { id: 'p2', can_manage_members: false }]
+    expect(rowManageable({ project: null }, false, projects)).toBe(false)
+    expect(rowManageable({ project: 'p1' }, false, projects)).toBe(true)
+    expect(rowManageable({ project: 'p2' }, false, projects)).toBe(false)
+    expect(rowManageable({ project: 'p2' }, true, projects)).toBe(true)
   })
 })

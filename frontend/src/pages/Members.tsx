@@ -13,6 +13,15 @@ import { usePaged } from '../hooks/usePaged'
 export const ORG_ROLES = ['owner', 'admin', 'billing', 'member', 'viewer']
 export const PROJECT_ROLES = ['admin', 'member', 'viewer']
 export const MANAGE_HINT = 'Only the organization’s owners and admins manage its members.'
+export const PROJECT_MANAGE_HINT = 'Only the organization’s owners and admins, and the project’s admins, manage a project’s members.'
+
+/** Whether the caller may change `row` (a membership or invitation): an organization row from the organization's
+ * `can_manage_members`, a project row from that project's `can_manage_members` (the server's answers; a
+ * project's admins manage its members without managing the organization's). */
+export function rowManageable(row: { project?: string | null }, orgAllowed: boolean, projects: { id: string; can_manage_members: boolean }[]): boolean {
+  if (!row.project) return orgAllowed
+  return orgAllowed || Boolean(projects.find((p) => p.id === row.project)?.can_manage_members)
+}
 
 /** The `POST /invitations/` body: an organization role, or a project role when `project` is given. */
 export function invitationBody(organization: string, email: string, role: string, project: string | null) {
@@ -25,12 +34,19 @@ function statusColor(status: string): string {
 
 /** The organization's members (`/memberships/?organization=`, organization and project roles) and invitations:
  * invite by e-mail with a role, change a role, remove a member, revoke a pending invitation. Enabled from the
- * organization's `can_manage_members` (the server's answer). */
+ * organization's `can_manage_members`, and for a project's rows and invitations also from that project's
+ * `can_manage_members` (the server's answers: a project admin manages the project's members). */
 export function MembersPage() {
   const { organization, project, projects } = useScope()
   const qc = useQueryClient()
   const oid = organization?.id ?? ''
   const allowed = Boolean(organization?.can_manage_members)
+  const projectAllowed = allowed || Boolean(project?.can_manage_members)
+  const rowAllowed = (row: { project?: string | null }) => rowManageable(row, allowed, projects)
+  const rowProps = (row: { project?: string | null }) => {
+    const ok = rowAllowed(row)
+    return { disabled: !ok, title: ok ? undefined : row.project ? PROJECT_MANAGE_HINT : MANAGE_HINT }
+  }
   const projectName = new Map(projects.map((p) => [p.id, p.name]))
   const members = usePaged(['memberships', oid], (cursor) =>
     unwrap(api.GET('/api/v1/memberships/', { params: { query: { organization: oid, cursor, page_size: 50 } } })),
@@ -39,7 +55,11 @@ export function MembersPage() {
     unwrap(api.GET('/api/v1/invitations/', { params: { query: { organization: oid, cursor, page_size: 50 } } })),
   { enabled: Boolean(oid) })
   const [email, setEmail] = useState('')
-  const [where, setWhere] = useState<'organization' | 'project'>('organization')
+  const [chosenWhere, setWhere] = useState<'organization' | 'project' | null>(null)
+  // a project admin who does not manage the organization invites to the project
+  const where = chosenWhere ?? (!allowed && project?.can_manage_members ? 'project' : 'organization')
+  const inviteAllowed = where === 'organization' ? allowed : projectAllowed
+  const inviteHint = where === 'organization' ? MANAGE_HINT : PROJECT_MANAGE_HINT
   const [role, setRole] = useState('member')
   const roles = where === 'organization' ? ORG_ROLES : PROJECT_ROLES
   const invite = useMutation({
@@ -73,7 +93,7 @@ export function MembersPage() {
     row.project ? `project ${projectName.get(row.project) ?? row.project}` : 'organization'
   const memberRows = members.data?.results ?? []
   const invitationRows = invitations.data?.results ?? []
-  const fieldProps = { disabled: !allowed, title: allowed ? undefined : MANAGE_HINT }
+  const fieldProps = { disabled: !inviteAllowed, title: inviteAllowed ? undefined : inviteHint }
 
   return (
     <Stack>
@@ -102,7 +122,7 @@ export function MembersPage() {
               <Select
                 label="Member of"
                 data={[
-                  { value: 'organization', label: `organization ${organization?.name ?? ''}` },
+                  { value: 'organization', label: `organization ${organization?.name ?? ''}`, disabled: !allowed && projectAllowed },
                   { value: 'project', label: `project ${project?.name ?? ''}` },
                 ]}
                 value={where}
@@ -112,7 +132,8 @@ export function MembersPage() {
                   if (v === 'project' && !PROJECT_ROLES.includes(role)) setRole('member')
                 }}
                 allowDeselect={false}
-                {...fieldProps}
+                disabled={!allowed && !projectAllowed}
+                title={allowed || projectAllowed ? undefined : MANAGE_HINT}
               />
               <Select
                 label="Role"
@@ -125,7 +146,7 @@ export function MembersPage() {
               />
             </SimpleGrid>
             <Group>
-              <WriteButton type="submit" loading={invite.isPending} allowed={allowed} deniedHint={MANAGE_HINT}>
+              <WriteButton type="submit" loading={invite.isPending} allowed={inviteAllowed} deniedHint={inviteHint}>
                 Send invitation
               </WriteButton>
             </Group>
@@ -173,7 +194,7 @@ export function MembersPage() {
                   value={changeRole.isPending && changeRole.variables?.id === m.id ? changeRole.variables.role : m.role}
                   onChange={(v) => v && v !== m.role && changeRole.mutate({ id: m.id, role: v })}
                   allowDeselect={false}
-                  {...fieldProps}
+                  {...rowProps(m)}
                 />
               </Table.Td>
               <Table.Td>{new Date(m.created_at).toLocaleDateString()}</Table.Td>
@@ -186,8 +207,8 @@ export function MembersPage() {
                   color="red.9"
                   variant="outline"
                   size="xs"
-                  allowed={allowed}
-                  deniedHint={MANAGE_HINT}
+                  allowed={rowAllowed(m)}
+                  deniedHint={m.project ? PROJECT_MANAGE_HINT : MANAGE_HINT}
                   loading={remove.isPending && remove.variables === m.id}
                   onConfirm={() => remove.mutate(m.id)}
                 />
@@ -243,8 +264,8 @@ export function MembersPage() {
                       color="red.9"
                       variant="outline"
                       size="xs"
-                      allowed={allowed}
-                      deniedHint={MANAGE_HINT}
+                      allowed={rowAllowed(inv)}
+                      deniedHint={inv.project ? PROJECT_MANAGE_HINT : MANAGE_HINT}
                       loading={revoke.isPending && revoke.variables === inv.id}
                       onConfirm={() => revoke.mutate(inv.id)}
                     />

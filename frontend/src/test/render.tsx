@@ -8,7 +8,7 @@ import { ScopeContext, type Scope } from '../auth/scope'
 
 export const PROJECT: Project = {
   id: '0190a3b4-0000-7000-8000-000000000001', organization: '0190a3b4-0000-7000-8000-0000000000aa', slug: 'research',
-  name: 'Research', description: '', role: 'member', can_write: true, created_at: '2026-12-01T00:00:00Z',
+  name: 'Research', description: '', role: 'member', can_write: true, can_manage_members: false, created_at: '2026-12-01T00:00:00Z',
   updated_at: '2026-12-01T00:00:00Z',
 }
 
