@@ -298,7 +298,7 @@ def test_late_record_after_finalization_is_carried_once_to_the_next_invoice(tier
     invoice_run_execute(period="2026-03", finalize=False)
     invoice_run_execute(period="2026-03")
     march = Invoice.objects.get(period="2026-03")
-    lines = sorted((line.description.startswith("late usage of 2026-02"), line.amount) for line in march.lines.all())
+    lines = sorted((line.description.startswith("Late usage of 2026-02: Instance "), line.amount) for line in march.lines.all())
     assert lines == [(False, Decimal("1.50")), (True, Decimal("4.50"))]
     invoice_run_execute(period="2026-04")  # carried once, not again
     assert not Invoice.objects.filter(period="2026-04").exists()

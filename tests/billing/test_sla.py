@@ -46,6 +46,8 @@ def test_acceptance_premium_full_month_9h_host_fault(tiers, fleet, host):
     july = Invoice.objects.get(organization=org, period="2026-07")
     credit = july.lines.get(kind="sla_credit")
     assert (credit.amount, july.credits, july.total) == (Decimal("-711.00"), Decimal("-711.00"), Decimal("-711.00"))
+    assert credit.description == "SLA credit for 2026-06: Instance vm1, uptime 98.75 % (credit 25 %)"
+    assert line.description == "Instance vm1 (1 × H100-SXM5-80GB GPU), on demand"
     report.refresh_from_db()
     assert report.applied_invoice_id == july.id
     invoice_run_execute(period="2026-08")  # applied once, never again

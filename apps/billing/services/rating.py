@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from .. import conf
+from .. import conf, wording
 
 SCOPE_DDL = """
 DROP TABLE IF EXISTS billing_seg, billing_dt, billing_u, billing_scope;
@@ -122,11 +122,11 @@ WITH runs AS (
 INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
   sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount)
 SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
-       gpu_model, left(CASE WHEN late_period <> '' THEN 'late usage of ' || late_period || ': ' ELSE '' END
-                       || resource_type || ' ' || resource_id || ' ' || sku, 300), billed, round(qty, 6), unit,
+       gpu_model, {description}, billed, round(qty, 6), unit,
        unit_price, round(raw, 12), round(raw, minor), round(round(raw, minor) * tax_rate, minor)
 FROM priced;
-"""
+""".replace("{description}", wording.usage_sql(
+    prefix="CASE WHEN late_period <> '' THEN 'Late usage of ' || late_period || ': ' ELSE '' END"))
 
 COMMITMENT_SQL = """
 WITH c AS (
@@ -153,12 +153,12 @@ WITH c AS (
 INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
   sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount)
 SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
-       gpu_model, left('commitment ' || resource_type || ' ' || resource_id || ' ' || sku, 300), billed,
+       gpu_model, {description}, billed,
        round(billed / 3600, 6), 'hour', round(amount * 3600 / term_secs, 6),
        round(amount * billed / term_secs, 12), round(amount * billed / term_secs, minor),
        round(round(amount * billed / term_secs, minor) * tax_rate, minor)
 FROM grouped;
-"""
+""".replace("{description}", wording.usage_sql(prefix="'Reserved commitment: '"))
 
 UNPRICED_SQL = """
 UPDATE billing_invoice i SET unpriced_seconds = coalesce(t.total, 0) - coalesce(p.priced, 0)

@@ -11,6 +11,8 @@ from django.db import connection
 
 from apps.core.clock import now
 
+from .. import wording
+
 REPORTS_SQL = """
 WITH h AS (
   SELECT u.invoice_id, u.organization_id, u.project_id, u.resource_type, u.resource_id, u.sla_tier, u.currency,
@@ -101,15 +103,15 @@ WITH pending AS (
     sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount,
     sla_report_id)
   SELECT gen_random_uuid(), invoice_id, 'sla_credit', project_id, resource_type, resource_id, '', '', sla_tier, '',
-         left(format('SLA credit %s: %s %s uptime %s%% -> %s%%', report_period, resource_type, resource_id,
-                     round(uptime_pct, 4), credit_pct), 300),
+         left(format('SLA credit for %s: %s, uptime %s %% (credit %s %%)', report_period, {resource},
+                     trim_scale(round(uptime_pct, 4)), trim_scale(credit_pct)), 300),
          0, 1, 'each', -credit_amount, -credit_amount, -credit_amount, round(-credit_amount * tax_rate, minor),
          report_id
   FROM pending
   RETURNING sla_report_id, invoice_id
 )
 UPDATE billing_slareport r SET applied_invoice_id = ins.invoice_id FROM ins WHERE r.id = ins.sla_report_id;
-"""
+""".replace("{resource}", wording.resource_sql())
 
 
 def sla_credit_lines_add() -> None:

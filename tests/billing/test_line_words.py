@@ -1,0 +1,41 @@
+"""Invoice line descriptions read as words a customer understands (`apps.billing.wording`), on the invoice, the
+month-to-date preview and the PDF alike: never the raw `resource_type resource_id sku` the rating joined."""
+from decimal import Decimal
+
+import pytest
+
+from apps.billing.models import Invoice
+from apps.billing.services import invoice_run_execute
+from apps.billing.skus import sku_for
+
+from .conftest import H100, book, collect, make_org, utc
+
+pytestmark = pytest.mark.django_db
+VM = "0190a3b4-1111-7000-8000-00000000beef"
+IP = "0190a3b5-2222-7000-8000-00000000cafe"
+FLAVOR = sku_for("flavor", name="h100-mig-3g40")
+LEASE = "lease:model=H100,unit=node"
+
+
+def test_usage_lines_read_as_words(tiers, fleet):
+    org, project = make_org("acme")
+    book(utc(2026, 1, 1), {(FLAVOR, "standard", "on_demand"): "0.99", (H100, "standard", "spot"): "1.00",
+                           ("public_ip", "standard", "on_demand"): "0.01",
+                           (LEASE, "standard", "reserved"): {"unit_price": Decimal("0"), "minimum_seconds": 0}})
+    fleet.run(org, project, VM, utc(2026, 2, 1), utc(2026, 2, 1, 2), sku=FLAVOR)
+    fleet.run(org, project, VM, utc(2026, 2, 3), utc(2026, 2, 3, 1), sku=H100, model="spot", key="spot")
+    fleet.run(org, project, IP, utc(2026, 2, 1), utc(2026, 2, 1, 2), sku="public_ip",
+              resource_type="networking.public_ip")
+    fleet.run(org, project, "0190a3b6-lease", utc(2026, 2, 1), utc(2026, 3, 1), sku=LEASE, model="reserved",
+              resource_type="lease", commitment_amount=Decimal("280"), commitment_start=utc(2026, 2, 1),
+              commitment_end=utc(2026, 3, 1))
+    collect(utc(2026, 2, 1), utc(2026, 3, 1))
+    invoice_run_execute(period="2026-02")
+    lines = sorted(Invoice.objects.get(organization=org).lines.values_list("description", flat=True))
+    assert lines == [
+        "Instance 0190a3b4 (1 × H100-SXM5-80GB GPU), spot",
+        "Instance 0190a3b4 (h100-mig-3g40), on demand",
+        "Public IP address 0190a3b5, on demand",
+        "Reserved commitment: Lease 0190a3b6 (H100 GPUs), reserved",
+    ]
+    assert not any(VM in d or "flavor:" in d or "networking." in d for d in lines)
