@@ -10,8 +10,9 @@
 - node agents: the real agent's client, executor and fake HGX driver (`agent/gpucloud_agent`), enrolled through
   the API (one thread per host that gets commands);
 - libvirt: the sample fleet's hosts use `test:///default` (docs/compute.md), inside the worker process;
-- block storage on the in-memory fake storage driver (`tests/e2e/settings.py`: libvirt's test driver cannot hold
-  the storage pools), so volumes are created, extended and deleted through the real API and Operation steps;
+- block storage through the libvirt storage driver on the same `test:///default` (`STORAGE_SHARED_POOL_URI`): its
+  pools and volumes are the test driver's, and attach, detach and extend take the driver's test-driver path
+  (docs/storage.md), so volumes go through the real API, Operation steps and libvirt calls;
 - billing meters in one-minute periods (`BILLING_METERING_PERIOD_SECONDS=60`, 3600 in production), so an invoice
   run a few minutes after launch already has closed periods to bill.
 
@@ -119,15 +120,15 @@ class Stack:
         self.ovn = None
         self.sim = None
         self.env = {**os.environ, "DATABASE_URL": f"postgres://root@127.0.0.1:5432/{self.db}",
-                    "REDIS_URL": self.redis_url, "DJANGO_SETTINGS_MODULE": "tests.e2e.settings",
+                    "REDIS_URL": self.redis_url, "DJANGO_SETTINGS_MODULE": "gpucloud.settings",
                     # the stack runs with DEBUG false, which needs a real key (apps/core/secret_key.py): its own
                     "SECRET_KEY": secrets.token_urlsafe(50), "DEBUG": "false",
                     "PUBLIC_URL": self.base, "COMPUTE_SEED_DIR": str(self.tmp / "seeds"),
                     "COMPUTE_VIRT_TYPE": "qemu", "LOG_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1",
                     # one-minute metering periods, so the journey's invoice bills closed periods within minutes
                     "BILLING_METERING_PERIOD_SECONDS": "60",
-                    # block storage on the in-memory fake storage driver (tests/e2e/settings.py says why)
-                    "STORAGE_SHARED_POOL_URI": "fake://shared"}
+                    # volumes in pools of the hosts' libvirt test driver, in the worker's process
+                    "STORAGE_SHARED_POOL_URI": "test:///default"}
         for k in ("TEST_DATABASE_NAME", "CELERY_TASK_ALWAYS_EAGER"):
             self.env.pop(k, None)
 

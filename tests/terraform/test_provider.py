@@ -372,10 +372,10 @@ def test_12_destroy_leaves_nothing(w):
 
 
 def test_13_volume_apply_plan_import_drift_resize_plans_destroy(w):
-    """gpucloud_volume end to end on the stack's storage (the fake storage driver, tests/e2e/settings.py): apply,
-    empty plan, import, empty plan, drift, a grow applied in place (the extend action), a shrink planned as a
-    replacement, destroy. gpucloud_volume_attachment is checked at plan and import time only: the stack cannot
-    attach (its fake storage driver does not see the libvirt test driver's domains)."""
+    """gpucloud_volume end to end on the stack's storage (the libvirt storage driver on the hosts' test driver,
+    tests/e2e/stack.py): apply, empty plan, import, empty plan, drift, a grow applied in place (the extend action),
+    a shrink planned as a replacement, destroy. gpucloud_volume_attachment is checked at plan and import time
+    only (this test launches no instance)."""
     vtype = w.setup.ops.post("volume-types", {
         "name": "tf-ssd", "pool": "gpucloud-tf-ssd", "pool_kind": "dir",
         "pool_target_path": "/var/lib/libvirt/images/gpucloud-tf-ssd"}, expect=201).json()

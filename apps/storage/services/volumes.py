@@ -164,7 +164,8 @@ def volume_extend(*, actor, volume: Volume, size_gib: int) -> Operation:
     authorize_project(actor, volume.project, WRITERS)
     if not isinstance(size_gib, int) or size_gib <= volume.size_gib:
         raise ValidationFailed(f"size_gib must be larger than the volume's {volume.size_gib} GiB; volumes only grow.",
-                               code=Code.SIZE_MUST_GROW, errors={"size_gib": [f"> {volume.size_gib}"]})
+                               code=Code.SIZE_MUST_GROW,
+                               errors={"size_gib": [f"Must be larger than {volume.size_gib} GiB: volumes never shrink."]})
     _size(volume.volume_type, size_gib)
     with transaction.atomic():
         quota_check(scope=volume.project, resource=f"volume_gib:{volume.volume_type.name}",

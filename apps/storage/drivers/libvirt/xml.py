@@ -172,3 +172,21 @@ def parse_disks(domain_xml: str) -> list[DiskAttachment]:
             read_only=disk.find("readonly") is not None,
             format=driver.get("type", "") if driver is not None else ""))
     return out
+
+
+def domain_with_disk(domain_xml: str, disk: str) -> str:
+    """`domain_xml` (a domain's inactive XMLDesc) with the `<disk>` element `disk` appended to its devices."""
+    root = ET.fromstring(domain_xml)
+    root.find("devices").append(ET.fromstring(disk))
+    return ET.tostring(root, encoding="unicode")
+
+
+def domain_without_disk(domain_xml: str, target_dev: str) -> str:
+    """`domain_xml` without its `<disk>` whose target is `target_dev` (unchanged when there is none)."""
+    root = ET.fromstring(domain_xml)
+    devices = root.find("devices")
+    for disk in list(devices.iterfind("disk")):
+        target = disk.find("target")
+        if target is not None and target.get("dev") == target_dev:
+            devices.remove(disk)
+    return ET.tostring(root, encoding="unicode")
