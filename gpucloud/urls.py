@@ -17,6 +17,7 @@ api_v1 = [
     path("", include("apps.inventory.api.urls")),
     path("", include("apps.scheduling.api.urls")),
     path("", include("apps.compute.api.urls")),
+    path("", include("apps.baremetal.api.urls")),
     path("", include("apps.networking.api.urls")),
     path("", include("apps.storage.api.urls")),
     path("", include("apps.billing.api.urls")),

@@ -10,6 +10,8 @@ class Code(enum.StrEnum):
     INVALID_SSH_KEY = "invalid_ssh_key"
     SSH_KEY_EXISTS = "ssh_key_exists"
     NAME_TAKEN = "name_taken"
+    NOT_SUPPORTED_FOR_KIND = "not_supported_for_flavor_kind"
+    BAREMETAL_NETWORK_UNSUPPORTED = "baremetal_network_unsupported"
     USER_DATA_TOO_LARGE = "user_data_too_large"
     FLAVOR_DOES_NOT_FIT = "flavor_does_not_fit"
     INVALID_FLAVOR = "invalid_flavor"

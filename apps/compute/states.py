@@ -16,13 +16,14 @@ class InstanceStatus(models.TextChoices):
     STARTING = "starting"
     REBOOTING = "rebooting"
     RESIZING = "resizing"
+    REBUILDING = "rebuilding"
     DELETING = "deleting"
     DELETED = "deleted"
     ERROR = "error"
 
 
 S = InstanceStatus
-_BUSY = {S.PENDING, S.PROVISIONING, S.STOPPING, S.STARTING, S.REBOOTING, S.RESIZING}
+_BUSY = {S.PENDING, S.PROVISIONING, S.STOPPING, S.STARTING, S.REBOOTING, S.RESIZING, S.REBUILDING}
 
 # action: (allowed source statuses, target status)
 INSTANCE_TRANSITIONS = {
@@ -36,6 +37,9 @@ INSTANCE_TRANSITIONS = {
     "rebooted": ({S.REBOOTING}, S.ACTIVE),
     "resize": ({S.STOPPED}, S.RESIZING),  # cold resize on the same host
     "resized": ({S.RESIZING}, S.STOPPED),
+    # bare metal: the image is written again (a new config drive); the host and its allocation stay
+    "rebuild": ({S.ACTIVE, S.STOPPED}, S.REBUILDING),
+    "rebuilt": ({S.REBUILDING}, S.ACTIVE),
     "delete": ({S.ACTIVE, S.STOPPED, S.ERROR} | _BUSY, S.DELETING),
     "deleted": ({S.DELETING}, S.DELETED),
     "fail": (_BUSY | {S.ACTIVE, S.STOPPED, S.DELETING}, S.ERROR),
@@ -84,4 +88,8 @@ class Visibility(models.TextChoices):
 
 
 class ProvisioningKind(models.TextChoices):
+    """What an instance of the flavor is: a VM on a hypervisor, or a whole bare-metal host (`apps.baremetal`:
+    every GPU of the host, `gpu_form` `gpu` with `gpu_count` = the host's GPU count)."""
+
     VM = "vm"
+    BAREMETAL = "baremetal", "A whole bare-metal host"

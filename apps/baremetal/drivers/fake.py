@@ -19,6 +19,7 @@ from .base import (
     DriverConflict,
     DriverError,
     DriverNotFound,
+    DriverTransientError,
     EnrollRequest,
     InspectionData,
     Node,
@@ -59,17 +60,30 @@ class FakeBaremetalDriver:
         self._nodes: dict[str, dict[str, Any]] = shared if shared is not None else {}
         self._lock = threading.Lock()
         self._fail: dict[tuple[str, str], str] = {}
+        self._down: dict[str, int] = {}
 
     # --- test hooks ----------------------------------------------------------------------------------------
     def fail_next(self, node: str, verb: str, message: str = "injected failure") -> None:
         """The next `verb` on `node` lands in the failed state Ironic would use for it."""
-        self._fail[(self._row(node)["id"], verb)] = message
+        self._fail[(self._row(node, check=False)["id"], verb)] = message
+
+    def bmc_down(self, node: str, calls: int) -> None:
+        """The next `calls` requests about `node` raise `DriverTransientError` (`baremetal_unreachable`), as
+        when its BMC or the provisioning service stops answering."""
+        self._down[self._row(node, check=False)["id"]] = calls
+
+    def set_hardware(self, node: str, **properties: Any) -> None:
+        """What inspection of `node` will find from now on (`cpus`, `memory_mb`, `local_gb`, `cpu_arch`)."""
+        self._row(node, check=False)["properties"].update(properties)
 
     # --- reads ---------------------------------------------------------------------------------------------
-    def _row(self, node: str) -> dict[str, Any]:
+    def _row(self, node: str, check: bool = True) -> dict[str, Any]:
         row = self._nodes.get(node) or next((r for r in self._nodes.values() if r["name"] == node), None)
         if row is None:
             raise DriverNotFound(f"no bare-metal node {node!r}")
+        if check and self._down.get(row["id"], 0) > 0:
+            self._down[row["id"]] -= 1
+            raise DriverTransientError(f"BMC of node {row['name']} does not answer", code="baremetal_unreachable")
         return row
 
     @staticmethod
@@ -268,7 +282,7 @@ class FakeBaremetalDriver:
 
     # for assertions in tests of the layers above
     def instance_info(self, node: str) -> dict[str, Any]:
-        row = self._row(node)
+        row = self._row(node, check=False)
         return {
             **row["instance_info"],
             **({"configdrive": row["config_drive"]} if row["config_drive"] else {}),

@@ -18,7 +18,7 @@ from apps.tenancy.selectors import organization_list_visible_to, project_list_vi
 from ..drivers.base import USER_DATA_MAX_BYTES
 from ..models import Cluster, Flavor, Image, Instance, SshKey
 from ..selectors import flavor_list_visible_to, image_list_visible_to, ssh_key_list_visible_to
-from ..states import GpuForm, Visibility
+from ..states import GpuForm, ProvisioningKind, Visibility
 
 
 class FlavorPriceOutput(Serializer):
@@ -38,7 +38,8 @@ class FlavorOutput(ModelSerializer):
     of the caller's organizations (tenants; empty for staff and when no price book prices it). The exact price
     for a project is in `POST /instances/check/`."""
 
-    kind = serializers.CharField(read_only=True, help_text="provisioning kind: vm")
+    kind = serializers.CharField(read_only=True, help_text=(
+        "provisioning kind: vm, or baremetal (a whole bare-metal host with gpu_count GPUs of gpu_model)"))
     prices = serializers.SerializerMethodField()
 
     class Meta:
@@ -71,6 +72,8 @@ def flavor_prices_for(request, flavors) -> dict:
 
 class FlavorCreateInput(Serializer):
     name = serializers.SlugField(max_length=63)
+    kind = serializers.ChoiceField(choices=ProvisioningKind.choices, default=ProvisioningKind.VM, help_text=(
+        "vm, or baremetal: a whole bare-metal host (gpu_form gpu, gpu_count = the host's GPU count)"))
     description = serializers.CharField(max_length=500, required=False, default="", allow_blank=True)
     vcpus = serializers.IntegerField(min_value=1, max_value=1024)
     memory_mib = serializers.IntegerField(min_value=64)
@@ -230,6 +233,11 @@ class InstanceCreateInput(NetworkFieldsInput):
 
 class InstanceActionInput(Serializer):
     hard = serializers.BooleanField(default=False, help_text="power off / reset instead of an ACPI request")
+
+
+class InstanceRebuildInput(Serializer):
+    image = VisibleField(image_list_visible_to, required=False, allow_null=True, default=None,
+                         help_text="the image to write (default: the instance's own)")
 
 
 class InstanceResizeInput(Serializer):

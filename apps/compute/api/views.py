@@ -182,6 +182,16 @@ class InstanceViewSet(_Base):
         hard = self._input(s.InstanceActionInput)["hard"]
         return _accepted(inst, instances.instance_reboot(actor=request.user, instance=inst, hard=hard))
 
+    @extend_schema(request=s.InstanceRebuildInput, responses={202: s.InstanceAccepted, **problems({
+        409: "invalid_state: only an active or stopped instance is rebuilt (allowed_states); "
+             "not_supported_for_flavor_kind: a VM (rebuild is for bare-metal instances)."})})
+    @action(detail=True, methods=["post"])
+    def rebuild(self, request, pk=None):
+        inst = self.get_object()
+        image = self._input(s.InstanceRebuildInput)["image"]
+        return _accepted(inst, instances.instance_rebuild(actor=request.user, instance=inst,
+                                                          image_id=image.pk if image is not None else None))
+
     @extend_schema(request=s.InstanceResizeInput, responses={202: s.InstanceAccepted, **problems({
         422: "quota_exceeded: the larger flavor would pass a quota (resource, limit, usage, "
              "requested)."})})

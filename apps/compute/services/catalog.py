@@ -12,9 +12,9 @@ from apps.tenancy.authz import authorize_staff
 
 from ..errors import Code
 from ..models import Flavor, Image
-from ..states import GpuForm
+from ..states import GpuForm, ProvisioningKind
 
-FLAVOR_FIELDS = ("name", "description", "vcpus", "memory_mib", "disk_gib", "gpu_form", "gpu_model", "gpu_count",
+FLAVOR_FIELDS = ("name", "description", "kind", "vcpus", "memory_mib", "disk_gib", "gpu_form", "gpu_model", "gpu_count",
                  "mig_profile", "vgpu_type", "share_milli", "hugepages", "visibility", "is_active")
 CHECKSUM = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -37,12 +37,15 @@ def _validate_gpu_spec(f: dict) -> None:
         errors["share_milli"] = ["1..999 milli-GPU"]
     if f.get("hugepages") and f.get("memory_mib", 0) % 1024:
         errors["memory_mib"] = ["a whole number of GiB when hugepages is on (1 GiB pages)"]
+    if f.get("kind") == ProvisioningKind.BAREMETAL and (form != GpuForm.GPU or f.get("hugepages")):
+        errors["kind"] = ["a bare-metal flavor is a whole host: gpu_form gpu, gpu_count = the host's GPUs"]
     if errors:
         raise ValidationFailed("Invalid GPU spec.", code=Code.INVALID_FLAVOR, errors=errors)
 
 
 def flavor_create(*, actor, organizations=(), **fields) -> Flavor:
-    """Create a flavor (staff operator). 400 `invalid_flavor` on a GPU spec the catalog does not know;
+    """Create a flavor (staff operator). 400 `invalid_flavor` on a GPU spec the catalog does not know, or a
+    `kind` `baremetal` flavor that is not whole GPUs (it stands for a whole host: `gpu_count` of `gpu_model`);
     409 `name_taken`."""
     authorize_staff(actor)
     fields = {k: v for k, v in fields.items() if k in FLAVOR_FIELDS}

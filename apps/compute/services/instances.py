@@ -35,7 +35,7 @@ from ..drivers.base import USER_DATA_MAX_BYTES
 from ..errors import Code
 from ..models import Flavor, Image, Instance, InstanceFlavorChange, SshKey
 from ..selectors import flavor_offered_to_project
-from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus
+from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus, ProvisioningKind
 from ._common import validate_name
 from .networks import network_request_resolve
 from .placement import instance_queue, placement_admit_for
@@ -44,6 +44,30 @@ WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 TARGET = "compute.instance"
 CREATE, STOP, START, REBOOT, DELETE, RESIZE = ("instance.create", "instance.stop", "instance.start",
                                                "instance.reboot", "instance.delete", "instance.resize")
+REBUILD = "instance.rebuild"
+
+#: flavor kind -> {compute operation kind -> the operation kind that runs it for that kind}. Another app registers
+#: its own workflows here (`apps.baremetal` for kind `baremetal`: deploy through Ironic instead of libvirt); a
+#: kind missing from the map is not supported for that flavor kind (409 `not_supported_for_flavor_kind`).
+_PROVISIONERS: dict[str, dict[str, str]] = {}
+_VM_KINDS = (CREATE, STOP, START, REBOOT, DELETE, RESIZE)
+
+
+def register_provisioner(flavor_kind: str, kinds: dict[str, str]) -> None:
+    _PROVISIONERS[flavor_kind] = dict(kinds)
+
+
+def operation_kind(flavor: Flavor, kind: str) -> str:
+    """The operation kind that runs `kind` (a compute kind such as ``instance.create``) for `flavor`'s kind."""
+    if flavor.kind == ProvisioningKind.VM:
+        if kind not in _VM_KINDS:
+            raise Conflict("This action is not supported for virtual machines.", code=Code.NOT_SUPPORTED_FOR_KIND)
+        return kind
+    mapped = _PROVISIONERS.get(flavor.kind, {}).get(kind)
+    if mapped is None:
+        raise Conflict(f"This action is not supported for {flavor.kind} instances.",
+                       code=Code.NOT_SUPPORTED_FOR_KIND)
+    return mapped
 GPU_FIELDS = ("gpu_form", "gpu_model", "gpu_count", "mig_profile", "vgpu_type", "share_milli")
 
 
@@ -92,6 +116,9 @@ def _is_uuid(value) -> bool:
         return False
 
 
+_NETWORK_FIELDS = {"subnet": "subnet_id", "security_groups": "security_group_ids", "ib_partition": "ib_partition_id"}
+
+
 def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence, user_data: str,
                       subnet_id, security_group_ids: Sequence, ib_partition_id):
     """The create's checks of the request itself (authorization, name, user data, references, networks): raises
@@ -104,6 +131,11 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
+    if network and flavor.kind == ProvisioningKind.BAREMETAL:
+        # a bare-metal host's ports are physical: joining a VPC or a partition is switch-side work not done yet
+        raise ValidationFailed("Tenant networks are not attached to bare-metal instances yet.",
+                               code=Code.BAREMETAL_NETWORK_UNSUPPORTED,
+                               errors={_NETWORK_FIELDS[k]: ["not for a bare-metal flavor"] for k in network})
     return flavor, image, keys, network
 
 
@@ -160,7 +192,8 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                                            user_data=user_data, cluster=cluster, network=network,
                                            holds_gpu_quota=gpu_quota, sla_tier=tier)
         inst.ssh_keys.set(keys)
-        op = operation_start(kind=CREATE, target_type=TARGET, target_id=inst.pk, project=project, actor=actor,
+        op = operation_start(kind=operation_kind(flavor, CREATE), target_type=TARGET, target_id=inst.pk,
+                             project=project, actor=actor,
                              request_id=request_id, state={"queue": True} if queue else None)
         audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
@@ -176,8 +209,8 @@ def _act(actor, instance: Instance, action: str, kind: str, state: dict | None =
     authorize_project(actor, instance.project, WRITERS)
     with transaction.atomic():
         before = transition(instance, action, INSTANCE_TRANSITIONS)
-        op = operation_start(kind=kind, target_type=TARGET, target_id=instance.pk, project=instance.project,
-                             actor=actor, state=state or {})
+        op = operation_start(kind=operation_kind(instance.flavor, kind), target_type=TARGET,
+                             target_id=instance.pk, project=instance.project, actor=actor, state=state or {})
         audit_record(actor=actor, action=f"compute.instance.{action}", target=instance,
                      before={"status": before},
                      after={"status": instance.status, "operation": str(op.pk), **(state or {})})
@@ -206,7 +239,8 @@ def instance_delete(*, actor, instance: Instance) -> Operation:
     authorize_project(actor, instance.project, WRITERS)
     with transaction.atomic():
         # Lock order as in the step runner: operation rows first (waits for a running step), then the instance.
-        earlier = operation_latest_for(target_type=TARGET, target_id=instance.pk, kind=DELETE)
+        earlier = operation_latest_for(target_type=TARGET, target_id=instance.pk,
+                                       kind=operation_kind(instance.flavor, DELETE))
         if earlier is None:
             operations_cancel_unfinished(target_type=TARGET, target_id=instance.pk, code="superseded_by_delete")
         inst = Instance.objects.select_for_update().get(pk=instance.pk)
@@ -214,11 +248,30 @@ def instance_delete(*, actor, instance: Instance) -> Operation:
             instance.status = inst.status
             return earlier
         before = transition(inst, "delete", INSTANCE_TRANSITIONS)
-        op = operation_start(kind=DELETE, target_type=TARGET, target_id=inst.pk, project=inst.project, actor=actor)
+        op = operation_start(kind=operation_kind(inst.flavor, DELETE), target_type=TARGET, target_id=inst.pk,
+                             project=inst.project, actor=actor)
         audit_record(actor=actor, action="compute.instance.delete", target=inst, before={"status": before},
                      after={"status": inst.status, "operation": str(op.pk)})
     instance.status = inst.status
     return op
+
+
+def instance_rebuild(*, actor, instance: Instance, image_id=None) -> Operation:
+    """Write the image again (the same one, or `image_id`) with a new config drive, on the same host: `active` or
+    `stopped` → `rebuilding` → `active`. Bare-metal instances only (409 `not_supported_for_flavor_kind` for a VM);
+    400 "Not found." naming `image`; 409 `invalid_state` (allowed_states)."""
+    authorize_project(actor, instance.project, WRITERS)
+    operation_kind(instance.flavor, REBUILD)
+    image = instance.image
+    if image_id is not None:
+        image = Image.objects.filter(pk=image_id, is_active=True).first() if _is_uuid(image_id) else None
+        if image is None:
+            raise reference_not_found("image")
+    with transaction.atomic():
+        if image.pk != instance.image_id:
+            Instance.objects.filter(pk=instance.pk).update(image=image)
+            instance.image = image
+        return _act(actor, instance, "rebuild", REBUILD, {"image": image.name})
 
 
 def current_operation(instance: Instance) -> Operation | None:
@@ -309,6 +362,7 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     from apps.scheduling.ledger import ConsumerRef, allocations_claim
 
     authorize_project(actor, instance.project, WRITERS)
+    operation_kind(instance.flavor, RESIZE)
     flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
     if flavor is None or not flavor_offered_to_project(flavor, instance.project):
         raise reference_not_found("flavor")

@@ -17,7 +17,7 @@ from apps.tenancy.quotas import quota_check
 
 from .. import conf
 from ..models import Flavor, Instance
-from ..states import GpuForm
+from ..states import GpuForm, ProvisioningKind
 
 CONSUMER_TYPE = "instance"
 
@@ -128,9 +128,13 @@ def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
                           topology=None) -> PlacementRequest:
-    """The `PlacementRequest` of `hosts` instances of `flavor` on hypervisors."""
+    """The `PlacementRequest` of `hosts` instances of `flavor`: on hypervisors, or, for a bare-metal flavor, on
+    bare-metal hosts, all of the flavor's GPUs on one host and the host dedicated to the project (nobody else's
+    allocation beside it)."""
+    baremetal = flavor.kind == ProvisioningKind.BAREMETAL
     kw = {"project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
-          "provisioning_kind": HostProvisioningKind.HYPERVISOR, "consumer_type": consumer_type,
+          "provisioning_kind": HostProvisioningKind.BAREMETAL if baremetal else HostProvisioningKind.HYPERVISOR,
+          "consumer_type": consumer_type, "dedicated": baremetal,
           "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else ()}
     if flavor.gpu_form == GpuForm.GPU:
         kw["gpus_per_host"] = flavor.gpu_count

@@ -1,0 +1,28 @@
+"""Bare-metal settings (read at call time, so tests may override them).
+
+- `BAREMETAL_CREDENTIALS_KEYS`: Fernet keys (urlsafe base64 of 32 bytes), comma-separated, newest first; the
+  first encrypts, all decrypt (rotation). Default: one key derived from `SECRET_KEY` (HKDF-SHA256).
+- `BAREMETAL_RECEIPT_SIGNING_KEY`: the deployment's Ed25519 private key, urlsafe base64 of its 32-byte seed.
+  Default: derived from `SECRET_KEY` (HKDF-SHA256), so a development install signs without setup; production sets
+  its own and publishes its public key.
+- `BAREMETAL_DEPLOY_POLL_S` (default 2.0): seconds between reads of a deploying/cleaning node.
+- `BAREMETAL_IRONIC_ENDPOINT` (default http://127.0.0.1:6385): the Ironic API the `ironic` driver talks to.
+"""
+from django.conf import settings
+
+
+def credentials_keys() -> list[str]:
+    raw = getattr(settings, "BAREMETAL_CREDENTIALS_KEYS", "") or ""
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
+def receipt_signing_key() -> str:
+    return getattr(settings, "BAREMETAL_RECEIPT_SIGNING_KEY", "") or ""
+
+
+def deploy_poll_s() -> float:
+    return float(getattr(settings, "BAREMETAL_DEPLOY_POLL_S", 2.0))
+
+
+def ironic_endpoint() -> str:
+    return getattr(settings, "BAREMETAL_IRONIC_ENDPOINT", "") or "http://127.0.0.1:6385"

@@ -1,0 +1,377 @@
+"""Bare-metal workflows on the Operation step runner (`apps.operations.runner`).
+
+Nodes (staff):
+  baremetal.node.enroll:   enroll → manage → inspect (compared with the host's catalog) → provide
+  baremetal.node.recover:  recover (Ironic's way out of the failed state) → provide → return_to_service
+Instances of `baremetal` flavors (registered with compute, `integrations`; the same /instances API and states):
+  create:  place_and_claim → deploy (image + config drive) → wait_active
+  delete:  undeploy → wait_cleaned (Ironic's automated cleaning) → detach_networks → sign_receipt →
+           release_allocations
+  reboot:  reboot     stop: power_off     start: power_on     rebuild: rebuild → wait_rebuilt
+
+Every step is idempotent: the node is keyed by our instance id (Ironic's `instance_uuid`), so a deploy or an
+undeploy that already happened is seen and not asked again; a step that waits only reads. A BMC or Ironic that
+does not answer is a `DriverTransientError`: the runner retries the step with backoff until the operation's
+deadline (an hour for a delete), so a delete is never lost; a failed provision state is terminal for that
+operation and its `on_error` takes the documented way back (docs/bare-metal.md).
+"""
+from __future__ import annotations
+
+from django.db import transaction
+
+from apps.compute.models import Instance
+from apps.compute.services.instances import CREATE, DELETE, REBOOT, REBUILD, START, STOP, operation_kind
+from apps.compute.services.placement import (
+    CapacityTaken,
+    instance_allocations_release,
+    instance_place_and_claim,
+    instance_readmit,
+)
+from apps.compute.states import INSTANCE_TRANSITIONS, InstanceStatus
+from apps.core.clock import now
+from apps.core.errors import Conflict
+from apps.core.transitions import transition
+from apps.operations import workflows as wf
+from apps.operations.workflows import AGAIN, StepWait
+
+from . import conf
+from .drivers.base import ConfigDrive, DeployRequest, NodeFailed, PowerAction, ProvisionState
+from .errors import Code
+from .models import BaremetalNode
+from .services import nodes as nodesvc
+from .services import receipts
+from .services.driver import baremetal_driver
+
+P = ProvisionState
+KIND = "baremetal"
+KINDS = {k: f"baremetal.{k}" for k in (CREATE, DELETE, REBOOT, REBUILD, START, STOP)}
+
+
+# ---- nodes ---------------------------------------------------------------------------------------------------
+def _node(op) -> BaremetalNode:
+    return BaremetalNode.objects.select_for_update().select_related("host").get(pk=op.target_id)
+
+
+def node_enroll_step(op) -> None:
+    node = _node(op)
+    nodesvc.node_observe(node, baremetal_driver().enroll(nodesvc.enroll_request(node)))
+
+
+def node_manage_step(op) -> None:
+    node = _node(op)
+    nodesvc.node_observe(node, baremetal_driver().manage(node.ironic_id))
+
+
+def node_inspect_step(op) -> None:
+    """Inspect and compare with the host's record; a difference fails the operation with
+    `inspection_mismatch` (its on_error holds the node with the difference named)."""
+    node = _node(op)
+    drv = baremetal_driver()
+    found = drv.inspect(node.ironic_id)
+    nodesvc.node_observe(node, drv.get(node.ironic_id))
+    BaremetalNode.objects.filter(pk=node.pk).update(inspection={
+        "cpus": found.cpus, "memory_mb": found.memory_mb, "local_gb": found.local_gb, "cpu_arch": found.cpu_arch,
+        "macs": list(found.macs), "inspected_at": now().isoformat()})
+    diff = nodesvc.inspection_differences(node.host, found)
+    if diff:
+        raise Conflict("Inspection differs from the host's catalog: " + "; ".join(diff),
+                       code=Code.INSPECTION_MISMATCH, differences=diff)
+
+
+def node_provide_step(op) -> None:
+    node = _node(op)
+    nodesvc.node_observe(node, baremetal_driver().provide(node.ironic_id))
+
+
+def node_return_step(op) -> None:
+    node = _node(op)
+    BaremetalNode.objects.filter(pk=node.pk).update(held_reason="")
+    nodesvc.node_return_to_service(node=node, reason="bare-metal node available")
+
+
+def node_failed(op, code: str, detail: str) -> None:
+    """on_error of enroll and recover: the node is held with the reason (Ironic maintenance on where the node
+    exists there, so Ironic does nothing on its own); the host stays out of placement."""
+    node = _node(op)
+    nodesvc.node_hold(node=node, reason=f"{code}: {detail}")
+    if node.ironic_id:
+        try:
+            drv = baremetal_driver()
+            drv.set_maintenance(node.ironic_id, True, f"{code}: {detail}"[:255])
+            nodesvc.node_observe(node, drv.get(node.ironic_id))
+        except Exception:  # noqa: BLE001 - the hold is ours; Ironic's flag follows at the next recovery
+            pass
+
+
+def node_recover_step(op) -> None:
+    """Ironic's way out of a failed state (`driver.recover`: clean/inspect failed → manageable, deploy failed /
+    error → available), after clearing maintenance (ours or Ironic's)."""
+    node = _node(op)
+    drv = baremetal_driver()
+    seen = drv.get(node.ironic_id)
+    if seen.state.maintenance:
+        seen = drv.set_maintenance(node.ironic_id, False)
+    if seen.state.failed:
+        seen = drv.recover(node.ironic_id)
+    if seen.state.provision == P.ENROLL:
+        seen = drv.manage(node.ironic_id)
+    nodesvc.node_observe(node, seen)
+
+
+def node_provide_if_manageable_step(op) -> None:
+    node = _node(op)
+    drv = baremetal_driver()
+    seen = drv.get(node.ironic_id)
+    if seen.state.provision == P.MANAGEABLE:
+        seen = drv.provide(node.ironic_id)
+    nodesvc.node_observe(node, seen)
+    if seen.state.provision != P.AVAILABLE:
+        raise Conflict(f"The node is {seen.state.provision}, not available.", code=Code.NODE_NOT_AVAILABLE)
+
+
+wf.register(wf.Workflow(kind=nodesvc.ENROLL, steps=(
+    ("enroll", node_enroll_step), ("manage", node_manage_step), ("inspect", node_inspect_step),
+    ("provide", node_provide_step), ("return_to_service", node_return_step)),
+    on_error=node_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+wf.register(wf.Workflow(kind=nodesvc.RECOVER, steps=(
+    ("recover", node_recover_step), ("provide", node_provide_if_manageable_step),
+    ("return_to_service", node_return_step)),
+    on_error=node_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+
+
+# ---- instances -------------------------------------------------------------------------------------------------
+def _instance(op) -> Instance:
+    return Instance.objects.select_for_update(of=("self",)).select_related("flavor", "image", "host").get(
+        pk=op.target_id)
+
+
+def _instance_node(inst: Instance) -> BaremetalNode | None:
+    if inst.host_id is None:
+        return None
+    return BaremetalNode.objects.select_related("host").filter(host_id=inst.host_id).first()
+
+
+def place_and_claim(op):
+    """Claim the whole host (every GPU, the flavor's vCPUs and memory; the host dedicated to the project) as the
+    VM create does (`apps.compute.services.placement`), then check that its node is ready for a tenant."""
+    inst = _instance(op)
+    if inst.status == InstanceStatus.PENDING:
+        transition(inst, "provision", INSTANCE_TRANSITIONS)
+    if inst.host_id is None:
+        try:
+            with transaction.atomic():
+                instance_place_and_claim(actor=op.actor, instance=inst, operation=op)
+        except CapacityTaken as exc:
+            if instance_readmit(actor=op.actor, instance=inst, operation=op, queue=bool(op.state.get("queue"))):
+                return AGAIN
+            raise StepWait(conf.deploy_poll_s(), f"waiting for capacity: {exc.detail[:200]}") from exc
+    node = _instance_node(inst)
+    if node is None or node.held_reason or node.maintenance or not node.ironic_id:
+        raise Conflict("The placed host has no bare-metal node ready for a tenant.", code=Code.NODE_NOT_AVAILABLE)
+    op.state["node"] = node.ironic_id
+    return None
+
+
+def config_drive(inst: Instance, node: BaremetalNode) -> ConfigDrive:
+    """cloud-init's ConfigDrive (OpenStack format): meta_data with the instance's UUID, hostname and the
+    project's SSH keys it was created with; the tenant's user_data; network_data with one DHCP link per NIC of
+    the host, matched by MAC (OpenStack network_data.json)."""
+    keys = {k.name: k.public_key for k in inst.ssh_keys.order_by("name")}
+    macs = sorted(node.host.nics.values_list("mac_address", flat=True))
+    network = {"links": [{"id": f"nic{i}", "type": "phy", "ethernet_mac_address": m} for i, m in enumerate(macs)],
+               "networks": [{"id": f"net{i}", "link": f"nic{i}", "type": "ipv4_dhcp"} for i in range(len(macs))],
+               "services": []}
+    return ConfigDrive(meta_data={"uuid": str(inst.pk), "hostname": inst.name, "name": inst.name,
+                                  "public_keys": keys, "launch_index": 0},
+                       user_data=inst.user_data, network_data=network if macs else {})
+
+
+def _deploy_request(inst: Instance, node: BaremetalNode) -> DeployRequest:
+    return DeployRequest(instance_id=str(inst.pk), image_source=inst.image.source_url,
+                         image_checksum=inst.image.checksum, root_gb=inst.flavor.disk_gib or None,
+                         config_drive=config_drive(inst, node))
+
+
+def _observe_instance(inst: Instance, power: str) -> None:
+    Instance.objects.filter(pk=inst.pk).update(observed_state=power, observed_at=now())
+    inst.observed_state = power
+
+
+def deploy(op) -> None:
+    """Ask Ironic to deploy (once: a node already carrying this instance is deploying or deployed)."""
+    inst = _instance(op)
+    node = _instance_node(inst)
+    drv = baremetal_driver()
+    seen = drv.get(node.ironic_id)
+    if seen.instance_id != str(inst.pk):
+        seen = drv.deploy(node.ironic_id, _deploy_request(inst, node), wait=False)
+    nodesvc.node_observe(node, seen)
+
+
+def _wait_active(op, action: str) -> None:
+    inst = _instance(op)
+    node = _instance_node(inst)
+    seen = baremetal_driver().get(node.ironic_id)
+    nodesvc.node_observe(node, seen)
+    if seen.state.failed:
+        raise NodeFailed(seen)
+    if seen.state.provision != P.ACTIVE or seen.state.target_provision is not None:
+        raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
+    _observe_instance(inst, str(seen.state.power))
+    transition(inst, action, INSTANCE_TRANSITIONS,
+               extra={"launched_at": inst.launched_at or now(), "error_code": "", "error_reason": ""})
+
+
+def wait_active(op) -> None:
+    _wait_active(op, "provisioned")
+
+
+def create_failed(op, code: str, detail: str) -> None:
+    """on_error of create: the instance goes to `error`, its allocation ends at once (nothing of the host is
+    held for it), and when a node was touched its host leaves placement and `baremetal.node.recover` takes the
+    node back to `available` (deploy failed → undeploy → cleaning → available), then returns the host."""
+    inst = _instance(op)
+    if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
+        return
+    transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+    node = _instance_node(inst)
+    instance_allocations_release(instance=inst)
+    if node is not None and op.state.get("node"):
+        nodesvc.node_hold(node=node, reason=f"recovering after a failed deploy ({code})")
+        nodesvc.node_recover_start(node=node, reason=f"deploy of instance {inst.pk} failed: {code}")
+
+
+def reboot(op) -> None:
+    inst = _instance(op)
+    node = _instance_node(inst)
+    seen = baremetal_driver().set_power(node.ironic_id, PowerAction.REBOOT)
+    nodesvc.node_observe(node, seen)
+    _observe_instance(inst, str(seen.state.power))
+    transition(inst, "rebooted", INSTANCE_TRANSITIONS)
+
+
+def power_off(op) -> None:
+    inst = _instance(op)
+    node = _instance_node(inst)
+    seen = baremetal_driver().set_power(node.ironic_id, PowerAction.OFF)
+    nodesvc.node_observe(node, seen)
+    _observe_instance(inst, str(seen.state.power))
+    transition(inst, "stopped", INSTANCE_TRANSITIONS)
+
+
+def power_on(op) -> None:
+    inst = _instance(op)
+    node = _instance_node(inst)
+    seen = baremetal_driver().set_power(node.ironic_id, PowerAction.ON)
+    nodesvc.node_observe(node, seen)
+    _observe_instance(inst, str(seen.state.power))
+    transition(inst, "started", INSTANCE_TRANSITIONS)
+
+
+def rebuild(op) -> None:
+    """Ask Ironic to redeploy with a new config drive (once: `rebuild_requested` in the operation's state)."""
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if not op.state.get("rebuild_requested"):
+        seen = baremetal_driver().rebuild(node.ironic_id, _deploy_request(inst, node), wait=False)
+        nodesvc.node_observe(node, seen)
+        op.state["rebuild_requested"] = now().isoformat()
+
+
+def wait_rebuilt(op) -> None:
+    _wait_active(op, "rebuilt")
+
+
+def action_failed(op, code: str, detail: str) -> None:
+    inst = _instance(op)
+    if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
+        return
+    transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+
+
+def undeploy(op) -> None:
+    """Tear the instance down (once: a node no longer carrying it is already cleaning or clean)."""
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None:
+        return
+    drv = baremetal_driver()
+    seen = drv.get(node.ironic_id)
+    if seen.instance_id == str(inst.pk) and seen.state.provision in (P.ACTIVE, P.DEPLOY_FAILED, P.ERROR,
+                                                                      P.DEPLOYING, P.DEPLOY_WAIT):
+        op.state.setdefault("undeploy_started_at", now().isoformat())
+        op.state["undeploy_from"] = str(seen.state.provision)
+        seen = drv.undeploy(node.ironic_id, wait=False)
+    nodesvc.node_observe(node, seen)
+
+
+def wait_cleaned(op) -> None:
+    """Wait for `available` (undeploy → cleaning → available). A `clean failed` node is held for staff (it is
+    never handed to the next tenant) and the receipt says cleaning failed; the tenant's delete completes."""
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None or "undeploy_started_at" not in op.state:
+        return
+    seen = baremetal_driver().get(node.ironic_id)
+    if seen.state.provision == P.CLEAN_FAILED:
+        nodesvc.node_observe(node, seen)
+        op.state["cleaning"] = {"result": "failed", "error": seen.state.last_error[:500],
+                                "finished_at": now().isoformat()}
+        nodesvc.node_hold(node=node, reason=f"cleaning failed: {seen.state.last_error}"[:1000])
+        return
+    if seen.state.provision != P.AVAILABLE or seen.state.target_provision is not None or seen.instance_id:
+        raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
+    nodesvc.node_observe(node, seen)
+    op.state["cleaning"] = {"result": "succeeded", "finished_at": now().isoformat()}
+
+
+def detach_networks(op) -> None:
+    from apps.compute.services.networks import instance_networks_detach
+
+    inst = _instance(op)
+    op.state["had_networks"] = bool(inst.network)
+    instance_networks_detach(actor=None, instance_id=inst.pk)
+
+
+def sign_receipt(op) -> None:
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is not None and "undeploy_started_at" in op.state:
+        receipts.receipt_issue(instance=inst, node=node, operation=op)
+
+
+def release_allocations(op) -> None:
+    inst = _instance(op)
+    instance_allocations_release(instance=inst)
+    transition(inst, "deleted", INSTANCE_TRANSITIONS, extra={"deleted_at": now()})
+
+
+def delete_failed(op, code: str, detail: str) -> None:
+    inst = _instance(op)
+    if inst.status == InstanceStatus.DELETING:
+        transition(inst, "fail", INSTANCE_TRANSITIONS,
+                   extra={"error_code": code[:64], "error_reason": f"delete failed: {detail}"[:1000]})
+
+
+def register() -> None:
+    from apps.compute.services.instances import register_provisioner
+
+    register_provisioner(KIND, KINDS)
+    wf.register(wf.Workflow(kind=KINDS[CREATE], steps=(
+        ("place_and_claim", place_and_claim), ("deploy", deploy), ("wait_active", wait_active)),
+        on_error=create_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+    wf.register(wf.Workflow(kind=KINDS[DELETE], steps=(
+        ("undeploy", undeploy), ("wait_cleaned", wait_cleaned), ("detach_networks", detach_networks),
+        ("sign_receipt", sign_receipt), ("release_allocations", release_allocations)),
+        on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+    wf.register(wf.Workflow(kind=KINDS[REBOOT], steps=(("reboot", reboot),), on_error=action_failed,
+                            deadline_seconds=600.0))
+    wf.register(wf.Workflow(kind=KINDS[STOP], steps=(("power_off", power_off),), on_error=action_failed,
+                            deadline_seconds=600.0))
+    wf.register(wf.Workflow(kind=KINDS[START], steps=(("power_on", power_on),), on_error=action_failed,
+                            deadline_seconds=600.0))
+    wf.register(wf.Workflow(kind=KINDS[REBUILD], steps=(("rebuild", rebuild), ("wait_rebuilt", wait_rebuilt)),
+                            on_error=action_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+
+
+__all__ = ["operation_kind", "register"]
