@@ -1,6 +1,6 @@
 """Instance workflows on the Operation step runner (`apps.operations.runner`).
 
-create:  place_and_claim → attach_networks → prepare_devices → wait_devices → define → start → wait_running
+create:  place_and_claim → attach_networks → prepare_volumes (storage's create hooks) → prepare_devices → wait_devices → define → start → wait_running
 stop:    stop → wait_stopped            start: prepare_devices → wait_devices → start → wait_running
 reboot:  reboot                         resize: redefine
 delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) →
@@ -94,6 +94,12 @@ def attach_networks(op) -> None:
         netsvc.instance_networks_attach(actor=op.actor, instance=inst)
 
 
+def prepare_volumes(op) -> None:
+    """Make the volumes the create asked for on the chosen host and attach them to what `define` defines
+    (storage's create hooks, `services.volumes`; a no-op without volumes). Idempotent: keyed by the volume ids."""
+    volsvc.instance_volumes_prepare(instance=_instance(op))
+
+
 def prepare_devices(op) -> None:
     inst = _instance(op)
     devsvc.devices_prepare(instance=inst, driver=driver_for_host(inst.host),
@@ -125,7 +131,8 @@ def _spec(inst: Instance) -> DomainSpec:
                  for m in d.get("mdevs", [])]
     image = inst.image
     disk = None
-    if conf.image_dir():
+    volumes = volsvc.instance_volume_disks(inst)
+    if conf.image_dir() and not any(v.boot for v in volumes):  # boot from volume: the volume is the boot disk
         disk = DiskSpec(max(inst.flavor.disk_gib, image.min_disk_gib),
                         f"{conf.image_dir()}/{image.name}.{image.disk_format}", image.disk_format)
     nics = netsvc.interfaces_for(inst.pk, bridge=conf.ovs_bridge())
@@ -139,7 +146,7 @@ def _spec(inst: Instance) -> DomainSpec:
                       numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
                       uefi=conf.uefi(), secure_boot=image.secure_boot, machine=conf.machine(),
                       virt_type=conf.virt_type(), hostdevs=tuple(hostdevs), interfaces=nics, disk=disk,
-                      volumes=volsvc.instance_volume_disks(inst), seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
+                      volumes=volumes, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))
 
 
 def define(op) -> None:
@@ -200,6 +207,7 @@ def create_failed(op, code: str, detail: str) -> None:
         if code == "host_unreachable":
             devsvc.host_cordon_unreachable(inst.host, detail)
     netsvc.instance_networks_detach(actor=None, instance_id=inst.pk)
+    volsvc.instance_volumes_abandon(instance=inst)  # after the domain (and its disks) went
     instance_allocations_release(instance=inst)
 
 
@@ -296,8 +304,11 @@ def wait_devices_released(op) -> None:
 
 def release_volumes(op) -> None:
     """The attached volumes' attachments go (their disks went with the domain) and `delete_on_termination`
-    volumes start their delete, through storage's delete hook (`services.volumes`)."""
-    volsvc.instance_volumes_release(instance=_instance(op))
+    volumes start their delete, through storage's delete hook (`services.volumes`); so do the volumes a create
+    superseded by this delete had reserved."""
+    inst = _instance(op)
+    volsvc.instance_volumes_abandon(instance=inst)
+    volsvc.instance_volumes_release(instance=inst)
 
 
 def release_allocations(op) -> None:
@@ -323,7 +334,7 @@ def delete_failed(op, code: str, detail: str) -> None:
 
 wf.register(wf.Workflow(kind=CREATE, steps=(
     ("place_and_claim", place_and_claim), ("attach_networks", attach_networks),
-    ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
+    ("prepare_volumes", prepare_volumes), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=STOP, steps=(("stop", stop), ("wait_stopped", wait_stopped)),

@@ -5,7 +5,8 @@
   and the qualifiers ``volume_gib`` accepts (the volume types' names);
 * compute's disk provider (`services.attachments.instance_volume_disks`: an instance's domain definition carries
   its attached volumes) and delete hook (`services.reconcile.instance_attachments_release`: the instance's
-  delete workflow releases its attachments and deletes its `delete_on_termination` volumes);
+  delete workflow releases its attachments and deletes its `delete_on_termination` volumes) and create hooks
+  (`services.instance_volumes`: the volumes an instance create asks for);
 * billing's usage source ``storage.volume`` (`selectors.volume_usage`: GiB held per volume type, SKU
   ``volume:type=<name>``).
 """
@@ -14,10 +15,16 @@ from __future__ import annotations
 from functools import partial
 
 from apps.billing.registry import register_usage_source
-from apps.compute.services.volumes import register_delete_hook, register_disk_provider
+from apps.compute.services.volumes import (
+    CreateVolumeHooks,
+    register_create_hooks,
+    register_delete_hook,
+    register_disk_provider,
+)
 from apps.tenancy.quotas import register_quota_qualifiers, register_usage_counter
 
 from . import selectors
+from .services import instance_volumes as launch
 from .services.attachments import instance_volume_disks
 from .services.reconcile import instance_attachments_release
 
@@ -31,3 +38,6 @@ def register() -> None:
     register_usage_source("storage.volume", selectors.volume_usage)
     register_disk_provider(instance_volume_disks)
     register_delete_hook(instance_attachments_release)
+    register_create_hooks(CreateVolumeHooks(check=launch.volumes_check, reserve=launch.volumes_reserve,
+                                            prepare=launch.volumes_prepare, abandon=launch.volumes_abandon,
+                                            pins=launch.placement_pins))

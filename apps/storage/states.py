@@ -1,7 +1,7 @@
 """Volume, attachment and snapshot states and their transition tables (applied by `apps.core.transitions`).
 
 `status` of a volume follows Cinder's names: `creating` → `available` ⇄ `attaching`/`in-use`/`detaching`,
-`available` → `extending` → `available`, `available`/`error` → `deleting` → `deleted`. A transient state
+`available`/`in-use` → `extending` → `available`/`in-use`, `available`/`error` → `deleting` → `deleted`. A transient state
 (`creating`, `attaching`, `detaching`, `extending`, `deleting`) belongs to exactly one running Operation; a
 request in one of them is a 409 listing the allowed states.
 """
@@ -32,10 +32,13 @@ VOLUME_TRANSITIONS = {
     "detach": ({V.IN_USE}, V.DETACHING),
     # the end of an attach or detach: available when no attachment is left, else in-use
     "settle_available": ({V.ATTACHING, V.DETACHING, V.EXTENDING}, V.AVAILABLE),
-    "settle_in_use": ({V.ATTACHING, V.DETACHING}, V.IN_USE),
+    "settle_in_use": ({V.ATTACHING, V.DETACHING, V.EXTENDING}, V.IN_USE),
     # the reconciler found the volume's only instance deleted (its domain, and the disk with it, are gone)
     "released": ({V.IN_USE}, V.AVAILABLE),
-    "extend": ({V.AVAILABLE}, V.EXTENDING),
+    # an attached volume grows under its instance (the running guest's QEMU grows the image it holds)
+    "extend": ({V.AVAILABLE, V.IN_USE}, V.EXTENDING),
+    # a volume an instance create asked for, never made: the failed create does not keep it
+    "abandon": ({V.CREATING}, V.DELETING),
     "delete": ({V.AVAILABLE, V.ERROR}, V.DELETING),
     "deleted": ({V.DELETING}, V.DELETED),
     "fail": (_TRANSIENT, V.ERROR),
@@ -45,6 +48,10 @@ LIVE_STATUSES = frozenset(set(V.values) - {V.DELETED})
 
 
 class AttachmentStatus(models.TextChoices):
+    """`reserved`: asked for by an instance create, made and attached by its step `prepare_volumes` before the
+    domain is defined with it; then as an attach request: `attaching` → `attached` → `detaching`."""
+
+    RESERVED = "reserved"
     ATTACHING = "attaching"
     ATTACHED = "attached"
     DETACHING = "detaching"

@@ -1,6 +1,6 @@
 """Volume and snapshot workflows on the Operation step runner (`apps.operations.runner`).
 
-volume.create: create     volume.extend: resize     volume.delete: delete
+volume.create: create     volume.extend: resize (live when attached to a running guest)     volume.delete: delete
 volume.attach: attach     volume.detach: detach
 snapshot.create: create   snapshot.delete: delete
 
@@ -11,7 +11,7 @@ the attach and detach requests: instance, attachment, volume).
 """
 from __future__ import annotations
 
-from apps.core.drivers import DriverNotFound
+from apps.core.drivers import DriverConflict, DriverNotFound
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
 
@@ -20,7 +20,7 @@ from .services import attachments as attsvc
 from .services import snapshots as snapsvc
 from .services import usage as usagesvc
 from .services import volumes as volsvc
-from .services.backend import disk_attachment, driver_for, pool_spec, volume_spec
+from .services.backend import disk_attachment, driver_for, pool_spec
 from .states import SNAPSHOT_TRANSITIONS, VOLUME_TRANSITIONS, AttachmentStatus, SnapshotStatus
 
 
@@ -36,35 +36,32 @@ def _fail_volume(op, code: str, detail: str) -> None:
 
 
 # ---- create / extend / delete -------------------------------------------------------------------------------
-def _backing(vol: Volume) -> str:
-    if vol.source_image_id is None:
-        return ""
-    from apps.compute.selectors import image_file_path
-
-    return image_file_path(vol.source_image)
-
-
 def create(op) -> None:
     """Make the backend volume (empty, a copy-on-write child of an image, or a snapshot's copy)."""
-    vol = _volume(op.target_id)
-    drv = driver_for(vol.host)
-    pool = vol.volume_type.pool
-    drv.pool_ensure(pool_spec(vol.volume_type))
-    try:
-        info = drv.volume_get(pool, str(vol.pk))
-    except DriverNotFound:
-        if vol.source_snapshot_id is not None:
-            info = drv.volume_from_snapshot(pool, str(vol.source_snapshot_id), volume_spec(vol))
-        else:
-            info = drv.volume_create(volume_spec(vol, backing=_backing(vol)))
-    transition(vol, "created", VOLUME_TRANSITIONS, extra={"backend_path": info.path[:500], "error_code": "",
-                                                          "error_reason": ""})
-    usagesvc.usage_open(vol)
+    volsvc.volume_backend_make(_volume(op.target_id))
 
 
 def resize(op) -> None:
+    """Grow the volume to its new `size_gib`: attached to a running domain, through that guest's QEMU
+    (`disk_resize`, libvirt's blockResize: the guest sees the new capacity); else on its pool. Lock order as
+    the attach steps: instance, then volume."""
+    from apps.compute.selectors import instance_for_update
+
+    att = VolumeAttachment.objects.filter(volume_id=op.target_id, status=AttachmentStatus.ATTACHED).first()
+    inst = instance_for_update(att.instance_id) if att is not None else None
     vol = _volume(op.target_id)
-    driver_for(vol.host).volume_resize(vol.volume_type.pool, str(vol.pk), vol.size_gib)
+    grown = False
+    if inst is not None and inst.host_id is not None:
+        try:
+            driver_for(inst.host).disk_resize(str(inst.pk), att.device, vol.size_gib)
+            grown = True
+        except DriverConflict as exc:
+            if exc.code != "domain_not_running":
+                raise
+        except DriverNotFound:
+            pass  # no domain (a deleted instance's) or no such disk: the pool's file is not held open
+    if not grown:
+        driver_for(vol.host).volume_resize(vol.volume_type.pool, str(vol.pk), vol.size_gib)
     attsvc.volume_settle(vol)
     usagesvc.usage_open(vol)  # metered at the new size from now on
 

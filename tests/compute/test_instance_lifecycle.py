@@ -38,8 +38,9 @@ def test_create_stop_start_reboot_delete(world):
     assert (cmd.kind, cmd.payload["partition_id"]) == ("activate_partition", part)
     _agent_complete(host, [cmd], {"active_partitions": [part]})
     op = drive(op_id)
-    assert (op.status, op.steps_done) == ("succeeded", ["place_and_claim", "attach_networks", "prepare_devices",
-                                                        "wait_devices", "define", "start", "wait_running"])
+    assert (op.status, op.steps_done) == ("succeeded", [
+        "place_and_claim", "attach_networks", "prepare_volumes", "prepare_devices", "wait_devices", "define", "start",
+        "wait_running"])
     inst = Instance.objects.get(pk=inst_id)
     assert (inst.status, inst.observed_state, inst.host_id) == ("active", "running", host.pk)
     assert inst.devices["pci"] == ["0000:00:00.0"] and inst.devices["numa_node"] == 0

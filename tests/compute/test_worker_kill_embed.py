@@ -124,8 +124,8 @@ def test_create_resumes_after_worker_sigkill_on_qemu(world, tmp_path):
         op.refresh_from_db()
         inst.refresh_from_db()
         assert (op.status, op.error_detail) == ("succeeded", ""), (tmp_path / "second.log").read_text()[-3000:]
-        assert op.steps_done == ["place_and_claim", "attach_networks", "prepare_devices", "wait_devices", "define",
-                                 "start", "wait_running"]
+        assert op.steps_done == ["place_and_claim", "attach_networks", "prepare_volumes", "prepare_devices",
+                                 "wait_devices", "define", "start", "wait_running"]
         assert (inst.status, inst.observed_state) == ("active", "running")
         assert _embed(uri, "list") == [str(inst.pk)]  # exactly one domain
         live = Allocation.objects.filter(period__contains=now())

@@ -210,6 +210,29 @@ class NetworkFieldsInput(Serializer):
                   "virtual GUID join it as full members once placed")
 
 
+class InstanceVolumeInput(Serializer):
+    """One volume of a create: an existing volume of the project (`id`) or a new one (`size_gib`,
+    `volume_type`, optional `name`). Block storage (docs/storage.md) checks them before anything is written."""
+
+    id = VisibleField("apps.storage.selectors.volume_list_visible_to", required=False, allow_null=True,
+                      default=None, help_text="an existing volume of the project: available, or in-use with a "
+                                              "multi-attach type (409 volume_in_use otherwise)")
+    name = serializers.CharField(max_length=63, required=False, allow_null=True, default=None,
+                                 help_text="a new volume's name (default: '<instance>-<device>' or "
+                                           "'<instance>-boot')")
+    size_gib = serializers.IntegerField(min_value=1, required=False, allow_null=True, default=None,
+                                        help_text="a new volume's size, whole GiB (default: the type's minimum; a "
+                                                  "boot volume: max(flavor disk_gib, image min_disk_gib))")
+    volume_type = VisibleField("apps.storage.selectors.volume_type_list_visible_to", required=False,
+                               allow_null=True, default=None, help_text="a new volume's type")
+    delete_on_termination = serializers.BooleanField(
+        required=False, allow_null=True, default=None,
+        help_text="delete the volume with the instance (new volumes: default false; existing: unchanged)")
+    boot = serializers.BooleanField(required=False, default=False,
+                                    help_text="boot from this volume (device vda, instead of the image disk); a "
+                                              "new boot volume starts as a copy-on-write child of the image")
+
+
 class InstanceCreateInput(NetworkFieldsInput):
     """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
 
@@ -229,6 +252,10 @@ class InstanceCreateInput(NetworkFieldsInput):
         required=False, default=False,
         help_text="wait for capacity: when the fleet could hold the instance but not now, join the on-demand "
                   "queue (202) instead of answering 409 capacity_unavailable")
+    volumes = InstanceVolumeInput(
+        many=True, required=False, default=list, max_length=17,
+        help_text="volumes to attach at create (at most 16 data volumes and one boot volume); an existing "
+                  "host-local volume places the instance on its host")
 
 
 class InstanceActionInput(Serializer):

@@ -115,6 +115,11 @@ def _launch_fields(data) -> dict:
             "user_data": data["user_data"], "queue": data["queue"], **_network_fields(data)}
 
 
+def _volume_requests(data) -> list[dict]:
+    """The create body's `volumes` as the service takes them (`instances.instance_create`)."""
+    return [dict(v) for v in data.get("volumes", [])]
+
+
 CHECK_DOC = ("Dry run of the create with the same body: whether it could be placed now, the code the create "
              "would answer, why (the placement rule's explanation, quota lines), when it would fit "
              "(earliest_start) and the price per hour. Same validation (400), permission (403) and references "
@@ -145,15 +150,17 @@ class InstanceViewSet(_Base):
     def create(self, request):
         data = self._input(s.InstanceCreateInput)
         inst, op = instances.instance_create(actor=request.user, request_id=get_request_id(),
-                                             sla_tier=data["sla_tier"], **_launch_fields(data))
+                                             sla_tier=data["sla_tier"], volumes=_volume_requests(data),
+                                             **_launch_fields(data))
         return _accepted(inst, op)
 
     @extend_schema(request=s.InstanceCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
     @action(detail=False, methods=["post"])
     def check(self, request):
         data = self._input(s.InstanceCreateInput)
-        return Response(PlacementCheckOutput(launch.instance_check(actor=request.user, sla_tier=data["sla_tier"],
-                                                                        **_launch_fields(data))).data)
+        return Response(PlacementCheckOutput(launch.instance_check(
+            actor=request.user, sla_tier=data["sla_tier"], volumes=_volume_requests(data),
+            **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
         409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})

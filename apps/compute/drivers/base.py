@@ -115,7 +115,8 @@ class VolumeDisk:
     (``qcow2``/``raw``), `source_type` ``file`` (dir and netfs pools) or ``block`` (logical volumes) and the
     `<driver cache>` mode. Compute does not know volumes: storage's disk provider says which an instance has
     (`apps.compute.services.volumes.register_disk_provider`); the element is the one storage's driver
-    hot-plugs (`apps.storage.drivers.libvirt.xml.disk_xml`)."""
+    hot-plugs (`apps.storage.drivers.libvirt.xml.disk_xml`). `boot`: the guest boots from this disk (boot from
+    volume: the domain then has no image disk and the disk carries `<boot order='1'/>`)."""
 
     path: str
     target_dev: str
@@ -125,6 +126,7 @@ class VolumeDisk:
     source_type: str = "file"
     read_only: bool = False
     cache: str = "none"
+    boot: bool = False
 
 
 @dataclass(frozen=True)

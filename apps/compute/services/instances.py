@@ -39,6 +39,7 @@ from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus, Provisioning
 from ._common import validate_name
 from .networks import network_request_resolve
 from .placement import instance_queue, placement_admit_for
+from .volumes import instance_volumes_check, instance_volumes_reserve
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 TARGET = "compute.instance"
@@ -140,25 +141,33 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
 
 
 def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True, admit: bool = True,
-                   cluster=None, queue: bool = False):
+                   cluster=None, queue: bool = False, pins: dict | None = None):
     """The create's decisions that depend on the tenant's quota and the fleet, in the create's transaction and
     order: quotas (422 `quota_exceeded`), the name (409 `name_taken`), the placement rule (422 `unplaceable`, 409
     `capacity_unavailable`). Returns the `Admission` (None when `admit` is off or inside a cluster). Writes
-    nothing; `instance_create` and `instance_check` both call it, so a check never disagrees with a create."""
+    nothing; `instance_create` and `instance_check` both call it, so a check never disagrees with a create.
+    `pins`: the host / zone the instance's volumes bind it to (`services.volumes.VolumePlan`)."""
     gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
     for key, amount in quota_keys(flavor):
         if key not in gpu_keys:
             quota_check(scope=project, resource=key, requested=amount)
     if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
         raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-    return placement_admit_for(flavor, project.pk, queue=queue) if admit and cluster is None else None
+    return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins) if admit and cluster is None
+            else None)
+
+
+def volume_pins(plan) -> dict:
+    """The placement pins of a `VolumePlan` (``host_id``, ``zone``; only those it sets)."""
+    return {k: v for k, v in (("host_id", plan.host_id), ("zone", plan.zone)) if v}
 
 
 @atomic_with_retry
 def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                     user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True,
                     subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None, queue: bool = False,
-                    admit: bool = True, sla_tier: str | None = None) -> tuple[Instance, Operation]:
+                    admit: bool = True, sla_tier: str | None = None,
+                    volumes: Sequence[dict] = ()) -> tuple[Instance, Operation]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation).
     A retried request is answered by the API's `Idempotency-Key` layer (`apps.core.idempotency`), not here.
     The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
@@ -174,8 +183,16 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     frees. `admit=False` for instances placed by other rules (inside a lease, spot). Everything it refuses is
     decided by `_instance_prepare` and `instance_admit`, which `launch.instance_check` runs without writing.
     `sla_tier`: the SLA tier code it is bought at (default: the cluster's, else the organization's default tier;
-    `apps.billing.selectors.sla_tier_resolve`, 400 `unknown_sla_tier`); its usage is priced and credited at it."""
+    `apps.billing.selectors.sla_tier_resolve`, 400 `unknown_sla_tier`); its usage is priced and credited at it.
+
+    `volumes`: the volumes to attach, new (``size_gib``, ``volume_type``, ``name``, ``delete_on_termination``,
+    ``boot``) or existing (``id``, ``delete_on_termination``, ``boot``), checked by storage before anything is
+    written (`services.volumes.instance_volumes_check`: 400, 409 `volume_in_use` / `invalid_state`, 422
+    `quota_exceeded`) and reserved in this transaction; an existing host-local volume pins the placement to its
+    host (`admit` then asks the rule for that host), a zoned one to its zone. The create's step
+    `prepare_volumes` makes and attaches them; a failed create releases them (`create_failed`)."""
     from apps.billing.selectors import sla_tier_resolve
+
 
     flavor, image, keys, network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
@@ -185,8 +202,10 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                             code=sla_tier or (cluster.sla_tier if cluster is not None else None))
     fields = {"network": network} if network else {}
     with transaction.atomic():
+        plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,
+                                      name=name)
         admission = instance_admit(project=project, flavor=flavor, name=name, gpu_quota=gpu_quota, admit=admit,
-                                   cluster=cluster, queue=queue)
+                                   cluster=cluster, queue=queue, pins=volume_pins(plan))
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,
@@ -195,6 +214,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         op = operation_start(kind=operation_kind(flavor, CREATE), target_type=TARGET, target_id=inst.pk,
                              project=project, actor=actor,
                              request_id=request_id, state={"queue": True} if queue else None)
+        instance_volumes_reserve(actor=actor, instance=inst, plan=plan, operation=op)
         audit_record(actor=actor, action="compute.instance.create", target=inst, after={
             "name": name, "flavor": flavor.name, "image": image.name, "ssh_keys": [k.fingerprint for k in keys],
             "operation": str(op.pk), **fields, **({"queued": admission.reason} if admission and admission.queued

@@ -24,8 +24,9 @@ from apps.tenancy.quotas import quota_checks_recorded, quota_report
 from ..billing import flavor_price
 from ..models import Flavor
 from .clusters import MEMBER, _cluster_prepare, cluster_admit
-from .instances import _instance_prepare, instance_admit, quota_keys
+from .instances import _instance_prepare, instance_admit, quota_keys, volume_pins
 from .placement import CONSUMER_TYPE, instance_queue_position, placement_admit_for, placement_request_for
+from .volumes import instance_volumes_check
 
 
 def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool,
@@ -66,17 +67,20 @@ def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable
 
 def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence = (),
                    user_data: str = "", subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None,
-                   queue: bool = False, sla_tier: str | None = None) -> dict:
+                   queue: bool = False, sla_tier: str | None = None, volumes: Sequence[dict] = ()) -> dict:
     """What `instance_create` would answer for these arguments, as a `check_answer` body; raises its 403 and
     400 errors as it does (400 `unknown_sla_tier`). Writes nothing; ``price`` at `sla_tier` (default the
-    organization's default tier)."""
-    flavor, _image, _keys, _network = _instance_prepare(
+    organization's default tier). `volumes` are checked as the create checks them (their quota, 409s and the
+    host / zone they pin the placement to)."""
+    flavor, image, _keys, _network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id)
 
     def instance():
-        return instance_admit(project=project, flavor=flavor, name=name, queue=queue)
+        plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,
+                                      name=name)
+        return instance_admit(project=project, flavor=flavor, name=name, queue=queue, pins=volume_pins(plan))
 
     return _check(project=project, flavor=flavor, hosts=1, queue=queue, decide=instance, cluster=False,
                   sla_tier=sla_tier)

@@ -107,7 +107,10 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
     - not now and the client asked to wait (`queue`): the instance joins the on-demand queue like a create that
       was queued at once (`instance_queue`; without a queue hook its operation waits until the queue timeout) and
       this returns True. Writes only the queue entry; call in the placement step's transaction."""
-    admission = placement_admit_for(instance.flavor, instance.project_id, queue=queue)
+    from .volumes import instance_placement_pins
+
+    admission = placement_admit_for(instance.flavor, instance.project_id, queue=queue,
+                                    pins=instance_placement_pins(instance))
     if not admission.queued:
         return False
     if not instance_queue(actor=actor, instance=instance, operation=operation, reason=admission.reason):
@@ -115,24 +118,27 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
     return True
 
 
-def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False):
+def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False,
+                        pins: dict | None = None):
     """The placement rule (`apps.scheduling.services.placement_admit`) for `hosts` instances of `flavor`:
     raises 422 `unplaceable` / 409 `capacity_unavailable` (with ``earliest_start``) or returns the Admission
-    (``queued`` when `queue` and the fleet cannot hold it now)."""
+    (``queued`` when `queue` and the fleet cannot hold it now). `pins`: ``host_id`` / ``zone`` the instance is
+    bound to (its volumes: `services.volumes.instance_placement_pins`)."""
     from apps.scheduling.services import placement_admit
 
     req = placement_request_for(flavor, project_id, hosts=hosts, topology=topology,
-                                consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member")
+                                consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member", pins=pins)
     return placement_admit(request=req, queue=queue)
 
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
-                          topology=None) -> PlacementRequest:
+                          topology=None, pins: dict | None = None) -> PlacementRequest:
     """The `PlacementRequest` of `hosts` instances of `flavor`: on hypervisors, or, for a bare-metal flavor, on
     bare-metal hosts, all of the flavor's GPUs on one host and the host dedicated to the project (nobody else's
-    allocation beside it)."""
+    allocation beside it). `pins` (``host_id``, ``zone``): where the instance's volumes bind it to."""
     baremetal = flavor.kind == ProvisioningKind.BAREMETAL
-    kw = {"project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
+    kw = {**{k: v for k, v in (pins or {}).items() if k in ("host_id", "zone") and v},
+          "project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
           "provisioning_kind": HostProvisioningKind.BAREMETAL if baremetal else HostProvisioningKind.HYPERVISOR,
           "consumer_type": consumer_type, "dedicated": baremetal,
           "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else ()}
@@ -155,9 +161,11 @@ def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     Raises `CapacityTaken` (409, on-demand: the create step waits and places again), `CapacityUnavailable`
     (409, inside a lease or spot) or `QuotaExceeded` (422): the last two are terminal for the create."""
     from .instances import gpu_quota_keys
+    from .volumes import instance_placement_pins
 
     with transaction.atomic():
-        request = placement_request_for(instance.flavor, instance.project_id)
+        request = placement_request_for(instance.flavor, instance.project_id,
+                                        pins=instance_placement_pins(instance))
         for hook in _PLACEMENT_HOOKS:
             request = hook(instance, request)
         if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)

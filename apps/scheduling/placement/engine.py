@@ -10,7 +10,7 @@ Two paths give the same answers for what they cover:
   each removed (`Explanation`), then the device step (NVSwitch partitions / NUMA, MIG geometry, vGPU, shares)
   and, for several hosts, the network topology step.
 
-Filter order: host_state, provisioning_kind, zone, lease_holding, tenant_isolation, affinity, anti_affinity,
+Filter order: host_state, provisioning_kind, zone, host (a pinned `host_id`), lease_holding, tenant_isolation, affinity, anti_affinity,
 gpu_model, gpu_mode, gpu_health, gpu_capacity, vcpu, memory, then the device filters (nvswitch_partition,
 mig_geometry, vgpu_capacity, share_capacity) and topology.
 """
@@ -85,8 +85,8 @@ def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
     `explain=True` always runs the exact path and evaluates every host. `ideal=True` asks the same of the
     empty fleet (see `_Ctx`; exact path, explained). Reads only; claims nothing."""
     ctx = _Ctx(req, ideal=ideal)
-    if ideal:
-        return _exact(ctx, limit, True, exclude_hosts)
+    if ideal or req.host_id is not None:
+        return _exact(ctx, limit, ideal or explain, exclude_hosts)
     if (req.is_on_demand_now and req.gpu_form in ("gpu", "none") and not explain and not req.affinity_group
             and not (req.zone and ctx.zone_id == uuid.UUID(int=0))):
         result = _fast(ctx, limit, exclude_hosts)
@@ -312,7 +312,8 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
     if ctx.ideal:  # only what no operator action short of changing the hardware can fix
         checks = [("host_state", state == HostState.RETIRED, state),
                   ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
-                  ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone")]
+                  ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone"),
+                  ("host", req.host_id is not None and hid != req.host_id, "not the pinned host")]
         if req.gpu_form != "none":
             checks.append(("gpu_model", row.n_model < (req.gpus_per_host or 1), f"fewer GPUs of {models}"))
         checks += [("vcpu", row.cpu_threads < req.vcpus, f"fewer than {req.vcpus} vCPUs"),
@@ -322,6 +323,7 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
         ("host_state", state != HostState.AVAILABLE, state),
         ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
         ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone"),
+        ("host", req.host_id is not None and hid != req.host_id, "not the pinned host"),
         ("lease_holding", lease_hosts is not None and hid not in lease_hosts, "not held by the lease"),
         ("tenant_isolation", dedicated_pid is not None and dedicated_pid != req.project_id,
          "dedicated to another project"),

@@ -49,6 +49,8 @@ class PlacementRequest:
     memory_mib: int = 0
     hosts: int = 1
     zone: str = ""
+    #: pin to one host (an instance whose host-local volume lives there; apps.storage): the exact path only
+    host_id: uuid.UUID | None = None
     provisioning_kind: str = ""
     policy: str = ""
     affinity_group: str = ""

@@ -5,7 +5,8 @@ from apps.core.models import ProjectOwned, TimestampedModel
 
 from ..states import AttachmentStatus, SnapshotStatus, VolumeStatus
 
-#: The most volumes attached to one instance at once (devices vdb .. vdq; vda is the image disk). Our product
+#: The most data volumes attached to one instance at once (devices vdb .. vdq; vda is the image disk or the boot
+#: volume). Our product
 #: limit, below the PCI slots a virtio-blk disk uses on the guest's root bus.
 MAX_ATTACHMENTS_PER_INSTANCE = 16
 
@@ -47,13 +48,16 @@ class Volume(ProjectOwned):
 
 class VolumeAttachment(TimestampedModel):
     """`volume` attached to `instance` (same project) as guest disk `device` (``vdb`` ..). The row exists from the
-    attach request until the detach finished (`status` attaching → attached → detaching). `boot`: the instance
-    boots from this volume; it detaches only while the instance is stopped."""
+    attach request until the detach finished (`status` attaching → attached → detaching; `reserved` while the
+    instance's create has not attached it yet). `boot`: the instance boots from this volume (device ``vda``,
+    instead of the image disk); it detaches only while the instance is stopped. `made_by_create`: the instance's
+    create made the volume (a failed create deletes it when it has `delete_on_termination`)."""
 
     volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="attachments")
     instance = models.ForeignKey("compute.Instance", on_delete=models.PROTECT, related_name="+")
     device = models.CharField(max_length=8)
     boot = models.BooleanField(default=False)
+    made_by_create = models.BooleanField(default=False)
     status = models.CharField(max_length=16, choices=AttachmentStatus.choices, default=AttachmentStatus.ATTACHING)
 
     class Meta:

@@ -114,8 +114,7 @@ def volume_settle(volume: Volume) -> None:
     """The end of an attach or detach (the workflows): `available` without attachments, else `in-use`."""
     attached = VolumeAttachment.objects.filter(volume=volume).exists()
     if volume.status in (VolumeStatus.ATTACHING, VolumeStatus.DETACHING, VolumeStatus.EXTENDING):
-        transition(volume, "settle_in_use" if attached and volume.status != VolumeStatus.EXTENDING
-                   else "settle_available", VOLUME_TRANSITIONS)
+        transition(volume, "settle_in_use" if attached else "settle_available", VOLUME_TRANSITIONS)
 
 
 def instance_volume_disks(instance) -> list:
@@ -139,5 +138,5 @@ def instance_volume_disks(instance) -> list:
         disks.append(VolumeDisk(path=info.path, target_dev=att.device, serial=disk_serial(vol.pk),
                                 format=info.format or "qcow2",
                                 source_type="block" if vol.volume_type.pool_kind == "logical" else "file",
-                                cache=getattr(driver_for(instance.host), "disk_cache", "none")))
+                                cache=getattr(driver_for(instance.host), "disk_cache", "none"), boot=att.boot))
     return disks

@@ -158,9 +158,14 @@ def volume_update(*, actor, volume: Volume, **fields) -> Volume:
 
 
 def volume_extend(*, actor, volume: Volume, size_gib: int) -> Operation:
-    """Grow an available volume to `size_gib` GiB: `available` → `extending` → `available`. The new size counts
-    against the quotas from the request on. 400 `size_must_grow` unless larger (a volume never shrinks: the
-    guest's filesystem would be cut); 409 `invalid_state` unless available (detach it first); 422 on quota."""
+    """Grow a volume to `size_gib` GiB: `available` → `extending` → `available`, or attached to one instance
+    `in-use` → `extending` → `in-use` (a running guest sees the new capacity at once: libvirt's blockResize; a
+    stopped one at its next boot). The new size counts against the quotas from the request on. 400
+    `size_must_grow` unless larger (a volume never shrinks: the guest's filesystem would be cut); 409
+    `invalid_state` unless available or in-use (with `allowed_states`), 409 `volume_in_use` for a multi-attach
+    volume attached to several instances (its guests would not all see it grow); 422 on quota."""
+    from ..models import VolumeAttachment
+
     authorize_project(actor, volume.project, WRITERS)
     if not isinstance(size_gib, int) or size_gib <= volume.size_gib:
         raise ValidationFailed(f"size_gib must be larger than the volume's {volume.size_gib} GiB; volumes only grow.",
@@ -168,6 +173,11 @@ def volume_extend(*, actor, volume: Volume, size_gib: int) -> Operation:
                                errors={"size_gib": [f"Must be larger than {volume.size_gib} GiB: volumes never shrink."]})
     _size(volume.volume_type, size_gib)
     with transaction.atomic():
+        if VolumeAttachment.objects.filter(volume=volume).count() > 1:
+            raise Conflict("The volume is attached to several instances; detach all but one to extend it.",
+                           code=Code.VOLUME_IN_USE, instances=sorted(
+                               str(i) for i in VolumeAttachment.objects.filter(volume=volume)
+                               .values_list("instance_id", flat=True)))
         quota_check(scope=volume.project, resource=f"volume_gib:{volume.volume_type.name}",
                     requested=size_gib - volume.size_gib)
         old = volume.size_gib
@@ -194,6 +204,38 @@ def volume_delete(*, actor, volume: Volume) -> Operation:
                      after={"status": locked.status, "operation": str(op.pk)})
     volume.status = locked.status
     return op
+
+
+def volume_backend_make(volume: Volume) -> None:
+    """Make `volume` (`creating`, row-locked) on its backend: empty, a copy-on-write child of its image, or a copy
+    of its snapshot; then it is `available` and metered. Keyed by the volume id: a retry finds what the last try
+    made (the `volume.create` step, and an instance create's `prepare_volumes`)."""
+    from apps.core.drivers import DriverNotFound
+
+    from .backend import driver_for, pool_spec, volume_spec
+    from .usage import usage_open
+
+    drv = driver_for(volume.host)
+    pool = volume.volume_type.pool
+    drv.pool_ensure(pool_spec(volume.volume_type))
+    try:
+        info = drv.volume_get(pool, str(volume.pk))
+    except DriverNotFound:
+        if volume.source_snapshot_id is not None:
+            info = drv.volume_from_snapshot(pool, str(volume.source_snapshot_id), volume_spec(volume))
+        else:
+            info = drv.volume_create(volume_spec(volume, backing=_backing(volume)))
+    transition(volume, "created", VOLUME_TRANSITIONS, extra={"backend_path": info.path[:500], "error_code": "",
+                                                             "error_reason": ""})
+    usage_open(volume)
+
+
+def _backing(volume: Volume) -> str:
+    if volume.source_image_id is None:
+        return ""
+    from apps.compute.selectors import image_file_path
+
+    return image_file_path(volume.source_image)
 
 
 def volume_mark_deleted(volume: Volume) -> None:

@@ -93,7 +93,10 @@ def _os_and_features(root: ET.Element, spec: DomainSpec) -> None:
         _sub(fw, "feature", enabled=state, name="secure-boot")
         if spec.secure_boot:
             _sub(os_el, "loader", secure="yes")
-    _sub(os_el, "boot", dev="hd")
+    if not any(v.boot for v in spec.volumes):
+        # a boot volume carries its own <boot order>; libvirt refuses both kinds in one domain (formatdomain,
+        # "BIOS bootloader": the per-device boot elements cannot be used together with os/boot)
+        _sub(os_el, "boot", dev="hd")
     feats = _sub(root, "features")
     _sub(feats, "acpi")
     _sub(feats, "apic")
@@ -145,6 +148,8 @@ def _volume_disk(devices: ET.Element, vol: VolumeDisk) -> None:
     _sub(d, "target", dev=vol.target_dev, bus=vol.bus)
     if vol.serial:
         _sub(d, "serial", vol.serial)
+    if vol.boot:
+        _sub(d, "boot", order="1")
     if vol.read_only:
         _sub(d, "readonly")
 
