@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from apps.core.errors import ValidationFailed
 
 from ..drivers.base import VolumeDisk
+from ..states import ProvisioningKind
 
 _DISK_PROVIDERS: list = []
 _DELETE_HOOKS: list = []
@@ -88,11 +89,14 @@ def instance_volumes_release(*, instance) -> None:
 
 def instance_volumes_check(*, actor, project, image, flavor, requests: Sequence[dict], name: str = "") -> VolumePlan:
     """The create's volume refusals (see `CreateVolumeHooks.check`); an empty plan without `requests`.
-    400 `validation_error` naming `volumes` when no storage app is installed."""
+    400 `validation_error` naming `volumes` when no storage app is installed or the flavor is not a VM's."""
     if not requests:
         return VolumePlan()
     if not _CREATE_HOOKS:
         raise ValidationFailed("Volumes are not offered.", errors={"volumes": ["block storage is not installed"]})
+    if flavor.kind != ProvisioningKind.VM:  # a volume is a virtio disk of a domain
+        raise ValidationFailed("Volumes attach to virtual machines only.",
+                               errors={"volumes": [f"not for a {flavor.kind} flavor"]})
     return _CREATE_HOOKS[0].check(actor=actor, project=project, image=image, flavor=flavor, requests=requests,
                                   name=name)
 
