@@ -161,6 +161,15 @@ AGENT_LAST_SEEN_FLUSH_SECONDS = env.int("AGENT_LAST_SEEN_FLUSH_SECONDS", default
 # A host whose agent has not heartbeated for this long gets a `heartbeat_lost` health event (apps.health, beat
 # every 60 s); keep it well above the heartbeat interval plus the flush lag above.
 HEALTH_HEARTBEAT_LOST_SECONDS = env.int("HEALTH_HEARTBEAT_LOST_SECONDS", default=300)
+# Remediation of VMs on a failed GPU or host (apps.health, docs/health.md): a project's consent mode when it set
+# none (auto | propose | off) and the checkpoint notice before an auto move (seconds).
+HEALTH_CONSENT_MODE_DEFAULT = env.str("HEALTH_CONSENT_MODE_DEFAULT", default="auto")
+HEALTH_NOTICE_SECONDS_DEFAULT = env.int("HEALTH_NOTICE_SECONDS_DEFAULT", default=900)
+# The blast-radius breaker (apps.health): within this window, at most max(MIN_HOSTS, floor(MAX_SHARE x hosts under
+# a leaf switch)) hosts under it are taken out automatically; beyond that one incident names the switch.
+HEALTH_BREAKER_WINDOW_SECONDS = env.int("HEALTH_BREAKER_WINDOW_SECONDS", default=900)
+HEALTH_BREAKER_MAX_SHARE = env.float("HEALTH_BREAKER_MAX_SHARE", default=0.25)
+HEALTH_BREAKER_MIN_HOSTS = env.int("HEALTH_BREAKER_MIN_HOSTS", default=1)
 # Webhook destinations (apps.core.outbound): ports a tenant's URL may use, and networks an operator opens despite
 # the refusal of internal addresses (CIDRs, comma separated; any port inside them).
 WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[80, 443])

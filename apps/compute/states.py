@@ -46,6 +46,9 @@ INSTANCE_TRANSITIONS = {
     # the reconciler saw an active instance's domain shut off (the guest powered itself off): like a stop,
     # the GPU stays held (Nova's power-state sync does the same)
     "sync_stopped": ({S.ACTIVE}, S.STOPPED),
+    # a VM on a failed GPU or host is re-created on healthy capacity (instance.recreate, apps.health's
+    # remediation): it is provisioning again until the new domain runs
+    "recreate": ({S.ACTIVE}, S.PROVISIONING),
 }
 
 LIVE_STATUSES = frozenset(set(S.values) - {S.DELETED})

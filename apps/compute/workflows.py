@@ -5,6 +5,8 @@ stop:    stop → wait_stopped            start: prepare_devices → wait_device
 reboot:  reboot                         resize: redefine
 delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) →
          release_volumes (storage's delete hook) → release_allocations
+recreate: release_old → place_and_claim → attach_networks → prepare_devices → wait_devices → define → start →
+         wait_running (a VM off a failed GPU or host, `services.instances.instance_recreate`)
 cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
@@ -33,7 +35,7 @@ from .services import devices as devsvc
 from .services import networks as netsvc
 from .services import volumes as volsvc
 from .services.hypervisor import driver_for_host
-from .services.instances import CREATE, DELETE, REBOOT, RESIZE, START, STOP
+from .services.instances import CREATE, DELETE, REBOOT, RECREATE, RESIZE, START, STOP
 from .services.placement import (
     CapacityTaken,
     instance_allocations_release,
@@ -54,7 +56,7 @@ def _call(op, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs)
     except DriverTransientError as exc:
-        if op.kind == CREATE and op.attempts + 1 >= conf.transient_retries():
+        if op.kind in (CREATE, RECREATE) and op.attempts + 1 >= conf.transient_retries():
             raise DriverError(str(exc), code=exc.code) from exc
         raise
 
@@ -211,6 +213,60 @@ def create_failed(op, code: str, detail: str) -> None:
     instance_allocations_release(instance=inst)
 
 
+# ---- recreate (a VM off a failed GPU or host) ---------------------------------------------------------------
+def release_old(op) -> None:
+    """Leave the old host in one transaction: remove the domain and mdevs there (a host that stays unreachable
+    for `COMPUTE_TRANSIENT_RETRIES` tries is left as it is and cordoned: the reconciler reports the leftover
+    domain when it answers again), queue the old GPUs' scrub (`devices_scrub`), leave the InfiniBand partition
+    (its GUIDs are the old host's), release the old allocations and forget the host and devices. The ports stay.
+    A crash before the commit leaves all of it undone; after it, `host` is None and the step is a no-op."""
+    inst = _instance(op)
+    if inst.host_id is None or str(inst.host_id) != op.state.get("from_host_id"):
+        return
+    drv = driver_for_host(inst.host)
+    try:
+        drv.domain_delete(inst.pk)
+        devsvc.mdevs_delete(instance=inst, driver=drv)
+    except DriverTransientError as exc:
+        if op.attempts + 1 < conf.transient_retries():
+            raise
+        op.state["old_host_unreachable"] = str(exc)[:500]
+        devsvc.host_cordon_unreachable(inst.host, str(exc))
+    except DriverError as exc:
+        op.state["old_domain_error"] = f"{exc.code or 'driver_error'}: {exc}"[:500]
+    devsvc.devices_scrub(inst, reason="re-created on other capacity (health remediation)")
+    from apps.networking.services import ib_partition_members_leave_instance
+
+    ib_partition_members_leave_instance(actor=None, instance_id=inst.pk)
+    instance_allocations_release(instance=inst)
+    op.state["old_placement"] = (inst.devices or {}).get("placement", {})
+    Instance.objects.filter(pk=inst.pk).update(host=None, devices={})
+    inst.host_id, inst.devices = None, {}
+
+
+def recreate_failed(op, code: str, detail: str) -> None:
+    """on_error of recreate: the instance goes to `error`; a new domain, devices and allocation it got are
+    removed (ports kept for the tenant's delete). Failed before leaving the old host: it stays there."""
+    inst = _instance(op)
+    if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
+        return
+    transition(inst, "fail", INSTANCE_TRANSITIONS,
+               extra={"error_code": code[:64], "error_reason": f"re-create failed: {detail}"[:1000]})
+    if inst.host_id is None or str(inst.host_id) == op.state.get("from_host_id"):
+        return
+    try:
+        drv = driver_for_host(inst.host)
+        drv.domain_delete(inst.pk)
+        devsvc.mdevs_delete(instance=inst, driver=drv)
+    except DriverError:
+        pass
+    devsvc.devices_scrub(inst, reason=f"re-create failed ({code[:64]})")
+    from apps.networking.services import ib_partition_members_leave_instance
+
+    ib_partition_members_leave_instance(actor=None, instance_id=inst.pk)
+    instance_allocations_release(instance=inst)
+
+
 # ---- stop / start / reboot --------------------------------------------------------------------------------
 def stop(op) -> None:
     inst = _instance(op)
@@ -337,6 +393,11 @@ wf.register(wf.Workflow(kind=CREATE, steps=(
     ("prepare_volumes", prepare_volumes), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
+wf.register(wf.Workflow(kind=RECREATE, steps=(
+    ("release_old", release_old), ("place_and_claim", place_and_claim), ("attach_networks", attach_networks),
+    ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
+    ("define", define), ("start", start), ("wait_running", wait_running)),
+    on_error=recreate_failed, deadline_seconds=1800.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=STOP, steps=(("stop", stop), ("wait_stopped", wait_stopped)),
                         on_error=action_failed, deadline_seconds=600.0))
 wf.register(wf.Workflow(kind=START, steps=(

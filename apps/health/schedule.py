@@ -4,4 +4,9 @@ BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "reconcile"},
     },
+    "health-remediations-advance": {
+        "task": "health.remediations_advance_task",
+        "schedule": 15.0,
+        "options": {"queue": "reconcile"},
+    },
 }

@@ -12,3 +12,19 @@ from .models import HealthEventImpact
 
 def health_event_impact_list_visible_to(user) -> QuerySet[HealthEventImpact]:
     return HealthEventImpact.objects.filter(project__in=project_list_visible_to(user)).select_related("event")
+
+
+def remediation_list_visible_to(user) -> QuerySet:
+    """Remediations of the caller's projects (staff: all); another tenant's are never returned (404)."""
+    from .models import Remediation
+
+    return Remediation.objects.filter(project__in=project_list_visible_to(user)).select_related(
+        "event", "operation"
+    )
+
+
+def component_incident_list() -> QuerySet:
+    """Every breaker incident (staff only: hosts and switches are the provider's)."""
+    from .models import ComponentIncident
+
+    return ComponentIncident.objects.select_related("switch")

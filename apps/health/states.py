@@ -29,3 +29,45 @@ class EventSource(models.TextChoices):
 EFFECTS_APPLIED = ("cordon_gpu", "cordon_host", "drain_host", "provider_at_fault")
 EFFECTS_HOOKS = ("reset_gpu", "reboot_host", "rma")
 EFFECTS = EFFECTS_APPLIED + EFFECTS_HOOKS
+
+
+#: Effects that move tenant workloads off the faulty device (apps.health.services.remediation).
+EFFECTS_REMEDIATION = ("recreate_vm",)
+EFFECTS = EFFECTS + EFFECTS_REMEDIATION
+
+
+class ConsentMode(models.TextChoices):
+    """What a project lets the control plane do with its VMs on a failed device (docs/health.md)."""
+
+    AUTO = "auto", "Move after the checkpoint notice's deadline"
+    PROPOSE = "propose", "Move only once the tenant approves"
+    OFF = "off", "Never move; tell the tenant"
+
+
+class RemediationStatus(models.TextChoices):
+    NOTICE = "notice", "Checkpoint notice sent; moves at the deadline (auto)"
+    PROPOSED = "proposed", "Waiting for the tenant's approval (propose)"
+    APPROVED = "approved", "Approved; moves when capacity allows"
+    RUNNING = "running", "The re-create operation runs"
+    SUCCEEDED = "succeeded", "Re-created on healthy capacity"
+    FAILED = "failed", "The re-create failed"
+    HELD = "held", "Not moved (consent off, a host-local volume, or the breaker)"
+    CANCELLED = "cancelled", "The instance was deleted or stopped first"
+
+
+OPEN_REMEDIATION = (
+    RemediationStatus.NOTICE,
+    RemediationStatus.PROPOSED,
+    RemediationStatus.APPROVED,
+    RemediationStatus.RUNNING,
+)
+
+R = RemediationStatus
+_OPEN = {R.NOTICE, R.PROPOSED, R.APPROVED}
+REMEDIATION_TRANSITIONS = {
+    "approve": ({R.NOTICE, R.PROPOSED}, R.APPROVED),
+    "start": ({R.NOTICE, R.APPROVED}, R.RUNNING),
+    "succeed": ({R.RUNNING}, R.SUCCEEDED),
+    "fail": ({R.RUNNING}, R.FAILED),
+    "cancel": (_OPEN | {R.RUNNING}, R.CANCELLED),
+}

@@ -9,3 +9,11 @@ def heartbeat_lost_detect_task() -> int:
     from .services.heartbeat import heartbeat_lost_detect
 
     return len(heartbeat_lost_detect())
+
+
+@shared_task(name="health.remediations_advance_task")
+def remediations_advance_task() -> dict:
+    """Start due remediations and record finished ones (beat, queue `reconcile`; idempotent)."""
+    from .services.remediation import remediations_advance
+
+    return remediations_advance()

@@ -93,3 +93,8 @@ class Event(models.TextChoices):
     LEASE_ENDING_SOON = "lease.ending_soon"
     LEASE_ENDED = "lease.ended"
     SPOT_PREEMPTION = "spot.preemption_notice"
+    # apps.health: a VM on a failed GPU or host (docs/health.md, remediation)
+    REMEDIATION_NOTICE = "remediation.notice"
+    REMEDIATION_PROPOSED = "remediation.proposed"
+    REMEDIATION_HELD = "remediation.held"
+    REMEDIATION_FINISHED = "remediation.finished"

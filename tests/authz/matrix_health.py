@@ -1,10 +1,11 @@
 """Authorization-matrix entries of the health app: the agent's event report (agent credential only), the staff
-classification table and preview, and the tenant's event list (scoped to the caller's projects)."""
+classification table and preview, the tenant's event list (scoped to the caller's projects), remediations (list,
+read, approve) and the project's remediation policy."""
 
-from apps.health.models import HealthEvent, HealthEventImpact
+from apps.health.models import HealthEvent, HealthEventImpact, Remediation
 from apps.inventory.models import Host
 
-from .framework import Case, Entry, expect
+from .framework import Case, Entry, expect, mutation
 from .matrix_inventory import AGENT_ONLY, STAFF_READ, STAFF_WRITE, make_host
 
 
@@ -34,10 +35,63 @@ def _preview(world) -> Case:
     return Case(data={"host": str(host.pk), "kind": "xid", "xid": 79, "gpu_index": 0})
 
 
+def _remediation(world) -> Case:
+    """A proposed remediation of organization A (its instance id names no instance: an approval cancels it)."""
+    host = Host.objects.filter(name="authz-h1").first() or make_host("authz-h1", gpus=1)
+    event = HealthEvent.objects.create(
+        host=host,
+        gpu=host.gpus.first(),
+        kind="xid",
+        xid=79,
+        observed_at=host.created_at,
+        dedup_key=f"authz-rem-{world.project_a.pk}",
+        classification="gpu_lost",
+    )
+    rem = Remediation.objects.create(
+        project=world.project_a,
+        event=event,
+        resource_id="0190aaaa-0000-7000-8000-00000000000b",
+        from_host=host,
+        consent_mode="propose",
+        status="proposed",
+    )
+    return Case(kwargs={"pk": str(rem.pk)})
+
+
+def _policy(world) -> Case:
+    return Case(kwargs={"project_id": str(world.project_a.pk)}, data={"consent_mode": "propose"})
+
+
 ENTRIES = [
+    Entry("GET", "/api/v1/remediations", expect(other_org=200), _remediation),
+    Entry("GET", "/api/v1/remediations/{pk}", expect(), _remediation),
+    Entry("POST", "/api/v1/remediations/{pk}/approve", mutation(member=200), _remediation),
+    Entry("GET", "/api/v1/projects/{project_id}/remediation-policy", expect(), _policy),
+    Entry("PUT", "/api/v1/projects/{project_id}/remediation-policy", mutation(), _policy),
     Entry("GET", "/api/v1/health-events", expect(other_org=200), _impact),
     Entry("GET", "/api/v1/health/classification", STAFF_READ),
     # a staff write-role check on a read-only calculation: no durable change, so no audit event
     Entry("POST", "/api/v1/health/preview", STAFF_WRITE(), _preview, audited=False),
     Entry("POST", "/api/v1/agent/health-events", AGENT_ONLY, lambda w: Case(data={"kind": "thermal"})),
+]
+
+
+def _breaker(world) -> Case:
+    from apps.health.models import ComponentIncident
+    from apps.inventory.models import Fabric, Region, Switch
+
+    region = Region.objects.get_or_create(name="r1")[0]
+    fabric = Fabric.objects.get_or_create(name="authz-ib", defaults={"kind": "infiniband", "region": region})[0]
+    leaf = Switch.objects.get_or_create(name="authz-leaf", defaults={"fabric": fabric, "role": "leaf"})[0]
+    row = ComponentIncident.objects.filter(switch=leaf, released_at__isnull=True).first()
+    row = row or ComponentIncident.objects.create(
+        switch=leaf, opened_at=leaf.created_at, hosts_under=12, allowed=3, reason="authz"
+    )
+    return Case(kwargs={"pk": str(row.pk)})
+
+
+ENTRIES += [
+    Entry("GET", "/api/v1/health/breakers", STAFF_READ, _breaker),
+    Entry("GET", "/api/v1/health/breakers/{pk}", STAFF_READ, _breaker),
+    Entry("POST", "/api/v1/health/breakers/{pk}/release", STAFF_WRITE(), _breaker),
 ]

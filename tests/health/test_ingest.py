@@ -32,7 +32,7 @@ def test_shipped_classification_validates_and_cites_every_row():
     assert {r.kind for r in c.rules} == set(EventKind.values)
     assert (classify("xid", 79, {}).klass, classify("xid", 79, {}).provider_at_fault) == ("gpu_lost", True)
     assert classify("xid", 48, {}).klass == "gpu_memory_uncorrectable"
-    assert classify("xid", 64, {}).effects == ("cordon_gpu", "rma", "provider_at_fault")
+    assert classify("xid", 64, {}).effects == ("cordon_gpu", "rma", "provider_at_fault", "recreate_vm")
     assert [classify("xid", x, {}).klass for x in (13, 31, 43)] == ["application"] * 3
     assert classify("xid", 94, {}).effects == () and classify("xid", 95, {}).provider_at_fault
     assert classify("xid", 9999, {}).klass == "unclassified"

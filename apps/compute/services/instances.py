@@ -46,12 +46,13 @@ TARGET = "compute.instance"
 CREATE, STOP, START, REBOOT, DELETE, RESIZE = ("instance.create", "instance.stop", "instance.start",
                                                "instance.reboot", "instance.delete", "instance.resize")
 REBUILD = "instance.rebuild"
+RECREATE = "instance.recreate"
 
 #: flavor kind -> {compute operation kind -> the operation kind that runs it for that kind}. Another app registers
 #: its own workflows here (`apps.baremetal` for kind `baremetal`: deploy through Ironic instead of libvirt); a
 #: kind missing from the map is not supported for that flavor kind (409 `not_supported_for_flavor_kind`).
 _PROVISIONERS: dict[str, dict[str, str]] = {}
-_VM_KINDS = (CREATE, STOP, START, REBOOT, DELETE, RESIZE)
+_VM_KINDS = (CREATE, STOP, START, REBOOT, DELETE, RESIZE, RECREATE)
 
 
 def register_provisioner(flavor_kind: str, kinds: dict[str, str]) -> None:
@@ -292,6 +293,29 @@ def instance_rebuild(*, actor, instance: Instance, image_id=None) -> Operation:
             Instance.objects.filter(pk=instance.pk).update(image=image)
             instance.image = image
         return _act(actor, instance, "rebuild", REBUILD, {"image": image.name})
+
+
+def instance_recreate(*, actor, instance: Instance, reason: str) -> Operation:
+    """Re-create an `active` VM on healthy capacity (its GPU or host failed; apps.health's remediation starts it):
+    `active` → `provisioning` → `active`, one `instance.recreate` operation (workflows: release_old →
+    place_and_claim → attach_networks → prepare_devices → wait_devices → define → start → wait_running).
+
+    The instance keeps its id, name, flavor, image, SSH keys, user data, ports (MAC, fixed IPs, security groups:
+    they are keyed by the instance, not the host), its InfiniBand partition (joined again with the new host's
+    GUIDs) and its shared-tier volumes; it gets a new allocation, the old one is released in the same step that
+    queues the old GPUs' scrub. 409 `invalid_state` unless `active`; 409 `not_supported_for_flavor_kind` for a
+    bare-metal instance. `actor` None: the system."""
+    with transaction.atomic():
+        inst = Instance.objects.select_for_update().select_related("flavor").get(pk=instance.pk)
+        from_host = inst.host_id
+        before = transition(inst, "recreate", INSTANCE_TRANSITIONS)
+        op = operation_start(kind=operation_kind(inst.flavor, RECREATE), target_type=TARGET, target_id=inst.pk, project=inst.project, actor=actor,
+                             state={"from_host_id": str(from_host), "reason": reason[:500]})
+        audit_record(actor=actor, action="compute.instance.recreate", target=inst, before={"status": before},
+                     after={"status": inst.status, "operation": str(op.pk), "from_host_id": str(from_host),
+                            "reason": reason[:500]})
+    instance.status = inst.status
+    return op
 
 
 def current_operation(instance: Instance) -> Operation | None:

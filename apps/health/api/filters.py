@@ -4,8 +4,8 @@ from apps.core.filters import FilterSet
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
-from ..models import HealthEventImpact
-from ..states import EventKind
+from ..models import HealthEventImpact, Remediation
+from ..states import EventKind, RemediationStatus
 
 
 class HealthEventFilter(FilterSet):
@@ -16,3 +16,12 @@ class HealthEventFilter(FilterSet):
     class Meta:
         model = HealthEventImpact
         fields = ["project", "resource_type", "resource_id", "kind", "observed_after"]
+
+
+class RemediationFilter(FilterSet):
+    project = VisibleFilter(project_list_visible_to)
+    status = django_filters.ChoiceFilter(choices=RemediationStatus.choices)
+
+    class Meta:
+        model = Remediation
+        fields = ["project", "resource_id", "status"]

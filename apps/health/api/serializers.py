@@ -6,7 +6,7 @@ from apps.core.references import VisibleField
 from apps.core.serializers import Serializer
 from apps.inventory.selectors import host_list_visible_to
 
-from ..states import EventKind
+from ..states import ConsentMode, EventKind
 
 
 class _EventFields(Serializer):
@@ -88,3 +88,59 @@ class HealthEventOutput(Serializer):
 
     def get_provider_at_fault(self, obj) -> bool:
         return "provider_at_fault" in (obj.event.effects or [])
+
+
+class RemediationOutput(Serializer):
+    """One VM to move off a failed GPU or host (docs/health.md, "Remediation")."""
+
+    id = serializers.UUIDField()
+    project = serializers.UUIDField(source="project_id")
+    resource_type = serializers.CharField()
+    resource_id = serializers.UUIDField()
+    event = serializers.UUIDField(source="event_id")
+    classification = serializers.CharField(source="event.classification")
+    consent_mode = serializers.CharField()
+    status = serializers.CharField(
+        help_text="notice | proposed | approved | running | succeeded | failed | held | cancelled"
+    )
+    reason = serializers.CharField()
+    deadline_at = serializers.DateTimeField(
+        allow_null=True, help_text="auto: when the VM moves (the checkpoint notice's deadline)"
+    )
+    approved_at = serializers.DateTimeField(allow_null=True)
+    operation = serializers.UUIDField(
+        source="operation_id", allow_null=True, help_text="the instance.recreate operation"
+    )
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RemediationPolicyInput(Serializer):
+    consent_mode = serializers.ChoiceField(choices=ConsentMode.choices)
+    notice_seconds = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=7 * 24 * 3600,
+        help_text="checkpoint notice before an auto move",
+    )
+
+
+class RemediationPolicyOutput(Serializer):
+    project = serializers.UUIDField()
+    consent_mode = serializers.CharField()
+    notice_seconds = serializers.IntegerField()
+
+
+class ComponentIncidentOutput(Serializer):
+    """The breaker of one leaf switch: open while `released_at` is null (docs/health.md, "The breaker")."""
+
+    id = serializers.UUIDField()
+    switch = serializers.CharField(source="switch.name")
+    opened_at = serializers.DateTimeField()
+    released_at = serializers.DateTimeField(allow_null=True)
+    hosts = serializers.ListField(child=serializers.CharField())
+    hosts_under = serializers.IntegerField()
+    allowed = serializers.IntegerField()
+    events_held = serializers.IntegerField()
+    reason = serializers.CharField()

@@ -6,10 +6,17 @@ from . import views
 
 router = ApiRouter()
 router.register("health-events", views.HealthEventViewSet, basename="health-event")
+router.register("remediations", views.RemediationViewSet, basename="remediation")
+router.register("health/breakers", views.BreakerViewSet, basename="health-breaker")
 
 urlpatterns = [
     re_path(r"^agent/health-events/?$", views.AgentHealthEventView.as_view(), name="agent-health-events"),
     re_path(r"^health/classification/?$", views.ClassificationView.as_view(), name="health-classification"),
     re_path(r"^health/preview/?$", views.HealthPreviewView.as_view(), name="health-preview"),
+    re_path(
+        r"^projects/(?P<project_id>[0-9a-fA-F-]{36})/remediation-policy/?$",
+        views.RemediationPolicyView.as_view(),
+        name="remediation-policy",
+    ),
     *router.urls,
 ]

@@ -1,21 +1,27 @@
-"""Health API: the agent's event report, the staff classification table and preview, the tenant's event list.
+"""Health API: the agent's event report, the staff classification table and preview, the tenant's event list,
+remediations (list, approve) and the project's remediation policy (consent mode).
 
 Views parse, authorize, call one service or selector, and format (docs/health.md).
 """
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api import ApiViewMixin, validated
+from apps.core.errors import NotFound
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffOperator
 from apps.inventory.authentication import AgentAuthentication, IsAgent
 
 from .. import selectors
 from ..classification import classification_load
 from ..services import health_event_ingest, health_event_preview
+from ..services.breaker import breaker_release
+from ..services.remediation import policy_for, remediation_approve, remediation_policy_set
 from ..states import EventSource
 from . import filters
 from . import serializers as s
@@ -88,3 +94,99 @@ class HealthEventViewSet(ApiViewMixin, mixins.ListModelMixin, viewsets.GenericVi
 
     def get_queryset(self):
         return selectors.health_event_impact_list_visible_to(self.request.user)
+
+
+class RemediationViewSet(
+    ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """VMs of the caller's projects to move off a failed GPU or host (staff see all). Another tenant's
+    remediation is a 404 like a missing one."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.RemediationOutput
+    filterset_class = filters.RemediationFilter
+
+    def get_queryset(self):
+        return selectors.remediation_list_visible_to(self.request.user)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: s.RemediationOutput,
+            **problems(
+                {
+                    403: "a project reader (members and admins approve)",
+                    409: "invalid_state: only a proposed (or noticed) remediation is approved (allowed_states)",
+                }
+            ),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        """Approve the move (consent mode propose; on an auto one, move now instead of at the deadline)."""
+        rem = remediation_approve(actor=request.user, remediation=self.get_object())
+        return self._out(selectors.remediation_list_visible_to(request.user).get(pk=rem.pk))
+
+
+def _project(request, project_id):
+    from apps.tenancy.selectors import project_list_visible_to
+
+    project = (
+        project_list_visible_to(request.user).select_related("organization").filter(pk=project_id).first()
+    )
+    if project is None:
+        raise NotFound("No such project.")
+    return project
+
+
+class RemediationPolicyView(APIView):
+    """A project's consent mode for moving its VMs off failed devices (`auto` | `propose` | `off`) and the
+    checkpoint notice length; without one set, the installation's defaults. Project admins change it."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = s.RemediationPolicyOutput
+
+    def _body(self, project):
+        mode, notice = policy_for(project)
+        return s.RemediationPolicyOutput(
+            {"project": project.pk, "consent_mode": mode, "notice_seconds": notice}
+        ).data
+
+    @extend_schema(
+        responses={200: s.RemediationPolicyOutput, **problems({404: "no such project (or another tenant's)"})}
+    )
+    def get(self, request, project_id):
+        return Response(self._body(_project(request, project_id)))
+
+    @extend_schema(
+        request=s.RemediationPolicyInput,
+        responses={
+            200: s.RemediationPolicyOutput,
+            **problems({403: "not a project admin", 404: "no such project"}),
+        },
+    )
+    def put(self, request, project_id):
+        project = _project(request, project_id)
+        data = validated(s.RemediationPolicyInput(data=request.data))
+        remediation_policy_set(actor=request.user, project=project, **data)
+        return Response(self._body(project))
+
+
+class BreakerViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Staff: component incidents of the blast-radius breaker (newest first); `release` resumes automatic
+    take-outs under the switch."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.ComponentIncidentOutput
+
+    def get_queryset(self):
+        return selectors.component_incident_list()
+
+    @extend_schema(
+        request=None,
+        responses={200: s.ComponentIncidentOutput, **problems({409: "invalid_state: released already"})},
+    )
+    @action(detail=True, methods=["post"])
+    def release(self, request, pk=None):
+        row = breaker_release(actor=request.user, incident=self.get_object())
+        return self._out(selectors.component_incident_list().get(pk=row.pk))

@@ -1,3 +1,5 @@
+from .breaker import ComponentIncident
 from .event import HealthEvent, HealthEventImpact
+from .remediation import Remediation, RemediationPolicy
 
-__all__ = ["HealthEvent", "HealthEventImpact"]
+__all__ = ["ComponentIncident", "HealthEvent", "HealthEventImpact", "Remediation", "RemediationPolicy"]

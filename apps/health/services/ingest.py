@@ -10,7 +10,12 @@ staff preview (`health_event_preview`, the same plan with no writes). Effects:
 - `provider_at_fault` without a GPU: `host_mark_faulty` (host incident).
 - `drain_host` / `cordon_host`: `host_drain` / `host_cordon` when the host is in a state that allows it (a host
   already cordoned, draining, in maintenance or faulty takes no new placements and is left as it is).
-- `reset_gpu`, `reboot_host`, `rma`: recorded in `applied.pending` for remediation (not in this slice).
+- The breaker (`services.breaker`): before a host is taken out (drain, cordon, mark faulty) or its VMs moved,
+  the event's leaf switch is asked; when it is open (or this host opens it) only the GPU's containment applies
+  and `applied.breaker` names the component incident.
+- `recreate_vm`: a remediation per VM the event touched (`services.remediation`, under the project's consent
+  mode); `applied.remediations` lists them.
+- `reset_gpu`, `reboot_host`, `rma`: recorded in `applied.pending` for the host's repair (not in this slice).
 """
 
 from __future__ import annotations
@@ -34,8 +39,11 @@ from ..classification import Rule, classification_load, classify, threshold_rule
 from ..errors import Code
 from ..models import HealthEvent, HealthEventImpact
 from ..states import EFFECTS_HOOKS, EventKind, EventSource
+from .breaker import breaker_check
 
 CLOCK_SKEW = dt.timedelta(minutes=5)
+#: plan actions that take a host out of service (counted and held by the breaker, `services.breaker`)
+HOST_TAKE_OUT = ("host_mark_faulty", "host_drain", "host_cordon")
 
 
 @dataclass
@@ -293,7 +301,21 @@ def health_event_ingest(
             needs_return_to_service=plan.rule.needs_return_to_service,
         )
         _impacts(event)
+        takes_out = "recreate_vm" in plan.rule.effects or any(a in HOST_TAKE_OUT for a, _ in plan.actions)
+        breaker = breaker_check(host=host, hca_port=ev.hca_port) if takes_out else None
+        held = []
+        if breaker is not None:  # keep the GPU's own containment; take no host out, move no VM
+            held = [a for a, _ in plan.actions if a in HOST_TAKE_OUT]
+            plan.actions = [(a, d) for a, d in plan.actions if a not in HOST_TAKE_OUT]
         event.applied = _apply(actor=actor, ev=ev, plan=plan)
+        if breaker is not None:
+            event.applied.update(breaker=str(breaker.pk), held_actions=held, takes_host_out=False)
+        elif takes_out:
+            event.applied["takes_host_out"] = True
+        if "recreate_vm" in plan.rule.effects and breaker is None:
+            from .remediation import remediations_open
+
+            event.applied["remediations"] = [str(r.pk) for r in remediations_open(event=event)]
         event.save(update_fields=["applied"])
         audit_record(
             actor=actor,

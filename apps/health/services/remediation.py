@@ -1,0 +1,295 @@
+"""Remediation: move a tenant's on-demand VM off a failed GPU or host, under its project's consent mode
+(docs/health.md, "Remediation"; ADR 0210).
+
+Opened at ingest (`remediations_open`, in the event's transaction) for every instance the event touched
+(`HealthEventImpact`) when the classification row names `recreate_vm`:
+
+- `auto`: a checkpoint notice (webhook + e-mail `remediation.notice`, and the remediation in the tenant's API
+  with `deadline_at`) and status `notice`; `remediations_advance` (beat) starts the re-create at the deadline;
+- `propose`: `proposed` (notice `remediation.proposed`); it moves once a project member approves
+  (`remediation_approve`);
+- `off`: `held` (notice `remediation.held`): never moved; the instance stays on the failed device and its
+  downtime counts against the SLA until staff return the device to service.
+
+Also `held`: an instance with a volume on a host-local tier (it cannot follow), one inside a lease or on spot
+(not on-demand; the lease's spare pool and spot preemption are theirs), and any while the blast-radius breaker
+of the host's component is open. The move is compute's `instance.recreate` operation
+(`apps.compute.services.instances.instance_recreate`); `remediations_advance` records how it finished.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from django.conf import settings
+from django.db import transaction
+
+from apps.compute.models import Instance
+from apps.compute.services.instances import instance_recreate
+from apps.compute.services.placement import placement_admit_for
+from apps.compute.states import InstanceStatus
+from apps.core.clock import now
+from apps.core.errors import DomainError
+from apps.core.transitions import transition
+from apps.operations.models import TERMINAL, OperationStatus
+from apps.reservations.services.notify import event_record
+from apps.reservations.states import Event
+from apps.scheduling.models import Allocation
+from apps.tenancy.authz import authorize_project
+from apps.tenancy.models import ProjectRole
+
+from ..models import HealthEvent, Remediation, RemediationPolicy
+from ..states import REMEDIATION_TRANSITIONS, ConsentMode, RemediationStatus
+
+log = logging.getLogger("gpucloud.health")
+WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
+S = RemediationStatus
+
+
+def policy_for(project) -> tuple[str, int]:
+    """(consent mode, notice seconds) of `project`: its `RemediationPolicy`, else the settings' defaults."""
+    row = RemediationPolicy.objects.filter(project=project).first()
+    if row is not None:
+        return row.consent_mode, row.notice_seconds
+    return (
+        getattr(settings, "HEALTH_CONSENT_MODE_DEFAULT", ConsentMode.AUTO),
+        getattr(settings, "HEALTH_NOTICE_SECONDS_DEFAULT", 900),
+    )
+
+
+def remediation_policy_set(*, actor, project, consent_mode: str, notice_seconds: int | None = None):
+    """Set `project`'s consent mode (and notice length; default: keep, else the settings' default). Project
+    admins only (403). Applies to remediations opened from now on. Audited."""
+    authorize_project(actor, project, (ProjectRole.ADMIN,))
+    mode, notice = policy_for(project)
+    with transaction.atomic():
+        row, _ = RemediationPolicy.objects.update_or_create(
+            project=project,
+            defaults={
+                "consent_mode": consent_mode,
+                "notice_seconds": notice if notice_seconds is None else notice_seconds,
+            },
+        )
+        event_record(
+            actor=actor,
+            action="health.remediation_policy.set",
+            target=row,
+            organization=project.organization,
+            project=project,
+            before={"consent_mode": mode, "notice_seconds": notice},
+            after={"consent_mode": row.consent_mode, "notice_seconds": row.notice_seconds},
+        )
+    return row
+
+
+def _payload(rem: Remediation, inst: Instance | None) -> dict:
+    return {
+        "remediation": str(rem.pk),
+        "instance": str(rem.resource_id),
+        "name": inst.name if inst else "",
+        "project": str(rem.project_id),
+        "status": rem.status,
+        "consent_mode": rem.consent_mode,
+        "deadline_at": rem.deadline_at.isoformat() if rem.deadline_at else None,
+        "reason": rem.reason,
+        "classification": rem.event.classification,
+    }
+
+
+def _notify(
+    rem: Remediation, inst: Instance | None, action: str, event: str, before: dict | None = None
+) -> None:
+    event_record(
+        actor=None,
+        action=action,
+        target=rem,
+        organization=rem.project.organization,
+        project=rem.project,
+        before=before,
+        after=_payload(rem, inst),
+        event=event,
+        payload=_payload(rem, inst),
+    )
+
+
+def _hold_reason(inst: Instance) -> str:
+    from apps.storage.models import VolumeAttachment
+
+    if inst.flavor.kind != "vm":
+        return f"a {inst.flavor.kind} instance: only VMs are re-created"
+    if Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True, parent__isnull=False).exists():
+        return "inside a lease: not an on-demand VM"
+    from apps.reservations.models import InstanceTerms
+
+    if InstanceTerms.objects.filter(instance_id=inst.pk, market="spot").exists():
+        return "spot: not an on-demand VM"
+    if VolumeAttachment.objects.filter(instance_id=inst.pk, volume__volume_type__host_local=True).exists():
+        return "a volume on a host-local tier cannot follow the VM"
+    return ""
+
+
+def remediations_open(*, event: HealthEvent, held_reason: str = "") -> list[Remediation]:
+    """Open one remediation per active instance the event touched (none when one is open already). Call in
+    the ingest's transaction. `held_reason` (e.g. the breaker) holds them all. Returns those opened."""
+    opened = []
+    ids = list(event.impacts.filter(resource_type="instance").values_list("resource_id", flat=True))
+    for inst in Instance.objects.filter(
+        pk__in=ids, status=InstanceStatus.ACTIVE, host_id=event.host_id
+    ).select_related("project__organization", "flavor"):
+        if Remediation.objects.filter(
+            resource_id=inst.pk, status__in=[S.NOTICE, S.PROPOSED, S.APPROVED, S.RUNNING]
+        ).exists():
+            continue
+        mode, notice = policy_for(inst.project)
+        reason = held_reason or _hold_reason(inst)
+        if not reason and mode == ConsentMode.OFF:
+            reason = "consent mode off: never moved"
+        at = now()
+        if reason:
+            status, deadline, what = S.HELD, None, Event.REMEDIATION_HELD
+        elif mode == ConsentMode.PROPOSE:
+            status, deadline, what = S.PROPOSED, None, Event.REMEDIATION_PROPOSED
+        else:
+            status, deadline, what = S.NOTICE, at + dt.timedelta(seconds=notice), Event.REMEDIATION_NOTICE
+        rem = Remediation.objects.create(
+            project=inst.project,
+            event=event,
+            resource_id=inst.pk,
+            from_host_id=event.host_id,
+            consent_mode=mode,
+            status=status,
+            reason=reason[:500],
+            deadline_at=deadline,
+            finished_at=at if status == S.HELD else None,
+        )
+        _notify(rem, inst, "health.remediation.open", what)
+        opened.append(rem)
+    return opened
+
+
+def remediation_approve(*, actor, remediation: Remediation) -> Remediation:
+    """A project member approves a `proposed` remediation (or moves a `notice` one before its deadline): it
+    starts now when capacity allows, else at the next `remediations_advance`. 409
+    `invalid_state` (with `allowed_states`) in any other status; 403 for a reader. Audited."""
+    authorize_project(actor, remediation.project, WRITERS)
+    with transaction.atomic():
+        rem = (
+            Remediation.objects.select_for_update()
+            .select_related("event", "project__organization")
+            .get(pk=remediation.pk)
+        )
+        before = transition(
+            rem, "approve", REMEDIATION_TRANSITIONS, extra={"approved_by": actor, "approved_at": now()}
+        )
+        event_record(
+            actor=actor,
+            action="health.remediation.approve",
+            target=rem,
+            organization=rem.project.organization,
+            project=rem.project,
+            before={"status": before},
+            after={"status": rem.status},
+        )
+        _start(rem, actor=actor)
+    return rem
+
+
+def _start(rem: Remediation, *, actor=None) -> bool:
+    """Start the re-create of a due remediation (row locked by the caller). Cancels it when the instance is no
+    longer active on the failed host; leaves it waiting when the fleet has no capacity for it now."""
+    inst = (
+        Instance.objects.select_for_update(of=("self",))
+        .select_related("flavor")
+        .filter(pk=rem.resource_id)
+        .first()
+    )
+    if inst is None or inst.status != InstanceStatus.ACTIVE or inst.host_id != rem.from_host_id:
+        transition(
+            rem,
+            "cancel",
+            REMEDIATION_TRANSITIONS,
+            extra={"finished_at": now(), "reason": "the instance was deleted, stopped or moved first"},
+        )
+        _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
+        return False
+    try:
+        placement_admit_for(inst.flavor, inst.project_id)
+    except DomainError as exc:
+        if rem.reason != f"waiting for capacity: {exc.detail}"[:500]:
+            Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {exc.detail}"[:500])
+        return False
+    op = instance_recreate(
+        actor=actor, instance=inst, reason=f"health: {rem.event.classification} ({rem.pk})"
+    )
+    transition(
+        rem, "start", REMEDIATION_TRANSITIONS, extra={"operation": op, "started_at": now(), "reason": ""}
+    )
+    return True
+
+
+def _finish(rem: Remediation) -> None:
+    op = rem.operation
+    inst = Instance.objects.filter(pk=rem.resource_id).first()
+    if op is None or op.status not in TERMINAL:
+        return
+    if op.status == OperationStatus.SUCCEEDED:
+        transition(
+            rem,
+            "succeed",
+            REMEDIATION_TRANSITIONS,
+            extra={"finished_at": now(), "to_host_id": inst.host_id if inst else None},
+        )
+    elif op.status == OperationStatus.CANCELLED:
+        transition(
+            rem,
+            "cancel",
+            REMEDIATION_TRANSITIONS,
+            extra={"finished_at": now(), "reason": f"operation cancelled: {op.error_code}"[:500]},
+        )
+    else:
+        transition(
+            rem,
+            "fail",
+            REMEDIATION_TRANSITIONS,
+            extra={"finished_at": now(), "reason": f"{op.error_code}: {op.error_detail}"[:500]},
+        )
+    _notify(rem, inst, "health.remediation.finish", Event.REMEDIATION_FINISHED)
+
+
+def remediations_advance(*, limit: int = 200) -> dict:
+    """Beat (and after an approval): start `notice` remediations past their deadline and `approved` ones, and
+    record how running ones finished. Each row in its own transaction, locked with SKIP LOCKED, so concurrent
+    runs never start one twice. Returns counts {started, finished}."""
+    due = (
+        Remediation.objects.filter(status=S.NOTICE, deadline_at__lte=now())
+        | Remediation.objects.filter(status=S.APPROVED)
+        | Remediation.objects.filter(status=S.RUNNING)
+    )
+    started = finished = 0
+    for pk in list(due.order_by("created_at").values_list("pk", flat=True)[:limit]):
+        with transaction.atomic():
+            rem = (
+                Remediation.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("event", "project__organization", "operation")
+                .filter(pk=pk)
+                .first()
+            )
+            if rem is None:
+                continue
+            if rem.status == S.RUNNING:
+                before = rem.status
+                _finish(rem)
+                finished += rem.status != before
+            elif rem.status == S.APPROVED or (rem.status == S.NOTICE and rem.deadline_at <= now()):
+                started += _start(rem)
+    return {"started": started, "finished": finished}
+
+
+__all__ = [
+    "policy_for",
+    "remediation_approve",
+    "remediation_policy_set",
+    "remediations_advance",
+    "remediations_open",
+]
