@@ -108,3 +108,24 @@ def instance_for_update(instance_id) -> Instance:
     """One instance with its host, locked (`SELECT ... FOR UPDATE`) until the caller's transaction ends: another
     app's write that depends on the instance's status and host (a volume attach) holds it still meanwhile."""
     return Instance.objects.select_for_update(of=("self",)).select_related("host").get(pk=instance_id)
+
+
+#: Providers of other apps (apps.health): ``fn(instance_ids) -> {instance id: dict}``, the planned maintenance of
+#: each instance (a move off a failed GPU or host: remediation id, status, deadline, reason), shown in the
+#: instance's API object as `maintenance` so tooling in the guest that holds a token can poll it.
+_MAINTENANCE_PROVIDERS: list = []
+
+
+def register_maintenance_provider(fn) -> None:
+    if fn not in _MAINTENANCE_PROVIDERS:
+        _MAINTENANCE_PROVIDERS.append(fn)
+
+
+def maintenance_by_instance(instance_ids) -> dict:
+    """``{instance id: maintenance dict}`` for the instances that have one (see `register_maintenance_provider`);
+    one query per provider for the whole page."""
+    ids = list(instance_ids)
+    out: dict = {}
+    for fn in _MAINTENANCE_PROVIDERS:
+        out.update(fn(ids))
+    return out

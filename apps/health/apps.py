@@ -9,3 +9,9 @@ class HealthConfig(AppConfig):
         from .classification import classification_load
 
         classification_load()  # a broken classification.yaml fails the start, not the first fault
+
+        from apps.compute.selectors import register_maintenance_provider
+
+        from .selectors import maintenance_by_instance
+
+        register_maintenance_provider(maintenance_by_instance)  # the instance's `maintenance` field

@@ -28,3 +28,32 @@ def component_incident_list() -> QuerySet:
     from .models import ComponentIncident
 
     return ComponentIncident.objects.select_related("switch")
+
+
+def maintenance_by_instance(instance_ids) -> dict:
+    """Compute's maintenance provider: for each instance, its open remediation, else a `held` one while the
+    instance still sits on the host it names (one query). ``{id: {remediation, status, consent_mode,
+    deadline_at, reason}}``."""
+    from apps.compute.models import Instance
+
+    from .models import Remediation
+    from .states import OPEN_REMEDIATION, RemediationStatus
+
+    hosts = dict(Instance.objects.filter(pk__in=instance_ids).values_list("pk", "host_id"))
+    out: dict = {}
+    rows = Remediation.objects.filter(
+        resource_id__in=instance_ids, status__in=[*OPEN_REMEDIATION, RemediationStatus.HELD]
+    ).order_by("created_at")
+    for rem in rows:
+        if rem.status == RemediationStatus.HELD and hosts.get(rem.resource_id) != rem.from_host_id:
+            continue
+        if rem.resource_id in out and out[rem.resource_id]["status"] in OPEN_REMEDIATION:
+            continue
+        out[rem.resource_id] = {
+            "remediation": rem.pk,
+            "status": rem.status,
+            "consent_mode": rem.consent_mode,
+            "deadline_at": rem.deadline_at,
+            "reason": rem.reason,
+        }
+    return out

@@ -155,6 +155,17 @@ def test_auto_moves_after_the_checkpoint_deadline_keeps_networks_and_credits(wor
     ]
     assert world.client_b.get("/api/v1/remediations").json()["results"] == []
     assert world.client_b.get(f"/api/v1/remediations/{rem_id}").status_code == 404
+    # the instance's own API object carries the notice, for tooling in the guest that polls it
+    maintenance = {
+        "remediation": rem_id,
+        "status": "notice",
+        "consent_mode": "auto",
+        "deadline_at": "2026-06-05T03:00:00Z",
+        "reason": "",
+    }
+    assert world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()["maintenance"] == maintenance
+    listed = world.client_a.get("/api/v1/instances/").json()["results"]
+    assert [i["maintenance"] for i in listed] == [maintenance]
 
     with time_machine.travel(FAULT + dt.timedelta(hours=3, seconds=-1), tick=False):
         assert remediations_advance() == {"started": 0, "finished": 0}  # not before the deadline
@@ -183,6 +194,7 @@ def test_auto_moves_after_the_checkpoint_deadline_keeps_networks_and_credits(wor
     assert old.exists() and {a.period.upper for a in old} == {moved_at}
     assert Incident.objects.filter(host=old_host, end__isnull=True, provider_at_fault=True).exists()
     assert world.client_a.get(f"/api/v1/remediations/{rem_id}").json()["status"] == "succeeded"
+    assert world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()["maintenance"] is None
 
     # billing: the 3 h on the failed GPU (fault to move) are provider-fault downtime, not charged; uptime
     # 237 / 240 h = 98.75 % is below the standard tier's 99 %: 10 % of June's $3,792.00 is credited
@@ -234,6 +246,8 @@ def test_off_never_moves_and_tells_the_tenant(world, setup):
     rem = Remediation.objects.get(pk=rem_id)
     assert (rem.status, rem.reason) == ("held", "consent mode off: never moved")
     assert Notification.objects.filter(event="remediation.held").count() == 1
+    marked = world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()["maintenance"]
+    assert (marked["status"], marked["reason"]) == ("held", "consent mode off: never moved")
     with time_machine.travel(FAULT + dt.timedelta(days=3), tick=False):
         assert remediations_advance() == {"started": 0, "finished": 0}
         assert world.client_a.post(f"/api/v1/remediations/{rem_id}/approve").status_code == 409

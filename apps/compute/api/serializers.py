@@ -154,9 +154,20 @@ class InstanceNetworkRequest(Serializer):
     ib_partition = serializers.UUIDField(required=False)
 
 
+class InstanceMaintenanceOutput(Serializer):
+    """A planned move of the instance off a failed GPU or host (docs/health.md, "Remediation")."""
+
+    remediation = serializers.UUIDField()
+    status = serializers.CharField(help_text="notice | proposed | approved | running | held")
+    consent_mode = serializers.CharField()
+    deadline_at = serializers.DateTimeField(allow_null=True, help_text="when an auto move starts: checkpoint before")
+    reason = serializers.CharField()
+
+
 class InstanceOutput(ModelSerializer):
     """`network` is what was asked at create; `ports` and `ib_partitions` what is attached now (the create
-    workflow attaches them after placement; they go with the delete)."""
+    workflow attaches them after placement; they go with the delete). `maintenance`: null, or the planned move
+    off a failed GPU or host with its deadline (guest tooling polls it to checkpoint)."""
 
     project = serializers.UUIDField(source="project_id", read_only=True)
     flavor = serializers.UUIDField(source="flavor_id", read_only=True)
@@ -167,12 +178,13 @@ class InstanceOutput(ModelSerializer):
     ports = serializers.SerializerMethodField()
     ib_partitions = serializers.SerializerMethodField()
     sla_tier = serializers.SerializerMethodField(help_text="SLA tier code it is bought at")
+    maintenance = serializers.SerializerMethodField()
 
     class Meta:
         model = Instance
         fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
                   "observed_at", "network", "ports", "ib_partitions", "error_code", "error_reason", "launched_at",
-                  "deleted_at", "sla_tier", "created_at", "updated_at"]
+                  "deleted_at", "sla_tier", "maintenance", "created_at", "updated_at"]
         read_only_fields = fields
 
     def get_sla_tier(self, obj) -> str:
@@ -188,6 +200,15 @@ class InstanceOutput(ModelSerializer):
 
             cache.update(networks_by_instance([obj.pk]))
         return cache[obj.pk]
+
+    @extend_schema_field(InstanceMaintenanceOutput(allow_null=True))
+    def get_maintenance(self, obj) -> dict | None:
+        cache = self.context.get("maintenance_by_instance")
+        if cache is None:
+            from ..selectors import maintenance_by_instance
+
+            return maintenance_by_instance([obj.pk]).get(obj.pk)
+        return cache.get(obj.pk)
 
     @extend_schema_field(InstancePortOutput(many=True))
     def get_ports(self, obj) -> list[dict]:

@@ -142,6 +142,7 @@ class InstanceViewSet(_Base):
 
             context = self.get_serializer_context()
             context["networks_by_instance"] = networks_by_instance([i.pk for i in args[0]])
+            context["maintenance_by_instance"] = selectors.maintenance_by_instance([i.pk for i in args[0]])
             kwargs["context"] = context
         return super().get_serializer(*args, **kwargs)
 
