@@ -220,6 +220,11 @@ def test_propose_waits_for_approval_and_another_tenant_gets_404(world, setup):
     inst = _launch(world, s)
     old_host = inst.host
     (rem_id,) = _xid79(old_host)["applied"]["remediations"]
+    with time_machine.travel(FAULT + dt.timedelta(minutes=1), tick=False):  # a second fault on the same VM
+        again = _agent(old_host).post(
+            "/api/v1/agent/health-events", {"kind": "xid", "xid": 48, "gpu_index": 5}, format="json"
+        )
+        assert again.status_code == 201 and again.json()["applied"]["remediations"] == []  # still one
     with time_machine.travel(FAULT + dt.timedelta(days=2), tick=False):
         assert remediations_advance() == {"started": 0, "finished": 0}  # never without approval
         assert Instance.objects.get(pk=inst.pk).host_id == old_host.pk
