@@ -290,7 +290,9 @@ def action_failed(op, code: str, detail: str) -> None:
 
 
 def undeploy(op) -> None:
-    """Tear the instance down (once: a node no longer carrying it is already cleaning or clean)."""
+    """Tear the instance down (once: a node no longer carrying it is already cleaning or clean). From here the
+    tenant stops paying: the instance's allocation ends now (cleaning is not billed), and the host goes to
+    `maintenance` so nobody is placed on it before cleaning finished."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None:
@@ -303,11 +305,15 @@ def undeploy(op) -> None:
         op.state["undeploy_from"] = str(seen.state.provision)
         seen = drv.undeploy(node.ironic_id, wait=False)
     nodesvc.node_observe(node, seen)
+    if "undeploy_started_at" in op.state:
+        instance_allocations_release(instance=inst)
+        nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}")
 
 
 def wait_cleaned(op) -> None:
-    """Wait for `available` (undeploy → cleaning → available). A `clean failed` node is held for staff (it is
-    never handed to the next tenant) and the receipt says cleaning failed; the tenant's delete completes."""
+    """Wait for `available` (undeploy → cleaning → available), then return the host to service. A `clean failed`
+    node is held for staff (never handed to the next tenant) and the receipt says cleaning failed; the tenant's
+    delete completes."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None or "undeploy_started_at" not in op.state:
@@ -323,6 +329,8 @@ def wait_cleaned(op) -> None:
         raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
     nodesvc.node_observe(node, seen)
     op.state["cleaning"] = {"result": "succeeded", "finished_at": now().isoformat()}
+    if not node.held_reason:
+        nodesvc.node_return_to_service(node=node, reason="bare-metal node cleaned and available")
 
 
 def detach_networks(op) -> None:

@@ -122,10 +122,23 @@ def node_hold(*, node: BaremetalNode, reason: str) -> None:
         host_maintenance(actor=None, host=host, reason=f"bare-metal node held: {reason}"[:500])
 
 
-def node_return_to_service(*, node: BaremetalNode, reason: str) -> None:
-    """The node is `available` and not held: its host may be placed again."""
+#: every host condition this app sets starts with it, so it only ever lifts its own (never staff's maintenance)
+REASON_PREFIX = "bare-metal"
+
+
+def node_cleaning(*, node: BaremetalNode, reason: str) -> None:
+    """The node is being cleaned: its host leaves placement (`maintenance`) until `node_return_to_service`."""
     host = Host.objects.get(pk=node.host_id)
-    if host.state in (HostState.ENROLLING, HostState.MAINTENANCE):
+    if host.state == HostState.AVAILABLE:
+        host_maintenance(actor=None, host=host, reason=reason[:500])
+
+
+def node_return_to_service(*, node: BaremetalNode, reason: str) -> None:
+    """The node is `available` and not held: its host may be placed again - when this app took it out
+    (`enrolling`, or `maintenance` with one of our reasons); a host staff put in maintenance stays there."""
+    host = Host.objects.get(pk=node.host_id)
+    ours = host.state == HostState.MAINTENANCE and host.state_reason.startswith(REASON_PREFIX)
+    if host.state == HostState.ENROLLING or ours:
         host_mark_available(actor=None, host=host, reason=reason)
 
 

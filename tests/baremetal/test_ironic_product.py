@@ -1,0 +1,89 @@
+"""The product layer on a real OpenStack Ironic (standalone, `fake-hardware`; started once per session by
+`tests/drivers/contract/ironic_standalone.py`): staff enroll a host through the API, a tenant deploys a bare-metal
+instance with a config drive through /instances, reboots and deletes it, and gets a receipt that verifies.
+Marked slow; skipped only when var/ironic/venv is missing (`make ironic`)."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from apps.baremetal.models import BaremetalNode, ExitReceipt
+from apps.baremetal.services.driver import baremetal_driver, forget_driver
+from apps.baremetal.services.receipts import receipt_verify
+from apps.baremetal.services.secrets import public_key_info
+from apps.compute.models import Instance
+from apps.inventory.models import Host
+from apps.operations.models import TERMINAL, Operation
+from apps.operations.runner import operation_run_step
+from tests.drivers.contract.ironic_standalone import ironic_endpoint  # noqa: F401  (session fixture)
+
+from .conftest import bm_body, bm_host
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+
+@pytest.fixture
+def ironic(settings, request):
+    endpoint = request.getfixturevalue("ironic_endpoint")
+    settings.DRIVERS = {**getattr(settings, "DRIVERS", {}),
+                        "baremetal": "apps.baremetal.drivers.ironic:IronicDriver"}
+    settings.BAREMETAL_IRONIC_ENDPOINT = endpoint
+    settings.BAREMETAL_DEPLOY_POLL_S = 0.25
+    forget_driver()
+    yield baremetal_driver()
+    forget_driver()
+
+
+def _run(op_id, timeout: float = 180.0) -> Operation:
+    """Run the operation's steps with the real runner until it finishes (waits are real here)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        op = Operation.objects.get(pk=op_id)
+        if op.status in TERMINAL:
+            return op
+        operation_run_step(op_id)
+        time.sleep(0.25)
+    return Operation.objects.get(pk=op_id)
+
+
+def test_enroll_deploy_reboot_delete_on_real_ironic(world, ironic, bm_flavor):
+    host = bm_host()
+    resp = world.staff_client.post("/api/v1/bare-metal/nodes/", {"host": str(host.pk), "driver": "fake-hardware"},
+                                   format="json")
+    assert resp.status_code == 202, resp.content
+    op = _run(resp.data["operation"]["id"])
+    assert op.status == "succeeded", (op.error_code, op.error_detail)
+    node = BaremetalNode.objects.get(pk=resp.data["node"]["id"])
+    assert node.provision_state == "available" and ironic.get(node.ironic_id).state.provision == "available"
+    assert Host.objects.get(pk=host.pk).state == "available"
+    try:
+        create = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor), format="json")
+        assert create.status_code == 202, create.content
+        inst_id = create.data["instance"]["id"]
+        op = _run(create.data["operation"]["id"])
+        assert op.status == "succeeded", (op.error_code, op.error_detail)
+        seen = ironic.get(node.ironic_id)
+        assert (seen.state.provision, seen.instance_id) == ("active", inst_id)
+        assert Instance.objects.get(pk=inst_id).status == "active"
+
+        reboot = world.client_a.post(f"/api/v1/instances/{inst_id}/reboot/", {"hard": True}, format="json")
+        assert _run(reboot.data["operation"]["id"]).status == "succeeded"
+
+        delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
+        op = _run(delete.data["operation"]["id"])
+        assert op.status == "succeeded", (op.error_code, op.error_detail)
+        seen = ironic.get(node.ironic_id)
+        assert (seen.state.provision, seen.instance_id) == ("available", "")
+        assert Host.objects.get(pk=host.pk).state == "available"
+        receipt = ExitReceipt.objects.get(instance_id=inst_id)
+        assert receipt_verify(payload=receipt.payload, signature=receipt.signature,
+                              public_key_pem=public_key_info()["public_key_pem"])
+        assert json.loads(receipt.payload)["node"]["id"] == node.ironic_id
+    finally:
+        node.refresh_from_db()
+        seen = ironic.get(node.ironic_id)
+        if seen.state.provision == "active":
+            ironic.undeploy(node.ironic_id)
+        ironic.delete(node.ironic_id)
