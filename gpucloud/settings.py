@@ -259,6 +259,14 @@ BILLING_SELLER_EMAIL = env.str("BILLING_SELLER_EMAIL", default="")
 BILLING_SELLER_COUNTRY = env.str("BILLING_SELLER_COUNTRY", default="")
 BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
 
+# Bare metal (apps/baremetal/conf.py, docs/bare-metal.md): Ironic's API; Fernet keys for BMC credentials
+# (comma-separated, newest first) and the Ed25519 seed that signs exit receipts (urlsafe base64), both derived
+# from SECRET_KEY when unset (development only)
+BAREMETAL_IRONIC_ENDPOINT = env.str("BAREMETAL_IRONIC_ENDPOINT", default="http://127.0.0.1:6385")
+BAREMETAL_CREDENTIALS_KEYS = env.str("BAREMETAL_CREDENTIALS_KEYS", default="")
+BAREMETAL_RECEIPT_SIGNING_KEY = env.str("BAREMETAL_RECEIPT_SIGNING_KEY", default="")
+BAREMETAL_DEPLOY_POLL_S = env.float("BAREMETAL_DEPLOY_POLL_S", default=2.0)
+
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
 # (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
