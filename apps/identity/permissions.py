@@ -6,8 +6,15 @@ created by staff) names them in `staff_actions`. DRF checks permissions before t
 tenant sending any body to such an action gets 403 `permission_denied` and learns nothing of the body's rules;
 the service still decides which staff role may write.
 
+`IsStaffOperator` and `IsStaffBillingAdmin` guard the provider-internal endpoints (the fleet, billing's staff side,
+the admin portal's): to a signed-in caller who is not provider staff (a tenant, or staff using a tenant-bound
+token) they answer 404 `not_found`, as for an object it may not see, so the staff API is not even confirmed to
+exist (docs/adr/0930-staff-endpoints-not-found-for-tenants.md); anonymous callers get 401; staff whose role does
+not write there, or with a read-scoped token, get 403 `permission_denied`.
+
 `request.auth` is an ApiToken (with `scope` "read" | "write") for bearer requests, None for sessions.
 """
+from rest_framework.exceptions import NotFound
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from .models import StaffRole
@@ -24,7 +31,11 @@ class _StaffRolePermission(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         user = request.user
-        role = getattr(user, "staff_role", "") if user is not None and user.is_authenticated else ""
+        if user is None or not user.is_authenticated:
+            return False   # 401 (the authenticators' challenge)
+        role = getattr(user, "staff_role", "")
+        if not role:
+            raise NotFound()
         if request.method in SAFE_METHODS:
             return role in self.read_roles
         return role in self.write_roles and token_allows_write(request)

@@ -9,7 +9,7 @@ def _event(world) -> Case:
     return Case(kwargs={"pk": event.pk})
 
 
-STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 
 ENTRIES = [
     Entry("GET", "/api/v1/audit-events", expect(other_org=200)),

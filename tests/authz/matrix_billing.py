@@ -2,7 +2,8 @@
 
 Tenant reads: usage and SLA reports follow project visibility; invoices and credit notes are for organization
 owners, admins and billing members (so `viewer` and `member` get 404 on one invoice). Staff endpoints: any staff
-reads, only billing admins write — the matrix's staff caller is an operator, so every billing write is 403 for it
+reads, only billing admins write, tenants get 404 (as for what they may not see) — the matrix's staff caller is an
+operator, so every billing write is 403 for it
 (the billing-admin path is tested in tests/billing/test_api.py)."""
 import datetime as dt
 from decimal import Decimal
@@ -25,8 +26,8 @@ from apps.billing.models import (
 from .framework import Case, Entry, expect
 
 UTC = dt.UTC
-STAFF_ONLY = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
-DENIED = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=403)
+STAFF_ONLY = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
+DENIED = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=403)
 LIST = expect(other_org=200)
 BILLING_READ = expect(viewer=404, member=404)
 

@@ -6,12 +6,12 @@ from tests.inventory.helpers import make_host as _make_host
 
 from .framework import Case, Entry, expect
 
-# staff-only: tenants (any organization, any role, read tokens) get 403, anonymous 401
-STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+# staff-only: tenants (any organization, any role, read tokens) get 404 as for what they may not see, anonymous 401
+STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 
 
 def STAFF_WRITE(ok=200):  # noqa: N802
-    return expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=ok)
+    return expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=ok)
 
 
 ANY_USER = expect(other_org=200)

@@ -11,8 +11,10 @@ LIST = expect(other_org=200)
 CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
 CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
 DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204)
-STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
+STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
+# provider-internal (IsStaffOperator): tenants get 404, as for what they may not see
+STAFF_ONLY_CREATE = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=201)
 
 
 def _vpc(world, name="authz-vpc"):
@@ -147,18 +149,18 @@ ENTRIES = [
     Entry("GET", "/api/v1/ib-partitions/{pk}", expect(), _pk(_partition)),
     Entry("DELETE", "/api/v1/ib-partitions/{pk}", DELETE, _pk(_partition)),
     # staff make a shared service port a limited member; the permission comes before the object
-    Entry("POST", "/api/v1/ib-partitions/{pk}/service-ports", STAFF_CREATE, _service_port),
+    Entry("POST", "/api/v1/ib-partitions/{pk}/service-ports", STAFF_ONLY_CREATE, _service_port),
     # a project's own instance GUID as a limited member of another of its partitions; removing one so added
     Entry("POST", "/api/v1/ib-partitions/{pk}/members",
           expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201),
           lambda w: _instance_guid_case(w, added=False)),
     Entry("DELETE", "/api/v1/ib-partitions/{pk}/members/{guid}", DELETE, lambda w: _instance_guid_case(w, added=True)),
     Entry("GET", "/api/v1/pkey-pools", STAFF_READ),
-    Entry("POST", "/api/v1/pkey-pools", STAFF_CREATE,
+    Entry("POST", "/api/v1/pkey-pools", STAFF_ONLY_CREATE,
           lambda w: Case(data={"fabric": _fabric().name, "first_pkey": "0x0100", "last_pkey": "0x01ff"})),
     Entry("GET", "/api/v1/pkey-pools/{pk}", STAFF_READ, lambda w: Case(kwargs={"pk": _pkey_fabric().pkey_pool.pk})),
     Entry("GET", "/api/v1/virtual-guid-pools", STAFF_READ),
-    Entry("POST", "/api/v1/virtual-guid-pools", STAFF_CREATE,
+    Entry("POST", "/api/v1/virtual-guid-pools", STAFF_ONLY_CREATE,
           lambda w: Case(data={"hca_port": str(_hca_port().pk), "first_guid": "0x0200000000000000", "size": 16})),
     Entry("GET", "/api/v1/virtual-guid-pools/{pk}", STAFF_READ,
           lambda w: Case(kwargs={"pk": services.virtual_guid_pool_set(

@@ -17,9 +17,9 @@ ORG_ADMIN_DELETE = expect(other_org=404, viewer=403, member=403, admin=204, read
 BODY_CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
 BODY_ACCEPTED = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=202)
 ORG_ADMIN_BODY_CREATE = expect(other_org=400, viewer=403, member=403, admin=201, read_token=403, staff=201)
-STAFF_READ = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
-STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
-STAFF_DELETE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=204)
+STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
+STAFF_CREATE = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=201)
+STAFF_DELETE = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=204)
 START, END = "2099-01-01 09:00", "2099-01-01 12:00"
 
 

@@ -94,7 +94,7 @@ def test_support_reads_but_cannot_act_and_tenants_see_nothing(support, tenant):
     assert act(support, host, "cordon").status_code == 403
     for path in ("/api/v1/hosts/", f"/api/v1/hosts/{host.pk}/", "/api/v1/gpus/", "/api/v1/fleet/export/"):
         resp = tenant.get(path)
-        assert resp.status_code == 403 and "SER-h1" not in resp.content.decode()
+        assert resp.status_code == 404 and "SER-h1" not in resp.content.decode()
 
 
 def test_gpu_models_catalog_readable_by_tenants(tenant):

@@ -205,7 +205,7 @@ def test_project_priority_goes_first_in_the_queue(world, clock):
                                 format="json")
     assert r.status_code == 201
     assert world.client_a.post("/api/v1/queue-priorities", {"project": str(world.project_a.pk), "priority": 9},
-                               format="json").status_code == 403
+                               format="json").status_code == 404
     unknown = world.staff_client.post("/api/v1/queue-priorities", {"project": str(uuid.uuid4()), "priority": 5},
                                       format="json")
     assert (unknown.status_code, unknown.json()["code"], unknown.json()["errors"]) == (
