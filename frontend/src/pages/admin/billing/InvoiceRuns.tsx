@@ -62,7 +62,7 @@ export function AdminInvoiceRunsPage() {
         </form>
       </Paper>
       <ProblemAlert error={runs.error} />
-      <Table striped highlightOnHover withTableBorder aria-label="Invoice runs">
+      <Table striped withTableBorder aria-label="Invoice runs">
         <Table.Thead>
           <Table.Tr>
             <Table.Th>Period</Table.Th><Table.Th>Status</Table.Th><Table.Th>Progress</Table.Th>
@@ -73,7 +73,7 @@ export function AdminInvoiceRunsPage() {
           {rows.map((r) => (
             <Table.Tr key={r.id} data-testid="invoice-run" data-period={r.period}>
               <Table.Td>
-                <Anchor component={Link} to={`/staff/billing/invoice-runs/${r.id}`}>{r.period}{r.finalize ? '' : ' (drafts)'}</Anchor>
+                <Anchor component={Link} c="indigo.9" to={`/staff/billing/invoice-runs/${r.id}`}>{r.period}{r.finalize ? '' : ' (drafts)'}</Anchor>
               </Table.Td>
               <Table.Td><RunStatus run={r} /></Table.Td>
               <Table.Td>{runProgress(r)}</Table.Td>

@@ -22,7 +22,7 @@ export function InvoiceTable({ invoices }: { invoices: Invoice[] }) {
   const orgName = useOrgNames()
   if (invoices.length === 0) return <Text c="dimmed" size="sm">No invoices.</Text>
   return (
-    <Table striped highlightOnHover withTableBorder aria-label="Invoices">
+    <Table striped withTableBorder aria-label="Invoices">
       <Table.Thead>
         <Table.Tr>
           <Table.Th>Invoice</Table.Th><Table.Th>Organization</Table.Th><Table.Th>Period</Table.Th>
@@ -33,7 +33,7 @@ export function InvoiceTable({ invoices }: { invoices: Invoice[] }) {
         {invoices.map((inv) => (
           <Table.Tr key={inv.id} data-testid="staff-invoice" data-organization={orgName(inv.organization)}>
             <Table.Td>
-              <Anchor component={Link} to={`/staff/billing/invoices/${inv.id}`}>
+              <Anchor component={Link} c="indigo.9" to={`/staff/billing/invoices/${inv.id}`}>
                 {inv.display_number || `Draft ${inv.period}`}
               </Anchor>
             </Table.Td>
@@ -299,7 +299,7 @@ export function AdminInvoicePage() {
                 <Table.Td ta="right">{money(n.amount, n.currency)}</Table.Td>
                 <Table.Td ta="right">{money(n.total, n.currency)}</Table.Td>
                 <Table.Td ta="right">
-                  <Anchor href={`/api/v1/credit-notes/${n.id}/pdf/`} download size="sm" aria-label={`PDF of ${n.display_number}`}>PDF</Anchor>
+                  <Anchor href={`/api/v1/credit-notes/${n.id}/pdf/`} download size="sm" c="indigo.9" aria-label={`PDF of ${n.display_number}`}>PDF</Anchor>
                 </Table.Td>
               </Table.Tr>
             ))}

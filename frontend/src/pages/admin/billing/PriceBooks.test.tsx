@@ -38,8 +38,8 @@ describe('admin price books', () => {
     expect(await post.json()).toMatchObject({ currency: 'USD', effective_from: nextMonthStart(),
       prices: [{ sku: 'flavor:name=h100-8x', sla_tier: 'standard', pricing_model: 'on_demand', unit_price: '17.50' }] })
     fireEvent.click(publish)
-    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument())
-  })
+    await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument(), { timeout: 5_000 })
+  }, 20_000)   // a modal and a table of inputs: slow on a loaded machine
 
   it('shows support staff the books with New version disabled', async () => {
     stubApi({

@@ -1,4 +1,4 @@
-import { Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useMemo, useState } from 'react'
 import { ApiError, api, unwrap } from '../../../api/client'
@@ -128,7 +128,7 @@ export function AdminPriceBooksPage() {
           disabled={!books.data}>New version</WriteButton>
       </Group>
       <ProblemAlert error={books.error} />
-      <Table striped highlightOnHover withTableBorder aria-label="Price books">
+      <Table striped withTableBorder aria-label="Price books">
         <Table.Thead>
           <Table.Tr>
             <Table.Th>Name</Table.Th><Table.Th>Currency</Table.Th><Table.Th>Starts</Table.Th>
@@ -141,8 +141,8 @@ export function AdminPriceBooksPage() {
             return (
               <Table.Tr key={b.id} data-testid="price-book" data-name={b.name}>
                 <Table.Td>
-                  <Button variant="subtle" size="compact-sm" onClick={() => setShown(b.id === shown ? null : b.id)}
-                    aria-expanded={b.id === shown}>{b.name}</Button>
+                  <Anchor component="button" type="button" size="sm" c="indigo.9" onClick={() => setShown(b.id === shown ? null : b.id)}
+                    aria-expanded={b.id === shown}>{b.name}</Anchor>
                 </Table.Td>
                 <Table.Td>{b.currency}</Table.Td>
                 <Table.Td>{b.effective_from.replace('T', ' ').replace(/:00(\.0+)?Z$/, ' UTC').replace('Z', ' UTC')}</Table.Td>
