@@ -8,8 +8,8 @@ from apps.inventory.models import Host
 
 from .framework import Case, Entry, expect
 
-STAFF = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
-STAFF_ACCEPTED = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=202)
+STAFF = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
+STAFF_ACCEPTED = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=202)
 PUBLIC = expect(anonymous=200, other_org=200)
 ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
 
