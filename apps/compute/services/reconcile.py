@@ -10,7 +10,10 @@ Per libvirt URI (hosts may share one: the demo fleet uses `test:///default` for 
   until the agent destroyed its MIG GPU instance / deactivated its partition and reset them) and its
   allocations are released;
 - a domain we do not know (no instance row, or a deleted one) is reported to staff as an audit event
-  `compute.reconcile.unknown_domain` (once an hour per domain), never deleted.
+  `compute.reconcile.unknown_domain` (once an hour per domain), never deleted;
+- a stale domain: one of a live instance that now belongs to another host (it was re-created elsewhere,
+  `instance.recreate`, while this host did not answer) is removed (`compute.reconcile.stale_domain_removed`),
+  so the host coming back never runs a second copy of the VM.
 A host whose libvirt does not answer is skipped (reported in the result).
 """
 from __future__ import annotations
@@ -54,6 +57,7 @@ class ReconcileReport:
     errored: int = 0
     unknown: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
+    stale_removed: list[str] = field(default_factory=list)
 
 
 def _busy_ids(ids) -> set:
@@ -117,10 +121,30 @@ def _reconcile_uri(uri: str, host_ids: list, report: ReconcileReport) -> None:
         elif inst.status in NEEDS_DOMAIN:
             _vanished(inst, at, report)
     live = {pk for pk, i in instances.items() if i.status != InstanceStatus.DELETED}
-    for domain_uuid, info in domains.items():
-        if domain_uuid not in live:
-            report.unknown.append(str(domain_uuid))
-            _report_unknown(uri, host_ids, info)
+    unknown = [u for u in domains if u not in live]
+    moved = set(Instance.objects.filter(pk__in=unknown).exclude(status=InstanceStatus.DELETED)
+                .exclude(host_id__in=host_ids).values_list("pk", flat=True))
+    for domain_uuid in unknown:
+        info = domains[domain_uuid]
+        if domain_uuid in moved and _remove_stale(uri, host_ids, info):
+            report.stale_removed.append(str(domain_uuid))
+            continue
+        report.unknown.append(str(domain_uuid))
+        _report_unknown(uri, host_ids, info)
+
+
+def _remove_stale(uri: str, host_ids: list, info) -> bool:
+    """Remove the domain of an instance that was re-created on another host (True when removed)."""
+    try:
+        driver_for_uri(uri).domain_delete(info.uuid)
+    except DriverError as exc:
+        log.warning("reconcile_stale_domain_remove_failed", extra={"uri": uri, "domain": str(info.uuid),
+                                                                    "error": str(exc)})
+        return False
+    audit_record(actor=None, action="compute.reconcile.stale_domain_removed", target_type="inventory.host",
+                 target_id=str(host_ids[0]), after={"uri": uri, "domain_uuid": str(info.uuid),
+                                                    "power_state": str(info.power_state)})
+    return True
 
 
 def instances_reconcile() -> ReconcileReport:
