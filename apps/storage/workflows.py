@@ -56,7 +56,7 @@ def resize(op) -> None:
             driver_for(inst.host).disk_resize(str(inst.pk), att.device, vol.size_gib)
             grown = True
         except DriverConflict as exc:
-            if exc.code != "domain_not_running":
+            if exc.code not in ("domain_not_running", "disk_resize_unsupported"):
                 raise
         except DriverNotFound:
             pass  # no domain (a deleted instance's) or no such disk: the pool's file is not held open

@@ -257,3 +257,34 @@ def test_an_attached_volume_grows_under_its_running_guest(world, storage):
     assert (got["status"], got["size_gib"], [a["status"] for a in got["attachments"]]) == ("in-use", 7, ["attached"])
     # the pool refuses to resize an image a running guest holds: only the guest's QEMU (blockResize) grew it
     assert get_driver(hosts[0].libvirt_uri).volume_get("ssd", vol).capacity_bytes == 7 * GIB
+
+
+def test_a_retried_create_with_an_idempotency_key_makes_its_volumes_once(world, storage):
+    _hosts, ssd, _local = storage
+    body = create_body(world, world.gpu1, volumes=[{"size_gib": 2, "volume_type": str(ssd.pk), "name": "once"}])
+    first = world.client_a.post("/api/v1/instances/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-volumes")
+    again = world.client_a.post("/api/v1/instances/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-volumes")
+    assert (first.status_code, again.status_code) == (202, 202), again.content
+    assert again.json()["instance"]["id"] == first.json()["instance"]["id"]
+    assert (Instance.objects.count(), Volume.objects.filter(name="once").count(),
+            VolumeAttachment.objects.count()) == (1, 1, 1)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_creates_naming_one_new_volume_or_one_existing_volume(world, storage):
+    from tests.parallel import outcome, post_parallel
+
+    _hosts, ssd, _local = storage
+    Quota.objects.filter(organization=world.org_a).update(limit=10**9)
+    n = 6
+    bodies = [create_body(world, world.cpu, f"vm-{i}", volumes=[{"size_gib": 1, "volume_type": str(ssd.pk),
+                                                                  "name": "shared-name"}]) for i in range(n)]
+    assert outcome(post_parallel(world.client_a, "/api/v1/instances/", bodies)) == {
+        (202, None): 1, (409, "name_taken"): n - 1}
+    assert Volume.objects.filter(name="shared-name").count() == 1
+
+    existing = _volume(world, ssd, "one")
+    bodies = [create_body(world, world.cpu, f"vm-x{i}", volumes=[{"id": existing}]) for i in range(n)]
+    assert outcome(post_parallel(world.client_a, "/api/v1/instances/", bodies)) == {
+        (202, None): 1, (409, "volume_in_use"): n - 1}
+    assert VolumeAttachment.objects.filter(volume_id=existing).count() == 1

@@ -80,3 +80,19 @@ def test_resize_snapshot_and_restore_on_the_test_driver(setup):
     restored = drv.volume_from_snapshot(pool.name, snap.key, VolumeSpec(key=str(uuid.uuid4()), pool=pool.name,
                                                                         size_gib=4))
     assert (snap.size_bytes, restored.capacity_bytes) == (3 * GIB, 4 * GIB)
+
+
+def test_a_test_domain_has_no_block_resize_and_says_so(setup):
+    """No blockResize on the test driver: `disk_resize` answers `disk_resize_unsupported` (the extend step then
+    grows the volume on its pool, which holds no open image there)."""
+    from apps.core.drivers import DriverConflict
+
+    drv, pool, guest, _compute = setup
+    dom = guest(running=True)
+    key = str(uuid.uuid4())
+    vol = drv.volume_create(VolumeSpec(key=key, pool=pool.name, size_gib=1))
+    drv.disk_attach(dom, DiskAttachment(volume_path=vol.path, target_dev="vdb", serial=disk_serial(key)), live=True)
+    with pytest.raises(DriverConflict) as exc:
+        drv.disk_resize(dom, "vdb", 2)
+    assert exc.value.code == "disk_resize_unsupported"
+    assert drv.volume_resize(pool.name, key, 2).capacity_bytes == 2 * GIB

@@ -128,3 +128,36 @@ def test_a_redefined_domain_keeps_its_attached_volume_on_libvirt(world, real):
     compute.domain_stop(inst.pk, hard=True)  # a stop/start keeps it too
     compute.domain_start(inst.pk)
     assert [d.target_dev for d in drv.attached_disks(str(inst.pk))] == ["vdb"]
+
+
+def test_a_domain_boots_from_a_volume_on_libvirt(world, real):
+    """Boot from volume: the domain compute defines for a boot volume (no image disk, the volume as ``vda`` with
+    `<boot order='1'/>`, no `<os><boot>`) is one libvirt accepts and starts, and keeps across a stop/start."""
+    import xml.etree.ElementTree as ET
+
+    from apps.compute.drivers.base import VolumeDisk
+    from apps.storage.drivers.base import VolumeSpec
+    from apps.storage.services.backend import pool_spec
+
+    uri, pool, target = real
+    VolumeType.objects.filter(pk=world.ssd.pk).update(pool=pool, pool_target_path=target)
+    world.ssd.refresh_from_db()
+    drv = get_driver(uri)
+    drv.pool_ensure(pool_spec(world.ssd))
+    key = str(uuid.uuid4())
+    info = drv.volume_create(VolumeSpec(key=key, pool=pool, size_gib=1))
+    compute = LibvirtDriver(uri, seed_dir=str(Path(target).parent.parent / "seeds"))
+    dom = uuid.uuid4()
+    disk = VolumeDisk(path=info.path, target_dev="vda", serial=disk_serial(key), format=info.format,
+                      cache=getattr(drv, "disk_cache", "none"), boot=True)
+    compute.domain_define(DomainSpec(uuid=dom, vcpus=1, memory_mib=64, project_id="p", machine="pc", uefi=False,
+                                     virt_type="qemu", emulator=QEMU, volumes=(disk,)))
+    assert compute.domain_start(dom).power_state == PowerState.RUNNING
+    root = ET.fromstring(compute.domain_xml_get(dom))
+    assert root.find("os/boot") is None
+    disks = [(d.find("target").get("dev"), d.find("boot").get("order") if d.find("boot") is not None else None,
+              d.find("serial").text) for d in root.findall("devices/disk")]
+    assert disks == [("vda", "1", disk_serial(key))]
+    compute.domain_stop(dom, hard=True)
+    assert compute.domain_start(dom).power_state == PowerState.RUNNING
+    assert [d.target_dev for d in drv.attached_disks(str(dom))] == ["vda"]

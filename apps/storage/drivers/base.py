@@ -5,7 +5,7 @@ Drivers import nothing from models, services or api. They raise only `apps.core.
 - `DriverNotFound` (`pool_not_found`, `volume_not_found`, `snapshot_not_found`, `domain_not_found`,
   `disk_not_found`).
 - `DriverConflict` (`pool_definition_mismatch`, `volume_size_mismatch`, `disk_target_taken`,
-  `volume_already_attached`, `volume_in_use`, `domain_not_running`).
+  `volume_already_attached`, `volume_in_use`, `domain_not_running`, `disk_resize_unsupported`).
 - `DriverError`: terminal (`volume_shrink_refused`, `invalid_disk_attachment`, `invalid_pool_spec`, ...).
 
 Every object is keyed by our UUID: a volume's pool volume name is our volume UUID, a snapshot's is our snapshot
@@ -133,7 +133,8 @@ class StorageDriver(Protocol):
     def disk_resize(self, domain_uuid: str, target_dev: str, size_gib: int) -> None:
         """Grow an attached volume under its running guest to `size_gib` GiB (the guest sees a capacity
         change; its file system is its own business). `DriverError` (`volume_shrink_refused`);
-        `DriverConflict` (`domain_not_running`) when the domain is shut off (use `volume_resize`);
+        `DriverConflict` (`domain_not_running`) when the domain is shut off, (`disk_resize_unsupported`) on a
+        hypervisor without it (libvirt's test driver, whose images are not held open): use `volume_resize` then;
         `DriverNotFound` (`disk_not_found`) when no disk has that target."""
 
     def volume_delete(self, pool: str, key: str) -> None:

@@ -84,7 +84,7 @@ def _check_existing(project, vol: Volume, boot: bool) -> None:
     if vol.project_id != project.pk:
         raise reference_not_found("volumes")
     multi = vol.volume_type.multi_attach and not boot
-    if vol.status == VolumeStatus.IN_USE and not multi:
+    if vol.status in (VolumeStatus.IN_USE, VolumeStatus.ATTACHING) and not multi:
         instances = sorted(str(i) for i in vol.attachments.values_list("instance_id", flat=True))
         raise Conflict(f"Volume {vol.name!r} is attached to another instance.", code=Code.VOLUME_IN_USE,
                        volume=str(vol.pk), instances=instances, current_state=vol.status,
