@@ -158,6 +158,9 @@ IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS = env.int("IDEMPOTENCY_KEY_PURGE_INTERVAL
 # Agent heartbeats record the last-seen time in Redis; beat writes them to the database this often (seconds),
 # so Host.last_heartbeat_at lags by at most this much (apps/inventory/services/last_seen.py).
 AGENT_LAST_SEEN_FLUSH_SECONDS = env.int("AGENT_LAST_SEEN_FLUSH_SECONDS", default=60)
+# An agent credential's row is cached (Redis) this long (seconds; 0: never), so a heartbeat reads no credential;
+# a re-enrollment drops the old one's entry on commit (apps/inventory/services/agent.py, agent_authenticate).
+AGENT_CREDENTIAL_CACHE_SECONDS = env.int("AGENT_CREDENTIAL_CACHE_SECONDS", default=30)
 # A host whose agent has not heartbeated for this long gets a `heartbeat_lost` health event (apps.health, beat
 # every 60 s); keep it well above the heartbeat interval plus the flush lag above.
 HEALTH_HEARTBEAT_LOST_SECONDS = env.int("HEALTH_HEARTBEAT_LOST_SECONDS", default=300)

@@ -1,4 +1,4 @@
-"""The agent loop: enroll once, then heartbeat, poll commands, execute, report."""
+"""The agent loop: enroll once, then heartbeat, poll commands (when the heartbeat counts some), execute, report."""
 from __future__ import annotations
 
 import json
@@ -31,10 +31,17 @@ class Agent:
         return body
 
     def run_once(self, send_inventory: bool = False) -> list[dict]:
-        """One cycle: heartbeat (optionally with inventory), then execute and report every pending command."""
-        self.cp.heartbeat(__version__, collect(self.backend) if send_inventory else None)
-        self.report_health()
+        """One cycle: heartbeat (optionally with inventory), then execute and report every pending command.
+
+        The commands are fetched only when the heartbeat's answer counts some (`pending_commands` > 0, or an
+        answer that does not say) or a health signal was just recorded (its effects may queue one), so an idle
+        host costs the control plane one request per cycle."""
+        beat = self.cp.heartbeat(__version__, collect(self.backend) if send_inventory else None)
+        pending = beat.get("pending_commands", 1) if isinstance(beat, dict) else 1
+        recorded = self.report_health()
         reports = []
+        if not pending and not recorded:
+            return reports
         for command in self.cp.commands():
             outcome = self.executor.execute(command)
             self.cp.report(command["id"], outcome["succeeded"], outcome["result"], outcome["error"])

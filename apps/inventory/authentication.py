@@ -5,22 +5,32 @@ Every app with an agent endpoint (inventory's heartbeat and commands, health's e
 credential's host (never staff, never a tenant). Kept outside `api` so other apps' views need not import
 inventory's views.
 """
+from functools import cached_property
+
 from rest_framework import authentication, exceptions, permissions
 
-from .models import Host
+from .models import AgentCredential, Host
 from .services import agent as agent_services
 
 
 class AgentPrincipal:
-    """`request.user` for agent requests: authenticated, never staff, never a tenant."""
+    """`request.user` for agent requests: authenticated, never staff, never a tenant. `host` is read on first use
+    (a heartbeat needs only the credential's `host_id`); a host deleted since is a 401 like a revoked credential."""
 
     is_authenticated = True
     is_anonymous = False
     staff_role = ""
     pk = None
 
-    def __init__(self, host: Host):
-        self.host = host
+    def __init__(self, credential: AgentCredential):
+        self.credential = credential
+
+    @cached_property
+    def host(self) -> Host:
+        host = Host.objects.filter(pk=self.credential.host_id).first()
+        if host is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
+        return host
 
     def __str__(self) -> str:
         return f"agent:{self.host.name}"
@@ -37,7 +47,7 @@ class AgentAuthentication(authentication.BaseAuthentication):
         cred = agent_services.agent_authenticate(raw.strip())
         if cred is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
-        return AgentPrincipal(cred.host), cred
+        return AgentPrincipal(cred), cred
 
     def authenticate_header(self, request):
         return 'Agent realm="gpucloud-agent"'

@@ -217,3 +217,21 @@ def test_injected_health_signal_is_reported_once_and_applied(enrolled, host):
     Gpu.objects.filter(host=host, index=7).delete()  # the inventory no longer knows GPU 7
     backend.inject("ecc_dbe", gpu=7)
     assert agent.report_health() == 0 and backend.health_events() == [] and HealthEvent.objects.count() == 1
+
+
+def test_an_idle_cycle_is_one_request_and_a_queued_command_is_fetched_in_the_same_cycle(enrolled, host, staff):
+    """The heartbeat's answer counts the pending commands; the agent fetches them only when there are some."""
+    agent, _ = enrolled
+    sent = []
+    request = agent.cp.http.request
+    agent.cp.http.request = lambda method, url, **kw: sent.append((method, url.rsplit("/agent/", 1)[1])) or \
+        request(method, url, **kw)
+    agent.run_once()  # the enrollment's inventory left commands to run (or not)
+    sent.clear()
+    assert agent.run_once() == []
+    assert sent == [("POST", "heartbeat")]
+    sent.clear()
+    agent_command_enqueue(actor=staff, host=host, kind="reset_gpu", payload={"gpu_index": 0})
+    [report] = agent.run_once()
+    assert report["kind"] == "reset_gpu" and report["succeeded"]
+    assert [p for _, p in sent][:2] == ["heartbeat", "commands"]

@@ -8,7 +8,7 @@ role reads, operators write); tenants get 403 and never see hosts or serials. Ag
 from collections.abc import Mapping
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, parsers, permissions, status, viewsets
+from rest_framework import exceptions, mixins, parsers, permissions, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -27,7 +27,6 @@ from ..services import agent as agent_services
 from ..services import hosts as host_services
 from ..services import scrub as scrub_services
 from ..services.fleet import fleet_import
-from ..states import CommandStatus
 from . import filters
 from . import schema as _schema  # noqa: F401  (registers the agent auth scheme)
 from . import serializers as s
@@ -305,8 +304,9 @@ class AgentHeartbeatView(_AgentView):
         data = s.AgentHeartbeatInput(data=request.data)
         data.is_valid(raise_exception=True)
         host = agent_services.agent_heartbeat(credential=request.auth, **data.validated_data)
-        pending = host.agent_commands.filter(status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED]).count()
-        return Response({"host": host.name, "state": host.state, "pending_commands": pending})
+        if host is None:  # deleted while its credential was cached
+            raise exceptions.AuthenticationFailed("Invalid or revoked agent credential.")
+        return Response({"host": host.name, "state": host.state, "pending_commands": host.pending_commands})
 
 
 class AgentCommandPollView(_AgentView):

@@ -17,10 +17,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import secrets
+import uuid
 from datetime import timedelta
 
-from django.db import transaction
+import redis
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
@@ -43,6 +47,8 @@ from ..models import (
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
 from . import last_seen
 from .scrub import gpu_scrub_progress
+
+log = logging.getLogger("gpucloud.inventory")
 
 
 def _hash(secret: str) -> str:
@@ -89,7 +95,9 @@ def agent_enroll(*, token: str, inventory: dict, agent_version: str = "") -> tup
         row.used_at = now()
         row.save(update_fields=["used_at"])
         host = Host.objects.select_for_update().get(pk=row.host_id)
-        AgentCredential.objects.filter(host=host, revoked_at__isnull=True).update(revoked_at=now())
+        active = AgentCredential.objects.filter(host=host, revoked_at__isnull=True)
+        _credential_cache_forget(list(active.values_list("prefix", flat=True)))
+        active.update(revoked_at=now())
         cprefix, csecret, clear = _issue()
         credential = AgentCredential.objects.create(host=host, prefix=cprefix, secret_hash=_hash(csecret),
                                                     last_seen_at=now())
@@ -102,26 +110,98 @@ def agent_enroll(*, token: str, inventory: dict, agent_version: str = "") -> tup
     return credential, clear
 
 
+_CACHED_FIELDS = ("id", "host_id", "prefix", "secret_hash")
+
+
+def _credential_cache_key(prefix: str) -> str:
+    return f"gpucloud:agent-credential:{prefix}"
+
+
+def _credential_cache_forget(prefixes: list[str]) -> None:
+    """Drop the cached rows of credentials being revoked, once the revoking transaction commits (before it, a
+    request could cache the still-active row again). Redis unavailable: logged; the entries expire by their TTL."""
+    if not prefixes:
+        return
+
+    def forget() -> None:
+        try:
+            last_seen.redis_client().delete(*[_credential_cache_key(p) for p in prefixes])
+        except redis.RedisError as exc:
+            log.warning("agent_credential_cache_forget_failed", extra={"error": str(exc)})
+
+    transaction.on_commit(forget)
+
+
 def agent_authenticate(token: str) -> AgentCredential | None:
-    """The active credential for `<prefix>.<secret>`, or None."""
+    """The active credential for `<prefix>.<secret>`, or None.
+
+    The credential's id, host id and secret hash are cached in Redis per prefix for
+    `AGENT_CREDENTIAL_CACHE_SECONDS` (30 s), so a heartbeat reads no credential row; the secret is checked against
+    the hash on every request. The returned row has only id, host_id, prefix and secret_hash loaded (the others
+    load on access; `credential.host` is a query). A revoke (re-enrollment) deletes the entry when it commits; a
+    request that read the row during the revoking transaction can cache it again, so a revoked credential is
+    refused at the latest after the TTL. When Redis cannot be reached the row is read from the database."""
     prefix, secret = _split(token)
     if not prefix or not secret:
         return None
-    cred = AgentCredential.objects.select_related("host").filter(prefix=prefix, revoked_at__isnull=True).first()
-    if cred is None or not hmac.compare_digest(cred.secret_hash, _hash(secret)):
+    key, ttl = _credential_cache_key(prefix), settings.AGENT_CREDENTIAL_CACHE_SECONDS
+    values = None
+    try:
+        hit = last_seen.redis_client().get(key) if ttl > 0 else None
+        if hit is not None:
+            cred_id, host_id, secret_hash = hit.decode().split()
+            values = (uuid.UUID(cred_id), uuid.UUID(host_id), prefix, secret_hash)
+    except redis.RedisError as exc:  # Redis down or slow: authenticate from the database
+        log.warning("agent_credential_cache_failed", extra={"error": str(exc)})
+        ttl = 0
+    if values is None:
+        values = (AgentCredential.objects.filter(prefix=prefix, revoked_at__isnull=True)
+                  .values_list(*_CACHED_FIELDS).first())
+        if values is None:
+            return None
+        if ttl > 0:
+            try:
+                last_seen.redis_client().set(key, f"{values[0]} {values[1]} {values[3]}", ex=ttl)
+            except redis.RedisError as exc:
+                log.warning("agent_credential_cache_failed", extra={"error": str(exc)})
+    if not hmac.compare_digest(values[3], _hash(secret)):
         return None
-    return cred
+    return AgentCredential.from_db(DEFAULT_DB_ALIAS, list(_CACHED_FIELDS), list(values))
 
 
-def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = None, agent_version: str = "") -> Host:
-    """Record a heartbeat; when `inventory` is given, sync it too. Returns the host.
+def _host_with_pending(host_id) -> Host | None:
+    """The host's id, name, state and agent version (other fields load on access) with `pending_commands`, how many
+    of its commands await a result; None when there is no such host. One statement, written out: the ORM's
+    building of the same subquery cost a heartbeat more CPU than everything else it does."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT h.id, h.name, h.state, h.agent_version, (SELECT count(*) FROM {AgentCommand._meta.db_table} c"
+            " WHERE c.host_id = h.id AND c.status IN (%s, %s))"
+            f" FROM {Host._meta.db_table} h WHERE h.id = %s",
+            [CommandStatus.QUEUED.value, CommandStatus.DISPATCHED.value, host_id],
+        )
+        row = cur.fetchone()
+    if row is None:
+        return None
+    host = Host.from_db(DEFAULT_DB_ALIAS, ["id", "name", "state", "agent_version"], list(row[:4]))
+    host.pending_commands = row[4]
+    return host
 
-    A heartbeat that changes nothing writes no row: the time it was seen goes to the batched last-seen record
-    (`last_seen`, flushed by beat), and an inventory sync writes only what differs from the records. Only when
-    Redis is unavailable does the heartbeat write the last-seen times itself."""
+
+def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = None,
+                    agent_version: str = "") -> Host | None:
+    """Record a heartbeat; when `inventory` is given, sync it too. Returns the host with `pending_commands` (how
+    many commands await a result) set, or None when the host no longer exists.
+
+    A heartbeat that changes nothing writes no row and reads one (the host's name, state, version and pending
+    command count): the time it was seen goes to the batched last-seen record (`last_seen`, flushed by beat), and
+    an inventory sync writes only what differs from the records. Only when Redis is unavailable does the
+    heartbeat write the last-seen times itself."""
     at = now()
     batched = last_seen.record(credential_id=credential.pk, host_id=credential.host_id, at=at)
-    host = credential.host
+    host = _host_with_pending(credential.host_id)
+    if host is None:
+        return None
     if batched and not inventory and (not agent_version or agent_version == host.agent_version):
         return host
     with transaction.atomic():
@@ -138,6 +218,8 @@ def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = Non
                 host.agent_version = agent_version
                 fields.append("agent_version")
             host.save(update_fields=fields)
+    host.pending_commands = host.agent_commands.filter(
+        status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED]).count()  # an inventory sync may queue some
     return host
 
 
@@ -404,11 +486,17 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict) -> Age
 
 
 def agent_commands_pull(*, credential: AgentCredential, limit: int = 20) -> list[AgentCommand]:
-    """Commands not yet reported, oldest first; marks queued ones dispatched. Re-sent until a result arrives."""
+    """Commands not yet reported, oldest first; marks queued ones dispatched. Re-sent until a result arrives.
+
+    With nothing newly queued this is one read and no transaction."""
+    awaiting = [CommandStatus.QUEUED, CommandStatus.DISPATCHED]
+    cmds = list(AgentCommand.objects.filter(host_id=credential.host_id, status__in=awaiting)
+                .order_by("created_at")[:limit])
+    if not any(c.status == CommandStatus.QUEUED for c in cmds):
+        return cmds
     with transaction.atomic():
         cmds = list(AgentCommand.objects.select_for_update().filter(
-            host_id=credential.host_id, status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED])
-            .order_by("created_at")[:limit])
+            host_id=credential.host_id, status__in=awaiting).order_by("created_at")[:limit])
         at = now()
         fresh = [c.pk for c in cmds if c.status == CommandStatus.QUEUED]
         AgentCommand.objects.filter(pk__in=fresh).update(status=CommandStatus.DISPATCHED, dispatched_at=at,

@@ -26,7 +26,9 @@ KEY = "gpucloud:agent-last-seen"
 _client: redis.Redis | None = None
 
 
-def _redis() -> redis.Redis:
+def redis_client() -> redis.Redis:
+    """This process's client for REDIS_URL (short timeouts: a heartbeat never waits long on Redis). The agent
+    paths use it directly: Django's cache builds a new client object per call, which a heartbeat notices."""
     global _client
     if _client is None:
         _client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
@@ -36,7 +38,7 @@ def _redis() -> redis.Redis:
 def record(*, credential_id, host_id, at: dt.datetime) -> bool:
     """Note that `credential_id` (of `host_id`) was seen at `at`; False when Redis is unavailable."""
     try:
-        _redis().hset(KEY, str(credential_id), f"{host_id} {at.timestamp():.6f}")
+        redis_client().hset(KEY, str(credential_id), f"{host_id} {at.timestamp():.6f}")
     except redis.RedisError as exc:
         log.warning("agent_last_seen_record_failed", extra={"error": str(exc)})
         return False
@@ -45,7 +47,7 @@ def record(*, credential_id, host_id, at: dt.datetime) -> bool:
 
 def agent_last_seen_flush() -> int:
     """Write the batched last-seen times to the database; returns how many credentials were seen."""
-    r = _redis()
+    r = redis_client()
     pending = f"{KEY}:flushing"
     if not r.exists(pending):  # else a flush that stopped before DEL left its batch there: written now
         try:
