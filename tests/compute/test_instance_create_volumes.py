@@ -288,3 +288,40 @@ def test_parallel_creates_naming_one_new_volume_or_one_existing_volume(world, st
     assert outcome(post_parallel(world.client_a, "/api/v1/instances/", bodies)) == {
         (202, None): 1, (409, "volume_in_use"): n - 1}
     assert VolumeAttachment.objects.filter(volume_id=existing).count() == 1
+
+
+def test_a_new_volume_without_a_name_is_named_after_the_instance_within_63_characters(world, storage):
+    _hosts, ssd, _local = storage
+    name = "a" * 63
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.cpu, name, volumes=[
+        {"size_gib": 1, "volume_type": str(ssd.pk)}]), format="json")
+    assert resp.status_code == 202, resp.content
+    assert list(Volume.objects.values_list("name", flat=True)) == ["a" * 59 + "-vdb"]
+
+
+def test_bad_volume_requests_are_400_and_write_nothing(world, storage):
+    _hosts, ssd, _local = storage
+    existing = _volume(world, ssd, "data")
+    off = VolumeType.objects.create(name="off", pool="off", pool_target_path="/srv/off", is_active=False)
+    new = {"size_gib": 1, "volume_type": str(ssd.pk)}
+    cases = [
+        ([{"size_gib": 5}], 400, "validation_error"),
+        ([{"id": existing, "size_gib": 1}], 400, "validation_error"),
+        ([{**new, "boot": True}, {**new, "boot": True, "name": "b2"}], 400, "validation_error"),
+        ([{"id": existing}, {"id": existing}], 400, "validation_error"),
+        ([{**new, "name": "bad name!"}], 400, "validation_error"),
+        ([{**new, "name": "same"}, {**new, "name": "same"}], 400, "validation_error"),
+        ([{"size_gib": 1, "volume_type": str(off.pk)}], 400, "validation_error"),  # not offered: Not found.
+        ([{**new, "size_gib": 101}], 400, "validation_error"),
+        ("not a list", 400, "validation_error"),
+        ([{**new, "name": f"v{i}"} for i in range(17)], 409, "attachment_limit_reached"),
+        ([{**new, "name": f"v{i}"} for i in range(18)], 400, "validation_error"),
+        ([{**new, "name": "data"}], 409, "name_taken"),
+    ]
+    before = _counts()
+    for volumes, status, code in cases:
+        resp = world.client_a.post("/api/v1/instances/", create_body(world, world.cpu, volumes=volumes),
+                                   format="json")
+        assert (resp.status_code, resp.json()["code"]) == (status, code), (volumes, resp.content)
+        assert resp["Content-Type"] == "application/problem+json"
+    assert _counts() == before

@@ -136,7 +136,8 @@ def volumes_check(*, actor, project, image, flavor, requests, name: str = ""):
         if not low <= size <= vtype.max_size_gib:
             raise _invalid(f"size_gib must be {low}..{vtype.max_size_gib} GiB for this volume.",
                            f"size_gib {low}..{vtype.max_size_gib}")
-        vol_name = r.get("name") or f"{name}-{'boot' if boot else device}"
+        suffix = "boot" if boot else device
+        vol_name = r.get("name") or f"{name[:62 - len(suffix)]}-{suffix}"  # a volume name has 63 characters
         validate_name(vol_name, field="volumes")
         if vol_name in seen_names:
             raise _invalid("Two new volumes have one name.", f"the name {vol_name} is given twice")
