@@ -37,6 +37,8 @@ supervise() {  # supervise NAME LOGFILE CMD...: run CMD, and start it again when
   done
 }
 
+# The demo's volumes: pools of the same in-process test driver (docs/storage.md), unless set otherwise.
+export STORAGE_SHARED_POOL_URI=${STORAGE_SHARED_POOL_URI:-test:///default}
 # One worker process (threads): the demo fleet's libvirt test:///default keeps its domains per process (docs/compute.md).
 supervise worker var/log/worker.log .venv/bin/celery -A gpucloud worker -Q default,provisioning,reconcile,billing \
   --pool threads -c 4 --loglevel INFO -n main@%h & loops+=($!)
