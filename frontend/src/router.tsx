@@ -15,6 +15,7 @@ const InstancesPage = lazy(() => import('./pages/Instances').then((m) => ({ defa
 const InstanceDetailPage = lazy(() => import('./pages/InstanceDetail').then((m) => ({ default: m.InstanceDetailPage })))
 const LaunchPage = lazy(() => import('./pages/Launch').then((m) => ({ default: m.LaunchPage })))
 const NetworkingPage = lazy(() => import('./pages/Networking').then((m) => ({ default: m.NetworkingPage })))
+const VolumesPage = lazy(() => import('./pages/Volumes').then((m) => ({ default: m.VolumesPage })))
 const BillingPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.BillingPage })))
 const InvoiceDetailPage = lazy(() => import('./pages/Billing').then((m) => ({ default: m.InvoiceDetailPage })))
 const LeasesPage = lazy(() => import('./pages/Leases').then((m) => ({ default: m.LeasesPage })))
@@ -74,6 +75,7 @@ export const router = createBrowserRouter([
           { path: 'instances/:id', element: screen(<InstanceDetailPage />) },
           { path: 'networking', element: screen(<NetworkingPage />) },
           { path: 'networking/vpcs/:id', element: screen(<VpcDetailPage />) },
+          { path: 'volumes', element: screen(<VolumesPage />) },
           { path: 'leases', element: screen(<LeasesPage />) },
           { path: 'billing', element: screen(<BillingPage />) },
           { path: 'billing/invoices/:id', element: screen(<InvoiceDetailPage />) },

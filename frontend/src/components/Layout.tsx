@@ -13,6 +13,7 @@ const NAV = [
   { to: '/clusters', label: 'Clusters', end: false },
   { to: '/leases', label: 'Leases', end: true },
   { to: '/networking', label: 'Networking', end: false },
+  { to: '/volumes', label: 'Volumes', end: true },
   { to: '/ssh-keys', label: 'SSH keys', end: true },
   { to: '/api-tokens', label: 'API tokens', end: true },
   { to: '/members', label: 'Members', end: true },

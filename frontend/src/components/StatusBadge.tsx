@@ -14,6 +14,13 @@ const COLORS: Record<string, string> = {
   rebooting: 'blue.8',
   resizing: 'blue.8',
   queued: 'violet.8',
+  // volumes and snapshots
+  available: 'teal.9',
+  'in-use': 'cyan.9',
+  creating: 'blue.8',
+  attaching: 'blue.8',
+  detaching: 'grape.8',
+  extending: 'blue.8',
 }
 
 /** Transitional statuses: the console polls faster while an instance is in one. */
