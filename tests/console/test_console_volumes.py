@@ -37,7 +37,7 @@ def world(console_stack):
                                     "image": cat.image["id"]}, headers={"Idempotency-Key": "volumes-vm"},
                       expect=202).json()["instance"]
     V.vm = poll(lambda: (x := V.a.api.get(f"instances/{vm['id']}").json())["status"] == "active" and x,
-                timeout=120, what="the instance active")
+                timeout=300, what="the instance active")
     return V
 
 
