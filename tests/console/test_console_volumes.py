@@ -67,6 +67,11 @@ def _row(tab, name: str):
     return tab.get_by_role("table", name="Volumes").get_by_role("row", name=re.compile(rf"^Manage volume {re.escape(name)} "))
 
 
+def _shot(tab, name: str) -> None:
+    tab.evaluate("window.scrollTo(0, 0)")   # a full-page shot of a scrolled page draws the fixed header mid-page
+    shot(tab, name)
+
+
 def _panel(tab, name: str):
     return tab.get_by_role("region", name=f"Volume {name}")
 
@@ -97,7 +102,7 @@ def test_1_create_a_volume_after_a_size_too_large(v, tab):
                                                                                  "available")
     v.volume = vol
     check_a11y(tab, "volumes")
-    shot(tab, "volumes")
+    _shot(tab, "volumes")
 
 
 def test_2_attach_it_to_the_instance(v, tab):
@@ -128,7 +133,7 @@ def test_3_smaller_size_and_delete_while_attached_are_refused(v, tab):
     got = v.a.api.get(f"volumes/{v.volume['id']}").json()
     assert (got["status"], got["size_gib"]) == ("in-use", 20)
     check_a11y(tab, "volume panel (refusals)")
-    shot(tab, "volume-refusals")
+    _shot(tab, "volume-refusals")
 
 
 def test_4_detach(v, tab):
@@ -151,7 +156,7 @@ def test_5_snapshot_and_restore(v, tab):
     expect(restored.get_by_test_id("status")).to_have_text("available", timeout=30_000)
     expect(restored).to_contain_text("20 GiB")
     check_a11y(tab, "volume panel (snapshots)")
-    shot(tab, "volume-snapshots")
+    _shot(tab, "volume-snapshots")
 
 
 def test_6_delete_the_snapshot_and_the_volume(v, tab):

@@ -1,6 +1,6 @@
 import { Anchor, Button, Code, Group, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useState, type FormEvent } from 'react'
+import { useEffect, useState, type FormEvent } from 'react'
 import { api, unwrap, type Instance, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
@@ -257,6 +257,10 @@ function VolumePanel({ volume, typeName, instances, instanceNames, snapshots, on
     mutationFn: () => unwrap(api.DELETE('/api/v1/volumes/{id}/', { params: { path: { id } } })),
     onSuccess: invalidate,
   })
+  // a refusal answered the volume as it was: once its status moves on, the message is stale
+  const resets = [extend.reset, attach.reset, detach.reset, snapshot.reset, remove.reset]
+  // oxlint-disable-next-line react-hooks/exhaustive-deps -- the mutations' reset functions are stable
+  useEffect(() => resets.forEach((reset) => reset()), [volume.status])
   const attachedIds = new Set(volume.attachments.map((a) => a.instance))
   const choices = instances
     .filter((i) => ATTACHABLE.has(i.status) && !attachedIds.has(i.id))
@@ -290,7 +294,7 @@ function VolumePanel({ volume, typeName, instances, instanceNames, snapshots, on
           <Title order={4} size="h5" id="volume-resize">Resize</Title>
           <ProblemAlert error={extend.error} title="The volume was not resized" shownFields={['size_gib']} />
           <Group align="flex-start">
-            <NumberInput label="New size (GiB)" description="Volumes only grow; detach it first" min={1}
+            <NumberInput label="New size (GiB)" description="Volumes only grow" min={1}
               allowDecimal={false} value={size} onChange={setSize} error={fieldError(extend.error, 'size_gib')}
               disabled={!write} w={260} />
             <WriteButton mt={24} onClick={() => extend.mutate()} loading={extend.isPending} disabled={deleted}>
