@@ -29,6 +29,26 @@ os.environ.setdefault("BENCH_DATABASE_NAME", "gpucloud_bench_fleet_summary")
 import placement_latency as fleetbench  # noqa: E402  (sets DATABASE_URL for the bench database)
 
 
+def build_fleet(n_hosts: int, fill: float, rng: random.Random) -> list:
+    """The benchmark fleet (module docstring) in the bench database Django is set up on; returns the host ids.
+    `bench/admin_portal.py` loads the same fleet."""
+    from apps.inventory.models import Gpu, GpuInstance
+    from apps.tenancy.models import Organization, Project
+
+    fleetbench.truncate_fleet()
+    host_ids = fleetbench.load_fleet(n_hosts, rng)
+    org = Organization.objects.get_or_create(slug="bench", defaults={"name": "bench"})[0]
+    project = Project.objects.get_or_create(organization=org, slug="bench", defaults={"name": "bench"})[0]
+    fleetbench.prefill(host_ids, fill, rng, project)
+    mig_hosts, dirty_hosts = host_ids[::10], host_ids[5::20]
+    Gpu.objects.filter(host_id__in=mig_hosts).update(mode="mig")
+    GpuInstance.objects.bulk_create([GpuInstance(gpu_id=g, profile_id=9, profile="3g.40gb", start=s, size=4)
+                                     for g in Gpu.objects.filter(host_id__in=mig_hosts).values_list("id", flat=True)
+                                     for s in (0, 4)], batch_size=10000)
+    Gpu.objects.filter(host_id__in=dirty_hosts, index=7).update(scrub_state="dirty")
+    return host_ids
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=2000)
@@ -45,20 +65,8 @@ def main() -> None:
 
     from apps.identity.models import User
     from apps.identity.services import api_token_create
-    from apps.inventory.models import Gpu, GpuInstance
-    from apps.tenancy.models import Organization, Project
 
-    fleetbench.truncate_fleet()
-    host_ids = fleetbench.load_fleet(args.hosts, rng)
-    org = Organization.objects.get_or_create(slug="bench", defaults={"name": "bench"})[0]
-    project = Project.objects.get_or_create(organization=org, slug="bench", defaults={"name": "bench"})[0]
-    fleetbench.prefill(host_ids, args.fill, rng, project)
-    mig_hosts, dirty_hosts = host_ids[::10], host_ids[5::20]
-    Gpu.objects.filter(host_id__in=mig_hosts).update(mode="mig")
-    GpuInstance.objects.bulk_create([GpuInstance(gpu_id=g, profile_id=9, profile="3g.40gb", start=s, size=4)
-                                     for g in Gpu.objects.filter(host_id__in=mig_hosts).values_list("id", flat=True)
-                                     for s in (0, 4)], batch_size=10000)
-    Gpu.objects.filter(host_id__in=dirty_hosts, index=7).update(scrub_state="dirty")
+    build_fleet(args.hosts, args.fill, rng)
     ops = User.objects.create_user("bench-ops@provider.example", staff_role="operator")
     _row, raw = api_token_create(actor=None, user=ops, name="bench", scope="read", staff=True)
     client = APIClient()

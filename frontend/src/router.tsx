@@ -6,6 +6,7 @@ import { useSession } from './auth/session'
 import { Layout } from './components/Layout'
 import { ProblemAlert } from './components/ProblemAlert'
 import { NotFoundPage } from './pages/NotFound'
+import { prefetchFleet } from './pages/admin/queries'
 import { SignInPage } from './pages/SignIn'
 
 // Screens load on first visit (one chunk each), so sign-in and the shell download first.
@@ -86,7 +87,7 @@ export const router = createBrowserRouter([
           { path: 'clusters/:id', element: screen(<ClusterDetailPage />) },
           // the admin portal (staff only: the page shows Not found to anyone else, as the API answers them 404); not under
           // /admin, a prefix the server keeps for itself (apps.core.console RESERVED_PREFIXES)
-          { path: 'staff/fleet', element: screen(<AdminFleetPage />) },
+          { path: 'staff/fleet', element: screen(<AdminFleetPage />), loader: prefetchFleet },
           { path: 'staff/billing', element: <Navigate to="/staff/billing/price-books" replace /> },
           { path: 'staff/billing/price-books', element: screen(<adminBilling.priceBooks />) },
           { path: 'staff/billing/invoice-runs', element: screen(<adminBilling.runs />) },

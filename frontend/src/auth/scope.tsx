@@ -2,6 +2,7 @@
 // /organizations/ and /projects/, and `project.can_write` (the server's answer) decides what is shown disabled.
 import { useQuery } from '@tanstack/react-query'
 import { createContext, useCallback, useContext, useMemo, useState, type ReactNode } from 'react'
+import { useLocation } from 'react-router'
 import { api, unwrap, type Organization, type Project } from '../api/client'
 
 const STORAGE_KEY = 'gpucloud.project'
@@ -27,16 +28,25 @@ function stored(): string | null {
   }
 }
 
+/** Whether the path is one of the admin portal's (`/staff/...`): those work on the provider's fleet, not in a
+ * project, so the scope's lists are not fetched there (each admin screen then costs only its own requests). */
+export function isAdminPath(pathname: string): boolean {
+  return pathname === '/staff' || pathname.startsWith('/staff/')
+}
+
 export function ScopeProvider({ children }: { children: ReactNode }) {
+  const tenantScreen = !isAdminPath(useLocation().pathname)
   const orgs = useQuery({
     queryKey: ['organizations'],
     queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
     staleTime: 60_000,
+    enabled: tenantScreen,
   })
   const projects = useQuery({
     queryKey: ['projects'],
     queryFn: () => unwrap(api.GET('/api/v1/projects/', { params: { query: { page_size: 500 } } })),
     staleTime: 60_000,
+    enabled: tenantScreen,
   })
   const [chosen, setChosen] = useState<string | null>(stored)
 

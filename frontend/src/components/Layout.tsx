@@ -1,7 +1,7 @@
 import { Alert, AppShell, Burger, Group, NavLink, Select, Text, Button, Title } from '@mantine/core'
 import { useDisclosure } from '@mantine/hooks'
 import { Link, Outlet, matchPath, useLocation, useNavigate } from 'react-router'
-import { useScope } from '../auth/scope'
+import { isAdminPath, useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
 import { useIsStaff } from '../auth/staff'
 import { READ_ONLY_HINT } from './WriteButton'
@@ -37,7 +37,7 @@ export function Layout() {
   const orgProjects = scope.projects.filter((p) => p.organization === scope.organization?.id)
   const staff = useIsStaff()
   // admin screens work on the provider's fleet, not in a project: they show without one
-  const admin = location.pathname.startsWith('/staff')
+  const admin = isAdminPath(location.pathname)
 
   const link = (item: { to: string; label: string; end: boolean }) => (
     <NavLink
@@ -68,6 +68,7 @@ export function Layout() {
             </Title>
           </Group>
           <Group wrap="nowrap" gap="sm">
+            {!admin && (<>
             <Select
               aria-label="Organization"
               placeholder="Organization"
@@ -90,6 +91,7 @@ export function Layout() {
               allowDeselect={false}
               data-testid="project-switcher"
             />
+            </>)}
             <Text size="sm" c="dimmed" visibleFrom="md" data-testid="user-email">
               {session.data?.email}
             </Text>

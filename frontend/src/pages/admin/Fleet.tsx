@@ -1,10 +1,11 @@
 import { Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useState } from 'react'
+import { useCallback, useState } from 'react'
 import { ApiError, api, unwrap, type FleetHost, type Host } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
 import { NotFoundPage } from '../NotFound'
+import { fleetKey, fleetQuery } from './queries'
 import { CONDITION_COLORS, GPU_STATES, HeatMap, Legend, type HeatMapFilters } from './HeatMap'
 
 const CONDITIONS = ['available', 'cordoned', 'draining', 'maintenance', 'faulty', 'enrolling']
@@ -22,7 +23,6 @@ export const HOST_ACTIONS: Record<string, { label: string; color?: string; hint:
 type ActionPath = '/api/v1/hosts/{id}/cordon/' | '/api/v1/hosts/{id}/drain/' | '/api/v1/hosts/{id}/maintenance/'
   | '/api/v1/hosts/{id}/mark-faulty/' | '/api/v1/hosts/{id}/mark-available/' | '/api/v1/hosts/{id}/retire/'
 
-export const fleetKey = ['fleet-summary'] as const
 
 function ago(iso: string | null | undefined): string {
   if (!iso) return 'never'
@@ -145,14 +145,11 @@ export function HostPanel({ row }: { row: FleetHost }) {
 export function AdminFleetPage() {
   const me = useMe()
   const staff = Boolean(me.data?.staff_role)
-  const summary = useQuery({
-    queryKey: fleetKey,
-    queryFn: () => unwrap(api.GET('/api/v1/fleet/summary/')),
-    enabled: staff,
-    refetchInterval: 15_000,
-  })
+  // not waiting for /me/: the route's loader started it already (a tenant's answer is a 404)
+  const summary = useQuery({ ...fleetQuery, refetchInterval: 15_000 })
   const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null })
   const [selected, setSelected] = useState<string | null>(null)
+  const select = useCallback((h: FleetHost) => setSelected(h.id), [])   // stable: unchanged rows do not redraw
   if (me.isPending) return null
   if (!staff || (summary.error instanceof ApiError && summary.error.status === 404)) return <NotFoundPage />
   const data = summary.data
@@ -178,7 +175,7 @@ export function AdminFleetPage() {
           <Legend />
           <Grid>
             <Grid.Col span={{ base: 12, md: 7 }}>
-              <HeatMap summary={data} filters={filters} selected={selected} onSelect={(h) => setSelected(h.id)} />
+              <HeatMap summary={data} filters={filters} selected={selected} onSelect={select} />
             </Grid.Col>
             {/* the panel stays in view beside a long map (a host far down the page opens it where it is seen) */}
             <Grid.Col span={{ base: 12, md: 5 }} style={{ position: 'sticky', top: 80, alignSelf: 'flex-start' }}>

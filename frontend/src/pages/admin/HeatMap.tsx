@@ -1,5 +1,7 @@
-import { Badge, Group, Stack, Text, Title, UnstyledButton, VisuallyHidden } from '@mantine/core'
+import { Group, Stack, Text, Title } from '@mantine/core'
+import { memo } from 'react'
 import type { FleetGpu, FleetHost, FleetSummary } from '../../api/client'
+import './HeatMap.css'
 
 /** The heat-map state of a GPU (the server's `state`), its colour and its legend text. Dark fills, so the white
  * host text beside them and the cells' outline stay readable; each state also differs in its pattern letter. */
@@ -70,18 +72,49 @@ export function Legend() {
 
 function GpuCell({ color, mark, title }: { color: string; mark: string; title?: string }) {
   return (
-    <span
-      aria-hidden
-      title={title}
-      style={{
-        display: 'inline-flex', alignItems: 'center', justifyContent: 'center', width: 16, height: 16,
-        background: color, borderRadius: 3, color: '#fff', fontSize: 11, lineHeight: 1, fontWeight: 700,
-      }}
-    >
+    <span aria-hidden className="hm-cell" title={title} style={{ background: color }}>
       {mark}
     </span>
   )
 }
+
+/** A Mantine colour name (`teal.9`) as its CSS variable. */
+const cssColor = (c: string) => `var(--mantine-color-${c.replace('.', '-')})`
+/** Condition fills too light for white text (under 4.5:1): those take black. */
+const DARK_TEXT = new Set(['yellow.9', 'orange.9'])
+
+/** One host row: plain elements (a fleet has thousands of rows of 8 cells; each Mantine component per cell would
+ * cost the first render seconds), redrawn only when its host or its selection changes. */
+const HostRow = memo(function HostRow({ host, selected, onSelect }: {
+  host: FleetHost
+  selected: boolean
+  onSelect: (host: FleetHost) => void
+}) {
+  const fill = CONDITION_COLORS[host.condition] ?? 'gray.7'
+  return (
+    <button type="button" className="hm-host" onClick={() => onSelect(host)} aria-pressed={selected}
+      data-testid="heatmap-host" data-host={host.name} data-condition={host.condition}>
+      <span className="hm-name">{host.name}</span>
+      <span className="hm-condition" style={{ background: cssColor(fill), color: DARK_TEXT.has(fill) ? '#000' : '#fff' }}>
+        {host.condition}
+      </span>
+      <span className="hm-cells">
+        {host.gpus.map((g) => (
+          <GpuCell
+            key={g.index}
+            color={BY_STATE[g.state]?.color ?? '#495057'}
+            mark={BY_STATE[g.state]?.mark ?? ''}
+            title={`GPU ${g.index}: ${BY_STATE[g.state]?.label ?? g.state}${g.mig ? ` (MIG ${g.mig})` : ''}`}
+          />
+        ))}
+      </span>
+      {/* the cells are drawn only: their count per state is said in words (the row's name is its visible text
+          and this, as WCAG's label-in-name asks) */}
+      <span className="visually-hidden">{hostSummary(host)}</span>
+      {host.mig && <span className="hm-mig">MIG {host.mig}</span>}
+    </button>
+  )
+})
 
 /** Host rows grouped by rack; each GPU a cell coloured by its state (MIG GPUs carry their layout in the tooltip).
  * A host row is a button: choosing it opens its detail (`onSelect`). */
@@ -101,58 +134,18 @@ export function HeatMap({ summary, filters, selected, onSelect }: {
   return (
     <Stack gap="md" data-testid="heatmap">
       {racks.map((rack) => (
-        <section key={rack.key} aria-label={`Rack ${rack.rack} in ${rack.zone}`} data-testid="heatmap-rack">
+        <section key={rack.key} aria-label={`Rack ${rack.rack} in ${rack.zone}`} data-testid="heatmap-rack" className="hm-rack">
           <Title order={3} size="h5" mb={4}>
             {rack.zone} / {rack.rack}{' '}
             <Text span size="sm" c="dimmed">
               ({rack.region}, {rack.hosts.length} host{rack.hosts.length === 1 ? '' : 's'})
             </Text>
           </Title>
-          <Stack gap={2}>
+          <div className="hm-rows">
             {rack.hosts.map((host) => (
-              <UnstyledButton
-                key={host.id}
-                onClick={() => onSelect(host)}
-                aria-pressed={selected === host.id}
-                data-testid="heatmap-host"
-                data-host={host.name}
-                data-condition={host.condition}
-                px={6}
-                py={2}
-                style={{
-                  borderRadius: 4,
-                  outline: selected === host.id ? '2px solid var(--mantine-color-blue-8)' : undefined,
-                }}
-              >
-                <Group gap="xs" wrap="nowrap">
-                  <Text size="sm" ff="monospace" w={120} truncate>
-                    {host.name}
-                  </Text>
-                  <Badge size="sm" w={100} color={CONDITION_COLORS[host.condition] ?? 'gray.7'} variant="filled" autoContrast>
-                    {host.condition}
-                  </Badge>
-                  <Group gap={3} wrap="nowrap">
-                    {host.gpus.map((g) => (
-                      <GpuCell
-                        key={g.index}
-                        color={BY_STATE[g.state]?.color ?? '#495057'}
-                        mark={BY_STATE[g.state]?.mark ?? ''}
-                        title={`GPU ${g.index}: ${BY_STATE[g.state]?.label ?? g.state}${g.mig ? ` (MIG ${g.mig})` : ''}`}
-                      />
-                    ))}
-                  </Group>
-                  {/* the cells are drawn only: their count per state is said in words (the row's name is its
-                      visible text and this, as WCAG's label-in-name asks) */}
-                  <VisuallyHidden>{hostSummary(host)}</VisuallyHidden>
-                  {host.mig && (
-                    <Text size="xs" c="dimmed" truncate>
-                      MIG {host.mig}
-                    </Text>
-                  )}
-                </Group>
-              </UnstyledButton>
+              <HostRow key={host.id} host={host} selected={selected === host.id} onSelect={onSelect} />
             ))}
-          </Stack>
+          </div>
         </section>
       ))}
     </Stack>
