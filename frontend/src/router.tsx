@@ -33,6 +33,8 @@ const adminBilling = {
   invoices: lazy(() => import('./pages/admin/billing/Invoices').then((m) => ({ default: m.AdminInvoicesPage }))),
   invoice: lazy(() => import('./pages/admin/billing/Invoices').then((m) => ({ default: m.AdminInvoicePage }))),
 }
+const AdminCapacityPage = lazy(() => import('./pages/admin/Capacity').then((m) => ({ default: m.AdminCapacityPage })))
+const AdminTenantsPage = lazy(() => import('./pages/admin/Tenants').then((m) => ({ default: m.AdminTenantsPage })))
 const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
@@ -94,6 +96,8 @@ export const router = createBrowserRouter([
           { path: 'staff/billing/invoice-runs/:id', element: screen(<adminBilling.run />) },
           { path: 'staff/billing/invoices', element: screen(<adminBilling.invoices />) },
           { path: 'staff/billing/invoices/:id', element: screen(<adminBilling.invoice />) },
+          { path: 'staff/capacity', element: screen(<AdminCapacityPage />), loader: prefetchFleet },
+          { path: 'staff/tenants', element: screen(<AdminTenantsPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

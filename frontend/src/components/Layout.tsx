@@ -25,6 +25,8 @@ const NAV = [
 const ADMIN_NAV = [
   { to: '/staff/fleet', label: 'Fleet', end: true },
   { to: '/staff/billing', label: 'Billing', end: false },
+  { to: '/staff/capacity', label: 'Capacity', end: true },
+  { to: '/staff/tenants', label: 'Tenants', end: true },
 ]
 
 export function Layout() {

@@ -1,0 +1,87 @@
+import { screen, waitFor, within } from '@testing-library/react'
+import { describe, expect, it } from 'vitest'
+import type { FleetHost, FleetSummary } from '../../api/client'
+import { json, problem, renderPage, stubApi } from '../../test/render'
+import { AdminCapacityPage } from './Capacity'
+import { capacityCsv, capacityRows, totalRow, windows, type CapacityBucket } from './capacity'
+
+type G = FleetHost['gpus'][number]
+const gpu = (index: number, state: G['state'], mode = 'exclusive'): G =>
+  ({ index, state, mode, health: state === 'faulty' ? 'faulty' : 'ok', mig: mode === 'mig' ? '3g.40gb×2' : '' })
+const host = (name: string, condition: string, gpu_model: string, gpus: G[]): FleetHost =>
+  ({ id: name, name, rack_unit: 1, condition, condition_reason: '', condition_changed_at: null, last_heartbeat_at: null,
+     agent_version: '', provisioning_kind: 'hypervisor', gpu_model, mig: '', gpus })
+const SUMMARY: FleetSummary = {
+  generated_at: '2026-12-04T00:00:00Z', host_count: 3, gpu_count: 7, gpu_states: {}, host_conditions: {},
+  gpu_models: ['A100-SXM4-80GB', 'H100-SXM5-80GB'],
+  regions: [{ name: 'eu-west', zones: [
+    { name: 'eu-west-a', racks: [{ name: 'r01', hosts: [
+      host('n1', 'available', 'H100-SXM5-80GB', [gpu(0, 'allocated'), gpu(1, 'free'), gpu(2, 'dirty'), gpu(3, 'faulty')]),
+      host('n2', 'cordoned', 'H100-SXM5-80GB', [gpu(0, 'free', 'mig')]),
+    ] }] },
+    { name: 'eu-west-b', racks: [{ name: null, hosts: [host('n3', 'available', 'A100-SXM4-80GB', [gpu(0, 'free'), gpu(1, 'free', 'vgpu')])] }] },
+  ] }],
+}
+const W = windows(new Date('2026-12-04T10:17:42Z'), 2)
+const bucket = (model: string, zone: string, start: string, free: number, extra: Partial<CapacityBucket> = {}): CapacityBucket =>
+  ({ gpu_model: model, zone, start, end: start, free_gpus: free, free_hosts: 0, profiles: [], ...extra })
+const NOW = [bucket('H100-SXM5-80GB', 'eu-west-a', W.now.start, 1, { leased_gpus: 1, on_demand_gpus: 0, spot_gpus: 0,
+  reserve_gpus: 1, total_gpus: 4, profiles: [{ form: 'mig', profile: '3g.40gb', gpus: 1, free: 0, total: 2 }] })]
+const AHEAD = [bucket('H100-SXM5-80GB', 'eu-west-a', W.weekStarts[0], 1), bucket('H100-SXM5-80GB', 'eu-west-a', W.weekStarts[1], 3),
+  bucket('A100-SXM4-80GB', 'eu-west-b', W.weekStarts[1], 2)]
+
+describe('capacity figures', () => {
+  it('asks the calendar for now (5 minutes from the minute) and for weeks from today 00:00 UTC', () => {
+    expect(W.now).toEqual({ start: '2026-12-04T10:17:00.000Z', end: '2026-12-04T10:22:00.000Z', step_s: 300 })
+    expect(W.ahead).toEqual({ start: '2026-12-04T00:00:00.000Z', end: '2026-12-18T00:00:00.000Z', step_s: 604800 })
+    expect(W.weekStarts).toEqual(['2026-12-04T00:00:00.000Z', '2026-12-11T00:00:00.000Z'])
+  })
+
+  it('counts GPUs per model and zone from the fleet and the calendar', () => {
+    const rows = capacityRows(SUMMARY, NOW, AHEAD, W.weekStarts)
+    expect(rows.map((r) => [r.gpuModel, r.zone])).toEqual([['A100-SXM4-80GB', 'eu-west-b'], ['H100-SXM5-80GB', 'eu-west-a']])
+    const h = rows[1]
+    expect(h).toMatchObject({ total: 5, allocated: 1, faulty: 1, scrubbing: 1, outOfService: 1, mig: 1, vgpu: 0,
+      leased: 1, reserved: 1, free: 1, ahead: [1, 3] })
+    expect(h.slices).toEqual([{ form: 'mig', profile: '3g.40gb', gpus: 1, free: 0, total: 2 }])
+    expect(rows[0]).toMatchObject({ total: 2, vgpu: 1, free: 0, ahead: [0, 2] })   // no bucket now: nothing free
+    expect(totalRow(rows, 2)).toMatchObject({ total: 7, free: 1, outOfService: 1, ahead: [1, 5] })
+  })
+
+  it('exports the same figures as CSV', () => {
+    const csv = capacityCsv(capacityRows(SUMMARY, NOW, AHEAD, W.weekStarts), W.weekStarts).split('\n')
+    expect(csv[0]).toBe('gpu_model,zone,total,allocated,leased,on_demand,spot,reserved,free,out_of_service,faulty,scrubbing,'
+      + 'mig_gpus,vgpu_gpus,slices,free_2026-12-04,free_2026-12-11')
+    expect(csv[2]).toBe('H100-SXM5-80GB,eu-west-a,5,1,1,0,0,1,1,1,1,1,1,0,3g.40gb 0/2 free,1,3')
+  })
+})
+
+describe('capacity screen', () => {
+  it('shows the rows and the totals once all three answers are in', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json(SUMMARY),
+      'GET /api/v1/capacity/': (r) => json(new URL(r.url).searchParams.get('step_s') === '300' ? NOW : AHEAD),
+    })
+    renderPage(<AdminCapacityPage />)
+    const table = await screen.findByTestId('capacity-table')
+    await waitFor(() => expect(table).toHaveAttribute('data-ready', 'true'))
+    const rows = within(table).getAllByTestId('capacity-row')
+    expect(rows.map((r) => r.dataset.model)).toEqual(['A100-SXM4-80GB', 'H100-SXM5-80GB'])
+    expect(within(rows[1]).getByTestId('capacity-out')).toHaveTextContent('1')
+    const slice = within(screen.getByTestId('capacity-slices')).getAllByTestId('capacity-slice')
+    expect(slice.map((r) => r.textContent)).toEqual(['H100-SXM5-80GBeu-west-aMIG3g.40gb102'])
+    expect(within(screen.getByTestId('capacity-total')).getByTestId('capacity-free')).toHaveTextContent('1')
+    expect(screen.getByRole('button', { name: 'Export CSV' })).toBeEnabled()
+  })
+
+  it('is not found for a tenant, who never gets the calendar asked for', async () => {
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'owner@keel.example', staff_role: '' }),
+      'GET /api/v1/fleet/summary/': () => problem(404, 'not_found', 'Not found.'),
+    })
+    renderPage(<AdminCapacityPage />)
+    expect(await screen.findByText('Not found')).toBeInTheDocument()
+    expect(seen.some((r) => r.url.includes('/capacity/'))).toBe(false)
+  })
+})

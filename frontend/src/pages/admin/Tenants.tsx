@@ -1,0 +1,204 @@
+import { Badge, Button, Grid, Group, Modal, NumberInput, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { api, unwrap, type Organization, type Project, type Schemas } from '../../api/client'
+import { useMe } from '../../auth/staff'
+import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { NotFoundPage } from '../NotFound'
+
+type Quota = Schemas['QuotaOutput']
+
+/** Organizations whose name or slug contains `q` (case-insensitive), in the server's order. */
+export function matchOrganizations(orgs: Organization[], q: string): Organization[] {
+  const s = q.trim().toLowerCase()
+  return s ? orgs.filter((o) => o.name.toLowerCase().includes(s) || o.slug.toLowerCase().includes(s)) : orgs
+}
+
+/** "12 of 64 (19 %)", "12 (no limit counted)" — a quota's use beside its limit. */
+export function quotaUseText(q: Pick<Quota, 'usage' | 'limit'>): string {
+  if (q.usage === null || q.usage === undefined) return 'not counted'
+  if (!q.limit) return `${q.usage} of 0`
+  return `${q.usage} of ${q.limit} (${Math.round((100 * q.usage) / q.limit)} %)`
+}
+
+/** Change one quota's limit (PATCH /quotas/{id}/, audited as quota.update); the API's refusal is shown on the
+ * field it names. A limit below the current use is allowed: it blocks new requests only. */
+function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
+  const qc = useQueryClient()
+  const [opened, setOpened] = useState(false)
+  const [limit, setLimit] = useState<string | number>(quota.limit)
+  const save = useMutation({
+    mutationFn: () =>
+      unwrap(api.PATCH('/api/v1/quotas/{id}/', { params: { path: { id: quota.id } }, body: { limit: Number(limit) } })),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['staff-quotas', quota.organization] })
+      setOpened(false)
+    },
+  })
+  return (
+    <>
+      <Button size="xs" variant="default" onClick={() => { setLimit(quota.limit); save.reset(); setOpened(true) }}
+        aria-label={`Change the ${quota.resource} quota of ${scope}`}>
+        Change
+      </Button>
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`${quota.resource} quota of ${scope}`} centered
+        closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); save.mutate() }}>
+          <Stack>
+            <Text size="sm">In use now: {quota.usage ?? 'not counted'}. A limit below that blocks new requests only.</Text>
+            <NumberInput label="Limit" value={limit} onChange={setLimit} allowDecimal={false} required data-autofocus
+              error={fieldError(save.error, 'limit')} />
+            <ProblemAlert error={save.error} shownFields={['limit']} />
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" loading={save.isPending}>Save limit</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
+/** Set a new organization-level limit (POST /quotas/): e.g. `gpus`, `gpus:H100-SXM5-80GB`, `vcpus`. */
+function AddQuota({ org }: { org: Organization }) {
+  const qc = useQueryClient()
+  const [resource, setResource] = useState('')
+  const [limit, setLimit] = useState<string | number>('')
+  const add = useMutation({
+    mutationFn: () =>
+      unwrap(api.POST('/api/v1/quotas/', { body: { organization: org.id, resource, limit: Number(limit) } })),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['staff-quotas', org.id] })
+      setResource('')
+      setLimit('')
+    },
+  })
+  return (
+    <form onSubmit={(e) => { e.preventDefault(); add.mutate() }}>
+      <Group align="start">
+        <TextInput label="Resource" placeholder="gpus:H100-SXM5-80GB" value={resource} w={220}
+          onChange={(e) => setResource(e.currentTarget.value)} error={fieldError(add.error, 'resource')} />
+        <NumberInput label="New limit" value={limit} onChange={setLimit} allowDecimal={false} w={140}
+          error={fieldError(add.error, 'limit')} />
+        <Button type="submit" mt={25} variant="default" loading={add.isPending} disabled={!resource.trim() || limit === ''}>
+          Add quota
+        </Button>
+      </Group>
+      <ProblemAlert error={add.error} shownFields={['resource', 'limit']} />
+    </form>
+  )
+}
+
+function OrganizationPanel({ org }: { org: Organization }) {
+  const projects = useQuery({
+    queryKey: ['staff-projects', org.id],
+    queryFn: () => unwrap(api.GET('/api/v1/projects/', { params: { query: { organization: org.id, page_size: 500 } } })),
+  })
+  const quotas = useQuery({
+    queryKey: ['staff-quotas', org.id],
+    queryFn: () => unwrap(api.GET('/api/v1/quotas/', { params: { query: { organization: org.id, page_size: 500 } } })),
+  })
+  const projectName = (id: string | null | undefined) =>
+    (projects.data?.results ?? []).find((p: Project) => p.id === id)?.name ?? 'a project'
+  return (
+    <Paper withBorder p="md" radius="md" component="section" aria-label={`Organization ${org.name}`} data-testid="tenant-panel">
+      <Stack>
+        <Group justify="space-between">
+          <Title order={3} size="h4">{org.name}</Title>
+          <Badge variant="filled" color="gray.8">{org.plan || 'no plan'}</Badge>
+        </Group>
+        <dl className="facts">
+          <dt>Slug</dt><dd>{org.slug}</dd>
+          <dt>Currency</dt><dd>{org.currency}</dd>
+          <dt>SLA tier</dt><dd>{org.default_sla_tier || '—'}</dd>
+          <dt>Projects</dt>
+          <dd data-testid="tenant-projects">
+            {projects.data ? projects.data.results.map((p: Project) => p.name).join(', ') || 'none' : '…'}
+          </dd>
+        </dl>
+        <Title order={4} size="h5">Quotas</Title>
+        {quotas.isError && <ProblemAlert error={quotas.error} />}
+        <Table withTableBorder data-testid="tenant-quotas">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Scope</Table.Th>
+              <Table.Th>Resource</Table.Th>
+              <Table.Th>In use of limit</Table.Th>
+              <Table.Th><span className="visually-hidden">Actions</span></Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(quotas.data?.results ?? []).map((q: Quota) => {
+              const scope = q.project ? projectName(q.project) : org.name
+              return (
+                <Table.Tr key={q.id} data-testid="quota-row" data-resource={q.resource} data-scope={q.scope}>
+                  <Table.Td>{q.project ? `project ${scope}` : 'organization'}</Table.Td>
+                  <Table.Td>{q.resource}</Table.Td>
+                  <Table.Td data-testid="quota-use">{quotaUseText(q)}</Table.Td>
+                  <Table.Td><EditQuota quota={q} scope={scope} /></Table.Td>
+                </Table.Tr>
+              )
+            })}
+            {quotas.data && !quotas.data.results.length && (
+              <Table.Tr><Table.Td colSpan={4}><Text size="sm" c="dimmed">No quota set: the plan's defaults apply.</Text></Table.Td></Table.Tr>
+            )}
+          </Table.Tbody>
+        </Table>
+        <AddQuota org={org} />
+      </Stack>
+    </Paper>
+  )
+}
+
+/** `/staff/tenants`: every organization (staff see all), and for the chosen one its projects and quotas with the
+ * current use beside each limit; staff change a limit or add one. */
+export function AdminTenantsPage() {
+  const me = useMe()
+  const staff = Boolean(me.data?.staff_role)
+  const orgs = useQuery({
+    queryKey: ['staff-organizations'], enabled: staff,
+    queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
+  })
+  const [q, setQ] = useState('')
+  const [chosen, setChosen] = useState<string | null>(null)
+  if (me.isPending) return null
+  if (!staff) return <NotFoundPage />
+  const all = orgs.data?.results ?? []
+  const shown = matchOrganizations(all, q)
+  const org = all.find((o) => o.id === chosen)
+  return (
+    <Stack>
+      <Title order={2}>Tenants</Title>
+      {orgs.isError && <ProblemAlert error={orgs.error} />}
+      <Grid>
+        <Grid.Col span={{ base: 12, md: 5 }}>
+          <Stack>
+            <TextInput label="Find an organization" placeholder="name or slug" value={q} onChange={(e) => setQ(e.currentTarget.value)} />
+            <Table striped highlightOnHover withTableBorder data-testid="tenant-list">
+              <Table.Thead>
+                <Table.Tr><Table.Th>Organization</Table.Th><Table.Th>Plan</Table.Th></Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {shown.map((o) => (
+                  <Table.Tr key={o.id} data-testid="tenant-row" data-slug={o.slug}>
+                    <Table.Td>
+                      <Button variant="subtle" size="compact-sm" onClick={() => setChosen(o.id)} aria-pressed={o.id === chosen}>
+                        {o.name}
+                      </Button>
+                    </Table.Td>
+                    <Table.Td>{o.plan || '—'}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+            {orgs.data && !shown.length && <Text size="sm" c="dimmed">No organization matches.</Text>}
+          </Stack>
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 7 }}>
+          {org ? <OrganizationPanel key={org.id} org={org} /> : <Text c="dimmed">Choose an organization to see its projects and quotas.</Text>}
+        </Grid.Col>
+      </Grid>
+    </Stack>
+  )
+}

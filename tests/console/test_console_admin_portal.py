@@ -1,0 +1,187 @@
+"""The admin portal's capacity and tenant screens in a real browser against the real stack (the sample fleet):
+an operator (password and second factor) sees the GPUs by model and zone with what the capacity API says, cordons a
+host and sees its GPUs out of service, exports the figures as CSV; opens an organization, sees its quota with the
+current use beside it, is refused a bad limit on the field and changes the quota (audited); a tenant gets "Not
+found" on these routes and 404 from the staff endpoints behind them. Each step is one test; they share the state
+(`P`) and run in file order; a failed step skips the later ones."""
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import re
+import urllib.parse
+from types import SimpleNamespace
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.stack import ROOT, Api
+
+from .conftest import check_a11y, shot
+from .test_console import sign_in
+from .test_console_fleet import _code
+from .world import PASSWORD, tenant
+
+pytestmark = pytest.mark.e2e
+
+P = SimpleNamespace()
+OPS = "ops@provider.example"
+H100 = "H100-SXM5-80GB"
+
+
+def _enrol_second_factor(stack, email: str) -> bytes:
+    """The staff member's password (set on the installation's shell, as for a first staff account) and its
+    authenticator, enrolled through the API as the person would; returns the TOTP secret."""
+    stack._manage("shell", "-c", (
+        "from apps.identity.models import User\n"
+        f"u = User.objects.get(email={email!r}); u.set_password({PASSWORD!r}); u.save()\n"))
+    browser = Api(stack.base)
+    browser.s.headers["X-CSRFToken"] = browser.get("session").json()["csrf_token"]
+    state = browser.post("session", {"email": email, "password": PASSWORD}, expect=200).json()
+    assert state["second_factor_needed"] == "two_factor_required", state
+    browser.s.headers["X-CSRFToken"] = browser.s.cookies.get("csrftoken")
+    url = browser.post("me/totp", expect=201).json()["config_url"]
+    secret = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["secret"][0]
+    key = base64.b32decode(secret + "=" * (-len(secret) % 8))
+    browser.post("me/totp/confirm", {"otp_token": _code(key)}, expect=(200, 201))
+    return key
+
+
+@pytest.fixture(scope="module")
+def world(console_stack):
+    P.stack = console_stack
+    P.base = console_stack.base
+    P.ops = Api(console_stack.base, console_stack.ops_token)
+    P.ops.post("fleet/import", {"document": (ROOT / "apps/inventory/fleets/sample.yaml").read_text(),
+                                "dry_run": False}, expect=(200, 201))
+    P.a = tenant(console_stack, P.ops, "delta", "owner@delta.example")
+    P.secret = _enrol_second_factor(console_stack, OPS)
+    return P
+
+
+@pytest.fixture
+def pc(request, world):
+    failed = request.module.__dict__.get("_FAILED_STEPS")
+    if failed:
+        pytest.skip(f"an earlier step failed: {failed[0]}")
+    return P
+
+
+@pytest.fixture(scope="module")
+def tab(browser, world):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+def _now_bucket(api: Api) -> dict:
+    start = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+    rows = api.get("capacity", params={"start": start.isoformat(), "end": (start + dt.timedelta(minutes=5)).isoformat(),
+                                       "step_s": 300}).json()
+    return {(r["gpu_model"], r["zone"]): r for r in rows}
+
+
+def _row(page, zone: str):
+    return page.locator(f'[data-testid="capacity-row"][data-model="{H100}"][data-zone="{zone}"]')
+
+
+def test_1_capacity_by_model_and_zone(pc, tab):
+    tab.goto(f"{pc.base}/staff/capacity")
+    expect(tab).to_have_url(re.compile(r"/sign-in\?next=%2Fstaff%2Fcapacity$"))
+    tab.get_by_label("E-mail").fill(OPS)
+    tab.get_by_label(re.compile(r"^Password")).fill(PASSWORD)
+    tab.get_by_role("button", name="Sign in").click()
+    tab.get_by_label(re.compile(r"^Authentication code")).fill(_code(pc.secret, ahead=1))
+    tab.get_by_role("button", name="Verify code").click()
+    expect(tab.get_by_role("heading", name="Capacity", exact=True)).to_be_visible()
+    expect(tab.get_by_test_id("capacity-table")).to_have_attribute("data-ready", "true")
+    summary = pc.ops.get("fleet/summary").json()
+    zones = {z["name"]: sum(len(h["gpus"]) for k in z["racks"] for h in k["hosts"]
+                            if h["gpu_model"].split("/")[0] == H100)
+             for r in summary["regions"] for z in r["zones"]}
+    zones = {zone: gpus for zone, gpus in zones.items() if gpus}
+    now = _now_bucket(pc.ops)
+    for zone, gpus in zones.items():
+        row = _row(tab, zone)
+        expect(row.locator("td").nth(2)).to_have_text(f"{gpus:,}")                 # Total
+        free = now[(H100, zone)]["free_gpus"] if (H100, zone) in now else 0
+        expect(row.get_by_test_id("capacity-free")).to_have_text(f"{free:,}")
+    P.zone = sorted(zones)[0]
+    P.out_before = int(_row(tab, P.zone).get_by_test_id("capacity-out").inner_text().replace(",", ""))
+    expect(tab.get_by_test_id("capacity-ahead")).to_contain_text("Week of")
+    expect(tab.get_by_test_id("capacity-slices").locator('[data-profile="3g.40gb"]').first).to_be_visible()
+    check_a11y(tab, "admin capacity")
+    shot(tab, "admin-capacity")
+
+
+def test_2_a_cordoned_host_is_out_of_service_and_the_csv_says_so(pc, tab):
+    host = sorted((h for h in pc.ops.all("hosts", state="available", zone=P.zone)), key=lambda h: h["name"])[0]
+    pc.ops.post(f"hosts/{host['id']}/cordon", {"reason": "capacity screen test"}, expect=200)
+    tab.reload()
+    expect(tab.get_by_test_id("capacity-table")).to_have_attribute("data-ready", "true")
+    gpus = [len(h["gpus"]) for r in pc.ops.get("fleet/summary").json()["regions"] for z in r["zones"]
+            for k in z["racks"] for h in k["hosts"] if h["id"] == host["id"]][0]
+    expect(_row(tab, P.zone).get_by_test_id("capacity-out")).to_have_text(f"{P.out_before + gpus:,}")
+    with tab.expect_download() as dl:
+        tab.get_by_role("button", name="Export CSV").click()
+    lines = open(dl.value.path(), encoding="utf-8").read().splitlines()
+    assert lines[0].startswith("gpu_model,zone,total,allocated,leased,on_demand,spot,reserved,free,out_of_service,")
+    mine = [ln.split(",") for ln in lines[1:] if ln.startswith(f"{H100},{P.zone},")]
+    assert mine and int(mine[0][9]) == P.out_before + gpus, lines
+
+
+def test_3_add_a_quota_to_an_organization(pc, tab):
+    tab.get_by_role("link", name="Tenants").click()
+    expect(tab.get_by_role("heading", name="Tenants", exact=True)).to_be_visible()
+    tab.get_by_label("Find an organization").fill("delt")
+    expect(tab.get_by_test_id("tenant-row")).to_have_count(1)
+    tab.get_by_role("button", name=pc.a.org["name"]).click()
+    panel = tab.get_by_test_id("tenant-panel")
+    expect(panel.get_by_test_id("tenant-projects")).to_have_text("Research")
+    panel.get_by_label("Resource").fill(f"gpus:{H100}")     # the plan's quotas are there already
+    panel.get_by_label(re.compile(r"^New limit")).fill("16")
+    panel.get_by_role("button", name="Add quota").click()
+    row = panel.locator(f'[data-testid="quota-row"][data-resource="gpus:{H100}"]')
+    expect(row.get_by_test_id("quota-use")).to_have_text("0 of 16 (0 %)")
+    check_a11y(tab, "admin tenants")
+    shot(tab, "admin-tenants")
+
+
+def test_4_change_the_quota_the_servers_refusal_on_the_field(pc, tab):
+    panel = tab.get_by_test_id("tenant-panel")
+    panel.get_by_role("button", name=f"Change the gpus:{H100} quota of {pc.a.org['name']}").click()
+    dialog = tab.get_by_role("dialog", name=f"gpus:{H100} quota of {pc.a.org['name']}")
+    field = dialog.get_by_label(re.compile(r"^Limit"))
+    field.fill("-1")
+    dialog.get_by_role("button", name="Save limit").click()
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(dialog).to_contain_text("greater than or equal to 0")
+    check_a11y(tab, "quota dialog with the server's error")
+    shot(tab, "admin-tenants-quota-refused")
+    field.fill("32")
+    dialog.get_by_role("button", name="Save limit").click()
+    expect(dialog).to_be_hidden()
+    expect(panel.locator(f'[data-testid="quota-row"][data-resource="gpus:{H100}"]').get_by_test_id("quota-use")
+           ).to_have_text("0 of 32 (0 %)")
+    quotas = pc.ops.get("quotas", params={"organization": pc.a.org["id"], "resource": f"gpus:{H100}"}).json()["results"]
+    assert [q["limit"] for q in quotas] == [32]
+    events = pc.ops.get("audit-events", params={"action": "quota.update",
+                                                "organization": pc.a.org["id"]}).json()["results"]
+    assert events and events[0]["after"]["limit"] == 32 and events[0]["before"]["limit"] == 16, events
+
+
+def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        sign_in(page, pc.base, pc.a.email)
+        for route in ("capacity", "tenants"):
+            page.goto(f"{pc.base}/staff/{route}")
+            expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        expect(page.get_by_test_id("tenant-list")).to_have_count(0)
+        check_a11y(page, "admin tenants for a tenant")
+    finally:
+        context.close()
