@@ -218,3 +218,12 @@ def test_bare_metal_refuses_tenant_networks_for_now(world, bm_driver, bm_flavor,
     assert (resp.status_code, resp.data["code"]) == (400, "baremetal_network_unsupported")
     assert resp.data["errors"]["subnet_id"] == ["not for a bare-metal flavor"]
     assert not Instance.objects.exists() and not Allocation.objects.exists()
+
+
+def test_a_cluster_of_a_bare_metal_flavor_is_refused_before_anything_is_written(world, bm_driver, bm_flavor, node):
+    from apps.compute.models import Cluster
+
+    body = {**bm_body(world, bm_flavor, name="train"), "size": 2}
+    resp = world.client_a.post("/api/v1/clusters/", body, format="json")
+    assert (resp.status_code, resp.data["code"]) == (409, "not_supported_for_flavor_kind")
+    assert not Cluster.objects.exists() and not Instance.objects.exists()

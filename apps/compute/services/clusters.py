@@ -38,7 +38,7 @@ from apps.tenancy.quotas import quota_check
 from .. import conf
 from ..errors import Code
 from ..models import Cluster, Instance
-from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
+from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus, ProvisioningKind
 from ._common import validate_name
 from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
 from .networks import network_request_resolve
@@ -58,6 +58,8 @@ def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: in
     if size < 1:
         raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    if flavor.kind != ProvisioningKind.VM:  # members run compute's VM workflow (bare-metal clusters: not yet)
+        raise Conflict(f"Clusters of {flavor.kind} flavors are not supported yet.", code=Code.NOT_SUPPORTED_FOR_KIND)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
     return flavor, image, keys, network
