@@ -23,6 +23,7 @@ const LeasesPage = lazy(() => import('./pages/Leases').then((m) => ({ default: m
 const VpcDetailPage = lazy(() => import('./pages/VpcDetail').then((m) => ({ default: m.VpcDetailPage })))
 const TokensPage = lazy(() => import('./pages/Tokens').then((m) => ({ default: m.TokensPage })))
 const MembersPage = lazy(() => import('./pages/Members').then((m) => ({ default: m.MembersPage })))
+const HealthEventsPage = lazy(() => import('./pages/HealthEvents').then((m) => ({ default: m.HealthEventsPage })))
 const AuditPage = lazy(() => import('./pages/Audit').then((m) => ({ default: m.AuditPage })))
 const ClustersPage = lazy(() => import('./pages/Clusters').then((m) => ({ default: m.ClustersPage })))
 const AdminFleetPage = lazy(() => import('./pages/admin/Fleet').then((m) => ({ default: m.AdminFleetPage })))
@@ -85,6 +86,7 @@ export const router = createBrowserRouter([
           { path: 'api-tokens', element: screen(<TokensPage />) },
           { path: 'members', element: screen(<MembersPage />) },
           { path: 'audit-log', element: screen(<AuditPage />) },
+          { path: 'health-events', element: screen(<HealthEventsPage />) },
           { path: 'clusters', element: screen(<ClustersPage />) },
           { path: 'clusters/:id', element: screen(<ClusterDetailPage />) },
           // the admin portal (staff only: the page shows Not found to anyone else, as the API answers them 404); not under

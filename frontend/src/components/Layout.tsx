@@ -11,6 +11,7 @@ const NAV = [
   { to: '/instances', label: 'Instances', end: true },
   { to: '/instances/new', label: 'Launch instance', end: true },
   { to: '/clusters', label: 'Clusters', end: false },
+  { to: '/health-events', label: 'Health events', end: true },
   { to: '/leases', label: 'Leases', end: true },
   { to: '/networking', label: 'Networking', end: false },
   { to: '/volumes', label: 'Volumes', end: true },

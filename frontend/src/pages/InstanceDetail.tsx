@@ -164,6 +164,12 @@ export function InstanceDetailPage() {
                 <dd>{new Date(vm.created_at).toLocaleString()}</dd>
                 <dt>Launched</dt>
                 <dd>{vm.launched_at ? new Date(vm.launched_at).toLocaleString() : '—'}</dd>
+                <dt>Health</dt>
+                <dd>
+                  <Anchor component={Link} to={`/health-events?instance=${vm.id}`}>
+                    Health events of {vm.name}
+                  </Anchor>
+                </dd>
               </dl>
             </Paper>
           </SimpleGrid>
