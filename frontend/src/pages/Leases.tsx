@@ -5,6 +5,7 @@ import { api, unwrap, type Flavor, type Lease, type Schemas } from '../api/clien
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
 import { EmptyState } from '../components/EmptyState'
+import { LeaseCalendar } from '../components/LeaseCalendar'
 import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
@@ -79,7 +80,8 @@ function browserZone(): string {
   }
 }
 
-/** Leases (`/leases`): the project's reserved capacity with its window and status; request one; cancel one. */
+/** Leases (`/leases`): the project's reserved capacity with its window and status, on a four-week calendar and in a
+ * table; request one; cancel one. */
 export function LeasesPage() {
   const { project, canWrite } = useScope()
   const qc = useQueryClient()
@@ -169,6 +171,7 @@ export function LeasesPage() {
           </Stack>
         </form>
       </Paper>
+      {leases.isSuccess && rows.length > 0 && <LeaseCalendar leases={rows} size={leaseSize} />}
       <ProblemAlert error={leases.error ?? cancel.error} title={cancel.error ? 'The lease was not cancelled' : undefined} />
       {leases.isSuccess && rows.length === 0 && !leases.hasPrevious ? (
         <EmptyState title="No leases yet">
