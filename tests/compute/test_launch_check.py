@@ -215,3 +215,30 @@ def test_check_prices_the_instance_at_the_tier_it_would_be_bought_at(world):
     assert (r.json()["price"]["sla_tier"], r.json()["price"]["per_hour"]) == ("premium", "4")
     r = world.client_a.post(INSTANCE, {**create_body(world, world.gpu1), "sla_tier": "gold"}, format="json")
     assert (r.status_code, r.json()["code"]) == (400, "unknown_sla_tier")
+
+
+@pytest.mark.usefixtures("tiers")
+def test_a_flavor_alone_is_checked_before_the_name_and_image_are_chosen(world):
+    """The launch wizard asks as soon as a flavor is chosen: `name` and `image` left out are not checked; the
+    placement, quota and price are the full check's. What is given is still checked."""
+    gpu_host(gpus=1)
+    _prices(world, gpu1="2.75")
+    before = _rows()
+    flavor_only = {"project": str(world.project_a.pk), "flavor": str(world.gpu1.pk)}
+    r = world.client_a.post(INSTANCE, flavor_only, format="json")
+    assert r.status_code == 200, r.content
+    body = r.json()
+    full = world.client_a.post(INSTANCE, create_body(world, world.gpu1), format="json").json()
+    assert body == full
+    assert (body["placeable"], body["price"]["per_hour"]) == (True, "2.75")
+    r = world.client_a.post(INSTANCE, {**flavor_only, "name": "", "image": None}, format="json")
+    assert r.status_code == 200 and r.json()["placeable"] is True
+    # what is given is checked as the create checks it
+    bad = world.client_a.post(INSTANCE, {**flavor_only, "name": "not a hostname!"}, format="json")
+    assert bad.status_code == 400 and "name" in bad.json().get("errors", {}), bad.content
+    missing = world.client_a.post(INSTANCE, {**flavor_only, "image": new_uuid()}, format="json")
+    assert missing.status_code == 400 and "image" in missing.json()["errors"]
+    assert _rows() == before
+    # and the create still needs both
+    create = world.client_a.post("/api/v1/instances/", flavor_only, format="json")
+    assert create.status_code == 400 and {"name", "image"} <= set(create.json()["errors"])

@@ -279,6 +279,19 @@ class InstanceCreateInput(NetworkFieldsInput):
                   "host-local volume places the instance on its host")
 
 
+class InstanceCheckInput(InstanceCreateInput):
+    """The create's body for its dry run; `name` and `image` may be left out, so a client can ask whether a
+    flavor can be placed as soon as it is chosen (the launch wizard's first step). Left out, the name's checks
+    (format, 409 `name_taken`) and the image reference are not made; what is given is checked as the create
+    checks it."""
+
+    name = serializers.CharField(max_length=255, required=False, default="", allow_blank=True,
+                                 help_text="omitted or empty: the name's checks are skipped")
+    image = VisibleField(image_list_visible_to, required=False, allow_null=True, default=None,
+                         help_text="omitted or null: the image reference is not checked")
+
+
+
 class InstanceActionInput(Serializer):
     hard = serializers.BooleanField(default=False, help_text="power off / reset instead of an ACPI request")
 

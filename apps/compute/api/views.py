@@ -111,7 +111,7 @@ def _pk(obj):
 def _launch_fields(data) -> dict:
     """The service arguments of an instance or cluster create body (shared by the create and its check)."""
     return {"project": data["project"], "name": data["name"], "flavor_id": data["flavor"].pk,
-            "image_id": data["image"].pk, "ssh_key_ids": [k.pk for k in data["ssh_keys"]],
+            "image_id": data["image"].pk if data["image"] is not None else None, "ssh_key_ids": [k.pk for k in data["ssh_keys"]],
             "user_data": data["user_data"], "queue": data["queue"], **_network_fields(data)}
 
 
@@ -155,10 +155,12 @@ class InstanceViewSet(_Base):
                                              **_launch_fields(data))
         return _accepted(inst, op)
 
-    @extend_schema(request=s.InstanceCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
+    @extend_schema(request=s.InstanceCheckInput, responses={200: PlacementCheckOutput},
+                   description=CHECK_DOC + " `name` and `image` may be left out: then only the flavor's placement, "
+                                           "quota and price are answered (the name and image are not checked).")
     @action(detail=False, methods=["post"])
     def check(self, request):
-        data = self._input(s.InstanceCreateInput)
+        data = self._input(s.InstanceCheckInput)
         return Response(PlacementCheckOutput(launch.instance_check(
             actor=request.user, sla_tier=data["sla_tier"], volumes=_volume_requests(data),
             **_launch_fields(data))).data)

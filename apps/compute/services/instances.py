@@ -89,10 +89,12 @@ def quota_keys(flavor: Flavor, count: int = 1) -> list[tuple[str, int]]:
         (k, n * count) for k, n in gpu_quota_keys(flavor)]
 
 
-def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence) -> tuple[Flavor, Image, list[SshKey]]:
+def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence, *,
+             image_optional: bool = False) -> tuple[Flavor, Image | None, list[SshKey]]:
     """The create's references (instances and clusters): 400 "Not found." naming `flavor`, `image` or `ssh_keys`;
     400 `share_not_supported_for_vm` for a fractional-GPU (`share`) flavor, which no VM can be given
-    (docs/compute.md, GPU forms): refused here, before quota and placement, not as a placement failure."""
+    (docs/compute.md, GPU forms): refused here, before quota and placement, not as a placement failure.
+    `image_optional` (a check without an image): a None `image_id` gives a None image."""
     flavor = Flavor.objects.filter(pk=flavor_id).first() if _is_uuid(flavor_id) else None
     if flavor is None or not flavor_offered_to_project(flavor, project):
         raise reference_not_found("flavor")
@@ -101,7 +103,7 @@ def _resolve(project, flavor_id, image_id, ssh_key_ids: Sequence) -> tuple[Flavo
                                code=Code.SHARE_NOT_SUPPORTED_FOR_VM,
                                errors={"flavor": ["a share flavor cannot back a VM"]})
     image = Image.objects.filter(pk=image_id, is_active=True).first() if _is_uuid(image_id) else None
-    if image is None:
+    if image is None and not (image_optional and image_id is None):
         raise reference_not_found("image")
     ids = {str(k) for k in ssh_key_ids}
     keys = list(SshKey.objects.filter(project=project, pk__in=[k for k in ids if _is_uuid(k)]))
@@ -122,15 +124,17 @@ _NETWORK_FIELDS = {"subnet": "subnet_id", "security_groups": "security_group_ids
 
 
 def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key_ids: Sequence, user_data: str,
-                      subnet_id, security_group_ids: Sequence, ib_partition_id):
+                      subnet_id, security_group_ids: Sequence, ib_partition_id, partial: bool = False):
     """The create's checks of the request itself (authorization, name, user data, references, networks): raises
-    what `instance_create` raises (403, 400). Returns (flavor, image, keys, network). Writes nothing."""
+    what `instance_create` raises (403, 400). Returns (flavor, image, keys, network). Writes nothing.
+    `partial` (a check of a flavor alone): an empty `name` and a None `image_id` are not checked."""
     authorize_project(actor, project, WRITERS)
-    validate_name(name)
+    if name or not partial:
+        validate_name(name)
     if len((user_data or "").encode()) > USER_DATA_MAX_BYTES:
         raise ValidationFailed(f"user_data is over {USER_DATA_MAX_BYTES} bytes.", code=Code.USER_DATA_TOO_LARGE,
                                errors={"user_data": [f"at most {USER_DATA_MAX_BYTES} bytes (UTF-8)"]})
-    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
+    flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids, image_optional=partial)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
     if network and flavor.kind == ProvisioningKind.BAREMETAL:

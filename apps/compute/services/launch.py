@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from apps.core.db import rolled_back
-from apps.core.errors import DomainError
+from apps.core.errors import DomainError, ValidationFailed
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.placement.request import TopologyConstraint
 from apps.scheduling.services import Unplaceable, check_answer, check_refusal, earliest_fit
@@ -71,11 +71,14 @@ def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_id
     """What `instance_create` would answer for these arguments, as a `check_answer` body; raises its 403 and
     400 errors as it does (400 `unknown_sla_tier`). Writes nothing; ``price`` at `sla_tier` (default the
     organization's default tier). `volumes` are checked as the create checks them (their quota, 409s and the
-    host / zone they pin the placement to)."""
+    host / zone they pin the placement to). An empty `name` and a None `image_id` are not checked (a flavor's
+    check before the rest is chosen): the answer is then the flavor's placement, quota and price."""
     flavor, image, _keys, _network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
-        ib_partition_id=ib_partition_id)
+        ib_partition_id=ib_partition_id, partial=True)
+    if volumes and image is None:  # a volume may be made from the image: it has to be named
+        raise ValidationFailed("Volumes need the image.", errors={"image": ["required with volumes"]})
 
     def instance():
         plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,

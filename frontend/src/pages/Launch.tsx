@@ -173,6 +173,19 @@ export function LaunchPage() {
     retry: false,
   })
 
+  // As soon as a flavor is chosen: can it be placed now, and at what price (the check without name and image,
+  // which are not chosen yet; the review step checks the whole request again).
+  const flavorCheck = useQuery({
+    queryKey: ['instance-check-flavor', pid, form.flavor],
+    queryFn: () =>
+      unwrap(api.POST('/api/v1/instances/check/', {
+        body: { project: pid, flavor: form.flavor ?? '', ssh_keys: [], user_data: '', sla_tier: '', queue: false },
+      })),
+    enabled: step === 0 && Boolean(pid && form.flavor),
+    staleTime: 5_000,
+    retry: false,
+  })
+
   // One Idempotency-Key per distinct request: a double click or a retry after a lost answer creates one instance.
   const idempotencyKey = useMemo(() => crypto.randomUUID(), [bodyKey, form.market])
   const launch = useMutation({
@@ -240,6 +253,13 @@ export function LaunchPage() {
                 ))}
               </Stack>
             </Radio.Group>
+            {form.flavor && (
+              <Paper withBorder p="md" aria-live="polite" data-testid="flavor-check">
+                {flavorCheck.isFetching && !flavorCheck.data && <Loader role="status" size="sm" aria-label="Checking" />}
+                <ProblemAlert error={flavorCheck.error} title="The check was refused" />
+                {flavorCheck.data && <CheckResult check={flavorCheck.data} market={form.market} />}
+              </Paper>
+            )}
           </Stack>
         </Stepper.Step>
         <Stepper.Step label="Image and access" description="OS, name, SSH keys">
