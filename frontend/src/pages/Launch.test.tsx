@@ -29,6 +29,6 @@ describe('launch wizard', () => {
     await waitFor(() => expect(answer).toHaveTextContent('Can be placed now'), LONG)
     expect(answer).toHaveTextContent('$0.99 per hour')
     const ask = seen.find((r) => r.method === 'POST')!
-    expect(await ask.json()).toEqual({ project: PROJECT.id, flavor: 'f2', ssh_keys: [], user_data: '', sla_tier: '', queue: false })
+    expect(await ask.json()).toEqual({ project: PROJECT.id, flavor: 'f2', name: '', ssh_keys: [], user_data: '', sla_tier: '', queue: false })
   }, 15_000)
 })

@@ -179,7 +179,7 @@ export function LaunchPage() {
     queryKey: ['instance-check-flavor', pid, form.flavor],
     queryFn: () =>
       unwrap(api.POST('/api/v1/instances/check/', {
-        body: { project: pid, flavor: form.flavor ?? '', ssh_keys: [], user_data: '', sla_tier: '', queue: false },
+        body: { project: pid, flavor: form.flavor ?? '', name: '', ssh_keys: [], user_data: '', sla_tier: '', queue: false },
       })),
     enabled: step === 0 && Boolean(pid && form.flavor),
     staleTime: 5_000,

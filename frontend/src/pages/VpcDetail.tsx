@@ -291,7 +291,7 @@ function SecurityGroups({ vpc }: { vpc: Vpc }) {
               {!group.is_default && (
                 <ConfirmButton
                   label="Delete group"
-                  aria-label={`Delete security group ${group.name}`}
+                  aria-label={`Delete group ${group.name}`}
                   title={`Delete the security group “${group.name}”?`}
                   message="A group that ports still use, or that another group's rule names, is refused."
                   color="red.9"
