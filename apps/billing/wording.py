@@ -1,12 +1,13 @@
 """Invoice line descriptions in words a customer reads, as SQL expressions for the set-based rating statements.
 
 A usage line reads ``<resource> <short id> (<what was sold>), <pricing>``, e.g.
-``Instance 0190a3b4 (h100-mig-3g40), on demand``, ``Public IP address 0190a3b4, on demand``,
-``Instance 0190a3b4 (8 × H100-SXM5-80GB GPU), spot``, ``Volume 0190a3b4 (fast storage), on demand``; late usage
+``Instance 9c1d2e3f (h100-mig-3g40), on demand``, ``Public IP address 5a6b7c8d, on demand``,
+``Instance 9c1d2e3f (8 × H100-SXM5-80GB GPU), spot``, ``Volume 1f2e3d4c (fast storage), on demand``; late usage
 is prefixed ``Late usage of 2026-02: ``, a reserved commitment ``Reserved commitment: ``, an SLA credit reads
-``SLA credit for 2026-02: Instance 0190a3b4, uptime 99.5 % (credit 10 %)``. The short id is the first 8
-characters of the resource's id (the line's `resource_id` has the whole id, and the usage records behind the line
-name the resource). The resource types are the usage sources' (`apps.billing.registry`), the SKU kinds those of
+``SLA credit for 2026-02: Instance 9c1d2e3f, uptime 99.5 % (credit 10 %)``. The short id is the last 8
+characters of the resource's id (the random end of a UUIDv7: its first characters are the creation time, the same
+for resources made together); the line's `resource_id` has the whole id, and the usage records behind the line
+name the resource. The resource types are the usage sources' (`apps.billing.registry`), the SKU kinds those of
 `apps.billing.skus`; an unknown type or kind reads as its own text, never as nothing.
 """
 from __future__ import annotations
@@ -41,10 +42,10 @@ def _sku_words(sku: str) -> str:
 
 
 def resource_sql(resource_type: str = "resource_type", resource_id: str = "resource_id") -> str:
-    """SQL text expression: the resource in words and its short id (``Instance 0190a3b4``)."""
+    """SQL text expression: the resource in words and its short id (``Instance 9c1d2e3f``)."""
     cases = " ".join(f"WHEN '{k}' THEN '{v}'" for k, v in RESOURCE_WORDS.items())
     return (f"(CASE {resource_type} {cases} ELSE replace({resource_type}, '_', ' ') END"
-            f" || coalesce(' ' || nullif(left({resource_id}, 8), ''), ''))")
+            f" || coalesce(' ' || nullif(right({resource_id}, 8), ''), ''))")
 
 
 def usage_sql(*, prefix: str = "''", resource_type: str = "resource_type", resource_id: str = "resource_id",

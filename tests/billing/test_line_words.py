@@ -33,9 +33,21 @@ def test_usage_lines_read_as_words(tiers, fleet):
     invoice_run_execute(period="2026-02")
     lines = sorted(Invoice.objects.get(organization=org).lines.values_list("description", flat=True))
     assert lines == [
-        "Instance 0190a3b4 (1 × H100-SXM5-80GB GPU), spot",
-        "Instance 0190a3b4 (h100-mig-3g40), on demand",
-        "Public IP address 0190a3b5, on demand",
-        "Reserved commitment: Lease 0190a3b6 (H100 GPUs), reserved",
+        "Instance 0000beef (1 × H100-SXM5-80GB GPU), spot",
+        "Instance 0000beef (h100-mig-3g40), on demand",
+        "Public IP address 0000cafe, on demand",
+        "Reserved commitment: Lease b6-lease (H100 GPUs), reserved",
     ]
     assert not any(VM in d or "flavor:" in d or "networking." in d for d in lines)
+
+
+def test_resources_made_together_read_apart(tiers, fleet):
+    """UUIDv7 ids made in the same millisecond share their first characters: the short id is their random end."""
+    org, project = make_org("acme")
+    book(utc(2026, 1, 1), {(FLAVOR, "standard", "on_demand"): "0.99"})
+    for vm in ("01a23f20-0000-7000-8000-00000000aaaa", "01a23f20-0001-7000-8000-00000000bbbb"):
+        fleet.run(org, project, vm, utc(2026, 2, 1), utc(2026, 2, 1, 1), sku=FLAVOR)
+    collect(utc(2026, 2, 1), utc(2026, 2, 2))
+    invoice_run_execute(period="2026-02")
+    assert sorted(Invoice.objects.get(organization=org).lines.values_list("description", flat=True)) == [
+        "Instance 0000aaaa (h100-mig-3g40), on demand", "Instance 0000bbbb (h100-mig-3g40), on demand"]
