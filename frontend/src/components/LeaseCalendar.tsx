@@ -74,7 +74,10 @@ export function LeaseCalendar({ leases, size, now = new Date(), days = 28 }: {
             <div className="lease-calendar-days">
               {dayList.map((d, i) => (
                 <div key={i} className={`lease-calendar-day${i === today ? ' today' : ''}${d.getDay() === 1 ? ' monday' : ''}`}>
-                  {d.getDay() === 1 || i === 0 ? d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' }) : d.getDate()}
+                  <span className="lease-calendar-month">
+                    {i === 0 || d.getDate() === 1 ? d.toLocaleDateString(undefined, { month: 'short' }) : '\u00a0'}
+                  </span>
+                  {d.getDate()}
                 </div>
               ))}
             </div>
@@ -87,7 +90,12 @@ export function LeaseCalendar({ leases, size, now = new Date(), days = 28 }: {
           <ul className="lease-calendar-list">
             {bars.map((bar) => (
               <li key={bar.lease.id} className="lease-calendar-row">
-                <div className="lease-calendar-name">{bar.lease.name}</div>
+                <div className="lease-calendar-name">
+                  {bar.lease.name}
+                  <Text span size="xs" c="dimmed" display="block" className="lease-calendar-size">
+                    {size(bar.lease)} · {bar.lease.status}
+                  </Text>
+                </div>
                 <div className="lease-calendar-days">
                   <div
                     className="lease-calendar-bar"
@@ -95,11 +103,9 @@ export function LeaseCalendar({ leases, size, now = new Date(), days = 28 }: {
                     style={{ left: `${bar.left}%`, width: `${bar.width}%`, background: STATUS_FILL[bar.lease.status] }}
                     title={`${bar.lease.name}: ${fmt(new Date(bar.lease.start))} – ${fmt(new Date(bar.lease.end))}`}
                   >
-                    <span>
-                      {bar.lease.name}: {size(bar.lease)}, {bar.lease.status}
-                      <span className="visually-hidden">
-                        , from {fmt(new Date(bar.lease.start))} to {fmt(new Date(bar.lease.end))}
-                      </span>
+                    <span className="visually-hidden">
+                      {bar.lease.name}: {size(bar.lease)}, {bar.lease.status}, from {fmt(new Date(bar.lease.start))} to{' '}
+                      {fmt(new Date(bar.lease.end))}
                     </span>
                   </div>
                 </div>
