@@ -338,7 +338,7 @@ function VolumePanel({ volume, typeName, instances, instanceNames, snapshots, on
             </Table>
           )}
           <Group align="flex-start">
-            <Select label="Instance" placeholder={choices.length ? 'Choose an instance' : 'No active or stopped instance'}
+            <Select label="Instance" placeholder={choices.length ? 'Choose an instance' : 'No other active or stopped instance'}
               data={choices} value={instance} onChange={setInstance} error={fieldError(attach.error, 'instance')}
               disabled={!write} w={320} searchable />
             <WriteButton mt={24} onClick={() => attach.mutate()} loading={attach.isPending} disabled={deleted || !instance}>
