@@ -289,25 +289,31 @@ def action_failed(op, code: str, detail: str) -> None:
     transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
 
 
-def undeploy(op) -> None:
-    """Tear the instance down (once: a node no longer carrying it is already cleaning or clean). From here the
-    tenant stops paying: the instance's allocation ends now (cleaning is not billed), and the host goes to
-    `maintenance` so nobody is placed on it before cleaning finished."""
+def undeploy(op):
+    """Tear the instance down, in two commits so a worker killed in between loses nothing: first the intent
+    (`undeploy_started_at`), the end of the instance's allocation (the tenant stops paying: cleaning is not
+    billed) and the host to `maintenance` (nobody is placed on it before cleaning finished); then the request to
+    Ironic, sent only while the node still carries the instance (a retry after it was sent finds it cleaning)."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None:
-        return
+        return None
     drv = baremetal_driver()
     seen = drv.get(node.ironic_id)
-    if seen.instance_id == str(inst.pk) and seen.state.provision in (P.ACTIVE, P.DEPLOY_FAILED, P.ERROR,
-                                                                      P.DEPLOYING, P.DEPLOY_WAIT):
-        op.state.setdefault("undeploy_started_at", now().isoformat())
+    carries = seen.instance_id == str(inst.pk) and seen.state.provision in (
+        P.ACTIVE, P.DEPLOY_FAILED, P.ERROR, P.DEPLOYING, P.DEPLOY_WAIT)
+    if "undeploy_started_at" not in op.state:
+        if not carries:
+            return None  # nothing of this instance on the node (a create that failed and was recovered)
+        op.state["undeploy_started_at"] = now().isoformat()
         op.state["undeploy_from"] = str(seen.state.provision)
-        seen = drv.undeploy(node.ironic_id, wait=False)
-    nodesvc.node_observe(node, seen)
-    if "undeploy_started_at" in op.state:
         instance_allocations_release(instance=inst)
         nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}")
+        return AGAIN
+    if carries:
+        seen = drv.undeploy(node.ironic_id, wait=False)
+    nodesvc.node_observe(node, seen)
+    return None
 
 
 def wait_cleaned(op) -> None:

@@ -43,7 +43,8 @@ def test_usage_is_the_whole_host_from_active_to_delete_and_cleaning_is_not_bille
         assert drive(op_id).status == "succeeded"
     with time_machine.travel(utc(2026, 6, 3), tick=False):
         op_id = world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"]
-        operation_run_step(op_id)  # undeploy: cleaning starts, the allocation ends
+        operation_run_step(op_id)  # undeploy, first commit: the allocation ends, the host leaves placement
+        operation_run_step(op_id)  # undeploy, second: Ironic is asked; cleaning starts
         assert Operation.objects.get(pk=op_id).step == "wait_cleaned"
         assert Host.objects.get(pk=node.host_id).state == "maintenance"  # nobody placed on it while cleaning
     with time_machine.travel(utc(2026, 6, 3, 0, 40), tick=False):  # cleaning took 40 minutes
