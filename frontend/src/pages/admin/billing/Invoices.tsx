@@ -3,7 +3,6 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useParams } from 'react-router'
 import { ApiError, api, unwrap, type Invoice, type InvoiceLine } from '../../../api/client'
-import { useScope } from '../../../auth/scope'
 import { ConfirmButton } from '../../../components/ConfirmButton'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
@@ -12,9 +11,14 @@ import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import { creditable, explainLine } from './logic'
 
+/** Organization names for invoice rows (staff read every organization; one request, cached for the screens). */
 function useOrgNames(): (id: string) => string {
-  const { organizations } = useScope()
-  return (id) => organizations.find((o) => o.id === id)?.name ?? id.slice(0, 8)
+  const orgs = useQuery({
+    queryKey: ['staff', 'organization-names'],
+    queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
+    staleTime: 60_000,
+  })
+  return (id) => orgs.data?.results.find((o) => o.id === id)?.name ?? id.slice(0, 8)
 }
 
 /** Invoices as rows: number (a link to the staff invoice), organization, period, status, total, balance. */
