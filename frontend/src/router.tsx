@@ -36,6 +36,7 @@ const adminBilling = {
 }
 const AdminCapacityPage = lazy(() => import('./pages/admin/Capacity').then((m) => ({ default: m.AdminCapacityPage })))
 const AdminTenantsPage = lazy(() => import('./pages/admin/Tenants').then((m) => ({ default: m.AdminTenantsPage })))
+const AdminIncidentsPage = lazy(() => import('./pages/admin/Incidents').then((m) => ({ default: m.AdminIncidentsPage })))
 const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
@@ -100,6 +101,7 @@ export const router = createBrowserRouter([
           { path: 'staff/billing/invoices/:id', element: screen(<adminBilling.invoice />) },
           { path: 'staff/capacity', element: screen(<AdminCapacityPage />), loader: prefetchFleet },
           { path: 'staff/tenants', element: screen(<AdminTenantsPage />) },
+          { path: 'staff/incidents', element: screen(<AdminIncidentsPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -20,7 +20,7 @@ from tests.e2e.stack import ROOT, Api
 from .conftest import check_a11y, shot
 from .test_console import sign_in
 from .test_console_fleet import _code
-from .world import PASSWORD, tenant
+from .world import MIG_HOST, PASSWORD, tenant
 
 pytestmark = pytest.mark.e2e
 
@@ -172,16 +172,46 @@ def test_4_change_the_quota_the_servers_refusal_on_the_field(pc, tab):
     assert events and events[0]["after"]["limit"] == 32 and events[0]["before"]["limit"] == 16, events
 
 
+def test_5_open_an_incident_for_a_host_and_close_it(pc, tab):
+    host = sorted(h["name"] for h in pc.ops.all("hosts", state="available") if h["name"] != MIG_HOST)[-1]
+    tab.get_by_role("link", name="Incidents").click()
+    expect(tab.get_by_role("heading", name="Incidents", exact=True)).to_be_visible()
+    tab.get_by_role("button", name="Open incident").click()
+    dialog = tab.get_by_role("dialog", name="Open an incident")
+    dialog.get_by_label(re.compile(r"^Host")).select_option(host)
+    dialog.get_by_label(re.compile(r"^Reason")).fill("NVLink errors on every GPU")
+    check_a11y(tab, "open an incident")
+    dialog.get_by_role("button", name="Open incident").click()
+    expect(dialog).to_be_hidden()
+    row = tab.locator(f'[data-testid="incident-row"][data-host="{host}"]').first
+    expect(row).to_have_attribute("data-open", "true")
+    expect(row.get_by_test_id("incident-duration")).to_have_text("open")
+    assert [h["state"] for h in pc.ops.all("hosts", name=host)] == ["faulty"]
+    check_a11y(tab, "admin incidents")
+    shot(tab, "admin-incidents-open")
+    row.get_by_role("button", name=f"Close the incident of {host}").click()
+    close = tab.get_by_role("dialog", name=f"Close the incident of {host}?")
+    close.get_by_label(re.compile(r"^Reason")).fill("Baseboard replaced")
+    close.get_by_role("button", name="Close incident").click()
+    expect(close).to_be_hidden()
+    expect(row).to_have_attribute("data-open", "false")
+    expect(row.get_by_test_id("incident-duration")).not_to_have_text("open")
+    incidents = pc.ops.get("incidents", params={"host": host}).json()["results"]
+    assert incidents and incidents[0]["end"] and incidents[0]["provider_at_fault"], incidents
+    expect(tab.get_by_test_id("sla-reports")).to_be_visible()
+
+
 def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
         sign_in(page, pc.base, pc.a.email)
-        for route in ("capacity", "tenants"):
+        for route in ("capacity", "tenants", "incidents"):
             page.goto(f"{pc.base}/staff/{route}")
             expect(page.get_by_role("heading", name="Not found")).to_be_visible()
-        expect(page.get_by_test_id("tenant-list")).to_have_count(0)
+        expect(page.get_by_test_id("incident-list")).to_have_count(0)
+        assert pc.a.api.get("incidents", expect=404).json()["code"] == "not_found"
         check_a11y(page, "admin tenants for a tenant")
     finally:
         context.close()

@@ -28,6 +28,7 @@ const ADMIN_NAV = [
   { to: '/staff/billing', label: 'Billing', end: false },
   { to: '/staff/capacity', label: 'Capacity', end: true },
   { to: '/staff/tenants', label: 'Tenants', end: true },
+  { to: '/staff/incidents', label: 'Incidents', end: true },
 ]
 
 export function Layout() {

@@ -134,7 +134,8 @@ export function HeatMap({ summary, filters, selected, onSelect }: {
   return (
     <Stack gap="md" data-testid="heatmap">
       {racks.map((rack) => (
-        <section key={rack.key} aria-label={`Rack ${rack.rack} in ${rack.zone}`} data-testid="heatmap-rack" className="hm-rack">
+        <section key={rack.key} aria-label={`Rack ${rack.rack} in ${rack.zone}`} data-testid="heatmap-rack" className="hm-rack"
+          style={{ containIntrinsicSize: `auto ${40 + 24 * rack.hosts.length}px` }}>
           <Title order={3} size="h5" mb={4}>
             {rack.zone} / {rack.rack}{' '}
             <Text span size="sm" c="dimmed">

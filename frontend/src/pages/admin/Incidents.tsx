@@ -1,0 +1,195 @@
+import { Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, Textarea, Title } from '@mantine/core'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useState } from 'react'
+import { api, unwrap, type FleetSummary, type Schemas } from '../../api/client'
+import { useMe } from '../../auth/staff'
+import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { NotFoundPage } from '../NotFound'
+import { fleetKey, fleetQuery } from './queries'
+
+type Incident = Schemas['IncidentOutput']
+type SlaReport = Schemas['SlaReportOutput']
+
+/** "2 h 05 min", "45 s" — an incident's downtime; "open" while it lasts. */
+export function durationText(s: number | null | undefined): string {
+  if (s === null || s === undefined) return 'open'
+  if (s < 60) return `${s} s`
+  const m = Math.round(s / 60)
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`
+}
+
+/** Host name -> id, from the fleet summary (incidents name their host). */
+export function hostIds(summary: FleetSummary | undefined): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const r of summary?.regions ?? []) for (const z of r.zones) for (const k of z.racks) for (const h of k.hosts) out.set(h.name, h.id)
+  return out
+}
+
+const when = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').slice(0, 16) + ' UTC' : '—')
+
+type Path = '/api/v1/hosts/{id}/mark-faulty/' | '/api/v1/hosts/{id}/mark-available/'
+
+function useHostAction(path: Path, onDone: () => void) {
+  const qc = useQueryClient()
+  return useMutation({
+    mutationFn: (v: { id: string; reason: string; provider_at_fault: boolean }) =>
+      unwrap(api.POST(path, { params: { path: { id: v.id } }, body: { reason: v.reason, provider_at_fault: v.provider_at_fault } })),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['incidents'] })
+      void qc.invalidateQueries({ queryKey: fleetKey })
+      onDone()
+    },
+  })
+}
+
+/** Open an incident for a host: mark it faulty with a reason (POST /hosts/{id}/mark-faulty/, audited); when the
+ * provider is at fault its downtime counts against its tenants' SLA. */
+function OpenIncident({ hosts }: { hosts: Map<string, string> }) {
+  const [opened, setOpened] = useState(false)
+  const [host, setHost] = useState<string | null>(null)
+  const [reason, setReason] = useState('')
+  const [fault, setFault] = useState(true)
+  const open = useHostAction('/api/v1/hosts/{id}/mark-faulty/', () => { setOpened(false); setReason('') })
+  return (
+    <>
+      <Button onClick={() => { open.reset(); setOpened(true) }}>Open incident</Button>
+      <Modal opened={opened} onClose={() => setOpened(false)} title="Open an incident" centered closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); if (host) open.mutate({ id: hosts.get(host)!, reason, provider_at_fault: fault }) }}>
+          <Stack>
+            <Text size="sm">The host is marked faulty: nothing new is placed on it until it is marked available again, which closes the incident.</Text>
+            <NativeSelect label="Host" required data={[{ value: '', label: 'Choose a host' }, ...[...hosts.keys()].sort()]}
+              value={host ?? ''} onChange={(e) => setHost(e.currentTarget.value || null)} data-autofocus />
+            <Textarea label="Reason" description="Recorded on the incident, the host and the audit log." required minRows={2}
+              maxLength={500} value={reason} onChange={(e) => setReason(e.currentTarget.value)} error={fieldError(open.error, 'reason')} />
+            <Checkbox label="The provider is at fault (counts as SLA downtime)" checked={fault} onChange={(e) => setFault(e.currentTarget.checked)} />
+            <ProblemAlert error={open.error} shownFields={['reason']} />
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" color="red.9" loading={open.isPending} disabled={!host || !reason.trim()}>Open incident</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
+/** Close a host's open incident: mark the host available again (POST /hosts/{id}/mark-available/). */
+function CloseIncident({ incident, hostId }: { incident: Incident; hostId: string }) {
+  const [opened, setOpened] = useState(false)
+  const [reason, setReason] = useState('')
+  const close = useHostAction('/api/v1/hosts/{id}/mark-available/', () => setOpened(false))
+  return (
+    <>
+      <Button size="xs" color="teal.9" onClick={() => { close.reset(); setOpened(true) }} aria-label={`Close the incident of ${incident.host}`}>
+        Close
+      </Button>
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`Close the incident of ${incident.host}?`} centered
+        closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); close.mutate({ id: hostId, reason, provider_at_fault: true }) }}>
+          <Stack>
+            <Text size="sm">The host is marked available (back in service); the incident ends now.</Text>
+            <Textarea label="Reason" required minRows={2} maxLength={500} value={reason} data-autofocus
+              onChange={(e) => setReason(e.currentTarget.value)} error={fieldError(close.error, 'reason')} />
+            <ProblemAlert error={close.error} shownFields={['reason']} />
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" color="teal.9" loading={close.isPending} disabled={!reason.trim()}>Close incident</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
+/** `/staff/incidents`: hosts' and GPUs' faulty periods (GET /incidents/), opening one for a host and closing it, and
+ * the SLA credits that provider-at-fault downtime produced (GET /sla-reports/, made by each month's invoice run). */
+export function AdminIncidentsPage() {
+  const me = useMe()
+  const staff = Boolean(me.data?.staff_role)
+  const [openOnly, setOpenOnly] = useState(false)
+  const summary = useQuery({ ...fleetQuery, enabled: staff })
+  const incidents = useQuery({
+    queryKey: ['incidents', openOnly], enabled: staff,
+    queryFn: () => unwrap(api.GET('/api/v1/incidents/', { params: { query: { page_size: 100, ...(openOnly ? { open: true } : {}) } } })),
+  })
+  const sla = useQuery({
+    queryKey: ['sla-reports'], enabled: staff,
+    queryFn: () => unwrap(api.GET('/api/v1/sla-reports/', { params: { query: { page_size: 100 } } })),
+  })
+  if (me.isPending) return null
+  if (!staff) return <NotFoundPage />
+  const ids = hostIds(summary.data)
+  const rows = [...(incidents.data?.results ?? [])].sort((a, b) => b.start.localeCompare(a.start))
+  return (
+    <Stack>
+      <Group justify="space-between">
+        <Title order={2}>Incidents</Title>
+        {me.data?.staff_role === 'operator' && <OpenIncident hosts={ids} />}
+      </Group>
+      {(incidents.error || sla.error) && <ProblemAlert error={incidents.error ?? sla.error} />}
+      <Checkbox label="Open incidents only" checked={openOnly} onChange={(e) => setOpenOnly(e.currentTarget.checked)} />
+      <Table striped withTableBorder data-testid="incident-list">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Host</Table.Th><Table.Th>GPU</Table.Th><Table.Th>Start</Table.Th><Table.Th>End</Table.Th>
+            <Table.Th>Downtime</Table.Th><Table.Th>Reason</Table.Th><Table.Th>Provider at fault</Table.Th>
+            <Table.Th><span className="visually-hidden">Actions</span></Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {rows.map((i) => (
+            <Table.Tr key={i.id} data-testid="incident-row" data-host={i.host} data-open={i.end ? 'false' : 'true'}>
+              <Table.Td>{i.host}</Table.Td>
+              <Table.Td>{i.gpu_index ?? 'whole host'}</Table.Td>
+              <Table.Td>{when(i.start)}</Table.Td>
+              <Table.Td>{when(i.end)}</Table.Td>
+              <Table.Td data-testid="incident-duration">{durationText(i.duration_s)}</Table.Td>
+              <Table.Td>{i.reason}</Table.Td>
+              <Table.Td>{i.provider_at_fault ? 'yes' : 'no'}</Table.Td>
+              <Table.Td>
+                {!i.end && i.gpu === null && ids.has(i.host) && me.data?.staff_role === 'operator' && (
+                  <CloseIncident incident={i} hostId={ids.get(i.host)!} />
+                )}
+              </Table.Td>
+            </Table.Tr>
+          ))}
+          {incidents.data && !rows.length && (
+            <Table.Tr><Table.Td colSpan={8}><Text size="sm" c="dimmed">No incident.</Text></Table.Td></Table.Tr>
+          )}
+        </Table.Tbody>
+      </Table>
+      <Title order={3} size="h4">SLA credits</Title>
+      <Text size="sm" c="dimmed">
+        Per resource and month with provider-caused downtime: made by the month's invoice run, credited on the next invoice.
+      </Text>
+      <Table striped withTableBorder data-testid="sla-reports">
+        <Table.Thead>
+          <Table.Tr>
+            <Table.Th>Period</Table.Th><Table.Th>Resource</Table.Th><Table.Th>SLA tier</Table.Th>
+            <Table.Th ta="right">Downtime (min)</Table.Th><Table.Th ta="right">Uptime</Table.Th>
+            <Table.Th ta="right">Credit</Table.Th><Table.Th ta="right">Amount</Table.Th><Table.Th>Credited on</Table.Th>
+          </Table.Tr>
+        </Table.Thead>
+        <Table.Tbody>
+          {(sla.data?.results ?? []).map((r: SlaReport) => (
+            <Table.Tr key={r.id} data-testid="sla-row">
+              <Table.Td>{String(r.period)}</Table.Td>
+              <Table.Td>{r.resource_type} {String(r.resource_id).slice(0, 8)}</Table.Td>
+              <Table.Td>{r.sla_tier}</Table.Td>
+              <Table.Td ta="right">{r.downtime_minutes}</Table.Td>
+              <Table.Td ta="right">{r.uptime_pct} % (target {r.target_uptime_pct} %)</Table.Td>
+              <Table.Td ta="right">{r.credit_pct} %</Table.Td>
+              <Table.Td ta="right">{r.credit_amount} {r.currency}</Table.Td>
+              <Table.Td>{r.applied_invoice ? String(r.applied_invoice).slice(0, 8) : 'next invoice'}</Table.Td>
+            </Table.Tr>
+          ))}
+          {sla.data && !sla.data.results.length && (
+            <Table.Tr><Table.Td colSpan={8}><Text size="sm" c="dimmed">No SLA credit yet (invoice runs make them for closed months).</Text></Table.Td></Table.Tr>
+          )}
+        </Table.Tbody>
+      </Table>
+    </Stack>
+  )
+}
