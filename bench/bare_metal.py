@@ -134,6 +134,14 @@ def main() -> None:
            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
     env["CELERY_BROKER_URL"] = env["CELERY_RESULT_BACKEND"] = env["REDIS_URL"]
     os.environ.update(env)
+    try:
+        _run(args, env)
+    finally:  # Ironic is stopped whatever failed (even the setup)
+        subprocess.run([script, "stop", str(ironic_dir)], cwd=ROOT, check=False)
+        shutil.rmtree(ironic_dir, ignore_errors=True)
+
+
+def _run(args, env: dict) -> None:
     world = _prepare(args.hosts)
     venv = ROOT / ".venv" / "bin"
     subprocess.run([str(venv / "celery"), "-A", "gpucloud", "purge", "-f", "-Q", "provisioning"], cwd=ROOT, env=env,
@@ -183,8 +191,6 @@ def main() -> None:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
-        subprocess.run([script, "stop", str(ironic_dir)], cwd=ROOT, check=False)
-        shutil.rmtree(ironic_dir, ignore_errors=True)
     result = {"hosts": args.hosts, "enroll_s": round(enroll_s, 2), "all_active_s": round(all_active, 2),
               "p50_s": round(_pct(per_host, 50), 2), "p99_s": round(_pct(per_host, 99), 2), "stuck": stuck,
               "all_deleted_s": round(all_deleted, 2), "receipts": receipts, "errors": errors}
