@@ -15,7 +15,7 @@ def _celery_eager():
 @pytest.fixture(autouse=True, scope="session")
 def _redis_database_per_worker():
     """Each pytest-xdist worker gets its own Redis database (gw0 the configured one, gwK that one + K), for the
-    cache and for the processes its tests start: some tests empty the cache (`cache.clear()` is FLUSHDB), which
+    cache, Celery's broker (when it is REDIS_URL) and the processes its tests start: some tests empty the cache (`cache.clear()` is FLUSHDB), which
     must not wipe the counters of a test running on the other worker (a sign-in throttle test saw its window
     emptied between attempts)."""
     import os
@@ -30,9 +30,15 @@ def _redis_database_per_worker():
         yield
         return
     url = f"{base}/{int(db) + index}"
-    os.environ["REDIS_URL"] = url
+    moved = {"REDIS_URL": url}
+    for name in ("CELERY_BROKER_URL", "CELERY_RESULT_BACKEND"):  # they default to REDIS_URL: they move with it
+        if getattr(settings, name) == settings.REDIS_URL:
+            moved[name] = url
+    os.environ.update(moved)  # the processes a test starts use the same databases as the test
+    celery_app.conf.broker_url = moved.get("CELERY_BROKER_URL", celery_app.conf.broker_url)
+    celery_app.conf.result_backend = moved.get("CELERY_RESULT_BACKEND", celery_app.conf.result_backend)
     caches = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": url}}
-    with override_settings(REDIS_URL=url, CACHES=caches):
+    with override_settings(CACHES=caches, **moved):
         yield
 
 
@@ -57,6 +63,18 @@ def _flush_passes_the_audit_truncate_refusal():
     DatabaseOperations.sql_flush = sql_flush
     yield
     DatabaseOperations.sql_flush = original
+
+
+@pytest.fixture(autouse=True)
+def _celery_joins_allowed():
+    """Celery's "a task must not wait for a result" flag is one process-wide boolean that eager tasks set and
+    restore around themselves; two threads running eager tasks at once (the concurrency tests) can restore it in
+    the wrong order and leave it set, and a later test on that worker that really waits for a result (the
+    console log) was refused. Each test starts with joins allowed, as a web process is."""
+    from celery.result import allow_join_result
+
+    with allow_join_result():
+        yield
 
 
 @pytest.fixture(autouse=True)
