@@ -27,6 +27,7 @@ from apps.compute.services.placement import (
     instance_place_and_claim,
     instance_readmit,
 )
+from apps.compute.services.reconcile import instance_observe
 from apps.compute.states import INSTANCE_TRANSITIONS, InstanceStatus
 from apps.core.clock import now
 from apps.core.errors import Conflict
@@ -193,8 +194,7 @@ def _deploy_request(inst: Instance, node: BaremetalNode) -> DeployRequest:
 
 
 def _observe_instance(inst: Instance, power: str) -> None:
-    Instance.objects.filter(pk=inst.pk).update(observed_state=power, observed_at=now())
-    inst.observed_state = power
+    instance_observe(inst, power)
 
 
 def deploy(op) -> None:

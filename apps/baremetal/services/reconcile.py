@@ -62,11 +62,12 @@ def nodes_reconcile() -> NodesReconcileReport:
 
 def _sync_stopped(instance_id: str) -> bool:
     from apps.compute.services.instances import TARGET as INSTANCE_TARGET
+    from apps.compute.services.reconcile import instance_observe
 
     inst = Instance.objects.select_for_update().filter(pk=instance_id, status=InstanceStatus.ACTIVE).first()
     if inst is None or targets_with_unfinished_operations(target_type=INSTANCE_TARGET, target_ids=[inst.pk]):
         return False
-    Instance.objects.filter(pk=inst.pk).update(observed_state=str(PowerState.OFF))
+    instance_observe(inst, str(PowerState.OFF))
     transition(inst, "sync_stopped", INSTANCE_TRANSITIONS)
     audit_record(actor=None, action="baremetal.reconcile.sync_stopped", target=inst,
                  after={"observed_state": str(PowerState.OFF)})

@@ -72,9 +72,19 @@ def _report_unknown(uri: str, host_ids: list, info) -> None:
                                                     "power_state": str(info.power_state), "managed": info.managed})
 
 
+def instance_observe(instance: Instance, power_state: str, *, at: dt.datetime | None = None) -> None:
+    """Record the power state a driver reported for `instance` (`observed_state`, a `PowerState` value of the
+    provisioner that read it, e.g. libvirt's ``shutoff`` or Ironic's ``power off``) and when (`observed_at`,
+    default now). A plain column write, no transition and no audit; the one way another app (bare metal's
+    workflows and reconciler) updates these columns. `instance` is updated in memory too."""
+    at = at or now()
+    Instance.objects.filter(pk=instance.pk).update(observed_state=power_state, observed_at=at)
+    instance.observed_state, instance.observed_at = power_state, at
+
+
 def _vanished(inst: Instance, at: dt.datetime, report: ReconcileReport) -> None:
     if inst.observed_state != PowerState.MISSING:
-        Instance.objects.filter(pk=inst.pk).update(observed_state=PowerState.MISSING, observed_at=at)
+        instance_observe(inst, PowerState.MISSING, at=at)
         report.missing += 1
         return
     if inst.observed_at and (at - inst.observed_at).total_seconds() < conf.vanished_grace_seconds():
@@ -91,8 +101,7 @@ def _vanished(inst: Instance, at: dt.datetime, report: ReconcileReport) -> None:
 
 def _sync(inst: Instance, info, at: dt.datetime, report: ReconcileReport) -> None:
     if inst.observed_state != info.power_state:
-        Instance.objects.filter(pk=inst.pk).update(observed_state=info.power_state, observed_at=at)
-        inst.observed_state = info.power_state
+        instance_observe(inst, info.power_state, at=at)
         report.observed += 1
     if inst.status == InstanceStatus.ACTIVE and info.power_state == PowerState.SHUTOFF:
         with transaction.atomic():
