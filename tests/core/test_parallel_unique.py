@@ -195,6 +195,9 @@ NOT_A_TENANT_CREATE = {
     ("billing.BillingAccount", "organization"): "one per organization, written by the service",
     ("storage.VolumeUsage", "storage_usage_one_open"): "billing history the service writes",
     ("health.HealthEventImpact", "health_impact_once"): "written by health ingest (agent or staff), not tenants",
+    ("health.Remediation", "health_remediation_one_open"): "opened by health ingest for a failed device's VMs",
+    ("health.RemediationPolicy", "project"): "set (PUT, one row per project), never created by a tenant",
+    ("baremetal.ExitReceipt", "instance_id"): "one per instance, signed by the bare-metal delete workflow",
 }
 
 
