@@ -166,7 +166,8 @@ class InstanceViewSet(_Base):
             **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
-        409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})
+        409: "invalid_state: not allowed in the current state (allowed_states lists those that are); "
+             "not_supported_for_flavor_kind: the flavor's kind has no workflow for this action."})})
     def destroy(self, request, pk=None):
         inst = self.get_object()
         return _accepted(inst, instances.instance_delete(actor=request.user, instance=inst))
@@ -179,7 +180,8 @@ class InstanceViewSet(_Base):
         return _accepted(inst, instances.instance_stop(actor=request.user, instance=inst, hard=hard))
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
-        409: "invalid_state: only a stopped instance starts (allowed_states)."})})
+        409: "invalid_state: only a stopped instance starts (allowed_states); "
+             "not_supported_for_flavor_kind: the flavor's kind has no workflow for this action."})})
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):
         inst = self.get_object()
@@ -254,7 +256,8 @@ class ClusterViewSet(_Base):
                                  **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput, **problems({
-        409: "invalid_state: not allowed in the current state (allowed_states lists those that are)."})})
+        409: "invalid_state: not allowed in the current state (allowed_states lists those that are); "
+             "not_supported_for_flavor_kind: the flavor's kind has no workflow for this action."})})
     def destroy(self, request, pk=None):
         cluster = clusters.cluster_delete(actor=request.user, cluster=self.get_object())
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_202_ACCEPTED)

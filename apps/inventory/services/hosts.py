@@ -65,8 +65,6 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
         last_change = Host.objects.select_for_update().filter(pk=host.pk).values_list(
             "state_changed_at", flat=True).get()
         at = _effective_at(at, not_before=last_change)
-        if action == "mark_available":
-            _require_scrubbed(host)
         before = transition(host, action, HOST_TRANSITIONS, field="state",
                             extra={"state_reason": reason, "state_changed_at": at})
         if before == HostState.FAULTY and host.state != HostState.FAULTY:
@@ -111,7 +109,10 @@ def host_mark_faulty(*, actor, host: Host, reason: str, provider_at_fault: bool 
 def host_mark_available(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
     """Back to `available`. Raises Conflict 409 `gpu_scrub_pending` (with `gpus`: index, scrub_state,
     scrub_reason) while any of the host's GPUs is `dirty` or `scrub_failed` (docs/compute.md, "Scrub")."""
-    return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason, at=at)
+    with transaction.atomic():  # the row lock first: a GPU's scrub state and the transition are read together
+        Host.objects.select_for_update().filter(pk=host.pk).exists()
+        _require_scrubbed(host)
+        return host_condition_set(actor=actor, host=host, action="mark_available", reason=reason, at=at)
 
 
 def host_retire(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:

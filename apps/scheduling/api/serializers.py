@@ -122,7 +122,9 @@ PLACEMENT_RULE_RESPONSES = {
                                      "`earliest_start` says when it would fit (null when unknown). Also "
                                      "name_taken (the name is used in the project), lease_not_usable (the lease "
                                      "named cannot hold it now), invalid_state (the object it refers to is in a "
-                                     "state that does not allow it)."),
+                                     "state that does not allow it), not_supported_for_flavor_kind (instances and "
+                                     "clusters: the flavor's kind cannot run it, e.g. a cluster of bare-metal "
+                                     "flavors)."),
     422: OpenApiResponse(description="quota_exceeded, or unplaceable: no capacity of the fleet could ever hold the "
                                      "request (`reason`, `explanation`); idempotency_key_reused."),
 }

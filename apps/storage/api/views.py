@@ -97,7 +97,8 @@ class VolumeViewSet(_Base):
     @extend_schema(request=s.VolumeExtendInput, responses={202: s.VolumeAccepted, **problems({
         400: "size_must_grow: the new size is not larger (volumes never shrink); validation_error (over the "
              "type's maximum).",
-        409: STATE_409, 422: "quota_exceeded: volume_gib."})})
+        409: STATE_409 + " volume_in_use: a multi-attach volume attached to several instances, or a guest "
+             "holds the image so it cannot grow.", 422: "quota_exceeded: volume_gib."})})
     @action(detail=True, methods=["post"])
     def extend(self, request, pk=None):
         volume = self.get_object()
