@@ -48,3 +48,29 @@ def test_demo_mig_host_enrolls_with_vfs_and_runs_commands(live_server):
     # a restart re-enrolls with the recorded layout: no drift, no restore command
     _run(live_server.url)
     assert not AgentCommand.objects.filter(host=mig, kind="apply_mig_layout").exists()
+
+
+
+def test_demo_agents_heartbeat_so_the_hosts_are_not_lost(live_server):
+    """Enrolled demo hosts heartbeat like the real agent (enrollment alone leaves the host silent from then on,
+    and the `heartbeat_lost` watch cordoned every demo host five minutes after `make run` started): a pass of
+    the demo agents records the host's credential as seen (only a heartbeat does), and the last-seen flush
+    moves the host's `last_heartbeat_at` forward."""
+    import datetime as dt
+
+    from apps.core.clock import now
+    from apps.inventory.models import AgentCredential, Host
+    from apps.inventory.services.last_seen import agent_last_seen_flush
+
+    mig = make_host("demo-beat", gpus=1, libvirt_uri="test:///default", driver_version="550.90.07")
+    mig.gpus.update(mode="mig")
+    agent_last_seen_flush()  # nothing batched before the pass
+    out = io.StringIO()
+    call_command("demo_agents", url=live_server.url, once=True, interval=0, heartbeat_interval=0, stdout=out,
+                 stderr=out)
+    assert "agent enrolled on demo-beat" in out.getvalue() and "heartbeat failed" not in out.getvalue()
+    Host.objects.filter(pk=mig.pk).update(last_heartbeat_at=now() - dt.timedelta(hours=1))
+    assert agent_last_seen_flush() == 1  # the heartbeat of the pass, batched
+    mig.refresh_from_db()
+    assert now() - mig.last_heartbeat_at < dt.timedelta(minutes=1)
+    assert AgentCredential.objects.get(host=mig, revoked_at__isnull=True).last_seen_at is not None

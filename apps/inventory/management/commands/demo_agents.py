@@ -13,7 +13,9 @@ Enrollment spends a one-time token (`enrollment_token_create`, as an operator do
 as the inventory records it (the fake driver's own identifiers follow DGX naming, which the sample fleet does not
 use), with its recorded MIG layout loaded into the fake driver so the two agree after a restart. Then, every
 ``--interval`` seconds, each enrolled host with queued commands pulls them (``GET /api/v1/agent/commands``),
-executes them and reports (``POST .../result``), as `gpucloud-agent run` does. Runs until interrupted.
+executes them and reports (``POST .../result``), as `gpucloud-agent run` does; and every ``--heartbeat-interval``
+seconds (15, the real agent's interval) each enrolled host heartbeats (``POST /api/v1/agent/heartbeat``), so the
+control plane's `heartbeat_lost` watch (docs/health.md) sees the demo hosts alive. Runs until interrupted.
 """
 from __future__ import annotations
 
@@ -66,6 +68,11 @@ class DemoAgent:
         _, token = enrollment_token_create(actor=None, host=Host.objects.get(pk=self.host_id), ttl_s=300)
         self.cp.enroll(token, self.inventory, "demo-fake")
 
+    def heartbeat(self) -> None:
+        from gpucloud_agent import __version__
+
+        self.cp.heartbeat(__version__)
+
     def work(self) -> int:
         done = 0
         for command in self.cp.commands():
@@ -81,10 +88,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--url", default="http://127.0.0.1:8000", help="the API's base URL")
         parser.add_argument("--interval", type=float, default=0.3, help="seconds between command polls")
+        parser.add_argument("--heartbeat-interval", type=float, default=15.0,
+                            help="seconds between an enrolled host's heartbeats (the real agent's default)")
         parser.add_argument("--vfs-per-gpu", type=int, default=4, help="SR-IOV VFs a MIG GPU reports")
         parser.add_argument("--once", action="store_true", help="one pass, then exit (tests)")
 
-    def handle(self, *args, url, interval, vfs_per_gpu, once, **options):
+    def handle(self, *args, url, interval, heartbeat_interval, vfs_per_gpu, once, **options):
         from django.db import close_old_connections
 
         from apps.inventory.models import Host
@@ -114,8 +123,16 @@ class Command(BaseCommand):
         self.stdout.write(f"demo agents: {len(agents)} MIG hosts enrolled; following commands of {demo.count()} "
                           f"demo hosts")
         self.stdout.flush()
+        last_beat = 0.0
         while True:
             close_old_connections()
+            if time.monotonic() - last_beat >= heartbeat_interval:
+                last_beat = time.monotonic()
+                for agent in list(agents.values()):
+                    try:
+                        agent.heartbeat()
+                    except Exception as exc:  # noqa: BLE001 - like the real agent: a missed heartbeat, go on
+                        self.stderr.write(f"{agent.name}: heartbeat failed: {exc}")
             busy = demo.filter(agent_commands__status="queued").distinct()
             for host in busy:
                 agent = agent_for(host)
