@@ -5,6 +5,7 @@ import type { ReactNode } from 'react'
 import { MemoryRouter, Route, Routes } from 'react-router'
 import type { Project } from '../api/client'
 import { ScopeContext, type Scope } from '../auth/scope'
+import { theme } from '../theme'
 
 export const PROJECT: Project = {
   id: '0190a3b4-0000-7000-8000-000000000001', organization: '0190a3b4-0000-7000-8000-0000000000aa', slug: 'research',
@@ -23,7 +24,7 @@ export function scope(overrides: Partial<Scope> = {}): Scope {
 export function renderPage(ui: ReactNode, { path = '/', route = '*', value = scope() }: { path?: string; route?: string; value?: Scope } = {}) {
   const client = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } })
   return render(
-    <MantineProvider>
+    <MantineProvider theme={theme}>
       <QueryClientProvider client={client}>
         <ScopeContext.Provider value={value}>
           <MemoryRouter initialEntries={[path]}>
