@@ -1,5 +1,6 @@
 import { Anchor, Group, MultiSelect, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useMemo, useState, type FormEvent } from 'react'
 import { Link } from 'react-router'
 import { api, unwrap } from '../api/client'
@@ -75,9 +76,10 @@ export function ClustersPage() {
       void qc.invalidateQueries({ queryKey: ['clusters'] })
     },
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    create.mutate()
+    submitCreate()
   }
   const rows = clusters.data?.results ?? []
 

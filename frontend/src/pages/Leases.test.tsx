@@ -80,3 +80,24 @@ describe('leases', () => {
       .toMatchObject({ kind: 'mig', mig_profile: '3g.40gb', start: '2026-12-10 09:00', end: '2026-12-10 17:30', time_zone: 'Europe/Berlin' })
   })
 })
+
+describe('lease double submit', () => {
+  it('a double click on "Request lease" sends one request', async () => {
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page([])),
+      'POST /api/v1/leases/': () => json(LEASE, 201),
+    })
+    renderPage(<LeasesPage />)
+    expect(await screen.findByText('No leases yet')).toBeInTheDocument()
+    fill(/^Name/, 'training')
+    fill(/^Start/, '2026-12-10T09:00')
+    fill(/^End/, '2026-12-12T09:00')
+    const button = screen.getByRole('button', { name: 'Request lease' })
+    fireEvent.click(button)
+    fireEvent.click(button)
+    await waitFor(() => expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1))
+    await new Promise((r) => setTimeout(r, 50))
+    expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1)
+  }, 20_000)
+})

@@ -1,5 +1,6 @@
 import { Badge, Group, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type Flavor, type Lease, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
@@ -113,9 +114,10 @@ export function LeasesPage() {
     mutationFn: (id: string) => unwrap(api.POST('/api/v1/leases/{id}/cancel/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['leases'] }),
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    create.mutate()
+    submitCreate()
   }
   const rows = leases.data?.results ?? []
 

@@ -1,5 +1,6 @@
 import { Badge, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type Invitation, type Membership } from '../api/client'
 import { useScope } from '../auth/scope'
@@ -85,9 +86,10 @@ export function MembersPage() {
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/invitations/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['invitations'] }),
   })
+  const submitInvite = useSubmitOnce(invite)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    invite.mutate()
+    submitInvite()
   }
   const scopeLabel = (row: Membership | Invitation) =>
     row.project ? `project ${projectName.get(row.project) ?? row.project}` : 'organization'

@@ -1,5 +1,6 @@
 import { Alert, Badge, Button, Code, CopyButton, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type ApiToken, type ApiTokenCreated } from '../api/client'
 import { useScope } from '../auth/scope'
@@ -76,10 +77,11 @@ export function TokensPage() {
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/tokens/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['tokens'] }),
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
     setCreated(null)
-    create.mutate()
+    submitCreate()
   }
   const rows = tokens.data?.results ?? []
   const orgName = names.get(project?.organization ?? '') ?? organization?.name ?? 'the organization'

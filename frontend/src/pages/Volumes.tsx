@@ -1,5 +1,6 @@
 import { Anchor, Button, Code, Group, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useEffect, useState, type FormEvent } from 'react'
 import { api, unwrap, type Instance, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
@@ -101,9 +102,10 @@ export function VolumesPage() {
       invalidate()
     },
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    create.mutate()
+    submitCreate()
   }
   const typeOptions = (types.data?.results ?? []).map((t) => ({
     value: t.id,

@@ -1,5 +1,6 @@
 import { Anchor, Badge, Code, Group, Loader, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Tabs, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
 import { Link, useNavigate, useParams } from 'react-router'
 import { ApiError, api, unwrap, type Port, type PublicIp, type SecurityGroup, type SecurityGroupRule, type Vpc } from '../api/client'
@@ -136,9 +137,10 @@ function Subnets({ vpc }: { vpc: Vpc }) {
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/subnets/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['subnets'] }),
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    create.mutate()
+    submitCreate()
   }
   const rows = subnets.data?.results ?? []
 
@@ -259,9 +261,10 @@ function SecurityGroups({ vpc }: { vpc: Vpc }) {
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/security-groups/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['security-groups'] }),
   })
+  const submitCreate = useSubmitOnce(create)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    create.mutate()
+    submitCreate()
   }
   const list = groups.data?.results ?? []
   const byId = new Map(list.map((g) => [g.id, g]))
@@ -363,9 +366,10 @@ function Rules({ group, groups }: { group: SecurityGroup; groups: Map<string, Se
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/security-group-rules/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['security-groups'] }),
   })
+  const submitAdd = useSubmitOnce(add)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    add.mutate()
+    submitAdd()
   }
   const label = (field: string) => `${field} (${group.name})`
 
@@ -498,9 +502,10 @@ function FloatingIps({ vpc }: { vpc: Vpc }) {
     mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/public-ips/{id}/', { params: { path: { id } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['public-ips'] }),
   })
+  const submitAllocate = useSubmitOnce(allocate)
   const submit = (event: FormEvent) => {
     event.preventDefault()
-    allocate.mutate()
+    submitAllocate()
   }
   const poolOptions = (pools.data?.results ?? []).map((p) => ({ value: p.name, label: `${p.name} (${p.cidr})` }))
   const rows: PublicIp[] = ips.data?.results ?? []
