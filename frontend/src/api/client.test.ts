@@ -53,4 +53,10 @@ describe('cursorOf', () => {
     expect(cursorOf('http://h/api/v1/instances/?cursor=cD0yMDI2&page_size=20')).toBe('cD0yMDI2')
     expect(cursorOf(null)).toBeUndefined()
   })
+
+  it('marks the name field on a 409 name_taken that names no field', async () => {
+    stubApi({ 'POST /api/v1/ssh-keys/': () => problem(409, 'name_taken', 'An SSH key with this name exists.') })
+    const error = await unwrap(api.POST('/api/v1/ssh-keys/', { body: { project: 'p', name: 'k', public_key: 'x' } })).catch((e) => e)
+    expect(error.errors).toEqual({ name: ['An SSH key with this name exists.'] })
+  })
 })

@@ -58,7 +58,10 @@ export const csrfMiddleware: Middleware = {
   },
 }
 
-/** A problem+json answer (RFC 9457 with the API's `code` and per-field `errors`). */
+/** Conflict codes that name no field in `errors` but are about one: the form marks that field with the detail. */
+export const CODE_FIELDS: Record<string, string> = { name_taken: 'name', slug_taken: 'slug' }
+
+/** A problem+json answer (RFC 9457 with the API's `code` and per-field `errors`; a `CODE_FIELDS` code adds its field). */
 export class ApiError extends Error {
   status: number
   code: string
@@ -73,6 +76,8 @@ export class ApiError extends Error {
     this.code = typeof body.code === 'string' ? body.code : 'error'
     this.detail = detail
     this.errors = flattenErrors(body.errors)
+    const field = CODE_FIELDS[this.code]
+    if (field && !this.errors[field]) this.errors[field] = [detail]
     this.body = body
   }
 }
