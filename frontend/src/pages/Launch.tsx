@@ -266,7 +266,7 @@ export function LaunchPage() {
           <Stack mt="md" maw={560}>
             <TextInput
               label="Name"
-              description="Becomes the hostname: letters, digits and hyphens, at most 63 characters"
+              description="Becomes the hostname: lower-case letters, digits and hyphens, at most 63 characters"
               required
               maxLength={63}
               value={form.name}

@@ -109,4 +109,10 @@ describe('the Volumes screen', () => {
     expect(await screen.findByRole('button', { name: 'Delete volume data' })).toBeDisabled()
     expect(screen.getByRole('button', { name: 'Take snapshot' })).toBeDisabled()
   })
+
+  it('shows why a volume is in error in the list', async () => {
+    routes(() => [{ ...VOL, status: 'error', error_code: 'storage_failed', error_reason: 'The pool is full.' }])
+    renderPage(<VolumesPage />)
+    expect(await screen.findByText('The pool is full.')).toBeInTheDocument()
+  })
 })

@@ -185,6 +185,7 @@ export function VolumesPage() {
                 <Table.Td>{v.size_gib} GiB</Table.Td>
                 <Table.Td>
                   <StatusBadge status={v.status} />
+                  {v.status === 'error' && v.error_reason && <Text size="xs" c="red.9">{v.error_reason}</Text>}
                 </Table.Td>
                 <Table.Td>{attachedTo(v, instanceNames)}</Table.Td>
                 <Table.Td>{new Date(v.created_at).toLocaleString()}</Table.Td>
@@ -380,7 +381,10 @@ function VolumePanel({ volume, typeName, instances, instanceNames, snapshots, on
                     <Table.Tr key={s.id}>
                       <Table.Td>{s.name}</Table.Td>
                       <Table.Td>{s.size_gib} GiB</Table.Td>
-                      <Table.Td><StatusBadge status={s.status} /></Table.Td>
+                      <Table.Td>
+                        <StatusBadge status={s.status} />
+                        {s.status === 'error' && s.error_reason && <Text size="xs" c="red.9">{s.error_reason}</Text>}
+                      </Table.Td>
                       <Table.Td>{new Date(s.created_at).toLocaleString()}</Table.Td>
                       <Table.Td ta="right">
                         <Group gap="xs" justify="flex-end">
