@@ -99,5 +99,6 @@ describe('lease double submit', () => {
     await waitFor(() => expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1))
     await new Promise((r) => setTimeout(r, 50))
     expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1)
+    expect(seen.find((r) => r.method === 'POST')!.headers.get('Idempotency-Key')).toMatch(/^[0-9a-f-]{36}$/)
   }, 20_000)
 })

@@ -103,6 +103,7 @@ export function LeasesPage() {
   const create = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/api/v1/leases/', {
+        params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
         body: leaseBody(pid, { ...form, gpuModel: model, migProfile: form.migProfile || migProfiles[0] || '' }),
       })),
     onSuccess: () => {

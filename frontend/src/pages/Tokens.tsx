@@ -64,6 +64,7 @@ export function TokensPage() {
   const create = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/api/v1/tokens/', {
+        params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
         body: tokenBody({ name, scope: tokenScope, binding, days: Number(days) },
           { project: project?.id ?? '', organization: project?.organization ?? organization?.id ?? '' }),
       })),
