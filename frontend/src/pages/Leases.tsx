@@ -101,7 +101,7 @@ export function LeasesPage() {
   const model = form.gpuModel || models[0] || ''
   const migProfiles = profiles.get(model) ?? []
   const create = useMutation({
-    mutationFn: () =>
+    mutationFn: (): Promise<Lease> =>
       unwrap(api.POST('/api/v1/leases/', {
         params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
         body: leaseBody(pid, { ...form, gpuModel: model, migProfile: form.migProfile || migProfiles[0] || '' }),

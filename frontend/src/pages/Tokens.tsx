@@ -62,7 +62,7 @@ export function TokensPage() {
   const [days, setDays] = useState('90')
   const [created, setCreated] = useState<ApiTokenCreated | null>(null)
   const create = useMutation({
-    mutationFn: () =>
+    mutationFn: (): Promise<ApiTokenCreated> =>
       unwrap(api.POST('/api/v1/tokens/', {
         params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
         body: tokenBody({ name, scope: tokenScope, binding, days: Number(days) },
