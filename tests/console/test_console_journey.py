@@ -62,6 +62,13 @@ def _new_page(browser) -> Page:
     return page
 
 
+def _go(tab, link: str, heading: str) -> None:
+    """Follow a navigation link and wait for the screen's heading: screens are loaded on demand, so typing at once
+    could land in the previous screen's field of the same label."""
+    tab.get_by_role("link", name=link).click()
+    expect(tab.get_by_role("heading", name=heading, level=2).first).to_be_visible()
+
+
 def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR0915 - one journey, step by step
     stack, cat = world
     base = stack.base
@@ -73,14 +80,14 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
     expect(tab.get_by_test_id("user-email")).to_have_text(a.email)
 
     # --- an SSH key ----------------------------------------------------------------------------------------------
-    tab.get_by_role("link", name="SSH keys").click()
+    _go(tab, "SSH keys", "SSH keys")
     tab.get_by_label(re.compile(r"^Name")).fill("laptop")
     tab.get_by_label(re.compile(r"^Public key")).fill(SSH_KEY)
     tab.get_by_role("button", name="Add key").click()
     expect(tab.get_by_role("row", name=re.compile("laptop"))).to_contain_text(SSH_KEY_FP)
 
     # --- a VPC, a subnet, a security group with an SSH rule ------------------------------------------------------
-    tab.get_by_role("link", name="Networking").click()
+    _go(tab, "Networking", "Networking")
     tab.get_by_label(re.compile(r"^Name")).fill("prod")
     tab.get_by_label(re.compile(r"^IPv4 CIDR")).fill("10.40.0.0/16")
     tab.get_by_role("button", name="Create VPC").click()
@@ -111,7 +118,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
     assert set(groups) == {"default", "ssh"}
 
     # --- a MIG instance on that subnet and group, watched until active ------------------------------------------
-    tab.get_by_role("link", name="Launch instance").click()
+    _go(tab, "Launch instance", "Launch an instance")
     tab.get_by_label(re.compile(r"h100-mig-3g40")).check()
     tab.get_by_role("button", name="Next").click()
     tab.get_by_label(re.compile(r"^Name")).fill("notebook")
@@ -156,7 +163,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
     shot(tab, "health-events")
 
     # --- a 2-node cluster: active only once both members are ---------------------------------------------------
-    tab.get_by_role("link", name="Clusters").click()
+    _go(tab, "Clusters", "Clusters")
     tab.get_by_label(re.compile(r"^Name")).fill("train")
     tab.get_by_role("combobox", name="Flavor").click()
     tab.get_by_role("option", name=re.compile(r"^h100-8x")).click()
@@ -189,7 +196,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
     today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today + dt.timedelta(days=7 - today.weekday(), hours=9)       # next Monday 09:00 UTC
     end = start + dt.timedelta(days=2)
-    tab.get_by_role("link", name="Leases").click()
+    _go(tab, "Leases", "Leases")
     tab.get_by_label(re.compile(r"^Name")).fill("finetune")
     tab.get_by_label(re.compile(r"^GPUs")).fill("8")
     tab.get_by_label(re.compile(r"^Start")).fill(start.strftime("%Y-%m-%dT%H:%M"))
@@ -215,7 +222,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
         return total if total > than else None
 
     first = poll(lambda: billed_more(Decimal(0)), timeout=240, interval=5, what="usage on the month to date")
-    tab.get_by_role("link", name="Billing").click()
+    _go(tab, "Billing", "Billing")
     box = tab.get_by_test_id("month-to-date")
     expect(box.get_by_test_id("total")).to_have_text(f"${first:,.2f}")
     charges = tab.get_by_role("table", name="Month-to-date charges")
@@ -250,7 +257,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
     assert pdf.suggested_filename.endswith(".pdf")
 
     # --- an API token: created (secret once), then revoked -----------------------------------------------------
-    tab.get_by_role("link", name="API tokens").click()
+    _go(tab, "API tokens", "API tokens")
     tab.get_by_label(re.compile(r"^Name")).fill("ci")
     tab.get_by_role("button", name="Create token").click()
     secret = tab.get_by_test_id("token-secret")
@@ -265,7 +272,7 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
 
     # --- a member invited as viewer: accepts the e-mailed link, signs in, cannot launch ------------------------
     viewer = "analyst@meridian.example"
-    tab.get_by_role("link", name="Members").click()
+    _go(tab, "Members", "Members")
     tab.get_by_label(re.compile(r"^E-mail")).fill(viewer)
     tab.get_by_role("combobox", name="Role", exact=True).click()
     tab.get_by_role("option", name="viewer", exact=True).click()
