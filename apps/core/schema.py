@@ -158,7 +158,7 @@ def problem_responses(result, generator, request, public):
     shared["Problem412"] = {"description": PRECONDITION, "content": content}
     shared["Problem422"] = {"description": IDEMPOTENT_422, "content": content}
     shared["Problem429"] = {"description": THROTTLED, "content": content, "headers": {"Retry-After": RETRY_AFTER}}
-    for path, item in result.get("paths", {}).items():
+    for item in result.get("paths", {}).values():
         for method, operation in item.items():
             if method not in METHODS:
                 continue
@@ -172,8 +172,7 @@ def problem_responses(result, generator, request, public):
                 responses.setdefault("422", {"$ref": "#/components/responses/Problem422"})
             has_body = "requestBody" in operation
             for status in {**STANDARD, **BODY}:
-                if status == "404" and "{" not in path and not has_body:
-                    continue
+                # 404 everywhere: a path without an id still answers it to a tenant on a staff endpoint (ADR 0930)
                 if status == "409" and not has_body:
                     continue
                 responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
