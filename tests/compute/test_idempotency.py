@@ -18,7 +18,7 @@ from apps.compute.models import Cluster, Instance, SshKey
 from apps.core.models import IdempotencyKey
 from apps.identity.models import ApiToken, StaffRole
 from apps.networking import services as net
-from apps.networking.models import IbPartition, PublicIp, SecurityGroup, Subnet, Vpc
+from apps.networking.models import IbPartition, PublicIp, SecurityGroup, SecurityGroupRule, Subnet, Vpc
 from apps.reservations.models import Lease, WebhookEndpoint
 from apps.tenancy.models import Project
 from tests.compute.conftest import ED25519, gpu_host
@@ -82,6 +82,14 @@ def _security_groups(w):
     return Create(w.client_a, "/api/v1/security-groups/", body, {**body, "name": "db"}, SecurityGroup)
 
 
+def _security_group_rules(w):
+    group = net.security_group_create(actor=None, vpc=_vpc(w), name="web")
+    body = {"security_group": str(group.pk), "direction": "ingress", "protocol": "tcp", "port_range_min": 22,
+            "port_range_max": 22, "remote_ip_prefix": "0.0.0.0/0"}
+    return Create(w.client_a, "/api/v1/security-group-rules/", body, {**body, "port_range_min": 443,
+                                                                       "port_range_max": 443}, SecurityGroupRule)
+
+
 def _public_ips(w):
     net.public_ip_pool_create(actor=None, name="ext", cidr="203.0.113.0/24", first_ip="203.0.113.10",
                               last_ip="203.0.113.20", gateway_ip="203.0.113.1")
@@ -118,8 +126,8 @@ def _invoice_runs(w):
     return Create(admin, "/api/v1/invoice-runs/", {"period": "2026-02"}, {"period": "2026-01"}, InvoiceRun)
 
 
-CREATES = [_ssh_keys, _instances, _clusters, _leases, _vpcs, _subnets, _security_groups, _public_ips,
-           _ib_partitions, _tokens, _projects, _webhooks, _invoice_runs]
+CREATES = [_ssh_keys, _instances, _clusters, _leases, _vpcs, _subnets, _security_groups, _security_group_rules,
+           _public_ips, _ib_partitions, _tokens, _projects, _webhooks, _invoice_runs]
 
 
 def _id(body: dict) -> str:
