@@ -7,6 +7,7 @@ import pytest
 from apps.reservations.models import Lease
 from apps.reservations.services.leases import leases_advance
 from apps.scheduling.models import Allocation
+from tests.billing.conftest import tiers  # noqa: F401  (fixture)
 
 from .conftest import at, gpu_host, lease
 
@@ -215,3 +216,27 @@ def test_lease_list_filters_by_window_overlap(world, now):
     assert names(since="2026-03-05T00:00:00Z", until="2026-04-01T00:00:00Z") == []
     assert names(until="2026-03-02T00:00:01Z") == ["march"]
     assert world.client_a.get("/api/v1/leases", {"since": "next week"}).status_code == 400
+
+
+def test_lease_sla_tier_is_stored_and_answered_and_an_unknown_tier_writes_nothing(world, now, tiers):  # noqa: F811
+    """A tenant buys a lease at a tier of its choice: ``premium`` is kept on the lease and answered (the create's
+    body and a later read); a tier no `SlaTier` has is 400 `unknown_sla_tier` naming the field, and no lease, no
+    ledger row and no audit event is written."""
+    from apps.audit.models import AuditEvent
+
+    gpu_host()
+    assert world.org_a.default_sla_tier == "standard"
+    r = world.client_a.post("/api/v1/leases", body(world, start="2026-03-01 11:00", end="2026-03-01 12:00",
+                                                   sla_tier="premium"), format="json")
+    assert r.status_code == 201, r.content
+    assert r.json()["sla_tier"] == "premium"
+    assert Lease.objects.get(pk=r.json()["id"]).sla_tier == "premium"
+    assert world.client_a.get(f"/api/v1/leases/{r.json()['id']}").json()["sla_tier"] == "premium"
+
+    leases, rows, events = Lease.objects.count(), Allocation.objects.count(), AuditEvent.objects.count()
+    r = world.client_a.post("/api/v1/leases", body(world, name="l2", start="2026-03-01 12:00",
+                                                   end="2026-03-01 13:00", sla_tier="platinum"), format="json")
+    assert r.status_code == 400, r.content
+    assert r["Content-Type"].startswith("application/problem+json")
+    assert r.json()["code"] == "unknown_sla_tier" and "sla_tier" in r.json()["errors"]
+    assert (Lease.objects.count(), Allocation.objects.count(), AuditEvent.objects.count()) == (leases, rows, events)
