@@ -67,7 +67,7 @@ def _gpu_equivalents(flavor, rows) -> Decimal:
         return Decimal(gpus)
     for r in rows:
         if r.resource_class == "mig" and r.profile[:1].isdigit():
-            return Decimal(int(r.profile.split("g", 1)[0])) / MIG_COMPUTE_SLICES
+            return mig_gpu_equivalents(r.profile)
         if r.resource_class == "share":
             return Decimal(r.amount) / 1000
     return Decimal(flavor.gpu_count or 0)
@@ -140,11 +140,20 @@ def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
             yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
 
 
+def mig_gpu_equivalents(profile: str) -> Decimal:
+    """Whole-GPU equivalents of one MIG GPU instance of `profile` (a name ``Ng.<memory>``, e.g. ``3g.40gb``):
+    N compute slices of the GPU's 7, so N/7 (exact Decimal division). The one rule for instances (spot SKU,
+    utilization) and for MIG leases (`apps.reservations.selectors`); a name not starting with a digit is 0."""
+    if not profile[:1].isdigit():
+        return Decimal(0)
+    return Decimal(int(profile.split("g", 1)[0])) / MIG_COMPUTE_SLICES
+
+
 def flavor_gpu_equivalents(flavor) -> Decimal:
-    """Whole-GPU equivalents of one instance of `flavor`: its GPU count; a MIG profile ``Ng.*`` N/7; a share
-    ``share_milli``/1000; a vGPU 1 (as the spot SKU counts it)."""
+    """Whole-GPU equivalents of one instance of `flavor`: its GPU count; a MIG profile ``Ng.*`` N/7
+    (`mig_gpu_equivalents`); a share ``share_milli``/1000; a vGPU 1 (as the spot SKU counts it)."""
     if flavor.gpu_form == "mig" and flavor.mig_profile[:1].isdigit():
-        return Decimal(int(flavor.mig_profile.split("g", 1)[0])) / MIG_COMPUTE_SLICES
+        return mig_gpu_equivalents(flavor.mig_profile)
     if flavor.gpu_form == "share":
         return Decimal(flavor.share_milli) / 1000
     if flavor.gpu_form == "vgpu":

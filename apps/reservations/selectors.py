@@ -210,8 +210,8 @@ def capacity_calendar(*, user, start: dt.datetime, end: dt.datetime, step: dt.ti
 def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
     """Billing usage source ``reservations.lease``: one reserved-pricing interval per lease that was active in
     ``[period_start, period_end)`` (from activation to its end or cancellation). The SKU ``gpu:model=<model>`` is
-    priced per GPU, so ``units`` is the lease's size in GPUs (`_lease_gpus`: 8 for one HGX host, 3/7 for a
-    ``3g`` MIG instance). A lease has no committed total price (yet), so no ``commitment_*`` fields are sent and
+    priced per GPU, so ``units`` is the lease's size in GPUs (`_lease_gpus`: 8 for one HGX host, 9/7 for three
+    ``3g.40gb`` MIG instances). A lease has no committed total price (yet), so no ``commitment_*`` fields are sent and
     billing rates the window at the per-GPU reserved hourly price."""
     from apps.billing.registry import UsageInterval
     from apps.billing.skus import sku_for
@@ -254,6 +254,10 @@ def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
 
 
 def _lease_gpus(lease: Lease) -> Decimal:
+    """Whole-GPU equivalents of `lease` (the ``units`` of its per-GPU SKU): hosts × the model's GPUs per host;
+    GPUs; MIG GPU instances × the profile's share of a GPU (compute's `mig_gpu_equivalents`: ``3g.40gb`` is 3/7,
+    so 3 of them are 9/7); shares × share_milli / 1000."""
+    from apps.compute.billing import mig_gpu_equivalents
     from apps.inventory.selectors import gpus_per_host_max
 
     if lease.kind == "hosts":
@@ -262,7 +266,7 @@ def _lease_gpus(lease: Lease) -> Decimal:
         return Decimal(lease.count)
     if lease.kind == "shares":
         return Decimal(lease.count * lease.share_milli) / 1000
-    return Decimal(lease.count) / 7
+    return lease.count * mig_gpu_equivalents(lease.mig_profile)
 
 
 def lease_price(lease: Lease) -> dict:

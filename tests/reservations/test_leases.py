@@ -178,6 +178,29 @@ def test_lease_is_billed_per_gpu(world, clock, tiers):  # noqa: F811
     assert line.amount == Decimal("48.00")
 
 
+def test_mig_lease_is_billed_and_quoted_at_its_profile_share_of_a_gpu(world, clock, tiers):  # noqa: F811
+    """Three 3g.40gb GPU instances are 3 x 3/7 = 9/7 of a GPU (compute's rule for a MIG flavor, N/7 for a profile
+    Ng.*), not 3/7: the usage source and the quote both count 9/7, so at $7.00 per GPU-hour the lease costs $9.00
+    an hour and $27.00 over its 3 h window."""
+    from decimal import Decimal
+
+    from apps.billing.skus import sku_for
+    from apps.reservations.selectors import lease_price, lease_usage
+    from tests.billing.conftest import book
+    from tests.scheduling import fleet
+
+    fleet.host(gpus=2, mode="mig", nvswitch="")
+    le = lease(world.project_a, start=at(9), end=at(12), kind="mig", count=3, mig_profile="3g.40gb")
+    book(at(0) - dt.timedelta(days=1), {(sku_for("gpu", model="H100-SXM5-80GB"), "standard", "reserved"):
+                                        {"unit_price": Decimal("7.00"), "minimum_seconds": 0}})
+    quote = lease_price(le)
+    assert (quote["units"], quote["per_hour"], quote["estimate_total"]) == ("1.285714", "9", "27.00")
+    clock.move_to(at(9))
+    leases_advance()
+    (iv,) = list(lease_usage(at(0), at(23)))
+    assert iv.units == iv.gpu_equivalents == Decimal(9) / 7
+
+
 def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sla(world, clock, tiers):  # noqa: F811
     """The instances' rule for leases: the leased host is marked faulty (provider at fault) for 60 s of a 3 h,
     8-GPU lease at $2.00 per GPU-hour: 8 x (10,800 - 60) s = $47.73 is billed, not $48.00, and the minute of
