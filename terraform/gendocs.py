@@ -106,8 +106,9 @@ def resource_page(cls) -> str:
     if secret:
         out += ["", f"`{secret}` is answered by the create only: after an import it is null."]
     if cls.name in ("instance", "cluster"):
-        out += ["", "`user_data` is not answered by the API: after an import it is null (leave it unset, or "
-                    "`terraform apply -replace` to launch with it)."]
+        out += ["", "`user_data` is not answered by the API, only its SHA-256 (`user_data_sha256`): after an import "
+                    "it is null in state, and the configured `user_data` is compared by digest, so the same text "
+                    "plans nothing and another text plans a replacement."]
     if cls.name == "volume_attachment":
         out += ["", "## Attaching again is safe", "",
                 "The attach action takes no `Idempotency-Key`; an apply killed mid-attach and run again gets 409 "

@@ -115,6 +115,24 @@ def test_wrong_state_is_409_listing_allowed_states(world):
     assert Operation.objects.filter(kind="instance.start").count() == 0
 
 
+def test_the_user_data_is_answered_as_its_digest_never_as_text(world):
+    """A client that knows what it sent (the Terraform provider importing an instance) compares the SHA-256 of
+    its user data with the API's; the text itself (it may hold secrets) is never answered."""
+    import hashlib
+
+    gpu_host(gpus=8)
+    secret = "#cloud-config\npassword: hunter2\n"
+    body = {**create_body(world, world.cpu), "user_data": secret}
+    made = world.client_a.post("/api/v1/instances/", body, format="json").json()["instance"]
+    plain = world.client_a.post("/api/v1/instances/", create_body(world, world.cpu, name="vm-2"),
+                                format="json").json()["instance"]
+    got = world.client_a.get(f"/api/v1/instances/{made['id']}/").json()
+    assert made["user_data_sha256"] == got["user_data_sha256"] == hashlib.sha256(secret.encode()).hexdigest()
+    assert plain["user_data_sha256"] == hashlib.sha256(b"").hexdigest()
+    listed = world.client_a.get("/api/v1/instances/").content.decode()
+    assert "hunter2" not in listed and "hunter2" not in str(got)
+
+
 def test_idempotency_key_replays_and_refuses_a_different_body(world):
     gpu_host(gpus=8)
     headers = {"HTTP_IDEMPOTENCY_KEY": "k-1"}

@@ -7,6 +7,7 @@ workspace; each test runs as few terraform commands as it can (each costs ~2 s).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import re
 import signal
@@ -250,7 +251,21 @@ def test_08_import_every_resource_type_then_plan_is_empty(w):
     assert "Resources: 13 imported, 0 added, 0 changed, 0 destroyed." in r.out, r.out[-4000:]
     w.ws.remove("imports.tf")
     r = w.ws.run("plan", "-detailed-exitcode", "-no-color")
-    assert r.returncode == 0, r.out[-4000:]
+    assert r.returncode == 0, r.out[-4000:]   # user_data included: the API's digest matches the configured text
+    state = w.ws.managed()
+    for a in ("gpucloud_instance.notebook", "gpucloud_cluster.train"):
+        assert state[a]["user_data"] is None and state[a]["user_data_sha256"] == hashlib.sha256(
+            b"#cloud-config\npackage_update: true\npackages: [nvtop]\n").hexdigest(), state[a]
+    # Another user_data than the one the instance was created with: a replacement (user data is create-only).
+    w.ws.write('resource "gpucloud_instance" "notebook" {\n  user_data = "#cloud-config\\n{}\\n"\n}\n',
+               "user_data_override.tf")
+    try:
+        text = re.sub(r"\s+", " ", w.ws.run("plan", "-no-color").out)
+    finally:
+        w.ws.remove("user_data_override.tf")
+    assert "gpucloud_instance.notebook must be replaced" in text and "1 to add" in text and "1 to destroy" in text, \
+        text[-4000:]
+    assert re.search(r'\+ user_data\s*= (<<-EOT|"[^"]*") # forces replacement', text), text[-4000:]
 
 
 def test_09_sigkill_during_cluster_create_then_apply_adopts_it(w):

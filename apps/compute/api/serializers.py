@@ -2,6 +2,8 @@
 
 Ids in request bodies resolve among the objects the caller can see (`apps.core.references.VisibleField`): another
 tenant's id is "Not found." (400), as an id that does not exist (ADR 0010)."""
+import hashlib
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -179,13 +181,20 @@ class InstanceOutput(ModelSerializer):
     ib_partitions = serializers.SerializerMethodField()
     sla_tier = serializers.SerializerMethodField(help_text="SLA tier code it is bought at")
     maintenance = serializers.SerializerMethodField()
+    user_data_sha256 = serializers.SerializerMethodField(help_text=(
+        "lower-case hex SHA-256 of the create's user_data as UTF-8 bytes (of the empty string when none was given). "
+        "The user data itself is never answered (it may hold secrets): a client that knows what it sent compares "
+        "digests (the Terraform provider's import)"))
 
     class Meta:
         model = Instance
         fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
                   "observed_at", "network", "ports", "ib_partitions", "error_code", "error_reason", "launched_at",
-                  "deleted_at", "sla_tier", "maintenance", "created_at", "updated_at"]
+                  "deleted_at", "sla_tier", "maintenance", "user_data_sha256", "created_at", "updated_at"]
         read_only_fields = fields
+
+    def get_user_data_sha256(self, obj) -> str:
+        return hashlib.sha256((obj.user_data or "").encode()).hexdigest()
 
     def get_sla_tier(self, obj) -> str:
         return obj.sla_tier or obj.project.organization.default_sla_tier

@@ -35,6 +35,11 @@ variable "vpc_description" {
   default = "training networks"
 }
 
+locals {
+  # cloud-init for every VM; the API keeps only its SHA-256 visible, which is what an import compares
+  cloud_init = "#cloud-config\npackage_update: true\npackages: [nvtop]\n"
+}
+
 provider "gpucloud" {}
 
 provider "gpucloud" {
@@ -111,6 +116,7 @@ resource "gpucloud_instance" "notebook" {
   ssh_keys           = [gpucloud_ssh_key.laptop.id]
   subnet_id          = gpucloud_subnet.nodes.id
   security_group_ids = [gpucloud_security_group.ssh.id]
+  user_data          = local.cloud_init
 }
 
 resource "gpucloud_public_ip" "notebook" {
@@ -128,6 +134,7 @@ resource "gpucloud_cluster" "train" {
   subnet_id          = gpucloud_subnet.nodes.id
   security_group_ids = [gpucloud_security_group.ssh.id]
   ib_partition_id    = gpucloud_ib_partition.train.id
+  user_data          = local.cloud_init
 }
 
 resource "gpucloud_lease" "next_week" {

@@ -261,6 +261,12 @@ class ApiResource:
         except (TypeError, ValueError):
             return False
 
+    def unchanged(self, name: str, prior: dict, value) -> bool:
+        """Whether the configured `value` of argument `name` is what the object in state (`prior`) already has
+        although the two differ: an equivalent spelling (`equivalent`), or a hook's comparison (a create-only
+        value the API answers only as a digest). The prior value is then kept in state."""
+        return self.equivalent_values(name, prior.get(name), value)
+
     def to_state(self, obj: dict, prior: dict | None) -> dict:
         state = self._to_state(obj, prior)
         for name in self.equivalent:

@@ -149,7 +149,7 @@ class Servicer(tf_provider.ProviderServicer):
         # one after normalization is no change: the prior value stays (as an imported object's API spelling).
         # Terraform accepts a planned value that differs from the configuration only from a provider that
         # declares the legacy type system on that answer, as SDKv2's DiffSuppressFunc does.
-        kept = {k for k in changed if inst.equivalent_values(k, prior[k], proposed[k])}
+        kept = {k for k in changed if inst.unchanged(k, prior, proposed[k])}
         for k in kept:
             proposed[k] = prior[k]
         changed -= kept

@@ -7,6 +7,7 @@ forces replacement. Docs: terraform/docs/resources/<name>.md.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import ipaddress
 import time
 
@@ -191,11 +192,32 @@ _COMPUTE_FIELDS = [
     Field("security_group_ids", "optional_computed", type="set", read=_net("security_groups")),
     Field("ib_partition_id", "optional_computed", read=_net("ib_partition"),
           description="InfiniBand partition the HCAs join as full members."),
-    Field("user_data", "optional_computed", keep_prior=True, description="cloud-init user data (<= 16 KiB)."),
+    Field("user_data", "optional_computed", keep_prior=True, description=(
+        "cloud-init user data (<= 16 KiB). The API never answers it, only its digest (`user_data_sha256`): after "
+        "an import it is null in state, and a configured value whose SHA-256 equals the API's is no change; "
+        "another value forces replacement.")),
+    Field("user_data_sha256", "computed",
+          description="Hex SHA-256 of the user data the API holds (of the empty string when none was given)."),
 ]
 
 
-class Instance(ApiResource):
+def _sha256(text: str) -> str:
+    return hashlib.sha256(str(text).encode()).hexdigest()
+
+
+class _Compute(ApiResource):
+    """An instance or a cluster: what both do with create-only `user_data`."""
+
+    def unchanged(self, name, prior, value):
+        """Imported (`user_data` null in state, the API's digest beside it): a configured user data with that
+        digest is what the object was created with: no change, so an import round-trips."""
+        if name == "user_data" and prior.get("user_data") is None and isinstance(value, str) \
+                and prior.get("user_data_sha256"):
+            return _sha256(value) == prior["user_data_sha256"]
+        return super().unchanged(name, prior, value)
+
+
+class Instance(_Compute):
     name, collection = "instance", "instances"
     description = "A GPU virtual machine (whole GPUs, a MIG slice, or a vGPU, as its flavor says)."
     project_field = "project"
@@ -229,7 +251,7 @@ class Instance(ApiResource):
                                      f"Deleting {self.type_name} {current['id']}", failed=()))
 
 
-class Cluster(ApiResource):
+class Cluster(_Compute):
     name, collection = "cluster", "clusters"
     description = "N instances of one flavor placed together (all or nothing), deleted together."
     project_field = "project"
@@ -274,9 +296,9 @@ class Cluster(ApiResource):
                 r = None
             if r is not None and r.ok:
                 for f in _COMPUTE_FIELDS:
-                    if f.name in ("ssh_keys", "subnet_id", "security_group_ids", "ib_partition_id") \
-                            or (f.name == "user_data" and "user_data" in r.body):
-                        state[f.name] = f.from_api(r.body) if f.name != "user_data" else r.body["user_data"]
+                    if f.name in ("ssh_keys", "subnet_id", "security_group_ids", "ib_partition_id",
+                                  "user_data_sha256"):
+                        state[f.name] = f.from_api(r.body)
         return state
 
 
