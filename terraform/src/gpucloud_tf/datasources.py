@@ -1,6 +1,8 @@
 """Data sources: the catalog and the tenant's limits, read through the public API (GET only)."""
 from __future__ import annotations
 
+import uuid
+
 from tf import schema, types
 
 from .client import ApiError, Unreachable, problem_summary
@@ -25,7 +27,7 @@ def _pick(obj: dict, shape: dict) -> dict:
 
 
 def _attr(name, t, kind="optional", description=None, sensitive=False):
-    return schema.Attribute(name, t, description=description, required=kind == "required",
+    return schema.Attribute(name, t, description=description or None, required=kind == "required",
                             optional=kind == "optional", computed=kind == "computed")
 
 
@@ -182,23 +184,112 @@ class Prices(_Base):
 
 class Capacity(_Base):
     name = "capacity"
-    description = "Free capacity over time (the capacity calendar), in buckets of `step_s` seconds."
-    inputs = [_attr("start", S, "required"), _attr("end", S, "required"), _attr("step_s", N),
-              _attr("gpu_model", S), _attr("zone", S)]
-    outputs = [_attr("buckets", types.List(Object(BUCKET)), "computed")]
+    description = (
+        "Whether a flavor can be placed now, and when it will fit (`flavor`, `count`); and/or free capacity over "
+        "time (the capacity calendar: `start`, `end`), in buckets of `step_s` seconds. The placement answer is "
+        "the API's launch check, the create's own decision rolled back (`POST /api/v1/instances/check/` for one "
+        "instance; `POST /api/v1/clusters/check/` for `count` > 1: `count` instances of the flavor on one fabric, "
+        "all or nothing, as a `gpucloud_cluster` of that size would be placed). Nothing is created.")
+    inputs = [
+        _attr("start", S, description="RFC 3339 start of the calendar (with `end`)."),
+        _attr("end", S, description="RFC 3339 end of the calendar."),
+        _attr("step_s", N, description="Calendar bucket length in seconds."),
+        _attr("gpu_model", S, description="Calendar: only this GPU model."),
+        _attr("zone", S, description="Calendar: only this zone."),
+        _attr("flavor", S, description="Flavor id to check (see `gpucloud_flavor`): fills `placeable` .. "
+                                       "`earliest_start`."),
+        _attr("count", N, description="How many instances of `flavor` (default 1); more than 1 is checked as a "
+                                      "cluster of that size (one fabric, all or nothing)."),
+        _attr("image", S, description="Image id; needed when `count` > 1 (a cluster's check takes its image)."),
+        _attr("project", S, description="Project id whose quota the check counts; default: the provider's."),
+    ]
+    outputs = [
+        _attr("buckets", types.List(Object(BUCKET)), "computed",
+              description="The calendar (with `start` and `end`; else empty)."),
+        _attr("placeable", B, "computed", description="`flavor` × `count` would be placed right now (null "
+                                                      "without `flavor`)."),
+        _attr("code", S, "computed", description="Why not: the create's error code (`unplaceable`, "
+                                                 "`capacity_unavailable`, `quota_exceeded` ...); null when placeable."),
+        _attr("detail", S, "computed", description="The create's error detail, or why it would wait."),
+        _attr("reason", S, "computed", description="The constraint that failed (placement reason or quota key)."),
+        _attr("earliest_start", S, "computed", description="RFC 3339 instant it would first fit (capacity "
+                                                           "calendar); null when it fits now or nothing known ends."),
+    ]
 
-    def read(self, ctx, config):
+    def validate(self, diags, type_name, config):
+        count = config.get("count")
+        if isinstance(count, int | float) and count < 1:
+            diags.add_error("Invalid count", f"count is {count}: at least 1.", path=["count"])
+
+    def _request(self, ctx: Ctx, method: str, path: str, what: str, **kw):
         client = self.provider.client
-        params = {k: config.get(k) for k in ("start", "end", "step_s", "gpu_model", "zone")}
         try:
-            r = client.request("GET", "capacity", params={k: v for k, v in params.items() if v is not None})
+            r = client.request(method, path, **kw)
         except Unreachable as exc:
             ctx.diagnostics.add_error(f"gpucloud API unreachable at {client.endpoint}", str(exc))
             return None
         if not r.ok:
-            ctx.diagnostics.add_error(*problem_summary(r, "Reading data source gpucloud_capacity"))
+            summary, detail = problem_summary(r, what)
+            body = r.body if isinstance(r.body, dict) else {}
+            errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
+            for k, msgs in errors.items():
+                attr = {"size": "count"}.get(k, k)
+                text = "; ".join(map(str, msgs)) if isinstance(msgs, list) else str(msgs)
+                if attr in ("flavor", "count", "image", "project"):
+                    ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail, path=[attr])
+                else:
+                    ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail)
+            if not errors:
+                ctx.diagnostics.add_error(summary, detail)
             return None
-        return {**config, "id": f"capacity-{config.get('start')}", "buckets": [_pick(b, BUCKET) for b in r.body]}
+        return r
+
+    def read(self, ctx, config):
+        what = "Reading data source gpucloud_capacity"
+        state = {**config, "buckets": [], "placeable": None, "code": None, "detail": None, "reason": None,
+                 "earliest_start": None}
+        if config.get("start") is None and config.get("end") is None and config.get("flavor") is None:
+            ctx.diagnostics.add_error(f"{what}: set `flavor` (placeable now?) or `start` and `end` (calendar)")
+            return None
+        if config.get("start") is not None or config.get("end") is not None:
+            params = {k: config.get(k) for k in ("start", "end", "step_s", "gpu_model", "zone")}
+            r = self._request(ctx, "GET", "capacity", what,
+                              params={k: v for k, v in params.items() if v is not None})
+            if r is None:
+                return None
+            state["buckets"] = [_pick(b, BUCKET) for b in r.body]
+        if config.get("flavor") is not None:
+            answer = self.check(ctx, config, what)
+            if answer is None:
+                return None
+            state.update({k: answer.get(k) for k in ("placeable", "code", "detail", "reason", "earliest_start")})
+        state["id"] = "capacity-" + "-".join(str(config.get(k)) for k in ("flavor", "count", "start")
+                                             if config.get(k) is not None)
+        return state
+
+    def check(self, ctx, config, what) -> dict | None:
+        project = config.get("project") or self.provider.project
+        if not project:
+            ctx.diagnostics.add_error(f"{what}: `flavor` needs a project",
+                                      "Set `project`, or the provider's `project` (GPUCLOUD_PROJECT).",
+                                      path=["project"])
+            return None
+        count = int(config.get("count") or 1)
+        body = {"project": project, "flavor": config["flavor"]}
+        if config.get("image"):
+            body["image"] = config["image"]
+        if count == 1:
+            path = "instances/check"
+        else:
+            if not config.get("image"):
+                ctx.diagnostics.add_error(f"{what}: `count` > 1 needs `image`",
+                                          "More than one instance is checked as a cluster, whose check takes "
+                                          "the image.", path=["image"])
+                return None
+            # a cluster's check needs a name; one no cluster has (nothing is created, the name is not kept)
+            path, body = "clusters/check", {**body, "size": count, "name": f"capacity-{uuid.uuid4().hex[:12]}"}
+        r = self._request(ctx, "POST", path, what, body=body)
+        return None if r is None else (r.body if isinstance(r.body, dict) else {})
 
 
 DATA_SOURCES = [Flavors, Flavor, Images, Regions, Quotas, Prices, Capacity]
