@@ -208,26 +208,74 @@ def capacity_calendar(*, user, start: dt.datetime, end: dt.datetime, step: dt.ti
 
 # ---- billing usage source -----------------------------------------------------------------------------------
 def lease_usage(period_start: dt.datetime, period_end: dt.datetime):
-    """Billing usage source ``reservations.lease``: one reserved-pricing interval per lease that was active in
-    ``[period_start, period_end)`` (from activation to its end or cancellation). The SKU ``gpu:model=<model>`` is
-    priced per GPU, so ``units`` is the lease's size in GPUs (`_lease_gpus`: 8 for one HGX host, 9/7 for three
-    ``3g.40gb`` MIG instances). A lease has no committed total price (yet), so no ``commitment_*`` fields are sent and
-    billing rates the window at the per-GPU reserved hourly price."""
+    """Billing usage source ``reservations.lease``: reserved-pricing intervals of every lease that was active in
+    ``[period_start, period_end)``, one per size the lease had (`_lease_sizes`: from activation to its end or
+    cancellation, split wherever its allocations in the ledger grow, e.g. a lease grown from 2 to 3 hosts at 10:00
+    gives 2 hosts until 10:00 and 3 from then). The SKU ``gpu:model=<model>`` is priced per GPU, so ``units`` is
+    the size in GPUs (`_lease_gpus`: 8 for one HGX host, 9/7 for three ``3g.40gb`` MIG instances). Keys: the
+    first size ``lease:<id>`` (as before sizes were split, so windows recorded earlier are not recorded twice),
+    each later one ``lease:<id>:<its start ISO>``; one run (``run_key`` ``lease:<id>``). A lease has no committed
+    total price (yet), so no ``commitment_*`` fields are sent and billing rates the window at the per-GPU reserved
+    hourly price."""
     from apps.billing.registry import UsageInterval
     from apps.billing.skus import sku_for
 
-    qs = Lease.objects.filter(Q(status__in=(LeaseStatus.ACTIVE, LeaseStatus.ENDING, LeaseStatus.ENDED))
-                              | Q(status=LeaseStatus.CANCELLED, activated_at__isnull=False),
-                              start__lt=period_end, end__gt=period_start).select_related("project")
+    qs = list(Lease.objects.filter(Q(status__in=(LeaseStatus.ACTIVE, LeaseStatus.ENDING, LeaseStatus.ENDED))
+                                   | Q(status=LeaseStatus.CANCELLED, activated_at__isnull=False),
+                                   start__lt=period_end, end__gt=period_start).select_related("project"))
+    rows = _lease_rows([lease.pk for lease in qs])
     for lease in qs:
-        start = lease.activated_at or lease.start
-        end = lease.ended_at if lease.status in (LeaseStatus.ENDED, LeaseStatus.CANCELLED) else None
-        gpus = _lease_gpus(lease)
-        yield UsageInterval(key=f"lease:{lease.pk}", organization_id=lease.project.organization_id,
-                            project_id=lease.project_id, resource_type="lease", resource_id=str(lease.pk),
-                            sku=sku_for("gpu", model=lease.gpu_model), pricing_model="reserved", start=start,
-                            end=end or lease.end, sla_tier=lease.sla_tier, gpu_model=lease.gpu_model,
-                            gpu_equivalents=gpus, units=gpus)
+        first = True
+        for start, end, count in _lease_sizes(lease, rows.get(lease.pk, [])):
+            key = f"lease:{lease.pk}" if first else f"lease:{lease.pk}:{start.isoformat()}"
+            first = False
+            if start >= period_end or end <= period_start:
+                continue
+            gpus = _lease_gpus(lease, count)
+            yield UsageInterval(key=key, run_key=f"lease:{lease.pk}", organization_id=lease.project.organization_id,
+                                project_id=lease.project_id, resource_type="lease", resource_id=str(lease.pk),
+                                sku=sku_for("gpu", model=lease.gpu_model), pricing_model="reserved", start=start,
+                                end=end, sla_tier=lease.sla_tier, gpu_model=lease.gpu_model,
+                                gpu_equivalents=gpus, units=gpus)
+
+
+def _lease_rows(lease_ids) -> dict:
+    """{lease id: [(period start, period end or None, host id, resource class), ...]}: the capacity rows of the
+    leases in the allocation ledger (whole GPUs, MIG GPU instances, shares)."""
+    from apps.scheduling.models import Allocation
+
+    out: dict = {}
+    for consumer_id, period, host_id, rc in (Allocation.objects.filter(
+            consumer_id__in=lease_ids, consumer_type="lease", resource_class__in=("gpu", "mig", "share"))
+            .values_list("consumer_id", "period", "host_id", "resource_class")):
+        out.setdefault(consumer_id, []).append((period.lower, period.upper, host_id, rc))
+    return out
+
+
+def _lease_sizes(lease: Lease, rows: list) -> list[tuple[dt.datetime, dt.datetime, int]]:
+    """[(start, end, count), ...]: the lease's size (in its own unit: hosts, GPUs, MIG instances, shares) over
+    its billed time, activation (or start) to its end (`ended_at` once ended or cancelled), split where the size
+    its ledger rows hold changes (a grow adds rows from that instant; an earlier end ends all of them). Pieces
+    of equal size are merged; a piece with nothing held is left out. Without rows (none recorded) the whole
+    window at `count`."""
+    start = lease.activated_at or lease.start
+    end = lease.ended_at if lease.status in (LeaseStatus.ENDED, LeaseStatus.CANCELLED) else lease.end
+    if end <= start:
+        return []
+    if not rows:
+        return [(start, end, lease.count)]
+    cuts = sorted({start, end} | {t for lo, up, _, _ in rows for t in (lo, up) if t is not None and start < t < end})
+    out: list = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        held = [(host, rc) for lo, up, host, rc in rows if lo <= a and (up is None or up > a)]
+        n = len({host for host, _ in held}) if lease.kind == "hosts" else len(held)
+        if not n:
+            continue
+        if out and out[-1][2] == n and out[-1][1] == a:
+            out[-1] = (out[-1][0], b, n)
+        else:
+            out.append((a, b, n))
+    return out
 
 
 def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
@@ -253,20 +301,21 @@ def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
             yield Placement("lease", str(consumer_id), period.lower, period.upper)
 
 
-def _lease_gpus(lease: Lease) -> Decimal:
-    """Whole-GPU equivalents of `lease` (the ``units`` of its per-GPU SKU): hosts × the model's GPUs per host;
+def _lease_gpus(lease: Lease, count: int | None = None) -> Decimal:
+    """Whole-GPU equivalents of `lease` at `count` (default its `count`; the ``units`` of its per-GPU SKU): hosts × the model's GPUs per host;
     GPUs; MIG GPU instances × the profile's share of a GPU (compute's `mig_gpu_equivalents`: ``3g.40gb`` is 3/7,
     so 3 of them are 9/7); shares × share_milli / 1000."""
     from apps.compute.billing import mig_gpu_equivalents
     from apps.inventory.selectors import gpus_per_host_max
 
+    count = lease.count if count is None else count
     if lease.kind == "hosts":
-        return Decimal(lease.count * gpus_per_host_max(lease.gpu_model))
+        return Decimal(count * gpus_per_host_max(lease.gpu_model))
     if lease.kind == "gpus":
-        return Decimal(lease.count)
+        return Decimal(count)
     if lease.kind == "shares":
-        return Decimal(lease.count * lease.share_milli) / 1000
-    return lease.count * mig_gpu_equivalents(lease.mig_profile)
+        return Decimal(count * lease.share_milli) / 1000
+    return count * mig_gpu_equivalents(lease.mig_profile)
 
 
 def lease_price(lease: Lease) -> dict:

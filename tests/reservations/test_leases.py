@@ -2,6 +2,7 @@
 on-demand reserve, cancel, and the lifecycle ticks (activate, ending notice, end) with audit and notifications."""
 import datetime as dt
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -199,6 +200,61 @@ def test_mig_lease_is_billed_and_quoted_at_its_profile_share_of_a_gpu(world, clo
     leases_advance()
     (iv,) = list(lease_usage(at(0), at(23)))
     assert iv.units == iv.gpu_equivalents == Decimal(9) / 7
+
+
+def _gpu_hours(lease_id):
+    from apps.billing.models import UsageRecord
+
+    return sum(r.units * Decimal((r.end - r.start).total_seconds()) / 3600
+               for r in UsageRecord.objects.filter(resource_type="lease", resource_id=str(lease_id)))
+
+
+def test_a_grown_lease_is_billed_at_each_size_for_the_time_it_had_it(world, clock):
+    """2 hosts from 09:00 to 12:00, grown to 3 at 10:00 (the new host is held from 10:00 only): 2 x 8 GPUs x 3 h
+    + 1 x 8 GPUs x 2 h = 64 GPU-hours, not 3 hosts x 3 h = 72. The usage source gives one interval per size."""
+    from apps.billing.services import usage_record_collect
+    from apps.reservations.selectors import lease_usage
+    from apps.reservations.services.leases import lease_update
+
+    for _ in range(3):
+        gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=2)
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(10))
+    lease_update(actor=None, lease=le, count=3)
+    assert [(iv.start, iv.end, iv.units) for iv in lease_usage(at(0), at(23))] == [
+        (at(9), at(10), Decimal(16)), (at(10), at(12), Decimal(24))]
+    clock.move_to(at(13))
+    usage_record_collect(window_start=at(0), window_end=at(0) + dt.timedelta(days=1), sources=["reservations.lease"])
+    assert _gpu_hours(le.pk) == Decimal(64)
+    usage_record_collect(window_start=at(0), window_end=at(0) + dt.timedelta(days=1), sources=["reservations.lease"])
+    assert _gpu_hours(le.pk) == Decimal(64)  # recording again adds nothing
+
+
+def test_a_grown_then_shortened_lease_is_billed_per_size_up_to_its_new_end(world, clock):
+    """A started lease gives capacity back only by ending sooner (a smaller count is 400 lease_field_immutable).
+    2 hosts 09:00-12:00, grown to 3 at 10:00, its end brought to 11:30 at 10:30: 2 x 8 x 2.5 h + 8 x 1.5 h = 52
+    GPU-hours; the refused count shrink changes nothing."""
+    from apps.billing.services import usage_record_collect
+    from apps.core.errors import ValidationFailed
+    from apps.reservations.services.leases import lease_update
+
+    for _ in range(3):
+        gpu_host()
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=2)
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(10))
+    le = lease_update(actor=None, lease=le, count=3)
+    clock.move_to(at(10, 30))
+    with pytest.raises(ValidationFailed):
+        lease_update(actor=None, lease=le, count=2)
+    lease_update(actor=None, lease=le, end=at(11, 30))
+    clock.move_to(at(12))
+    leases_advance()
+    usage_record_collect(window_start=at(0), window_end=at(0) + dt.timedelta(days=1), sources=["reservations.lease"])
+    assert _gpu_hours(le.pk) == Decimal(52)
 
 
 def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sla(world, clock, tiers):  # noqa: F811
