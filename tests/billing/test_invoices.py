@@ -241,6 +241,27 @@ def test_unpriced_usage_holds_the_invoice_in_draft(tiers, fleet):
     assert run.held_invoices == [str(invoice.id)]
 
 
+def test_a_refused_hand_finalize_leaves_no_running_invoice_run(tiers, fleet):
+    """Finalizing a draft by hand re-rates it as an invoice run of its organization; when the finalize is refused
+    (409 `unpriced_usage`), that re-rating is rolled back with it and no run is left `running` forever; the
+    draft stays as it was, and the invoice run that follows is the only one recorded."""
+    from apps.billing.services import invoice_finalize
+    from apps.core.errors import Conflict
+
+    org, project = make_org("acme")
+    book(utc(2026, 2, 15), {(H100, "standard", "on_demand"): "1.00"})  # nothing before Feb 15
+    fleet.run(org, project, "vm1", utc(2026, 2, 14, 23), utc(2026, 2, 15, 1))
+    collect(utc(2026, 2, 14), utc(2026, 2, 16))
+    invoice_run_execute(period="2026-02")
+    invoice = Invoice.objects.get()
+    with pytest.raises(Conflict) as refused:
+        invoice_finalize(actor=None, invoice=invoice)
+    assert refused.value.code == "unpriced_usage"
+    assert list(InvoiceRun.objects.values_list("status", flat=True)) == ["completed"]
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.number, invoice.total) == ("draft", None, Decimal("1.00"))
+
+
 def test_a_finalized_invoice_never_locks_the_books_of_another_customer(tiers, fleet):
     """acme's February invoice is finalized while beta's is held (no price for its SKU): the provider adds the
     missing price to the February book, and even a new book starting inside February; beta's rerun finalizes at

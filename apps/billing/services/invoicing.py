@@ -211,7 +211,8 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
 
 def invoice_run_prepare(run: InvoiceRun, *, actor=None, organization_ids: list | None = None) -> list:
     """First part of a run: collect the closed usage and the downtime around `run.period`, then return the ids of
-    the organizations to invoice (ordered). Idempotent (usage records and downtime are recorded once)."""
+    the organizations to invoice (ordered). Idempotent (usage records and downtime are recorded once). Reads only
+    `run.period` and `run.finalize` (an unsaved run will do)."""
     start, end = period_bounds(run.period, "UTC")
     # Every local month lies within [UTC month - 15 h, UTC month + 13 h) (UTC-12 .. UTC+14 time zones).
     window_start, window_end = start - dt.timedelta(hours=15), end + dt.timedelta(hours=13)
@@ -338,19 +339,22 @@ def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
     downtime around its period are collected (`invoice_run_prepare`) and the invoice run's own batch step
     (`_batch_process`, without its finalizing) recomputes the draft's lines, SLA credits and totals from every
     usage record of its period, in the finalize's transaction; the `unpriced_usage` check reads the re-rated
-    draft. The re-rating is recorded as an invoice run of the one organization (``finalize`` false)."""
+    draft. The re-rating is recorded as an invoice run of the one organization (``finalize`` false), created in
+    the finalize's transaction: a refused finalize rolls it back with the re-rating, so it leaves no run behind
+    (never one `running` forever)."""
     current = Invoice.objects.get(pk=invoice.pk)
-    run = None
-    if current.status == InvoiceStatus.DRAFT and current.period_end <= now():
-        run = InvoiceRun.objects.create(period=current.period, finalize=False, requested_by=_user(actor))
-        invoice_run_prepare(run, actor=actor, organization_ids=[current.organization_id])
+    rerate = current.status == InvoiceStatus.DRAFT and current.period_end <= now()
+    if rerate:  # collected and committed on their own: usage records and downtime are recorded once
+        invoice_run_prepare(InvoiceRun(period=current.period, finalize=False), actor=actor,
+                            organization_ids=[current.organization_id])
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > now():
             raise Conflict(f"The period {invoice.period} ends at {invoice.period_end.isoformat()}; an invoice is "
                            "finalized once its period has ended.", code=Code.PERIOD_NOT_ENDED,
                            period_end=invoice.period_end.isoformat())
-        if run is not None and invoice.status == InvoiceStatus.DRAFT:
+        if rerate and invoice.status == InvoiceStatus.DRAFT:
+            run = InvoiceRun.objects.create(period=invoice.period, finalize=False, requested_by=_user(actor))
             _batch_process(run, [invoice.organization_id], finalize=False)
             invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
             run.invoices_drafted = 1
