@@ -72,6 +72,50 @@ def test_a_window_shorter_than_the_notice_is_refused(world, clock):
     assert not InstanceTerms.objects.filter(interruption_at__isnull=False).exists()
 
 
+def _instant(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _check_now(world, end="2026-03-01T10:00:00Z"):
+    r = world.client_a.post("/api/v1/leases/check/", {
+        "project": str(world.project_a.pk), "name": "now", "kind": "gpus", "gpu_model": "H100-SXM5-80GB",
+        "count": 8, "start": "now", "end": end}, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def test_the_check_answers_the_start_after_the_notice_as_the_create_confirms_it(world, clock):
+    """The launch check runs the confirm's spot notice: a lease asked to start now on GPUs spot instances run on
+    is placeable with the start the create then confirms (now + notice); the check tells no spot instance."""
+    gpu_host()
+    spot = _spot(world)
+    body = _check_now(world)
+    assert (body["placeable"], body["code"], _instant(body["start"])) == (True, None, T0 + dt.timedelta(seconds=120))
+    assert InstanceTerms.objects.get(instance_id=spot).interruption_at is None
+    assert not Lease.objects.exists()
+    assert _instant(_lease_now(world).json()["start"]) == _instant(body["start"])
+
+
+def test_the_check_answers_the_asked_start_without_spot(world, clock):
+    gpu_host()
+    body = _check_now(world)
+    assert (body["placeable"], _instant(body["start"])) == (True, T0)
+    assert _instant(_lease_now(world).json()["start"]) == T0
+
+
+def test_the_check_refuses_a_window_shorter_than_the_notice_as_the_create_does(world, clock):
+    gpu_host()
+    _spot(world)
+    body = _check_now(world, end="2026-03-01T08:01:00Z")
+    assert (body["placeable"], body["code"], body["reason"], body["start"]) == (
+        False, "capacity_unavailable", "spot_notice", None)
+    assert body["explanation"]["spot_notice"] == {"notice_s": 120, "start": "2026-03-01T08:02:00+00:00"}
+    assert not Lease.objects.exists()
+    assert not InstanceTerms.objects.filter(interruption_at__isnull=False).exists()
+    create = _lease_now(world, end="2026-03-01T08:01:00Z").json()
+    assert (create["code"], create["constraint"]) == (body["code"], body["reason"])
+
+
 def test_spot_on_an_active_leases_idle_gpus_is_reclaimed_when_its_owner_launches(world, clock):
     gpu_host()
     le = lease(world.project_a, start=at(9), end=at(12), count=8)

@@ -213,23 +213,35 @@ def _check_reserve(lease: Lease, start: dt.datetime) -> None:
                                                                   "free_at_peak": total - peak}})
 
 
-def _spot_notice(lease: Lease) -> None:
-    """The spot notice (`RESERVATIONS_SPOT_GRACE_S`) holds also for a lease confirmed to start within it: when
-    spot instances run on the GPUs the lease just claimed and its start is sooner than now + notice, the lease
-    starts at now + notice (whole second; its rows move, `allocations_set_start`; the end stays) and the spot
-    instances are told at once (`spot_preempt_for_lease`). The caller saves ``lease.start``; the answer shows the
-    real start. A window shorter than that is refused: 409 `capacity_unavailable`, constraint ``spot_notice``.
-    Without spot work on its GPUs the lease keeps its start."""
-    from .spot import notice_end, spot_on_lease, spot_preempt_for_lease
+def _spot_notice_start(lease: Lease) -> dt.datetime | None:
+    """The start the spot notice (`RESERVATIONS_SPOT_GRACE_S`) gives a lease that has just claimed its capacity:
+    now + notice (whole second) when spot instances run on its GPUs and its start is sooner than that, None when
+    it keeps its start. A window that ends by then is refused: 409 `capacity_unavailable`, constraint
+    ``spot_notice`` (``explanation.spot_notice``: ``notice_s``, ``start``). Reads only; the confirm
+    (`_spot_notice`) and the launch check (`lease_check`) both decide with it."""
+    from .spot import notice_end, spot_on_lease
 
     t = notice_end()
     if lease.start >= t or not spot_on_lease(lease):
-        return
+        return None
     if lease.end <= t:
         raise CapacityUnavailable(
             f"Spot instances run on the GPUs this lease needs and are owed {conf.spot_grace_s()} s of notice; "
             f"the window ends before {t:%Y-%m-%d %H:%M:%S} UTC.", constraint="spot_notice",
             explanation={"filters": [], "spot_notice": {"notice_s": conf.spot_grace_s(), "start": t.isoformat()}})
+    return t
+
+
+def _spot_notice(lease: Lease) -> None:
+    """The spot notice holds also for a lease confirmed to start within it (`_spot_notice_start`): the lease
+    starts at now + notice (its rows move, `allocations_set_start`; the end stays) and the spot instances are
+    told at once (`spot_preempt_for_lease`). The caller saves ``lease.start``; the answer shows the real start.
+    Without spot work on its GPUs the lease keeps its start."""
+    from .spot import spot_preempt_for_lease
+
+    t = _spot_notice_start(lease)
+    if t is None:
+        return
     allocations_set_start(consumer_id=lease.pk, old_start=lease.start, new_start=t)
     lease.start = t
     spot_preempt_for_lease(lease)
@@ -270,9 +282,12 @@ def lease_check(*, actor, project, **fields) -> dict:
     """What `lease_create` would answer for these arguments, without writing (docs/adr/0405-launch-checks.md):
     the create's own steps in its order - `_lease_prepare` (403, 400 raised as the create raises them), the
     fleet check (422 `unplaceable`), quota ``leases`` (422 `quota_exceeded`) and the confirm's claim over the
-    window (409 `capacity_unavailable`, with ``earliest_start`` from the same trial claims the create uses) - in a
-    transaction that is always rolled back. Body: `apps.scheduling.services.check_answer`; ``price`` is the
-    reserved per-GPU price × the lease's GPUs, ``estimate_total`` over the window (`selectors.lease_price`)."""
+    window (409 `capacity_unavailable`, with ``earliest_start`` from the same trial claims the create uses) and its
+    spot notice (`_spot_notice_start`: ``start`` = now + the notice when spot instances run on the claimed GPUs,
+    409 `capacity_unavailable` ``spot_notice`` when the window ends by then; nobody is told) - in a transaction
+    that is always rolled back. Body: `apps.scheduling.services.check_answer` with ``start``, the start the create
+    would confirm (null when it would refuse); ``price`` is the reserved per-GPU price × the lease's GPUs,
+    ``estimate_total`` over the window (`selectors.lease_price`)."""
     from apps.core.db import rolled_back
     from apps.core.errors import DomainError
     from apps.scheduling.services import check_answer, check_refusal
@@ -282,7 +297,7 @@ def lease_check(*, actor, project, **fields) -> dict:
 
     lease = _lease_prepare(actor=actor, project=project, **fields)
     refusal = placement_refusal = None
-    earliest = None
+    earliest = start = None
     with quota_checks_recorded(), rolled_back():
         try:
             _fleet_check(lease)
@@ -290,6 +305,7 @@ def lease_check(*, actor, project, **fields) -> dict:
                 quota_check(scope=project, resource="leases", requested=1)
             with transaction.atomic():
                 _claim(lease, lease.count, lease.start)
+                start = _spot_notice_start(lease) or lease.start
         except DomainError as exc:
             if not check_refusal(exc):
                 raise
@@ -301,14 +317,14 @@ def lease_check(*, actor, project, **fields) -> dict:
                 _fleet_check(lease)
                 with transaction.atomic():
                     _claim(lease, lease.count, lease.start)
+                    _spot_notice_start(lease)
             except (Unplaceable, CapacityUnavailable) as exc:
                 placement_refusal = exc
     if isinstance(refusal or placement_refusal, CapacityUnavailable):
         with rolled_back():
             earliest = _earliest_start(lease)
     return check_answer(refusal=refusal, placement_refusal=placement_refusal, earliest_start=earliest,
-                        quota=quota,
-                        price=lease_price(lease))
+                        quota=quota, start=start if refusal is None else None, price=lease_price(lease))
 
 
 def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model: str, count: int,

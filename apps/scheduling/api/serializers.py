@@ -186,6 +186,11 @@ class PlacementCheckOutput(Serializer):
         allow_null=True, help_text="the first instant it would fit (capacity calendar: ends of allocations with a "
                                    "known end); null when it fits now or nothing known ends. Requests ahead in "
                                    "the on-demand queue may take that capacity first")
+    start = serializers.DateTimeField(
+        allow_null=True, help_text="leases: the start the create would confirm - the asked start, or now + the spot "
+                                   "notice (RESERVATIONS_SPOT_GRACE_S) when spot instances run on the GPUs it "
+                                   "would claim (docs/adr/0801-on-demand-queue-and-spot.md); null when the create "
+                                   "would refuse, and for instances and clusters (they start when placed)")
     queue = CheckQueueOutput()
     quota = CheckQuotaLine(many=True)
     price = CheckPriceOutput(allow_null=True)

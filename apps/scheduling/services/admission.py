@@ -174,20 +174,23 @@ def refusal_reason(exc: DomainError | None) -> str | None:
 
 def check_answer(*, refusal: DomainError | None, admission: Admission | None = None,
                  placement_refusal: DomainError | None = None, earliest_start=None, queue_position: int | None = None,
-                 quota: list[dict] | None = None, price: dict | None = None) -> dict:
+                 quota: list[dict] | None = None, price: dict | None = None, start=None) -> dict:
     """The body of a launch check (`PlacementCheckOutput`):
 
     ``placeable``: the create would place it now (no refusal, not queued); ``code``: the error code the create
     would answer (null: it would be accepted); ``detail``; ``reason``/``explanation``: the placement rule's (or the
     quota's) reason and per-filter explanation; ``earliest_start``; ``queue``: ``would_queue`` (the create as sent
     would wait in the on-demand queue) and ``position`` (the place it would take there, 1-based); ``quota`` lines
-    (`apps.tenancy.quotas.quota_report`); ``price`` (`apps.billing.selectors.price_quote`)."""
+    (`apps.tenancy.quotas.quota_report`); ``price`` (`apps.billing.selectors.price_quote`); ``start``: the start
+    the create would confirm (leases; later than asked when spot instances are owed their notice), else null."""
     placement = placement_refusal or (refusal if isinstance(refusal, Unplaceable | CapacityUnavailable) else None)
     explanation = getattr(placement, "explanation", None) or (admission.explanation if admission and
                                                                admission.queued else None)
     queued = bool(admission and admission.queued and refusal is None)
     if isinstance(earliest_start, dt.datetime):
         earliest_start = earliest_start.isoformat()
+    if isinstance(start, dt.datetime):
+        start = start.isoformat()
     if earliest_start is None and placement is not None:
         earliest_start = placement.extra.get("earliest_start")
     detail = refusal.detail if refusal is not None else (admission.reason if queued else None)
@@ -196,6 +199,6 @@ def check_answer(*, refusal: DomainError | None, admission: Admission | None = N
             "detail": detail,
             "reason": refusal_reason(refusal) or refusal_reason(placement),
             "explanation": explanation or None,
-            "earliest_start": earliest_start,
+            "earliest_start": earliest_start, "start": start,
             "queue": {"would_queue": queued, "position": queue_position},
             "quota": quota or [], "price": price}

@@ -8,7 +8,7 @@ const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib:
 const FLAVORS = [{ ...base, id: 'f2', name: 'h100-mig-3g40', gpu_form: 'mig', gpu_model: 'H100', mig_profile: '3g.40gb' }] as Flavor[]
 const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
 const CHECK = {
-  placeable: true, code: null, detail: null, reason: null, explanation: {}, earliest_start: null,
+  placeable: true, code: null, detail: null, reason: null, explanation: {}, earliest_start: null, start: null,
   queue: { would_queue: false, position: null }, quota: [],
   price: { currency: 'USD', sla_tier: 'standard', pricing_model: 'on_demand', sku: 'flavor:name=h100-mig-3g40', unit: 'hour', unit_price: '0.99', units: '1', per_hour: '0.99', hours: null, estimate_total: null },
 }
