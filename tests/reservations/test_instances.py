@@ -283,3 +283,33 @@ def test_an_instance_in_a_lease_is_not_billed_again_nor_a_placement_for_sla(worl
     assert inst not in {u.resource_id for u in usage}
     assert outside["instance"]["id"] in {u.resource_id for u in usage}  # the on-demand one still is
     assert inst not in {p.resource_id for p in instance_placements(host.id, None, at(8), at(15))}
+
+
+def test_a_stopped_instance_in_a_lease_resizes_within_the_lease(world, clock):
+    """A tenant stops an instance it launched inside its lease and resizes it to a bigger flavor with the same GPU
+    spec: 202, the resize completes, and its GPU row stays nested under the lease's row on the same GPU, up to the
+    lease's end (no top-level row beside the lease's, so the lease alone is billed for the GPU)."""
+    from apps.compute.models import Flavor
+
+    gpu_host()
+    le = _active_lease(world, clock, kind="hosts", count=1)
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst_id = body["instance"]["id"]
+    before = Allocation.objects.get(consumer_id=inst_id, resource_class="gpu", period__upper_inf=False)
+    clock.move_to(at(10))
+    stop = world.client_a.post(f"/api/v1/instances/{inst_id}/stop/", {"hard": True}, format="json")
+    assert finish(stop.json()["operation"]["id"]).status == "succeeded"
+    bigger = Flavor.objects.create(name="g1-big", vcpus=12, memory_mib=98304, gpu_form="gpu",
+                                   gpu_model="H100-SXM5-80GB", gpu_count=1)
+    clock.move_to(at(10, 5))
+    r = world.client_a.post(f"/api/v1/instances/{inst_id}/resize/", {"flavor": str(bigger.pk)}, format="json")
+    assert r.status_code == 202, r.content
+    assert finish(r.json()["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=inst_id)
+    assert (inst.status, inst.flavor_id) == ("stopped", bigger.pk)
+    live = Allocation.objects.filter(consumer_id=inst_id, period__contains=at(10, 30))
+    gpu = live.get(resource_class="gpu")
+    assert (gpu.gpu_id, gpu.parent.consumer_id, gpu.period.lower, gpu.period.upper) == (
+        before.gpu_id, le.pk, at(10, 5), at(12))
+    assert sorted(live.values_list("resource_class", "amount")) == [("gpu", 1), ("memory_mib", 98304), ("vcpu", 12)]

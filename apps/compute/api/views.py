@@ -205,6 +205,10 @@ class InstanceViewSet(_Base):
                                                           image_id=image.pk if image is not None else None))
 
     @extend_schema(request=s.InstanceResizeInput, responses={202: s.InstanceAccepted, **problems({
+        409: "invalid_state: only a stopped instance is resized (allowed_states); flavor_does_not_fit: the GPU "
+             "spec differs, or its host (or its lease) lacks room; lease_not_usable: the instance draws from a "
+             "lease that is no longer active; capacity_unavailable: spot instances are still giving the lease's "
+             "GPUs back (try again after their notice).",
         422: "quota_exceeded: the larger flavor would pass a quota (resource, limit, usage, "
              "requested)."})})
     @action(detail=True, methods=["post"])

@@ -404,10 +404,18 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     """Cold resize on the same host to a flavor with the same GPU spec: `stopped` → `resizing` → `stopped`.
 
     The new vCPU and memory allocation replaces the old one in one ledger transaction (`replace=True`), so the
-    instance never holds both. 409 `invalid_state` unless stopped; 409 `flavor_does_not_fit` when the GPU spec
-    differs or the host lacks room (nothing changes); 400 "Not found." naming `flavor`; 422 `quota_exceeded` on growth."""
+    instance never holds both. The new rows keep the terms the instance draws its capacity on, as the placement
+    hooks give them (`placement.instance_placement_request`): inside a lease they nest under the lease's rows up
+    to its end (the lease's GPUs, billed with the lease), a spot instance's stay spot. 409 `invalid_state` unless
+    stopped; 409 `flavor_does_not_fit` when the GPU spec differs or the host (or the lease) lacks room (nothing
+    changes); 409 `lease_not_usable` when its lease is not active any more; 409 `capacity_unavailable` while spot
+    instances still give the lease's GPUs back; 400 "Not found." naming `flavor`; 422 `quota_exceeded` on
+    growth."""
+    from apps.operations.workflows import StepWait
     from apps.scheduling.errors import CapacityUnavailable
     from apps.scheduling.ledger import ConsumerRef, allocations_claim
+
+    from .placement import instance_placement_request
 
     authorize_project(actor, instance.project, WRITERS)
     operation_kind(instance.flavor, RESIZE)
@@ -424,9 +432,14 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
             if delta > 0:
                 quota_check(scope=instance.project, resource=key, requested=delta)
         try:
+            terms = instance_placement_request(instance, flavor)
+        except StepWait as exc:
+            raise CapacityUnavailable(f"Not now: {exc.reason or exc}") from exc
+        try:
             rows = allocations_claim(consumer=ConsumerRef(id=instance.pk, consumer_type="instance",
                                                           project_id=instance.project_id),
-                                     specs=_resize_specs(instance, flavor), replace=True)
+                                     specs=_resize_specs(instance, flavor), replace=True, end=terms.end,
+                                     spot=terms.spot, parent_consumer_id=terms.lease_id)
         except CapacityUnavailable as exc:
             raise Conflict(f"The flavor does not fit on the instance's host: {exc}",
                            code=Code.FLAVOR_DOES_NOT_FIT) from exc

@@ -155,19 +155,29 @@ def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consume
     return PlacementRequest(**kw)
 
 
+def instance_placement_request(instance: Instance, flavor: Flavor | None = None) -> PlacementRequest:
+    """The `PlacementRequest` of `instance` at `flavor` (default its own), adjusted by the placement hooks of
+    other apps: inside a lease (``lease_id``, ``end`` = the lease's end), spot (``spot``). Raises what a hook
+    raises (a `DomainError` such as 409 `lease_not_usable`; `StepWait` while a queued request or a spot give-back
+    keeps the instance waiting)."""
+    from .volumes import instance_placement_pins
+
+    request = placement_request_for(flavor or instance.flavor, instance.project_id,
+                                    pins=instance_placement_pins(instance))
+    for hook in _PLACEMENT_HOOKS:
+        request = hook(instance, request)
+    return request
+
+
 def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     """Re-check the GPU quotas (held since the create request), then place and claim for the instance (consumer id = instance
     id) in this transaction, and record the host and the placement's choice on the instance.
     Raises `CapacityTaken` (409, on-demand: the create step waits and places again), `CapacityUnavailable`
     (409, inside a lease or spot) or `QuotaExceeded` (422): the last two are terminal for the create."""
     from .instances import gpu_quota_keys
-    from .volumes import instance_placement_pins
 
     with transaction.atomic():
-        request = placement_request_for(instance.flavor, instance.project_id,
-                                        pins=instance_placement_pins(instance))
-        for hook in _PLACEMENT_HOOKS:
-            request = hook(instance, request)
+        request = instance_placement_request(instance)
         if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
             # the create request already holds this instance's GPUs (it counts as unplaced until the claim
             # below), so the re-check adds nothing: it only fails if the limit was lowered in between
