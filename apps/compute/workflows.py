@@ -5,8 +5,9 @@ stop:    stop → wait_stopped            start: prepare_devices → wait_device
 reboot:  reboot                         resize: redefine
 delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) →
          release_volumes (storage's delete hook) → release_allocations
-recreate: release_old → place_and_claim → attach_networks → prepare_devices → wait_devices → define → start →
-         wait_running (a VM off a failed GPU or host, `services.instances.instance_recreate`)
+recreate: release_old → place_and_claim → attach_networks → prepare_volumes (its attached volumes on the new
+         host) → prepare_devices → wait_devices → define → start → wait_running (a VM off a failed GPU or host,
+         `services.instances.instance_recreate`)
 cluster.create (services/clusters.py): claim_members → start_members
 
 Every step runs in the transaction that holds the Operation's row lock and is idempotent: driver calls are
@@ -97,8 +98,9 @@ def attach_networks(op) -> None:
 
 
 def prepare_volumes(op) -> None:
-    """Make the volumes the create asked for on the chosen host and attach them to what `define` defines
-    (storage's create hooks, `services.volumes`; a no-op without volumes). Idempotent: keyed by the volume ids."""
+    """Make the volumes the create asked for on the chosen host and attach them to what `define` defines; on a
+    re-create, make the volumes already attached reachable from the new host (storage's create hooks,
+    `services.volumes`; a no-op without volumes). Idempotent: keyed by the volume ids."""
     volsvc.instance_volumes_prepare(instance=_instance(op))
 
 
@@ -395,7 +397,7 @@ wf.register(wf.Workflow(kind=CREATE, steps=(
     on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=RECREATE, steps=(
     ("release_old", release_old), ("place_and_claim", place_and_claim), ("attach_networks", attach_networks),
-    ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
+    ("prepare_volumes", prepare_volumes), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=recreate_failed, deadline_seconds=1800.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=STOP, steps=(("stop", stop), ("wait_stopped", wait_stopped)),

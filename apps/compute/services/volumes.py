@@ -10,7 +10,9 @@
   existing ones, `volumes` of `POST /api/v1/instances`) are checked before anything is written, reserved in the
   create's transaction, made and attached by the create's step `prepare_volumes` (after placement, before the
   domain is defined) and released again when the create fails; the placement of such an instance follows its
-  volumes (a host-local volume pins its host, a zoned one its zone: `instance_placement_pins`).
+  volumes (a host-local volume pins its host, a zoned one its zone: `instance_placement_pins`). A re-create on
+  other capacity (`instance.recreate`) runs the same `prepare` step after its placement, which makes the
+  instance's attached volumes reachable from the new host, and places by the same pins.
 """
 
 from __future__ import annotations
@@ -48,7 +50,8 @@ class CreateVolumeHooks:
     and attachments in the create's transaction; ``prepare(*, instance)`` (the create's step) makes the new
     volumes on the chosen host and marks the attachments attached, idempotently; ``abandon(*, instance)``
     (the create's on_error) releases what the create reserved; ``pins(instance) -> dict`` the placement pins of
-    an instance being created (``host_id``, ``zone``)."""
+    an instance being placed (``host_id``, ``zone``): created, or re-created on other capacity, where `prepare`
+    also makes its attached volumes reachable from the new host."""
 
     check: Callable
     reserve: Callable

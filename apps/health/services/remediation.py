@@ -28,6 +28,7 @@ from django.db import transaction
 from apps.compute.models import Instance
 from apps.compute.services.instances import instance_recreate
 from apps.compute.services.placement import placement_admit_for
+from apps.compute.services.volumes import instance_placement_pins
 from apps.compute.states import InstanceStatus
 from apps.core.clock import now
 from apps.core.errors import DomainError
@@ -213,8 +214,8 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         )
         _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
         return False
-    try:
-        placement_admit_for(inst.flavor, inst.project_id)
+    try:  # where its volumes let it go (a zoned volume: its zone)
+        placement_admit_for(inst.flavor, inst.project_id, pins=instance_placement_pins(inst))
     except DomainError as exc:
         if rem.reason != f"waiting for capacity: {exc.detail}"[:500]:
             Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {exc.detail}"[:500])

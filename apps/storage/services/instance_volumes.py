@@ -23,6 +23,11 @@ order given, at most `MAX_ATTACHMENTS_PER_INSTANCE`.
    `available` again (never deleted); a volume the create made is deleted when it has `delete_on_termination`,
    else kept (one never made is made by its own `volume.create` operation; a host-local one that never had a
    host is `error` `instance_create_failed`).
+5. A VM that self-healing re-creates on another host (compute's `instance.recreate`) keeps its attachments: its
+   placement follows them (`placement_pins`: a zoned volume keeps it in its zone; a host-local one would pin
+   it to its old host, which is why remediation holds such a VM), and `volumes_prepare`, the re-create's step
+   `prepare_volumes`, ensures each attached shared volume's pool on the new host before `define` carries the
+   same disks (path and serial) into the new domain. The attachments stay `attached`, the volumes `in-use`.
 """
 from __future__ import annotations
 
@@ -210,9 +215,10 @@ def _locked(volume_id) -> Volume:
 
 
 def volumes_prepare(*, instance) -> None:
-    """Compute's create step (module doc, 3.): runs in the step's transaction holding the instance's row lock,
-    once the instance has its host. Every driver call is keyed by the volume id, so a retried step (a killed
-    worker) finds what the last try made."""
+    """Compute's create and re-create step (module doc, 3. and 5.): runs in the step's transaction holding the
+    instance's row lock, once the instance has its host. Every driver call is keyed by the volume id (and
+    `pool_ensure` is idempotent), so a retried step (a killed worker) finds what the last try made."""
+    _attached_follow(instance)
     for att in _reserved(instance):
         vol = _locked(att.volume_id)
         if vol.status == VolumeStatus.CREATING:
@@ -225,6 +231,19 @@ def volumes_prepare(*, instance) -> None:
             driver_for(instance.host).pool_ensure(pool_spec(vol.volume_type))
         VolumeAttachment.objects.filter(pk=att.pk).update(status=AttachmentStatus.ATTACHED)
         volume_settle(vol)
+
+
+def _attached_follow(instance) -> None:
+    """The volumes already attached to a VM being re-created on other capacity (module doc, 5.): the shared pool
+    of each shared one is ensured on the instance's new host (a `netfs` pool is mounted there), so the domain
+    that `define` makes there opens the same volume path. A host-local volume never gets here on another host:
+    it pins the placement to its own (`placement_pins`)."""
+    rows = (VolumeAttachment.objects.filter(instance_id=instance.pk, status=AttachmentStatus.ATTACHED,
+                                            volume__host__isnull=True)
+            .select_related("volume__volume_type").order_by("device"))
+    types = {att.volume.volume_type_id: att.volume.volume_type for att in rows}
+    for vtype in sorted(types.values(), key=lambda t: t.name):
+        driver_for(instance.host).pool_ensure(pool_spec(vtype))
 
 
 def volumes_abandon(*, instance) -> None:
@@ -281,11 +300,12 @@ def _abandon(vol: Volume, att: VolumeAttachment) -> None:
 
 
 def placement_pins(instance) -> dict:
-    """Compute's placement pins for an instance being created: the host of a host-local volume it reserved
-    (an existing one: a new one is made where the instance is placed) and the zone of a zoned one."""
+    """Compute's placement pins for an instance being placed (created, or re-created on other capacity by
+    self-healing) and for the admission check before a re-create: the host of a host-local volume it has (an
+    existing one, or one attached before the re-create: a new one is made where the instance is placed) and
+    the zone of a zoned one, whatever the attachment's status (reserved by the create or attached since)."""
     pins: dict = {}
-    rows = (VolumeAttachment.objects.filter(instance_id=instance.pk, status=AttachmentStatus.RESERVED)
-            .select_related("volume__zone"))
+    rows = VolumeAttachment.objects.filter(instance_id=instance.pk).select_related("volume__zone")
     for att in rows:
         vol = att.volume
         if vol.host_id is not None:
