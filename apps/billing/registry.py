@@ -54,12 +54,17 @@ class UsageInterval:
 
 @dataclass(frozen=True)
 class Placement:
-    """`resource_type`/`resource_id` held the host or GPU during `[start, end)` (`end` None: still holds)."""
+    """`resource_type`/`resource_id` held the host or GPU during `[start, end)` (`end` None: still holds).
+    `units` None: the whole resource sits there (an instance), so a fault there takes all of it down; otherwise only
+    `part` of it does (one allocation row of a lease), worth `units` of its usage's unit (GPU equivalents), and
+    only that share of its usage goes uncharged and counts as SLA downtime."""
 
     resource_type: str
     resource_id: str
     start: dt.datetime
     end: dt.datetime | None
+    part: str = ""
+    units: Decimal | None = None
 
 
 UsageSource = Callable[[dt.datetime, dt.datetime], Iterable[UsageInterval]]

@@ -280,25 +280,30 @@ def _lease_sizes(lease: Lease, rows: list) -> list[tuple[dt.datetime, dt.datetim
 
 def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
     """Billing placement resolver ``reservations.lease``: one `Placement` ``("lease", <lease id>, start, end)``
-    per ledger period of a lease's allocations on host `host_id` (on GPU `gpu_id` when given) that overlaps
-    ``[start, end)``. Billing turns provider-fault incidents of that host or GPU into lease downtime with it, so a
-    lease follows the instances' rule (docs/billing.md, "Downtime and SLA credits"): the downtime is not charged
-    and counts against the lease's SLA tier. Instances nested in a lease are not placements of the lease (their
-    rows belong to the instance consumer)."""
+    per allocation row of a lease on host `host_id` (on GPU `gpu_id` when given) whose period overlaps
+    ``[start, end)``, with ``part`` = the row's id and ``units`` = the GPU equivalents the row holds (1 for a whole
+    GPU, N/7 for a MIG ``Ng`` instance, milli-GPU / 1000 for a share). Billing turns provider-fault incidents of
+    that host or GPU into lease downtime with it, so a lease follows the instances' rule for the part that was
+    down (docs/billing.md, "Downtime and SLA credits"): one faulty host of a 2-host lease leaves its 8 GPUs
+    uncharged while it is at fault and the other host's 8 billed; the lease's SLA downtime counts the same share
+    (8/16 of the fault's time). Instances nested in a lease are not placements of the lease (their rows belong to
+    the instance consumer)."""
     from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
     from apps.billing.registry import Placement
+    from apps.compute.billing import mig_gpu_equivalents
     from apps.scheduling.models import Allocation
 
-    rows = Allocation.objects.filter(consumer_type="lease", host_id=host_id,
+    rows = Allocation.objects.filter(consumer_type="lease", host_id=host_id, resource_class__in=("gpu", "mig", "share"),
                                      period__overlap=DateTimeTZRange(start, end, "[)"))
     if gpu_id is not None:
         rows = rows.filter(gpu_id=gpu_id)
-    seen = set()
-    for consumer_id, period in rows.order_by("consumer_id", "period").values_list("consumer_id", "period"):
-        if (consumer_id, period.lower, period.upper) not in seen:
-            seen.add((consumer_id, period.lower, period.upper))
-            yield Placement("lease", str(consumer_id), period.lower, period.upper)
+    for row in rows.order_by("consumer_id", "period", "id").only("id", "consumer_id", "period", "resource_class",
+                                                                  "profile", "amount"):
+        units = (Decimal(1) if row.resource_class == "gpu" else mig_gpu_equivalents(row.profile)
+                 if row.resource_class == "mig" else Decimal(row.amount) / 1000)
+        yield Placement("lease", str(row.consumer_id), row.period.lower, row.period.upper, part=str(row.pk),
+                        units=units)
 
 
 def _lease_gpus(lease: Lease, count: int | None = None) -> Decimal:

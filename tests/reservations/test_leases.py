@@ -283,7 +283,8 @@ def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sl
     clock.move_to(at(10, 1))
     host_mark_available(actor=None, host=host, reason="PSU replaced")
     placed = list(placement_resolvers()["reservations.lease"](host.pk, None, at(10), at(10, 1)))
-    assert [(p.resource_type, p.resource_id) for p in placed] == [("lease", str(le.pk))]
+    assert {(p.resource_type, p.resource_id) for p in placed} == {("lease", str(le.pk))}
+    assert sum(p.units for p in placed) == 8  # one placement per GPU row of the lease on the host
     clock.move_to(at(13))
     invoice_run_execute(period="2026-03", finalize=False)
     line = Invoice.objects.get(organization=world.org_a, period="2026-03").lines.get()
@@ -292,6 +293,45 @@ def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sl
     assert (report.sla_tier, report.held_minutes, report.downtime_minutes, report.credit_pct, report.billed_amount,
             report.credit_amount) == ("premium", Decimal(180), Decimal(1), Decimal(10), Decimal("47.73"),
                                       Decimal("4.77"))
+
+
+@pytest.mark.parametrize(("fault_s", "amount", "down_min", "credit_pct", "credit"), [
+    (60, "95.73", 1, 10, "9.57"),    # 16 x 10,800 - 8 x 60 = 172,320 GPU-s; 30 s of the lease -> 1 min, 99.44 %
+    (600, "93.33", 5, 25, "23.33"),  # 172,800 - 8 x 600 = 168,000 GPU-s; 300 s -> 5 min, 97.22 % (not 94.44 %)
+])
+def test_provider_fault_of_one_host_of_a_lease_spares_only_that_hosts_gpus(world, clock, tiers, fault_s, amount,  # noqa: F811
+                                                                          down_min, credit_pct, credit):
+    """A 2-host (16-GPU) premium lease from 09:00 to 12:00 at $2.00 per GPU-hour; one of its hosts is faulty
+    (provider at fault) from 10:00 for `fault_s`. The customer is not billed for that host's 8 GPUs while it is at
+    fault; the other host worked and is billed (60 s: $95.73, not $95.47 as if all 16 GPUs were down). The SLA
+    report counts the same measure: the lease lost 8/16 of its GPUs for `fault_s`, i.e. fault_s / 2 of whole-lease
+    downtime, each started minute whole (600 s: 5 minutes, uptime 175/180 = 97.2 %: premium credits 25 %, where
+    counting the whole lease down for 10 minutes would give 94.4 % and 100 %)."""
+    from apps.billing.models import Invoice, SlaReport
+    from apps.billing.services import invoice_run_execute
+    from apps.billing.skus import sku_for
+    from apps.inventory.services.hosts import host_mark_available, host_mark_faulty
+    from tests.billing.conftest import book
+
+    world.org_a.default_sla_tier = "premium"
+    world.org_a.save(update_fields=["default_sla_tier"])
+    hosts = [gpu_host(), gpu_host()]
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=2)
+    book(at(0) - dt.timedelta(days=1), {(sku_for("gpu", model="H100-SXM5-80GB"), "premium", "reserved"):
+                                        {"unit_price": Decimal("2.00"), "minimum_seconds": 0}})
+    clock.move_to(at(9))
+    leases_advance()
+    clock.move_to(at(10))
+    host_mark_faulty(actor=None, host=hosts[0], reason="PSU failure")
+    clock.move_to(at(10) + dt.timedelta(seconds=fault_s))
+    host_mark_available(actor=None, host=hosts[0], reason="PSU replaced")
+    clock.move_to(at(13))
+    invoice_run_execute(period="2026-03", finalize=False)
+    line = Invoice.objects.get(organization=world.org_a, period="2026-03").lines.get()
+    assert (line.billed_seconds, line.amount) == (Decimal(16 * 3 * 3600 - 8 * fault_s), Decimal(amount))
+    report = SlaReport.objects.get(resource_type="lease", resource_id=str(le.pk), period="2026-03")
+    assert (report.held_minutes, report.downtime_minutes, report.credit_pct, report.credit_amount) == (
+        Decimal(180), Decimal(down_min), Decimal(credit_pct), Decimal(credit))
 
 
 def test_premium_lease_in_a_standard_organization_is_rated_and_credited_at_premium(world, clock, tiers):  # noqa: F811

@@ -62,7 +62,13 @@ class UsageRecord(UUIDModel):
 class DowntimeInterval(UUIDModel):
     """A resource unavailable `[start, end)` through the provider's fault (from an inventory Incident with
     `provider_at_fault`, mapped to resources by the registered placement resolvers). Usage inside it is not
-    charged and it lowers the resource's monthly uptime."""
+    charged and it lowers the resource's monthly uptime.
+
+    `units` null: the whole resource was down. Otherwise only `part` of it (e.g. one allocation row of a
+    multi-host lease) was, worth `units` of the usage's unit (GPU equivalents for a lease): rating then leaves
+    units/usage-units of the time uncharged, and the SLA counts the same share as downtime (docs/billing.md,
+    "Downtime and SLA credits"). Intervals of one `part` are merged before weighting, so two incidents on the same
+    part never count twice."""
 
     resource_type = models.CharField(max_length=32)
     resource_id = models.CharField(max_length=64)
@@ -73,6 +79,9 @@ class DowntimeInterval(UUIDModel):
     incident = models.ForeignKey("inventory.Incident", null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
     reason = models.CharField(max_length=500, blank=True)
+    part = models.CharField(max_length=100, blank=True, help_text="the part of the resource that was down; '' = all")
+    units = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True,
+                                help_text="units of the resource's usage the part is worth; null = the whole")
 
     class Meta:
         constraints = [models.CheckConstraint(condition=models.Q(end__gt=models.F("start")),

@@ -125,8 +125,10 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
     """Derive per-resource downtime from provider-fault inventory incidents overlapping the window.
 
     Each incident (host or one GPU) is asked of every placement resolver; the overlap of incident and placement
-    becomes a DowntimeInterval keyed by (incident, resource, placement start), so syncing again updates the end of
-    a still-open incident instead of adding rows. Incidents no longer marked provider-at-fault lose their rows.
+    becomes a DowntimeInterval keyed by (incident, resource, placement start, and the placement's part when it
+    names one), carrying the placement's `part` and `units` (a part of a resource: only that share is down), so
+    syncing again updates the end of a still-open incident instead of adding rows. An incident's rows that no
+    placement gives any more are removed, as are the rows of incidents no longer marked provider-at-fault.
     Returns the number of intervals written.
     """
     from apps.inventory.models import Incident
@@ -137,6 +139,7 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
     written = 0
     for incident in incidents:
         inc_end = incident.end or min(window_end, now())
+        keys = []
         for resolver in placement_resolvers().values():
             for placement in resolver(incident.host_id, incident.gpu_id, incident.start, inc_end):
                 start = max(incident.start, placement.start)
@@ -144,10 +147,13 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
                 if end <= start:
                     continue
                 key = f"incident:{incident.id}:{placement.resource_type}:{placement.resource_id}:" \
-                      f"{placement.start.isoformat()}"
+                      f"{placement.start.isoformat()}" + (f":{placement.part}" if placement.part else "")
                 DowntimeInterval.objects.update_or_create(
                     source_key=key,
                     defaults={"resource_type": placement.resource_type, "resource_id": str(placement.resource_id),
-                              "start": start, "end": end, "incident": incident, "reason": incident.reason[:500]})
+                              "start": start, "end": end, "incident": incident, "reason": incident.reason[:500],
+                              "part": placement.part, "units": placement.units})
+                keys.append(key)
                 written += 1
+        DowntimeInterval.objects.filter(incident=incident).exclude(source_key__in=keys).delete()
     return written

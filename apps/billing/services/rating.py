@@ -7,7 +7,8 @@ invoices of a batch at once (INSERT ... SELECT ... GROUP BY), never one usage re
 Rules (docs/billing.md and the billing cases of docs/cases.md):
 - each usage record is clipped to the invoice period, then split at every price change (price books overlay:
   a price holds from its book's `effective_from` until the next book of that currency listing the same key; RW-068);
-- provider-fault downtime is cut out (multirange difference) and not charged;
+- provider-fault downtime is cut out (multirange difference) and not charged; downtime of a part of a resource (one
+  allocation row of a lease) leaves only that part's share of the record's units uncharged (`UP_SECONDS`);
 - per run (one start of a resource) and line, the seconds are rounded up to the price's increment and to at least
   its minimum (RW-052), then multiplied by the record's `units` (e.g. 8 GPUs on a per-GPU SKU); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
   seconds of the whole billing period (RW-053);
@@ -59,16 +60,26 @@ WHERE NOT EXISTS (SELECT 1 FROM billing_lateusage lu JOIN billing_invoice li ON 
                   WHERE lu.usage_record_id = r.id AND lu.source_invoice_id = prev.id AND li.status <> 'void'
                     AND li.id <> s.invoice_id);
 
+-- one row per resource and part that was down (part '' / units NULL: the whole resource), intervals merged
 CREATE TEMP TABLE billing_dt ON COMMIT DROP AS
-SELECT d.resource_type, d.resource_id, range_agg(tstzrange(d.start, d."end")) AS down
+SELECT d.resource_type, d.resource_id, d.part, d.units, range_agg(tstzrange(d.start, d."end")) AS down
 FROM billing_downtimeinterval d
 WHERE d.start < (SELECT max(period_end) FROM billing_scope)
   AND d."end" > (SELECT min(period_start) FROM billing_scope) - %(lookback)s * interval '1 day'
   AND EXISTS (SELECT 1 FROM billing_u u WHERE u.resource_type = d.resource_type AND u.resource_id = d.resource_id)
-GROUP BY 1, 2;
+GROUP BY 1, 2, 3, 4;
 CREATE INDEX ON billing_dt (resource_type, resource_id);
 ANALYZE billing_u;
 """
+
+#: Seconds of the range `{span}` of a usage record of `{units}` units that are charged: its length less, for each
+#: part of the resource that was down, the part's share of the units (a whole-resource row: all of it) times its
+#: downtime inside the range. Equals the plain multirange difference when only whole-resource downtime exists.
+UP_SECONDS = """greatest(coalesce(extract(epoch FROM upper({span}) - lower({span})), 0) - coalesce((
+  SELECT sum(CASE WHEN d.units IS NULL THEN 1 ELSE least(d.units / nullif({units}, 0), 1) END
+             * (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
+                FROM unnest(multirange({span}) * d.down) AS x))
+  FROM billing_dt d WHERE d.resource_type = {rtype} AND d.resource_id = {rid}), 0), 0)"""
 
 SEGMENTS_SQL = """
 CREATE TEMP TABLE billing_seg ON COMMIT DROP AS
@@ -81,21 +92,19 @@ WITH ps AS (
 ), piece AS (
   SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
          u.gpu_model, u.run_id, u.units, u.late_period, ps.unit, ps.unit_price, ps.incr, ps.mins,
-         u.span * ps.valid AS part, dt.down
+         u.span * ps.valid AS part
   FROM billing_u u
   JOIN ps ON ps.currency = u.currency AND ps.sku = u.sku AND ps.sla_tier = u.sla_tier
          AND ps.pricing_model = u.pricing_model AND ps.valid && u.span
-  LEFT JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
   WHERE u.commitment_amount IS NULL
 )
 SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, run_id,
        units, late_period, unit, unit_price, incr, mins,
        extract(epoch FROM upper(part) - lower(part)) AS priced_secs,
-       CASE WHEN down IS NULL THEN extract(epoch FROM upper(part) - lower(part))
-            ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
-                  FROM unnest(multirange(part) - down) AS x) END AS secs
+       {up} AS secs
 FROM piece;
-"""
+""".replace("{up}", UP_SECONDS.format(span="piece.part", units="piece.units", rtype="piece.resource_type",
+                                     rid="piece.resource_id"))
 
 LINES_SQL = """
 WITH runs AS (
@@ -133,14 +142,11 @@ WITH c AS (
   SELECT u.invoice_id, u.project_id, u.resource_type, u.resource_id, u.sku, u.pricing_model, u.sla_tier,
          u.gpu_model, u.commitment_amount AS amount,
          extract(epoch FROM u.commitment_end - u.commitment_start) AS term_secs,
-         u.span * tstzrange(u.commitment_start, u.commitment_end) AS part, dt.down
+         u.units, u.span * tstzrange(u.commitment_start, u.commitment_end) AS part
   FROM billing_u u
-  LEFT JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
   WHERE u.commitment_amount IS NOT NULL
 ), secs AS (
-  SELECT *, CASE WHEN down IS NULL THEN coalesce(extract(epoch FROM upper(part) - lower(part)), 0)
-                 ELSE (SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
-                       FROM unnest(multirange(part) - down) AS x) END AS secs
+  SELECT *, {up} AS secs
   FROM c
 ), grouped AS (
   SELECT x.invoice_id, x.project_id, x.resource_type, x.resource_id, x.sku, x.pricing_model, x.sla_tier,
@@ -158,7 +164,8 @@ SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resour
        round(amount * billed / term_secs, 12), round(amount * billed / term_secs, minor),
        round(round(amount * billed / term_secs, minor) * tax_rate, minor)
 FROM grouped;
-""".replace("{description}", wording.usage_sql(prefix="'Reserved commitment: '"))
+""".replace("{description}", wording.usage_sql(prefix="'Reserved commitment: '")).replace(
+    "{up}", UP_SECONDS.format(span="c.part", units="c.units", rtype="c.resource_type", rid="c.resource_id"))
 
 UNPRICED_SQL = """
 UPDATE billing_invoice i SET unpriced_seconds = coalesce(t.total, 0) - coalesce(p.priced, 0)

@@ -17,19 +17,29 @@ REPORTS_SQL = """
 WITH h AS (
   SELECT u.invoice_id, u.organization_id, u.project_id, u.resource_type, u.resource_id, u.sla_tier, u.currency,
          range_agg(u.span) AS held
-  FROM billing_u u JOIN billing_dt dt ON dt.resource_type = u.resource_type AND dt.resource_id = u.resource_id
-  WHERE u.late_period = ''
+  FROM billing_u u
+  WHERE u.late_period = '' AND EXISTS (SELECT 1 FROM billing_dt d WHERE d.resource_type = u.resource_type
+                                                                      AND d.resource_id = u.resource_id)
   GROUP BY 1, 2, 3, 4, 5, 6, 7
 ), m AS (
   SELECT h.*, s.minor,
          (SELECT sum(extract(epoch FROM upper(x) - lower(x))) FROM unnest(h.held) x) / 60 AS held_min,
-         ceil((SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
-               FROM unnest(h.held * dt.down) x) / 60) AS down_min,
+         -- whole-resource downtime inside the held time, plus each down part's share of the usage's units
+         -- times its downtime inside that usage (the share rating leaves uncharged)
+         ceil(((SELECT coalesce(sum(extract(epoch FROM upper(x) - lower(x))), 0)
+                FROM billing_dt d, unnest(h.held * d.down) x
+                WHERE d.resource_type = h.resource_type AND d.resource_id = h.resource_id AND d.units IS NULL)
+             + (SELECT coalesce(sum(least(d.units / nullif(u.units, 0), 1) * extract(epoch FROM upper(x) - lower(x))), 0)
+                FROM billing_u u JOIN billing_dt d ON d.resource_type = u.resource_type
+                                                   AND d.resource_id = u.resource_id AND d.units IS NOT NULL,
+                     unnest(multirange(u.span) * d.down) x
+                WHERE u.invoice_id = h.invoice_id AND u.resource_type = h.resource_type
+                  AND u.resource_id = h.resource_id AND u.sla_tier = h.sla_tier AND u.late_period = ''))
+              / 60) AS down_min,
          (SELECT coalesce(sum(l.amount), 0) FROM billing_invoiceline l WHERE l.invoice_id = h.invoice_id
             AND l.kind = 'usage' AND l.resource_type = h.resource_type AND l.resource_id = h.resource_id
             AND l.sla_tier = h.sla_tier) AS billed
-  FROM h JOIN billing_dt dt ON dt.resource_type = h.resource_type AND dt.resource_id = h.resource_id
-  JOIN billing_scope s ON s.invoice_id = h.invoice_id
+  FROM h JOIN billing_scope s ON s.invoice_id = h.invoice_id
 ), up AS (
   SELECT m.*, least(m.down_min, m.held_min) AS down_c,
          CASE WHEN m.held_min > 0 THEN 100 * (m.held_min - least(m.down_min, m.held_min)) / m.held_min
