@@ -87,9 +87,10 @@ def attach(op) -> None:
     att, inst, vol = _attachment(op)
     drv = driver_for(inst.host)
     if not any(d.target_dev == att.device for d in drv.attached_disks(str(inst.pk))):
+        # the volume's pool as the instance's host sees it: a shared pool is defined there on first use, and a
+        # pool that is not running (a host back from a repair) is started again
+        drv.pool_ensure(pool_spec(vol.volume_type))
         info = driver_for(vol.host).volume_get(vol.volume_type.pool, str(vol.pk))
-        if vol.host_id is None:
-            drv.pool_ensure(pool_spec(vol.volume_type))  # the shared pool, seen from the instance's host
         drv.disk_attach(str(inst.pk), disk_attachment(vol, info.path, att.device), live=inst.status == "active")
     VolumeAttachment.objects.filter(pk=att.pk).update(status=AttachmentStatus.ATTACHED)
     attsvc.volume_settle(vol)

@@ -38,6 +38,8 @@ def real(settings, monkeypatch, libvirt_session):  # noqa: F811
             dom.destroy()
         dom.undefine()
     pool = conn.storagePoolLookupByName(name)
+    if not pool.isActive():  # a test that stopped it failed before it was started again
+        pool.create(0)
     for vol in pool.listAllVolumes(0):
         vol.delete(0)
     pool.destroy()
@@ -161,3 +163,60 @@ def test_a_domain_boots_from_a_volume_on_libvirt(world, real):
     compute.domain_stop(dom, hard=True)
     assert compute.domain_start(dom).power_state == PowerState.RUNNING
     assert [d.target_dev for d in drv.attached_disks(str(dom))] == ["vda"]
+
+
+def test_volumes_survive_a_host_repair_on_libvirt(world, real):
+    """docs/storage.md, "Host repair": staff mark the host faulty, it is repaired (its guest powered off, its
+    storage pool not running when it comes back) and marked available again. The volume rows, their attachments
+    and the pool volumes with their bytes are as they were, and a host-local volume attaches again (the attach
+    starts the pool)."""
+    from apps.compute.drivers.libvirt.connection import get_connection
+
+    from .test_driver_libvirt import _real_holds, _real_write
+
+    uri, pool, target = real
+    VolumeType.objects.filter(pk=world.local.pk).update(pool=pool, pool_target_path=target)
+    host = world.instance_a.host
+    host.libvirt_uri = uri
+    host.save(update_fields=["libvirt_uri"])
+    inst = instance(world.project_a, "vm-repair", status="active", host=host)
+    compute = LibvirtDriver(uri, seed_dir=str(Path(target).parent.parent / "seeds"))
+    compute.domain_define(DomainSpec(uuid=inst.pk, vcpus=1, memory_mib=64, project_id="p", machine="pc", uefi=False,
+                                     virt_type="qemu", emulator=QEMU))
+    assert compute.domain_start(inst.pk).power_state == PowerState.RUNNING
+    ids = {}
+    for name in ("data", "spare"):
+        created = world.client_a.post("/api/v1/volumes/", {**volume_body(world, name, 1), "instance": str(inst.pk),
+                                                           "volume_type": str(world.local.pk)}, format="json")
+        _ok(created)
+        ids[name] = created.json()["volume"]["id"]
+    drv = get_driver(uri)
+    data = drv.volume_get(pool, ids["data"])
+    _real_write(data.path, "qcow2", 4096, 65536, 0x3C)
+    _ok(world.client_a.post(f"/api/v1/volumes/{ids['data']}/attach/", {"instance": str(inst.pk)}, format="json"))
+
+    def seen() -> list:
+        return sorted((v["name"], v["status"], v["size_gib"], v["zone"],
+                       [(a["instance"], a["device"], a["status"]) for a in v["attachments"]])
+                      for v in world.client_a.get("/api/v1/volumes/").json()["results"])
+
+    before = seen()
+    assert [(n, s, a) for n, s, _size, _host, a in before] == [
+        ("data", "in-use", [(str(inst.pk), "vdb", "attached")]), ("spare", "available", [])]
+    url = f"/api/v1/hosts/{host.pk}"
+    assert world.staff_client.post(f"{url}/mark-faulty/", {"reason": "PSU"}, format="json").status_code == 200
+    compute.domain_stop(inst.pk, hard=True)  # the repair: the host goes down, and comes back without its pool
+    get_connection(uri).storagePoolLookupByName(pool).destroy()
+    assert world.staff_client.post(f"{url}/mark-available/", {"reason": "PSU replaced"},
+                                   format="json").status_code == 200
+    assert seen() == before
+    assert compute.domain_start(inst.pk).power_state == PowerState.RUNNING  # the tenant starts the VM again
+
+    _ok(world.client_a.post(f"/api/v1/volumes/{ids['spare']}/attach/", {"instance": str(inst.pk)}, format="json"))
+    assert {(d.target_dev, d.serial) for d in drv.attached_disks(str(inst.pk))} >= {
+        ("vdb", disk_serial(ids["data"])), ("vdc", disk_serial(ids["spare"]))}
+    assert [(v[0], v[1]) for v in seen()] == [("data", "in-use"), ("spare", "in-use")]
+    again = drv.volume_get(pool, ids["data"])
+    assert (again.path, again.capacity_bytes, again.format) == (data.path, GIB, "qcow2")
+    compute.domain_stop(inst.pk, hard=True)
+    assert _real_holds(data.path, "qcow2", 4096, 65536, 0x3C)

@@ -227,8 +227,8 @@ def volumes_prepare(*, instance) -> None:
                 vol = _locked(vol.pk)
             volume_backend_make(vol)
             transition(vol, "attach", VOLUME_TRANSITIONS)
-        if vol.host_id is None:  # the shared pool, seen from the instance's host
-            driver_for(instance.host).pool_ensure(pool_spec(vol.volume_type))
+        # the pool as the instance's host sees it (a shared one defined there; one not running started again)
+        driver_for(instance.host).pool_ensure(pool_spec(vol.volume_type))
         VolumeAttachment.objects.filter(pk=att.pk).update(status=AttachmentStatus.ATTACHED)
         volume_settle(vol)
 
