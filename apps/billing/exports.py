@@ -2,8 +2,8 @@
 documents store, so the lines add up to the total.
 
 The PDFs carry the seller (settings: BILLING_SELLER_NAME, BILLING_SELLER_ADDRESS, BILLING_SELLER_TAX_ID,
-BILLING_SELLER_EMAIL; docs/billing.md) and the buyer (the organization's name, plus the address and tax id of its
-billing account when it has one), the issue date (an invoice's finalization, a credit note's issue) and an invoice's
+BILLING_SELLER_EMAIL; docs/billing.md) and the buyer (`buyer_name`: the organization's legal name, else its name;
+plus the address and tax id of its billing account when it has one), the issue date (an invoice's finalization, a credit note's issue) and an invoice's
 due date (issue + BILLING_PAYMENT_TERMS_DAYS), and what was credited against it: SLA credits (its `credits` line)
 and the credit notes issued against it, down to the balance due.
 """
@@ -65,8 +65,14 @@ def _seller() -> list[str]:
     return [line for line in lines if line.strip()]
 
 
+def buyer_name(organization) -> str:
+    """The buyer a document is made out to: the organization's `legal_name` (tenant-editable, e.g. "Demo Inc."),
+    else its `name` (the billing account has no name of its own)."""
+    return organization.legal_name.strip() or organization.name
+
+
 def _buyer(organization) -> list[str]:
-    lines = [organization.name]
+    lines = [buyer_name(organization)]
     account = BillingAccount.objects.filter(organization=organization).first()
     if account is not None:
         lines += account.address.splitlines()
@@ -122,7 +128,8 @@ def _totals(pdf: FPDF, rows: list[tuple[str, object]], currency: str) -> None:
 def invoice_pdf(invoice: Invoice) -> bytes:
     """An A4 landscape PDF of the invoice: seller, buyer, issue and due dates, the lines, the totals, then the
     credit notes issued against it and the balance due. Uncompressed with core fonts, so the file is 7-bit ASCII."""
-    pdf = _document(f"Invoice {invoice.display_number or '(draft)'} - {invoice.organization.name} - {invoice.period}")
+    pdf = _document(f"Invoice {invoice.display_number or '(draft)'} - {buyer_name(invoice.organization)} - "
+                    f"{invoice.period}")
     issued = f"{invoice.finalized_at:%Y-%m-%d}" if invoice.finalized_at else "not issued (draft)"
     due = due_date(invoice)
     _parties(pdf, invoice.organization, [f"Issue date: {issued}", f"Due date: {due:%Y-%m-%d}" if due else "",
@@ -174,7 +181,7 @@ def credit_note_pdf(note: CreditNote) -> bytes:
     """An A4 landscape PDF of the credit note: seller, buyer, issue date, the invoice it corrects, the reason and
     the amounts (before tax, tax at the invoice's rate, total). 7-bit ASCII like `invoice_pdf`."""
     invoice = note.invoice
-    pdf = _document(f"Credit note {note.display_number} - {invoice.organization.name}")
+    pdf = _document(f"Credit note {note.display_number} - {buyer_name(invoice.organization)}")
     _parties(pdf, invoice.organization, [f"Issue date: {note.issued_at:%Y-%m-%d}",
                                          f"Corrects invoice {invoice.display_number}",
                                          f"of period {invoice.period} ({invoice.timezone})"])

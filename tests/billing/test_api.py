@@ -338,6 +338,8 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
     settings.BILLING_SELLER_TAX_ID = "DE123456789"
     settings.BILLING_PAYMENT_TERMS_DAYS = 14
     billing_account_update(actor=None, organization=acme, tax_id="US-99-1234567", address="1 Main St\nSpringfield")
+    acme.legal_name = "Acme Holdings Inc."  # what the tenant edits; the buyer is made out to it, not to "acme"
+    acme.save(update_fields=["legal_name"])
     owner = make_user("owner@acme.test")
     member(owner, acme, "owner")
     client = _client(owner, acme)
@@ -359,14 +361,15 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
          "", "USD"]]
     note_pdf = client.get(f"/api/v1/credit-notes/{note.pk}/pdf/")
     assert note_pdf["Content-Type"] == "application/pdf" and note_pdf.content.startswith(b"%PDF-")
-    for text in (note.display_number, invoice.display_number, "Example GPU Cloud GmbH", "US-99-1234567",
+    for text in (note.display_number, invoice.display_number, "Example GPU Cloud GmbH", "Acme Holdings Inc.",
+                 "US-99-1234567",
                  "Issue date: 2026-03-05", "goodwill: slow disk", "Total credited: 2.50 USD"):
         assert text.encode() in note_pdf.content, text
 
     pdf = client.get(f"/api/v1/invoices/{invoice.pk}/pdf/").content
     issued = invoice.finalized_at.date()
     for text in ("From:", "Example GPU Cloud GmbH", "Rechenweg 1", "10115 Berlin", "Tax ID: DE123456789",
-                 "Bill to:", "acme", "1 Main St", "Springfield", "Tax ID: US-99-1234567",
+                 "Bill to:", "Acme Holdings Inc.", "1 Main St", "Springfield", "Tax ID: US-99-1234567",
                  f"Issue date: {issued:%Y-%m-%d}", f"Due date: {issued + dt.timedelta(days=14):%Y-%m-%d}",
                  "SLA credits: 0.00 USD", "Total: 12.00 USD",
                  f"Credit note {note.display_number} of 2026-03-05: -2.50 USD", "Balance due: 9.50 USD"):
