@@ -261,6 +261,11 @@ BILLING_SELLER_TAX_ID = env.str("BILLING_SELLER_TAX_ID", default="")
 BILLING_SELLER_EMAIL = env.str("BILLING_SELLER_EMAIL", default="")
 BILLING_SELLER_COUNTRY = env.str("BILLING_SELLER_COUNTRY", default="")
 BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
+# The TrueType fonts of invoice and credit-note PDFs (Debian's fonts-dejavu-core by default; `manage.py check`
+# reports billing.E001 when one is missing).
+BILLING_PDF_FONT = env.str("BILLING_PDF_FONT", default="/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+BILLING_PDF_FONT_BOLD = env.str("BILLING_PDF_FONT_BOLD",
+                                default="/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
 
 # Bare metal (apps/baremetal/conf.py, docs/bare-metal.md): Ironic's API; Fernet keys for BMC credentials
 # (comma-separated, newest first) and the Ed25519 seed that signs exit receipts (urlsafe base64), both derived

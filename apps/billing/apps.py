@@ -6,6 +6,6 @@ class BillingConfig(AppConfig):
     label = "billing"
 
     def ready(self) -> None:
-        from . import integrations
+        from . import checks, integrations  # noqa: F401  (checks: registers the system checks)
 
         integrations.register()

@@ -13,10 +13,15 @@ settings module):
 - BILLING_SELLER_COUNTRY ("", ISO 3166-1 alpha-2): the seller's country; a buyer with a tax id in another country
   is invoiced reverse charge (0 %). Empty: never reverse charge.
 - BILLING_PAYMENT_TERMS_DAYS (30): an invoice is due this many days after it is finalized (its PDF's due date).
+- BILLING_PDF_FONT, BILLING_PDF_FONT_BOLD (DejaVu Sans and DejaVu Sans Bold of Debian's fonts-dejavu-core, under
+  /usr/share/fonts/truetype/dejavu/): the TrueType fonts invoice and credit-note PDFs are set in (`exports`).
 """
 from decimal import Decimal
 
 from django.conf import settings
+
+DEJAVU_SANS = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+DEJAVU_SANS_BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 
 
 def get(name: str):
@@ -33,6 +38,8 @@ def get(name: str):
         "BILLING_SELLER_EMAIL": "",
         "BILLING_SELLER_COUNTRY": "",
         "BILLING_PAYMENT_TERMS_DAYS": 30,
+        "BILLING_PDF_FONT": DEJAVU_SANS,
+        "BILLING_PDF_FONT_BOLD": DEJAVU_SANS_BOLD,
     }
     value = getattr(settings, name, defaults[name])
     return Decimal(str(value)) if name == "BILLING_DEFAULT_TAX_RATE" else value

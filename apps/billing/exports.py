@@ -6,14 +6,22 @@ BILLING_SELLER_EMAIL; docs/billing.md) and the buyer (`buyer_name`: the organiza
 plus the address and tax id of its billing account when it has one), the issue date (an invoice's finalization, a credit note's issue) and an invoice's
 due date (issue + BILLING_PAYMENT_TERMS_DAYS), and what was credited against it: SLA credits (its `credits` line)
 and the credit notes issued against it, down to the balance due.
+
+The PDFs are set in a Unicode TrueType font (settings BILLING_PDF_FONT and BILLING_PDF_FONT_BOLD; DejaVu Sans from
+Debian's fonts-dejavu-core by default), embedded as a subset, so names in any script the font covers print as
+written (DejaVu Sans: Latin with its extensions, Greek, Cyrillic; not CJK). A missing or unreadable font file is
+the system check `billing.E001` (`manage.py check`, `migrate`) and an `ImproperlyConfigured` error when a
+document is rendered, never a document with '?' in place of letters.
 """
 from __future__ import annotations
 
 import csv
 import datetime as dt
 import io
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from django.core.exceptions import ImproperlyConfigured
 from fpdf import FPDF
 
 from . import conf
@@ -44,9 +52,31 @@ def invoice_csv(invoice: Invoice) -> str:
     return out.getvalue()
 
 
-def _latin1(text: str) -> str:
-    """Core PDF fonts and our 7-bit output: characters outside ASCII print as '?'."""
-    return str(text).encode("ascii", "replace").decode("ascii")
+FONT = "document"  # the family name the documents' font is registered under
+#: the first bytes of a TrueType or OpenType font file (or collection)
+_FONT_SIGNATURES = (b"\x00\x01\x00\x00", b"true", b"OTTO", b"ttcf")
+
+
+def font_files() -> dict[str, str]:
+    """The documents' font files by fpdf2 style: ``""`` regular (BILLING_PDF_FONT), ``"B"`` bold
+    (BILLING_PDF_FONT_BOLD)."""
+    return {"": conf.get("BILLING_PDF_FONT"), "B": conf.get("BILLING_PDF_FONT_BOLD")}
+
+
+def font_problems() -> list[str]:
+    """What keeps the configured fonts from being used, one sentence each (empty when both are readable TrueType
+    or OpenType files)."""
+    problems = []
+    for setting, path in zip(("BILLING_PDF_FONT", "BILLING_PDF_FONT_BOLD"), font_files().values(), strict=True):
+        try:
+            with Path(path).open("rb") as f:
+                head = f.read(4)
+        except OSError as exc:
+            problems.append(f"{setting} = {path!r} cannot be read ({exc.strerror or exc.__class__.__name__})")
+            continue
+        if head not in _FONT_SIGNATURES:
+            problems.append(f"{setting} = {path!r} is not a TrueType or OpenType font")
+    return problems
 
 
 def due_date(invoice: Invoice) -> dt.date | None:
@@ -82,12 +112,17 @@ def _buyer(organization) -> list[str]:
 
 
 def _document(title: str) -> FPDF:
+    problems = font_problems()
+    if problems:
+        raise ImproperlyConfigured("; ".join(problems) + ": install Debian's fonts-dejavu-core or set it to a "
+                                   "TrueType font (docs/billing.md)")
     pdf = FPDF(orientation="L", format="A4")
-    pdf.set_compression(False)
+    for style, path in font_files().items():
+        pdf.add_font(FONT, style, path)
     pdf.set_auto_page_break(auto=True, margin=12)
     pdf.add_page()
-    pdf.set_font("Helvetica", "B", 14)
-    pdf.cell(0, 10, _latin1(title), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(FONT, "B", 14)
+    pdf.cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
     return pdf
 
 
@@ -99,46 +134,34 @@ def _parties(pdf: FPDF, organization, dates: list[str]) -> None:
     for i, column in enumerate(columns):
         pdf.set_xy(pdf.l_margin + i * width, top)
         for j, text in enumerate(column):
-            pdf.set_font("Helvetica", "B" if j == 0 and i < 2 else "", 9)
+            pdf.set_font(FONT, "B" if j == 0 and i < 2 else "", 9)
             pdf.set_x(pdf.l_margin + i * width)
-            pdf.cell(width, 5, _latin1(text), new_x="LEFT", new_y="NEXT")
+            pdf.cell(width, 5, text, new_x="LEFT", new_y="NEXT")
         bottom = max(bottom, pdf.get_y())
     pdf.set_xy(pdf.l_margin, bottom + 3)
 
 
-def _ascii_output(pdf: FPDF) -> bytes:
-    """The PDF's bytes, 7-bit ASCII (the header's optional binary-marker comment is written as ASCII too; byte
-    offsets are unchanged)."""
-    data = bytes(pdf.output())
-    head, sep, rest = data.partition(b"\n")
-    marker, sep2, rest2 = rest.partition(b"\n")
-    if marker.startswith(b"%") and any(byte > 127 for byte in marker):
-        marker = b"%" + b"A" * (len(marker) - 1)
-        data = head + sep + marker + sep2 + rest2
-    return data
-
-
 def _totals(pdf: FPDF, rows: list[tuple[str, object]], currency: str) -> None:
     pdf.ln(4)
-    pdf.set_font("Helvetica", "B", 10)
+    pdf.set_font(FONT, "B", 10)
     for name, value in rows:
-        pdf.cell(0, 6, _latin1(f"{name}: {value} {currency}"), new_x="LMARGIN", new_y="NEXT")
+        pdf.cell(0, 6, f"{name}: {value} {currency}", new_x="LMARGIN", new_y="NEXT")
 
 
 def invoice_pdf(invoice: Invoice) -> bytes:
     """An A4 landscape PDF of the invoice: seller, buyer, issue and due dates, the lines, the totals, then the
-    credit notes issued against it and the balance due. Uncompressed with core fonts, so the file is 7-bit ASCII."""
+    credit notes issued against it and the balance due."""
     pdf = _document(f"Invoice {invoice.display_number or '(draft)'} - {buyer_name(invoice.organization)} - "
                     f"{invoice.period}")
     issued = f"{invoice.finalized_at:%Y-%m-%d}" if invoice.finalized_at else "not issued (draft)"
     due = due_date(invoice)
     _parties(pdf, invoice.organization, [f"Issue date: {issued}", f"Due date: {due:%Y-%m-%d}" if due else "",
                                          f"Period: {invoice.period} ({invoice.timezone})"])
-    pdf.set_font("Helvetica", size=9)
+    pdf.set_font(FONT, size=9)
     tz = ZoneInfo(invoice.timezone)  # the period in the billing time zone it was cut in
-    pdf.cell(0, 6, _latin1(f"Period {invoice.period_start.astimezone(tz):%Y-%m-%d %H:%M} to "
-                           f"{invoice.period_end.astimezone(tz):%Y-%m-%d %H:%M} {invoice.timezone}; "
-                           f"status {invoice.status}; currency {invoice.currency}"),
+    pdf.cell(0, 6, f"Period {invoice.period_start.astimezone(tz):%Y-%m-%d %H:%M} to "
+                   f"{invoice.period_end.astimezone(tz):%Y-%m-%d %H:%M} {invoice.timezone}; "
+                   f"status {invoice.status}; currency {invoice.currency}",
              new_x="LMARGIN", new_y="NEXT")
     widths = (22, 70, 75, 28, 14, 26, 24, 18)
     header = ("Kind", "Resource", "SKU", "Quantity", "Unit", "Unit price", "Amount", "Tax")
@@ -147,8 +170,8 @@ def invoice_pdf(invoice: Invoice) -> bytes:
         table.row(header)
         for line in _lines(invoice):
             resource = f"{line.resource_type} {line.resource_id}".strip() or line.description
-            table.row([_latin1(v) for v in (line.kind, resource, line.sku, line.quantity, line.unit, line.unit_price,
-                                            line.amount, line.tax_amount)])
+            table.row([str(v) for v in (line.kind, resource, line.sku, line.quantity, line.unit, line.unit_price,
+                                        line.amount, line.tax_amount)])
     rows = [("Subtotal", invoice.subtotal), ("SLA credits", invoice.credits), ("Tax", invoice.tax),
             ("Total", invoice.total)]
     notes = list(invoice.credit_notes.order_by("number"))
@@ -159,10 +182,10 @@ def invoice_pdf(invoice: Invoice) -> bytes:
         rows.append(("Balance due", invoice.balance_due))
     _totals(pdf, rows, invoice.currency)
     if invoice.reverse_charge:
-        pdf.set_font("Helvetica", size=9)
+        pdf.set_font(FONT, size=9)
         pdf.multi_cell(0, 5, "Reverse charge: no tax is charged on this invoice; the recipient accounts for the tax "
                              "(buyer's tax ID above).", new_x="LMARGIN", new_y="NEXT")
-    return _ascii_output(pdf)
+    return bytes(pdf.output())
 
 
 def credit_note_csv(note: CreditNote) -> str:
@@ -179,13 +202,13 @@ def credit_note_csv(note: CreditNote) -> str:
 
 def credit_note_pdf(note: CreditNote) -> bytes:
     """An A4 landscape PDF of the credit note: seller, buyer, issue date, the invoice it corrects, the reason and
-    the amounts (before tax, tax at the invoice's rate, total). 7-bit ASCII like `invoice_pdf`."""
+    the amounts (before tax, tax at the invoice's rate, total)."""
     invoice = note.invoice
     pdf = _document(f"Credit note {note.display_number} - {buyer_name(invoice.organization)}")
     _parties(pdf, invoice.organization, [f"Issue date: {note.issued_at:%Y-%m-%d}",
                                          f"Corrects invoice {invoice.display_number}",
                                          f"of period {invoice.period} ({invoice.timezone})"])
-    pdf.set_font("Helvetica", size=9)
-    pdf.multi_cell(0, 6, _latin1(f"Reason: {note.reason}"), new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font(FONT, size=9)
+    pdf.multi_cell(0, 6, f"Reason: {note.reason}", new_x="LMARGIN", new_y="NEXT")
     _totals(pdf, [("Amount", note.amount), ("Tax", note.tax), ("Total credited", note.total)], note.currency)
-    return _ascii_output(pdf)
+    return bytes(pdf.output())

@@ -23,6 +23,14 @@ def utc(*args) -> dt.datetime:
     return dt.datetime(*args, tzinfo=UTC)
 
 
+def pdf_text(pdf: bytes) -> str:
+    """The text of every page of `pdf` as PDFium reads it (what a reader copies out of the document; the PDFs
+    embed their font, so their bytes do not hold the text)."""
+    import pypdfium2 as pdfium
+
+    return "\n".join(page.get_textpage().get_text_range() for page in pdfium.PdfDocument(pdf))
+
+
 class FakeFleet:
     """The test usage source and placement resolver: intervals and placements the test declares."""
 

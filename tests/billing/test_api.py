@@ -19,7 +19,7 @@ from apps.tenancy.errors import Forbidden
 from tests.operations.helpers import drive
 from tests.tenancy.helpers import client_for, make_user, member, token_for
 
-from .conftest import H100, book, collect, make_org, utc
+from .conftest import H100, book, collect, make_org, pdf_text, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -97,7 +97,8 @@ def test_exports_csv_and_pdf(billed):
     assert rows[-1][2] == "total" and rows[-1][13] == "12.00"
     pdf = client.get(f"/api/v1/invoices/{invoice.pk}/pdf/")
     assert pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
-    assert invoice.display_number.encode() in pdf.content and b"12.00" in pdf.content
+    text = pdf_text(pdf.content)
+    assert invoice.display_number in text and "12.00" in text
 
 
 def test_pay_with_idempotency_key(billed):
@@ -337,8 +338,10 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
     settings.BILLING_SELLER_ADDRESS = "Rechenweg 1\n10115 Berlin"
     settings.BILLING_SELLER_TAX_ID = "DE123456789"
     settings.BILLING_PAYMENT_TERMS_DAYS = 14
-    billing_account_update(actor=None, organization=acme, tax_id="US-99-1234567", address="1 Main St\nSpringfield")
-    acme.legal_name = "Acme Holdings Inc."  # what the tenant edits; the buyer is made out to it, not to "acme"
+    billing_account_update(actor=None, organization=acme, tax_id="US-99-1234567",
+                           address="1 Main St\nSpringfield, Ørsted Building")
+    # what the tenant edits, in letters outside Latin-1 (Ł, ő): the buyer is made out to it, not to "acme"
+    acme.legal_name = "Łukasiewicz & Erdős Compute Inc."
     acme.save(update_fields=["legal_name"])
     owner = make_user("owner@acme.test")
     member(owner, acme, "owner")
@@ -361,19 +364,21 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
          "", "USD"]]
     note_pdf = client.get(f"/api/v1/credit-notes/{note.pk}/pdf/")
     assert note_pdf["Content-Type"] == "application/pdf" and note_pdf.content.startswith(b"%PDF-")
-    for text in (note.display_number, invoice.display_number, "Example GPU Cloud GmbH", "Acme Holdings Inc.",
-                 "US-99-1234567",
+    note_text = pdf_text(note_pdf.content)
+    for text in (note.display_number, invoice.display_number, "Example GPU Cloud GmbH",
+                 "Łukasiewicz & Erdős Compute Inc.", "US-99-1234567",
                  "Issue date: 2026-03-05", "goodwill: slow disk", "Total credited: 2.50 USD"):
-        assert text.encode() in note_pdf.content, text
+        assert text in note_text, text
 
     pdf = client.get(f"/api/v1/invoices/{invoice.pk}/pdf/").content
+    invoice_text = pdf_text(pdf)
     issued = invoice.finalized_at.date()
     for text in ("From:", "Example GPU Cloud GmbH", "Rechenweg 1", "10115 Berlin", "Tax ID: DE123456789",
-                 "Bill to:", "Acme Holdings Inc.", "1 Main St", "Springfield", "Tax ID: US-99-1234567",
+                 "Bill to:", "Łukasiewicz & Erdős Compute Inc.", "1 Main St", "Springfield, Ørsted Building", "Tax ID: US-99-1234567",
                  f"Issue date: {issued:%Y-%m-%d}", f"Due date: {issued + dt.timedelta(days=14):%Y-%m-%d}",
                  "SLA credits: 0.00 USD", "Total: 12.00 USD",
                  f"Credit note {note.display_number} of 2026-03-05: -2.50 USD", "Balance due: 9.50 USD"):
-        assert text.encode() in pdf, text
+        assert text in invoice_text, text
 
     # what a finance team opens: both documents rendered (docs/billing/*.png, committed; docs/billing.md shows
     # them), every line drawn inside the page and the drawn text, read back from the rendering, in reading order
@@ -383,6 +388,28 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
     text = _render(pdf, "invoice")
     assert text.index("From:") < text.index("Bill to:") < text.index("Total: 12.00 USD") \
         < text.index(f"Credit note {note.display_number}") < text.index("Balance due: 9.50 USD")
+
+
+def test_a_missing_pdf_font_fails_the_system_check_and_the_render_not_the_letters(billed, settings, tmp_path):
+    """The PDFs' font is a setting: a path that is not a font stops `manage.py check` (and `migrate`) with
+    billing.E001, and a PDF asked for anyway is an error naming the setting, never a document with '?' for
+    letters the font would have had."""
+    from django.core.exceptions import ImproperlyConfigured
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    from apps.billing import exports
+
+    call_command("check")
+    (tmp_path / "not-a-font.ttf").write_text("hello")
+    settings.BILLING_PDF_FONT = str(tmp_path / "missing.ttf")
+    settings.BILLING_PDF_FONT_BOLD = str(tmp_path / "not-a-font.ttf")
+    with pytest.raises(SystemCheckError) as failed:
+        call_command("check")
+    assert "billing.E001" in str(failed.value) and "BILLING_PDF_FONT = " in str(failed.value)
+    assert "BILLING_PDF_FONT_BOLD = " in str(failed.value) and "not a TrueType" in str(failed.value)
+    with pytest.raises(ImproperlyConfigured, match="BILLING_PDF_FONT"):
+        exports.invoice_pdf(Invoice.objects.get(organization=billed[0]))
 
 
 DOCUMENTS = Path(__file__).resolve().parents[2] / "docs" / "billing"
