@@ -33,12 +33,21 @@ CREDIT_NOTE_CSV_COLUMNS = ["credit_note_number", "invoice_number", "period", "is
                            "amount", "tax_amount", "currency"]
 
 
+def tax_label(invoice: Invoice) -> str:
+    """The tax total's name with the rate the invoice applied (`Invoice.tax_rate`, decided at its run from the
+    billing account and the tax-rate table, docs/billing.md "Tax"): ``Tax (19 %)``, ``Tax (9.975 %)``,
+    ``Tax (0 %, reverse charge)``. Its credit notes are taxed at the same rate."""
+    percent = format((invoice.tax_rate * 100).normalize(), "f")
+    return f"Tax ({percent} %, reverse charge)" if invoice.reverse_charge else f"Tax ({percent} %)"
+
+
 def _lines(invoice: Invoice):
     return invoice.lines.order_by("kind", "resource_type", "resource_id", "sku", "unit_price")
 
 
 def invoice_csv(invoice: Invoice) -> str:
-    """CSV text: a header, one row per line, then subtotal/credits/tax/total rows (kind = the total's name)."""
+    """CSV text: a header, one row per line, then subtotal/credits/tax/total rows (kind = the total's name; the
+    tax row's description names the rate, `tax_label`)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
@@ -48,7 +57,9 @@ def invoice_csv(invoice: Invoice) -> str:
                          line.resource_id, line.sku, line.pricing_model, line.sla_tier, line.description,
                          line.quantity, line.unit, line.unit_price, line.amount, line.tax_amount, invoice.currency])
     for name in ("subtotal", "credits", "tax", "total"):
-        writer.writerow([number, invoice.period, name] + [""] * 10 + [getattr(invoice, name), "", invoice.currency])
+        description = tax_label(invoice) if name == "tax" else ""
+        writer.writerow([number, invoice.period, name] + [""] * 6 + [description] + [""] * 3
+                        + [getattr(invoice, name), "", invoice.currency])
     return out.getvalue()
 
 
@@ -172,7 +183,7 @@ def invoice_pdf(invoice: Invoice) -> bytes:
             resource = f"{line.resource_type} {line.resource_id}".strip() or line.description
             table.row([str(v) for v in (line.kind, resource, line.sku, line.quantity, line.unit, line.unit_price,
                                         line.amount, line.tax_amount)])
-    rows = [("Subtotal", invoice.subtotal), ("SLA credits", invoice.credits), ("Tax", invoice.tax),
+    rows = [("Subtotal", invoice.subtotal), ("SLA credits", invoice.credits), (tax_label(invoice), invoice.tax),
             ("Total", invoice.total)]
     notes = list(invoice.credit_notes.order_by("number"))
     rows += [(f"Credit note {note.display_number} of {note.issued_at:%Y-%m-%d}", -note.total) for note in notes]
@@ -189,14 +200,15 @@ def invoice_pdf(invoice: Invoice) -> bytes:
 
 
 def credit_note_csv(note: CreditNote) -> str:
-    """CSV text: a header, the credit (its reason, amount before tax and tax), then amount/tax/total rows."""
+    """CSV text: a header, the credit (its reason, amount before tax and tax), then amount/tax/total rows (the tax
+    row's description names the invoice's rate, `tax_label`)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CREDIT_NOTE_CSV_COLUMNS)
     head = [note.display_number, note.invoice.display_number, note.invoice.period, note.issued_at.isoformat()]
     writer.writerow([*head, "credit", note.reason, note.amount, note.tax, note.currency])
     for name, value in (("amount", note.amount), ("tax", note.tax), ("total", note.total)):
-        writer.writerow([*head, name, "", value, "", note.currency])
+        writer.writerow([*head, name, tax_label(note.invoice) if name == "tax" else "", value, "", note.currency])
     return out.getvalue()
 
 
@@ -210,5 +222,6 @@ def credit_note_pdf(note: CreditNote) -> bytes:
                                          f"of period {invoice.period} ({invoice.timezone})"])
     pdf.set_font(FONT, size=9)
     pdf.multi_cell(0, 6, f"Reason: {note.reason}", new_x="LMARGIN", new_y="NEXT")
-    _totals(pdf, [("Amount", note.amount), ("Tax", note.tax), ("Total credited", note.total)], note.currency)
+    _totals(pdf, [("Amount", note.amount), (tax_label(invoice), note.tax), ("Total credited", note.total)],
+            note.currency)
     return bytes(pdf.output())

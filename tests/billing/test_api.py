@@ -358,8 +358,8 @@ def test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits(billed, s
          "goodwill: slow disk", "2.50", "0.00", "USD"],
         [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "amount", "", "2.50",
          "", "USD"],
-        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "tax", "", "0.00",
-         "", "USD"],
+        [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "tax", "Tax (0 %)",
+         "0.00", "", "USD"],
         [note.display_number, invoice.display_number, "2026-02", "2026-03-05T09:00:00+00:00", "total", "", "2.50",
          "", "USD"]]
     note_pdf = client.get(f"/api/v1/credit-notes/{note.pk}/pdf/")

@@ -1,7 +1,9 @@
 """Tax rates as data (docs/billing.md, "Tax"): the rate of the billing country in force on the period's last day,
 reverse charge for a foreign buyer with a tax id, no rate → 0, the staff API and the YAML loader."""
 
+import csv
 import datetime as dt
+import io
 from decimal import Decimal
 from io import StringIO
 
@@ -75,6 +77,22 @@ def test_de_customer_is_invoiced_at_19_percent(eur_book, rates, fleet, settings)
         Decimal("1190.00"),
     )
     assert [line.tax_amount for line in invoice.lines.all()] == [Decimal("190.00")]
+
+
+def test_invoice_documents_name_the_tax_rate_applied(eur_book, rates, fleet, settings):
+    """A finance team books the tax at its rate: the PDF's tax total and the CSV's tax row say which rate the
+    invoice applied (19 % here, 6.5 % in Washington), and a reverse-charge invoice says so."""
+    from apps.billing import exports
+
+    settings.BILLING_SELLER_COUNTRY = "DE"
+    berlin = _billed(fleet, "berlin", country="DE")
+    assert "Tax (19 %): 190.00 EUR" in pdf_text(exports.invoice_pdf(berlin))
+    tax_row = next(row for row in csv.reader(io.StringIO(exports.invoice_csv(berlin))) if row[2] == "tax")
+    assert (tax_row[9], tax_row[13]) == ("Tax (19 %)", "190.00")
+    seattle = _billed(fleet, "seattle", country="US", region="US-WA")
+    assert "Tax (6.5 %): 65.00 EUR" in pdf_text(exports.invoice_pdf(seattle))
+    reverse = _billed(fleet, "amsterdam", country="NL", tax_id="NL123456789B01")
+    assert "Tax (0 %, reverse charge): 0.00 EUR" in pdf_text(exports.invoice_pdf(reverse))
 
 
 def test_rate_in_force_on_the_periods_last_day(eur_book, rates, fleet):
