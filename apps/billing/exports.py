@@ -41,6 +41,13 @@ def tax_label(invoice: Invoice) -> str:
     return f"Tax ({percent} %, reverse charge)" if invoice.reverse_charge else f"Tax ({percent} %)"
 
 
+def line_description(line) -> str:
+    """A line in the words both exports print: its `description`, written when it was rated
+    (`apps.billing.wording`: ``Instance 0190a3b4 (h100-mig-3g40), on demand``, ``SLA credit for 2026-02: ...``,
+    an adjustment's own text); a line stored without one reads as its resource type, id and SKU."""
+    return line.description or " ".join(v for v in (line.resource_type, line.resource_id, line.sku) if v)
+
+
 def _lines(invoice: Invoice):
     return invoice.lines.order_by("kind", "resource_type", "resource_id", "sku", "unit_price")
 
@@ -54,7 +61,7 @@ def invoice_csv(invoice: Invoice) -> str:
     number = invoice.display_number or f"DRAFT-{invoice.pk}"
     for line in _lines(invoice):
         writer.writerow([number, invoice.period, line.kind, line.project_id or "", line.resource_type,
-                         line.resource_id, line.sku, line.pricing_model, line.sla_tier, line.description,
+                         line.resource_id, line.sku, line.pricing_model, line.sla_tier, line_description(line),
                          line.quantity, line.unit, line.unit_price, line.amount, line.tax_amount, invoice.currency])
     for name in ("subtotal", "credits", "tax", "total"):
         description = tax_label(invoice) if name == "tax" else ""
@@ -174,14 +181,12 @@ def invoice_pdf(invoice: Invoice) -> bytes:
                    f"{invoice.period_end.astimezone(tz):%Y-%m-%d %H:%M} {invoice.timezone}; "
                    f"status {invoice.status}; currency {invoice.currency}",
              new_x="LMARGIN", new_y="NEXT")
-    widths = (22, 70, 75, 28, 14, 26, 24, 18)
-    header = ("Kind", "Resource", "SKU", "Quantity", "Unit", "Unit price", "Amount", "Tax")
-    with pdf.table(col_widths=widths, text_align=("LEFT", "LEFT", "LEFT", "RIGHT", "LEFT", "RIGHT", "RIGHT",
-                                                  "RIGHT")) as table:
+    widths = (161, 28, 14, 26, 26, 22)  # 277 mm: the page width inside the margins
+    header = ("Description", "Quantity", "Unit", "Unit price", "Amount", "Tax")
+    with pdf.table(col_widths=widths, text_align=("LEFT", "RIGHT", "LEFT", "RIGHT", "RIGHT", "RIGHT")) as table:
         table.row(header)
         for line in _lines(invoice):
-            resource = f"{line.resource_type} {line.resource_id}".strip() or line.description
-            table.row([str(v) for v in (line.kind, resource, line.sku, line.quantity, line.unit, line.unit_price,
+            table.row([str(v) for v in (line_description(line), line.quantity, line.unit, line.unit_price,
                                         line.amount, line.tax_amount)])
     rows = [("Subtotal", invoice.subtotal), ("SLA credits", invoice.credits), (tax_label(invoice), invoice.tax),
             ("Total", invoice.total)]

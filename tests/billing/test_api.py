@@ -99,6 +99,9 @@ def test_exports_csv_and_pdf(billed):
     assert pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
     text = pdf_text(pdf.content)
     assert invoice.display_number in text and "12.00" in text
+    # the line in the same words on both: the rated description, not the raw type, id and SKU
+    assert rows[1][9] == "Instance vm-a (1 × H100-SXM5-80GB GPU), on demand"
+    assert rows[1][9] in text and "gpu:gpu_count=1" not in text
 
 
 def test_pay_with_idempotency_key(billed):
