@@ -8,7 +8,7 @@ export PORT
 SECRET_KEY ?= $(shell scripts/secret-key.sh)
 export SECRET_KEY
 
-.PHONY: install ironic run test lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
+.PHONY: install ironic run test docs-pictures lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
 
 # The web console (frontend/): `npm ci` when the lock changes, a build when a source or the API schema changes.
 CONSOLE_SOURCES := $(shell find frontend/src frontend/public -type f ! -name schema.d.ts 2>/dev/null) \
@@ -62,6 +62,12 @@ e2e: install services terraform-provider console
 # and the CLI config file that installs it from there (terraform/gpucloud.tfrc); prints how to use it.
 terraform-provider:
 	PYTHON=$(PYTHON) terraform/build.sh
+
+# The pictures of an invoice and its credit note in docs/billing/ (docs/billing.md shows them): rendered by the
+# billing test that checks both documents, which otherwise writes them into its temporary directory only.
+docs-pictures: install services
+	UPDATE_DOCS_PICTURES=1 $(PY) -m pytest tests/billing/test_api.py -q -p no:randomly \
+	  -k test_credit_note_exports_and_invoice_pdf_parties_dates_and_credits
 
 lint: install
 	$(VENV)/bin/ruff check .
