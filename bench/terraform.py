@@ -92,7 +92,7 @@ def main() -> None:
         began = dt.datetime.now(dt.UTC)
         out["estate_apply_s"] = round(estate.ok("apply", "-auto-approve", "-no-color").elapsed, 2)
         ended = dt.datetime.now(dt.UTC)
-        print(f"estate apply (13 resources, 2-node cluster, VM): {out['estate_apply_s']} s", flush=True)
+        print(f"estate apply (15 resources, 2-node cluster, VM): {out['estate_apply_s']} s", flush=True)
         tenant = Api(stack.base, t.token)
         ops = [o for o in tenant.all("operations") if o["created_at"] and
                dt.datetime.fromisoformat(o["created_at"].replace("Z", "+00:00")) >= began]

@@ -30,6 +30,7 @@ EXAMPLES = {
     "instance": 'resource "gpucloud_instance" "notebook" {\n  name               = "notebook"\n  flavor             = data.gpucloud_flavor.mig.id\n  image              = data.gpucloud_images.ubuntu.images[0].id\n  ssh_keys           = [gpucloud_ssh_key.laptop.id]\n  subnet_id          = gpucloud_subnet.nodes.id\n  security_group_ids = [gpucloud_security_group.ssh.id]\n}',
     "cluster": 'resource "gpucloud_cluster" "train" {\n  name            = "train"\n  flavor          = data.gpucloud_flavor.node.id\n  image           = data.gpucloud_images.ubuntu.images[0].id\n  size            = 2\n  subnet_id       = gpucloud_subnet.nodes.id\n  ib_partition_id = gpucloud_ib_partition.train.id\n\n  timeouts {\n    create = "45m"\n  }\n}',
     "ib_partition": 'resource "gpucloud_ib_partition" "train" {\n  fabric = "ib-compute"\n  name   = "train"\n}',
+    "ib_partition_member": 'resource "gpucloud_ib_partition" "storage" {\n  fabric = "ib-compute"\n  name   = "storage"\n}\n\n# The cluster\'s first node (launched into gpucloud_ib_partition.train) also reaches the storage partition.\nresource "gpucloud_ib_partition_member" "train0_storage" {\n  partition_id = gpucloud_ib_partition.storage.id\n  guid         = gpucloud_cluster.train.ib_guids[0]\n  membership   = "limited"\n}',
     "lease": 'resource "gpucloud_lease" "next_week" {\n  name      = "private-cloud"\n  start     = "2030-01-07T00:00:00Z"\n  end       = "2030-01-14T00:00:00Z"\n  kind      = "hosts"\n  gpu_model = "H100-SXM5-80GB"\n  quantity  = 4\n}',
     "api_token": 'resource "gpucloud_api_token" "ci" {\n  name    = "ci"\n  scope   = "read"\n  project = var.project\n}',
     "webhook_endpoint": 'resource "gpucloud_webhook_endpoint" "ops" {\n  url    = "https://hooks.example.com/gpucloud"\n  events = ["lease.confirmed"]\n}',
@@ -109,6 +110,13 @@ def resource_page(cls) -> str:
         out += ["", "`user_data` is not answered by the API, only its SHA-256 (`user_data_sha256`): after an import "
                     "it is null in state, and the configured `user_data` is compared by digest, so the same text "
                     "plans nothing and another text plans a replacement."]
+    if cls.name == "ib_partition_member":
+        out += ["", "## Adding again is safe", "",
+                "The API's add takes no `Idempotency-Key` and needs none: the same GUID with the same membership "
+                "again answers the existing member, so an apply killed mid-create and run again adopts it. A GUID "
+                "the project does not own (another project's, or one not yet in any of the project's partitions "
+                "on that fabric) is refused as \"Not found.\" on `guid`.", ""]
+        return "\n".join(out)
     if cls.name == "volume_attachment":
         out += ["", "## Attaching again is safe", "",
                 "The attach action takes no `Idempotency-Key`; an apply killed mid-attach and run again gets 409 "
@@ -157,8 +165,8 @@ def index_page() -> str:
            "Ctrl-C during an apply stops the provider's waits (Terraform's StopProvider): objects being created "
            "are recorded in state, tainted, so the next apply replaces them and `terraform destroy` deletes them.",
            "",
-           "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, an InfiniBand "
-           "partition, a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
+           "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, two InfiniBand "
+           "partitions (the cluster's first node joins the second as a limited member), a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
            "webhook and a second project; quotas and the capacity calendar over the lease window (data sources). Its variables `ssh_public_key`, "
            "`org_token`, `lease_start` and `lease_end` (RFC 3339, in the future) have no default.", "",
            "It needs 16 GPUs, 424 vCPUs and 3,735,552 MiB of memory of quota (the cluster of two `h100-8x` and "

@@ -25,8 +25,8 @@ from .workspace import ESTATE, Workspace, require_provider
 pytestmark = pytest.mark.e2e
 
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExDrqrBxQMwu8GE5t92+fB5/rnDc4YqlLtsc5HrGCgc test@example"
-TYPES = ["api_token", "cluster", "ib_partition", "instance", "lease", "project", "public_ip", "security_group",
-         "security_group_rule", "ssh_key", "subnet", "vpc", "webhook_endpoint"]
+TYPES = ["api_token", "cluster", "ib_partition", "ib_partition", "ib_partition_member", "instance", "lease", "project",
+         "public_ip", "security_group", "security_group_rule", "ssh_key", "subnet", "vpc", "webhook_endpoint"]
 HEADER = """terraform {
   required_providers {
     gpucloud = { source = "gpucloud.local/gpucloud/gpucloud", version = "0.1.0" }
@@ -203,7 +203,7 @@ output "many" {{ value = data.gpucloud_capacity.many }}
 
 def test_03_apply_the_example_estate(w):
     r = w.ws.ok("apply", "-auto-approve", "-no-color")
-    assert "Apply complete! Resources: 13 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+    assert "Apply complete! Resources: 15 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
     w.estate_apply_s = r.elapsed
     api, pid = w.t.api, w.t.project["id"]
     state = w.ws.managed()
@@ -212,8 +212,14 @@ def test_03_apply_the_example_estate(w):
     assert cluster["status"] == "active" and len(cluster["members"]) == 2, cluster
     for m in cluster["members"]:
         inst = api.get(f"instances/{m}").json()
-        assert inst["status"] == "active" and [p["id"] for p in inst["ib_partitions"]] == [
-            state["gpucloud_ib_partition.train"]["id"]], inst
+        assert inst["status"] == "active" and state["gpucloud_ib_partition.train"]["id"] in [
+            p["id"] for p in inst["ib_partitions"]], inst
+    storage = api.get(f"ib-partitions/{state['gpucloud_ib_partition.storage']['id']}").json()
+    first = api.get(f"instances/{cluster['members'][0]}").json()   # ib_guids are in member order
+    guid = state["gpucloud_cluster.train"]["ib_guids"][0]
+    assert guid in [m["guid"] for p in first["ib_partitions"] for m in p["members"]], (guid, first)
+    assert [(m["guid"], m["membership"], m["instance_id"]) for m in storage["members"]] == [
+        (guid, "limited", first["id"])], storage
     vm = api.get(f"instances/{state['gpucloud_instance.notebook']['id']}").json()
     assert vm["status"] == "active" and vm["network"]["subnet"] == state["gpucloud_subnet.nodes"]["id"], vm
     fip = api.get(f"public-ips/{state['gpucloud_public_ip.notebook']['id']}").json()
@@ -288,7 +294,7 @@ def test_08_import_every_resource_type_then_plan_is_empty(w):
     w.ws.write("".join(f'import {{\n  to = {a}\n  id = "{v["id"]}"\n}}\n' for a, v in state.items()),
                "imports.tf")
     r = w.ws.ok("apply", "-auto-approve", "-no-color")
-    assert "Resources: 13 imported, 0 added, 0 changed, 0 destroyed." in r.out, r.out[-4000:]
+    assert "Resources: 15 imported, 0 added, 0 changed, 0 destroyed." in r.out, r.out[-4000:]
     w.ws.remove("imports.tf")
     r = w.ws.run("plan", "-detailed-exitcode", "-no-color")
     assert r.returncode == 0, r.out[-4000:]   # user_data included: the API's digest matches the configured text
@@ -415,7 +421,7 @@ def test_11_wrong_token_and_unreachable_endpoint(w):
 
 def test_12_destroy_leaves_nothing(w):
     r = w.ws.ok("destroy", "-auto-approve", "-no-color")
-    assert "Destroy complete! Resources: 13 destroyed." in r.out, r.out[-3000:]
+    assert "Destroy complete! Resources: 15 destroyed." in r.out, r.out[-3000:]
     api, pid = w.t.api, w.t.project["id"]
     for collection in ("vpcs", "subnets", "security-groups", "ssh-keys", "ib-partitions", "public-ips"):
         assert api.all(collection, project=pid) == [], collection

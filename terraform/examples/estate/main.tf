@@ -1,4 +1,4 @@
-# An example tenant estate: networks, an SSH key, an InfiniBand partition, a MIG notebook VM with a public IP,
+# An example tenant estate: networks, an SSH key, InfiniBand partitions, a MIG notebook VM with a public IP,
 # a 2-node 8-GPU training cluster, a lease, a CI token and a webhook. Credentials come from the environment
 # (GPUCLOUD_ENDPOINT, GPUCLOUD_TOKEN = a project token, GPUCLOUD_PROJECT); `org_token` (an organization token) is
 # only needed for the organization-level resources (project, webhook).
@@ -135,6 +135,19 @@ resource "gpucloud_cluster" "train" {
   security_group_ids = [gpucloud_security_group.ssh.id]
   ib_partition_id    = gpucloud_ib_partition.train.id
   user_data          = local.cloud_init
+}
+
+# The storage partition: the cluster's first node joins it too, as a limited member (it reaches the storage
+# gateways, which are full members, and not the other limited members).
+resource "gpucloud_ib_partition" "storage" {
+  fabric = "ib-compute"
+  name   = "storage"
+}
+
+resource "gpucloud_ib_partition_member" "train0_storage" {
+  partition_id = gpucloud_ib_partition.storage.id
+  guid         = gpucloud_cluster.train.ib_guids[0]
+  membership   = "limited"
 }
 
 resource "gpucloud_lease" "next_week" {

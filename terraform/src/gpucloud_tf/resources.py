@@ -205,6 +205,16 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(str(text).encode()).hexdigest()
 
 
+def _ib_guids(instance: dict) -> list[str]:
+    """The instance's own InfiniBand GUIDs, once each, from its `ib_partitions` (what joined with it)."""
+    out = []
+    for p in instance.get("ib_partitions") or []:
+        for m in p.get("members") or []:
+            if m.get("guid") and m["guid"] not in out:
+                out.append(m["guid"])
+    return out
+
+
 class _Compute(ApiResource):
     """An instance or a cluster: what both do with create-only `user_data`."""
 
@@ -231,6 +241,9 @@ class Instance(_Compute):
              for p in o.get("ports") or [] for ip in p.get("fixed_ips") or []), None),
               description="The first fixed IP of the first port."),
         Field("port_ids", "computed", type="list", read=lambda o: [p["id"] for p in o.get("ports") or []]),
+        Field("ib_guids", "computed", type="list", read=lambda o: _ib_guids(o),
+              description="InfiniBand port GUIDs of the instance (HCA ports or VF GUIDs in its partitions), for "
+                          "`gpucloud_ib_partition_member`."),
         Field("launched_at", "computed"),
         Field("sla_tier", "optional_computed", description=(
             "SLA tier code it is bought at (its usage is priced and credited at it); default: the organization's "
@@ -261,6 +274,9 @@ class Cluster(_Compute):
         Field("size", "required", type="int", description="Number of instances (nodes)."),
         Field("status", "computed"),
         Field("members", "computed", type="list", description="Instance ids of the members."),
+        Field("ib_guids", "computed", type="list", read=lambda o: [],
+              description="InfiniBand port GUIDs of every member, in member order (for "
+                          "`gpucloud_ib_partition_member`)."),
         Field("sla_tier", "optional_computed", description=(
             "SLA tier code it is bought at (its usage is priced and credited at it); default: the organization's "
             "default tier. A change forces replacement.")),
@@ -286,19 +302,24 @@ class Cluster(_Compute):
                                      f"Deleting {self.type_name} {current['id']}", failed=()))
 
     def to_state(self, obj, prior):
-        """The cluster's answer lacks the members' launch arguments: they come from its first member."""
+        """The cluster's answer lacks the members' launch arguments: they come from its first member; `ib_guids`
+        from every member, in member order."""
         state = super().to_state(obj, prior)
-        members = obj.get("members") or []
-        if members:
+        guids = []
+        for i, m in enumerate(obj.get("members") or []):
             try:
-                r = self.client.request("GET", f"instances/{members[0]}")
-            except Exception:  # noqa: BLE001 - the cluster's own fields are still right
-                r = None
-            if r is not None and r.ok:
+                r = self.client.request("GET", f"instances/{m}")
+            except Exception:  # noqa: BLE001 - the cluster's own fields are still right; the next read fills these
+                continue
+            if not r.ok:
+                continue
+            if i == 0:
                 for f in _COMPUTE_FIELDS:
                     if f.name in ("ssh_keys", "subnet_id", "security_group_ids", "ib_partition_id",
                                   "user_data_sha256"):
                         state[f.name] = f.from_api(r.body)
+            guids += [g for g in _ib_guids(r.body) if g not in guids]
+        state["ib_guids"] = guids
         return state
 
 
@@ -322,6 +343,127 @@ class IbPartition(ApiResource):
               read=lambda o: [f"{m['guid']}:{m.get('membership', '')}" for m in o.get("members") or []],
               description="`<port GUID>:<full|limited>` of every member."),
     ]
+
+
+def _guid_int(value) -> int:
+    return int(str(value).strip().lower().replace(":", "").removeprefix("0x"), 16)
+
+
+def _same_guid(a, b) -> bool:
+    """The API stores a GUID as `0x` + 16 lower-case hex digits; it accepts `0c:42:a1:...` and upper case."""
+    return _guid_int(a) == _guid_int(b)
+
+
+class IbPartitionMember(ApiResource):
+    name, collection = "ib_partition_member", "ib-partitions"
+    description = (
+        "One more InfiniBand partition for a port GUID of the project's own instances (`POST /api/v1/ib-partitions/"
+        "{id}/members`): a GUID already in one of the project's partitions on the same fabric (an instance that "
+        "launched with `ib_partition_id`; its `ib_guids`) joins another one, as a limited (default) or full "
+        "member. The membership leaves with the instance. Its id is `<partition_id>/<guid>` (what `terraform "
+        "import` takes); every argument forces replacement.")
+    api_doc = ("`POST /api/v1/ib-partitions/{id}/members`, `DELETE /api/v1/ib-partitions/{id}/members/{guid}`, "
+               "read through `GET /api/v1/ib-partitions/{id}/`")
+    defaults = {"create": 5 * MIN, "delete": 5 * MIN}
+    import_id = "<partition_id>/<guid>"
+    id_doc = "`<partition_id>/<guid>`"
+    fields = [
+        Field("partition_id", "required", description="Partition id (a `gpucloud_ib_partition` of the project)."),
+        Field("guid", "required", description="Port GUID, `0x0c42a10300aa0001` or `0c:42:a1:03:00:aa:00:01`: one "
+                                              "of an instance's `ib_guids` (or a cluster's)."),
+        Field("membership", "optional_computed", description="`limited` (default: talks only to full members) or "
+                                                             "`full`."),
+        Field("instance_id", "computed", description="The instance the GUID belongs to."),
+    ]
+    equivalent = {"guid": _same_guid}
+
+    @staticmethod
+    def split_id(oid: str) -> tuple[str, str] | None:
+        parts = str(oid).split("/")
+        return (parts[0], parts[1]) if len(parts) == 2 and all(parts) else None
+
+    def _state(self, partition: dict, guid: str, prior: dict | None) -> dict | None:
+        try:
+            member = next((m for m in partition.get("members") or [] if _same_guid(m.get("guid"), guid)), None)
+        except ValueError:
+            member = None
+        if member is None:
+            return None
+        t = (prior or {}).get("timeouts")
+        kept = (prior or {}).get("guid")
+        guid = kept if _known(kept) and _same_guid(kept, member["guid"]) else member["guid"]
+        return {"id": f"{partition['id']}/{guid}", "partition_id": str(partition["id"]), "guid": guid,
+                "membership": member.get("membership"), "instance_id": member.get("instance_id"),
+                "timeouts": None if t is Unknown else t}
+
+    def validate_config(self, diags, config):
+        guid = config.get("guid")
+        if isinstance(guid, str) and _known(guid):
+            try:
+                _guid_int(guid)
+            except ValueError:
+                diags.add_error(f"Invalid guid {guid!r}", "A port GUID: 0x + 16 hex digits, or 8 colon-separated "
+                                                          "bytes.", path=["guid"])
+        m = config.get("membership")
+        if isinstance(m, str) and _known(m) and m not in ("limited", "full"):
+            diags.add_error(f"Invalid membership {m!r}", "`limited` or `full`.", path=["membership"])
+
+    def create(self, ctx, planned):
+        """The API's add is idempotent (the same GUID and membership again answers the member), so an apply run
+        again after a killed one adopts it without an `Idempotency-Key`."""
+        pid, guid = str(planned["partition_id"]), str(planned["guid"])
+        body = {"guid": guid}
+        if _known(planned.get("membership")):
+            body["membership"] = planned["membership"]
+        r = self.call(ctx, "POST", f"ib-partitions/{pid}/members", body)
+        if r is None:
+            return None
+        if not r.ok:
+            self.fail(ctx, r, f"Adding {guid} to InfiniBand partition {pid}")
+            return None
+        state = self._state(r.body, guid, planned)
+        if state is None:
+            ctx.diagnostics.add_error(f"Adding {guid} to InfiniBand partition {pid}: not in its answer")
+        return state
+
+    def read(self, ctx, current):
+        ids = self.split_id(current["id"])
+        if ids is None:
+            ctx.diagnostics.add_error(f"Invalid {self.type_name} id {current['id']!r}",
+                                      "Expected `<partition_id>/<guid>`.")
+            return None
+        r = self.call(ctx, "GET", self.path(ids[0]))
+        if r is None or r.status == 404:
+            return None
+        if not r.ok:
+            self.fail(ctx, r, f"Reading {self.type_name} {current['id']}")
+            return None
+        return self._state(r.body, ids[1], current)
+
+    def delete(self, ctx, current):
+        pid, guid = str(current["partition_id"]), str(current["guid"])
+        r = self.call(ctx, "DELETE", f"ib-partitions/{pid}/members/{guid}")
+        if r is None:
+            return current
+        if r.status == 404 or r.ok:
+            return None
+        self.fail(ctx, r, f"Removing {guid} from InfiniBand partition {pid}")
+        return current
+
+    def import_(self, ctx, oid):
+        ids = self.split_id(oid)
+        if ids is None:
+            ctx.diagnostics.add_error(f"Cannot import {self.type_name} {oid!r}", "The id is `<partition_id>/<guid>`.")
+            return None
+        r = self.call(ctx, "GET", self.path(ids[0]))
+        if r is None:
+            return None
+        state = self._state(r.body, ids[1], None) if r.ok else None
+        if state is None:
+            ctx.diagnostics.add_error(f"Cannot import {self.type_name} {oid}: not found",
+                                      f"Partition {ids[0]} is not visible to the provider's token or {ids[1]} is "
+                                      "not its member.")
+        return state
 
 
 class Lease(ApiResource):
@@ -669,5 +811,6 @@ class VolumeAttachment(ApiResource):
         return state
 
 
-RESOURCES = [SshKey, Vpc, Subnet, SecurityGroup, SecurityGroupRule, PublicIp, Instance, Cluster, IbPartition, Lease,
+RESOURCES = [SshKey, Vpc, Subnet, SecurityGroup, SecurityGroupRule, PublicIp, Instance, Cluster, IbPartition,
+             IbPartitionMember, Lease,
              ApiToken, WebhookEndpoint, Project, Volume, VolumeAttachment]
