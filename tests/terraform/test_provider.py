@@ -435,11 +435,12 @@ def test_12_destroy_leaves_nothing(w):
 def test_13_volume_apply_plan_import_drift_resize_plans_destroy(w):
     """gpucloud_volume end to end on the stack's storage (the libvirt storage driver on the hosts' test driver,
     tests/e2e/stack.py): apply, empty plan, import, empty plan, drift, a grow applied in place (the extend action),
-    a shrink planned as a replacement, destroy. gpucloud_volume_attachment is checked at plan and import time
-    only (this test launches no instance)."""
+    a shrink planned as a replacement, destroy. gpucloud_volume_attachment's id is checked at plan and import
+    time here; test_14 attaches it to an instance."""
     vtype = w.setup.ops.post("volume-types", {
         "name": "tf-ssd", "pool": "gpucloud-tf-ssd", "pool_kind": "dir",
         "pool_target_path": "/var/lib/libvirt/images/gpucloud-tf-ssd"}, expect=201).json()
+    w.vtype = vtype
     api, pid = w.t.api, w.t.project["id"]
     ws = Workspace(w.env, "volume")
 
@@ -508,5 +509,82 @@ resource "gpucloud_volume_attachment" "a" {{
         r = ws.ok("destroy", "-auto-approve", "-no-color")
         assert "Destroy complete! Resources: 1 destroyed." in r.out, r.out[-3000:]
         assert _live(api, "volumes", project=pid) == []
+    finally:
+        ws.cleanup()
+
+
+def test_14_volume_attachment_to_a_vm_apply_import_drift_destroy(w):
+    """gpucloud_volume_attachment on a running 1-GPU VM: attached, an empty second plan, `terraform import` by
+    `<volume>/<instance>` then an empty plan, a detach through the API re-created by the next apply, the
+    attachment removed from the configuration (the volume stays, available), destroy (nothing left)."""
+    api, pid = w.t.api, w.t.project["id"]
+    ws = Workspace(w.env, "attach")
+
+    def config(attached=True):
+        return HEADER + f"""
+resource "gpucloud_instance" "vm" {{
+  name   = "attach-vm"
+  flavor = "{w.setup.flavor_1x['id']}"
+  image  = "{w.setup.image['id']}"
+}}
+resource "gpucloud_volume" "data" {{
+  name        = "attach-data"
+  volume_type = "{w.vtype['id']}"
+  size_gib    = 1
+}}
+""" + ("""
+resource "gpucloud_volume_attachment" "a" {
+  volume_id   = gpucloud_volume.data.id
+  instance_id = gpucloud_instance.vm.id
+}
+""" if attached else "")
+
+    def attachments(vid):
+        return [(a["instance"], a["status"]) for a in api.get(f"volumes/{vid}").json()["attachments"]]
+
+    try:
+        ws.write(config())
+        ws.ok("init", "-no-color")
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 3 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+        state = ws.managed()
+        vid, iid = state["gpucloud_volume.data"]["id"], state["gpucloud_instance.vm"]["id"]
+        att = state["gpucloud_volume_attachment.a"]
+        assert (att["id"], att["status"], att["device"]) == (f"{vid}/{iid}", "attached", "vdb"), att
+        assert attachments(vid) == [(iid, "attached")]
+        assert api.get(f"volumes/{vid}").json()["status"] == "in-use"
+        r = ws.run("plan", "-detailed-exitcode", "-no-color")
+        assert r.returncode == 0, r.out[-3000:]
+
+        ws.ok("state", "rm", "gpucloud_volume_attachment.a")
+        r = ws.ok("import", "-no-color", "gpucloud_volume_attachment.a", f"{vid}/{iid}")
+        assert "Import successful!" in r.out, r.out[-3000:]
+        r = ws.run("plan", "-detailed-exitcode", "-no-color")
+        assert r.returncode == 0, r.out[-3000:]
+
+        # Detached behind Terraform's back: the next plan attaches it again.
+        api.post(f"volumes/{vid}/detach", {"instance": iid}, expect=202)
+        poll(lambda: attachments(vid) == [], timeout=60, what="the volume detached")
+        r = ws.run("plan", "-detailed-exitcode", "-no-color")
+        assert r.returncode == 2 and "gpucloud_volume_attachment.a will be created" in r.out, r.out[-3000:]
+        assert "1 to add, 0 to change, 0 to destroy" in r.out, r.out[-3000:]
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 1 added, 0 changed, 0 destroyed." in r.out, r.out[-3000:]
+        assert attachments(vid) == [(iid, "attached")]
+
+        # The attachment leaves the configuration: detached, the volume stays (available).
+        ws.write(config(attached=False))
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 0 added, 0 changed, 1 destroyed." in r.out, r.out[-3000:]
+        got = api.get(f"volumes/{vid}").json()
+        assert (got["status"], got["attachments"]) == ("available", []), got
+
+        ws.write(config())
+        ws.ok("apply", "-auto-approve", "-no-color")
+        assert attachments(vid) == [(iid, "attached")]
+        r = ws.ok("destroy", "-auto-approve", "-no-color")
+        assert "Destroy complete! Resources: 3 destroyed." in r.out, r.out[-3000:]
+        assert _live(api, "volumes", project=pid) == [] and _live(api, "instances") == []
+        poll(lambda: _open_allocations(w) == [], timeout=60, what="no open allocation of the project")
     finally:
         ws.cleanup()
