@@ -46,7 +46,7 @@ DS_EXAMPLES = {
     "regions": 'data "gpucloud_regions" "all" {}\n\noutput "zones" {\n  value = flatten(data.gpucloud_regions.all.regions[*].zones)\n}',
     "quotas": 'data "gpucloud_quotas" "mine" {}\n\noutput "vcpu_left" {\n  value = [for q in data.gpucloud_quotas.mine.quotas : q.limit - q.usage if q.resource == "vcpu"]\n}',
     "prices": 'data "gpucloud_prices" "on_demand" {\n  pricing_model = "on_demand"\n}',
-    "capacity": 'data "gpucloud_capacity" "next_week" {\n  start     = var.lease_start\n  end       = var.lease_end\n  step_s    = 86400\n  gpu_model = "H100-SXM5-80GB"\n}\n\n# Can 2 nodes of 8 GPUs be had now, and if not, why and when?\ndata "gpucloud_capacity" "two_nodes" {\n  flavor = data.gpucloud_flavor.node.id\n  count  = 2\n  image  = data.gpucloud_images.ubuntu.images[0].id\n}\n\noutput "two_nodes" {\n  value = data.gpucloud_capacity.two_nodes.placeable ? "now" : "${data.gpucloud_capacity.two_nodes.code}: ${coalesce(data.gpucloud_capacity.two_nodes.earliest_start, \"no known time\")}"\n}',
+    "capacity": 'data "gpucloud_capacity" "next_week" {\n  start     = var.lease_start\n  end       = var.lease_end\n  step_s    = 86400\n  gpu_model = "H100-SXM5-80GB"\n}\n\n# Can 2 nodes of 8 GPUs be had now, and if not, why and when?\ndata "gpucloud_capacity" "two_nodes" {\n  flavor         = data.gpucloud_flavor.node.id\n  instance_count = 2\n  image          = data.gpucloud_images.ubuntu.images[0].id\n}\n\noutput "two_nodes" {\n  value = data.gpucloud_capacity.two_nodes.placeable ? "now" : "${data.gpucloud_capacity.two_nodes.code}: ${coalesce(data.gpucloud_capacity.two_nodes.earliest_start, \"no known time\")}"\n}',
 }
 
 

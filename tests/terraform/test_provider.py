@@ -173,9 +173,9 @@ data "gpucloud_capacity" "huge" {{
   flavor = "{w.setup.flavor_huge['id']}"
 }}
 data "gpucloud_capacity" "many" {{
-  flavor = "{w.setup.flavor_8x['id']}"
-  count  = 200
-  image  = "{w.setup.image['id']}"
+  flavor         = "{w.setup.flavor_8x['id']}"
+  instance_count = 200
+  image          = "{w.setup.image['id']}"
 }}
 output "mig" {{ value = data.gpucloud_capacity.mig }}
 output "huge" {{ value = data.gpucloud_capacity.huge }}
@@ -193,12 +193,12 @@ output "many" {{ value = data.gpucloud_capacity.many }}
         assert out["many"]["code"] in ("unplaceable", "capacity_unavailable", "quota_exceeded"), out["many"]
         # Neither answer created anything.
         assert _live(w.t.api, "instances") == [] and _live(w.t.api, "clusters") == []
-        # count > 1 is a cluster's check, which needs the image: said at plan, on the attribute.
+        # instance_count > 1 is a cluster's check, which needs the image: said at plan, on the attribute.
         c.write(HEADER + f'data "gpucloud_capacity" "x" {{\n  flavor = "{w.setup.flavor_8x["id"]}"\n'
-                         f'  count  = 2\n}}\n')
+                         f'  instance_count = 2\n}}\n')
         r = c.run("plan", "-no-color")
         text = re.sub(r"\s+", " ", r.out)
-        assert r.returncode == 1 and "`count` > 1 needs `image`" in text, r.out
+        assert r.returncode == 1 and "`instance_count` > 1 needs `image`" in text, r.out
     finally:
         c.cleanup()
 

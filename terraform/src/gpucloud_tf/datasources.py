@@ -185,10 +185,10 @@ class Prices(_Base):
 class Capacity(_Base):
     name = "capacity"
     description = (
-        "Whether a flavor can be placed now, and when it will fit (`flavor`, `count`); and/or free capacity over "
+        "Whether a flavor can be placed now, and when it will fit (`flavor`, `instance_count`); and/or free capacity over "
         "time (the capacity calendar: `start`, `end`), in buckets of `step_s` seconds. The placement answer is "
         "the API's launch check, the create's own decision rolled back (`POST /api/v1/instances/check/` for one "
-        "instance; `POST /api/v1/clusters/check/` for `count` > 1: `count` instances of the flavor on one fabric, "
+        "instance; `POST /api/v1/clusters/check/` for `instance_count` > 1: that many instances of the flavor on one fabric, "
         "all or nothing, as a `gpucloud_cluster` of that size would be placed). Nothing is created.")
     inputs = [
         _attr("start", S, description="RFC 3339 start of the calendar (with `end`)."),
@@ -198,15 +198,15 @@ class Capacity(_Base):
         _attr("zone", S, description="Calendar: only this zone."),
         _attr("flavor", S, description="Flavor id to check (see `gpucloud_flavor`): fills `placeable` .. "
                                        "`earliest_start`."),
-        _attr("count", N, description="How many instances of `flavor` (default 1); more than 1 is checked as a "
+        _attr("instance_count", N, description="How many instances of `flavor` (default 1); more than 1 is checked as a "
                                       "cluster of that size (one fabric, all or nothing)."),
-        _attr("image", S, description="Image id; needed when `count` > 1 (a cluster's check takes its image)."),
+        _attr("image", S, description="Image id; needed when `instance_count` > 1 (a cluster's check takes its image)."),
         _attr("project", S, description="Project id whose quota the check counts; default: the provider's."),
     ]
     outputs = [
         _attr("buckets", types.List(Object(BUCKET)), "computed",
               description="The calendar (with `start` and `end`; else empty)."),
-        _attr("placeable", B, "computed", description="`flavor` × `count` would be placed right now (null "
+        _attr("placeable", B, "computed", description="`flavor` × `instance_count` would be placed right now (null "
                                                       "without `flavor`)."),
         _attr("code", S, "computed", description="Why not: the create's error code (`unplaceable`, "
                                                  "`capacity_unavailable`, `quota_exceeded` ...); null when placeable."),
@@ -217,9 +217,9 @@ class Capacity(_Base):
     ]
 
     def validate(self, diags, type_name, config):
-        count = config.get("count")
+        count = config.get("instance_count")
         if isinstance(count, int | float) and count < 1:
-            diags.add_error("Invalid count", f"count is {count}: at least 1.", path=["count"])
+            diags.add_error("Invalid instance_count", f"instance_count is {count}: at least 1.", path=["instance_count"])
 
     def _request(self, ctx: Ctx, method: str, path: str, what: str, **kw):
         client = self.provider.client
@@ -233,9 +233,9 @@ class Capacity(_Base):
             body = r.body if isinstance(r.body, dict) else {}
             errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
             for k, msgs in errors.items():
-                attr = {"size": "count"}.get(k, k)
+                attr = {"size": "instance_count"}.get(k, k)
                 text = "; ".join(map(str, msgs)) if isinstance(msgs, list) else str(msgs)
-                if attr in ("flavor", "count", "image", "project"):
+                if attr in ("flavor", "instance_count", "image", "project"):
                     ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail, path=[attr])
                 else:
                     ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail)
@@ -263,7 +263,7 @@ class Capacity(_Base):
             if answer is None:
                 return None
             state.update({k: answer.get(k) for k in ("placeable", "code", "detail", "reason", "earliest_start")})
-        state["id"] = "capacity-" + "-".join(str(config.get(k)) for k in ("flavor", "count", "start")
+        state["id"] = "capacity-" + "-".join(str(config.get(k)) for k in ("flavor", "instance_count", "start")
                                              if config.get(k) is not None)
         return state
 
@@ -274,7 +274,7 @@ class Capacity(_Base):
                                       "Set `project`, or the provider's `project` (GPUCLOUD_PROJECT).",
                                       path=["project"])
             return None
-        count = int(config.get("count") or 1)
+        count = int(config.get("instance_count") or 1)
         body = {"project": project, "flavor": config["flavor"]}
         if config.get("image"):
             body["image"] = config["image"]
@@ -282,7 +282,7 @@ class Capacity(_Base):
             path = "instances/check"
         else:
             if not config.get("image"):
-                ctx.diagnostics.add_error(f"{what}: `count` > 1 needs `image`",
+                ctx.diagnostics.add_error(f"{what}: `instance_count` > 1 needs `image`",
                                           "More than one instance is checked as a cluster, whose check takes "
                                           "the image.", path=["image"])
                 return None
