@@ -3,7 +3,9 @@
 * the operations step runner: the instance and cluster workflows (`workflows`);
 * tenancy's quota counters ``instances``, ``vcpus``, ``memory_mib`` (`selectors.quota_usage`) and ``gpus``,
   ``mig_slices``, ``vgpus`` (`selectors.gpu_quota_usage`: the allocation ledger plus unplaced instances);
-* billing's usage source and placement resolver ``compute.instance`` (`billing`).
+* billing's usage source and placement resolver ``compute.instance`` (`billing`);
+* scheduling's host filter ``ib_partition`` (`services.networks.ib_partition_host_filter`): hosts that can give
+  an instance a GUID in the InfiniBand partition it joins.
 
 An app listed in INSTALLED_APPS is required: a broken import here fails start-up instead of silently dropping a
 counter or a usage source.
@@ -13,9 +15,11 @@ from __future__ import annotations
 from functools import partial
 
 from apps.billing.registry import register_placement_resolver, register_usage_source
+from apps.scheduling.placement import register_host_filter
 from apps.tenancy.quotas import register_usage_counter
 
 from . import billing, selectors
+from .services import networks
 
 
 def register() -> None:
@@ -27,3 +31,4 @@ def register() -> None:
         register_usage_counter(resource, partial(selectors.gpu_quota_usage, resource))
     register_usage_source(billing.SOURCE, billing.instance_usage)
     register_placement_resolver(billing.SOURCE, billing.instance_placements)
+    register_host_filter(networks.IB_PARTITION_FILTER, networks.ib_partition_host_filter)

@@ -5,8 +5,9 @@ another tenant's object is a 404 in the API. Staff see everything.
 """
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Count, F, QuerySet
 
+from apps.inventory.models import HcaPort
 from apps.tenancy import selectors as tenancy
 
 from .models import (
@@ -78,6 +79,16 @@ def virtual_guid_pool_list_visible_to(user) -> QuerySet[VirtualGuidPool]:
     if not tenancy.is_staff(user):
         return VirtualGuidPool.objects.none()
     return VirtualGuidPool.objects.select_related("hca_port").prefetch_related("guids")
+
+
+def hca_ports_guid_room(*, fabric_id, host_ids) -> QuerySet:
+    """The HCA ports of `host_ids` cabled to fabric `fabric_id`, each annotated with ``guid_free``: how many
+    virtual GUIDs its pool can still hand out (`services.virtual_guid_allocate` takes the lowest free offset;
+    GUIDs still `releasing` hold theirs), or None when the port has no pool. Ordered by host, device, port.
+    Internal (compute's placement filter and VF choice); not tenant-scoped."""
+    return (HcaPort.objects.filter(fabric_id=fabric_id, host_id__in=list(host_ids))
+            .annotate(guid_free=F("virtual_guid_pool__size") - Count("virtual_guid_pool__guids"))
+            .order_by("host_id", "device", "port_number"))
 
 
 # Quota usage counters (apps.tenancy.quotas): count what is really held.

@@ -221,18 +221,101 @@ def test_shared_host_mig_vm_joins_with_a_virtual_guid_of_its_gpus_rail(world, ne
     assert VirtualGuid.objects.get(guid="0x0200000000000000").status == "releasing"  # reused after the SM applied
 
 
-def test_shared_host_without_guid_pool_fails_the_create_and_releases_everything(world, nets):
-    su, leaves = fleet.su_with_leaves("su-nopool", rails=2, fabric=nets.fabric)
-    host = gpu_host(gpus=2, su=su)
-    fleet.cable(host, leaves, fabric=nets.fabric)
-    r = world.client_a.post("/api/v1/instances/", create_body(
-        world, world.gpu1, subnet_id=str(nets.subnet.pk), ib_partition_id=str(nets.part.pk)), format="json")
-    op = drive(r.data["operation"]["id"])
+def _refused_and_nothing_written(world, body, status: int, code: str, reason: str):
+    """The check and the create both refuse `body` with `code` and the placement reason ``ib_partition``; the
+    create writes nothing. Returns the create's problem document."""
+    before_ports = Port.objects.count()
+    checked = world.client_a.post("/api/v1/instances/check/", body, format="json")
+    assert checked.status_code == 200, checked.content
+    answer = checked.json()
+    assert (answer["placeable"], answer["code"], answer["reason"]) == (False, code, "ib_partition")
+    r = world.client_a.post("/api/v1/instances/", body, format="json")
+    assert r.status_code == status, r.content
+    assert r["Content-Type"] == "application/problem+json"
+    doc = r.json()
+    assert doc["code"] == code and (doc.get("reason") or doc.get("constraint")) == "ib_partition"
+    (ib,) = [f for f in doc["explanation"]["filters"] if f["filter"] == "ib_partition"]
+    assert ib["reasons"] == {reason: ib["removed"]} and ib["removed"] >= 1
+    assert "partition train on fabric ib-int" in ib["note"]
+    assert Instance.objects.count() == 0 and Operation.objects.count() == 0 and Allocation.objects.count() == 0
+    assert Port.objects.count() == before_ports and not IbPartitionMember.objects.exists()
+    assert not VirtualGuid.objects.exists()
+    return doc
+
+
+def test_shared_host_without_guid_pool_is_refused_at_create_and_check(world, nets):
+    """A 1-GPU VM shares its HGX host: it needs a VF's virtual GUID, and no HCA port of the fabric has a pool,
+    so the check and the create answer 409 now instead of a 202 and a create that fails at its attach step."""
+    for host in _hgx_hosts(nets.fabric, 2):
+        assert HcaPort.objects.filter(host=host, fabric=nets.fabric).count() == 8
+    body = create_body(world, world.gpu1, subnet_id=str(nets.subnet.pk), ib_partition_id=str(nets.part.pk))
+    doc = _refused_and_nothing_written(world, body, 409, "capacity_unavailable",
+                                       "no virtual GUID pool on its HCA ports on fabric ib-int")
+    assert doc["earliest_start"] is None
+    # without the partition the same VM fits
+    del body["ib_partition_id"]
+    assert world.client_a.post("/api/v1/instances/check/", body, format="json").json()["placeable"] is True
+
+
+def test_shared_host_whose_pools_are_used_up_is_refused(world, nets):
+    (host,) = _hgx_hosts(nets.fabric, 1)
+    port = HcaPort.objects.get(host=host, rail=0)
+    net.virtual_guid_pool_set(actor=None, hca_port=port, first_guid="0x0200000000000000", size=1)
+    net.virtual_guid_allocate(hca_port=port, instance_id=None)  # its only GUID is taken (or still releasing)
+    body = create_body(world, world.gpu1, ib_partition_id=str(nets.part.pk))
+    before = VirtualGuid.objects.count()
+    checked = world.client_a.post("/api/v1/instances/check/", body, format="json").json()
+    assert (checked["code"], checked["reason"]) == ("capacity_unavailable", "ib_partition")
+    (ib,) = [f for f in checked["explanation"]["filters"] if f["filter"] == "ib_partition"]
+    assert ib["reasons"] == {"no free virtual GUID in its HCA ports' pools on fabric ib-int": 1}
+    r = world.client_a.post("/api/v1/instances/", body, format="json")
+    assert (r.status_code, r.json()["code"]) == (409, "capacity_unavailable")
+    assert Instance.objects.count() == 0 and VirtualGuid.objects.count() == before
+
+
+def test_mig_vm_on_hosts_without_hca_ports_is_unplaceable(world, nets):
+    """MIG hosts not cabled to the partition's fabric can never give a VM a GUID there: 422, not a 202."""
+    host = gpu_host(gpus=2, mode="mig")
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=g, index=0, pci_address=f"0000:00:00.{g.index + 4}")
+                                         for g in host.gpus.all()])
+    body = create_body(world, world.mig, ib_partition_id=str(nets.part.pk))
+    doc = _refused_and_nothing_written(world, body, 422, "unplaceable", "no HCA port on fabric ib-int")
+    assert "ib_partition removed 1" in doc["detail"]
+
+
+def test_placement_takes_the_host_whose_hca_port_has_a_free_guid(world, nets):
+    """Of three HGX hosts only the last has a virtual GUID pool: the VM lands there and joins the partition."""
+    hosts = _hgx_hosts(nets.fabric, 3)
+    port = HcaPort.objects.get(host=hosts[-1], rail=2)
+    net.virtual_guid_pool_set(actor=None, hca_port=port, first_guid="0x0200000000000000", size=2)
+    body = create_body(world, world.gpu1, ib_partition_id=str(nets.part.pk))
+    assert world.client_a.post("/api/v1/instances/check/", body, format="json").json()["placeable"] is True
+    r = world.client_a.post("/api/v1/instances/", body, format="json")
+    assert r.status_code == 202, r.content
+    op = _finish_create(r.data["operation"]["id"], lambda: hosts[-1])
     inst = Instance.objects.get(pk=r.data["instance"]["id"])
-    assert (op.status, op.error_code, inst.status) == ("failed", "ib_vf_unavailable", "error")
-    assert _live_allocations(inst.pk) == []
-    assert not Port.objects.filter(instance_id=inst.pk).exists()
-    assert not IbPartitionMember.objects.exists()
+    assert (op.status, inst.status, inst.host_id) == ("succeeded", "active", hosts[-1].pk), op.error_detail
+    # its GPU's rail has no pool: the VF comes from the host's port that has one
+    (member,) = IbPartitionMember.objects.filter(instance_id=inst.pk)
+    assert (member.guid, member.virtual_guid.pool.hca_port_id) == ("0x0200000000000000", port.pk)
+
+
+def test_cluster_on_hosts_not_cabled_to_the_partition_fabric_is_unplaceable(world, nets):
+    from apps.tenancy.models import Quota
+
+    Quota.objects.update_or_create(organization=world.org_a, project=None, resource="gpus",
+                                   defaults={"limit": 16})
+    gpu_host(gpus=8)
+    gpu_host(gpus=8)
+    h8 = Flavor.objects.create(name="h100-8x", vcpus=96, memory_mib=1024 * 512, gpu_form="gpu",
+                               gpu_model="H100-SXM5-80GB", gpu_count=8)
+    body = {"project": str(world.project_a.pk), "name": "train", "flavor": str(h8.pk),
+            "image": str(world.image.pk), "size": 2, "ib_partition_id": str(nets.part.pk)}
+    checked = world.client_a.post("/api/v1/clusters/check/", body, format="json").json()
+    assert (checked["code"], checked["reason"]) == ("unplaceable", "ib_partition")
+    r = world.client_a.post("/api/v1/clusters/", body, format="json")
+    assert (r.status_code, r.json()["code"], r.json()["reason"]) == (422, "unplaceable", "ib_partition")
+    assert Cluster.objects.count() == 0 and Instance.objects.count() == 0 and Operation.objects.count() == 0
 
 
 def test_domain_xml_has_the_ovs_interface():
@@ -270,3 +353,4 @@ def test_libvirt_hook_maps_taps_to_ovn_iface_ids():
     assert ovn_hook.ovs_commands(ovn_hook.iface_ids(live)) == [
         ["ovs-vsctl", "--timeout=10", "set", "Interface", "vnet7", f"external_ids:iface-id=gpc-p-{pid.hex}"]]
     assert ovn_hook.main(["qemu", "dom", "prepare", "begin", "-"], io.StringIO(live)) == 0   # other stages: no-op
+

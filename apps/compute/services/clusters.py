@@ -65,10 +65,11 @@ def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: in
     return flavor, image, keys, network
 
 
-def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False):
+def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False, network: dict | None = None):
     """The create's decisions on quota (422), name (409 `name_taken`, also a member's name) and placement (the whole
-    gang on one fabric: 422 `unplaceable`, 409 `capacity_unavailable`), in the create's order and transaction.
-    Returns the `Admission`. Writes nothing; `cluster_create` and `cluster_check` both call it."""
+    gang on one fabric, on hosts that can join the members' InfiniBand partition in `network`: 422 `unplaceable`,
+    409 `capacity_unavailable`), in the create's order and transaction. Returns the `Admission`. Writes nothing;
+    `cluster_create` and `cluster_check` both call it."""
     for key, amount in quota_keys(flavor, size):
         quota_check(scope=project, resource=key, requested=amount)
     if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
@@ -78,7 +79,7 @@ def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False)
     if taken:
         raise Conflict(f"An instance named {taken!r} exists in this project.", code=Code.NAME_TAKEN)
     return placement_admit_for(flavor, project.pk, hosts=size, topology=TopologyConstraint(one_fabric=True),
-                               queue=queue)
+                               queue=queue, network=network)
 
 
 @atomic_with_retry
@@ -100,7 +101,8 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
         ib_partition_id=ib_partition_id)
     tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
     with transaction.atomic():
-        admission = cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue)
+        admission = cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue,
+                                  network=network)
         with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size,
                                              sla_tier=tier)
@@ -137,7 +139,7 @@ def cluster_members_claim(*, actor, cluster: Cluster) -> bool:
     for key, _amount in gpu_quota_keys(cluster.flavor):  # held since the create request: only a lowered limit fails
         quota_check(scope=cluster.project, resource=key, requested=0)
     req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
-                                topology=TopologyConstraint(one_fabric=True))
+                                topology=TopologyConstraint(one_fabric=True), network=members[0].network)
     with transaction.atomic():
         placed = placement_claim(actor=actor, request=req, consumers=[
             ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
@@ -159,7 +161,7 @@ def _claim_members(op):
         if "queued" not in op.state:  # admitted now and lost the race: the rule again (module doc)
             admission = placement_admit_for(cluster.flavor, cluster.project_id, hosts=len(members),
                                             topology=TopologyConstraint(one_fabric=True),
-                                            queue=bool(op.state.get("queue")))
+                                            queue=bool(op.state.get("queue")), network=members[0].network)
             if admission.queued:
                 op.state["queued"] = admission.reason
                 if not cluster_queue(actor=op.actor, cluster=cluster, operation=op, reason=admission.reason):

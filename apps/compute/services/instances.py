@@ -146,19 +146,22 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
 
 
 def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True, admit: bool = True,
-                   cluster=None, queue: bool = False, pins: dict | None = None):
+                   cluster=None, queue: bool = False, pins: dict | None = None, network: dict | None = None):
     """The create's decisions that depend on the tenant's quota and the fleet, in the create's transaction and
     order: quotas (422 `quota_exceeded`), the name (409 `name_taken`), the placement rule (422 `unplaceable`, 409
     `capacity_unavailable`). Returns the `Admission` (None when `admit` is off or inside a cluster). Writes
     nothing; `instance_create` and `instance_check` both call it, so a check never disagrees with a create.
-    `pins`: the host / zone the instance's volumes bind it to (`services.volumes.VolumePlan`)."""
+    `pins`: the host / zone the instance's volumes bind it to (`services.volumes.VolumePlan`); `network`: the
+    networks it joins (`network_request_resolve`; an InfiniBand partition: only hosts that can give it a GUID
+    there, else 422 `unplaceable` / 409 `capacity_unavailable` with reason ``ib_partition``)."""
     gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
     for key, amount in quota_keys(flavor):
         if key not in gpu_keys:
             quota_check(scope=project, resource=key, requested=amount)
     if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
         raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-    return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins) if admit and cluster is None
+    return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins, network=network)
+            if admit and cluster is None
             else None)
 
 
@@ -210,7 +213,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,
                                       name=name)
         admission = instance_admit(project=project, flavor=flavor, name=name, gpu_quota=gpu_quota, admit=admit,
-                                   cluster=cluster, queue=queue, pins=volume_pins(plan))
+                                   cluster=cluster, queue=queue, pins=volume_pins(plan), network=network)
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,

@@ -30,7 +30,7 @@ from .volumes import instance_volumes_check
 
 
 def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable, cluster: bool,
-           sla_tier: str | None = None) -> dict:
+           sla_tier: str | None = None, network: dict | None = None) -> dict:
     from apps.billing.selectors import sla_tier_resolve
 
     tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
@@ -50,7 +50,8 @@ def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable
     if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
         # refused before the placement rule (quota, name): its answer still says whether and when it fits
         try:
-            admission = placement_admit_for(flavor, project.pk, hosts=hosts, topology=topology, queue=queue)
+            admission = placement_admit_for(flavor, project.pk, hosts=hosts, topology=topology, queue=queue,
+                                            network=network)
         except (Unplaceable, CapacityUnavailable) as exc:
             placement_refusal = exc
     not_now = isinstance(refusal or placement_refusal, CapacityUnavailable) or bool(admission and admission.queued)
@@ -58,7 +59,7 @@ def _check(*, project, flavor: Flavor, hosts: int, queue: bool, decide: Callable
     if admission is not None and admission.queued:
         earliest = earliest_fit(placement_request_for(
             flavor, project.pk, hosts=hosts, topology=topology,
-            consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE))
+            consumer_type=MEMBER if cluster and hosts > 1 else CONSUMER_TYPE, network=network))
     position = instance_queue_position(project=project, flavor=flavor) if not_now and not cluster else None
     price = flavor_price(flavor, project.organization, count=hosts, sla_tier=tier)
     return check_answer(refusal=refusal, admission=admission, placement_refusal=placement_refusal,
@@ -73,7 +74,7 @@ def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_id
     organization's default tier). `volumes` are checked as the create checks them (their quota, 409s and the
     host / zone they pin the placement to). An empty `name` and a None `image_id` are not checked (a flavor's
     check before the rest is chosen): the answer is then the flavor's placement, quota and price."""
-    flavor, image, _keys, _network = _instance_prepare(
+    flavor, image, _keys, network = _instance_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id, partial=True)
@@ -83,10 +84,11 @@ def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_id
     def instance():
         plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,
                                       name=name)
-        return instance_admit(project=project, flavor=flavor, name=name, queue=queue, pins=volume_pins(plan))
+        return instance_admit(project=project, flavor=flavor, name=name, queue=queue, pins=volume_pins(plan),
+                              network=network)
 
     return _check(project=project, flavor=flavor, hosts=1, queue=queue, decide=instance, cluster=False,
-                  sla_tier=sla_tier)
+                  sla_tier=sla_tier, network=network)
 
 
 def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
@@ -95,13 +97,13 @@ def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, 
     """What `cluster_create` would answer (the whole gang, one fabric), as a `check_answer` body; raises its 403
     and 400 errors as it does. Writes nothing. ``queue.position`` is null: a cluster waits in its own operation,
     not in the on-demand queue (docs/adr/0404-placement-admission.md)."""
-    flavor, _image, _keys, _network = _cluster_prepare(
+    flavor, _image, _keys, network = _cluster_prepare(
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, size=size,
         ssh_key_ids=ssh_key_ids, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id)
 
     def gang():
-        return cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue)
+        return cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue, network=network)
 
     return _check(project=project, flavor=flavor, hosts=size, queue=queue, decide=gang, cluster=True,
-                  sla_tier=sla_tier)
+                  sla_tier=sla_tier, network=network)

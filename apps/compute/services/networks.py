@@ -11,9 +11,16 @@ services, keyed by the instance id so a retried step finds what the last try mad
   8-GPU HGX node) joins with the host's physical HCA port GUIDs as full members (`ib_partition_join_whole_host`);
   a VM that shares its host gets one SR-IOV VF virtual GUID per HCA port of its GPUs' rails
   (`ib_partition_join_vf`). On HGX hosts GPU *i* and HCA port *i* share PCIe switch and rail *i* (NVIDIA DGX
-  H100 user guide, "Network Ports"), so the rail of a GPU is its index; ports with a virtual GUID pool on the
-  GPU's NUMA node are the fallback, and a host without any is 409 `ib_vf_unavailable` (the create fails rather
-  than boot a VM outside the partition it asked for).
+  H100 user guide, "Network Ports"), so the rail of a GPU is its index; ports with a free virtual GUID on the
+  GPU's NUMA node are the fallback, then any of the host's on the fabric.
+
+Placement only offers hosts that can do this (docs/adr/0406-infiniband-partitions-in-placement.md): an instance
+that asks for a partition carries the need ``ib_partition`` (`placement_needs`), judged by
+`ib_partition_host_filter` (registered with scheduling from `apps.compute.integrations`): a host with an HCA port
+on the partition's fabric (whole host), with a free virtual GUID in such a port's pool (shared host). A create
+no host can serve is refused before anything is written (422 `unplaceable` / 409 `capacity_unavailable`,
+reason ``ib_partition``); the attach step's 409 `ib_vf_unavailable` is left for a GUID a concurrent create took
+in between (the create then fails rather than boot a VM outside the partition it asked for).
 
 `instance_networks_detach` (delete, and a create that failed) removes the ports and memberships; idempotent.
 """
@@ -22,15 +29,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 
+from django.db.models import Count
+
 from apps.core.errors import Conflict, ValidationFailed
 from apps.core.references import reference_not_found
 from apps.inventory.models import Gpu, HcaPort
+from apps.scheduling.placement import HostFilterResult, HostNeed, PlacementRequest
 
 from ..drivers.base import NetInterface
 from ..states import GpuForm
 
 INVALID_SECURITY_GROUP = "invalid_security_group"
 IB_VF_UNAVAILABLE = "ib_vf_unavailable"
+#: The placement need (and explanation filter) of an instance that joins an InfiniBand partition.
+IB_PARTITION_FILTER = "ib_partition"
 
 
 def _uuid(value) -> uuid.UUID | None:
@@ -78,12 +90,62 @@ def network_request_resolve(*, project, subnet_id=None, security_group_ids: Sequ
     return out
 
 
+def _whole_host(whole_gpus: int, host_gpus: int) -> bool:
+    """`whole_gpus` whole GPUs (0 for another form) take every GPU of a host with `host_gpus`."""
+    return whole_gpus > 0 and whole_gpus >= host_gpus > 0
+
+
 def takes_whole_host(instance) -> bool:
     """True when the flavor takes every GPU of the instance's host (the instance is alone on it)."""
     flavor = instance.flavor
-    if flavor.gpu_form != GpuForm.GPU:
-        return False
-    return flavor.gpu_count >= Gpu.objects.filter(host_id=instance.host_id).count() > 0
+    whole = flavor.gpu_count if flavor.gpu_form == GpuForm.GPU else 0
+    return _whole_host(whole, Gpu.objects.filter(host_id=instance.host_id).count())
+
+
+def placement_needs(network: dict | None) -> tuple[HostNeed, ...]:
+    """The placement needs of an instance's networks (`Instance.network`, as `network_request_resolve` returns
+    it): ``ib_partition`` when it joins a partition, else none."""
+    partition = (network or {}).get("ib_partition")
+    return (HostNeed(IB_PARTITION_FILTER, str(partition)),) if partition else ()
+
+
+def ib_partition_host_filter(*, need: HostNeed, request: PlacementRequest, host_ids: list,
+                             ideal: bool) -> HostFilterResult:
+    """Scheduling's host filter ``ib_partition`` (`apps.scheduling.placement.register_host_filter`): keep the
+    hosts that can give an instance of `request` a GUID in partition ``need.key``, as `instance_networks_attach`
+    then does. A request that takes every GPU of the host joins with the host's physical port GUIDs: it needs an
+    HCA port on the partition's fabric. Any other (a MIG slice, a vGPU, some of the host's GPUs, CPU only) joins
+    with a VF's virtual GUID: it needs such a port whose virtual GUID pool has a free GUID. `ideal` (could the
+    fleet ever): only the cabling counts (a pool is the operator's to add, a GUID frees when its instance goes).
+    Reasons name the fabric; the note names the partition. Reads only."""
+    from apps.networking.models import IbPartition
+    from apps.networking.selectors import hca_ports_guid_room
+
+    partition = IbPartition.objects.select_related("fabric").filter(pk=need.key).first()
+    if partition is None:
+        return HostFilterResult({h: "the InfiniBand partition no longer exists" for h in host_ids})
+    fabric = partition.fabric.name
+    room: dict = {}
+    for port in hca_ports_guid_room(fabric_id=partition.fabric_id, host_ids=host_ids):
+        room.setdefault(port.host_id, []).append(port.guid_free)
+    whole: set = set()
+    if request.gpu_form == "gpu":
+        whole = {row["host_id"] for row in Gpu.objects.filter(host_id__in=host_ids).values("host_id")
+                 .annotate(n=Count("id")) if _whole_host(request.gpus_per_host, row["n"])}
+    removed = {}
+    for host_id in host_ids:
+        free = room.get(host_id)
+        if not free:
+            removed[host_id] = f"no HCA port on fabric {fabric}"
+        elif ideal or host_id in whole:
+            continue
+        elif all(n is None for n in free):
+            removed[host_id] = f"no virtual GUID pool on its HCA ports on fabric {fabric}"
+        elif not any(n for n in free if n is not None):
+            removed[host_id] = f"no free virtual GUID in its HCA ports' pools on fabric {fabric}"
+    return HostFilterResult(removed, note=(
+        f"partition {partition.name} on fabric {fabric}: a VM that shares its host joins with an SR-IOV VF's "
+        "virtual GUID from its HCA port's pool, one that takes the whole host with its physical port GUIDs"))
 
 
 def _instance_gpus(instance) -> list[Gpu]:
@@ -93,18 +155,22 @@ def _instance_gpus(instance) -> list[Gpu]:
 
 
 def _vf_ports(instance, partition) -> list[HcaPort]:
-    """HCA ports (with a virtual GUID pool, on the partition's fabric) of the instance's GPUs' rails; else those
-    on the GPUs' NUMA nodes; else any of the host's. 409 `ib_vf_unavailable` when the host has none."""
-    base = HcaPort.objects.filter(host_id=instance.host_id, fabric_id=partition.fabric_id,
-                                  virtual_guid_pool__isnull=False).order_by("device", "port_number")
+    """HCA ports (on the partition's fabric, with a free GUID in their virtual GUID pool: what
+    `ib_partition_host_filter` placed the instance by) of the instance's GPUs' rails; else those on the GPUs'
+    NUMA nodes; else all of the host's (a VM without GPUs: the first). 409 `ib_vf_unavailable` when the host has
+    none (a concurrent create took the last GUID after placement)."""
+    from apps.networking.selectors import hca_ports_guid_room
+
+    ports = [p for p in hca_ports_guid_room(fabric_id=partition.fabric_id, host_ids=[instance.host_id])
+             if p.guid_free]
     gpus = _instance_gpus(instance)
-    for qs in (base.filter(rail__in=[g.index for g in gpus]) if gpus else base.none(),
-               base.filter(numa_node__in=[g.numa_node for g in gpus]) if gpus else base.none(), base):
-        ports = list(qs)
-        if ports:
-            return ports if gpus else ports[:1]
-    raise Conflict(f"Host {instance.host.name} has no HCA port with a virtual GUID pool on the partition's fabric.",
-                   code=IB_VF_UNAVAILABLE)
+    rails, numa = {g.index for g in gpus}, {g.numa_node for g in gpus}
+    for chosen in ([p for p in ports if p.rail in rails], [p for p in ports if p.numa_node in numa],
+                   ports if gpus else ports[:1]):
+        if chosen:
+            return chosen
+    raise Conflict(f"Host {instance.host.name} has no HCA port with a free virtual GUID on fabric "
+                   f"{partition.fabric.name}.", code=IB_VF_UNAVAILABLE)
 
 
 def instance_networks_attach(*, actor, instance) -> None:

@@ -110,7 +110,7 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
     from .volumes import instance_placement_pins
 
     admission = placement_admit_for(instance.flavor, instance.project_id, queue=queue,
-                                    pins=instance_placement_pins(instance))
+                                    pins=instance_placement_pins(instance), network=instance.network)
     if not admission.queued:
         return False
     if not instance_queue(actor=actor, instance=instance, operation=operation, reason=admission.reason):
@@ -119,29 +119,35 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
 
 
 def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False,
-                        pins: dict | None = None):
+                        pins: dict | None = None, network: dict | None = None):
     """The placement rule (`apps.scheduling.services.placement_admit`) for `hosts` instances of `flavor`:
     raises 422 `unplaceable` / 409 `capacity_unavailable` (with ``earliest_start``) or returns the Admission
     (``queued`` when `queue` and the fleet cannot hold it now). `pins`: ``host_id`` / ``zone`` the instance is
-    bound to (its volumes: `services.volumes.instance_placement_pins`)."""
+    bound to (its volumes: `services.volumes.instance_placement_pins`); `network`: the networks it joins
+    (`Instance.network`; an InfiniBand partition limits it to hosts that can give it a GUID there)."""
     from apps.scheduling.services import placement_admit
 
     req = placement_request_for(flavor, project_id, hosts=hosts, topology=topology,
-                                consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member", pins=pins)
+                                consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member", pins=pins,
+                                network=network)
     return placement_admit(request=req, queue=queue)
 
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
-                          topology=None, pins: dict | None = None) -> PlacementRequest:
+                          topology=None, pins: dict | None = None, network: dict | None = None) -> PlacementRequest:
     """The `PlacementRequest` of `hosts` instances of `flavor`: on hypervisors, or, for a bare-metal flavor, on
     bare-metal hosts, all of the flavor's GPUs on one host and the host dedicated to the project (nobody else's
-    allocation beside it). `pins` (``host_id``, ``zone``): where the instance's volumes bind it to."""
+    allocation beside it). `pins` (``host_id``, ``zone``): where the instance's volumes bind it to. `network`
+    (`Instance.network`): its needs (`services.networks.placement_needs`: joining an InfiniBand partition
+    needs a host that can give it a GUID on the partition's fabric)."""
+    from .networks import placement_needs
+
     baremetal = flavor.kind == ProvisioningKind.BAREMETAL
     kw = {**{k: v for k, v in (pins or {}).items() if k in ("host_id", "zone") and v},
           "project_id": project_id, "vcpus": flavor.vcpus, "memory_mib": flavor.memory_mib, "hosts": hosts,
           "provisioning_kind": HostProvisioningKind.BAREMETAL if baremetal else HostProvisioningKind.HYPERVISOR,
           "consumer_type": consumer_type, "dedicated": baremetal,
-          "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else ()}
+          "gpu_models": (flavor.gpu_model,) if flavor.gpu_model else (), "needs": placement_needs(network)}
     if flavor.gpu_form == GpuForm.GPU:
         kw["gpus_per_host"] = flavor.gpu_count
     elif flavor.gpu_form == GpuForm.MIG:
@@ -163,7 +169,7 @@ def instance_placement_request(instance: Instance, flavor: Flavor | None = None)
     from .volumes import instance_placement_pins
 
     request = placement_request_for(flavor or instance.flavor, instance.project_id,
-                                    pins=instance_placement_pins(instance))
+                                    pins=instance_placement_pins(instance), network=instance.network)
     for hook in _PLACEMENT_HOOKS:
         request = hook(instance, request)
     return request

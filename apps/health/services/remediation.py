@@ -215,7 +215,7 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
         return False
     try:  # where its volumes let it go (a zoned volume: its zone)
-        placement_admit_for(inst.flavor, inst.project_id, pins=instance_placement_pins(inst))
+        placement_admit_for(inst.flavor, inst.project_id, pins=instance_placement_pins(inst), network=inst.network)
     except DomainError as exc:
         if rem.reason != f"waiting for capacity: {exc.detail}"[:500]:
             Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {exc.detail}"[:500])

@@ -93,7 +93,8 @@ def _reclaim_lease_gpus(inst: Instance, lease: Lease) -> int:
     from ..hooks import lease_placement_request
     from .spot import spot_reclaim_for_lease
 
-    request = lease_placement_request(placement_request_for(inst.flavor, inst.project_id), lease)
+    request = lease_placement_request(placement_request_for(inst.flavor, inst.project_id, network=inst.network),
+                                      lease)
     return spot_reclaim_for_lease(lease, request, gpus_needed=max(_gpus(inst.flavor), 1))
 
 

@@ -1,5 +1,7 @@
 """Placement: filters, weighers, device choice, network topology, gang selection. See `engine`."""
 from .engine import place
-from .request import Candidate, HostChoice, PlacementRequest, Result, TopologyConstraint
+from .needs import HostFilterResult, register_host_filter
+from .request import Candidate, HostChoice, HostNeed, PlacementRequest, Result, TopologyConstraint
 
-__all__ = ["Candidate", "HostChoice", "PlacementRequest", "Result", "TopologyConstraint", "place"]
+__all__ = ["Candidate", "HostChoice", "HostFilterResult", "HostNeed", "PlacementRequest", "Result",
+           "TopologyConstraint", "place", "register_host_filter"]

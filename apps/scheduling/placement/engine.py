@@ -11,8 +11,9 @@ Two paths give the same answers for what they cover:
   and, for several hosts, the network topology step.
 
 Filter order: host_state, provisioning_kind, zone, host (a pinned `host_id`), lease_holding, tenant_isolation, affinity, anti_affinity,
-gpu_model, gpu_mode, gpu_health, gpu_capacity, vcpu, memory, then the device filters (nvswitch_partition,
-mig_geometry, vgpu_capacity, share_capacity) and topology.
+gpu_model, gpu_mode, gpu_health, gpu_capacity, vcpu, memory, then the host filters of other apps the request
+needs (`needs`: e.g. compute's ``ib_partition``; such a request always takes the exact path), then the device
+filters (nvswitch_partition, mig_geometry, vgpu_capacity, share_capacity) and topology.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from ..ledger import AllocationSpec
 from ..ledger import sql as ledger_sql
 from . import devices, fractional, sql, weighers
 from .explanation import Explanation
+from .needs import apply_needs
 from .request import Candidate, HostChoice, PlacementRequest, Result
 from .topology import select_hosts
 
@@ -85,7 +87,7 @@ def place(req: PlacementRequest, *, limit: int = 5, explain: bool = False,
     `explain=True` always runs the exact path and evaluates every host. `ideal=True` asks the same of the
     empty fleet (see `_Ctx`; exact path, explained). Reads only; claims nothing."""
     ctx = _Ctx(req, ideal=ideal)
-    if ideal or req.host_id is not None:
+    if ideal or req.host_id is not None or req.needs:
         return _exact(ctx, limit, ideal or explain, exclude_hosts)
     if (req.is_on_demand_now and req.gpu_form in ("gpu", "none") and not explain and not req.affinity_group
             and not (req.zone and ctx.zone_id == uuid.UUID(int=0))):
@@ -367,6 +369,8 @@ def _exact(ctx: _Ctx, limit: int, explain: bool, exclude: frozenset) -> Result:
     exp.declare("host_state")
     lease_hosts = _lease_hosts(ctx) if req.lease_id and not ctx.ideal else None
     survivors = [r for r in rows if _host_filters(ctx, r, exp, lease_hosts)]
+    if req.needs:
+        survivors = apply_needs(req, survivors, exp, ideal=ctx.ideal)
     if req.gpu_form in ("gpu", "none"):
         choices, passed = _whole_gpu_choices(ctx, survivors, exp, limit, explain)
     else:

@@ -38,6 +38,17 @@ class TopologyConstraint:
 
 
 @dataclass(frozen=True)
+class HostNeed:
+    """A condition another app puts on the hosts a request may use (e.g. compute: hosts that can join the
+    instance's InfiniBand partition). `filter` names the host filter registered for it
+    (`apps.scheduling.placement.register_host_filter`), which also names it in the explanation; `key` is the
+    filter's argument (an InfiniBand partition id)."""
+
+    filter: str
+    key: str
+
+
+@dataclass(frozen=True)
 class PlacementRequest:
     project_id: uuid.UUID
     gpu_models: tuple[str, ...] = ()
@@ -62,6 +73,8 @@ class PlacementRequest:
     start: dt.datetime | None = None
     end: dt.datetime | None = None
     topology: TopologyConstraint = field(default_factory=TopologyConstraint)
+    #: other apps' conditions on the hosts (`HostNeed`): only hosts every need's filter keeps are candidates
+    needs: tuple[HostNeed, ...] = ()
 
     def __post_init__(self):
         forms = [bool(self.gpus_per_host), bool(self.mig_profile), bool(self.vgpu_type), bool(self.share_milli)]
