@@ -354,3 +354,64 @@ def test_libvirt_hook_maps_taps_to_ovn_iface_ids():
         ["ovs-vsctl", "--timeout=10", "set", "Interface", "vnet7", f"external_ids:iface-id=gpc-p-{pid.hex}"]]
     assert ovn_hook.main(["qemu", "dom", "prepare", "begin", "-"], io.StringIO(live)) == 0   # other stages: no-op
 
+
+def test_demo_a_shared_hgx_vm_joins_demo_train_and_a_mig_vm_is_told_why_not(fake_driver):
+    """`make run`'s demo data: a 1-GPU VM (`h100-1x`, sharing an HGX node of zone A) joins the demo partition with
+    a VF's virtual GUID from the demo's pools; a MIG VM cannot (zone B is Ethernet only) and is refused up front."""
+    import io
+
+    from django.core.management import call_command
+
+    from apps.networking.models import IbPartition, VirtualGuidPool
+    from apps.tenancy.models import Project
+    from tests.tenancy.helpers import client_for
+
+    out = io.StringIO()
+    call_command("demo_load", stdout=out)
+    call_command("demo_load", stdout=io.StringIO())  # idempotent: no second pool, no error
+    assert "512 virtual GUID pools on its HCA ports (512 new)" in out.getvalue()
+    assert VirtualGuidPool.objects.count() == 512
+    project = Project.objects.get(organization__slug="demo", slug="demo")
+    token = io.StringIO()
+    call_command("create_api_token", "--email", "demo@example.com", "--project", "demo/demo", "--scope", "write",
+                 stdout=token)
+    client = client_for(token.getvalue().strip().splitlines()[-1])
+    part = IbPartition.objects.get(project=project, name="demo-train")
+    image = client.get("/api/v1/images/?name=ubuntu-24-04").json()["results"][0]["id"]
+
+    def body(flavor: str, name: str) -> dict:
+        fid = client.get(f"/api/v1/flavors/?name={flavor}").json()["results"][0]["id"]
+        return {"project": str(project.pk), "name": name, "flavor": fid, "image": image,
+                "ib_partition_id": str(part.pk)}
+
+    # the MIG hosts' SR-IOV VFs, as their demo agents report them at enrollment
+    from apps.inventory.models import Gpu
+
+    VirtualFunction.objects.bulk_create([
+        VirtualFunction(gpu=g, index=i, pci_address=f"0000:{g.index + 0x20:02x}:00.{i + 1}")
+        for g in Gpu.objects.filter(host__name__startswith="b-h100-mig-") for i in range(4)])
+    mig = body("h100-mig-3g40", "mig-ib")
+    without = {k: v for k, v in mig.items() if k != "ib_partition_id"}
+    assert client.post("/api/v1/instances/check/", without, format="json").json()["placeable"] is True
+    checked = client.post("/api/v1/instances/check/", mig, format="json").json()
+    assert (checked["placeable"], checked["code"]) == (False, "unplaceable")
+    r = client.post("/api/v1/instances/", mig, format="json")
+    assert (r.status_code, r.json()["code"]) == (422, "unplaceable")
+    # the MIG hosts (zone B) have no HCA port; the HGX hosts on the fabric (zone A) have no MIG VFs
+    (ib,) = [f for f in r.json()["explanation"]["filters"] if f["filter"] == "ib_partition"]
+    assert ib["reasons"] == {"no HCA port on fabric ib-compute": 2}
+    assert "partition demo-train on fabric ib-compute" in ib["note"]
+    assert "ib_partition removed 2" in r.json()["detail"]
+    assert not Instance.objects.exists()
+
+    one = body("h100-1x", "one-ib")
+    assert client.post("/api/v1/instances/check/", one, format="json").json()["placeable"] is True
+    r = client.post("/api/v1/instances/", one, format="json")
+    assert r.status_code == 202, r.content
+    op = _finish_create(r.json()["operation"]["id"], lambda: Instance.objects.get(pk=r.json()["instance"]["id"]).host)
+    inst = Instance.objects.get(pk=r.json()["instance"]["id"])
+    assert (op.status, inst.status) == ("succeeded", "active"), (op.error_code, op.error_detail)
+    (member,) = IbPartitionMember.objects.filter(instance_id=inst.pk)
+    gpu_index = inst.devices["placement"]["gpu_indexes"][0]
+    assert member.virtual_guid.pool.hca_port.rail == gpu_index and member.virtual_guid.pool.hca_port.host_id == \
+        inst.host_id
