@@ -158,12 +158,14 @@ def invitation_list_visible_to(user) -> QuerySet[Invitation]:
 
 
 def quota_list_visible_to(user) -> QuerySet[Quota]:
-    """Quotas of the organizations `user` belongs to and of the projects it can see (staff: all)."""
+    """The limits that apply to what `user` sees (staff: all): the organization-level limits of each organization
+    it can see and the project-level limits of each project it can see. A project member, or a project-bound
+    token, reads its organization's limits too (they bound its project; docs/tenancy.md, "Quotas"), but never
+    another project's. Reading is not changing: `services.quota_authorize` decides that (403)."""
     qs = Quota.objects.select_related("organization", "project")
     if not _authenticated(user):
         return qs.none()
     if is_staff(user):
         return qs
-    org_ids = [org for org in organization_ids_visible_to(user) if org_role_of(user, org)]
-    return qs.filter(Q(organization_id__in=org_ids, project__isnull=True)
+    return qs.filter(Q(organization_id__in=organization_ids_visible_to(user), project__isnull=True)
                      | Q(project__in=project_list_visible_to(user)))

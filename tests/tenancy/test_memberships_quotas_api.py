@@ -81,3 +81,44 @@ def test_token_expiry_bounds(acme):
     r = client.post("/api/v1/tokens/", {"name": "x", "organization": str(org.pk)})
     expires = dt.datetime.fromisoformat(r.json()["expires_at"])
     assert dt.timedelta(days=89) < expires - dt.datetime.now(dt.UTC) <= dt.timedelta(days=90)
+
+
+def test_a_project_token_reads_the_limits_that_apply_to_its_project(acme):
+    """A project-bound token (what a tenant gives Terraform) lists its organization's limits and its project's, with
+    usage, with or without `?project=`; never another project's or another tenant's; it cannot change them."""
+    org, owner, client = acme
+    web, ml = make_project(org, "web"), make_project(org, "ml")
+    for project, limit in ((web, 4), (ml, 2)):
+        r = client.post("/api/v1/quotas/", {"organization": str(org.pk), "project": str(project.pk),
+                                            "resource": "gpus", "limit": limit})
+        assert r.status_code == 201, r.content
+    org_rows = {("organization", r, None) for r in Quota.objects.filter(organization=org, project=None)
+                .values_list("resource", flat=True)}
+    token = client_for(token_for(owner, project=web))
+
+    def listed(**params):
+        r = token.get("/api/v1/quotas/", {"page_size": 100, **params})
+        assert r.status_code == 200, r.content
+        return {(q["scope"], q["resource"], q["project"]) for q in r.json()["results"]}, r.json()["results"]
+
+    everything, rows = listed()
+    assert everything == org_rows | {("project", "gpus", str(web.pk))}
+    assert next(q for q in rows if q["scope"] == "organization" and q["resource"] == "projects")["usage"] == 2
+    assert listed(project=str(web.pk))[0] == everything
+    assert listed(project=str(web.pk), scope="project")[0] == {("project", "gpus", str(web.pk))}
+    assert listed(scope="organization")[0] == org_rows
+    r = token.get("/api/v1/quotas/", {"project": str(ml.pk)})
+    assert (r.status_code, r.json()["errors"]["project"]) == (400, ["Not found."])
+    org_gpus = Quota.objects.get(organization=org, project=None, resource="gpus")
+    assert token.get(f"/api/v1/quotas/{org_gpus.pk}/").status_code == 200
+    r = token.patch(f"/api/v1/quotas/{org_gpus.pk}/", {"limit": 100})
+    assert r.status_code == 403, r.content
+    ml_gpus = Quota.objects.get(project=ml, resource="gpus")
+    assert token.get(f"/api/v1/quotas/{ml_gpus.pk}/").status_code == 404
+    # Another tenant's project token sees its own organization's limits only.
+    other, other_owner, _ = org_owner_client("globex", "owner@globex.test")
+    stranger = client_for(token_for(other_owner, project=make_project(other, "x")))
+    rows = stranger.get("/api/v1/quotas/", {"page_size": 100}).json()["results"]
+    assert rows and {q["organization"] for q in rows} == {str(other.pk)}
+    assert stranger.get("/api/v1/quotas/", {"project": str(web.pk)}).status_code == 400
+    assert stranger.get(f"/api/v1/quotas/{org_gpus.pk}/").status_code == 404

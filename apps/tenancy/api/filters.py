@@ -4,6 +4,7 @@ Organizations and projects resolve among those the caller can see: another tenan
 not exist (400 `validation_error`, "Not found.", apps.core.references).
 """
 import django_filters
+from django.db.models import Q
 
 from apps.core.filters import FilterSet
 from apps.core.references import VisibleFilter
@@ -52,6 +53,18 @@ class InvitationFilter(ScopedFilterSet):
 
 
 class QuotaFilter(ScopedFilterSet):
+    project = VisibleFilter(project_list_visible_to, method="filter_project",
+                            help_text="the limits that apply to this project: its own and its organization's "
+                                      "(narrow with `scope`)")
+    scope = django_filters.ChoiceFilter(choices=[("organization", "organization"), ("project", "project")],
+                                        method="filter_scope", help_text="organization- or project-level limits")
+
     class Meta:
         model = Quota
-        fields = ["organization", "project", "resource"]
+        fields = ["organization", "project", "resource", "scope"]
+
+    def filter_project(self, queryset, name, value):
+        return queryset.filter(Q(project=value) | Q(organization_id=value.organization_id, project__isnull=True))
+
+    def filter_scope(self, queryset, name, value):
+        return queryset.filter(project__isnull=(value == "organization"))
