@@ -165,6 +165,13 @@ def index_page() -> str:
            "Ctrl-C during an apply stops the provider's waits (Terraform's StopProvider): objects being created "
            "are recorded in state, tainted, so the next apply replaces them and `terraform destroy` deletes them.",
            "",
+           "Mistakes are reported before anything is written, on the attribute: static ones (a CIDR with host bits, "
+           "a size or quantity below 1, a lease instant that is not RFC 3339) at validate time; at plan time, for "
+           "creates and updates alike, a lease window moved into the past, and for a new instance, cluster or lease "
+           "the API's launch check (`POST /api/v1/<collection>/check/`: placement, quota, references). That check "
+           "runs only when every argument it would send is known: one that refers to an object the same apply "
+           "creates is checked by the create itself. `terraform destroy` (and `plan -destroy`) runs no create "
+           "check: a configuration that can no longer be created does not block destroying what exists.", "",
            "## Example estate", "", "`terraform/examples/estate/main.tf`: networks, an SSH key, two InfiniBand "
            "partitions (the cluster's first node joins the second as a limited member), a MIG notebook VM with a public IP, a 2-node 8-GPU cluster, a lease, a CI token, a "
            "webhook and a second project; quotas and the capacity calendar over the lease window (data sources). Its variables `ssh_public_key`, "

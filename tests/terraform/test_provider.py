@@ -25,6 +25,8 @@ from .workspace import ESTATE, Workspace, require_provider
 pytestmark = pytest.mark.e2e
 
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExDrqrBxQMwu8GE5t92+fB5/rnDc4YqlLtsc5HrGCgc test@example"
+# A second key, for workspaces beside the estate (a project holds a public key once).
+OTHER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBdmRHppf5RqCIn97Kx40xPfhjUhuA9K8cCKFlnnze+M later@example"
 TYPES = ["api_token", "cluster", "ib_partition", "ib_partition", "ib_partition_member", "instance", "lease", "project",
          "public_ip", "security_group", "security_group_rule", "ssh_key", "subnet", "vpc", "webhook_endpoint"]
 HEADER = """terraform {
@@ -104,22 +106,15 @@ resource "gpucloud_vpc" "v" {
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1 and "Invalid cidr '10.0.0.1/33'" in text, r.out
         assert 'cidr = "10.0.0.1/33"' in text, r.out   # the diagnostic points at the attribute
-        # Plan-time launch checks (POST /clusters/check/, /leases/check/): the API's own messages, on the attribute.
+        # Static mistakes: errors on the attribute at validate time (no API call).
         past = (dt.datetime.now(dt.UTC) - dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        later = (dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
         bad.write(HEADER + f"""
 resource "gpucloud_cluster" "c" {{
   name   = "c"
   flavor = "{uuid.uuid4()}"
   image  = "{w.setup.image['id']}"
   size   = -1
-}}
-resource "gpucloud_lease" "l" {{
-  name      = "l"
-  start     = "{past}"
-  end       = "{(dt.datetime.now(dt.UTC) + dt.timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%SZ")}"
-  kind      = "gpus"
-  gpu_model = "H100-SXM5-80GB"
-  quantity  = 1
 }}
 resource "gpucloud_lease" "n" {{
   name      = "n"
@@ -129,12 +124,42 @@ resource "gpucloud_lease" "n" {{
   gpu_model = "H100-SXM5-80GB"
   quantity  = -3
 }}
+resource "gpucloud_lease" "d" {{
+  name      = "d"
+  start     = "not-a-date"
+  end       = "2030-01-02T00:00:00Z"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = 1
+}}
+""")
+        r = bad.run("validate", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1, r.out
+        for summary, line in (("Invalid size", "size = -1"), ("Invalid quantity", "quantity = -3"),
+                              ("Invalid start 'not-a-date'", 'start = "not-a-date"')):
+            assert text.count(summary) == 1 and line in text, (summary, r.out)
+        # Plan-time launch checks (POST /clusters/check/; a lease's window against the clock): on the attribute.
+        bad.write(HEADER + f"""
+resource "gpucloud_cluster" "c" {{
+  name   = "c"
+  flavor = "{uuid.uuid4()}"
+  image  = "{w.setup.image['id']}"
+  size   = 1
+}}
+resource "gpucloud_lease" "l" {{
+  name      = "l"
+  start     = "{past}"
+  end       = "{later}"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = 1
+}}
 """)
         r = bad.run("plan", "-no-color")
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1, r.out
-        for attr, line in (("flavor", "flavor = "), ("size", "size = -1"), ("start", f'start = "{past}"'),
-                           ("quantity", "quantity = -3")):
+        for attr, line in (("flavor", "flavor = "), ("start", f'start = "{past}"')):
             assert len(re.findall(rf"is invalid: {attr}: ", text)) == 1, (attr, r.out)   # reported once
             assert line in text, (attr, r.out)
         # A token with no binding: the provider's project when it has one, else an error at plan (not at apply).
@@ -376,17 +401,135 @@ resource "gpucloud_cluster" "i" {{
     assert _live(w.t.api, "clusters", name="interrupted") == []
 
 
+def test_09c_arguments_from_objects_of_the_same_apply_plan_and_apply(w):
+    """The plan-time launch checks run only when every argument they would send is known: an instance whose subnet,
+    a cluster whose SSH key and subnet, and leases whose names come from objects this same apply creates plan
+    (their checks are skipped, not judged without those arguments) and apply."""
+    state = w.ws.managed()
+    vpc, sg = state["gpucloud_vpc.main"]["id"], state["gpucloud_security_group.ssh"]["id"]
+    start, end = w.ws.vars["lease_start"], w.ws.vars["lease_end"]
+    ws = Workspace(w.env, "unknowns")
+
+    def lease(label, name):
+        return f"""
+resource "gpucloud_lease" "{label}" {{
+  name      = {name}
+  start     = "{start}"
+  end       = "{end}"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = 1
+}}
+"""
+    try:
+        ws.write(HEADER + f"""
+resource "gpucloud_ssh_key" "k" {{
+  name       = "later"
+  public_key = "{OTHER_KEY}"
+}}
+resource "gpucloud_subnet" "new" {{
+  vpc  = "{vpc}"
+  name = "later"
+  cidr = "10.10.7.0/24"
+}}
+resource "gpucloud_instance" "vm" {{
+  name               = "late-vm"
+  flavor             = "{w.setup.flavor_1x['id']}"
+  image              = "{w.setup.image['id']}"
+  subnet_id          = gpucloud_subnet.new.id
+  security_group_ids = ["{sg}"]
+}}
+resource "gpucloud_cluster" "c" {{
+  name               = "late-cluster"
+  flavor             = "{w.setup.flavor_1x['id']}"
+  image              = "{w.setup.image['id']}"
+  size               = 2
+  ssh_keys           = [gpucloud_ssh_key.k.id]
+  subnet_id          = gpucloud_subnet.new.id
+  security_group_ids = ["{sg}"]
+}}
+""" + lease("by_id", "gpucloud_ssh_key.k.id") + lease("by_prefix", '"big-${gpucloud_ssh_key.k.fingerprint}"'))
+        ws.ok("init", "-no-color")
+        r = ws.ok("apply", "-auto-approve", "-no-color")
+        assert "Resources: 6 added, 0 changed, 0 destroyed." in r.out, r.out[-4000:]
+        got = ws.managed()
+        key, subnet = got["gpucloud_ssh_key.k"], got["gpucloud_subnet.new"]["id"]
+        vm = w.t.api.get(f"instances/{got['gpucloud_instance.vm']['id']}").json()
+        assert vm["status"] == "active" and vm["network"]["subnet"] == subnet, vm
+        assert vm["network"]["security_groups"] == [sg], vm
+        c = w.t.api.get(f"clusters/{got['gpucloud_cluster.c']['id']}").json()
+        assert c["status"] == "active" and len(c["members"]) == 2, c
+        assert got["gpucloud_cluster.c"]["ssh_keys"] == [key["id"]], got["gpucloud_cluster.c"]
+        names = {w.t.api.get(f"leases/{got[a]['id']}").json()["name"]
+                 for a in ("gpucloud_lease.by_id", "gpucloud_lease.by_prefix")}
+        assert names == {key["id"], f"big-{key['fingerprint']}"}, names
+        assert ws.run("plan", "-detailed-exitcode", "-no-color").returncode == 0
+        r = ws.ok("destroy", "-auto-approve", "-no-color")
+        assert "Destroy complete! Resources: 6 destroyed." in r.out, r.out[-3000:]
+    finally:
+        ws.cleanup()
+
+
+def test_09d_an_update_is_checked_at_plan_as_a_create_is(w):
+    """A lease already applied: a quantity below 1, a start that is not an instant, or a start moved into the past
+    are errors on the attribute at plan time (not an "update in-place" that fails at apply); nothing is sent."""
+    ws = Workspace(w.env, "lease-update")
+    start, end = w.ws.vars["lease_start"], w.ws.vars["lease_end"]
+    past = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def config(start=start, quantity=1):
+        return HEADER + f"""
+resource "gpucloud_lease" "l" {{
+  name      = "checked"
+  start     = "{start}"
+  end       = "{end}"
+  kind      = "gpus"
+  gpu_model = "H100-SXM5-80GB"
+  quantity  = {quantity}
+}}
+"""
+    try:
+        ws.write(config())
+        ws.ok("init", "-no-color")
+        ws.ok("apply", "-auto-approve", "-no-color")
+        lease_id = ws.managed()["gpucloud_lease.l"]["id"]
+        for cfg, summary, line in (
+                (config(quantity=-1), "Invalid quantity", "quantity = -1"),
+                (config(start="not-a-date"), "Invalid start 'not-a-date'", 'start = "not-a-date"'),
+                (config(start=past), f"gpucloud_lease is invalid: start: {past} is in the past",
+                 f'start = "{past}"')):
+            ws.write(cfg)
+            r = ws.run("plan", "-no-color")
+            text = re.sub(r"\s+", " ", r.out)
+            assert r.returncode == 1 and summary in text and line in text, r.out[-3000:]
+            assert "update in-place" not in text, r.out[-3000:]
+        lease = w.t.api.get(f"leases/{lease_id}").json()
+        assert (lease["count"], lease["status"]) == (1, "confirmed"), lease
+        ws.write(config())
+        ws.ok("destroy", "-auto-approve", "-no-color")
+    finally:
+        ws.cleanup()
+
+
 def test_10_unplaceable_flavor_fails_fast_with_the_explanation(w):
     u = Workspace(w.env, "unplaceable")
+    key = f"""
+resource "gpucloud_ssh_key" "k" {{
+  name       = "unplaceable"
+  public_key = "{OTHER_KEY}"
+}}
+"""
     try:
-        u.write(HEADER + f"""
+        u.write(HEADER + key)
+        u.ok("init", "-no-color")
+        u.ok("apply", "-auto-approve", "-no-color")
+        u.write(HEADER + key + f"""
 resource "gpucloud_instance" "big" {{
   name   = "big"
   flavor = "{w.setup.flavor_huge['id']}"
   image  = "{w.setup.image['id']}"
 }}
 """)
-        u.ok("init", "-no-color")
         t0 = time.monotonic()
         r = u.run("apply", "-auto-approve", "-no-color")
         took = time.monotonic() - t0
@@ -396,6 +539,12 @@ resource "gpucloud_instance" "big" {{
         assert re.search(r"unplaceable|capacity_unavailable", text) and "explanation" in text, r.out
         assert "earliest_start" in text, r.out
         assert _live(w.t.api, "instances", name="big") == []
+        # Destroying what was created runs no create check: the unplaceable instance does not block it.
+        for args in (("plan", "-destroy"), ("destroy", "-auto-approve")):
+            r = u.run(*args, "-no-color")
+            assert r.returncode == 0 and "cannot be created" not in r.out, r.out[-3000:]
+        assert "Destroy complete! Resources: 1 destroyed." in r.out, r.out[-3000:]
+        assert w.t.api.all("ssh-keys", name="unplaceable") == []
     finally:
         u.cleanup()
 

@@ -173,11 +173,40 @@ class ApiResource:
         """Static checks on known values (a hook)."""
 
     def plan_create(self, ctx: Ctx, planned: dict) -> dict:
+        """Fill the provider's project, then (not before a destroy: `ctx.checks`) the resource's own plan checks
+        (`check_plan`) and, when they pass and every argument the create sends is known, the API's dry run
+        (`check_path`). An argument still unknown (a reference to an object this apply creates) skips the dry run:
+        a body without it would be judged as if the user had left it out (ADR 0900)."""
         if self.project_field and (ctx.config or {}).get(self.project_field) is None and self.provider.project:
             planned[self.project_field] = self.provider.project
-        if self.check_path and self.provider.configured and _all_known(self.create_body(planned)):
+        if not ctx.checks:
+            return planned
+        before = len(ctx.diagnostics.diagnostics)
+        self.check_plan(ctx, None, planned)
+        if len(ctx.diagnostics.diagnostics) > before:
+            return planned
+        if self.check_path and self.provider.configured and self.create_known(ctx, planned):
             self.placement_check(ctx, planned)
         return planned
+
+    def create_known(self, ctx: Ctx, planned: dict) -> bool:
+        """Whether every argument the create would send is known: its configured value (`ctx.config`; an unset
+        optional-computed argument is planned unknown but sent as absent) and its planned one."""
+        config = ctx.config or {}
+        for f in self.fields:
+            if not (f.create and f.argument) or config.get(f.name) is None:
+                continue   # absent from the body, or the provider's own value (its project)
+            if not (_all_known(config[f.name]) and _all_known(planned.get(f.name))):
+                return False
+        return True
+
+    def check_plan(self, ctx: Ctx, prior: dict | None, planned: dict) -> None:
+        """Checks of known planned values that need the time or the prior state, for a create (`prior` None) and
+        an update alike, as errors on the attribute (`attribute_error`). A hook; static ones are `validate_config`."""
+
+    def attribute_error(self, ctx: Ctx, name: str, message: str, detail: str = "") -> None:
+        """An error on argument `name`, worded as the API's own field errors are (`<type> is invalid: <attr>: ...`)."""
+        ctx.diagnostics.add_error(f"{self.type_name} is invalid: {name}: {message}", detail, path=[name])
 
     def replaces(self, name: str, old, new) -> bool:
         """Whether changing argument `name` from `old` to `new` forces replacement although the argument is
@@ -187,6 +216,8 @@ class ApiResource:
     def plan_update(self, ctx: Ctx, prior: dict, proposed: dict, changed: set, replacing: bool) -> dict:
         if self.project_field and proposed.get(self.project_field) is None:
             proposed[self.project_field] = prior.get(self.project_field)
+        if changed and ctx.checks:
+            self.check_plan(ctx, None if replacing else prior, proposed)
         if changed and not replacing:
             for f in self.fields:
                 if f.volatile:

@@ -6,7 +6,10 @@ handshake) and changes only the three lifecycle RPCs:
 
 - PlanResourceChange: a create plan is handed to `resource.plan_create(ctx, config, planned)` (plan-time checks,
   diagnostics on an attribute); an update plan to `resource.plan_update(...)` (requires-replace paths and
-  computed values that become unknown); a destroy plan is accepted as proposed;
+  computed values that become unknown); a destroy plan is accepted as proposed. Under `terraform destroy` (or
+  `plan`/`apply -destroy`) Terraform first runs a normal plan of the whole configuration to refresh the state
+  (its "pre-destroy refresh"), whose errors fail the destroy; the protocol does not say so, so the provider reads
+  the command that started it (`destroying()`) and runs no create or update checks then (`ctx.checks`);
 - ApplyResourceChange: `ctx.private` (a dict) carries the planned private state in and the new one out;
 - ReadResource: private state survives a refresh (the resource may update it, e.g. its ETag).
 
@@ -16,12 +19,16 @@ Also: `Object` (a cty object type, for data sources that return lists of records
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import threading
 from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
+from msgpack import ExtType
 from tf import provider as tf_provider
+from tf import utils as tf_utils
 from tf.gen import tfplugin_pb2 as pb
 from tf.schema import Block, NestedBlock, NestMode
 from tf.types import TfType, Unknown
@@ -48,6 +55,42 @@ def _to_pb_unique(self) -> list:
 
 
 Diagnostics.to_pb = _to_pb_unique
+
+
+def _msgpack_ext_hook(code: int, data: bytes):
+    """cty's msgpack extensions: code 0 is an unknown value, code 12 an unknown value with refinements (Terraform
+    >= 1.6 knows e.g. the prefix of `"big-${...}"`, or that a value is not null). Both are `Unknown` here; `tf`
+    1.2.0 knows only the first and hands the second on as raw bytes."""
+    if code in (0, 12):
+        return Unknown
+    return ExtType(code, data)
+
+
+tf_utils._msgpack_ext_hook = _msgpack_ext_hook
+
+
+def destroying(cmdline: list[str] | None = None, env: dict | None = None) -> bool:
+    """Whether the Terraform command that started this plugin (its parent process) destroys: `terraform destroy`,
+    or `terraform plan|apply -destroy` (flags also from TF_CLI_ARGS / TF_CLI_ARGS_<command>). False when that
+    cannot be read (not Linux, not Terraform)."""
+    if cmdline is None:
+        try:
+            with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+                cmdline = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            return False
+    env = os.environ if env is None else env
+    args = cmdline[1:]
+    command = next((a for a in args if not a.startswith("-")), "")
+    try:
+        args = args + shlex.split(env.get("TF_CLI_ARGS", "")) + shlex.split(env.get(f"TF_CLI_ARGS_{command}", ""))
+    except ValueError:
+        pass
+    return command == "destroy" or (command in ("plan", "apply") and
+                                    any(a in ("-destroy", "--destroy", "-destroy=true") for a in args))
+
+
+DESTROYING = destroying()
 
 
 class Object(TfType):
@@ -100,6 +143,9 @@ class Ctx:
     type_name: str
     config: dict | None = None
     private: dict = field(default_factory=dict)
+    # False in the plan Terraform runs before a destroy (`destroying()`): no create or update checks then, so a
+    # configuration that can no longer be created (an unplaceable instance) never blocks destroying the rest.
+    checks: bool = True
 
 
 def _private_in(raw: bytes) -> dict:
@@ -131,7 +177,7 @@ class Servicer(tf_provider.ProviderServicer):
             return pb.PlanResourceChange.Response(planned_state=request.proposed_new_state,
                                                   planned_private=request.prior_private)
         inst = self.app.new_resource(self._get_res_cls(type_name))
-        ctx = Ctx(diags, type_name, config, _private_in(request.prior_private))
+        ctx = Ctx(diags, type_name, config, _private_in(request.prior_private), checks=not DESTROYING)
         if prior is None:
             planned = {}
             for k, v in proposed.items():

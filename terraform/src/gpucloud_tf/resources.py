@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import ipaddress
+import re
 import time
 
 from tf.types import Unknown
@@ -29,6 +30,25 @@ def _same_instant(a, b) -> bool:
 
 def _instant(value: str) -> dt.datetime:
     return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _rfc3339(value) -> dt.datetime | None:
+    """An RFC 3339 instant with its offset (`2030-01-07T00:00:00Z`, `...+02:00`), else None."""
+    if not isinstance(value, str) or not _RFC3339.match(value.strip()):
+        return None
+    try:
+        return _instant(value.strip().upper())
+    except ValueError:
+        return None
+
+
+def _check_positive(diags, config: dict, name: str, what: str) -> None:
+    v = config.get(name)
+    if _known(v) and int(v) < 1:
+        diags.add_error(f"Invalid {name}", f"{name} is {v}: {what}.", path=[name])
 
 
 def _known(v) -> bool:
@@ -282,6 +302,9 @@ class Cluster(_Compute):
             "default tier. A change forces replacement.")),
     ]
 
+    def validate_config(self, diags, config):
+        _check_positive(diags, config, "size", "a cluster has at least 1 instance")
+
     def wait_create(self, ctx, obj, op, timeout):
         """The cluster `active` and every member instance `active` (a member still provisioning, or one gone to
         `error`, is not a usable cluster)."""
@@ -475,8 +498,12 @@ class Lease(ApiResource):
     fields = [
         Field("project", "optional_computed", description="Project id; the provider's `project` when unset."),
         Field("name", "required", update=True),
-        Field("start", "required", update=True, description="RFC 3339 start of the window."),
-        Field("end", "required", update=True, description="RFC 3339 end of the window."),
+        Field("start", "required", update=True, description=(
+            "Start of the window, RFC 3339 with its offset (`2030-01-07T00:00:00Z`, `2030-01-07T02:00:00+02:00`); "
+            "not in the past when it is set or changed. The API also takes `YYYY-MM-DD HH:MM` in `time_zone` and "
+            "`now`; the provider does not, as they would not compare equal to the instant the API answers.")),
+        Field("end", "required", update=True, description="End of the window (exclusive), RFC 3339 as `start`; "
+                                                           "after `start`."),
         Field("time_zone", "optional_computed"),
         Field("kind", "required", description="`hosts`, `gpus`, `mig` ..."),
         Field("gpu_model", "required"),
@@ -495,6 +522,43 @@ class Lease(ApiResource):
         Field("reason", "computed", volatile=True),
     ]
     equivalent = {"start": _same_instant, "end": _same_instant}
+
+    def validate_config(self, diags, config):
+        """Static: `quantity` >= 1; `start` and `end` RFC 3339 instants, `end` after `start`."""
+        _check_positive(diags, config, "quantity", "a lease reserves at least 1")
+        window = {}
+        for name in ("start", "end"):
+            v = config.get(name)
+            if not _known(v):
+                continue
+            window[name] = _rfc3339(v)
+            if window[name] is None:
+                diags.add_error(f"Invalid {name} {v!r}", f"{name} is an RFC 3339 instant with its offset, e.g. "
+                                "2030-01-07T00:00:00Z or 2030-01-07T02:00:00+02:00.", path=[name])
+        if window.get("start") and window.get("end") and window["end"] <= window["start"]:
+            diags.add_error("Invalid end", f"end {config['end']} is not after start {config['start']} (the window "
+                            "is [start, end)).", path=["end"])
+
+    def check_plan(self, ctx, prior, planned):
+        """The window against the clock, for a create and an update alike (the API's rules, RW-032): a start set
+        or moved into the past, an end moved into the past; a started lease's start cannot move, nor its
+        quantity shrink."""
+        now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+        started = bool(prior) and prior.get("status") in ("active", "ending")
+        for name in ("start", "end"):
+            new = _rfc3339(planned.get(name))
+            if new is None or (prior and _same_instant(prior.get(name), planned.get(name))):
+                continue
+            if started and name == "start":
+                self.attribute_error(ctx, "start", "the start of a started lease cannot change",
+                                     f"It started at {prior.get('start')}.")
+            elif new < now:
+                self.attribute_error(ctx, name, f"{planned[name]} is in the past",
+                                     f"A lease's {name} is not earlier than the current minute ({now:%Y-%m-%dT%H:%MZ}).")
+        new_q, old_q = planned.get("quantity"), (prior or {}).get("quantity")
+        if started and _known(new_q) and _known(old_q) and int(new_q) < int(old_q):
+            self.attribute_error(ctx, "quantity", f"a started lease cannot give capacity back ({old_q} -> {new_q})",
+                                 "Shrink its end or cancel it instead.")
 
     def wait_create(self, ctx, obj, op, timeout):
         return self.wait_status(ctx, obj["id"], {"confirmed", "active"}, timeout,
@@ -539,7 +603,7 @@ class ApiToken(ApiResource):
                 planned["project"] = Unknown if config["organization"] is Unknown else None
             elif self.provider.project:
                 planned["project"] = self.provider.project
-            else:
+            elif ctx.checks:
                 ctx.diagnostics.add_error(
                     f"{self.type_name} needs a binding: set `project` or `organization`",
                     "A gpucloud API token is bound to a project or an organization: set one of them, or the "
