@@ -44,7 +44,7 @@ DS_EXAMPLES = {
     "flavor": 'data "gpucloud_flavor" "node" {\n  gpu_model = "H100-SXM5-80GB"\n  gpu_count = 8\n}\n\n# flavor = data.gpucloud_flavor.node.id in a gpucloud_instance or gpucloud_cluster',
     "images": 'data "gpucloud_images" "ubuntu" {\n  os = "ubuntu"\n}\n\n# image = data.gpucloud_images.ubuntu.images[0].id',
     "regions": 'data "gpucloud_regions" "all" {}\n\noutput "zones" {\n  value = flatten(data.gpucloud_regions.all.regions[*].zones)\n}',
-    "quotas": 'data "gpucloud_quotas" "mine" {}\n\noutput "vcpu_left" {\n  value = [for q in data.gpucloud_quotas.mine.quotas : q.limit - q.usage if q.resource == "vcpu"]\n}',
+    "quotas": 'data "gpucloud_quotas" "mine" {}\n\noutput "vcpu_left" {\n  value = [for q in data.gpucloud_quotas.mine.quotas : q.limit - q.usage if q.resource == "vcpus"]\n}',
     "prices": 'data "gpucloud_prices" "on_demand" {\n  pricing_model = "on_demand"\n}',
     "capacity": 'data "gpucloud_capacity" "next_week" {\n  start     = var.lease_start\n  end       = var.lease_end\n  step_s    = 86400\n  gpu_model = "H100-SXM5-80GB"\n}\n\n# Can 2 nodes of 8 GPUs be had now, and if not, why and when?\ndata "gpucloud_capacity" "two_nodes" {\n  flavor         = data.gpucloud_flavor.node.id\n  instance_count = 2\n  image          = data.gpucloud_images.ubuntu.images[0].id\n}\n\noutput "two_nodes" {\n  value = data.gpucloud_capacity.two_nodes.placeable ? "now" : "${data.gpucloud_capacity.two_nodes.code}: ${coalesce(data.gpucloud_capacity.two_nodes.earliest_start, \"no known time\")}"\n}',
 }
@@ -89,7 +89,7 @@ def resource_page(cls) -> str:
     out += ["", "## Attributes", "", f"- `id` (string): {getattr(cls, 'id_doc', None) or 'the object' + chr(39) + 's id (UUID)'}."]
     for f in attrs:
         out.append(f"- `{f.name}` ({TYPE[f.type]}): {f.description or '-'}" + (" Sensitive." if f.sensitive else ""))
-    ops = [k for k in ("create", "update", "delete") if k in cls.defaults]
+    ops = list(cls.timeout_ops())
     imp = getattr(cls, "import_id", "<id>")
     out += ["", "## Timeouts", "", "A `timeouts { ... }` block; defaults: "
             + ", ".join(f"`{k}` {_dur(cls.defaults[k])}" for k in ops) + ".",
@@ -163,8 +163,8 @@ def index_page() -> str:
            "answers something else (HTML, a 404 on `/api/v1/me/`) is `<endpoint> does not look like a gpucloud "
            "API: check endpoint`.", "",
            "Ctrl-C during an apply stops the provider's waits (Terraform's StopProvider): objects being created "
-           "are recorded in state, tainted, so the next apply replaces them and `terraform destroy` deletes them.",
-           "",
+           "are recorded in state, tainted, so the next apply replaces them and `terraform destroy` deletes them. "
+           "A plugin whose Terraform was killed (SIGKILL) exits within seconds.", "",
            "Mistakes are reported before anything is written, on the attribute: static ones (a CIDR with host bits, "
            "a size or quantity below 1, a lease instant that is not RFC 3339) at validate time; at plan time, for "
            "creates and updates alike, a lease window moved into the past, and for a new instance, cluster or lease "

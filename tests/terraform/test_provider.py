@@ -505,6 +505,13 @@ resource "gpucloud_lease" "l" {{
             assert "update in-place" not in text, r.out[-3000:]
         lease = w.t.api.get(f"leases/{lease_id}").json()
         assert (lease["count"], lease["status"]) == (1, "confirmed"), lease
+        # What only the API refuses (its update has no dry run) fails at apply, in Terraform's words: the
+        # attribute is `quantity` throughout the diagnostic, never the API's `count`.
+        ws.write(config(quantity=100000))
+        r = ws.run("apply", "-auto-approve", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "quantity must be" in text, r.out[-3000:]
+        assert not re.search(r"\bcount\b", text), r.out[-3000:]
         ws.write(config())
         ws.ok("destroy", "-auto-approve", "-no-color")
     finally:

@@ -147,8 +147,15 @@ class ApiResource:
         return cls.name
 
     @classmethod
+    def timeout_ops(cls) -> tuple[str, ...]:
+        """The operations a `timeouts` block can set: those with a default, `update` only where an argument is
+        updated in place (where every change replaces the object, an update timeout would never apply)."""
+        return tuple(k for k in ("create", "update", "delete") if k in cls.defaults
+                     and (k != "update" or any(f.update and f.argument for f in cls.fields)))
+
+    @classmethod
     def get_schema(cls) -> schema.Schema:
-        ops = tuple(k for k in ("create", "update", "delete") if k in cls.defaults)
+        ops = cls.timeout_ops()
         return schema.Schema(version=0, description=cls.description or None,
                              attributes=[ID.attribute()] + [f.attribute() for f in cls.fields],
                              block_types=[timeouts_block(ops)])
@@ -340,8 +347,17 @@ class ApiResource:
         self._field_errors(ctx, r, what)
 
     def _field_errors(self, ctx: Ctx, r: ApiResponse, what: str) -> None:
-        """One diagnostic per attribute the problem's `errors` names (on that attribute), else one for all."""
-        summary, detail = problem_summary(r, what)
+        """One diagnostic per attribute the problem's `errors` names (on that attribute), else one for all. The
+        API's member names that Terraform spells otherwise (a lease's `count` is `quantity`) are the attribute's
+        names throughout the diagnostic."""
+        renamed = {f.api_name: f.name for f in self.fields if f.api_name != f.name}
+
+        def words(text: str) -> str:
+            for api, attr in renamed.items():
+                text = re.sub(rf"\b{re.escape(api)}\b", attr, text)
+            return text
+
+        summary, detail = (words(t) for t in problem_summary(r, what))
         body = r.body if isinstance(r.body, dict) else {}
         errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
         by_api = {f.api_name: f.name for f in self.fields}
@@ -350,7 +366,7 @@ class ApiResource:
             attr = by_api.get(k)
             if attr is None:
                 continue
-            text = "; ".join(map(str, msgs)) if isinstance(msgs, list) else str(msgs)
+            text = words("; ".join(map(str, msgs)) if isinstance(msgs, list) else str(msgs))
             ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail, path=[attr])
             placed = True
         if not placed:

@@ -237,7 +237,7 @@ class Servicer(tf_provider.ProviderServicer):
     @tf_provider._log_errors
     def UpgradeResourceState(self, request, context):
         """State written by an older provider version: attributes it lacked are null (read fills them), ones it
-        had that no longer exist are dropped."""
+        had that no longer exist are dropped, in a block too (a `timeouts` setting the resource no longer has)."""
         diags = Diagnostics()
         if len(request.raw_state.flatmap) != 0:
             diags.add_error("Cannot upgrade flatmap state", "State from Terraform < 0.12 is not supported.")
@@ -245,6 +245,9 @@ class Servicer(tf_provider.ProviderServicer):
         state = json.loads(request.raw_state.json)
         attrs, blocks = self._get_res_attrs(request.type_name), self._get_res_blocks(request.type_name)
         upgraded = {k: state.get(k) for k in (*attrs, *blocks)}
+        for k, b in blocks.items():
+            if isinstance(upgraded.get(k), dict):
+                upgraded[k] = {a.name: upgraded[k].get(a.name) for a in b.block.attributes}
         return pb.UpgradeResourceState.Response(upgraded_state=tf_provider.to_dynamic_value(upgraded),
                                                 diagnostics=diags.to_pb())
 

@@ -17,7 +17,37 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tf.provider.ProviderServicer = Servicer   # the runner builds `tf.provider.ProviderServicer(provider)`
     tf.runner._ShutdownInterceptor = _Shutdown
+    exit_with_parent()
     run_provider(GpuCloudProvider())
+
+
+def exit_with_parent(interval: float = 1.0, grace: float = 5.0) -> None:
+    """End the plugin when Terraform (its parent) is gone, e.g. SIGKILLed alone: nothing would ever call go-plugin's
+    Shutdown, and the process would stay behind, orphaned. Every `interval` s a daemon thread compares the parent
+    pid with the one at start (an orphan is re-parented); then waits end (as on StopProvider), the gRPC server
+    stops so the runner returns and removes its socket directory, and after `grace` s the process exits anyway."""
+    import os
+    import threading
+    import time
+
+    from .framework import STOP
+
+    parent = os.getppid()
+    if parent <= 1:   # started by init itself: nothing to watch
+        return
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        STOP.set()
+        for s in _Shutdown.instances:
+            s.stopped = True
+            if s.server:
+                s.server.stop(grace=0)
+        time.sleep(grace)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 class _Shutdown:
@@ -25,9 +55,12 @@ class _Shutdown:
     then reports "Plugin did not respond" and records nothing). Here only go-plugin's Shutdown ends the server;
     StopProvider is the servicer's (its waits end and the applies answer)."""
 
+    instances: list = []
+
     def __init__(self):
         self.stopped = False
         self.server = None
+        _Shutdown.instances.append(self)
 
     def intercept_service(self, continuation, handler_call_details):
         result = continuation(handler_call_details)

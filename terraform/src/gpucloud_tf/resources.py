@@ -675,8 +675,8 @@ def _volume_gone(obj: dict) -> bool:
 class Volume(ApiResource):
     name, collection = "volume", "volumes"
     description = ("A block storage volume of a project (docs/storage.md). Growing `size_gib` extends it in place "
-                   "(`POST /api/v1/volumes/{id}/extend/`, while it is `available`); a smaller size replaces it: "
-                   "volumes never shrink.")
+                   "(`POST /api/v1/volumes/{id}/extend/`, `available` or attached: `in-use`); a smaller size replaces "
+                   "it: volumes never shrink.")
     project_field = "project"
     defaults = {"create": 10 * MIN, "update": 10 * MIN, "delete": 10 * MIN}
     api_doc = ("`POST/GET/DELETE /api/v1/volumes/`, `PATCH` (with `If-Match`) and `POST /api/v1/volumes/{id}/extend/` "
