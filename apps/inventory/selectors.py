@@ -86,10 +86,12 @@ def gpus_per_host_max(model: str) -> int:
     return int(top or 0)
 
 
-def gpus_in_fleet(model: str, *, zone: str = "") -> int:
-    """GPUs of `model` on hosts that are not retired (in `zone` when given): the most any request of that model
-    could ever get."""
+def gpus_in_fleet(model: str, *, zone: str = "", mode: str = "") -> int:
+    """GPUs of `model` on hosts that are not retired (in `zone` when given; in `mode`, e.g. ``exclusive``, when
+    given): the most any request of that model (in that mode) could ever get."""
     qs = Gpu.objects.filter(model=model).exclude(host__state="retired")
+    if mode:
+        qs = qs.filter(mode=mode)
     return qs.filter(host__zone__name=zone).count() if zone else qs.count()
 
 

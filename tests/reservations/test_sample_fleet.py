@@ -78,3 +78,37 @@ def test_the_409_names_the_failed_topology_constraint(world, sample):
     assert doc["explanation"]["topology"]["max_leaves_per_rail"] == 2
     assert "limit 1" in doc["detail"] or "limit 1" in str(doc["explanation"])
     assert Lease.objects.get(pk=doc["lease"]).status == "rejected"
+
+
+def _check_gpus(world, count: int) -> dict:
+    r = world.client_a.post("/api/v1/leases/check/", {
+        "project": str(world.project_a.pk), "name": "big", "kind": "gpus", "gpu_model": "H100-SXM5-80GB",
+        "count": count, "start": "2099-06-01 00:00", "end": "2099-06-08 00:00"}, format="json")
+    assert r.status_code == 200, r.content
+    return r.json()
+
+
+def test_a_gpu_lease_above_the_gpus_in_exclusive_mode_says_so(world, sample):
+    """528 H100 GPUs, 16 of them in MIG mode (b-h100-mig-n01/02): 527 whole GPUs is not a shortage that an end
+    of some allocation relieves, and the answer says why instead of 'fewer than 8 free GPUs' on every host."""
+    out = _check_gpus(world, 527)
+    assert (out["placeable"], out["code"], out["reason"], out["earliest_start"]) == (
+        False, "capacity_unavailable", "gpu_mode", None)
+    assert "528 H100-SXM5-80GB GPUs, of which only 512 are in exclusive mode" in out["detail"]
+    assert out["explanation"]["gpu_mode"] == {"gpu_model": "H100-SXM5-80GB", "zone": "", "mode": "exclusive",
+                                              "gpus_in_mode": 512, "gpus_in_fleet": 528, "requested": 527}
+    assert _check_gpus(world, 512)["placeable"] is True
+
+
+def test_a_gpu_lease_refused_after_its_own_chunks_says_they_count(world, sample):
+    """Two GPUs are taken on two hosts: 511 of the 510 free cannot fit, and the refusal says that its own chunks
+    filled the other hosts (the per-host counts read 'fewer than 8 free GPUs' on all 64 because of them)."""
+    h1, h2 = _su("su1")[:2]
+    for h in (h1, h2):
+        allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", world.project_b.id),
+                          specs=[AllocationSpec(h.id, "gpu", gpu_id=h.gpus.get(index=0).id)])
+    out = _check_gpus(world, 511)
+    assert (out["placeable"], out["code"]) == (False, "capacity_unavailable")
+    assert out["detail"].startswith("The lease's first chunks took 496 of its 511 H100-SXM5-80GB GPUs; no host has "
+                                    "8 more free over the window")
+    assert out["explanation"]["lease"] == {"gpus": 511, "claimed_before": 496, "chunk_gpus": 8}

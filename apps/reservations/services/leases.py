@@ -171,17 +171,51 @@ def _earliest_start(lease: Lease) -> str | None:
     return t.isoformat() if t else None
 
 
+def _mode_check(lease: Lease, count: int) -> None:
+    """A GPU lease needs `count` GPUs in exclusive mode: when the fleet (the lease's zone) has fewer, no end of
+    an allocation makes room, only an operator switching GPUs out of MIG/vGPU mode does. Raises
+    `CapacityUnavailable` with constraint ``gpu_mode`` and ``explanation.gpu_mode`` (``gpus_in_mode``,
+    ``gpus_in_fleet``, ``requested``); the fleet check (`_fleet_check`) already refused more GPUs than exist."""
+    if lease.kind != LeaseKind.GPUS:
+        return
+    in_mode = gpus_in_fleet(lease.gpu_model, zone=lease.zone, mode="exclusive")
+    if in_mode >= count:
+        return
+    total = gpus_in_fleet(lease.gpu_model, zone=lease.zone)
+    where = f" in zone {lease.zone}" if lease.zone else ""
+    raise CapacityUnavailable(
+        f"The fleet{where} has {total} {lease.gpu_model} GPUs, of which only {in_mode} are in exclusive mode (the "
+        f"others are in MIG or vGPU mode); the lease asks for {count} whole GPUs. It fits only once an operator "
+        "switches GPUs to exclusive mode, not when allocations end.", constraint="gpu_mode",
+        explanation={"filters": [], "gpu_mode": {"gpu_model": lease.gpu_model, "zone": lease.zone,
+                                                 "mode": "exclusive", "gpus_in_mode": in_mode,
+                                                 "gpus_in_fleet": total, "requested": count}})
+
+
 def _claim(lease: Lease, count: int, start: dt.datetime) -> None:
     """Claim `count` units of the lease's capacity over [start, lease.end), then check the on-demand reserve.
-    Raises `CapacityUnavailable` with ``explanation`` and ``constraint``."""
+    Raises `CapacityUnavailable` with ``explanation`` and ``constraint``. A GPU lease is claimed in per-host
+    chunks (`_chunks`); when a later chunk finds no host, the placement explanation counts the GPUs the lease's
+    own earlier chunks took as not free, so the detail and ``explanation.lease`` (``gpus``, ``claimed_before``,
+    ``chunk_gpus``) say so."""
     consumer = ConsumerRef(id=lease.pk, consumer_type="lease", project_id=lease.project_id)
+    _mode_check(lease, count)
     _reserve_lock(lease.gpu_model)
+    claimed = 0
     for req in _requests(lease, count, start):
         try:
             placement_claim(actor=None, request=req, consumers=consumer)
         except CapacityUnavailable as exc:
-            raise CapacityUnavailable(exc.detail, explanation=exc.explanation,
+            detail, explanation = exc.detail, exc.explanation
+            if claimed and lease.kind == LeaseKind.GPUS:
+                detail = (f"The lease's first chunks took {claimed} of its {count} {lease.gpu_model} GPUs; no host "
+                          f"has {req.gpus_per_host} more free over the window (the counts below include the "
+                          f"lease's own chunks): {exc.detail}")
+                explanation = {**explanation, "lease": {"gpus": count, "claimed_before": claimed,
+                                                        "chunk_gpus": req.gpus_per_host}}
+            raise CapacityUnavailable(detail, explanation=explanation,
                                       constraint=_constraint(exc.explanation)) from exc
+        claimed += req.gpus_per_host
     _check_reserve(lease, start)
 
 
