@@ -1,6 +1,7 @@
 """Leases in the web console, in a real browser against the real stack (the sample fleet): a tenant asks for more
 GPUs than the fleet has and sees the refusal, requests a lease of whole GPUs for a window next week and sees it
-confirmed with its window, then cancels it after a confirmation. Each step is one test; they share the state (`L`)
+confirmed with its window, tries to end it before its start (the server's refusal on the End field), extends it by a
+day and sees the new end, then cancels it after a confirmation; the project's on-demand queue is shown empty. Each step is one test; they share the state (`L`)
 and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
 
@@ -86,7 +87,32 @@ def test_1_request_a_lease(lc, tab):
     lc.lease = leases[0]
 
 
-def test_2_cancel_it(lc, tab):
+def test_2_extend_it(lc, tab):
+    tab.get_by_role("button", name="Extend or shrink lease training").click()
+    dialog = tab.get_by_role("dialog", name="Change the lease “training”")
+    end = dialog.get_by_label(re.compile(r"^End"))
+    expect(end).to_have_value(_local(lc.end))                              # the browser runs in UTC
+    expect(dialog.get_by_role("button", name="Change lease")).to_be_disabled()   # nothing changes yet
+    end.fill(_local(lc.start - dt.timedelta(hours=1)))                    # before the start: refused
+    dialog.get_by_role("button", name="Shrink lease").click()
+    expect(dialog.get_by_text("must be after start", exact=True)).to_be_visible()   # on the End field
+    expect(end).to_have_value(_local(lc.start - dt.timedelta(hours=1)))  # kept
+    new_end = lc.end + dt.timedelta(days=1)
+    end.fill(_local(new_end))
+    expect(dialog.get_by_test_id("lease-change-summary")).to_contain_text("Extends the lease by 1 d")
+    check_a11y(tab, "lease change dialog")
+    shot(tab, "lease-extend")
+    dialog.get_by_role("button", name="Extend lease").click()
+    expect(dialog).to_be_hidden()
+    row = tab.get_by_role("row", name=re.compile("training"))
+    expect(row).to_contain_text(new_end.strftime("%-m/%-d/%Y, %-I:%M:%S %p"))   # en-US, UTC
+    lease = lc.a.api.get(f"leases/{lc.lease['id']}").json()
+    assert (lease["status"], dt.datetime.fromisoformat(lease["end"]), lease["count"]) == ("confirmed", new_end, 8)
+    queue = tab.get_by_test_id("on-demand-queue")
+    expect(queue.get_by_test_id("queue-empty")).to_contain_text("Nothing of this project is waiting")
+
+
+def test_3_cancel_it(lc, tab):
     tab.get_by_role("button", name="Cancel lease training").first.click()
     dialog = tab.get_by_role("dialog")
     expect(dialog).to_contain_text("Cancel the lease “training”?")

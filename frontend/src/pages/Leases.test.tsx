@@ -1,8 +1,8 @@
-import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Flavor } from '../api/client'
 import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
-import { LeasesPage, leaseBody, leaseChoices, leaseSize } from './Leases'
+import { LeasesPage, leaseBody, leaseChange, leaseChoices, leaseSize, toLocalInput } from './Leases'
 
 const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
 const FLAVORS = [
@@ -101,4 +101,85 @@ describe('lease double submit', () => {
     expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1)
     expect(seen.find((r) => r.method === 'POST')!.headers.get('Idempotency-Key')).toMatch(/^[0-9a-f-]{36}$/)
   }, 20_000)
+})
+
+describe('lease changes', () => {
+  it('states an extension, a shrink and a growth in words and sends only what changes', () => {
+    const end = toLocalInput(LEASE.end)
+    expect(leaseChange(LEASE as never, end, 4)).toEqual({ body: {}, verb: null, sentences: [] })
+    const later = leaseChange(LEASE as never, toLocalInput('2026-12-13T11:30:00Z'), 4)
+    expect(later.verb).toBe('Extend')
+    expect(later.body).toEqual({ end: '2026-12-13T11:30:00.000Z' })
+    expect(later.sentences[0]).toMatch(/^Extends the lease by 1 d 2 h 30 min: it ends /)
+    expect(leaseChange(LEASE as never, toLocalInput('2026-12-11T09:00:00Z'), 4).verb).toBe('Shrink')
+    const grow = leaseChange(LEASE as never, end, 6)
+    expect(grow).toMatchObject({ verb: 'Grow', body: { count: 6 } })
+    expect(grow.sentences).toEqual(['Grows it from 4 × H100 GPUs to 6 × H100 GPUs.'])
+    expect(leaseChange(LEASE as never, toLocalInput('2026-12-13T09:00:00Z'), 2)).toMatchObject({ verb: 'Change', body: { count: 2 } })
+  })
+
+  it('extends a lease after stating the change, and shows a refusal on the field it names', async () => {
+    let lease = { ...LEASE, status: 'active' }
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page([lease])),
+      'GET /api/v1/queued-requests/': () => json(page([])),
+      'PATCH /api/v1/leases/l1/': async (request) => {
+        const body = await request.json()
+        if (body.count !== undefined) return problem(400, 'lease_field_immutable', 'A started lease cannot give capacity back; shrink its end or cancel it.', { count: ['A started lease cannot give capacity back; shrink its end or cancel it.'] })
+        lease = { ...lease, end: body.end }
+        return json(lease)
+      },
+    })
+    renderPage(<LeasesPage />)
+    fireEvent.click(await screen.findByRole('button', { name: 'Extend or shrink lease training' }))
+    const dialog = await screen.findByRole('dialog')
+    expect(within(dialog).getByRole('button', { name: 'Change lease' })).toBeDisabled()     // nothing changes yet
+    fireEvent.change(within(dialog).getByLabelText(/^GPUs/), { target: { value: '2' } })
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Reduce lease' }))
+    expect(await within(dialog).findByText('A started lease cannot give capacity back; shrink its end or cancel it.', { selector: '.mantine-InputWrapper-error, [id$="-error"]' })).toBeInTheDocument()
+    expect(within(dialog).getByLabelText(/^GPUs/)).toHaveValue('2')                         // kept
+    fireEvent.change(within(dialog).getByLabelText(/^GPUs/), { target: { value: '4' } })
+    expect(within(dialog).queryByText(/cannot give capacity back/)).toBeNull()               // edited: the refusal goes
+    fireEvent.change(within(dialog).getByLabelText(/^End/), { target: { value: toLocalInput('2026-12-14T09:00:00Z') } })
+    expect(within(dialog).getByTestId('lease-change-summary')).toHaveTextContent('Extends the lease by 2 d')
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Extend lease' }))
+    await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull())
+    const patches = seen.filter((r) => r.method === 'PATCH')
+    expect(await patches.at(-1)!.json()).toEqual({ end: '2026-12-14T09:00:00.000Z' })
+    await waitFor(() => expect(screen.getByRole('cell', { name: new Date('2026-12-14T09:00:00Z').toLocaleString() })).toBeInTheDocument())
+  }, 20_000)
+
+  it('is disabled for a viewer', async () => {
+    stubApi({ 'GET /api/v1/flavors/': () => json(page(FLAVORS)), 'GET /api/v1/leases/': () => json(page([LEASE])),
+      'GET /api/v1/queued-requests/': () => json(page([])) })
+    renderPage(<LeasesPage />, { value: scope({ canWrite: false }) })
+    expect(await screen.findByRole('button', { name: 'Extend or shrink lease training' })).toBeDisabled()
+  })
+})
+
+describe('on-demand queue', () => {
+  const QUEUED = { id: 'q1', project: PROJECT.id, instance: 'i1', cluster: null, status: 'waiting', position: 3, priority: 0, reason: 'No host has 8 free H100 GPUs.', explanation: {}, expires_at: '2026-12-11T09:00:00Z', placed_at: null, created_at: '2026-12-10T09:00:00Z', updated_at: '' }
+
+  it('shows the waiting requests with their position and reason, and cancels one by deleting its instance', async () => {
+    let waiting = [QUEUED]
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page([])),
+      'GET /api/v1/queued-requests/': () => json(page(waiting)),
+      'GET /api/v1/instances/i1/': () => json({ id: 'i1', name: 'trainer' }),
+      'DELETE /api/v1/instances/i1/': () => { waiting = []; return json({}, 202) },
+    })
+    renderPage(<LeasesPage />)
+    const row = await screen.findByTestId('queued-request')
+    expect(within(row).getByTestId('queue-position')).toHaveTextContent('3')
+    expect(row).toHaveTextContent('No host has 8 free H100 GPUs.')
+    expect(await within(row).findByRole('link', { name: 'trainer' })).toHaveAttribute('href', '/instances/i1')
+    const query = new URL(seen.find((r) => r.url.includes('queued-requests'))!.url).searchParams
+    expect([query.get('project'), query.get('status')]).toEqual([PROJECT.id, 'waiting'])
+    fireEvent.click(within(row).getByRole('button', { name: 'Cancel the queued instance trainer' }))
+    fireEvent.click(await screen.findByRole('button', { name: 'Delete instance' }))
+    expect(await screen.findByTestId('queue-empty')).toBeInTheDocument()
+    expect(seen.some((r) => r.method === 'DELETE')).toBe(true)
+  })
 })

@@ -1,7 +1,8 @@
-import { Badge, Group, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
-import { useMutation, useQueryClient } from '@tanstack/react-query'
+import { Anchor, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
+import { Link } from 'react-router'
 import { api, unwrap, type Flavor, type Lease, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
@@ -20,8 +21,11 @@ const KINDS: { value: Kind; label: string }[] = [
   { value: 'mig', label: 'MIG slices' },
 ]
 
-/** Statuses a lease may still be cancelled from (the API's `cancel` transition); finished ones are history. */
+/** Statuses a lease may still be cancelled from (the API's `cancel` transition), and whose end and size may still
+ * change (`PATCH /leases/{id}/`: a finished lease can only be renamed); finished ones are history. */
 export const CANCELLABLE = new Set<Schemas['LeaseOutputStatusEnum']>(['requested', 'confirmed', 'active', 'ending'])
+
+export type QueuedRequest = Schemas['QueuedRequestOutput']
 
 const STATUS_COLORS: Record<string, string> = {
   requested: 'blue.8', confirmed: 'violet.8', active: 'teal.9', ending: 'grape.8', ended: 'gray.7',
@@ -73,6 +77,197 @@ export function leaseSize(lease: Pick<Lease, 'kind' | 'count' | 'gpu_model' | 'm
   return `${lease.count} × ${lease.gpu_model} ${lease.count === 1 ? 'GPU' : 'GPUs'}`
 }
 
+/** An instant as a `datetime-local` value in the browser's time zone ('2026-12-12T09:00'). */
+export function toLocalInput(iso: string): string {
+  const d = new Date(iso)
+  const two = (n: number) => String(n).padStart(2, '0')
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())}T${two(d.getHours())}:${two(d.getMinutes())}`
+}
+
+/** "2 d 3 h", "45 min": the length of a move of the end. */
+function span(ms: number): string {
+  const minutes = Math.round(Math.abs(ms) / 60_000)
+  const d = Math.floor(minutes / 1440)
+  const h = Math.floor((minutes % 1440) / 60)
+  const m = minutes % 60
+  return [d && `${d} d`, h && `${h} h`, m && `${m} min`].filter(Boolean).join(' ') || '0 min'
+}
+
+export interface LeaseChange {
+  /** The `PATCH /leases/{id}/` body: only what changes (`end` as ISO 8601 UTC, `count`). */
+  body: { end?: string; count?: number }
+  /** "Extend", "Shrink", "Grow", "Change" (both), or null when nothing changes. */
+  verb: 'Extend' | 'Shrink' | 'Grow' | 'Reduce' | 'Change' | null
+  /** What the change does, in words, for the confirmation. */
+  sentences: string[]
+}
+
+/** The change a person asks for in the change dialog: `end` a `datetime-local` value (browser time zone), `count`
+ * the new size. A later end extends the lease, an earlier one shrinks it; a larger count grows it (a started lease
+ * gets the added capacity from now; it cannot give capacity back, the server refuses with `lease_field_immutable`). */
+export function leaseChange(lease: Pick<Lease, 'end' | 'count' | 'kind' | 'gpu_model' | 'mig_profile' | 'share_milli'>, end: string, count: number): LeaseChange {
+  const body: LeaseChange['body'] = {}
+  const sentences: string[] = []
+  let verb: LeaseChange['verb'] = null
+  const before = new Date(lease.end).getTime()
+  const after = end ? new Date(end).getTime() : NaN
+  if (!Number.isNaN(after) && after !== before) {
+    body.end = new Date(after).toISOString()
+    verb = after > before ? 'Extend' : 'Shrink'
+    sentences.push(`${verb === 'Extend' ? 'Extends' : 'Shrinks'} the lease by ${span(after - before)}: it ends ${new Date(after).toLocaleString()} instead of ${new Date(before).toLocaleString()}.`)
+  }
+  if (count !== lease.count && count >= 1) {
+    body.count = count
+    const grow = count > lease.count
+    verb = verb ? 'Change' : grow ? 'Grow' : 'Reduce'
+    sentences.push(`${grow ? 'Grows' : 'Reduces'} it from ${leaseSize(lease)} to ${leaseSize({ ...lease, count })}.`)
+  }
+  return { body, verb, sentences }
+}
+
+/** Extend, shrink or grow one lease: a dialog with its end and size, the change stated in words before it is sent
+ * (`PATCH /leases/{id}/`, one transaction); a refusal is shown on the field it names (until that value is edited)
+ * and the dialog keeps the values. */
+function ChangeLease({ lease }: { lease: Lease }) {
+  const qc = useQueryClient()
+  const [opened, setOpened] = useState(false)
+  const [end, setEnd] = useState('')
+  const [count, setCount] = useState(lease.count)
+  const change = leaseChange(lease, end, count)
+  const save = useMutation({
+    mutationFn: () => unwrap(api.PATCH('/api/v1/leases/{id}/', { params: { path: { id: lease.id } }, body: change.body })),
+    onSuccess: () => {
+      setOpened(false)
+      void qc.invalidateQueries({ queryKey: ['leases'] })
+    },
+  })
+  const open = () => {
+    setEnd(toLocalInput(lease.end))
+    setCount(lease.count)
+    save.reset()
+    setOpened(true)
+  }
+  const unit = lease.kind === 'hosts' ? 'Hosts' : lease.kind === 'mig' ? 'Slices' : lease.kind === 'shares' ? 'Shares' : 'GPUs'
+  const started = lease.status === 'active' || lease.status === 'ending'
+  return (
+    <>
+      <WriteButton variant="default" size="xs" onClick={open} aria-label={`Extend or shrink lease ${lease.name}`}>
+        Extend or shrink
+      </WriteButton>
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`Change the lease “${lease.name}”`} centered
+        closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); if (change.verb) save.mutate() }} noValidate>
+          <Stack gap="sm">
+            <ProblemAlert error={save.error} title="The lease was not changed" shownFields={['end', 'count']} />
+            <TextInput type="datetime-local" label="End" description={`Now ${new Date(lease.end).toLocaleString()}`}
+              value={end} onChange={(e) => { save.reset(); setEnd(e.currentTarget.value) }} error={fieldError(save.error, 'end')} />
+            <NumberInput label={unit} min={1} max={4096} value={count}
+              description={started ? 'A started lease can grow; to give capacity back, shrink its end or cancel it.' : `Now ${lease.count}`}
+              onChange={(v) => { save.reset(); setCount(typeof v === 'number' ? v : Number(v) || lease.count) }}
+              error={fieldError(save.error, 'count')} />
+            <div data-testid="lease-change-summary" aria-live="polite">
+              {change.sentences.length ? change.sentences.map((line) => <Text key={line} size="sm">{line}</Text>) : (
+                <Text size="sm" c="dimmed">Move the end or change the size to see what changes.</Text>
+              )}
+            </div>
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" disabled={!change.verb} loading={save.isPending}>
+                {change.verb ? `${change.verb} lease` : 'Change lease'}
+              </Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
+/** The project's on-demand requests waiting for capacity (`/queued-requests/?status=waiting`): the instance or
+ * cluster (linked), its place in the queue, why it waits and until when; Cancel deletes the waiting instance or
+ * cluster (the API's way to leave the queue; it was never placed). */
+function OnDemandQueue({ project }: { project: string }) {
+  const qc = useQueryClient()
+  const queue = usePaged(
+    ['queued-requests', project],
+    (cursor) => unwrap(api.GET('/api/v1/queued-requests/', { params: { query: { project, status: 'waiting', cursor, page_size: 20 } } })),
+    { enabled: Boolean(project), refetchInterval: 5000 },
+  )
+  const rows = queue.data?.results ?? []
+  const names = useQueries({
+    queries: rows.map((q) => q.instance
+      ? { queryKey: ['instance', q.instance], staleTime: 30_000, retry: false,
+          queryFn: () => unwrap(api.GET('/api/v1/instances/{id}/', { params: { path: { id: q.instance! } } })).then((i) => i.name) }
+      : { queryKey: ['cluster', q.cluster], staleTime: 30_000, retry: false,
+          queryFn: () => unwrap(api.GET('/api/v1/clusters/{id}/', { params: { path: { id: q.cluster! } } })).then((c) => c.name) }),
+  })
+  const leave = useMutation({
+    mutationFn: async (q: QueuedRequest): Promise<void> => {
+      if (q.instance) await unwrap(api.DELETE('/api/v1/instances/{id}/', { params: { path: { id: q.instance } } }))
+      else await unwrap(api.DELETE('/api/v1/clusters/{id}/', { params: { path: { id: q.cluster! } } }))
+    },
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['queued-requests'] }),
+  })
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="queue-title" data-testid="on-demand-queue">
+      <Stack gap="sm">
+        <Title order={3} size="h4" id="queue-title">On-demand queue</Title>
+        <Text size="sm" c="dimmed">
+          Instances and clusters launched with “queue when full” wait here, in queue order, until the capacity they
+          need frees up; each is placed as soon as it fits, or gives up at its deadline.
+        </Text>
+        <ProblemAlert error={queue.error ?? leave.error} title={leave.error ? 'The request was not cancelled' : undefined} />
+        {queue.isSuccess && rows.length === 0 && !queue.hasPrevious ? (
+          <Text size="sm" c="dimmed" data-testid="queue-empty">
+            Nothing of this project is waiting. When the fleet is full, launch with “queue when full” to wait here for
+            capacity instead of being refused.
+          </Text>
+        ) : (
+          <Table striped aria-label="On-demand queue">
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Position</Table.Th>
+                <Table.Th>Waiting</Table.Th>
+                <Table.Th>Why it waits</Table.Th>
+                <Table.Th>Since</Table.Th>
+                <Table.Th>Gives up</Table.Th>
+                <Table.Th><span className="visually-hidden">Actions</span></Table.Th>
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {rows.map((q, i) => {
+                const name = names[i]?.data ?? (q.instance ?? q.cluster ?? '').slice(0, 8)
+                const kind = q.instance ? 'instance' : 'cluster'
+                return (
+                  <Table.Tr key={q.id} data-testid="queued-request">
+                    <Table.Td data-testid="queue-position">{q.position ?? '—'}</Table.Td>
+                    <Table.Td>
+                      <Anchor component={Link} to={q.instance ? `/instances/${q.instance}` : `/clusters/${q.cluster}`}>{name}</Anchor>
+                      <Text size="xs" c="dimmed">{kind}</Text>
+                    </Table.Td>
+                    <Table.Td><Text size="sm" maw={360}>{q.reason || '—'}</Text></Table.Td>
+                    <Table.Td>{new Date(q.created_at).toLocaleString()}</Table.Td>
+                    <Table.Td>{new Date(q.expires_at).toLocaleString()}</Table.Td>
+                    <Table.Td ta="right">
+                      <ConfirmButton label="Cancel" aria-label={`Cancel the queued ${kind} ${name}`}
+                        title={`Stop waiting for “${name}”?`}
+                        message={`The ${kind} leaves the queue and is deleted; it was never placed and nothing of it is billed.`}
+                        confirmLabel={`Delete ${kind}`} color="red.9" variant="outline" size="xs"
+                        loading={leave.isPending && leave.variables?.id === q.id} onConfirm={() => leave.mutate(q)} />
+                    </Table.Td>
+                  </Table.Tr>
+                )
+              })}
+            </Table.Tbody>
+          </Table>
+        )}
+        <Pager pageNumber={queue.pageNumber} hasNext={queue.hasNext} hasPrevious={queue.hasPrevious}
+          onNext={queue.goNext} onPrevious={queue.goPrevious} loading={queue.isFetching} />
+      </Stack>
+    </Paper>
+  )
+}
+
 function browserZone(): string {
   try {
     return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
@@ -82,7 +277,7 @@ function browserZone(): string {
 }
 
 /** Leases (`/leases`): the project's reserved capacity with its window and status, on a four-week calendar and in a
- * table; request one; cancel one. */
+ * table; request one; extend, shrink or grow one; cancel one; and the project's on-demand queue with positions. */
 export function LeasesPage() {
   const { project, canWrite } = useScope()
   const qc = useQueryClient()
@@ -213,22 +408,25 @@ export function LeasesPage() {
                 <Table.Td>{new Date(lease.end).toLocaleString()}</Table.Td>
                 <Table.Td ta="right">
                   {CANCELLABLE.has(lease.status) && (
-                    <ConfirmButton
-                      label="Cancel"
-                      aria-label={`Cancel lease ${lease.name}`}
-                      title={`Cancel the lease “${lease.name}”?`}
-                      message={
-                        lease.status === 'active' || lease.status === 'ending'
-                          ? `Its capacity is released now and its instances are ${lease.end_action === 'delete' ? 'deleted' : 'stopped'}.`
-                          : 'The reserved capacity is released; nothing has started yet.'
-                      }
-                      confirmLabel="Cancel lease"
-                      color="red.9"
-                      variant="outline"
-                      size="xs"
-                      loading={cancel.isPending && cancel.variables === lease.id}
-                      onConfirm={() => cancel.mutate(lease.id)}
-                    />
+                    <Group gap="xs" justify="flex-end" wrap="nowrap">
+                      <ChangeLease lease={lease} />
+                      <ConfirmButton
+                        label="Cancel"
+                        aria-label={`Cancel lease ${lease.name}`}
+                        title={`Cancel the lease “${lease.name}”?`}
+                        message={
+                          lease.status === 'active' || lease.status === 'ending'
+                            ? `Its capacity is released now and its instances are ${lease.end_action === 'delete' ? 'deleted' : 'stopped'}.`
+                            : 'The reserved capacity is released; nothing has started yet.'
+                        }
+                        confirmLabel="Cancel lease"
+                        color="red.9"
+                        variant="outline"
+                        size="xs"
+                        loading={cancel.isPending && cancel.variables === lease.id}
+                        onConfirm={() => cancel.mutate(lease.id)}
+                      />
+                    </Group>
                   )}
                 </Table.Td>
               </Table.Tr>
@@ -244,6 +442,7 @@ export function LeasesPage() {
         onPrevious={leases.goPrevious}
         loading={leases.isFetching}
       />
+      <OnDemandQueue project={pid} />
     </Stack>
   )
 }
