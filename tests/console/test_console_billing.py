@@ -1,6 +1,8 @@
 """Billing in the web console, in a real browser against the real stack: a member who does not read the
 organization's bills sees "not available for your role" (the server refuses the month to date); the owner sees the
-month to date with the charge of a floating IP held over closed metering periods, the total the API computes.
+month to date with the charge of a floating IP held over closed metering periods, the total the API computes; then,
+with last month invoiced and a credit note issued against it, the credit note (PDF and CSV) and the SLA report's
+section on the Billing screen.
 Each step is one test; they share the state (`B`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
 
@@ -104,5 +106,47 @@ def test_2_the_owner_sees_the_month_to_date_total(b, browser):
         expect(page.get_by_test_id("empty-state")).to_contain_text("No invoices yet")   # drafts are staff-only
         check_a11y(page, "billing")
         shot(page, "billing")
+    finally:
+        context.close()
+
+
+def _month(delta: int) -> dt.date:
+    first = dt.date.today().replace(day=1)
+    month = first.month - 1 + delta
+    return first.replace(year=first.year + month // 12, month=month % 12 + 1)
+
+
+def test_3_the_owner_sees_a_credit_note_and_the_sla_report(b, browser):
+    last = _month(-1).strftime("%Y-%m")
+    b.billing.post("adjustments", {"organization": b.a.org["id"], "period": last, "amount": "80.00",
+                                   "description": "Onboarding workshop"}, expect=201)
+    run = b.billing.post("invoice-runs", {"period": last, "finalize": True}, expect=202).json()
+    poll(lambda: b.billing.get(f"invoice-runs/{run['id']}").json()["status"] == "completed", timeout=120,
+         interval=0.5, what="last month's invoice run to complete")
+    invoice = [i for i in b.billing.all("invoices", organization=b.a.org["id"]) if i["period"] == last][0]
+    assert invoice["status"] == "finalized", invoice
+    note = b.billing.post("credit-notes", {"invoice": invoice["id"], "amount": "20.00",
+                                           "reason": "Workshop cut short by an hour"}, expect=201).json()
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    page = context.new_page()
+    try:
+        sign_in(page, b.base, b.a.email)
+        page.get_by_role("link", name="Billing").click()
+        row = page.get_by_test_id("credit-note")
+        expect(row).to_contain_text(note["display_number"])
+        expect(row).to_contain_text("Workshop cut short by an hour")
+        expect(row.get_by_role("link", name=invoice["display_number"])).to_be_visible()
+        with page.expect_download() as pdf:
+            row.get_by_role("link", name=f"PDF of {note['display_number']}").click()
+        assert open(pdf.value.path(), "rb").read(5) == b"%PDF-"
+        with page.expect_download() as csv:
+            row.get_by_role("link", name=f"CSV of {note['display_number']}").click()
+        assert "Workshop cut short by an hour" in open(csv.value.path(), encoding="utf-8").read()
+        sla = page.get_by_test_id("sla-report")
+        expect(sla.get_by_role("heading", name="SLA report")).to_be_visible()
+        expect(sla.get_by_test_id("sla-empty")).to_contain_text("every resource met its SLA")   # no downtime here
+        check_a11y(page, "billing with credit notes")
+        shot(page, "billing-credit-notes")
     finally:
         context.close()

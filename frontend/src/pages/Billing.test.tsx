@@ -2,7 +2,7 @@ import { fireEvent, screen, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Organization } from '../api/client'
 import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
-import { BillingPage, InvoiceDetailPage, duration, money, notForRole } from './Billing'
+import { BillingPage, InvoiceDetailPage, duration, money, notForRole, pct, slaTotals } from './Billing'
 import { ApiError } from '../api/client'
 
 const ORG = { id: PROJECT.organization, name: 'Orbit', role: 'billing' } as Organization
@@ -62,5 +62,58 @@ describe('billing', () => {
     expect(notForRole(new ApiError(403, {}))).toBe(true)
     expect(notForRole(new ApiError(400, { errors: { period: ['bad'] } }))).toBe(false)
     expect(notForRole(new ApiError(500, {}))).toBe(false)
+  })
+})
+
+const NOTE = { id: '0190a3b4-0000-7000-8000-0000000000f1', invoice: INVOICE.id, organization: ORG.id, number: 2, display_number: 'CN-2026-000002', currency: 'USD', amount: '5.00', tax: '0.00', total: '5.00', reason: 'Outage on 3 November', issued_at: '2026-12-02T10:00:00Z' }
+const REPORT = { id: 's1', organization: ORG.id, project: PROJECT.id, resource_type: 'instance', resource_id: '0190a3b4-0000-7000-8000-000000000111', sla_tier: 'premium', period: '2026-11', held_minutes: '43200', downtime_minutes: '540', uptime_pct: '98.75000000', target_uptime_pct: '99.9000', credit_pct: '25.00', billed_amount: '2844.00', credit_amount: '711.00', currency: 'USD', source_invoice: INVOICE.id, applied_invoice: null }
+
+describe('billing: credit notes and the SLA report', () => {
+  it('lists the credit notes with their downloads and the SLA report with pending and granted credits', async () => {
+    const seen = stubApi({
+      'GET /api/v1/invoices/preview/': () => json(PREVIEW),
+      'GET /api/v1/invoices/': () => json(page([INVOICE])),
+      'GET /api/v1/credit-notes/': () => json(page([NOTE])),
+      'GET /api/v1/sla-reports/': (r) => json(page(new URL(r.url).searchParams.get('period') === '2026-10' ? [] : [
+        REPORT, { ...REPORT, id: 's2', period: '2026-10', credit_amount: '10.00', applied_invoice: INVOICE.id, uptime_pct: '99.50000000' }])),
+    })
+    renderPage(<BillingPage />, { value: scope({ organization: ORG }) })
+    const note = await screen.findByTestId('credit-note')
+    expect(note).toHaveTextContent('CN-2026-000002')
+    expect(note).toHaveTextContent('Outage on 3 November')
+    expect(within(note).getByRole('link', { name: 'PDF of CN-2026-000002' })).toHaveAttribute('href', `/api/v1/credit-notes/${NOTE.id}/pdf/`)
+    expect(within(note).getByRole('link', { name: 'CSV of CN-2026-000002' })).toHaveAttribute('href', `/api/v1/credit-notes/${NOTE.id}/csv/`)
+    expect(await within(note).findByRole('link', { name: 'INV-2026-000007' })).toHaveAttribute('href', `/billing/invoices/${INVOICE.id}`)
+    const report = screen.getByTestId('sla-report')
+    const rows = await within(report).findAllByTestId('sla-row')
+    expect(rows[0]).toHaveTextContent('98.75 %')
+    expect(rows[0]).toHaveTextContent('target 99.9 %')
+    expect(rows[0]).toHaveTextContent('540 of 43,200 min')
+    expect(within(rows[0]).getByTestId('sla-status')).toHaveTextContent('Pending: on the next invoice')
+    expect(within(rows[1]).getByTestId('sla-status')).toHaveTextContent('Granted on INV-2026-000007')
+    expect(within(report).getByTestId('sla-pending')).toHaveTextContent('$711.00')
+    expect(within(report).getByTestId('sla-granted')).toHaveTextContent('$10.00')
+    for (const path of ['/api/v1/credit-notes/', '/api/v1/sla-reports/'])
+      expect(new URL(seen.find((r) => new URL(r.url).pathname === path)!.url).searchParams.get('organization')).toBe(ORG.id)
+    fireEvent.change(within(report).getByLabelText('Month'), { target: { value: '2026-10' } })
+    expect(await within(report).findByTestId('sla-empty')).toHaveTextContent('No provider-caused downtime was measured for 2026-10.')
+  })
+
+  it('says what a credit note is when there is none', async () => {
+    stubApi({
+      'GET /api/v1/invoices/preview/': () => json(PREVIEW),
+      'GET /api/v1/invoices/': () => json(page([])),
+      'GET /api/v1/credit-notes/': () => json(page([])),
+      'GET /api/v1/sla-reports/': () => json(page([])),
+    })
+    renderPage(<BillingPage />, { value: scope({ organization: ORG }) })
+    expect(await screen.findByTestId('credit-notes-empty')).toHaveTextContent('No credit notes.')
+    expect(await screen.findByTestId('sla-empty')).toHaveTextContent('every resource met its SLA')
+  })
+
+  it('sums pending and granted credits', () => {
+    const t = slaTotals([REPORT, { ...REPORT, credit_amount: '0.00', uptime_pct: '99.95' }, { ...REPORT, applied_invoice: 'x', credit_amount: '1.50' }] as never)
+    expect(t).toEqual({ currency: 'USD', pending: 711, granted: 1.5, downtimeMinutes: 1620, belowTarget: 2 })
+    expect(pct('99.99800000')).toBe('99.998 %')
   })
 })

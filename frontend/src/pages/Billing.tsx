@@ -1,26 +1,17 @@
-import { Anchor, Badge, Button, Code, Group, Loader, Paper, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Code, Group, Loader, Paper, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useParams } from 'react-router'
-import { ApiError, api, unwrap, type InvoiceLine } from '../api/client'
+import { ApiError, api, unwrap, type InvoiceLine, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
 import { Pager } from '../components/Pager'
 import { ProblemAlert } from '../components/ProblemAlert'
+import { money, notForRole, useInvoicePreview } from '../hooks/billing'
 import { usePaged } from '../hooks/usePaged'
 import { NotFoundPage } from './NotFound'
 
-/** "$1,234.50": a decimal string of the API in the invoice's currency ("—" when there is none). */
-export function money(amount: string | null | undefined, currency: string): string {
-  if (amount == null || amount === '') return '—'
-  const value = Number(amount)
-  if (Number.isNaN(value)) return amount
-  try {
-    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(value)
-  } catch {
-    return `${amount} ${currency}`
-  }
-}
+export { money, notForRole }
 
 /** "3.5 h" / "42 min" / "12 s": seconds as a person reads a duration. */
 export function duration(seconds: number | string | null | undefined): string {
@@ -28,13 +19,6 @@ export function duration(seconds: number | string | null | undefined): string {
   if (s >= 3600) return `${Number((s / 3600).toFixed(2))} h`
   if (s >= 60) return `${Number((s / 60).toFixed(1))} min`
   return `${Number(s.toFixed(0))} s`
-}
-
-/** The caller may not read this organization's bills: the server answers the preview's `organization` as missing
- * (400 naming the field) or refuses it (403/404). */
-export function notForRole(error: unknown): boolean {
-  if (!(error instanceof ApiError)) return false
-  return error.status === 403 || error.status === 404 || (error.status === 400 && 'organization' in error.errors)
 }
 
 const STATUS_COLORS: Record<string, string> = { draft: 'blue.8', finalized: 'violet.8', paid: 'teal.9', void: 'gray.7' }
@@ -130,23 +114,197 @@ export function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[
   )
 }
 
+export type CreditNote = Schemas['CreditNoteOutput']
+export type SlaReport = Schemas['SlaReportOutput']
+
+/** Credit notes with their PDF and CSV downloads (`/credit-notes/{id}/pdf/`, `/csv/`, the same session);
+ * `invoiceName` turns an invoice id into its number where the caller knows it (else the column is left out). */
+export function CreditNoteTable({ notes, invoiceName }: { notes: CreditNote[]; invoiceName?: (id: string) => string | undefined }) {
+  return (
+    <Table striped withTableBorder aria-label="Credit notes">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Credit note</Table.Th>
+          {invoiceName && <Table.Th>Corrects</Table.Th>}
+          <Table.Th>Issued</Table.Th>
+          <Table.Th>Reason</Table.Th>
+          <Table.Th ta="right">Amount</Table.Th>
+          <Table.Th ta="right">Total</Table.Th>
+          <Table.Th><span className="visually-hidden">Downloads</span></Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {notes.map((n) => (
+          <Table.Tr key={n.id} data-testid="credit-note">
+            <Table.Td>{n.display_number}</Table.Td>
+            {invoiceName && (
+              <Table.Td>
+                <Anchor component={Link} to={`/billing/invoices/${n.invoice}`} size="sm">
+                  {invoiceName(n.invoice) ?? 'the invoice'}
+                </Anchor>
+              </Table.Td>
+            )}
+            <Table.Td>{n.issued_at ? new Date(n.issued_at).toLocaleString() : '—'}</Table.Td>
+            <Table.Td>{n.reason}</Table.Td>
+            <Table.Td ta="right">{money(n.amount, n.currency)}</Table.Td>
+            <Table.Td ta="right">{money(n.total, n.currency)}</Table.Td>
+            <Table.Td ta="right" style={{ whiteSpace: 'nowrap' }}>
+              <Anchor href={`/api/v1/credit-notes/${n.id}/pdf/`} download size="sm" c="indigo.9" aria-label={`PDF of ${n.display_number}`}>PDF</Anchor>
+              {' · '}
+              <Anchor href={`/api/v1/credit-notes/${n.id}/csv/`} download size="sm" c="indigo.9" aria-label={`CSV of ${n.display_number}`}>CSV</Anchor>
+            </Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  )
+}
+
+export interface SlaTotals {
+  currency: string
+  /** Credits the next invoice will carry (`applied_invoice` null, amount > 0). */
+  pending: number
+  /** Credits already on an invoice. */
+  granted: number
+  downtimeMinutes: number
+  /** Resources below their tier's target. */
+  belowTarget: number
+}
+
+/** The sums of SLA reports (one currency: the first report's; the organization bills in one). */
+export function slaTotals(reports: SlaReport[]): SlaTotals {
+  const out: SlaTotals = { currency: reports[0]?.currency ?? 'USD', pending: 0, granted: 0, downtimeMinutes: 0, belowTarget: 0 }
+  for (const r of reports) {
+    const credit = Number(r.credit_amount)
+    if (credit > 0) {
+      if (r.applied_invoice) out.granted += credit
+      else out.pending += credit
+    }
+    out.downtimeMinutes += Number(r.downtime_minutes)
+    if (Number(r.uptime_pct) < Number(r.target_uptime_pct)) out.belowTarget += 1
+  }
+  return out
+}
+
+/** "99.95 %": an uptime percentage of the API (up to 8 decimals) as a person reads it. */
+export function pct(value: string): string {
+  return `${Number(Number(value).toFixed(4))} %`
+}
+
+/** The SLA report of the organization (`/sla-reports/?organization=`, server-paged, filterable by month): per
+ * resource and month with provider-caused downtime, its availability against the tier's target, the downtime, and
+ * the credit it earned, pending (credited on the next invoice) or granted (on which invoice). */
+function SlaReportSection({ organization, invoiceName, enabled }: { organization: string; invoiceName: (id: string) => string | undefined; enabled: boolean }) {
+  const [period, setPeriod] = useState('')
+  const reports = usePaged(
+    ['sla-reports', organization, period],
+    (cursor) => unwrap(api.GET('/api/v1/sla-reports/', { params: { query: { organization, cursor, page_size: 50, ...(period ? { period } : {}) } } })),
+    { enabled: Boolean(organization) && enabled },
+  )
+  const rows = reports.data?.results ?? []
+  const totals = slaTotals(rows)
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="sla-title" data-testid="sla-report">
+      <Stack gap="sm">
+        <Group justify="space-between" align="flex-end">
+          <Title order={3} size="h4" id="sla-title">SLA report</Title>
+          <TextInput type="month" label="Month" size="xs" value={period} onChange={(e) => { reports.reset(); setPeriod(e.currentTarget.value) }} />
+        </Group>
+        <Text size="sm" c="dimmed">
+          Resources that had downtime the provider caused, per month: their availability against the SLA tier’s
+          target and the credit it earns. Each month’s invoice run measures the month; a credit is pending until the
+          next invoice carries it, then granted.
+        </Text>
+        <ProblemAlert error={reports.error} />
+        {reports.isSuccess && rows.length === 0 && !reports.hasPrevious ? (
+          <Text size="sm" c="dimmed" data-testid="sla-empty">
+            {period ? `No provider-caused downtime was measured for ${period}.` : 'No provider-caused downtime has been measured: every resource met its SLA.'}
+          </Text>
+        ) : (
+          <>
+            <SimpleGrid cols={{ base: 2, md: 4 }} data-testid="sla-totals">
+              <div><Text size="xs" c="dimmed">Pending credits</Text><Text fw={700} data-testid="sla-pending">{money(String(totals.pending.toFixed(2)), totals.currency)}</Text></div>
+              <div><Text size="xs" c="dimmed">Granted credits</Text><Text fw={700} data-testid="sla-granted">{money(String(totals.granted.toFixed(2)), totals.currency)}</Text></div>
+              <div><Text size="xs" c="dimmed">Downtime</Text><Text fw={700}>{totals.downtimeMinutes.toLocaleString('en-US')} min</Text></div>
+              <div><Text size="xs" c="dimmed">Below target</Text><Text fw={700}>{totals.belowTarget} of {rows.length}</Text></div>
+            </SimpleGrid>
+            {reports.hasNext || reports.hasPrevious ? <Text size="xs" c="dimmed">Totals of the reports on this page.</Text> : null}
+            <Table striped aria-label="SLA report">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Month</Table.Th>
+                  <Table.Th>Resource</Table.Th>
+                  <Table.Th>Tier</Table.Th>
+                  <Table.Th ta="right">Availability</Table.Th>
+                  <Table.Th ta="right">Downtime</Table.Th>
+                  <Table.Th ta="right">Credit</Table.Th>
+                  <Table.Th>Status</Table.Th>
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {rows.map((r) => {
+                  const below = Number(r.uptime_pct) < Number(r.target_uptime_pct)
+                  const credit = Number(r.credit_amount) > 0
+                  return (
+                    <Table.Tr key={r.id} data-testid="sla-row">
+                      <Table.Td>{r.period}</Table.Td>
+                      <Table.Td>
+                        {r.resource_type === 'instance'
+                          ? <Anchor component={Link} to={`/instances/${r.resource_id}`} size="sm">instance {r.resource_id.slice(0, 8)}</Anchor>
+                          : <>{r.resource_type} <Code>{r.resource_id.slice(0, 8)}</Code></>}
+                      </Table.Td>
+                      <Table.Td>{r.sla_tier}</Table.Td>
+                      <Table.Td ta="right">
+                        <Text span c={below ? 'red.9' : undefined} fw={below ? 700 : undefined}>{pct(r.uptime_pct)}</Text>
+                        <Text size="xs" c="dimmed">target {pct(r.target_uptime_pct)}</Text>
+                      </Table.Td>
+                      <Table.Td ta="right">{Number(r.downtime_minutes).toLocaleString('en-US')} of {Number(r.held_minutes).toLocaleString('en-US')} min</Table.Td>
+                      <Table.Td ta="right">
+                        {money(r.credit_amount, r.currency)}
+                        <Text size="xs" c="dimmed">{Number(r.credit_pct)} % of {money(r.billed_amount, r.currency)}</Text>
+                      </Table.Td>
+                      <Table.Td data-testid="sla-status">
+                        {!credit ? 'No credit (within the schedule)' : r.applied_invoice ? (
+                          <>Granted on{' '}
+                            <Anchor component={Link} to={`/billing/invoices/${r.applied_invoice}`} size="sm">
+                              {invoiceName(r.applied_invoice) ?? 'an invoice'}
+                            </Anchor>
+                          </>
+                        ) : 'Pending: on the next invoice'}
+                      </Table.Td>
+                    </Table.Tr>
+                  )
+                })}
+              </Table.Tbody>
+            </Table>
+          </>
+        )}
+        <Pager pageNumber={reports.pageNumber} hasNext={reports.hasNext} hasPrevious={reports.hasPrevious}
+          onNext={reports.goNext} onPrevious={reports.goPrevious} loading={reports.isFetching} />
+      </Stack>
+    </Paper>
+  )
+}
+
 /** Billing (`/billing`): the organization's month to date (`/invoices/preview/`) and its invoices (`/invoices/`),
- * for owners, admins and billing members; others get the server's refusal shown as "not available". */
+ * its credit notes (`/credit-notes/`, PDF and CSV) and its SLA report (`/sla-reports/`), for owners, admins and
+ * billing members; others get the server's refusal shown as "not available". */
 export function BillingPage() {
   const { organization } = useScope()
   const oid = organization?.id ?? ''
-  const preview = useQuery({
-    queryKey: ['invoice-preview', oid],
-    queryFn: () => unwrap(api.GET('/api/v1/invoices/preview/', { params: { query: { organization: oid } } })),
-    enabled: Boolean(oid),
-    refetchInterval: (q) => (q.state.error ? false : 60_000),
-  })
+  const preview = useInvoicePreview(oid)
   const allowed = !notForRole(preview.error)
   const invoices = usePaged(
     ['invoices', oid],
     (cursor) => unwrap(api.GET('/api/v1/invoices/', { params: { query: { organization: oid, cursor, page_size: 24 } } })),
     // the preview's answer says whether the caller reads this organization's bills
     { enabled: Boolean(oid) && (preview.isSuccess || (preview.isError && allowed)) },
+  )
+  const readable = Boolean(oid) && (preview.isSuccess || (preview.isError && allowed))
+  const notes = usePaged(
+    ['credit-notes', oid],
+    (cursor) => unwrap(api.GET('/api/v1/credit-notes/', { params: { query: { organization: oid, cursor, page_size: 24 } } })),
+    { enabled: readable },
   )
 
   if (!allowed)
@@ -165,6 +323,8 @@ export function BillingPage() {
 
   const p = preview.data
   const rows = invoices.data?.results ?? []
+  const noteRows = notes.data?.results ?? []
+  const invoiceName = (id: string) => rows.find((i) => i.id === id)?.display_number
   return (
     <Stack>
       <Title order={2}>Billing</Title>
@@ -245,6 +405,21 @@ export function BillingPage() {
         onPrevious={invoices.goPrevious}
         loading={invoices.isFetching}
       />
+      <Title order={3} size="h4" id="credit-notes-title">
+        Credit notes
+      </Title>
+      <ProblemAlert error={notes.error} />
+      {notes.isSuccess && noteRows.length === 0 && !notes.hasPrevious ? (
+        <Text size="sm" c="dimmed" data-testid="credit-notes-empty">
+          No credit notes. When the provider corrects an issued invoice (a refund or a goodwill credit), the credit note
+          appears here with its PDF and CSV.
+        </Text>
+      ) : (
+        noteRows.length > 0 && <CreditNoteTable notes={noteRows} invoiceName={invoiceName} />
+      )}
+      <Pager pageNumber={notes.pageNumber} hasNext={notes.hasNext} hasPrevious={notes.hasPrevious}
+        onNext={notes.goNext} onPrevious={notes.goPrevious} loading={notes.isFetching} />
+      <SlaReportSection organization={oid} invoiceName={invoiceName} enabled={readable} />
     </Stack>
   )
 }

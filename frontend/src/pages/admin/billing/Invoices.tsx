@@ -6,7 +6,7 @@ import { ApiError, api, unwrap, type Invoice, type InvoiceLine } from '../../../
 import { ConfirmButton } from '../../../components/ConfirmButton'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
-import { InvoiceStatus, Totals, duration, money } from '../../Billing'
+import { CreditNoteTable, InvoiceStatus, Totals, duration, money } from '../../Billing'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import { creditable, explainLine } from './logic'
@@ -286,30 +286,7 @@ export function AdminInvoicePage() {
       <Title order={3} size="h4">Credit notes</Title>
       <ProblemAlert error={notes.error} />
       {notes.data && notes.data.results.length === 0 && <Text size="sm" c="dimmed">None issued against this invoice.</Text>}
-      {notes.data && notes.data.results.length > 0 && (
-        <Table striped withTableBorder aria-label="Credit notes">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Credit note</Table.Th><Table.Th>Issued</Table.Th><Table.Th>Reason</Table.Th>
-              <Table.Th ta="right">Amount</Table.Th><Table.Th ta="right">Total</Table.Th><Table.Th><span className="visually-hidden">PDF</span></Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {notes.data.results.map((n) => (
-              <Table.Tr key={n.id} data-testid="credit-note">
-                <Table.Td>{n.display_number}</Table.Td>
-                <Table.Td>{n.issued_at ? new Date(n.issued_at).toLocaleString() : '—'}</Table.Td>
-                <Table.Td>{n.reason}</Table.Td>
-                <Table.Td ta="right">{money(n.amount, n.currency)}</Table.Td>
-                <Table.Td ta="right">{money(n.total, n.currency)}</Table.Td>
-                <Table.Td ta="right">
-                  <Anchor href={`/api/v1/credit-notes/${n.id}/pdf/`} download size="sm" c="indigo.9" aria-label={`PDF of ${n.display_number}`}>PDF</Anchor>
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
+      {notes.data && notes.data.results.length > 0 && <CreditNoteTable notes={notes.data.results} />}
     </Stack>
   )
 }
