@@ -2,7 +2,7 @@
 organization's bills sees "not available for your role" (the server refuses the month to date); the owner sees the
 month to date with the charge of a floating IP held over closed metering periods, the total the API computes; then,
 with last month invoiced and a credit note issued against it, the credit note (PDF and CSV) and the SLA report's
-section on the Billing screen.
+section on the Billing screen, and the month-to-date spend on the dashboard.
 Each step is one test; they share the state (`B`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def _month(delta: int) -> dt.date:
     return first.replace(year=first.year + month // 12, month=month % 12 + 1)
 
 
-def test_3_the_owner_sees_a_credit_note_and_the_sla_report(b, browser):
+def test_3_the_owner_sees_a_credit_note_the_sla_report_and_the_spend(b, browser):
     last = _month(-1).strftime("%Y-%m")
     b.billing.post("adjustments", {"organization": b.a.org["id"], "period": last, "amount": "80.00",
                                    "description": "Onboarding workshop"}, expect=201)
@@ -127,11 +127,16 @@ def test_3_the_owner_sees_a_credit_note_and_the_sla_report(b, browser):
     assert invoice["status"] == "finalized", invoice
     note = b.billing.post("credit-notes", {"invoice": invoice["id"], "amount": "20.00",
                                            "reason": "Workshop cut short by an hour"}, expect=201).json()
+    preview = b.a.api.get("invoices/preview", params={"organization": b.a.org["id"]}).json()
 
     context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = context.new_page()
     try:
         sign_in(page, b.base, b.a.email)
+        expect(page.get_by_test_id("stat-spend")).to_have_text(f"${Decimal(preview['total']):,.2f}")
+        expect(page.get_by_test_id("recent-health")).to_contain_text("No faults were seen")
+        check_a11y(page, "dashboard with spend")
+        shot(page, "dashboard-spend")
         page.get_by_role("link", name="Billing").click()
         row = page.get_by_test_id("credit-note")
         expect(row).to_contain_text(note["display_number"])

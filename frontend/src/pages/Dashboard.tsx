@@ -1,11 +1,17 @@
-import { Anchor, Group, Loader, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
+import { Anchor, Badge, Group, Loader, Paper, Progress, SimpleGrid, Stack, Table, Text, Title } from '@mantine/core'
 import { useQuery } from '@tanstack/react-query'
+import { useState } from 'react'
 import { Link } from 'react-router'
 import { api, unwrap, type Flavor, type Instance } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert } from '../components/ProblemAlert'
+import { money, notForRole, useInvoicePreview } from '../hooks/billing'
 import { byId, useFlavors } from '../hooks/catalog'
+import { classLabel, signalLabel } from './HealthEvents'
+
+/** How far back the dashboard looks for health events on the project's resources. */
+export const HEALTH_WINDOW_DAYS = 7
 
 /** Instances that hold GPUs: every one that is not stopped, deleted or failed. */
 const HOLDING = new Set(['pending', 'provisioning', 'active', 'starting', 'stopping', 'rebooting', 'resizing'])
@@ -53,6 +59,100 @@ function Stat({ label, value, to }: { label: string; value: string | number; to?
   )
 }
 
+/** Spend this month to date: the organization's invoice preview total (the Billing screen's), or why it is not
+ * shown (the server does not let this role read the bills). */
+function Spend({ organization }: { organization: string }) {
+  const preview = useInvoicePreview(organization)
+  const p = preview.data
+  return (
+    <Paper withBorder p="md" radius="md" data-testid="spend">
+      <Text size="sm" c="dimmed">
+        Spend this month to date
+      </Text>
+      {preview.isPending && <Loader role="status" size="sm" aria-label="Loading the month to date" />}
+      {p && (
+        <>
+          <Text fz={32} fw={700} data-testid="stat-spend">
+            <Anchor component={Link} to="/billing" inherit underline="never">
+              {money(p.total, p.currency)}
+            </Anchor>
+          </Text>
+          <Text size="xs" c="dimmed">
+            {p.period}, {p.status === 'draft' ? 'an estimate from the usage recorded so far' : 'invoiced'} (whole organization)
+          </Text>
+        </>
+      )}
+      {preview.isError && (
+        <Text size="sm" c="dimmed" data-testid="spend-not-available">
+          {notForRole(preview.error) ? 'Only owners, admins and billing members see the organization’s spend.' : preview.error.message}
+        </Text>
+      )}
+    </Paper>
+  )
+}
+
+/** Health events on the project's instances over the last `HEALTH_WINDOW_DAYS` days (`/health-events/?project=
+ * &observed_after=`, newest first, refreshed every 30 s): the fault, the instance, when, and whether the provider is
+ * at fault; the Health events screen has them all. */
+function RecentHealth({ project }: { project: string }) {
+  const [since] = useState(() => new Date(Date.now() - HEALTH_WINDOW_DAYS * 86_400_000).toISOString())
+  const events = useQuery({
+    queryKey: ['health-events', project, 'dashboard', since],
+    queryFn: () => unwrap(api.GET('/api/v1/health-events/', { params: { query: { project, observed_after: since, page_size: 5 } } })),
+    enabled: Boolean(project),
+    refetchInterval: 30_000,
+  })
+  const rows = events.data?.results ?? []
+  return (
+    <Paper withBorder p="md" radius="md" component="section" aria-labelledby="health-heading" data-testid="recent-health">
+      <Group justify="space-between" mb="sm">
+        <Title order={3} size="h4" id="health-heading">
+          Health events, last {HEALTH_WINDOW_DAYS} days
+        </Title>
+        <Anchor component={Link} to="/health-events" size="sm">
+          All health events
+        </Anchor>
+      </Group>
+      <ProblemAlert error={events.error} />
+      {events.isPending && <Loader role="status" size="sm" aria-label="Loading health events" />}
+      {events.isSuccess && rows.length === 0 && (
+        <Text c="dimmed" size="sm" data-testid="health-none">
+          No faults were seen on this project’s instances in the last {HEALTH_WINDOW_DAYS} days.
+        </Text>
+      )}
+      {rows.length > 0 && (
+        <Table aria-label="Recent health events">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Fault</Table.Th>
+              <Table.Th>Instance</Table.Th>
+              <Table.Th>Observed</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((e) => (
+              <Table.Tr key={`${e.event}-${e.resource_id}`} data-testid="recent-health-event">
+                <Table.Td>
+                  {classLabel(e.classification)}{' '}
+                  {e.provider_at_fault && <Badge color="red.9" variant="filled" size="sm">provider fault</Badge>}
+                  <Text size="xs" c="dimmed">{signalLabel(e)}</Text>
+                </Table.Td>
+                <Table.Td>
+                  <Anchor component={Link} to={`/health-events?instance=${e.resource_id}`} size="sm">
+                    {e.resource_id.slice(0, 8)}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{new Date(e.observed_at).toLocaleString()}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      {events.data?.next && <Text size="xs" c="dimmed" mt="xs">More on the Health events screen.</Text>}
+    </Paper>
+  )
+}
+
 export function DashboardPage() {
   const { project, organization } = useScope()
   const pid = project?.id ?? ''
@@ -89,10 +189,11 @@ export function DashboardPage() {
         {organization?.name} / {project?.name}
       </Text>
       <ProblemAlert error={instances.error ?? clusters.error ?? quotas.error} />
-      <SimpleGrid cols={{ base: 1, sm: 3 }}>
+      <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
         <Stat label="Running instances" value={`${running}${more}`} to="/instances" />
         <Stat label="Running clusters" value={runningClusters} />
         <Stat label="GPUs in use" value={gpus.reduce((n, g) => n + g.gpus, 0)} />
+        <Spend organization={organization?.id ?? ''} />
       </SimpleGrid>
       <SimpleGrid cols={{ base: 1, md: 2 }}>
         <Paper withBorder p="md" radius="md" component="section" aria-labelledby="gpus-heading">
@@ -169,6 +270,7 @@ export function DashboardPage() {
           </Stack>
         </Paper>
       </SimpleGrid>
+      <RecentHealth project={pid} />
     </Stack>
   )
 }
