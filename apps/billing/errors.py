@@ -11,6 +11,7 @@ class Code(StrEnum):
     WINDOW_NOT_ALIGNED = "window_not_aligned"
     PERIOD_CLOSED = "period_closed"
     PERIOD_NOT_ENDED = "period_not_ended"
+    PERIOD_NOT_STARTED = "period_not_started"
     INVALID_PERIOD = "invalid_period"
     PAYMENT_AMOUNT_MISMATCH = "payment_amount_mismatch"
     CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"

@@ -119,3 +119,29 @@ def test_out_of_range_year_is_a_400_through_the_api(billing_client, period):
     resp = billing_client.post("/api/v1/invoice-runs", {"period": period}, format="json")
     assert resp.status_code == 400 and resp.json()["code"] == "invalid_period"
     assert not InvoiceRun.objects.exists() and not Operation.objects.exists()
+
+
+def test_a_run_for_a_month_not_started_or_a_finalizing_run_before_its_end_is_a_409(tiers, fleet, billing_client):
+    """An invoice run names a month that has started: a draft of a month ahead would take the organization's
+    pending SLA credits from its real next invoice. 409 `period_not_started` with the month's UTC start (as
+    `period_not_ended` answers a finalize before the end), nothing written; a finalizing run for the month in
+    progress is 409 `period_not_ended`; re-rating a window that reaches into a month not started is refused too."""
+    _three_orgs(fleet, n=1)
+    with time_machine.travel(dt.datetime(2027, 1, 15, 12, tzinfo=dt.UTC), tick=False):
+        far = billing_client.post("/api/v1/invoice-runs", {"period": "2099-12", "finalize": False}, format="json")
+        assert far.status_code == 409 and far["Content-Type"] == "application/problem+json"
+        assert (far.json()["code"], far.json()["period_start"]) == ("period_not_started", "2099-12-01T00:00:00+00:00")
+        nxt = billing_client.post("/api/v1/invoice-runs", {"period": "2027-02", "finalize": True}, format="json")
+        assert (nxt.status_code, nxt.json()["code"]) == (409, "period_not_started")
+        now = billing_client.post("/api/v1/invoice-runs", {"period": "2027-01", "finalize": True}, format="json")
+        assert (now.status_code, now.json()["code"], now.json()["period_end"]) == (
+            409, "period_not_ended", "2027-02-01T00:00:00+00:00")
+        with pytest.raises(Conflict) as exc:
+            invoicing.invoice_run_execute(period="2027-02", finalize=False)
+        assert exc.value.code == "period_not_started"
+        rerate = billing_client.post("/api/v1/billing/rerate/", {"start": "2027-01-31T00:00:00Z",
+                                                                 "end": "2027-02-01T01:00:00Z"}, format="json")
+        assert (rerate.status_code, rerate.json()["code"]) == (409, "period_not_started")
+        assert not InvoiceRun.objects.exists() and not Operation.objects.exists() and not Invoice.objects.exists()
+        preview = billing_client.post("/api/v1/invoice-runs", {"period": "2027-01", "finalize": False}, format="json")
+        assert preview.status_code == 202  # the month in progress is drafted as a running preview

@@ -3,6 +3,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+import time_machine
 
 from apps.billing.models import Invoice, SlaReport, SlaTier
 from apps.billing.services import adjustment_create, invoice_run_execute, sla_tier_create
@@ -130,3 +131,42 @@ def test_rw050_boundaries_end_to_end_with_upfront_fee_excluded(tiers, fleet, hos
         assert report.credit_amount == (billed * Decimal(pct) / 100).quantize(Decimal("0.01"))
     assert Organization.objects.get(pk=org.pk).invoices.get().subtotal == Decimal("50000") + sum(
         (Decimal(10000) * (43200 - m) / 43200).quantize(Decimal("0.01")) for m in expected)
+
+
+def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fleet, host):
+    """December's SLA credit belongs on January's invoice, once. A draft of a month far ahead that holds it (drafted
+    while the clock stood in that month) gives it up when January is rated: January is found by that credit alone
+    (no January usage), carries it, and the later draft's line and totals drop; rating the later draft again does
+    not take it back."""
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 12, 1), utc(2027, 1, 1))
+    fleet.place(h.id, "vm1", utc(2026, 11, 30))
+    incident(h, utc(2026, 12, 10, 3), utc(2026, 12, 10, 12))  # 9 h of 744 h: uptime 98.79 %, 25 %
+    with time_machine.travel(utc(2027, 1, 1, 1), tick=False):
+        collect(utc(2026, 12, 1), utc(2027, 1, 1))
+        invoice_run_execute(period="2026-12")
+    report = SlaReport.objects.get(resource_id="vm1", period="2026-12")
+    assert report.credit_amount == Decimal("735.00")  # 25 % of 735 h x $4
+    with time_machine.travel(utc(2099, 12, 2), tick=False):
+        invoice_run_execute(period="2099-12", finalize=False)
+    ahead = Invoice.objects.get(organization=org, period="2099-12")
+    assert ahead.credits == Decimal("-735.00")
+
+    with time_machine.travel(utc(2027, 1, 15), tick=False):
+        invoice_run_execute(period="2027-01", finalize=False)
+        invoice_run_execute(period="2027-01", finalize=False)  # a rerun keeps it there
+    january = Invoice.objects.get(organization=org, period="2027-01")
+    assert (january.credits, january.total) == (Decimal("-735.00"), Decimal("-735.00"))
+    assert january.lines.get(kind="sla_credit").description.startswith("SLA credit for 2026-12: Instance vm1")
+    ahead.refresh_from_db()
+    assert (ahead.credits, ahead.total, ahead.lines.filter(kind="sla_credit").count()) == (
+        Decimal("0.00"), Decimal("0.00"), 0)
+    report.refresh_from_db()
+    assert report.applied_invoice_id == january.id
+    with time_machine.travel(utc(2099, 12, 3), tick=False):
+        invoice_run_execute(period="2099-12", finalize=False)
+    report.refresh_from_db()
+    assert report.applied_invoice_id == january.id
+    assert Invoice.objects.get(pk=ahead.pk).credits == Decimal("0.00")

@@ -228,13 +228,17 @@ class InvoiceRunViewSet(_StaffBase):
     """Invoice runs. POST requests one for a period: 202 with the run (`pending`) and `Location:
     /api/v1/operations/{id}`; a worker runs it batch by batch (poll the run or the operation). Safe to repeat once
     finished (finalized invoices are never touched again); 409 `invoice_run_in_progress` while one for the same
-    period and `finalize` is unfinished."""
+    period and `finalize` is unfinished; 409 `period_not_started` for a month that has not started, and with
+    `finalize` 409 `period_not_ended` for one that has not ended (UTC bounds)."""
 
     serializer_class = s.InvoiceRunOutput
     filterset_class = filters.InvoiceRunFilter
     queryset = InvoiceRun.objects.all()
 
-    @extend_schema(request=s.InvoiceRunCreateInput, responses={202: s.InvoiceRunOutput})
+    @extend_schema(request=s.InvoiceRunCreateInput, responses={202: s.InvoiceRunOutput, **problems({
+        409: "invoice_run_in_progress: a run for the same period and finalize is unfinished; period_not_started:"
+             " the period has not started yet (period_start, UTC); period_not_ended: finalize for a period that has"
+             " not ended yet (period_end, UTC)."})})
     @idempotent_create
     def create(self, request):
         run = services.invoice_run_request(actor=request.user, **self._input(s.InvoiceRunCreateInput))
@@ -305,7 +309,8 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
     filterset_class = None
     pagination_class = None
 
-    @extend_schema(request=s.RerateInput, responses={200: s.InvoiceRunOutput(many=True)})
+    @extend_schema(request=s.RerateInput, responses={200: s.InvoiceRunOutput(many=True), **problems({
+        409: "period_not_started: the window reaches into a month that has not started (period_start, UTC)."})})
     @action(detail=False, methods=["post"])
     def rerate(self, request):
         data = s.RerateInput(data=request.data)

@@ -39,10 +39,14 @@ WHERE (EXISTS (SELECT 1 FROM billing_usagerecord r WHERE r.organization_id = o.i
                AND r."end" > make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone))
     OR EXISTS (SELECT 1 FROM billing_adjustment a WHERE a.organization_id = o.id AND a.period = %(period)s)
     OR EXISTS (SELECT 1 FROM billing_slareport s WHERE s.organization_id = o.id AND s.period < %(period)s
-               AND s.credit_amount > 0 AND s.applied_invoice_id IS NULL))
+               AND s.credit_amount > 0
+               AND (s.applied_invoice_id IS NULL
+                    OR EXISTS (SELECT 1 FROM billing_invoice h WHERE h.id = s.applied_invoice_id
+                               AND h.status = 'draft' AND h.period > %(period)s))))
   AND NOT EXISTS (SELECT 1 FROM billing_invoice i WHERE i.organization_id = o.id AND i.period = %(period)s
                   AND i.status IN ('finalized', 'paid'))
   AND (%(orgs)s::uuid[] IS NULL OR o.id = ANY(%(orgs)s::uuid[]))
+  AND make_timestamptz(%(y)s, %(m)s, 1, 0, 0, 0, o.billing_timezone) <= %(now)s
   AND (NOT %(closing)s OR make_timestamptz(%(ny)s, %(nm)s, 1, 0, 0, 0, o.billing_timezone) <= %(now)s)
 ORDER BY o.id
 """
@@ -92,17 +96,20 @@ WHERE l.invoice_id = i.id AND i.organization_id = ANY(%(orgs)s::uuid[]) AND i.pe
   AND i.status = 'draft';
 """
 
-TOTALS_SQL = """
+_TOTALS = """
 UPDATE billing_invoice i SET
   subtotal = coalesce(x.subtotal, 0), credits = coalesce(x.credits, 0), tax = coalesce(x.tax, 0),
   total = coalesce(x.subtotal, 0) + coalesce(x.credits, 0) + coalesce(x.tax, 0), updated_at = %(now)s
-FROM billing_scope s LEFT JOIN (
+FROM ({scope}) s LEFT JOIN (
   SELECT invoice_id, sum(amount) FILTER (WHERE kind <> 'sla_credit') AS subtotal,
          sum(amount) FILTER (WHERE kind = 'sla_credit') AS credits, sum(tax_amount) AS tax
-  FROM billing_invoiceline WHERE invoice_id IN (SELECT invoice_id FROM billing_scope) GROUP BY 1
+  FROM billing_invoiceline WHERE invoice_id IN ({scope}) GROUP BY 1
 ) x USING (invoice_id)
-WHERE i.id = s.invoice_id;
+WHERE i.id = s.invoice_id AND i.status = 'draft';
 """
+TOTALS_SQL = _TOTALS.format(scope="SELECT invoice_id FROM billing_scope")
+# the drafts of later periods an SLA credit moved away from (`sla.sla_credit_lines_add`)
+TOTALS_OF_SQL = _TOTALS.format(scope="SELECT unnest(%(released)s::uuid[]) AS invoice_id")
 
 FINALIZE_SQL = """
 WITH numbered AS (
@@ -154,8 +161,10 @@ def _batch_process(run: InvoiceRun, org_ids: list, finalize: bool) -> tuple[int,
         _scope_fill(cursor, params)
         rating.rate_scope()
         sla.sla_reports_compute(period=run.period)
-        sla.sla_credit_lines_add()
+        released = sla.sla_credit_lines_add()
         cursor.execute(TOTALS_SQL, params)
+        if released:
+            cursor.execute(TOTALS_OF_SQL, {"released": released, "now": stamp})
         cursor.execute("SELECT count(*) FROM billing_scope")
         drafted = cursor.fetchone()[0]
         finalized = 0
@@ -178,6 +187,23 @@ def _session_tune() -> None:
         pass
 
 
+def run_period_check(period: str, finalize: bool) -> None:
+    """Refuse a run for a month that has not started, or a finalizing run for one that has not ended, judged at the
+    period's UTC bounds (the beat's runs name UTC months; within a run each organization is drafted once its own
+    local month has started and finalized once it has ended). An invoice drafted ahead of its month would take the
+    organization's pending SLA credits from its real next invoice; a finalizing run before the month's end would
+    finalize nothing. 400 `invalid_period` for a malformed period; 409 `period_not_started` with `period_start`
+    (UTC, ISO 8601); 409 `period_not_ended` with `period_end`, as finalizing one draft by hand answers."""
+    start, end = period_bounds(period, "UTC")
+    if now() < start:
+        raise Conflict(f"The period {period} starts at {start.isoformat()}; an invoice run drafts a period once it "
+                       "has started.", code=Code.PERIOD_NOT_STARTED, period_start=start.isoformat())
+    if finalize and now() < end:
+        raise Conflict(f"The period {period} ends at {end.isoformat()}; invoices are finalized once their period "
+                       "has ended (run with finalize false to refresh the drafts of the month in progress).",
+                       code=Code.PERIOD_NOT_ENDED, period_end=end.isoformat())
+
+
 def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
                         organization_ids: list | None = None) -> InvoiceRun:
     """Invoice every organization with activity in `period` ("YYYY-MM", local month of each organization), now,
@@ -191,9 +217,13 @@ def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
     drafts and are listed in `held_invoices`. Finalized invoices are never touched again, so running twice, or
     rerunning after a crash, yields the same invoices, numbers and totals. With `finalize`, only organizations
     whose local month has ended are included (RW-056: an organization east or west of UTC is invoiced once, for
-    its own month); without it, drafts are computed for open months too (a running preview).
+    its own month); without it, drafts are computed for open months too (a running preview). Either way an
+    organization is drafted only once its own local month has started.
+
+    409 `period_not_started` for a period that has not started (UTC); 409 `period_not_ended` with `finalize` for
+    one that has not ended (UTC) (`run_period_check`).
     """
-    parse_period(period)
+    run_period_check(period, finalize)
     run = InvoiceRun.objects.create(period=period, finalize=finalize, requested_by=_user(actor))
     org_ids = invoice_run_prepare(run, actor=actor, organization_ids=organization_ids)
     size = conf.get("BILLING_RUN_BATCH_SIZE")
@@ -253,13 +283,14 @@ def invoice_run_request(*, actor, period: str, finalize: bool = True) -> Invoice
     pending; a worker runs it (`GET /api/v1/invoice-runs/{id}` or the operation shows progress). One transaction.
 
     409 `invoice_run_in_progress` while an operation-run for the same period and `finalize` is unfinished (its
-    id is in the detail); 400 `validation_error` for a malformed period."""
+    id is in the detail); 400 `validation_error` for a malformed period; 409 `period_not_started` and
+    `period_not_ended` as `run_period_check` says."""
     from apps.operations.models import TERMINAL
     from apps.operations.runner import operation_start
 
     from ..workflows import INVOICE_RUN
 
-    parse_period(period)
+    run_period_check(period, finalize)
     with transaction.atomic():
         with connection.cursor() as cursor:  # two concurrent requests for one period: the second waits, then sees it
             cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"billing.invoice_run:{period}"])
@@ -482,7 +513,10 @@ def adjustment_delete(*, actor, adjustment: Adjustment) -> None:
 
 def usage_rerate(*, actor, window_start: dt.datetime, window_end: dt.datetime) -> list[InvoiceRun]:
     """Re-rate a window: recompute the drafts of every still-open period it touches (RW-059: the window must be
-    aligned to the metering period, else 400 `window_not_aligned`). Finalized periods are left alone."""
+    aligned to the metering period, else 400 `window_not_aligned`). Finalized periods are left alone. 409
+    `period_not_started` (nothing re-rated) when the window reaches into a month that has not started."""
     window_validate(window_start, window_end)
     periods = sorted({period_of(window_start, "UTC"), period_of(window_end - dt.timedelta(microseconds=1), "UTC")})
+    for p in periods:
+        run_period_check(p, finalize=False)
     return [invoice_run_execute(actor=actor, period=p, finalize=False) for p in periods]

@@ -99,21 +99,44 @@ def sla_reports_compute(*, period: str) -> int:
         return cursor.rowcount
 
 
-CREDIT_LINES_SQL = """
+# A credit of period R goes to the organization's next invoice: the earliest open (draft) invoice of a period after R
+# that has started. The draft being rated takes the credits still pending, and those another draft of a later period
+# holds (a draft of a month after it, e.g. one drafted ahead of time): that draft is not the next invoice, and a
+# credit left on a draft of a month far ahead would wait there for years. A draft of a period that has not started
+# takes none.
+_ELIGIBLE = """r.organization_id = s.organization_id AND r.period < s.period AND r.credit_amount > 0
+   AND r.currency = s.currency AND s.period_start <= %(now)s
+   AND EXISTS (SELECT 1 FROM billing_invoice src WHERE src.id = r.source_invoice_id
+                                                 AND src.status IN ('finalized', 'paid'))"""
+
+RELEASE_SQL = f"""
+WITH taken AS (
+  UPDATE billing_slareport r SET applied_invoice_id = NULL, updated_at = %(now)s
+  FROM billing_scope s, billing_invoice held
+  WHERE {_ELIGIBLE}
+    AND held.id = r.applied_invoice_id AND held.id <> s.invoice_id AND held.status = 'draft'
+    AND held.period > s.period
+  RETURNING r.id AS report_id, held.id AS held_id
+), gone AS (
+  DELETE FROM billing_invoiceline l USING taken t WHERE l.sla_report_id = t.report_id AND l.invoice_id = t.held_id
+  RETURNING l.invoice_id
+)
+SELECT DISTINCT invoice_id FROM gone
+"""
+
+CREDIT_LINES_SQL = f"""
 WITH pending AS (
   SELECT s.invoice_id, s.minor, s.tax_rate, r.id AS report_id, r.credit_amount, r.project_id, r.resource_type,
          r.resource_id, r.sla_tier, r.period AS report_period, r.uptime_pct, r.credit_pct
   FROM billing_scope s
-  JOIN billing_slareport r ON r.organization_id = s.organization_id AND r.period < s.period
-   AND r.credit_amount > 0 AND r.currency = s.currency
+  JOIN billing_slareport r ON {_ELIGIBLE}
    AND (r.applied_invoice_id IS NULL OR r.applied_invoice_id = s.invoice_id)
-  JOIN billing_invoice src ON src.id = r.source_invoice_id AND src.status IN ('finalized', 'paid')
 ), ins AS (
   INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
     sla_tier, gpu_model, description, billed_seconds, quantity, unit, unit_price, raw_amount, amount, tax_amount,
     sla_report_id)
   SELECT gen_random_uuid(), invoice_id, 'sla_credit', project_id, resource_type, resource_id, '', '', sla_tier, '',
-         left(format('SLA credit for %s: %s, uptime %s %% (credit %s %%)', report_period, {resource},
+         left(format('SLA credit for %%s: %%s, uptime %%s %%%% (credit %%s %%%%)', report_period, {{resource}},
                      trim_scale(round(uptime_pct, 4)), trim_scale(credit_pct)), 300),
          0, 1, 'each', -credit_amount, -credit_amount, -credit_amount, round(-credit_amount * tax_rate, minor),
          report_id
@@ -124,7 +147,14 @@ UPDATE billing_slareport r SET applied_invoice_id = ins.invoice_id FROM ins WHER
 """.replace("{resource}", wording.resource_sql())
 
 
-def sla_credit_lines_add() -> None:
-    """Add the pending SLA credits of earlier (finalized) periods to the invoices in `billing_scope`."""
+def sla_credit_lines_add() -> list:
+    """Add the pending SLA credits of earlier (finalized) periods to the invoices in `billing_scope` whose period
+    has started (docs/billing.md, "Downtime and SLA credits": the next invoice, once). A credit another draft of a
+    later period holds moves here: its line leaves that draft. Returns the ids of the drafts that lost a credit
+    line (their totals need recomputing)."""
+    params = {"now": now()}
     with connection.cursor() as cursor:
-        cursor.execute(CREDIT_LINES_SQL)
+        cursor.execute(RELEASE_SQL, params)
+        released = [row[0] for row in cursor.fetchall()]
+        cursor.execute(CREDIT_LINES_SQL, params)
+    return released
