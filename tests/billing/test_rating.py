@@ -143,3 +143,21 @@ def test_units_and_pricing_models_each_have_their_price(tiers, fleet):
     assert lines == {"lease1": (Decimal(80), Decimal("1.8"), Decimal("144.00")),
                      "spot1": (Decimal(10), Decimal("1.1"), Decimal("11.00")),
                      "vm1": (Decimal(10), Decimal("2.5"), Decimal("25.00"))}
+
+
+def test_a_resized_lease_rounds_each_size_duration_up_then_multiplies_by_its_gpus(tiers, fleet):
+    """docs/billing.md, "unit hour": per run and size, the seconds at that size are rounded up to the increment
+    (1 s) and then multiplied by the units. A lease of 8 GPUs from 09:00:00.4, grown to 16 at 10:00:00.7, ended
+    at 12:00: 3,600.3 s → 3,601 s × 8 and 7,199.3 s → 7,200 s × 16 = 144,008 GPU-seconds at $3.60 per GPU-hour,
+    $144.01 (the exact 143,991.2 GPU-seconds would be $143.99)."""
+    org, project = make_org("acme")
+    per_gpu = sku_for("gpu", model="H100")
+    book(utc(2026, 1, 1), {(per_gpu, "standard", "reserved"): "3.60"})
+    start, grow = utc(2026, 9, 1, 9, 0, 0, 400000), utc(2026, 9, 1, 10, 0, 0, 700000)
+    common = {"sku": per_gpu, "model": "reserved", "resource_type": "lease", "run_key": "lease:l1"}
+    fleet.run(org, project, "l1", start, grow, units=Decimal(8), key="lease:l1", **common)
+    fleet.run(org, project, "l1", grow, utc(2026, 9, 1, 12), units=Decimal(16), key="lease:l1:grow", **common)
+    collect(utc(2026, 9, 1), utc(2026, 9, 2))
+    invoice_run_execute(period="2026-09")
+    line = _invoice(org, "2026-09").lines.get()
+    assert (line.billed_seconds, line.amount) == (Decimal(3601 * 8 + 7200 * 16), Decimal("144.01"))

@@ -9,9 +9,11 @@ Rules (docs/billing.md and the billing cases of docs/cases.md):
   a price holds from its book's `effective_from` until the next book of that currency listing the same key; RW-068);
 - provider-fault downtime is cut out (multirange difference) and not charged; downtime of a part of a resource (one
   allocation row of a lease) leaves only that part's share of the record's units uncharged (`UP_SECONDS`);
-- per run (one start of a resource) and line, the seconds are rounded up to the price's increment and to at least
-  its minimum (RW-052), then multiplied by the record's `units` (e.g. 8 GPUs on a per-GPU SKU); unit `hour`: amount = seconds × price / 3600; unit `month`: amount = seconds × price /
-  seconds of the whole billing period (RW-053);
+- per run (one start of a resource), line and size (the records' `units`, e.g. 8 GPUs on a per-GPU SKU; a lease
+  that grew has one size per step), the seconds are rounded up to the price's increment and to at least its
+  minimum (RW-052), and only then multiplied by the units: the resource's time is rounded, not its unit-seconds
+  (docs/billing.md, "The rounding rule, exactly"); unit `hour`: amount = seconds × price / 3600; unit `month`:
+  amount = seconds × price / seconds of the whole billing period (RW-053);
 - reserved commitments: amount = committed price × covered seconds / seconds of the commitment window, whether
   used or not (RW-053);
 - every line's amount is rounded once, half-up to the currency's minor unit, from the full-precision sum of its
