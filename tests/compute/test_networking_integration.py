@@ -252,6 +252,8 @@ def test_shared_host_without_guid_pool_is_refused_at_create_and_check(world, net
     doc = _refused_and_nothing_written(world, body, 409, "capacity_unavailable",
                                        "no virtual GUID pool on its HCA ports on fabric ib-int")
     assert doc["earliest_start"] is None
+    assert doc["detail"].startswith("No capacity can hold the request now: ib_partition: no virtual GUID pool on "
+                                    "its HCA ports on fabric ib-int (2 hosts); ")
     # without the partition the same VM fits
     del body["ib_partition_id"]
     assert world.client_a.post("/api/v1/instances/check/", body, format="json").json()["placeable"] is True
@@ -274,13 +276,20 @@ def test_shared_host_whose_pools_are_used_up_is_refused(world, nets):
 
 
 def test_mig_vm_on_hosts_without_hca_ports_is_unplaceable(world, nets):
-    """MIG hosts not cabled to the partition's fabric can never give a VM a GUID there: 422, not a 202."""
+    """MIG hosts not cabled to the partition's fabric can never give a VM a GUID there: 422, not a 202. The
+    HGX host that is cabled has no MIG VFs, and the device step removes it after the partition's filter; the
+    refusal still names the partition, whose filter removed every host that could hold the flavor."""
     host = gpu_host(gpus=2, mode="mig")
     VirtualFunction.objects.bulk_create([VirtualFunction(gpu=g, index=0, pci_address=f"0000:00:00.{g.index + 4}")
                                          for g in host.gpus.all()])
+    _hgx_hosts(nets.fabric, 1)
     body = create_body(world, world.mig, ib_partition_id=str(nets.part.pk))
     doc = _refused_and_nothing_written(world, body, 422, "unplaceable", "no HCA port on fabric ib-int")
+    assert doc["detail"].startswith("No capacity of this fleet could ever hold the request: ib_partition: "
+                                    "no HCA port on fabric ib-int (1 host); ")
     assert "ib_partition removed 1" in doc["detail"]
+    later = [f["filter"] for f in doc["explanation"]["filters"] if f["removed"]]
+    assert later[-1] != "ib_partition"  # the last filter that removed hosts is not what the refusal names
 
 
 def test_placement_takes_the_host_whose_hca_port_has_a_free_guid(world, nets):
@@ -401,6 +410,10 @@ def test_demo_a_shared_hgx_vm_joins_demo_train_and_a_mig_vm_is_told_why_not(fake
     (ib,) = [f for f in r.json()["explanation"]["filters"] if f["filter"] == "ib_partition"]
     assert ib["reasons"] == {"no HCA port on fabric ib-compute": 2}
     assert "partition demo-train on fabric ib-compute" in ib["note"]
+    # the headline is the partition's fabric, not the MIG VFs the HGX nodes lack (they cannot hold the flavor)
+    assert (checked["reason"], r.json()["reason"]) == ("ib_partition", "ib_partition")
+    assert r.json()["detail"].startswith("No capacity of this fleet could ever hold the request: ib_partition: "
+                                         "no HCA port on fabric ib-compute (2 hosts); ")
     assert "ib_partition removed 2" in r.json()["detail"]
     assert not Instance.objects.exists()
 

@@ -4,8 +4,9 @@
 
 1. **never** - no capacity of this fleet could ever hold the request, even empty and with every host that is not
    retired available (GPU model, GPUs per host or NVSwitch partition size, MIG/vGPU geometry, vCPUs or memory per
-   host, too few such hosts, no topology that holds the gang): 422 `unplaceable` with ``reason`` (the constraint
-   that failed) and ``explanation`` (the per-filter counts of the ideal fleet);
+   host, too few such hosts, no topology that holds the gang, no such host meets a need such as an InfiniBand
+   partition's fabric): 422 `unplaceable` with ``reason`` (the constraint that failed: `need_refusal`'s need,
+   else `refusal_constraint`) and ``explanation`` (the per-filter counts of the ideal fleet);
 2. **not now** - the fleet could hold it but cannot now: 409 `capacity_unavailable` with ``explanation``,
    ``constraint`` and ``earliest_start`` (the first instant the capacity calendar shows it fits: the end of an
    allocation that holds capacity - a lease, or work with a known end - or null when nothing known ends);
@@ -68,7 +69,8 @@ class Admission:
 
 def refusal_constraint(explanation: dict) -> str:
     """The constraint a refusal names: the topology limit, else the last filter that removed hosts, else
-    ``no_hosts`` (the fleet has none), else ``capacity``."""
+    ``no_hosts`` (the fleet has none), else ``capacity``. `placement_admit` and `fleet_fit` name a request's
+    need instead when it alone refused the request (`need_refusal`)."""
     topo = explanation.get("topology") or {}
     if topo.get("constraint"):
         return topo["constraint"]
@@ -83,6 +85,26 @@ def refusal_summary(explanation: dict) -> str:
     return f"{explanation.get('hosts_considered', 0)} hosts considered; " + (", ".join(parts) or "none left")
 
 
+def need_refusal(req: PlacementRequest, explanation: dict, *, ideal: bool) -> tuple[str, str] | None:
+    """The host filter of another app that alone refused `req` (`PlacementRequest.needs`, e.g. compute's
+    ``ib_partition``), as ``(filter, lead)``, or None. A need is the refusal's constraint when the same request
+    without its needs would be placed (`place`, over the ideal fleet when `ideal`): every host that could hold
+    the flavor failed the need, so the filters that ran after it (the device step) only removed hosts the need
+    had kept, and the last filter that removed hosts (`refusal_constraint`) would name the wrong one - e.g. a MIG
+    VM joining an InfiniBand partition whose MIG hosts have no HCA port on the fabric while the cabled HGX
+    hosts have no MIG VFs. ``lead``: ``"<filter>: <its most frequent reason> (<n> hosts)"``, what the refusal's
+    detail starts with. One more placement pass, only for a refused request with needs (ADR 0406)."""
+    if not req.needs or not place(dataclasses.replace(req, needs=()), limit=1, ideal=ideal).placeable:
+        return None
+    names = [n.filter for n in req.needs]
+    for f in explanation.get("filters", []):
+        if f["filter"] in names and f.get("removed"):
+            top = next(iter(f["reasons"]), "")
+            n = f["removed"]
+            return f["filter"], f"{f['filter']}: {top} ({n} host{'' if n == 1 else 's'})"
+    return None
+
+
 def _as_list(request) -> list[PlacementRequest]:
     return [request] if isinstance(request, PlacementRequest) else list(request)
 
@@ -93,8 +115,10 @@ def fleet_fit(request: PlacementRequest | Sequence[PlacementRequest]) -> None:
         result = place(req, limit=1, ideal=True)
         if not result.placeable:
             exp = result.explanation
-            raise Unplaceable("No capacity of this fleet could ever hold the request: " + refusal_summary(exp),
-                              reason=refusal_constraint(exp), explanation=exp)
+            reason, lead = need_refusal(req, exp, ideal=True) or (refusal_constraint(exp), "")
+            raise Unplaceable("No capacity of this fleet could ever hold the request: "
+                              + (f"{lead}; " if lead else "") + refusal_summary(exp),
+                              reason=reason, explanation=exp)
 
 
 def _shifted(req: PlacementRequest, t: dt.datetime) -> PlacementRequest:
@@ -145,9 +169,14 @@ def placement_admit(*, request: PlacementRequest | Sequence[PlacementRequest], q
         if not place(req, limit=1).placeable:   # fits now (the fast path): it could ever fit, nothing else to ask
             fleet_fit(requests)                 # the exact pass over the ideal fleet only for refusals
             exp = place(req, limit=1, explain=True).explanation
+            need = need_refusal(req, exp, ideal=False)
+            summary = (f"{need[1]}; " if need else "") + refusal_summary(exp)
             if queue:
-                return Admission(now=False, queued=True, reason=refusal_summary(exp), explanation=exp)
-            raise capacity_unavailable(requests, exp)
+                return Admission(now=False, queued=True, reason=summary, explanation=exp)
+            if need is None:
+                raise capacity_unavailable(requests, exp)
+            raise capacity_unavailable(requests, exp, constraint=need[0],
+                                       detail="No capacity can hold the request now: " + summary)
     return Admission(now=True)
 
 
