@@ -60,12 +60,14 @@ def hcl_type(t) -> str:
     return f"{kind}({hcl_type(inner)})"
 
 
-def _ds_attribute(a) -> list[str]:
-    """One attribute; a list of objects gets one sub-bullet per field of its objects."""
+def _ds_attribute(a, field_docs: dict[str, str] | None = None) -> list[str]:
+    """One attribute; a list of objects gets one sub-bullet per field of its objects (with `field_docs`' text)."""
     t = json.loads(a.type.tf_type())
     if isinstance(t, list) and t[0] in ("list", "set") and isinstance(t[1], list) and t[1][0] == "object":
-        lines = [f"- `{a.name}` ({t[0]} of objects), each with:"]
-        lines += [f"  - `{k}` ({hcl_type(v)})" for k, v in t[1][1].items()]
+        docs = field_docs or {}
+        lines = [f"- `{a.name}` ({t[0]} of objects)" + (f": {a.description} Each with:" if a.description
+                                                         else ", each with:")]
+        lines += [f"  - `{k}` ({hcl_type(v)})" + (f": {docs[k]}" if k in docs else "") for k, v in t[1][1].items()]
         return lines
     return [f"- `{a.name}` ({hcl_type(t)})" + (f": {a.description}" if a.description else "")]
 
@@ -143,7 +145,7 @@ def data_source_page(cls) -> str:
     out += ["", "## Attributes", ""]
     for a in schema.attributes:
         if a.computed:
-            out += _ds_attribute(a)
+            out += _ds_attribute(a, cls.field_docs.get(a.name))
     out += [""]
     return "\n".join(out)
 

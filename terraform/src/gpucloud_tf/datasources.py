@@ -20,6 +20,18 @@ QUOTA = {"id": S, "scope": S, "resource": S, "limit": N, "usage": N, "project": 
 PRICE = {"id": S, "book": S, "sku": S, "sla_tier": S, "pricing_model": S, "currency": S, "unit": S,
          "unit_price": S, "billing_increment_seconds": N, "minimum_seconds": N, "effective_from": S}
 BUCKET = {"gpu_model": S, "zone": S, "start": S, "end": S, "free_gpus": N, "free_hosts": N, "total_gpus": N}
+#: What each field of a calendar bucket means (`GET /api/v1/capacity/`, the API's ``CapacityBucket``).
+BUCKET_DOC = {
+    "gpu_model": "GPU model.",
+    "zone": "Zone name.",
+    "start": "RFC 3339 start of the bucket.",
+    "end": "RFC 3339 end of the bucket (`start` + `step_s`).",
+    "free_gpus": "Exclusive-mode GPUs that nothing holds at any instant of the bucket, less the operator's "
+                 "on-demand reserve (what the token could reserve).",
+    "free_hosts": "Hosts with none of those GPUs held in the bucket.",
+    "total_gpus": "Every exclusive-mode GPU of the model in the zone. Staff only: the API omits it for a tenant "
+                  "token, so it is always null there.",
+}
 
 
 def _pick(obj: dict, shape: dict) -> dict:
@@ -36,6 +48,8 @@ class _Base:
     description = ""
     inputs: list = []
     outputs: list = []
+    #: per list-of-objects output: what each field of its objects means (the docs pages list them)
+    field_docs: dict[str, dict[str, str]] = {}
 
     def __init__(self, provider):
         self.provider = provider
@@ -205,7 +219,8 @@ class Capacity(_Base):
     ]
     outputs = [
         _attr("buckets", types.List(Object(BUCKET)), "computed",
-              description="The calendar (with `start` and `end`; else empty)."),
+              description="The calendar (with `start` and `end`; else empty). `total_gpus` is staff only: "
+                          "null for a tenant token."),
         _attr("placeable", B, "computed", description="`flavor` × `instance_count` would be placed right now (null "
                                                       "without `flavor`)."),
         _attr("code", S, "computed", description="Why not: the create's error code (`unplaceable`, "
@@ -215,6 +230,7 @@ class Capacity(_Base):
         _attr("earliest_start", S, "computed", description="RFC 3339 instant it would first fit (capacity "
                                                            "calendar); null when it fits now or nothing known ends."),
     ]
+    field_docs = {"buckets": BUCKET_DOC}
 
     def validate(self, diags, type_name, config):
         count = config.get("instance_count")
