@@ -192,7 +192,11 @@ def test_02b_capacity_says_placeable_now_and_when(w):
     try:
         c.write(HEADER + f"""
 data "gpucloud_capacity" "mig" {{
-  flavor = "{w.setup.flavor_mig['id']}"
+  flavor  = "{w.setup.flavor_mig['id']}"
+  project = "training"
+}}
+data "gpucloud_quotas" "by_slug" {{
+  project = "training"
 }}
 data "gpucloud_capacity" "huge" {{
   flavor = "{w.setup.flavor_huge['id']}"
@@ -205,11 +209,17 @@ data "gpucloud_capacity" "many" {{
 output "mig" {{ value = data.gpucloud_capacity.mig }}
 output "huge" {{ value = data.gpucloud_capacity.huge }}
 output "many" {{ value = data.gpucloud_capacity.many }}
+output "quotas" {{ value = data.gpucloud_quotas.by_slug }}
 """)
         c.ok("init", "-no-color")
         c.ok("apply", "-auto-approve", "-no-color")
         out = {k: v["value"] for k, v in c.state()["values"]["outputs"].items()}
         assert (out["mig"]["placeable"], out["mig"]["code"], out["mig"]["buckets"]) == (True, None, []), out["mig"]
+        # `project` by slug, as the provider's setting takes it: the project's quotas
+        pid = w.t.project["id"]
+        assert out["quotas"]["id"] == f"quotas-{pid}", out["quotas"]
+        assert {(q["scope"], q["resource"], q["limit"]) for q in out["quotas"]["quotas"]} == {
+            (q["scope"], q["resource"], q["limit"]) for q in w.t.api.all("quotas", project=pid)}, out["quotas"]
         # 16 GPUs: no host has them (and it may exceed the quota, which the check reports first)
         assert out["huge"]["placeable"] is False and out["huge"]["code"] in ("unplaceable", "quota_exceeded"), \
             out["huge"]
@@ -224,6 +234,12 @@ output "many" {{ value = data.gpucloud_capacity.many }}
         r = c.run("plan", "-no-color")
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1 and "`instance_count` > 1 needs `image`" in text, r.out
+        # A project the token does not see: the data source says which it sees.
+        c.write(HEADER + 'data "gpucloud_quotas" "q" {\n  project = "nosuch"\n}\n')
+        r = c.run("plan", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "gpucloud_quotas: project 'nosuch' is not a project of this token" in text, r.out
+        assert f"training ({w.t.project['id']})" in text, r.out
     finally:
         c.cleanup()
 

@@ -66,6 +66,14 @@ class _Base:
     def validate(self, diags, type_name, config):
         pass
 
+    def project_id(self, ctx: Ctx, config: dict) -> str | None:
+        """The id of the configured `project` (an id, slug or name, resolved as the provider's own setting), else
+        the provider's project ("" when neither is set); None after an error on `project`."""
+        if not config.get("project"):
+            return self.provider.project
+        return self.provider.resolve_project(config["project"], ctx.diagnostics, f"gpucloud_{self.name}: project",
+                                             "`project`")
+
     def list(self, ctx: Ctx, path: str, params: dict) -> list[dict] | None:
         client = self.provider.client
         try:
@@ -167,11 +175,14 @@ class Regions(_Base):
 class Quotas(_Base):
     name = "quotas"
     description = "Quotas (limit and usage) of a project (default: the provider's) and its organization."
-    inputs = [_attr("project", S)]
+    inputs = [_attr("project", S, description="The project's id, slug or name (as the provider's `project`); "
+                                              "default: the provider's.")]
     outputs = [_attr("quotas", types.List(Object(QUOTA)), "computed")]
 
     def read(self, ctx, config):
-        project = config.get("project") or self.provider.project
+        project = self.project_id(ctx, config)
+        if project is None:
+            return None
         items = self.list(ctx, "quotas", {"project": project})
         if items is None:
             return None
@@ -215,7 +226,8 @@ class Capacity(_Base):
         _attr("instance_count", N, description="How many instances of `flavor` (default 1); more than 1 is checked as a "
                                       "cluster of that size (one fabric, all or nothing)."),
         _attr("image", S, description="Image id; needed when `instance_count` > 1 (a cluster's check takes its image)."),
-        _attr("project", S, description="Project id whose quota the check counts; default: the provider's."),
+        _attr("project", S, description="The project whose quota the check counts: its id, slug or name (as the "
+                                        "provider's `project`); default: the provider's."),
     ]
     outputs = [
         _attr("buckets", types.List(Object(BUCKET)), "computed",
@@ -284,7 +296,9 @@ class Capacity(_Base):
         return state
 
     def check(self, ctx, config, what) -> dict | None:
-        project = config.get("project") or self.provider.project
+        project = self.project_id(ctx, config)
+        if project is None:
+            return None
         if not project:
             ctx.diagnostics.add_error(f"{what}: `flavor` needs a project",
                                       "Set `project`, or the provider's `project` (GPUCLOUD_PROJECT).",

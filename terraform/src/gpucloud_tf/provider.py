@@ -102,28 +102,35 @@ class GpuCloudProvider:
             return
         token = (r.body or {}).get("token") or {}
         self._org = token.get("organization") or None
-        if self.project and not _is_uuid(self.project) and not self._resolve_project(diags):
-            return
+        if self.project:
+            project = self.resolve_project(self.project, diags, "The provider's project",
+                                           "`project` (GPUCLOUD_PROJECT)")
+            if project is None:
+                return
+            self.project = project
         self.configured = True
 
-    def _resolve_project(self, diags) -> bool:
-        """A `project` given by slug or name (not its id): the one project visible to the token with that slug
-        (else that name). An error names the projects the token sees."""
+    def resolve_project(self, value: str, diags, label: str, setting: str) -> str | None:
+        """The id of the project `value` names: an id as given; a slug or name: the one project visible to the
+        token with that slug (else that name). None after an error on the attribute ``project``, `label` (e.g.
+        "The provider's project") saying whose value it is and `setting` where it is set; the error names the
+        projects the token sees. Used by the provider's `project` and by every data source's `project`."""
+        if _is_uuid(value):
+            return value
         try:
             projects = self.client.list_all("projects")
         except (Unreachable, ApiError) as exc:
-            diags.add_error(f"Resolving the provider's project {self.project!r}", str(exc), path=["project"])
-            return False
+            diags.add_error(f"Resolving {label[:1].lower() + label[1:]} {value!r}", str(exc), path=["project"])
+            return None
         for key in ("slug", "name"):
-            found = [p for p in projects if p.get(key) == self.project]
+            found = [p for p in projects if p.get(key) == value]
             if len(found) == 1:
-                self.project = str(found[0]["id"])
-                return True
+                return str(found[0]["id"])
         seen = ", ".join(f"{p.get('slug')} ({p.get('id')})" for p in projects) or "none"
-        diags.add_error(f"The provider's project {self.project!r} is not a project of this token",
-                        "`project` (GPUCLOUD_PROJECT) is a project's id, slug or name, as GET /api/v1/projects/ "
+        diags.add_error(f"{label} {value!r} is not a project of this token",
+                        f"{setting} is a project's id, slug or name, as GET /api/v1/projects/ "
                         f"lists them. Projects visible to the token: {seen}.", path=["project"])
-        return False
+        return None
 
     def organization_of_project(self, ctx) -> str | None:
         """The organization the token is bound to, else the provider project's organization."""
