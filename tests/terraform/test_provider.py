@@ -234,6 +234,16 @@ output "quotas" {{ value = data.gpucloud_quotas.by_slug }}
         r = c.run("plan", "-no-color")
         text = re.sub(r"\s+", " ", r.out)
         assert r.returncode == 1 and "`instance_count` > 1 needs `image`" in text, r.out
+        # More than the largest cluster: at validate, on the attribute, named as the configuration names it.
+        c.write(HEADER + f'data "gpucloud_capacity" "x" {{\n  flavor = "{w.setup.flavor_8x["id"]}"\n'
+                         f'  instance_count = 500\n  image = "{w.setup.image["id"]}"\n}}\n'
+                         f'resource "gpucloud_cluster" "c" {{\n  name = "c"\n  flavor = "{w.setup.flavor_8x["id"]}"\n'
+                         f'  image = "{w.setup.image["id"]}"\n  size = 300\n}}\n')
+        r = c.run("validate", "-no-color")
+        text = re.sub(r"\s+", " ", r.out)
+        assert r.returncode == 1 and "instance_count is 500: at most 256" in text, r.out
+        assert "instance_count = 500" in text and "size:" not in text, r.out
+        assert "size is 300: a cluster has at most 256 instances" in text and "size = 300" in text, r.out
         # A project the token does not see: the data source says which it sees.
         c.write(HEADER + 'data "gpucloud_quotas" "q" {\n  project = "nosuch"\n}\n')
         r = c.run("plan", "-no-color")

@@ -5,8 +5,9 @@ import uuid
 
 from tf import schema, types
 
-from .client import ApiError, Unreachable, problem_summary
+from .client import ApiError, ApiResponse, Unreachable, problem_summary
 from .framework import Ctx, Object
+from .resources import MAX_CLUSTER_SIZE
 
 S, N, B = types.String(), types.Number(), types.Bool()
 
@@ -223,8 +224,10 @@ class Capacity(_Base):
         _attr("zone", S, description="Calendar: only this zone."),
         _attr("flavor", S, description="Flavor id to check (see `gpucloud_flavor`): fills `placeable` .. "
                                        "`earliest_start`."),
-        _attr("instance_count", N, description="How many instances of `flavor` (default 1); more than 1 is checked as a "
-                                      "cluster of that size (one fabric, all or nothing)."),
+        _attr("instance_count", N, description=f"How many instances of `flavor`: 1 (the default) to "
+                                               f"{MAX_CLUSTER_SIZE}; more than 1 is checked as a cluster of that "
+                                               "size (one fabric, all or nothing), whose size the API caps at "
+                                               f"{MAX_CLUSTER_SIZE}."),
         _attr("image", S, description="Image id; needed when `instance_count` > 1 (a cluster's check takes its image)."),
         _attr("project", S, description="The project whose quota the check counts: its id, slug or name (as the "
                                         "provider's `project`); default: the provider's."),
@@ -248,6 +251,12 @@ class Capacity(_Base):
         count = config.get("instance_count")
         if isinstance(count, int | float) and count < 1:
             diags.add_error("Invalid instance_count", f"instance_count is {count}: at least 1.", path=["instance_count"])
+        if isinstance(count, int | float) and count > MAX_CLUSTER_SIZE:
+            diags.add_error("Invalid instance_count", f"instance_count is {count}: at most {MAX_CLUSTER_SIZE} (the "
+                            "largest cluster the API places).", path=["instance_count"])
+
+    #: the API's field names in a check's per-field errors -> this data source's attributes
+    API_FIELDS = {"size": "instance_count"}
 
     def _request(self, ctx: Ctx, method: str, path: str, what: str, **kw):
         client = self.provider.client
@@ -257,11 +266,13 @@ class Capacity(_Base):
             ctx.diagnostics.add_error(f"gpucloud API unreachable at {client.endpoint}", str(exc))
             return None
         if not r.ok:
-            summary, detail = problem_summary(r, what)
             body = r.body if isinstance(r.body, dict) else {}
             errors = body.get("errors") if isinstance(body.get("errors"), dict) else {}
-            for k, msgs in errors.items():
-                attr = {"size": "instance_count"}.get(k, k)
+            errors = {self.API_FIELDS.get(k, k): v for k, v in errors.items()}
+            if errors:  # the detail names this data source's attributes too, not the API's fields
+                r = ApiResponse(r.status, {**body, "errors": errors}, r.headers)
+            summary, detail = problem_summary(r, what)
+            for attr, msgs in errors.items():
                 text = "; ".join(map(str, msgs)) if isinstance(msgs, list) else str(msgs)
                 if attr in ("flavor", "instance_count", "image", "project"):
                     ctx.diagnostics.add_error(f"{what}: {attr}: {text}", detail, path=[attr])

@@ -284,6 +284,10 @@ class Instance(_Compute):
                                      f"Deleting {self.type_name} {current['id']}", failed=()))
 
 
+#: The most instances a cluster has: the API's limit on a cluster create's `size` (`ClusterCreate`).
+MAX_CLUSTER_SIZE = 256
+
+
 class Cluster(_Compute):
     name, collection = "cluster", "clusters"
     description = "N instances of one flavor placed together (all or nothing), deleted together."
@@ -291,7 +295,8 @@ class Cluster(_Compute):
     check_path = "clusters/check"
     defaults = {"create": 30 * MIN, "delete": 30 * MIN}
     fields = _COMPUTE_FIELDS + [
-        Field("size", "required", type="int", description="Number of instances (nodes)."),
+        Field("size", "required", type="int",
+              description=f"Number of instances (nodes): 1 to {MAX_CLUSTER_SIZE}."),
         Field("status", "computed"),
         Field("members", "computed", type="list", description="Instance ids of the members."),
         Field("ib_guids", "computed", type="list", read=lambda o: [],
@@ -304,6 +309,10 @@ class Cluster(_Compute):
 
     def validate_config(self, diags, config):
         _check_positive(diags, config, "size", "a cluster has at least 1 instance")
+        size = config.get("size")
+        if _known(size) and int(size) > MAX_CLUSTER_SIZE:
+            diags.add_error("Invalid size", f"size is {size}: a cluster has at most {MAX_CLUSTER_SIZE} instances.",
+                            path=["size"])
 
     def wait_create(self, ctx, obj, op, timeout):
         """The cluster `active` and every member instance `active` (a member still provisioning, or one gone to
