@@ -16,7 +16,7 @@ CATCH_UP_PERIODS = 24
 
 @shared_task(name="billing.usage_record_collect_task")
 def usage_record_collect_task() -> dict:
-    """Record the last CATCH_UP_PERIODS closed metering periods from every usage source (beat: hourly)."""
+    """Record the last CATCH_UP_PERIODS closed metering periods from every usage source (beat: once per metering period, at most hourly; `schedule.collection_schedule`)."""
     end = last_closed_boundary()
     start = end - dt.timedelta(seconds=CATCH_UP_PERIODS * conf.get("BILLING_METERING_PERIOD_SECONDS"))
     return usage_record_collect(window_start=start, window_end=end)

@@ -334,7 +334,8 @@ def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> di
     until now, computed in a transaction that is rolled back — it writes nothing, and the stored draft and the
     daily preview run are untouched. `serialize(invoice)` turns the computed invoice (with its lines) into the
     answer inside that transaction. Usage is recorded over closed metering periods only
-    (BILLING_METERING_PERIOD_SECONDS, hourly by default), so the estimate lags by up to one period; when the
+    (BILLING_METERING_PERIOD_SECONDS, hourly by default), a twelfth of a period after each boundary
+    (`schedule.collection_schedule`), so the estimate trails the clock by at most 13/12 of a period; when the
     month's invoice is already finalized or paid, that invoice is serialized instead.
 
     Returns ``serialize(invoice)`` plus ``usage_until``: the end of the latest usage record of the month (ISO 8601,
