@@ -51,3 +51,33 @@ def test_resources_made_together_read_apart(tiers, fleet):
     invoice_run_execute(period="2026-02")
     assert sorted(Invoice.objects.get(organization=org).lines.values_list("description", flat=True)) == [
         "Instance 0000aaaa (h100-mig-3g40), on demand", "Instance 0000bbbb (h100-mig-3g40), on demand"]
+
+
+def test_a_lease_line_names_its_gpus_and_a_tier_other_than_the_default(tiers, fleet):
+    """A lease is priced per GPU (`gpu:model=...`, its GPUs in `units`): its line names how many GPUs it held
+    (`8–16` for one that grew, GPU equivalents for MIG instances) as an instance line names its count, and the SLA
+    tier when it is not the organization's default; a line at the default tier says nothing of it."""
+    org, project = make_org("acme")  # default tier: standard
+    per_gpu = sku_for("gpu", model="H100-SXM5-80GB")
+    book(utc(2026, 1, 1), {(per_gpu, "premium", "reserved"): "2.20", (per_gpu, "standard", "reserved"): "2.00",
+                           (H100, "standard", "on_demand"): "1.00"})
+    lease = {"sku": per_gpu, "model": "reserved", "resource_type": "lease"}
+    fleet.run(org, project, "0190a3b6-0000-7000-8000-000000120064", utc(2026, 2, 1), utc(2026, 2, 1, 2),
+              units=Decimal(16), tier="premium", **lease)
+    grown = "0190a3b6-0000-7000-8000-000000120065"
+    fleet.run(org, project, grown, utc(2026, 2, 2), utc(2026, 2, 2, 1), units=Decimal(8), run_key="g", key="g1",
+              **lease)
+    fleet.run(org, project, grown, utc(2026, 2, 2, 1), utc(2026, 2, 2, 2), units=Decimal(16), run_key="g",
+              key="g2", **lease)
+    fleet.run(org, project, "0190a3b6-0000-7000-8000-000000120066", utc(2026, 2, 3), utc(2026, 2, 3, 1),
+              units=Decimal(9) / Decimal(7), **lease)
+    fleet.run(org, project, VM, utc(2026, 2, 1), utc(2026, 2, 1, 1), sku=H100)
+    collect(utc(2026, 2, 1), utc(2026, 3, 1))
+    invoice_run_execute(period="2026-02")
+    lines = dict(Invoice.objects.get(organization=org).lines.values_list("description", "amount"))
+    assert lines == {
+        "Lease 00120064 (16 × H100-SXM5-80GB GPU), reserved, Premium SLA": Decimal("70.40"),  # 32 GPU-h x 2.20
+        "Lease 00120065 (8–16 × H100-SXM5-80GB GPU), reserved": Decimal("48.00"),
+        "Lease 00120066 (1.29 × H100-SXM5-80GB GPU), reserved": Decimal("2.57"),
+        "Instance 0000beef (1 × H100-SXM5-80GB GPU), on demand": Decimal("1.00"),
+    }

@@ -111,7 +111,7 @@ FROM piece;
 LINES_SQL = """
 WITH runs AS (
   SELECT invoice_id, project_id, resource_type, resource_id, sku, pricing_model, sla_tier, gpu_model, unit,
-         unit_price, run_id, late_period,
+         unit_price, run_id, late_period, units,
          units * CASE WHEN sum(secs) > 0 THEN greatest(ceil(sum(secs) / max(incr)) * max(incr), max(mins))
                       ELSE 0 END AS billed
   FROM billing_seg
@@ -119,11 +119,13 @@ WITH runs AS (
            unit_price, run_id, late_period, units
 ), grouped AS (
   SELECT r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
-         r.gpu_model, r.unit, r.unit_price, r.late_period, sum(r.billed) AS billed,
+         r.gpu_model, r.unit, r.unit_price, r.late_period, sum(r.billed) AS billed, min(r.units) AS units_min,
+         max(r.units) AS units_max, s.organization_id,
          extract(epoch FROM s.period_end - s.period_start) AS period_secs, s.minor, s.tax_rate
   FROM runs r JOIN billing_scope s USING (invoice_id)
   GROUP BY r.invoice_id, r.project_id, r.resource_type, r.resource_id, r.sku, r.pricing_model, r.sla_tier,
-           r.gpu_model, r.unit, r.unit_price, r.late_period, s.period_start, s.period_end, s.minor, s.tax_rate
+           r.gpu_model, r.unit, r.unit_price, r.late_period, s.organization_id, s.period_start, s.period_end,
+           s.minor, s.tax_rate
 ), priced AS (
   SELECT *, CASE WHEN unit = 'hour' THEN billed * unit_price / 3600 ELSE billed * unit_price / period_secs END
               AS raw,
@@ -135,9 +137,10 @@ INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type
 SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resource_id, sku, pricing_model, sla_tier,
        gpu_model, {description}, billed, round(qty, 6), unit,
        unit_price, round(raw, 12), round(raw, minor), round(round(raw, minor) * tax_rate, minor)
-FROM priced;
+FROM priced JOIN tenancy_organization o ON o.id = priced.organization_id;
 """.replace("{description}", wording.usage_sql(
-    prefix="CASE WHEN late_period <> '' THEN 'Late usage of ' || late_period || ': ' ELSE '' END"))
+    prefix="CASE WHEN late_period <> '' THEN 'Late usage of ' || late_period || ': ' ELSE '' END",
+    units=("units_min", "units_max"), default_tier="o.default_sla_tier"))
 
 COMMITMENT_SQL = """
 WITH c AS (
@@ -152,10 +155,11 @@ WITH c AS (
   FROM c
 ), grouped AS (
   SELECT x.invoice_id, x.project_id, x.resource_type, x.resource_id, x.sku, x.pricing_model, x.sla_tier,
-         x.gpu_model, x.amount, x.term_secs, sum(x.secs) AS billed, s.minor, s.tax_rate
+         x.gpu_model, x.amount, x.term_secs, sum(x.secs) AS billed, min(x.units) AS units_min,
+         max(x.units) AS units_max, s.organization_id, s.minor, s.tax_rate
   FROM secs x JOIN billing_scope s USING (invoice_id)
   GROUP BY x.invoice_id, x.project_id, x.resource_type, x.resource_id, x.sku, x.pricing_model, x.sla_tier,
-           x.gpu_model, x.amount, x.term_secs, s.minor, s.tax_rate
+           x.gpu_model, x.amount, x.term_secs, s.organization_id, s.minor, s.tax_rate
   HAVING sum(x.secs) > 0
 )
 INSERT INTO billing_invoiceline (id, invoice_id, kind, project_id, resource_type, resource_id, sku, pricing_model,
@@ -165,8 +169,9 @@ SELECT gen_random_uuid(), invoice_id, 'usage', project_id, resource_type, resour
        round(billed / 3600, 6), 'hour', round(amount * 3600 / term_secs, 6),
        round(amount * billed / term_secs, 12), round(amount * billed / term_secs, minor),
        round(round(amount * billed / term_secs, minor) * tax_rate, minor)
-FROM grouped;
-""".replace("{description}", wording.usage_sql(prefix="'Reserved commitment: '")).replace(
+FROM grouped JOIN tenancy_organization o ON o.id = grouped.organization_id;
+""".replace("{description}", wording.usage_sql(prefix="'Reserved commitment: '", units=("units_min", "units_max"),
+                                               default_tier="o.default_sla_tier")).replace(
     "{up}", UP_SECONDS.format(span="c.part", units="c.units", rtype="c.resource_type", rid="c.resource_id"))
 
 UNPRICED_SQL = """
