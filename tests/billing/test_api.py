@@ -221,7 +221,7 @@ def test_billing_account_tax_rate_applies_to_the_next_draft(billed, fleet):
     bad = client.post("/api/v1/billing-accounts/", {"organization": str(acme.pk), "tax_rate": "1.5"}, format="json")
     assert bad.status_code == 400
     ok = client.post("/api/v1/billing-accounts/", {"organization": str(acme.pk), "tax_rate": "0.19"}, format="json")
-    assert (ok.status_code, ok.json()["tax_rate"]) == (200, "0.19000")
+    assert (ok.status_code, ok.json()["tax_rate"]) == (201, "0.19000")  # the account is created
     fleet.run(acme, project, "vm-a", utc(2026, 5, 1), utc(2026, 5, 1, 5))
     collect(utc(2026, 5, 1), utc(2026, 5, 2))
     invoice_run_execute(period="2026-05")
@@ -450,3 +450,19 @@ def _render(pdf: bytes, stem: Path) -> str:
             and ink[3] <= image.height - margin, f"{name}: page {n + 1} drawn into the margin: {ink} of {image.size}"
         texts.append(page.get_textpage().get_text_range())
     return "\n".join(texts)
+
+
+def test_setting_a_price_answers_201_when_created_and_200_when_replaced(billed):
+    """`POST /price-books/{id}/prices` creates the price of a key (201) or replaces the book's price of that key
+    (200; the SKU as typed by hand is the same key)."""
+    from apps.billing.models import Price, PriceBook
+
+    client = _admin()
+    book_id = PriceBook.objects.get().pk
+    body = {"sku": "gpu:model=A100", "sla_tier": "standard", "pricing_model": "on_demand", "unit_price": "1.50"}
+    created = client.post(f"/api/v1/price-books/{book_id}/prices/", body, format="json")
+    assert created.status_code == 201, created.content
+    replaced = client.post(f"/api/v1/price-books/{book_id}/prices/", {**body, "unit_price": "1.75"}, format="json")
+    assert (replaced.status_code, replaced.json()["id"], replaced.json()["unit_price"]) == (
+        200, created.json()["id"], "1.750000")
+    assert Price.objects.filter(book_id=book_id, sku="gpu:model=A100").count() == 1

@@ -214,12 +214,12 @@ def test_staff_api_lists_and_creates_rates(rates):
     assert (again.status_code, again.json()["code"]) == (409, "tax_rate_overlap")
     on = admin.get("/api/v1/tax-rates/", {"country": "DE", "on": "2020-12-31"}).json()["results"]
     assert [r["rate"] for r in on] == ["16.000"]
-    account = admin.post(
-        "/api/v1/billing-accounts/",
-        {"organization": str(make_org("y")[0].pk), "country": "at"},
-        format="json",
-    )
-    assert account.status_code == 200 and account.json()["country"] == "AT"
+    org = make_org("y")[0]
+    account = admin.post("/api/v1/billing-accounts/", {"organization": str(org.pk), "country": "at"}, format="json")
+    assert account.status_code == 201 and account.json()["country"] == "AT"  # created
+    again = admin.post("/api/v1/billing-accounts/", {"organization": str(org.pk), "tax_id": "ATU12345678"},
+                       format="json")
+    assert again.status_code == 200 and (again.json()["country"], again.json()["tax_id"]) == ("AT", "ATU12345678")
 
 
 def test_shipped_yaml_loads_once_and_cites_sources(db):
@@ -235,3 +235,19 @@ def test_shipped_yaml_loads_once_and_cites_sources(db):
     for i, line in enumerate(lines):  # every row is preceded by a comment naming its public source
         if line.strip().startswith("- {"):
             assert any("Source:" in lines[j] for j in range(max(0, i - 2), i)), line
+
+
+def test_shipped_rates_answer_their_source_in_the_api(db):
+    """The shipped file's rows carry their public source as data, so `GET /tax-rates` answers it; a row loaded
+    before the file carried sources takes it on the next load."""
+    TaxRate.objects.create(country="FR", name="VAT", rate=Decimal("20.000"), effective_from=dt.date(2014, 1, 1))
+    out = StringIO()
+    call_command("billing_tax_rates_load", stdout=out)
+    shipped = yaml.safe_load(DEFAULT.read_text())["rates"]
+    assert f"{len(shipped) - 1} created, 1 already loaded" in out.getvalue()
+    admin = client_for(token_for(make_user("ba@provider.test", staff_role=StaffRole.BILLING_ADMIN), staff=True))
+    rows = {r["country"]: r["source"] for r in admin.get("/api/v1/tax-rates/", {"page_size": 100}).json()["results"]}
+    assert len(rows) == len(shipped) and all(rows.values()), rows
+    eu = "European Commission, VAT rates in the EU, https://taxation-customs.ec.europa.eu/"
+    assert rows["DE"].startswith(eu) and rows["FR"].startswith(eu)
+    assert rows["US"] == "USAGov, State taxes, https://www.usa.gov/state-taxes"

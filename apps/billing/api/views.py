@@ -202,12 +202,14 @@ class PriceBookViewSet(_StaffBase):
         book = services.price_book_create(actor=request.user, **self._input(s.PriceBookCreateInput))
         return self._out(book, status.HTTP_201_CREATED)
 
-    @extend_schema(request=s.PriceSetInput, responses={200: s.PriceOutput})
+    @extend_schema(request=s.PriceSetInput, responses={201: s.PriceOutput, 200: s.PriceOutput}, description=(
+        "Set the price of (sku, sla_tier, pricing_model) in the book: 201 when the book had no price of that key, "
+        "200 when it replaced the book's existing price of that key."))
     @action(detail=True, methods=["post"])
     def prices(self, request, pk=None):
         book = self.get_object()
-        price = services.price_set(actor=request.user, book=book, **self._input(s.PriceSetInput))
-        return self._out(price, cls=s.PriceOutput)
+        price, created = services.price_set(actor=request.user, book=book, **self._input(s.PriceSetInput))
+        return self._out(price, status.HTTP_201_CREATED if created else status.HTTP_200_OK, cls=s.PriceOutput)
 
 
 class PriceViewSet(_Base):
@@ -276,11 +278,14 @@ class BillingAccountViewSet(_StaffBase):
     filterset_class = None
     queryset = BillingAccount.objects.all()
 
-    @extend_schema(request=s.BillingAccountSetInput, responses={200: s.BillingAccountOutput})
+    @extend_schema(request=s.BillingAccountSetInput, responses={201: s.BillingAccountOutput,
+                                                                200: s.BillingAccountOutput}, description=(
+        "Create or update the organization's billing account: 201 when it had none (created), 200 when its existing "
+        "account was updated (fields left out keep their values)."))
     def create(self, request):
         data = self._input(s.BillingAccountSetInput)
-        account = services.billing_account_update(actor=request.user, **data)
-        return self._out(account)
+        account, created = services.billing_account_update(actor=request.user, **data)
+        return self._out(account, status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class TaxRateViewSet(_StaffBase):

@@ -106,9 +106,11 @@ def price_book_create(*, actor, name: str, currency: str, effective_from: dt.dat
 
 
 def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model: str, unit_price: Decimal,
-              unit: str = PriceUnit.HOUR, billing_increment_seconds: int = 1, minimum_seconds: int = 60) -> Price:
-    """Create or replace the price of (sku, tier, model) in `book`. The SKU is normalised (`sku_normalize`).
-    400 for an unknown tier, model or unit or a negative price. Never locked by an invoice (`price_book_create`)."""
+              unit: str = PriceUnit.HOUR, billing_increment_seconds: int = 1,
+              minimum_seconds: int = 60) -> tuple[Price, bool]:
+    """Create or replace the price of (sku, tier, model) in `book`; returns (price, created: False when an existing
+    price of that key was replaced). The SKU is normalised (`sku_normalize`). 400 for an unknown tier, model or
+    unit or a negative price. Never locked by an invoice (`price_book_create`)."""
     authorize_staff(actor, WRITERS)
     if not SlaTier.objects.filter(code=sla_tier).exists():
         raise ValidationFailed(f"Unknown SLA tier {sla_tier!r}.", code=Code.UNKNOWN_SLA_TIER,
@@ -119,25 +121,26 @@ def price_set(*, actor, book: PriceBook, sku: str, sla_tier: str, pricing_model:
     if Decimal(unit_price) < 0 or billing_increment_seconds < 1 or minimum_seconds < 0:
         raise ValidationFailed("Prices, increments and minimums cannot be negative.")
     with transaction.atomic():
-        price, _ = Price.objects.update_or_create(
+        price, created = Price.objects.update_or_create(
             book=book, sku=sku_normalize(sku), sla_tier=sla_tier, pricing_model=pricing_model,
             defaults={"unit": unit, "unit_price": Decimal(unit_price),
                       "billing_increment_seconds": billing_increment_seconds, "minimum_seconds": minimum_seconds})
         audit_record(actor=actor, action="billing.price.set", target=price,
                      after={"book": str(book.pk), "sku": price.sku, "unit_price": str(unit_price)})
-    return price
+    return price, created
 
 
 def billing_account_update(*, actor, organization, tax_rate: Decimal | None = None, tax_id: str | None = None,
                            address: str | None = None, country: str | None = None,
-                           region: str | None = None) -> BillingAccount:
+                           region: str | None = None) -> tuple[BillingAccount, bool]:
     """Set an organization's tax rate (fraction, 0 ≤ rate < 1; overrides the tax-rate table), tax id, address or
-    billing country (ISO 3166-1 alpha-2, "" clears) and region (ISO 3166-2) (staff billing admins)."""
+    billing country (ISO 3166-1 alpha-2, "" clears) and region (ISO 3166-2) (staff billing admins), creating its
+    billing account on first use; returns (account, created)."""
     authorize_staff(actor, WRITERS)
     if tax_rate is not None and not (0 <= Decimal(tax_rate) < 1):
         raise ValidationFailed("tax_rate is a fraction in [0, 1).")
     with transaction.atomic():
-        account, _ = BillingAccount.objects.get_or_create(organization=organization)
+        account, created = BillingAccount.objects.get_or_create(organization=organization)
         if country is not None:
             account.country = country_validate(country) if country else ""
         if region is not None or country is not None:
@@ -149,7 +152,7 @@ def billing_account_update(*, actor, organization, tax_rate: Decimal | None = No
         audit_record(actor=actor, action="billing.account.update", target=account, organization=organization,
                      after={"tax_rate": str(account.tax_rate), "country": account.country,
                             "region": account.region})
-    return account
+    return account, created
 
 
 def tax_rate_create(*, actor, country: str, name: str, rate: Decimal, effective_from: dt.date,
@@ -191,8 +194,8 @@ def tax_rate_create(*, actor, country: str, name: str, rate: Decimal, effective_
 def tax_rates_load(rows: list[dict]) -> tuple[int, int]:
     """Load tax rates (the rows of a YAML file such as apps/billing/data/tax_rates.yaml) as the system: a row whose
     (country, region, effective_from) exists with the same name, rate and end is skipped, so loading twice adds
-    nothing; any other overlap is 409 `tax_rate_overlap` and nothing of the file is loaded. Returns (created,
-    unchanged)."""
+    nothing (a row loaded before without a `source` takes the file's); any other overlap is 409 `tax_rate_overlap`
+    and nothing of the file is loaded. Returns (created, unchanged)."""
     created = unchanged = 0
     with transaction.atomic():
         for row in rows:
@@ -203,13 +206,15 @@ def tax_rates_load(rows: list[dict]) -> tuple[int, int]:
                 effective_from = dt.date.fromisoformat(effective_from)
             if isinstance(effective_to, str):
                 effective_to = dt.date.fromisoformat(effective_to)
+            source = str(row.get("source") or "")
             existing = TaxRate.objects.filter(country=country, region=region, effective_from=effective_from).first()
             if (existing is not None and existing.name == row["name"] and existing.effective_to == effective_to
                     and existing.rate == Decimal(str(row["rate"]))):
+                if source and not existing.source:
+                    TaxRate.objects.filter(pk=existing.pk).update(source=source)
                 unchanged += 1
                 continue
             tax_rate_create(actor=None, country=country, region=region, name=row["name"], rate=row["rate"],
-                            effective_from=effective_from, effective_to=effective_to,
-                            source=str(row.get("source") or ""))
+                            effective_from=effective_from, effective_to=effective_to, source=source)
             created += 1
     return created, unchanged
