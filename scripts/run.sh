@@ -47,8 +47,11 @@ supervise notify var/log/notify.log .venv/bin/celery -A gpucloud worker -Q notif
   --pool threads -c 2 --loglevel INFO -n notify@%h & loops+=($!)
 supervise beat var/log/beat.log .venv/bin/celery -A gpucloud beat --schedule var/run/celerybeat-schedule \
   --loglevel INFO & loops+=($!)
+# gunicorn's control socket (gunicornc -s var/run/web.ctl) in this checkout: its default, under the home directory,
+# is shared by every stack of the user, which would replace or remove each other's.
 LOG_FILE=var/log/app.log .venv/bin/gunicorn --config deploy/gunicorn.conf.py gpucloud.wsgi:application --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 \
-  --pid var/run/web.pid --access-logfile var/log/access.log --error-logfile var/log/web.log &
+  --pid var/run/web.pid --control-socket var/run/web.ctl --access-logfile var/log/access.log \
+  --error-logfile var/log/web.log &
 web=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
 # Fake node agents for the demo hosts (test:/// URIs only): MIG hosts enroll now, others on their first command.

@@ -136,6 +136,26 @@ def test_systemd_units_match_make_run():
             assert not re.search(r"SECRET|PASSWORD", key)
 
 
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_gunicorn_control_socket_is_per_service():
+    """gunicorn's control socket defaults to one path under the user's home, shared by every gunicorn of the
+    user: `make run` keeps it in the checkout's var/run/, the systemd unit in its runtime directory, the
+    containers at the same per-service path."""
+    run_gunicorn = next(c for c in _run_sh_commands() if c[0] == "gunicorn")
+    assert _option(run_gunicorn, "--control-socket") == "var/run/web.ctl"
+    assert "mkdir -p var/log var/run" in (ROOT / "scripts" / "run.sh").read_text()
+    web = _unit("deploy/systemd/gpucloud-web.service")
+    assert web["Service.RuntimeDirectory"] == ["gpucloud-web"]
+    assert _option(_exec(web), "--control-socket") == "/run/gpucloud-web/gunicorn.ctl"
+    compose_web = _compose()["services"]["web"]["command"]
+    assert _option(compose_web, "--control-socket") == "/run/gpucloud-web/gunicorn.ctl"
+    cmd = re.search(r"^CMD (\[.*\])$", (DEPLOY / "Dockerfile").read_text(), re.M)
+    assert yaml.safe_load(cmd.group(1)) == compose_web
+
+
 def test_nginx_site_terminates_tls_for_the_web_processes():
     site = (DEPLOY / "nginx" / "gpucloud.conf").read_text()
     assert "listen 443 ssl;" in site and "return 301 https://" in site

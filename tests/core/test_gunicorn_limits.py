@@ -32,7 +32,7 @@ def web(tmp_path):
     log = open(tmp_path / "web.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", "deploy/gunicorn.conf.py",
                              "gpucloud.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-                             "--threads", "2"], cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+                             "--threads", "2", "--no-control-socket"], cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
     def healthy():

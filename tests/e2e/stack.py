@@ -191,7 +191,8 @@ class Stack:
         self.web_log = logs / "web.log"
         self._spawn([str(VENV_BIN / "gunicorn"), "--config", "deploy/gunicorn.conf.py", "gpucloud.wsgi:application",
                      "--bind", f"127.0.0.1:{self.port}",
-                     "--workers", "2", "--threads", "4", "--timeout", "120", "--error-logfile", "-"], self.web_log)
+                     "--workers", "2", "--threads", "4", "--timeout", "120", "--error-logfile", "-",
+                     "--control-socket", str(self.tmp / "web.ctl")], self.web_log)
         self._spawn([str(VENV_BIN / "celery"), "-A", "gpucloud", "worker", "-Q",
                      "default,provisioning,reconcile,billing", "--pool", "threads", "-c", "4", "--loglevel",
                      "INFO", "-n", f"e2e-{os.getpid()}@%h"], logs / "worker.log")
