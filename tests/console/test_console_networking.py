@@ -1,7 +1,8 @@
 """Networking in the web console, in a real browser against the real stack: a tenant creates a VPC (after a
 refused CIDR) and a subnet and sees them listed, sees the default security group's rules, adds and removes a
-rule, allocates a floating IP from the operator's pool, associates it with a port and releases it; a viewer sees
-the write actions disabled. Each step is one test; they share the state (`N`) and run in file order; a failed step
+rule, allocates a floating IP from the operator's pool, associates it with a port and releases it; creates an
+InfiniBand partition on the provider's fabric (after a refused fabric name) and sees it listed; a viewer sees the
+write actions disabled. Each step is one test; they share the state (`N`) and run in file order; a failed step
 skips the later ones."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.stack import Api
+from tests.e2e.stack import ROOT, Api
 
 from .conftest import check_a11y, shot
 from .test_console import sign_in
@@ -143,7 +144,35 @@ def test_4_floating_ip_allocate_associate_release(n, tab):
     assert n.a.api.get("public-ips", params={"vpc": n.vpc["id"], "kind": "floating"}).json()["results"] == []
 
 
-def test_5_a_viewer_sees_networking_writes_disabled(n, browser):
+def test_5_create_an_infiniband_partition(n, tab):
+    sample = (ROOT / "apps/inventory/fleets/sample.yaml").read_text()        # the fleet's fabric ib-compute
+    n.ops.post("fleet/import", {"document": sample, "dry_run": False}, expect=(200, 201))
+    n.ops.post("pkey-pools", {"fabric": "ib-compute", "first_pkey": "0x0100", "last_pkey": "0x01ff"},
+               expect=(200, 201))
+    tab.goto(f"{n.base}/networking")
+    tab.get_by_role("tab", name="InfiniBand partitions").click()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No InfiniBand partitions yet")
+    tab.get_by_label(re.compile(r"^Partition name")).fill("train")
+    fabric = tab.get_by_role("combobox", name=re.compile(r"^Fabric"))
+    fabric.fill("ib-nowhere")                                                 # no such fabric: refused on the field
+    tab.get_by_role("button", name="Create partition").click()
+    expect(fabric).to_have_attribute("aria-invalid", "true")
+    expect(tab.get_by_label(re.compile(r"^Partition name"))).to_have_value("train")
+    fabric.fill("ib-compute")
+    tab.keyboard.press("Escape")
+    tab.get_by_role("button", name="Create partition").click()
+    row = tab.get_by_role("row", name=re.compile("train"))
+    expect(row).to_contain_text("ib-compute")
+    expect(row).to_contain_text("0x0100")                                     # the first P_Key of the pool
+    expect(tab.get_by_text(re.compile("No members yet"))).to_be_visible()
+    check_a11y(tab, "networking: InfiniBand partitions")
+    shot(tab, "ib-partitions")
+    parts = n.a.api.get("ib-partitions", params={"project": n.a.project["id"]}).json()["results"]
+    assert [(p["name"], p["fabric"], p["pkey_hex"], p["members"]) for p in parts] == [
+        ("train", "ib-compute", "0x0100", [])]
+
+
+def test_6_a_viewer_sees_networking_writes_disabled(n, browser):
     invite(n.stack, n.a.api, n.a.org, "auditor@harbor.example", "viewer")
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()
@@ -153,6 +182,9 @@ def test_5_a_viewer_sees_networking_writes_disabled(n, browser):
         expect(page.get_by_role("row", name=re.compile("prod"))).to_be_visible()
         expect(page.get_by_role("button", name="Create VPC")).to_be_disabled()
         expect(page.get_by_role("button", name="Delete VPC prod")).to_be_disabled()
+        page.get_by_role("tab", name="InfiniBand partitions").click()
+        expect(page.get_by_role("button", name="Delete partition train")).to_be_disabled()
+        expect(page.get_by_role("button", name="Create partition")).to_be_disabled()
         page.goto(f"{n.base}/networking/vpcs/{n.vpc['id']}")
         expect(page.get_by_role("button", name="Delete subnet web")).to_be_disabled()
         page.get_by_role("tab", name="Security groups").click()

@@ -1,4 +1,4 @@
-import { Anchor, Code, Group, Paper, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Anchor, Code, Group, Paper, SimpleGrid, Stack, Table, Tabs, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
 import { useState, type FormEvent } from 'react'
 import { Link } from 'react-router'
@@ -10,9 +10,31 @@ import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { usePaged } from '../hooks/usePaged'
+import { IbPartitionsPanel } from './IbPartitions'
+
+/** The Networking screen: the project's VPCs and, on a second tab, its InfiniBand partitions. */
+export function NetworkingPage() {
+  return (
+    <Stack>
+      <Title order={2}>Networking</Title>
+      <Tabs defaultValue="vpcs" keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="vpcs">VPCs</Tabs.Tab>
+          <Tabs.Tab value="ib-partitions">InfiniBand partitions</Tabs.Tab>
+        </Tabs.List>
+        <Tabs.Panel value="vpcs" pt="md">
+          <VpcsPanel />
+        </Tabs.Panel>
+        <Tabs.Panel value="ib-partitions" pt="md">
+          <IbPartitionsPanel />
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  )
+}
 
 /** The project's VPCs (`/vpcs/`): create one (name, IPv4 CIDR, optional IPv6 CIDR), open or delete it. */
-export function NetworkingPage() {
+export function VpcsPanel() {
   const { project, canWrite } = useScope()
   const qc = useQueryClient()
   const pid = project?.id ?? ''
@@ -48,7 +70,6 @@ export function NetworkingPage() {
 
   return (
     <Stack>
-      <Title order={2}>Networking</Title>
       <Text c="dimmed">
         VPCs are the project’s private networks: each has one router, its subnets, security groups and floating IPs.
       </Text>
