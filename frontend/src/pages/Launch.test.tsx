@@ -14,6 +14,11 @@ const CHECK = {
 }
 const LONG = { timeout: 5000 }
 
+/** The input labelled `label` (a Mantine combobox also labels its listbox). */
+async function input(label: RegExp): Promise<HTMLElement> {
+  return (await screen.findAllByLabelText(label, {}, LONG)).find((el) => el.tagName === 'INPUT')!
+}
+
 describe('launch wizard', () => {
   it('answers whether a flavor can be placed as soon as it is chosen, before the name and image', async () => {
     const seen = stubApi({
@@ -31,4 +36,41 @@ describe('launch wizard', () => {
     const ask = seen.find((r) => r.method === 'POST')!
     expect(await ask.json()).toEqual({ project: PROJECT.id, flavor: 'f2', name: '', ssh_keys: [], user_data: '', sla_tier: '', queue: false })
   }, 15_000)
+
+  it('sends the chosen InfiniBand partition with the check, shows why it cannot be placed, and estimates the cost', async () => {
+    const IMAGE = { id: 'img1', name: 'ubuntu-24-04', os: 'ubuntu', os_version: '24.04', arch: 'x86_64', is_active: true }
+    const PART = { id: 'ib1', project: PROJECT.id, fabric: 'ib-compute', name: 'train', pkey: 256, pkey_hex: '0x0100', ipoib: true, mtu: null, rate_gbps: null, sl: null, index0: false, members: [], created_at: '', updated_at: '' }
+    const detail = 'No capacity of this fleet could ever hold the request: ib_partition: no HCA port on fabric ib-compute (1 host)'
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/ib-partitions/': () => json(page([PART])),
+      'POST /api/v1/instances/check/': async (request) => {
+        const body = await request.json()
+        if (!body.ib_partition_id) return json(CHECK)
+        return json({ ...CHECK, placeable: false, code: 'unplaceable', reason: 'ib_partition', detail })
+      },
+    })
+    renderPage(<LaunchPage />)
+    fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    fireEvent.change(await input(/^Name/), { target: { value: 'nb' } })
+    fireEvent.click(await input(/^Image/))
+    fireEvent.click(await screen.findByRole('option', { name: /ubuntu/, hidden: true }, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    fireEvent.click(await input(/^InfiniBand partition/))
+    fireEvent.click(await screen.findByRole('option', { name: 'train (ib-compute, 0x0100)', hidden: true }, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    const answer = await screen.findByTestId('placement-check', {}, LONG)
+    expect(answer).toHaveTextContent('Cannot be launched')
+    expect(answer).toHaveTextContent(`Why: ${detail} (ib_partition)`)
+    expect(screen.getByRole('button', { name: 'Launch' })).toBeDisabled()
+    const ask = seen.filter((r) => r.method === 'POST').at(-1)!
+    expect(await ask.json()).toMatchObject({ flavor: 'f2', image: 'img1', name: 'nb', ib_partition_id: 'ib1' })
+    expect(screen.getByTestId('estimate')).toHaveTextContent('About $23.76 for 24 hours at $0.99 per hour (estimate)')
+    fireEvent.change(await input(/^Running for/), { target: { value: '10' } })
+    await waitFor(() => expect(screen.getByTestId('estimate')).toHaveTextContent('About $9.90 for 10 hours'))
+  }, 20_000)
 })

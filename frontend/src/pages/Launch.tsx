@@ -1,5 +1,5 @@
 import {
-  Alert, Anchor, Badge, Button, Checkbox, Group, Loader, MultiSelect, Paper, Radio, SegmentedControl, Select, Stack,
+  Alert, Anchor, Badge, Button, Checkbox, Group, Loader, MultiSelect, NumberInput, Paper, Radio, SegmentedControl, Select, Stack,
   Stepper, Table, Text, TextInput, Title,
 } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
@@ -23,16 +23,17 @@ export interface LaunchForm {
   sshKeys: string[]
   subnet: string | null
   securityGroups: string[]
+  ibPartition: string | null
   market: Market
 }
 
 const EMPTY: LaunchForm = {
-  gpuModel: null, flavor: null, name: '', image: null, sshKeys: [], subnet: null, securityGroups: [], market: 'on_demand',
+  gpuModel: null, flavor: null, name: '', image: null, sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand',
 }
 
 /** Which wizard step holds each field the API may name in `errors`. */
 const FIELD_STEP: Record<string, number> = {
-  flavor: 0, name: 1, image: 1, ssh_keys: 1, subnet_id: 2, security_group_ids: 2, project: 0,
+  flavor: 0, name: 1, image: 1, ssh_keys: 1, subnet_id: 2, security_group_ids: 2, ib_partition_id: 2, project: 0,
 }
 
 /** The body of POST /instances/ (and of its dry run, POST /instances/check/) for the form. */
@@ -46,6 +47,7 @@ export function createBody(form: LaunchForm, project: string, queue = false): Sc
     user_data: '',
     sla_tier: '', // the organization's default tier
     ...(form.subnet ? { subnet_id: form.subnet, security_group_ids: form.securityGroups } : {}),
+    ...(form.ibPartition ? { ib_partition_id: form.ibPartition } : {}),
     queue,
   }
 }
@@ -55,6 +57,16 @@ export function gpuModels(flavors: Flavor[]): string[] {
   const models = [...new Set(flavors.filter((f) => f.gpu_model && f.gpu_form !== 'none').map((f) => f.gpu_model))]
   models.sort()
   return flavors.some((f) => !f.gpu_model || f.gpu_form === 'none') ? [...models, 'CPU only'] : models
+}
+
+/** The estimated cost of running `hours` at the list price `perHour` (a decimal string, as the check answers it):
+ * the product, or null when either is missing or not a number. An estimate only: billing is per second of use
+ * with the price book's minimum, and the price may change. */
+export function estimate(perHour: string | null | undefined, hours: number | string | null | undefined): number | null {
+  const price = Number(perHour)
+  const h = Number(hours)
+  if (perHour == null || hours == null || hours === '' || !Number.isFinite(price) || !Number.isFinite(h) || h < 0) return null
+  return Math.round(price * h * 10_000) / 10_000
 }
 
 function money(amount: string | null | undefined, currency: string): string {
@@ -129,6 +141,51 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
   )
 }
 
+/** Hours × the flavor's list price per hour (what the check answered), labelled as an estimate. */
+function CostEstimate({ price, market, hours, onHours }: {
+  price: Check['price'] | undefined
+  market: Market
+  hours: number | string
+  onHours: (hours: number | string) => void
+}) {
+  const total = estimate(price?.per_hour, hours)
+  return (
+    <Paper withBorder p="md" component="section" aria-labelledby="estimate-heading">
+      <Title order={3} size="h4" id="estimate-heading" mb="xs">
+        Cost estimate
+      </Title>
+      <Group align="flex-end">
+        <NumberInput
+          label="Running for (hours)"
+          min={0}
+          max={24 * 366}
+          step={1}
+          w={180}
+          value={hours}
+          onChange={onHours}
+          disabled={market === 'spot'}
+        />
+        <Text data-testid="estimate" pb={6}>
+          {market === 'spot'
+            ? 'Spot prices follow the market: no estimate.'
+            : price?.per_hour == null
+              ? 'No list price for this flavor yet: no estimate.'
+              : total == null
+                ? 'Enter a number of hours.'
+                : <>
+                    <strong>About {money(String(total), price.currency)}</strong> for {Number(hours)} hour{Number(hours) === 1 ? '' : 's'} at{' '}
+                    {money(price.per_hour, price.currency)} per hour (estimate)
+                  </>}
+        </Text>
+      </Group>
+      <Text size="xs" c="dimmed" mt="xs">
+        An estimate, not a quote: billing is per second of actual use (with the price book’s minimum), before taxes and
+        credits.
+      </Text>
+    </Paper>
+  )
+}
+
 export function LaunchPage() {
   const { project, canWrite } = useScope()
   const pid = project?.id ?? ''
@@ -149,6 +206,12 @@ export function LaunchPage() {
     queryFn: () => unwrap(api.GET('/api/v1/subnets/', { params: { query: { project: pid, page_size: 500 } } })),
   })
   const subnet = subnets.data?.results.find((s) => s.id === form.subnet)
+  const partitions = useQuery({
+    queryKey: ['ib-partitions', pid, 'all'],
+    queryFn: () => unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, page_size: 500 } } })),
+  })
+  const partition = partitions.data?.results.find((p) => p.id === form.ibPartition)
+  const [hours, setHours] = useState<number | string>(24)
   const groups = useQuery({
     queryKey: ['security-groups', subnet?.vpc],
     queryFn: () => unwrap(api.GET('/api/v1/security-groups/', { params: { query: { vpc: subnet!.vpc, page_size: 500 } } })),
@@ -331,6 +394,19 @@ export function LaunchPage() {
               onChange={(v) => set('securityGroups', v)}
               error={fieldError(err, 'security_group_ids')}
             />
+            <Select
+              label="InfiniBand partition (optional)"
+              placeholder={(partitions.data?.results ?? []).length ? 'No InfiniBand partition' : 'No partitions in this project'}
+              clearable
+              disabled={form.market === 'spot'}
+              description={form.market === 'spot'
+                ? 'Spot requests join no partition (the request API takes none)'
+                : 'Its HCA ports (or a virtual function’s GUID) join the partition as full members once placed'}
+              data={(partitions.data?.results ?? []).map((p) => ({ value: p.id, label: `${p.name} (${p.fabric}, ${p.pkey_hex})` }))}
+              value={form.ibPartition}
+              onChange={(v) => set('ibPartition', v)}
+              error={fieldError(err, 'ib_partition_id')}
+            />
           </Stack>
         </Stepper.Step>
         <Stepper.Step label="Review" description="Placement and price">
@@ -347,6 +423,8 @@ export function LaunchPage() {
                 <dd>{form.sshKeys.length || 'none'}</dd>
                 <dt>Network</dt>
                 <dd>{subnet ? `${subnet.name} (${subnet.cidr})` : 'none'}</dd>
+                <dt>InfiniBand</dt>
+                <dd>{partition ? `${partition.name} (${partition.fabric}, ${partition.pkey_hex})` : 'none'}</dd>
                 <dt>Market</dt>
                 <dd>{form.market === 'spot' ? 'spot' : 'on-demand'}</dd>
               </dl>
@@ -364,6 +442,12 @@ export function LaunchPage() {
               <ProblemAlert error={check.error} title="The check was refused" />
               {check.data && <CheckResult check={check.data} market={form.market} />}
             </Paper>
+            <CostEstimate
+              price={(check.data ?? flavorCheck.data)?.price}
+              market={form.market}
+              hours={hours}
+              onHours={setHours}
+            />
             {!canWrite && <Alert color="yellow">Your role in this project is read-only: you cannot launch.</Alert>}
           </Stack>
         </Stepper.Step>

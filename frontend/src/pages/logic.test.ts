@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Flavor, Instance } from '../api/client'
 import { gpusInUse } from './Dashboard'
 import { pollInterval } from './InstanceDetail'
-import { createBody, gpuModels, type LaunchForm } from './Launch'
+import { createBody, estimate, gpuModels, type LaunchForm } from './Launch'
 
 const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
 const mig = { ...base, id: 'f-mig', name: 'h100-mig-3g40', gpu_form: 'mig', gpu_model: 'H100', mig_profile: '3g.40gb' } as Flavor
@@ -28,9 +28,24 @@ describe('launch wizard', () => {
   })
 
   it('sends the subnet and its groups only with a subnet', () => {
-    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: ['k'], subnet: null, securityGroups: ['g'], market: 'on_demand' }
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: ['k'], subnet: null, securityGroups: ['g'], ibPartition: null, market: 'on_demand' }
     expect(createBody(form, 'p')).toEqual({ project: 'p', name: 'nb', flavor: 'f-mig', image: 'i', ssh_keys: ['k'], user_data: '', sla_tier: '', queue: false })
     expect(createBody({ ...form, subnet: 's' }, 'p', true)).toMatchObject({ subnet_id: 's', security_group_ids: ['g'], queue: true })
+  })
+
+  it('sends the InfiniBand partition only when one is chosen', () => {
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: 'nb', image: 'i', sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand' }
+    expect(createBody(form, 'p')).not.toHaveProperty('ib_partition_id')
+    expect(createBody({ ...form, ibPartition: 'ib1' }, 'p')).toMatchObject({ ib_partition_id: 'ib1' })
+  })
+
+  it('estimates the cost as hours times the price per hour, and none without both', () => {
+    expect(estimate('0.99', 24)).toBe(23.76)
+    expect(estimate('19.92', 1.5)).toBe(29.88)
+    expect(estimate('0.99', 0)).toBe(0)
+    expect(estimate(null, 24)).toBeNull()
+    expect(estimate('0.99', '')).toBeNull()
+    expect(estimate('0.99', -1)).toBeNull()
   })
 })
 
