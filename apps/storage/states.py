@@ -1,7 +1,9 @@
 """Volume, attachment and snapshot states and their transition tables (applied by `apps.core.transitions`).
 
 `status` of a volume follows Cinder's names: `creating` → `available` ⇄ `attaching`/`in-use`/`detaching`,
-`available`/`in-use` → `extending` → `available`/`in-use`, `available`/`error` → `deleting` → `deleted`. A transient state
+`available`/`in-use` → `extending` → `available`/`in-use` (a failed extend too: the disk is intact, the reason is
+in `error_code` / `error_reason`), `available`/`error` → `deleting` → `deleted` (only without attachments),
+`in-use`/`error` (attached) → `detaching`. A transient state
 (`creating`, `attaching`, `detaching`, `extending`, `deleting`) belongs to exactly one running Operation; a
 request in one of them is a 409 listing the allowed states.
 """
@@ -29,7 +31,9 @@ VOLUME_TRANSITIONS = {
     "attach": ({V.AVAILABLE}, V.ATTACHING),
     # a multi-attach type's volume attaches to one more instance while in use
     "attach_multi": ({V.AVAILABLE, V.IN_USE}, V.ATTACHING),
-    "detach": ({V.IN_USE}, V.DETACHING),
+    # also from `error`: an attached volume whose last operation failed still has its disk in the domain, and
+    # detaching it is the tenant's way out (a volume is deleted only once no attachment is left)
+    "detach": ({V.IN_USE, V.ERROR}, V.DETACHING),
     # the end of an attach or detach: available when no attachment is left, else in-use
     "settle_available": ({V.ATTACHING, V.DETACHING, V.EXTENDING}, V.AVAILABLE),
     "settle_in_use": ({V.ATTACHING, V.DETACHING, V.EXTENDING}, V.IN_USE),

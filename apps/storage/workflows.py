@@ -66,6 +66,15 @@ def resize(op) -> None:
     usagesvc.usage_open(vol)  # metered at the new size from now on
 
 
+def resize_failed(op, code: str, detail: str) -> None:
+    """The volume did not grow (a full pool, a missing pool, a refused resize): its disk is as before and, when
+    attached, still in its instance's domain, so the volume settles back to `available` or `in-use` (never
+    `error`: an attached volume must stay detachable) with the reason in `error_code` / `error_reason`."""
+    vol = _volume(op.target_id)
+    Volume.objects.filter(pk=vol.pk).update(error_code=code[:64], error_reason=f"extend failed: {detail}"[:1000])
+    attsvc.volume_settle(vol)
+
+
 def delete(op) -> None:
     vol = _volume(op.target_id)
     driver_for(vol.host).volume_delete(vol.volume_type.pool, str(vol.pk))
@@ -150,7 +159,7 @@ def snapshot_failed(op, code: str, detail: str) -> None:
 
 wf.register(wf.Workflow(kind=volsvc.CREATE, steps=(("create", create),), on_error=_fail_volume,
                         queue="provisioning", deadline_seconds=1800.0, max_backoff_seconds=30.0))
-wf.register(wf.Workflow(kind=volsvc.EXTEND, steps=(("resize", resize),), on_error=_fail_volume,
+wf.register(wf.Workflow(kind=volsvc.EXTEND, steps=(("resize", resize),), on_error=resize_failed,
                         deadline_seconds=600.0, max_backoff_seconds=30.0))
 wf.register(wf.Workflow(kind=volsvc.DELETE, steps=(("delete", delete),), on_error=_fail_volume,
                         deadline_seconds=3600.0, max_backoff_seconds=30.0))

@@ -83,7 +83,7 @@ def volume_attach(*, actor, volume: Volume, instance, boot: bool = False) -> tup
 
 
 def volume_detach(*, actor, volume: Volume, instance) -> Operation:
-    """`in-use` → `detaching`; the `volume.detach` operation removes the disk from `instance` and ends
+    """`in-use` (or `error` while attached) → `detaching`; the `volume.detach` operation removes the disk from `instance` and ends
     `available` (or `in-use` while other attachments remain). 409 `not_attached` when it is not attached
     there; 409 `boot_volume_detach_not_allowed` for a boot volume of an instance that is not stopped."""
     from apps.compute.selectors import instance_for_update

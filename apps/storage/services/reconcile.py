@@ -27,22 +27,26 @@ class ReconcileResult:
 
 
 def _release(attachment_id, volume_id, result: ReconcileResult) -> None:
-    """Release one `attached` attachment of a deleted (or deleting) instance; a volume without attachments left
-    is `available` again, or deleted when it has `delete_on_termination`. Lock order: attachment, volume."""
+    """Release one `attached` attachment of a deleted (or deleting) instance, whether its volume is `in-use` or
+    `error`; a volume without attachments left is `available` again (an `error` one stays `error`, and is
+    deletable), or deleted when it has `delete_on_termination`. A volume in a transient state is left to its
+    operation (`attachments_reconcile` comes back for it). Lock order: attachment, volume."""
     with transaction.atomic():
         if not VolumeAttachment.objects.select_for_update().filter(
                 pk=attachment_id, status=AttachmentStatus.ATTACHED).exists():
             return
         volume = Volume.objects.select_for_update(of=("self",)).select_related("project").get(pk=volume_id)
-        if volume.status != VolumeStatus.IN_USE:
-            return
+        if volume.status not in (VolumeStatus.IN_USE, VolumeStatus.ERROR):
+            return  # an operation in flight (an extend) settles it first; the beat task comes back for it
         VolumeAttachment.objects.filter(pk=attachment_id).delete()
         result.released.append(str(attachment_id))
         if VolumeAttachment.objects.filter(volume=volume).exists():
             return  # a multi-attach volume still attached elsewhere
-        transition(volume, "released", VOLUME_TRANSITIONS)
+        before = volume.status
+        if before == VolumeStatus.IN_USE:
+            transition(volume, "released", VOLUME_TRANSITIONS)
         audit_record(actor=None, action="storage.volume.released", target=volume,
-                     before={"status": VolumeStatus.IN_USE}, after={"status": volume.status})
+                     before={"status": before}, after={"status": volume.status})
         if volume.delete_on_termination:
             volume_delete(actor=None, volume=volume)
             result.deleted.append(str(volume.pk))

@@ -5,7 +5,7 @@ audited in its transaction.
 Errors: 400 `validation_error` (name, size outside the type's range, a source and a type that do not go
 together), "Not found." naming `source_snapshot` (another project's snapshot); 400 `zone_not_served`,
 `host_local_needs_instance`; 400 `size_must_grow` (an extend that does not grow: volumes never shrink);
-409 `invalid_state` (with `allowed_states`; also deleting an attached volume), `name_taken`,
+409 `invalid_state` (with `allowed_states`; also deleting a volume with any attachment, naming `instances`), `name_taken`,
 `instance_not_placed`; 422 `quota_exceeded` (``volumes``, ``volume_gib`` and
 ``volume_gib:<type>``), nothing written.
 """
@@ -190,12 +190,26 @@ def volume_extend(*, actor, volume: Volume, size_gib: int) -> Operation:
     return op
 
 
+def _refuse_attached(volume: Volume) -> None:
+    """409 `invalid_state` naming the `instances` while `volume` has any attachment, whatever its status (an
+    attached volume in `error` too: its disk is still in the instance's domain; detach it first)."""
+    from ..models import VolumeAttachment
+
+    instances = sorted({str(i) for i in VolumeAttachment.objects.filter(volume=volume)
+                        .values_list("instance_id", flat=True)})
+    if instances:
+        raise InvalidState("The volume is attached; detach it first.", current_state=volume.status,
+                           allowed_states=["available", "error"], instances=instances, action="delete")
+
+
 def volume_delete(*, actor, volume: Volume) -> Operation:
     """Delete an available (or failed) volume: `deleting` → `deleted` (the row stays, for billing and audit).
-    409 `invalid_state` while attached or busy. Its snapshots stay (they are full copies, `drivers.base`)."""
+    409 `invalid_state` while busy, or while attached whatever its status (naming the `instances`: detach it
+    first). Its snapshots stay (they are full copies, `drivers.base`)."""
     authorize_project(actor, volume.project, WRITERS)
     with transaction.atomic():
         locked = Volume.objects.select_for_update().get(pk=volume.pk)
+        _refuse_attached(locked)
         before = transition(locked, "delete", VOLUME_TRANSITIONS)
         usage_close(locked)  # a volume the tenant asked to delete is not billed while it goes
         op = operation_start(kind=DELETE, target_type=VOLUME_TARGET, target_id=locked.pk, project=locked.project,
