@@ -21,7 +21,7 @@ from .services import snapshots as snapsvc
 from .services import usage as usagesvc
 from .services import volumes as volsvc
 from .services.backend import disk_attachment, driver_for, pool_spec
-from .states import SNAPSHOT_TRANSITIONS, VOLUME_TRANSITIONS, AttachmentStatus, SnapshotStatus
+from .states import SNAPSHOT_TRANSITIONS, VOLUME_TRANSITIONS, AttachmentStatus, SnapshotStatus, VolumeStatus
 
 
 def _volume(volume_id) -> Volume:
@@ -69,9 +69,13 @@ def resize(op) -> None:
 def resize_failed(op, code: str, detail: str) -> None:
     """The volume did not grow (a full pool, a missing pool, a refused resize): its disk is as before and, when
     attached, still in its instance's domain, so the volume settles back to `available` or `in-use` (never
-    `error`: an attached volume must stay detachable) with the reason in `error_code` / `error_reason`."""
+    `error`: an attached volume must stay detachable) at its size before the request (`size_gib` and the quota
+    it holds), with the reason in `error_code` / `error_reason`."""
     vol = _volume(op.target_id)
-    Volume.objects.filter(pk=vol.pk).update(error_code=code[:64], error_reason=f"extend failed: {detail}"[:1000])
+    fields = {"error_code": code[:64], "error_reason": f"extend failed: {detail}"[:1000]}
+    if vol.status == VolumeStatus.EXTENDING and op.state.get("from_size_gib"):
+        fields["size_gib"] = vol.size_gib = op.state["from_size_gib"]
+    Volume.objects.filter(pk=vol.pk).update(**fields)
     attsvc.volume_settle(vol)
 
 

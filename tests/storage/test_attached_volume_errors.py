@@ -38,6 +38,7 @@ def test_a_failed_extend_of_an_attached_volume_stays_in_use_and_detachable(world
     got = world.client_a.get(f"/api/v1/volumes/{vol.pk}/").json()
     assert (op.error_code, got["status"], got["error_code"], [a["status"] for a in got["attachments"]]) == (
         "pool_not_found", "in-use", "pool_not_found", ["attached"])
+    assert got["size_gib"] == 10  # the size it has, not the one asked for
     refused = world.client_a.delete(f"/api/v1/volumes/{vol.pk}/")
     assert (refused.status_code, refused.json()["code"], refused.json()["instances"]) == (
         409, "invalid_state", [str(world.instance_a.pk)])
@@ -65,3 +66,16 @@ def test_an_instance_delete_releases_an_attached_error_volume(world, storage_dri
     Instance.objects.filter(pk=world.instance_a.pk).update(status="deleted")
     assert len(attachments_reconcile().released) == 1
     assert (Volume.objects.get(pk=vol.pk).status, VolumeAttachment.objects.count()) == ("deleting", 0)
+
+
+def test_a_failed_extend_keeps_the_old_size_and_frees_the_quota_it_asked_for(world, storage_driver):
+    from apps.tenancy.quotas import usage_of
+
+    resp = world.client_a.post("/api/v1/volumes/", volume_body(world, "loose", 10), format="json")
+    _done(resp)
+    vol_id = resp.json()["volume"]["id"]
+    storage_driver._hosts[SHARED_URI].pools.pop("ssd")
+    _done(world.client_a.post(f"/api/v1/volumes/{vol_id}/extend/", {"size_gib": 60}, format="json"), status="failed")
+    got = world.client_a.get(f"/api/v1/volumes/{vol_id}/").json()
+    assert (got["status"], got["size_gib"], got["error_code"]) == ("available", 10, "pool_not_found")
+    assert usage_of(organization=world.org_a, project=world.project_a, resource="volume_gib") == 10

@@ -160,7 +160,8 @@ def volume_update(*, actor, volume: Volume, **fields) -> Volume:
 def volume_extend(*, actor, volume: Volume, size_gib: int) -> Operation:
     """Grow a volume to `size_gib` GiB: `available` → `extending` → `available`, or attached to one instance
     `in-use` → `extending` → `in-use` (a running guest sees the new capacity at once: libvirt's blockResize; a
-    stopped one at its next boot). The new size counts against the quotas from the request on. 400
+    stopped one at its next boot). The new size counts against the quotas from the request on; a failed extend
+    returns the volume to its old size (and status). 400
     `size_must_grow` unless larger (a volume never shrinks: the guest's filesystem would be cut); 409
     `invalid_state` unless available or in-use (with `allowed_states`), 409 `volume_in_use` for a multi-attach
     volume attached to several instances (its guests would not all see it grow); 422 on quota."""
