@@ -1,5 +1,6 @@
 """The customer's journey in the web console, in a real browser against the real stack: sign in, add an SSH key,
-launch a MIG instance in the wizard and watch it become active without a reload, stop it; a second tenant who
+launch a MIG instance in the wizard (after the check refused it in an InfiniBand partition its hosts cannot join,
+saying why, and with a cost estimate) and watch it become active without a reload, stop it; a second tenant who
 types the first one's instance URL sees "not found"; a viewer sees write actions disabled. Each step is one test;
 they share the journey's state (`C`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
@@ -101,6 +102,10 @@ def test_2_add_an_ssh_key(c, tab):
 
 
 def test_3_launch_a_mig_instance_and_watch_it_become_active(c, tab):
+    c.cat.ops.post("pkey-pools", {"fabric": "ib-compute", "first_pkey": "0x0100", "last_pkey": "0x01ff"},
+                   expect=(200, 201))
+    c.a.api.post("ib-partitions", {"project": c.a.project["id"], "fabric": "ib-compute", "name": "train"},
+                 expect=201)
     tab.goto(f"{c.base}/instances")
     expect(tab.get_by_test_id("empty-state")).to_contain_text("No instances yet")
     tab.get_by_role("link", name="Launch an instance").click()
@@ -117,10 +122,25 @@ def test_3_launch_a_mig_instance_and_watch_it_become_active(c, tab):
     shot(tab, "launch-2-access")
     tab.get_by_role("button", name="Next").click()
     expect(tab.get_by_label("On-demand")).to_be_checked()
+    partition = tab.get_by_role("combobox", name=re.compile(r"^InfiniBand partition"))
+    partition.click()
+    tab.get_by_role("option", name="train (ib-compute, 0x0100)").click()
     tab.get_by_role("button", name="Next").click()
+    # the MIG host of fabric ib-compute has no virtual GUID to give a VM, the others no HCA port on it
     check = tab.get_by_test_id("placement-check")
+    expect(check).to_contain_text("(ib_partition)", timeout=30_000)
+    expect(check).not_to_contain_text("Can be placed now")
+    expect(tab.get_by_role("button", name="Launch", exact=True)).to_be_disabled()
+    check_a11y(tab, "launch: refused in an InfiniBand partition")
+    shot(tab, "launch-ib-partition-refused")
+    tab.get_by_role("button", name="Back").click()
+    partition.click()
+    tab.get_by_role("option", name="train (ib-compute, 0x0100)").click()      # chosen again: none
+    expect(partition).to_have_value("")
+    tab.get_by_role("button", name="Next").click()
     expect(check).to_contain_text("Can be placed now", timeout=30_000)
     expect(tab.get_by_test_id("price")).to_contain_text("$0.99 per hour")
+    expect(tab.get_by_test_id("estimate")).to_contain_text("About $23.76 for 24 hours at $0.99 per hour (estimate)")
     check_a11y(tab, "launch: review")
     shot(tab, "launch-3-review")
     tab.get_by_role("button", name="Launch", exact=True).click()
