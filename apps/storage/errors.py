@@ -16,4 +16,5 @@ class Code(enum.StrEnum):
     INSTANCE_NOT_PLACED = "instance_not_placed"
     VOLUME_TYPE_INACTIVE = "volume_type_inactive"
     HOST_LOCAL_NEEDS_INSTANCE = "host_local_needs_instance"
+    VOLUME_NOT_BOOTABLE = "volume_not_bootable"
     BOOT_VOLUME = "boot_volume_detach_not_allowed"

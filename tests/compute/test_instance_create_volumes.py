@@ -325,3 +325,22 @@ def test_bad_volume_requests_are_400_and_write_nothing(world, storage):
         assert (resp.status_code, resp.json()["code"]) == (status, code), (volumes, resp.content)
         assert resp["Content-Type"] == "application/problem+json"
     assert _counts() == before
+
+
+def test_only_a_bootable_volume_is_a_boot_volume(world, storage):
+    _hosts, ssd, _local = storage
+    blank = _volume(world, ssd, "blank", 10)
+    body = create_body(world, world.gpu1, volumes=[{"boot": True, "id": blank}])
+    before = _counts()
+    resp = world.client_a.post("/api/v1/instances/", body, format="json")
+    assert (resp.status_code, resp.json()["code"], resp.json()["volume"]) == (409, "volume_not_bootable", blank)
+    assert _counts() == before
+    checked = world.client_a.post("/api/v1/instances/check/", body, format="json").json()
+    assert (checked["placeable"], checked["code"]) == (False, "volume_not_bootable")
+    assert world.client_a.get(f"/api/v1/volumes/{blank}/").json()["bootable"] is False
+
+    system = _volume(world, ssd, "system", 10, source_image=str(world.image.pk))
+    assert world.client_a.get(f"/api/v1/volumes/{system}/").json()["bootable"] is True
+    _ok(world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, "vm-2", volumes=[
+        {"boot": True, "id": system}]), format="json"))
+    assert VolumeAttachment.objects.get(volume_id=system).boot is True

@@ -215,3 +215,20 @@ def test_volume_usage_is_metered_in_gib_per_type(world, storage_driver):
                     ("volume:type=ssd", Decimal(100), utc(11), utc(11, 30), vol_id),
                     ("volume:type=ssd", Decimal(200), utc(11, 30), utc(12), vol_id)]
     assert len({r.run_id for r in UsageRecord.objects.all()}) == 1
+
+
+def test_a_restore_is_bootable_when_its_snapshot_volume_was(world, storage_driver):
+    got = {}
+    for name, bootable in (("system", True), ("blank", False)):
+        resp = world.client_a.post("/api/v1/volumes/", volume_body(world, name), format="json")
+        _done(resp)
+        Volume.objects.filter(pk=resp.json()["volume"]["id"]).update(bootable=bootable)
+        snap = world.client_a.post("/api/v1/snapshots/", {"volume": resp.json()["volume"]["id"], "name": name},
+                                   format="json")
+        _done(snap)
+        restored = world.client_a.post("/api/v1/volumes/", {**volume_body(world, f"{name}-restored"),
+                                                            "source_snapshot": snap.json()["snapshot"]["id"]},
+                                       format="json")
+        _done(restored)
+        got[name] = world.client_a.get(f"/api/v1/volumes/{restored.json()['volume']['id']}/").json()["bootable"]
+    assert got == {"system": True, "blank": False}

@@ -111,7 +111,8 @@ class VolumeAttachmentOutput(ModelSerializer):
 
 class VolumeOutput(ModelSerializer):
     """`size_gib` in GiB; `attachments`: the instances it is attached to (device ``vdb`` ..; the guest sees it as
-    ``/dev/disk/by-id/virtio-<id without dashes, first 20 characters>``)."""
+    ``/dev/disk/by-id/virtio-<id without dashes, first 20 characters>``); `bootable`: it holds a system an
+    instance can boot from (made from an image, or restored from a snapshot of a bootable volume)."""
 
     project = serializers.UUIDField(source="project_id", read_only=True)
     volume_type = serializers.UUIDField(source="volume_type_id", read_only=True)
@@ -123,8 +124,8 @@ class VolumeOutput(ModelSerializer):
     class Meta:
         model = Volume
         fields = ["id", "project", "name", "description", "size_gib", "volume_type", "status", "source_snapshot",
-                  "source_image", "zone", "delete_on_termination", "attachments", "error_code", "error_reason",
-                  "created_at", "updated_at", "deleted_at"]
+                  "source_image", "zone", "delete_on_termination", "bootable", "attachments", "error_code",
+                  "error_reason", "created_at", "updated_at", "deleted_at"]
         read_only_fields = fields
 
 

@@ -17,7 +17,8 @@ class Volume(ProjectOwned):
     `source_image` (a boot image: the volume starts as a copy-on-write child of the image file). `host` is the
     hypervisor holding a host-local type's volume (else null); `zone` where it is served (null: the type's
     zones are all one). `delete_on_termination`: the volume goes when the instance it is attached to is deleted.
-    `backend_path` is where the driver put it (a file or device path), written by the create operation."""
+    `backend_path` is where the driver put it (a file or device path), written by the create operation.
+    `bootable`: made from an image or restored from a bootable volume's snapshot (it can be a boot volume)."""
 
     name = models.CharField(max_length=63)
     description = models.CharField(max_length=500, blank=True)
@@ -32,6 +33,9 @@ class Volume(ProjectOwned):
     zone = models.ForeignKey("inventory.Zone", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     host = models.ForeignKey("inventory.Host", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     delete_on_termination = models.BooleanField(default=False)
+    # holds a system an instance can boot from: made from an image, or restored from a snapshot of a bootable
+    # volume (an empty volume is not); only a bootable volume is an instance's boot volume
+    bootable = models.BooleanField(default=False)
     backend_path = models.CharField(max_length=500, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_reason = models.CharField(max_length=1000, blank=True)

@@ -11,7 +11,8 @@ order given, at most `MAX_ATTACHMENTS_PER_INSTANCE`.
    existing, two boot volumes, a repeated id or name, a size outside the type's range; "Not found." naming
    `volumes` for an id of another project, as for one that does not exist: ADR 0010), 400
    `volume_type_inactive`; 409 `volume_in_use` (an existing volume attached elsewhere, unless its type is
-   multi-attach), `invalid_state` (busy or failed), `name_taken`, `host_mismatch` / `zone_mismatch` (existing
+   multi-attach), `volume_not_bootable` (an existing boot volume that is not `bootable`: made empty),
+   `invalid_state` (busy or failed), `name_taken`, `host_mismatch` / `zone_mismatch` (existing
    volumes on two hosts / zones); 422 `quota_exceeded` (``volumes``, ``volume_gib:<type>``, ``volume_gib``).
    It pins the placement: an existing host-local volume to its host, a zoned volume or type to its zone.
 2. `volumes_reserve` (the create's transaction): new volumes `creating`, existing ones `attaching`, each with a
@@ -97,6 +98,10 @@ def _check_existing(project, vol: Volume, boot: bool) -> None:
     if vol.status not in (VolumeStatus.AVAILABLE, VolumeStatus.IN_USE):
         raise InvalidState(f"Volume {vol.name!r} is {vol.status}; only an available volume attaches.",
                            volume=str(vol.pk), current_state=vol.status, allowed_states=["available"])
+    if boot and not vol.bootable:
+        raise Conflict(f"Volume {vol.name!r} holds no bootable system (made empty); a boot volume is made from an "
+                       "image or restored from a snapshot of one.", code=Code.VOLUME_NOT_BOOTABLE,
+                       volume=str(vol.pk))
 
 
 def volumes_check(*, actor, project, image, flavor, requests, name: str = ""):
@@ -181,7 +186,7 @@ def volumes_reserve(*, actor, instance, plan, operation=None) -> None:
         with unique_conflict(f"A volume named {n.name!r} exists in this project.", code=Code.NAME_TAKEN):
             vol = Volume.objects.create(project=instance.project, name=n.name, size_gib=n.size_gib,
                                         volume_type=n.volume_type, zone=n.zone,
-                                        source_image=instance.image if n.boot else None,
+                                        source_image=instance.image if n.boot else None, bootable=n.boot,
                                         delete_on_termination=n.delete_on_termination)
         VolumeAttachment.objects.create(volume=vol, instance=instance, device=n.device, boot=n.boot,
                                         made_by_create=True, status=AttachmentStatus.RESERVED)

@@ -107,7 +107,8 @@ def volume_create(*, actor, project, name: str, size_gib: int | None = None, vol
     """Create a volume (`creating`) and start its `volume.create` operation; returns (volume, operation).
 
     `size_gib` defaults to the source's size (snapshot) or the type's minimum. Restoring a snapshot is a create
-    with `source_snapshot`. `instance`: for a host-local type, the instance whose host holds the volume."""
+    with `source_snapshot`. The volume is `bootable` when made from an image or restored from a snapshot of a
+    bootable volume. `instance`: for a host-local type, the instance whose host holds the volume."""
     authorize_project(actor, project, WRITERS)
     validate_name(name)
     volume_type, floor = _source(project, volume_type, source_snapshot, source_image)
@@ -129,7 +130,9 @@ def volume_create(*, actor, project, name: str, size_gib: int | None = None, vol
             volume = Volume.objects.create(
                 project=project, name=name, description=description, size_gib=size_gib, volume_type=volume_type,
                 source_snapshot=source_snapshot, source_image=source_image, zone=zone, host=host,
-                delete_on_termination=delete_on_termination)
+                delete_on_termination=delete_on_termination,
+                bootable=source_image is not None or (source_snapshot is not None
+                                                      and source_snapshot.volume.bootable))
         op = operation_start(kind=CREATE, target_type=VOLUME_TARGET, target_id=volume.pk, project=project,
                              actor=actor, request_id=request_id)
         audit_record(actor=actor, action="storage.volume.create", target=volume, after={
