@@ -315,7 +315,8 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
     pagination_class = None
 
     @extend_schema(request=s.RerateInput, responses={200: s.InvoiceRunOutput(many=True), **problems({
-        409: "period_not_started: the window reaches into a month that has not started (period_start, UTC)."})})
+        409: "period_not_started: the window reaches into a month that has not started (period_start, UTC). "
+             "(period_not_ended, which a finalizing run answers, never comes from a re-rate: it drafts only.)"})})
     @action(detail=False, methods=["post"])
     def rerate(self, request):
         data = s.RerateInput(data=request.data)

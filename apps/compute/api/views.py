@@ -208,7 +208,8 @@ class InstanceViewSet(_Base):
         409: "invalid_state: only a stopped instance is resized (allowed_states); flavor_does_not_fit: the GPU "
              "spec differs, or its host (or its lease) lacks room; lease_not_usable: the instance draws from a "
              "lease that is no longer active; capacity_unavailable: spot instances are still giving the lease's "
-             "GPUs back (try again after their notice).",
+             "GPUs back (try again after their notice); not_supported_for_flavor_kind: a bare-metal instance "
+             "(a whole host) is not resized.",
         422: "quota_exceeded: the larger flavor would pass a quota (resource, limit, usage, "
              "requested)."})})
     @action(detail=True, methods=["post"])

@@ -414,8 +414,8 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     to its end (the lease's GPUs, billed with the lease), a spot instance's stay spot. 409 `invalid_state` unless
     stopped; 409 `flavor_does_not_fit` when the GPU spec differs or the host (or the lease) lacks room (nothing
     changes); 409 `lease_not_usable` when its lease is not active any more; 409 `capacity_unavailable` while spot
-    instances still give the lease's GPUs back; 400 "Not found." naming `flavor`; 422 `quota_exceeded` on
-    growth."""
+    instances still give the lease's GPUs back; 409 `not_supported_for_flavor_kind` for a bare-metal instance;
+    400 "Not found." naming `flavor`; 422 `quota_exceeded` on growth."""
     from apps.operations.workflows import StepWait
     from apps.scheduling.errors import CapacityUnavailable
     from apps.scheduling.ledger import ConsumerRef, allocations_claim
