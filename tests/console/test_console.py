@@ -1,23 +1,30 @@
 """The customer's journey in the web console, in a real browser against the real stack: sign in, add an SSH key,
 launch a MIG instance in the wizard (after the check refused it in an InfiniBand partition its hosts cannot join,
-saying why, and with a cost estimate) and watch it become active without a reload, stop it; a second tenant who
+saying why, and with a cost estimate) and watch it become active without a reload, stop it (the page shows the new
+status within 2.5 s of the API), resize it and read its audit events; a second tenant who
 types the first one's instance URL sees "not found"; a viewer sees write actions disabled. Each step is one test;
 they share the journey's state (`C`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
 
 import re
+import time
 from types import SimpleNamespace
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import check_a11y, shot
-from .world import PASSWORD, SSH_KEY, SSH_KEY_FP, catalog, invite, tenant
+from .world import H100, PASSWORD, SSH_KEY, SSH_KEY_FP, catalog, invite, one, tenant
 
 pytestmark = pytest.mark.e2e
 
 C = SimpleNamespace()
 ACTIVE_TIMEOUT_MS = 240_000
+LIVE_STATUS_S = 2.5      # the page shows a status at most this long after the API answers it
+MIG_LARGE = {"name": "h100-mig-3g40-large", "vcpus": 16, "memory_mib": 131072, "disk_gib": 100, "gpu_form": "mig",
+             "gpu_model": H100, "mig_profile": "3g.40gb"}
+MIG_HUGE = {"name": "h100-mig-3g40-huge", "vcpus": 1024, "memory_mib": 4194304, "disk_gib": 100, "gpu_form": "mig",
+            "gpu_model": H100, "mig_profile": "3g.40gb"}
 
 
 @pytest.fixture(scope="module")
@@ -167,12 +174,65 @@ def test_4_stop_it_with_confirmation(c, tab):
     dialog.get_by_role("button", name="Cancel").click()
     expect(dialog).to_have_count(0)
     assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "active"   # Cancel changed nothing
+    expect(tab.get_by_test_id("availability")).to_contain_text("no downtime recorded")
+    # live status: the page notes (its own clock, ms) when the badge first reads "stopped"; the test polls the API
+    # every 0.2 s and notes when it first answers "stopped" (the same machine's clock)
+    tab.evaluate("""() => { window.__stoppedAt = null; const seen = () => {
+        const b = document.querySelector('[data-testid=status]');
+        if (b && b.textContent.trim() === 'stopped' && window.__stoppedAt === null) window.__stoppedAt = Date.now(); };
+        new MutationObserver(seen).observe(document.body, {subtree: true, childList: true, characterData: true}); }""")
     tab.get_by_role("button", name="Stop", exact=True).click()
     tab.get_by_role("dialog").get_by_role("button", name="Stop", exact=True).click()
-    expect(tab.get_by_test_id("status")).to_have_text("stopped", timeout=ACTIVE_TIMEOUT_MS)
+    deadline = time.monotonic() + ACTIVE_TIMEOUT_MS / 1000
+    while c.a.api.get(f"instances/{c.instance_id}").json()["status"] != "stopped":
+        assert time.monotonic() < deadline, "the instance did not stop"
+        time.sleep(0.2)
+    api_at = time.time()
+    expect(tab.get_by_test_id("status")).to_have_text("stopped", timeout=int(LIVE_STATUS_S * 1000) + 1000)
+    page_at = tab.evaluate("() => window.__stoppedAt") / 1000
+    lag = page_at - api_at
+    print(f"live status: the page showed 'stopped' {lag:+.2f} s after the API answered it")
+    assert lag <= LIVE_STATUS_S, f"the page showed the new status {lag:.2f} s after the API"
     expect(tab.get_by_role("button", name="Start", exact=True)).to_be_enabled()
     assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "stopped"
     expect(tab.get_by_test_id("operation")).to_contain_text("succeeded")
+
+
+def test_4b_resize_the_stopped_instance(c, tab):
+    large = one(c.cat.ops, "flavors", MIG_LARGE, name=MIG_LARGE["name"])
+    one(c.cat.ops, "flavors", MIG_HUGE, name=MIG_HUGE["name"])
+    tab.reload()    # the flavor catalog is cached for minutes
+    expect(tab.get_by_test_id("status")).to_have_text("stopped")
+    tab.get_by_test_id("resize").click()
+    dialog = tab.get_by_role("dialog")
+    expect(dialog).to_contain_text("Resize notebook")
+    dialog.get_by_role("combobox", name="New flavor").click()
+    dialog.get_by_role("option", name=re.compile(r"^h100-mig-3g40-huge")).click()
+    dialog.get_by_role("button", name="Resize to h100-mig-3g40-huge").click()
+    refusal = dialog.get_by_test_id("problem")
+    expect(refusal).to_contain_text("The resize was refused")
+    expect(dialog.get_by_role("combobox", name="New flavor")).to_have_value(re.compile(r"^h100-mig-3g40-huge"))  # the choice is kept
+    assert c.a.api.get(f"instances/{c.instance_id}").json()["flavor"] == c.cat.flavor_mig["id"]   # nothing changed
+    check_a11y(tab, "resize dialog (refused)")
+    shot(tab, "instance-resize")
+    dialog.get_by_role("combobox", name="New flavor").click()
+    dialog.get_by_role("option", name=re.compile(r"^h100-mig-3g40-large")).click()
+    expect(refusal).to_have_count(0)     # another choice, a new question
+    dialog.get_by_role("button", name="Resize to h100-mig-3g40-large").click()
+    expect(dialog).to_have_count(0)
+    expect(tab.get_by_test_id("operation")).to_contain_text("instance.resize: succeeded", timeout=ACTIVE_TIMEOUT_MS)
+    expect(tab.get_by_test_id("status")).to_have_text("stopped")
+    expect(tab.get_by_test_id("flavor")).to_contain_text("h100-mig-3g40-large")
+    expect(tab.get_by_test_id("size")).to_contain_text("16 vCPU")
+    assert c.a.api.get(f"instances/{c.instance_id}").json()["flavor"] == large["id"]
+    tab.get_by_role("tab", name="Audit events").click()
+    events = tab.get_by_test_id("instance-audit-event")
+    expect(events.first).to_contain_text("compute.instance.resize")
+    expect(events.filter(has_text="compute.instance.stop")).to_have_count(1)
+    expect(events.filter(has_text="compute.instance.create")).to_have_count(1)
+    check_a11y(tab, "instance audit events")
+    shot(tab, "instance-audit")
+    tab.get_by_role("tab", name="Overview").click()
 
 
 def test_5_instances_list_and_dashboard(c, tab):
@@ -180,6 +240,7 @@ def test_5_instances_list_and_dashboard(c, tab):
     row = tab.get_by_role("row", name=re.compile("notebook"))
     expect(row).to_contain_text("stopped")
     expect(row).to_contain_text("MIG 3g.40gb")
+    expect(row).to_contain_text("h100-mig-3g40-large")
     check_a11y(tab, "instances")
     shot(tab, "instances")
     tab.get_by_role("link", name="Dashboard").click()

@@ -23,7 +23,7 @@ IMAGE = {"name": "ubuntu-24-04", "os": "ubuntu", "os_version": "24.04",
          "checksum": "sha256:" + "ab" * 32}
 
 
-def _one(api: Api, path: str, body: dict, **match) -> dict:
+def one(api: Api, path: str, body: dict, **match) -> dict:
     found = [x for x in api.all(path) if all(x.get(k) == v for k, v in match.items())]
     return found[0] if found else api.post(path, body, expect=201).json()
 
@@ -34,9 +34,9 @@ def catalog(stack: Stack) -> SimpleNamespace:
     if not ops.all("hosts", zone="eu-west-a"):
         sample = (ROOT / "apps/inventory/fleets/sample.yaml").read_text()
         ops.post("fleet/import", {"document": sample, "dry_run": False}, expect=(200, 201))
-    flavor_mig = _one(ops, "flavors", MIG_FLAVOR, name=MIG_FLAVOR["name"])
-    flavor_8x = _one(ops, "flavors", WHOLE_FLAVOR, name=WHOLE_FLAVOR["name"])
-    image = _one(ops, "images", IMAGE, name=IMAGE["name"])
+    flavor_mig = one(ops, "flavors", MIG_FLAVOR, name=MIG_FLAVOR["name"])
+    flavor_8x = one(ops, "flavors", WHOLE_FLAVOR, name=WHOLE_FLAVOR["name"])
+    image = one(ops, "images", IMAGE, name=IMAGE["name"])
     if not billing.all("price-books"):
         book = billing.post("price-books", {"name": "list prices", "currency": "USD",
                                             "effective_from": "2026-01-01T00:00:00Z"}, expect=201).json()

@@ -1,13 +1,54 @@
-import { Anchor, Button, Code, Group, Loader, Paper, ScrollArea, SimpleGrid, Stack, Tabs, Text, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Code, Group, Loader, Modal, Paper, ScrollArea, Select, SimpleGrid, Stack, Table, Tabs, Text, Title, Tooltip } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useNavigate, useParams } from 'react-router'
-import { ApiError, api, unwrap, type Instance, type Operation } from '../api/client'
+import { ApiError, api, unwrap, type Flavor, type Instance, type Operation, type Schemas } from '../api/client'
+import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
+import { EmptyState } from '../components/EmptyState'
+import { Pager } from '../components/Pager'
 import { ProblemAlert } from '../components/ProblemAlert'
 import { StatusBadge, TRANSITIONAL } from '../components/StatusBadge'
+import { READ_ONLY_HINT } from '../components/WriteButton'
 import { byId, gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
+import { usePaged } from '../hooks/usePaged'
+import { useSubmitOnce } from '../hooks/useSubmitOnce'
+import { auditResult } from './Audit'
 import { NotFoundPage } from './NotFound'
+
+type SlaReport = Schemas['SlaReportOutput']
+type InstanceAccepted = Schemas['InstanceAccepted']
+
+/** The flavors a resize may choose (docs/compute.md, Resize): active VM flavors other than the current one with
+ * the same GPU spec (form, model, count, MIG profile, vGPU type, share), since a resize keeps the GPUs. */
+export function resizeChoices(current: Flavor | undefined, flavors: Flavor[]): Flavor[] {
+  if (!current || current.kind !== 'vm') return []
+  const spec = (f: Flavor) => [f.gpu_form, f.gpu_model, f.gpu_count, f.mig_profile, f.vgpu_type, f.share_milli].join('|')
+  return flavors.filter((f) => f.id !== current.id && f.kind === 'vm' && spec(f) === spec(current))
+}
+
+/** Why Resize is disabled (null when it is not): the server's `can_write`, then the state rule of the API (only a
+ * stopped instance is resized, 409 `invalid_state` otherwise), then whether any flavor fits. */
+export function resizeBlocked(vm: Instance, canWrite: boolean, choices: Flavor[], busy: boolean): string | null {
+  if (!canWrite) return READ_ONLY_HINT
+  if (busy) return 'Wait for the current operation to finish.'
+  if (vm.status !== 'stopped') return `Only a stopped instance can be resized (this one is ${vm.status}): stop it first.`
+  if (choices.length === 0) return 'No other flavor has the same GPUs as this one.'
+  return null
+}
+
+/** The billing month (YYYY-MM) of `now` in UTC, as GET /sla-reports/?period= takes it. */
+export function currentPeriod(now: Date = new Date()): string {
+  return now.toISOString().slice(0, 7)
+}
+
+/** "99.95 % (target 99.9 %)" from the month's SLA report row of the resource, or that none was recorded (a report
+ * row exists only for a resource with provider-caused downtime). */
+export function availabilityLabel(report: SlaReport | undefined): string {
+  if (!report) return 'no downtime recorded'
+  const pct = (v: string) => `${Number(Number(v).toFixed(3))} %`
+  return `${pct(report.uptime_pct)} (target ${pct(report.target_uptime_pct)}, ${Number(report.downtime_minutes)} min down)`
+}
 
 /** How often the detail asks the server: every second while something is changing, else every two, so a change
  * made anywhere shows at most about two seconds late. */
@@ -18,12 +59,151 @@ export function pollInterval(instance: Instance | undefined, operation: Operatio
 
 type Action = 'stop' | 'start' | 'reboot'
 
+/** Resize (POST /instances/{id}/resize/): a flavor with the same GPUs, confirmed in a dialog; a refusal (409
+ * `invalid_state`, `flavor_does_not_fit`, 422 `quota_exceeded`) stays in the dialog with the choice kept, until
+ * another flavor is chosen. */
+function ResizeButton({ vm, current, flavors, busy, onAccepted }: {
+  vm: Instance
+  current: Flavor | undefined
+  flavors: Flavor[]
+  busy: boolean
+  onAccepted: (accepted: InstanceAccepted) => void
+}) {
+  const { canWrite } = useScope()
+  const [opened, setOpened] = useState(false)
+  const [choice, setChoice] = useState<string | null>(null)
+  const choices = resizeChoices(current, flavors)
+  const blocked = resizeBlocked(vm, canWrite, choices, busy)
+  const resize = useMutation({
+    mutationFn: (flavor: string) =>
+      unwrap(api.POST('/api/v1/instances/{id}/resize/', { params: { path: { id: vm.id } }, body: { flavor } })),
+    onSuccess: (accepted) => {
+      setOpened(false)
+      setChoice(null)
+      onAccepted(accepted)
+    },
+  })
+  const submit = useSubmitOnce(resize)
+  const chosen = choices.find((f) => f.id === choice)
+  const button = (
+    <Button variant="default" disabled={blocked !== null} onClick={() => { resize.reset(); setOpened(true) }}
+      data-testid="resize" aria-describedby={blocked ? 'resize-rule' : undefined}>
+      Resize
+    </Button>
+  )
+  return (
+    <>
+      {blocked ? (
+        <Tooltip label={blocked}>
+          <span>
+            {button}
+            <span id="resize-rule" hidden>{blocked}</span>
+          </span>
+        </Tooltip>
+      ) : button}
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`Resize ${vm.name}`} centered size="lg"
+        closeButtonProps={{ 'aria-label': 'Close' }}>
+        <Stack>
+          <Text size="sm">
+            Now {current ? `${current.name} — ${sizeLabel(current)}` : vm.flavor}. A resize keeps the GPUs and the
+            disk contents on the same host; the instance stays stopped afterwards. Billing rates the time after it
+            at the new flavor.
+          </Text>
+          <Select label="New flavor" placeholder="Choose a flavor" value={choice}
+            onChange={(value) => { resize.reset(); setChoice(value) }}
+            data={choices.map((f) => ({ value: f.id, label: `${f.name} — ${sizeLabel(f)}` }))} allowDeselect={false}
+            comboboxProps={{ withinPortal: false }} />
+          <ProblemAlert error={resize.error} title="The resize was refused" />
+          <Group justify="flex-end">
+            <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+            <Button disabled={!chosen} loading={resize.isPending} onClick={() => chosen && submit(chosen.id)}>
+              {chosen ? `Resize to ${chosen.name}` : 'Resize'}
+            </Button>
+          </Group>
+        </Stack>
+      </Modal>
+    </>
+  )
+}
+
+/** The audit events whose target is the instance (GET /audit-events/?target_type=compute.instance&target_id=),
+ * newest first, server-paged. */
+function InstanceAudit({ id }: { id: string }) {
+  const events = usePaged(['audit-events', 'compute.instance', id], (cursor) =>
+    unwrap(api.GET('/api/v1/audit-events/', {
+      params: { query: { target_type: 'compute.instance', target_id: id, cursor, page_size: 20 } },
+    })))
+  const rows = events.data?.results ?? []
+  if (events.isPending) return <Loader role="status" size="sm" aria-label="Loading the audit events" />
+  return (
+    <Stack gap="xs">
+      <ProblemAlert error={events.error} title="The audit events could not be read" />
+      {events.isSuccess && rows.length === 0 && !events.hasPrevious ? (
+        <EmptyState title="No audit events">Changes made to this instance appear here.</EmptyState>
+      ) : (
+        <Table striped aria-label="Audit events of the instance">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Time (UTC)</Table.Th>
+              <Table.Th>Actor</Table.Th>
+              <Table.Th>Action</Table.Th>
+              <Table.Th>Result</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((e) => {
+              const result = auditResult(e.action)
+              return (
+                <Table.Tr key={e.id} data-testid="instance-audit-event">
+                  <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
+                  <Table.Td>{e.actor_email || e.actor || 'system'}</Table.Td>
+                  <Table.Td><Code>{e.action}</Code></Table.Td>
+                  <Table.Td>
+                    <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>{result}</Badge>
+                  </Table.Td>
+                </Table.Tr>
+              )
+            })}
+          </Table.Tbody>
+        </Table>
+      )}
+      <Pager pageNumber={events.pageNumber} hasNext={events.hasNext} hasPrevious={events.hasPrevious}
+        onNext={events.goNext} onPrevious={events.goPrevious} loading={events.isFetching} />
+    </Stack>
+  )
+}
+
+/** This month's measured availability of the instance, from the organization's SLA report (GET /sla-reports/
+ * ?organization=&period=&resource_id=): its row, or "no downtime recorded" when it has none. Left out when the
+ * report cannot be read (the organization's billing readers and the project's members may). */
+function Availability({ organization, id }: { organization: string; id: string }) {
+  const period = currentPeriod()
+  const reports = useQuery({
+    queryKey: ['sla-reports', organization, period, id],
+    queryFn: () => unwrap(api.GET('/api/v1/sla-reports/', {
+      params: { query: { organization, period, resource_id: id, page_size: 10 } },
+    })),
+    enabled: Boolean(organization),
+    staleTime: 60_000,
+  })
+  if (!reports.data) return null
+  const row = reports.data.results.find((r) => r.resource_id === id)
+  return (
+    <Text size="sm" c="dimmed" data-testid="availability">
+      Availability {period}: {availabilityLabel(row)}
+    </Text>
+  )
+}
+
 export function InstanceDetailPage() {
   const { id = '' } = useParams()
   const qc = useQueryClient()
   const navigate = useNavigate()
   const [operationId, setOperationId] = useState<string | null>(null)
-  const flavors = byId(useFlavors().data)
+  const flavorList = useFlavors().data
+  const flavors = byId(flavorList)
+  const scope = useScope()
+  const organization = scope.project?.organization ?? scope.organization?.id ?? ''
   const images = byId(useImages().data)
 
   const operation = useQuery({
@@ -37,6 +217,13 @@ export function InstanceDetailPage() {
     queryFn: () => unwrap(api.GET('/api/v1/instances/{id}/', { params: { path: { id } } })),
     refetchInterval: (q) => (q.state.error ? false : pollInterval(q.state.data, operation.data)),
   })
+  /** A 202 of an action: show its instance at once and follow its operation (polled until it ends). */
+  const accept = (accepted: InstanceAccepted) => {
+    qc.setQueryData(['instance', id], accepted.instance)
+    setOperationId(accepted.operation.id)
+    void qc.invalidateQueries({ queryKey: ['instances'] })
+    void qc.invalidateQueries({ queryKey: ['audit-events', 'compute.instance', id] })
+  }
   const action = useMutation({
     mutationFn: (verb: Action) => {
       const path = { params: { path: { id } } }
@@ -44,11 +231,7 @@ export function InstanceDetailPage() {
       if (verb === 'start') return unwrap(api.POST('/api/v1/instances/{id}/start/', path))
       return unwrap(api.POST('/api/v1/instances/{id}/reboot/', { ...path, body: { hard: false } }))
     },
-    onSuccess: (accepted) => {
-      qc.setQueryData(['instance', id], accepted.instance)
-      setOperationId(accepted.operation.id)
-      void qc.invalidateQueries({ queryKey: ['instances'] })
-    },
+    onSuccess: (accepted) => accept(accepted),
   })
   const remove = useMutation({
     mutationFn: () => unwrap(api.DELETE('/api/v1/instances/{id}/', { params: { path: { id } } })),
@@ -85,6 +268,7 @@ export function InstanceDetailPage() {
           <Title order={2}>{vm.name}</Title>
           <StatusBadge status={vm.status} />
           {TRANSITIONAL.has(vm.status) && <Loader role="status" size="xs" aria-label="Working" />}
+          <Availability organization={organization} id={vm.id} />
         </Group>
         <Group gap="xs">
           <ConfirmButton
@@ -111,6 +295,8 @@ export function InstanceDetailPage() {
             disabled={busy || vm.status !== 'active'}
             onConfirm={() => action.mutate('reboot')}
           />
+          <ResizeButton vm={vm} current={flavor} flavors={flavorList ?? []} busy={busy}
+            onAccepted={accept} />
           <ConfirmButton
             label="Delete"
             title={`Delete ${vm.name}?`}
@@ -137,15 +323,16 @@ export function InstanceDetailPage() {
         <Tabs.List>
           <Tabs.Tab value="overview">Overview</Tabs.Tab>
           <Tabs.Tab value="log">Console log</Tabs.Tab>
+          <Tabs.Tab value="audit">Audit events</Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="overview" pt="md">
           <SimpleGrid cols={{ base: 1, sm: 2 }}>
             <Paper withBorder p="md">
               <dl className="facts">
                 <dt>Flavor</dt>
-                <dd>{flavor ? `${flavor.name} — ${gpuLabel(flavor)}` : vm.flavor}</dd>
+                <dd data-testid="flavor">{flavor ? `${flavor.name} — ${gpuLabel(flavor)}` : vm.flavor}</dd>
                 <dt>Size</dt>
-                <dd>{flavor ? sizeLabel(flavor) : '—'}</dd>
+                <dd data-testid="size">{flavor ? sizeLabel(flavor) : '—'}</dd>
                 <dt>Image</dt>
                 <dd>{imageLabel(images.get(vm.image))}</dd>
                 <dt>Power state</dt>
@@ -187,6 +374,9 @@ export function InstanceDetailPage() {
           <Button variant="subtle" size="xs" mt="xs" onClick={() => void log.refetch()} disabled={!showLog}>
             Refresh
           </Button>
+        </Tabs.Panel>
+        <Tabs.Panel value="audit" pt="md">
+          <InstanceAudit id={vm.id} />
         </Tabs.Panel>
       </Tabs>
     </Stack>

@@ -24,3 +24,5 @@ class ResizeObserverStub {
   disconnect() {}
 }
 window.ResizeObserver = ResizeObserverStub as unknown as typeof ResizeObserver
+// A Combobox reopened with a value selected scrolls that option into view.
+Element.prototype.scrollIntoView = function scrollIntoView() {}
