@@ -5,7 +5,7 @@ import { VolumesPage, attachedTo, createBody, guestPath, type Volume } from './V
 
 const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
 const TYPE = { id: 't1', name: 'ssd', description: '', backend: 'libvirt', pool: '', pool_kind: '', pool_target_path: '', pool_source: '', iops_class: 'high', throughput_class: '', zones: [], multi_attach: false, host_local: false, min_size_gib: 1, max_size_gib: 1000, is_active: true, sku: 'volume:type=ssd', created_at: '', updated_at: '' }
-const VOL: Volume = { id: '0190a3b4-0000-7000-8000-0000000000v1', project: PROJECT.id, name: 'data', description: '', size_gib: 20, volume_type: 't1', status: 'available', source_snapshot: null, source_image: null, zone: null, delete_on_termination: false, attachments: [], error_code: '', error_reason: '', created_at: '2026-12-01T00:00:00Z', updated_at: '2026-12-01T00:00:00Z', deleted_at: null }
+const VOL: Volume = { id: '0190a3b4-0000-7000-8000-0000000000v1', project: PROJECT.id, name: 'data', description: '', size_gib: 20, volume_type: 't1', status: 'available', source_snapshot: null, source_image: null, zone: null, delete_on_termination: false, bootable: false, attachments: [], error_code: '', error_reason: '', created_at: '2026-12-01T00:00:00Z', updated_at: '2026-12-01T00:00:00Z', deleted_at: null }
 const VM = { id: 'i1', name: 'vm-1', status: 'active' }
 const accepted = (volume: Volume) => json({ volume, operation: { id: 'op1' } }, 202)
 
