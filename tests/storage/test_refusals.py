@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from apps.compute.models import Instance
 from apps.operations.models import Operation
 from apps.storage.models import Snapshot, Volume, VolumeAttachment
 from apps.storage.services.attachments import volume_attach
@@ -155,15 +156,18 @@ def test_an_instance_takes_at_most_16_volumes(world):
     assert extra.status == "available"
 
 
-def test_detach_of_a_boot_volume_needs_a_stopped_instance(world):
+def test_a_boot_volume_does_not_detach_even_from_a_stopped_instance(world):
     vol = _volume(world, status="in-use")
     VolumeAttachment.objects.create(volume=vol, instance=world.instance_a, device="vdb", boot=True,
                                     status="attached")
-    resp = world.client_a.post(f"/api/v1/volumes/{vol.pk}/detach/", {"instance": str(world.instance_a.pk)},
-                               format="json")
-    body = resp.json()
-    assert (resp.status_code, body["code"], body["instance_status"], body["allowed_states"]) == (
-        409, "boot_volume_detach_not_allowed", "active", ["stopped"])
+    for status in ("active", "stopped"):
+        Instance.objects.filter(pk=world.instance_a.pk).update(status=status)
+        resp = world.client_a.post(f"/api/v1/volumes/{vol.pk}/detach/", {"instance": str(world.instance_a.pk)},
+                                   format="json")
+        body = resp.json()
+        assert (resp.status_code, body["code"], body["instances"], body["instance_status"]) == (
+            409, "boot_volume_detach_not_allowed", [str(world.instance_a.pk)], status)
+    Instance.objects.filter(pk=world.instance_a.pk).update(status="active")
     vol.refresh_from_db()
     assert (vol.status, VolumeAttachment.objects.get().status, Operation.objects.count()) == ("in-use", "attached", 0)
     not_attached = world.client_a.post(f"/api/v1/volumes/{_volume(world, name='x').pk}/detach/",

@@ -116,8 +116,8 @@ class VolumeViewSet(_Base):
         return _accepted(volume, op)
 
     @extend_schema(request=s.VolumeAttachInput, responses={202: s.VolumeAccepted, **problems({
-        409: STATE_409 + " not_attached; boot_volume_detach_not_allowed (a boot volume detaches only while its "
-             "instance is stopped; allowed_states)."})})
+        409: STATE_409 + " not_attached; boot_volume_detach_not_allowed (a boot volume stays attached while its "
+             "instance exists; with instances and instance_status)."})})
     @action(detail=True, methods=["post"])
     def detach(self, request, pk=None):
         volume = self.get_object()

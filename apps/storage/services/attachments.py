@@ -9,8 +9,8 @@ instances on its host; a volume with a zone only to instances in that zone.
 Errors: 400 "Not found." naming `instance` (another project's instance, as an id that does not exist; ADR
 0010); 409 `invalid_state` (the volume: allowed_states; the instance: `instance_status` and its
 allowed_states), `already_attached`, `not_attached`, `attachment_limit_reached`, `host_mismatch`,
-`zone_mismatch`, `instance_not_placed`, `boot_volume_detach_not_allowed` (a boot volume detaches only while its
-instance is stopped).
+`zone_mismatch`, `instance_not_placed`, `boot_volume_detach_not_allowed` (a boot volume never detaches while its
+instance exists: docs/adr/1011-boot-volumes-stay-attached.md).
 """
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def volume_attach(*, actor, volume: Volume, instance, boot: bool = False) -> tup
 def volume_detach(*, actor, volume: Volume, instance) -> Operation:
     """`in-use` (or `error` while attached) → `detaching`; the `volume.detach` operation removes the disk from `instance` and ends
     `available` (or `in-use` while other attachments remain). 409 `not_attached` when it is not attached
-    there; 409 `boot_volume_detach_not_allowed` for a boot volume of an instance that is not stopped."""
+    there; 409 `boot_volume_detach_not_allowed` for a boot volume (with `instances` and `instance_status`)."""
     from apps.compute.selectors import instance_for_update
 
     authorize_project(actor, volume.project, WRITERS)
@@ -97,9 +97,11 @@ def volume_detach(*, actor, volume: Volume, instance) -> Operation:
             volume=volume, instance=inst, status=AttachmentStatus.ATTACHED).first()
         if attachment is None:
             raise Conflict("The volume is not attached to this instance.", code=Code.NOT_ATTACHED)
-        if attachment.boot and inst.status != "stopped":
-            raise InvalidState("A boot volume detaches only while its instance is stopped.", code=Code.BOOT_VOLUME,
-                               instance_status=inst.status, allowed_states=["stopped"])
+        if attachment.boot:  # docs/adr/1011-boot-volumes-stay-attached.md
+            raise Conflict("A boot volume stays attached while its instance exists: the instance could not start "
+                           "without it. Snapshot it, or delete the instance (the volume is kept unless it has "
+                           "delete_on_termination).", code=Code.BOOT_VOLUME, instances=[str(inst.pk)],
+                           instance_status=inst.status)
         before = transition(volume, "detach", VOLUME_TRANSITIONS)
         VolumeAttachment.objects.filter(pk=attachment.pk).update(status=AttachmentStatus.DETACHING)
         op = operation_start(kind=DETACH, target_type=VOLUME_TARGET, target_id=volume.pk, project=volume.project,
