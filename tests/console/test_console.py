@@ -281,6 +281,8 @@ def test_7_a_viewer_sees_write_actions_disabled(c, browser):
         expect(page.get_by_test_id("status")).to_have_text("stopped")
         expect(page.get_by_role("button", name="Start", exact=True)).to_be_disabled()
         expect(page.get_by_role("button", name="Delete", exact=True)).to_be_disabled()
+        expect(page.get_by_test_id("resize")).to_be_disabled()
+        expect(page.get_by_test_id("resize")).to_have_accessible_description(re.compile("read-only"))
         check_a11y(page, "viewer")
         shot(page, "viewer-read-only")
     finally:
