@@ -239,6 +239,8 @@ def test_a_failed_create_releases_its_volumes(world, storage, failure):
         assert drive(vop.pk).status == "succeeded"
     assert {v.name: v.status for v in Volume.objects.all()} == {
         "data": "available", "scratch": "deleted", "keep": "available"}
+    # the failed create did not change the existing volume's delete_on_termination (it asked for true)
+    assert world.client_a.get(f"/api/v1/volumes/{data}/").json()["delete_on_termination"] is False
 
 
 def test_an_attached_volume_grows_under_its_running_guest(world, storage):
@@ -342,5 +344,6 @@ def test_only_a_bootable_volume_is_a_boot_volume(world, storage):
     system = _volume(world, ssd, "system", 10, source_image=str(world.image.pk))
     assert world.client_a.get(f"/api/v1/volumes/{system}/").json()["bootable"] is True
     _ok(world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, "vm-2", volumes=[
-        {"boot": True, "id": system}]), format="json"))
+        {"boot": True, "id": system, "delete_on_termination": True}]), format="json"))
     assert VolumeAttachment.objects.get(volume_id=system).boot is True
+    assert Volume.objects.get(pk=system).delete_on_termination is True  # changed once the create attached it

@@ -62,6 +62,9 @@ class VolumeAttachment(TimestampedModel):
     device = models.CharField(max_length=8)
     boot = models.BooleanField(default=False)
     made_by_create = models.BooleanField(default=False)
+    # an instance create's change of an existing volume's `delete_on_termination` (null: none asked): applied
+    # when the create attaches the volume, undone when the create fails
+    delete_on_termination = models.BooleanField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=AttachmentStatus.choices, default=AttachmentStatus.ATTACHING)
 
     class Meta:

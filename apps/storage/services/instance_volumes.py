@@ -2,7 +2,8 @@
 compute's create hooks (`apps.compute.services.volumes.CreateVolumeHooks`), registered from `integrations`.
 
 A request is a new volume (``size_gib``, ``volume_type``, optional ``name``, ``delete_on_termination``) or an
-existing one of the project (``id``, optional ``delete_on_termination``); ``boot: true`` makes it the boot disk
+existing one of the project (``id``, optional ``delete_on_termination``, which changes on the volume when the
+create attaches it and not if the create fails); ``boot: true`` makes it the boot disk
 (device ``vda``, the image disk is left out; a new boot volume is a copy-on-write child of the instance's
 image, at least `max(flavor.disk_gib, image.min_disk_gib)` GiB by default). Data volumes get ``vdb`` .. in the
 order given, at most `MAX_ATTACHMENTS_PER_INSTANCE`.
@@ -199,10 +200,10 @@ def volumes_reserve(*, actor, instance, plan, operation=None) -> None:
         _check_existing(instance.project, vol, e.boot)  # again, under the row lock
         multi = vol.volume_type.multi_attach and not e.boot
         before = transition(vol, "attach_multi" if multi else "attach", VOLUME_TRANSITIONS)
-        if e.delete_on_termination is not None and e.delete_on_termination != vol.delete_on_termination:
-            Volume.objects.filter(pk=vol.pk).update(delete_on_termination=e.delete_on_termination)
+        change = (e.delete_on_termination if e.delete_on_termination is not None
+                  and e.delete_on_termination != vol.delete_on_termination else None)
         VolumeAttachment.objects.create(volume=vol, instance=instance, device=e.device, boot=e.boot,
-                                        status=AttachmentStatus.RESERVED)
+                                        status=AttachmentStatus.RESERVED, delete_on_termination=change)
         audit_record(actor=actor, action="storage.volume.attach", target=vol, before={"status": before},
                      after={"status": vol.status, "instance": str(instance.pk), "device": e.device,
                             "boot": e.boot})
@@ -235,6 +236,9 @@ def volumes_prepare(*, instance) -> None:
         # the pool as the instance's host sees it (a shared one defined there; one not running started again)
         driver_for(instance.host).pool_ensure(pool_spec(vol.volume_type))
         VolumeAttachment.objects.filter(pk=att.pk).update(status=AttachmentStatus.ATTACHED)
+        if att.delete_on_termination is not None:  # the create's change, now that the volume is attached
+            Volume.objects.filter(pk=vol.pk).update(delete_on_termination=att.delete_on_termination)
+            vol.delete_on_termination = att.delete_on_termination
         volume_settle(vol)
 
 
@@ -266,6 +270,10 @@ def volumes_abandon(*, instance) -> None:
             continue  # an attach or detach request's operation is in flight: it settles its own row
         vol = _locked(att.volume_id)
         att.delete()
+        if att.status == AttachmentStatus.ATTACHED and att.delete_on_termination is not None:
+            # the failed create had changed the flag when it attached the volume: as the tenant left it
+            vol.delete_on_termination = not att.delete_on_termination
+            Volume.objects.filter(pk=vol.pk).update(delete_on_termination=vol.delete_on_termination)
         _abandon(vol, att)
 
 
