@@ -156,6 +156,10 @@ def test_another_tenants_volume_answers_as_a_missing_one_and_a_volume_in_use_is_
     assert (resp.status_code, resp.json()["code"], resp.json()["instances"]) == (
         409, "volume_in_use", [str(first_op.target_id)])
     assert _counts() == before
+    checked = world.client_a.post("/api/v1/instances/check/", create_body(world, world.gpu1, "vm-2", volumes=[
+        {"id": used}]), format="json").json()
+    assert (checked["placeable"], checked["code"], checked["instances"], checked["volume"]) == (
+        False, "volume_in_use", [str(first_op.target_id)], used)
 
 
 @pytest.mark.parametrize("index", [0, 1])

@@ -169,7 +169,11 @@ class CheckPriceOutput(Serializer):
 
 class PlacementCheckOutput(Serializer):
     """The answer of a launch check (`POST /instances/check/`, `/clusters/check/`, `/leases/check/`): what the
-    create with the same body would do, computed by the create's own code and rolled back."""
+    create with the same body would do, computed by the create's own code and rolled back. When the create would
+    refuse with a code other than the placement rule's, the answer also carries the members of that refusal's
+    problem body (for example `instances` of `volume_in_use`, `volume` of `volume_not_bootable`,
+    `current_state` / `allowed_states` of `invalid_state`, `resource` / `limit` / `usage` / `requested` of
+    `quota_exceeded`)."""
 
     placeable = serializers.BooleanField(help_text="the create would be placed right now")
     code = serializers.CharField(allow_null=True,
@@ -194,6 +198,13 @@ class PlacementCheckOutput(Serializer):
     queue = CheckQueueOutput()
     quota = CheckQuotaLine(many=True)
     price = CheckPriceOutput(allow_null=True)
+
+    def to_representation(self, instance):
+        """The declared fields, then the refusal's own members (`check_answer`): the create's problem body's."""
+        data = super().to_representation(instance)
+        for key, value in instance.items():
+            data.setdefault(key, value)
+        return data
 
 
 # --- the fleet heat map (GET /fleet/summary) --------------------------------------------------------------------

@@ -211,7 +211,10 @@ def check_answer(*, refusal: DomainError | None, admission: Admission | None = N
     quota's) reason and per-filter explanation; ``earliest_start``; ``queue``: ``would_queue`` (the create as sent
     would wait in the on-demand queue) and ``position`` (the place it would take there, 1-based); ``quota`` lines
     (`apps.tenancy.quotas.quota_report`); ``price`` (`apps.billing.selectors.price_quote`); ``start``: the start
-    the create would confirm (leases; later than asked when spot instances are owed their notice), else null."""
+    the create would confirm (leases; later than asked when spot instances are owed their notice), else null.
+    A refusal other than the placement rule's also carries the members of the create's problem body (e.g.
+    ``instances`` of 409 `volume_in_use`, ``current_state`` / ``allowed_states``, a quota's ``resource``,
+    ``limit``, ``usage``, ``requested``)."""
     placement = placement_refusal or (refusal if isinstance(refusal, Unplaceable | CapacityUnavailable) else None)
     explanation = getattr(placement, "explanation", None) or (admission.explanation if admission and
                                                                admission.queued else None)
@@ -223,7 +226,10 @@ def check_answer(*, refusal: DomainError | None, admission: Admission | None = N
     if earliest_start is None and placement is not None:
         earliest_start = placement.extra.get("earliest_start")
     detail = refusal.detail if refusal is not None else (admission.reason if queued else None)
-    return {"placeable": refusal is None and not queued and placement_refusal is None,
+    # the members the create's problem body would carry (`instances` of a volume in use, `allowed_states`,
+    # `resource` of a quota ...), except the placement rule's (already answered below, in their own shape)
+    members = {} if refusal is None or placement is refusal else dict(refusal.extra)
+    return {**members, "placeable": refusal is None and not queued and placement_refusal is None,
             "code": refusal.code if refusal is not None else None,
             "detail": detail,
             "reason": refusal_reason(refusal) or refusal_reason(placement),
