@@ -244,3 +244,11 @@ def test_quota_on_snapshot_count_refuses_and_writes_nothing(world):
     Snapshot.objects.filter(name="s1").update(status="deleted")  # a deleted snapshot no longer counts
     assert world.client_a.post("/api/v1/snapshots/", {"volume": str(vol.pk), "name": "s2"},
                                format="json").status_code == 202
+
+
+def test_a_deleted_volume_is_not_changed(world):
+    vol = _volume(world, name="gone", status="deleted")
+    resp = world.client_a.patch(f"/api/v1/volumes/{vol.pk}/", {"description": "rewritten"}, format="json")
+    assert (resp.status_code, resp.json()["code"], resp.json()["current_state"]) == (409, "invalid_state", "deleted")
+    vol.refresh_from_db()
+    assert vol.description == ""

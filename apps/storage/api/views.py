@@ -83,13 +83,13 @@ class VolumeViewSet(_Base):
         return _accepted(volume, op)
 
     @extend_schema(request=s.VolumeUpdateInput, responses={200: s.VolumeOutput, **problems({
-        409: "name_taken: a volume of the project has this name."})})
+        409: "name_taken: a volume of the project has this name; invalid_state: the volume is deleted."})})
     def partial_update(self, request, pk=None):
         data = self._input(s.VolumeUpdateInput)
         return self._out(volumes.volume_update(actor=request.user, volume=self.get_object(), **data))
 
     @extend_schema(request=None, responses={202: s.VolumeAccepted, **problems({
-        409: STATE_409 + " An attached volume is in-use: detach it first.."})})
+        409: STATE_409 + " A volume with any attachment (instances names them): detach it first."})})
     def destroy(self, request, pk=None):
         volume = self.get_object()
         return _accepted(volume, volumes.volume_delete(actor=request.user, volume=volume))

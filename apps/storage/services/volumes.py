@@ -26,7 +26,7 @@ from apps.tenancy.quotas import quota_check
 
 from ..errors import Code
 from ..models import Snapshot, Volume, VolumeType
-from ..states import VOLUME_TRANSITIONS, SnapshotStatus
+from ..states import LIVE_STATUSES, VOLUME_TRANSITIONS, SnapshotStatus, VolumeStatus
 from ._common import VOLUME_TARGET, WRITERS, validate_name
 from .usage import usage_close
 
@@ -144,13 +144,18 @@ def volume_create(*, actor, project, name: str, size_gib: int | None = None, vol
 
 
 def volume_update(*, actor, volume: Volume, **fields) -> Volume:
-    """Rename a volume or change `description` / `delete_on_termination` (no backend work). 409 `name_taken`."""
+    """Rename a volume or change `description` / `delete_on_termination` (no backend work). 409 `name_taken`;
+    409 `invalid_state` for a `deleted` volume (its row is a tombstone kept for billing and audit, as every
+    other action on it is refused)."""
     authorize_project(actor, volume.project, WRITERS)
     fields = {k: v for k, v in fields.items() if k in ("name", "description", "delete_on_termination")}
     if "name" in fields:
         validate_name(fields["name"])
     with transaction.atomic():
         locked = Volume.objects.select_for_update().get(pk=volume.pk)
+        if locked.status == VolumeStatus.DELETED:
+            raise InvalidState("The volume is deleted; it cannot be changed.", current_state=locked.status,
+                               allowed_states=sorted(LIVE_STATUSES), action="update")
         before = {k: getattr(locked, k) for k in fields}
         for key, value in fields.items():
             setattr(locked, key, value)
