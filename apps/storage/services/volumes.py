@@ -207,7 +207,7 @@ def _refuse_attached(volume: Volume) -> None:
     instances = sorted({str(i) for i in VolumeAttachment.objects.filter(volume=volume)
                         .values_list("instance_id", flat=True)})
     if instances:
-        raise InvalidState("The volume is attached; detach it first.", current_state=volume.status,
+        raise InvalidState(f"The volume is attached ({volume.status}); detach it first.", current_state=volume.status,
                            allowed_states=["available", "error"], instances=instances, action="delete")
 
 
