@@ -232,6 +232,10 @@ def test_resize_when_stopped_to_a_flavor_that_fits(world):
     assert (other_gpu.status_code, other_gpu.json()["code"]) == (409, "flavor_does_not_fit")
     too_big = world.client_a.post(url, {"flavor": str(huge.pk)}, format="json")
     assert (too_big.status_code, too_big.json()["code"]) == (409, "flavor_does_not_fit")
+    # the tenant's words: what is short, never the host's identity or the ledger's set names
+    assert too_big.json()["detail"] == ("The instance's host has not enough free memory for the new flavor; "
+                                        "choose a smaller flavor."), too_big.json()
+    assert str(host.pk) not in too_big.content.decode()
     assert Instance.objects.get(pk=inst_id).status == "stopped"
     assert _live_allocations(inst_id) == [("gpu", 1), ("memory_mib", 65536), ("vcpu", 8)]
 

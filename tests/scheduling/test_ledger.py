@@ -312,9 +312,11 @@ def test_lease_holding_vcpus_bounds_its_children(p):
                       start=T0, end=T0 + DAY)
     allocations_claim(consumer=ref(p), specs=[gpu(h, 0), AllocationSpec(h.id, "vcpu", amount=12)], start=T0,
                       end=T0 + DAY, parent_consumer_id=lease.id)
-    with pytest.raises(CapacityUnavailable):  # 12 + 8 > the lease's 16
+    with pytest.raises(CapacityUnavailable) as refused:  # 12 + 8 > the lease's 16
         allocations_claim(consumer=ref(p), specs=[AllocationSpec(h.id, "vcpu", amount=8)], start=T0,
                           end=T0 + DAY, parent_consumer_id=lease.id)
+    # the refusal names what is short and that the lease (not the host) bounds it
+    assert (refused.value.extra["resource_class"], refused.value.extra["bound_by"]) == ("vcpu", "lease")
     # memory: the lease holds none on this host, so it comes from the host's pool (top-level row)
     rows = allocations_claim(consumer=ref(p), specs=[AllocationSpec(h.id, "memory_mib", amount=1024)], start=T0,
                              end=T0 + DAY, parent_consumer_id=lease.id)

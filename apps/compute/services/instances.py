@@ -405,6 +405,18 @@ def _resize_specs(instance: Instance, flavor: Flavor) -> list:
                     AllocationSpec(instance.host_id, "memory_mib", amount=flavor.memory_mib)]
 
 
+_RESOURCE_WORDS = {"vcpu": "vCPUs", "memory_mib": "memory"}
+
+
+def _resize_refusal(exc: Exception) -> str:
+    """The tenant's words for a resize the ledger refused (its CapacityUnavailable): what is short (vCPUs or memory) and where (the
+    instance's host, or the lease it runs in), without the host's identity or the ledger's internals."""
+    what = _RESOURCE_WORDS.get(exc.extra.get("resource_class", ""), "capacity")
+    if exc.extra.get("bound_by") == "lease":
+        return f"The lease the instance runs in has not enough free {what} for the new flavor."
+    return f"The instance's host has not enough free {what} for the new flavor; choose a smaller flavor."
+
+
 def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     """Cold resize on the same host to a flavor with the same GPU spec: `stopped` → `resizing` → `stopped`.
 
@@ -446,8 +458,7 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
                                      specs=_resize_specs(instance, flavor), replace=True, end=terms.end,
                                      spot=terms.spot, parent_consumer_id=terms.lease_id)
         except CapacityUnavailable as exc:
-            raise Conflict(f"The flavor does not fit on the instance's host: {exc}",
-                           code=Code.FLAVOR_DOES_NOT_FIT) from exc
+            raise Conflict(_resize_refusal(exc), code=Code.FLAVOR_DOES_NOT_FIT) from exc
         Instance.objects.filter(pk=instance.pk).update(flavor=flavor)
         # billing rates each ledger period at the flavor it had (apps.compute.billing)
         InstanceFlavorChange.objects.create(instance=instance, from_flavor=old, to_flavor=flavor,

@@ -226,7 +226,8 @@ def _check_countables(rows: list[Allocation], hosts: dict, period: DateTimeTZRan
         if peaks[i] > limit:
             raise CapacityUnavailable(
                 f"{r.resource_class} on host {r.host_id} would reach {peaks[i]} of {limit} ({names[key[4]]})",
-                resource_class=r.resource_class, host=str(r.host_id))
+                resource_class=r.resource_class, host=str(r.host_id),
+                bound_by="lease" if key[4] == "p" else "host")
 
 
 def allocations_claim(*, consumer: ConsumerRef, specs: Sequence[AllocationSpec],

@@ -73,7 +73,7 @@ describe('the instance detail screen', () => {
     const seen = routes(() => current, {
       [`POST /api/v1/instances/${ID}/resize/`]: async (request) => {
         const body = await request.json()
-        if (refuse) return problem(409, 'flavor_does_not_fit', 'The flavor does not fit on the instance\'s host: no room.')
+        if (refuse) return problem(409, 'flavor_does_not_fit', 'The instance\'s host has not enough free memory for the new flavor; choose a smaller flavor.')
         current = { ...VM, flavor: body.flavor }
         return json({ instance: { ...VM, status: 'resizing', flavor: body.flavor }, operation: { id: 'op1', kind: 'instance.resize', status: 'pending' } }, 202)
       },
@@ -89,7 +89,7 @@ describe('the instance detail screen', () => {
     expect(within(dialog).queryByRole('option', { name: /mig-1g/, hidden: true })).toBeNull()
     fireEvent.click(await within(dialog).findByRole('option', { name: /^mig-large/, hidden: true }))
     fireEvent.click(within(dialog).getByRole('button', { name: 'Resize to mig-large' }))
-    expect(await within(dialog).findByTestId('problem')).toHaveTextContent('does not fit on the instance\'s host')
+    expect(await within(dialog).findByTestId('problem')).toHaveTextContent('has not enough free memory')
     expect(within(dialog).getByRole('combobox', { name: 'New flavor' })).toHaveValue('mig-large — 16 vCPU · 128 GiB RAM · 100 GiB disk')
     refuse = false
     fireEvent.click(combo())
