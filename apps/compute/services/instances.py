@@ -409,8 +409,9 @@ _RESOURCE_WORDS = {"vcpu": "vCPUs", "memory_mib": "memory"}
 
 
 def _resize_refusal(exc: Exception) -> str:
-    """The tenant's words for a resize the ledger refused (its CapacityUnavailable): what is short (vCPUs or memory) and where (the
-    instance's host, or the lease it runs in), without the host's identity or the ledger's internals."""
+    """The tenant's words for a resize the ledger refused (its CapacityUnavailable): what is short (vCPUs or
+    memory) and where (the instance's host, or the lease it runs in), without the host's identity or the
+    ledger's internals."""
     what = _RESOURCE_WORDS.get(exc.extra.get("resource_class", ""), "capacity")
     if exc.extra.get("bound_by") == "lease":
         return f"The lease the instance runs in has not enough free {what} for the new flavor."
