@@ -165,3 +165,26 @@ def test_a_page_size_above_the_schemas_maximum_is_a_400_naming_it(url):
     assert client.get(url, {"page_size": 500}).status_code == 200, url
     r = client.get(url, {"page_size": 501})
     assert r.status_code == 400 and list(r.json()["errors"]) == ["page_size"], (url, r.content)
+
+
+NAME_SEARCHED = ["/api/v1/instances/", "/api/v1/clusters/", "/api/v1/volumes/", "/api/v1/vpcs/", "/api/v1/ssh-keys/",
+                 "/api/v1/ib-partitions/", "/api/v1/leases/"]
+
+
+@pytest.mark.parametrize("url", NAME_SEARCHED)
+def test_the_tenant_lists_searched_by_name_take_name_contains(url):
+    client = Tenant("alpha").client
+    assert client.get(url, {"name_contains": "x"}).status_code == 200, url
+
+
+def test_name_contains_finds_part_of_a_name_in_any_case_and_only_the_callers():
+    from apps.networking import services
+    alpha, beta = Tenant("alpha"), Tenant("beta")
+    for name, cidr in [("train-east", "10.1.0.0/16"), ("serve", "10.2.0.0/16"), ("Training-west", "10.3.0.0/16")]:
+        services.vpc_create(actor=alpha.user, project=alpha.project, name=name.lower(), cidr=cidr)
+    services.vpc_create(actor=beta.user, project=beta.project, name="train-beta", cidr="10.4.0.0/16")
+    names = lambda r: sorted(v["name"] for v in r.json()["results"])  # noqa: E731
+    found = alpha.client.get("/api/v1/vpcs/", {"project": str(alpha.project.id), "name_contains": "TRAIN"})
+    assert found.status_code == 200
+    assert names(found) == ["train-east", "training-west"]
+    assert names(alpha.client.get("/api/v1/vpcs/", {"name_contains": ""})) == ["serve", "train-east", "training-west"]

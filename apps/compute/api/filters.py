@@ -1,6 +1,6 @@
 import django_filters
 
-from apps.core.filters import FilterSet
+from apps.core.filters import FilterSet, NameContainsFilter
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
@@ -24,14 +24,16 @@ class ImageFilter(FilterSet):
 
 
 class SshKeyFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
 
     class Meta:
         model = SshKey
-        fields = ["project", "name", "fingerprint"]
+        fields = ["project", "name", "fingerprint", "name_contains"]
 
 
 class InstanceFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
     flavor = VisibleFilter(flavor_list_visible_to)
     cluster = VisibleFilter(cluster_list_visible_to)
@@ -39,13 +41,14 @@ class InstanceFilter(FilterSet):
 
     class Meta:
         model = Instance
-        fields = ["project", "name", "status", "flavor", "cluster"]
+        fields = ["project", "name", "status", "flavor", "cluster", "name_contains"]
 
 
 class ClusterFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
     status = django_filters.ChoiceFilter(choices=ClusterStatus.choices)
 
     class Meta:
         model = Cluster
-        fields = ["project", "name", "status"]
+        fields = ["project", "name", "status", "name_contains"]

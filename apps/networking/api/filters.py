@@ -1,7 +1,7 @@
 """FilterSets of the networking API (explicit fields; references resolve among what the caller can see)."""
 import django_filters
 
-from apps.core.filters import FilterSet
+from apps.core.filters import FilterSet, NameContainsFilter
 from apps.core.references import VisibleFilter
 from apps.inventory.selectors import hca_port_list_visible_to
 from apps.tenancy.selectors import project_list_visible_to
@@ -29,11 +29,12 @@ INSTANCES = "apps.compute.selectors.instance_list_visible_to"
 
 
 class VpcFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
 
     class Meta:
         model = Vpc
-        fields = ["project", "name"]
+        fields = ["project", "name", "name_contains"]
 
 
 class SubnetFilter(FilterSet):
@@ -90,12 +91,13 @@ class PublicIpPoolFilter(FilterSet):
 
 
 class IbPartitionFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
     fabric = django_filters.CharFilter(field_name="fabric__name")
 
     class Meta:
         model = IbPartition
-        fields = ["project", "fabric", "name", "pkey"]
+        fields = ["project", "fabric", "name", "pkey", "name_contains"]
 
 
 class PkeyPoolFilter(FilterSet):

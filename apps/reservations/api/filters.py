@@ -1,6 +1,6 @@
 import django_filters
 
-from apps.core.filters import FilterSet, IsoDateTimeFilter
+from apps.core.filters import FilterSet, IsoDateTimeFilter, NameContainsFilter
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
@@ -11,6 +11,7 @@ from ..states import LeaseStatus, QueueStatus
 class LeaseFilter(FilterSet):
     """`since`/`until`: leases whose window ``[start, end)`` overlaps ``[since, until)`` (a calendar's range)."""
 
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
     since = IsoDateTimeFilter(field_name="end", lookup_expr="gt")
     until = IsoDateTimeFilter(field_name="start", lookup_expr="lt")
@@ -19,7 +20,7 @@ class LeaseFilter(FilterSet):
 
     class Meta:
         model = Lease
-        fields = ["project", "status", "kind", "gpu_model", "name", "since", "until"]
+        fields = ["project", "status", "kind", "gpu_model", "name", "since", "until", "name_contains"]
 
 
 class QueuedRequestFilter(FilterSet):

@@ -1,7 +1,7 @@
 import django_filters
 
 from apps.compute.selectors import instance_list_visible_to
-from apps.core.filters import BooleanFilter, FilterSet
+from apps.core.filters import BooleanFilter, FilterSet, NameContainsFilter
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
@@ -20,6 +20,7 @@ class VolumeTypeFilter(FilterSet):
 
 
 class VolumeFilter(FilterSet):
+    name_contains = NameContainsFilter()
     project = VisibleFilter(project_list_visible_to)
     volume_type = VisibleFilter(volume_type_list_visible_to)
     status = django_filters.ChoiceFilter(choices=VolumeStatus.choices)
@@ -28,7 +29,7 @@ class VolumeFilter(FilterSet):
 
     class Meta:
         model = Volume
-        fields = ["project", "name", "status", "volume_type", "instance"]
+        fields = ["project", "name", "status", "volume_type", "instance", "name_contains"]
 
 
 class SnapshotFilter(FilterSet):
