@@ -9,13 +9,16 @@ export interface Page<T> {
 }
 
 /** A server-paged list: the API's cursors (`next`/`previous`) drive the pager; the page being read stays on screen
- * while the next one loads. `fetchPage(cursor)` asks for one page. */
+ * while the next one loads; a new `key` (e.g. other filters) starts again on page 1. `fetchPage(cursor)` asks for
+ * one page. */
 export function usePaged<T>(key: readonly unknown[], fetchPage: (cursor?: string) => Promise<Page<T>>, options?: {
   refetchInterval?: number | false
   enabled?: boolean
 }) {
-  const [cursor, setCursor] = useState<string | undefined>(undefined)
-  const [pageNumber, setPageNumber] = useState(1)
+  // the position belongs to the key it was read under: another key (a filter changed) starts on page 1
+  const keyText = JSON.stringify(key)
+  const [position, setPosition] = useState<{ key: string; cursor?: string; pageNumber: number }>({ key: keyText, pageNumber: 1 })
+  const { cursor, pageNumber } = position.key === keyText ? position : { cursor: undefined, pageNumber: 1 }
   const query = useQuery({
     queryKey: [...key, cursor ?? ''],
     queryFn: () => fetchPage(cursor),
@@ -32,17 +35,12 @@ export function usePaged<T>(key: readonly unknown[], fetchPage: (cursor?: string
     hasPrevious: Boolean(query.data?.previous),
     goNext: () => {
       if (!next) return
-      setCursor(next)
-      setPageNumber((n) => n + 1)
+      setPosition({ key: keyText, cursor: next, pageNumber: pageNumber + 1 })
     },
     goPrevious: () => {
       if (!query.data?.previous) return
-      setCursor(previous)
-      setPageNumber((n) => Math.max(1, n - 1))
+      setPosition({ key: keyText, cursor: previous, pageNumber: Math.max(1, pageNumber - 1) })
     },
-    reset: () => {
-      setCursor(undefined)
-      setPageNumber(1)
-    },
+    reset: () => setPosition({ key: keyText, pageNumber: 1 }),
   }
 }

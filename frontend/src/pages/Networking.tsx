@@ -1,15 +1,16 @@
-import { Anchor, Code, Group, Paper, SimpleGrid, Stack, Table, Tabs, Text, TextInput, Title } from '@mantine/core'
-import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { useState, type FormEvent } from 'react'
+import { Anchor, Code, SimpleGrid, Stack, Tabs, Text, TextInput, Title } from '@mantine/core'
 import { Link } from 'react-router'
 import { api, unwrap } from '../api/client'
 import { useScope } from '../auth/scope'
-import { ConfirmButton } from '../components/ConfirmButton'
-import { EmptyState } from '../components/EmptyState'
-import { Pager } from '../components/Pager'
-import { ProblemAlert, fieldError } from '../components/ProblemAlert'
-import { WriteButton } from '../components/WriteButton'
+import { CreateForm } from '../components/CreateForm'
+import { DeleteButton } from '../components/DeleteButton'
+import { FilterBar, SearchFilter } from '../components/ListFilters'
+import { ProblemAlert } from '../components/ProblemAlert'
+import { ResourceTable } from '../components/ResourceTable'
+import { useCreateForm } from '../hooks/useCreateForm'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+import { useRemove } from '../hooks/useRemove'
 import { IbPartitionsPanel } from './IbPartitions'
 
 /** The Networking screen: the project's VPCs and, on a second tab, its InfiniBand partitions. */
@@ -33,159 +34,66 @@ export function NetworkingPage() {
   )
 }
 
-/** The project's VPCs (`/vpcs/`): create one (name, IPv4 CIDR, optional IPv6 CIDR), open or delete it. */
+/** The project's VPCs (`/vpcs/`): create one (name, IPv4 CIDR, optional IPv6 CIDR), open or delete it; search
+ * them by name. */
 export function VpcsPanel() {
   const { project, canWrite } = useScope()
-  const qc = useQueryClient()
   const pid = project?.id ?? ''
-  const vpcs = usePaged(['vpcs', pid], (cursor) =>
-    unwrap(api.GET('/api/v1/vpcs/', { params: { query: { project: pid, cursor, page_size: 50 } } })),
+  const filters = useListFilters({ name_contains: '' })
+  const vpcs = usePaged(['vpcs', pid, filters.query], (cursor) =>
+    unwrap(api.GET('/api/v1/vpcs/', { params: { query: { project: pid, ...filters.query, cursor, page_size: 50 } } })),
   )
-  const [name, setName] = useState('')
-  const [cidr, setCidr] = useState('')
-  const [ipv6, setIpv6] = useState('')
-  const [description, setDescription] = useState('')
-  const create = useMutation({
-    mutationFn: () =>
-      unwrap(api.POST('/api/v1/vpcs/', {
-        body: { project: pid, name, cidr, description, ...(ipv6 ? { ipv6_cidr: ipv6 } : {}) },
-      })),
-    onSuccess: () => {
-      setName('')
-      setCidr('')
-      setIpv6('')
-      setDescription('')
-      void qc.invalidateQueries({ queryKey: ['vpcs'] })
-    },
+  const create = useCreateForm({ name: '', cidr: '', ipv6_cidr: '', description: '' }, {
+    mutationFn: ({ ipv6_cidr, ...v }) =>
+      unwrap(api.POST('/api/v1/vpcs/', { body: { project: pid, ...v, ...(ipv6_cidr ? { ipv6_cidr } : {}) } })),
+    invalidate: ['vpcs'],
   })
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/vpcs/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['vpcs'] }),
-  })
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    create.mutate()
-  }
-  const rows = vpcs.data?.results ?? []
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/vpcs/{id}/', { params: { path: { id } } })), ['vpcs'])
+  const mono = { input: { fontFamily: 'monospace' } }
 
   return (
     <Stack>
       <Text c="dimmed">
         VPCs are the project’s private networks: each has one router, its subnets, security groups and floating IPs.
       </Text>
-      <Paper withBorder p="md" component="section" aria-labelledby="create-vpc">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="create-vpc">
-              Create a VPC
-            </Title>
-            <ProblemAlert error={create.error} title="The VPC was not created" shownFields={['name', 'cidr', 'ipv6_cidr', 'description']} />
-            <SimpleGrid cols={{ base: 1, sm: 2 }}>
-              <TextInput
-                label="Name"
-                description="Lower-case letters, digits and hyphens"
-                required
-                maxLength={63}
-                value={name}
-                onChange={(e) => setName(e.currentTarget.value)}
-                error={fieldError(create.error, 'name')}
-                disabled={!canWrite}
-              />
-              <TextInput
-                label="IPv4 CIDR"
-                description="A private range, e.g. 10.20.0.0/16"
-                required
-                value={cidr}
-                onChange={(e) => setCidr(e.currentTarget.value)}
-                error={fieldError(create.error, 'cidr')}
-                disabled={!canWrite}
-                styles={{ input: { fontFamily: 'monospace' } }}
-              />
-              <TextInput
-                label="IPv6 CIDR (optional)"
-                description="Inside fc00::/7, e.g. fd00:20::/48"
-                value={ipv6}
-                onChange={(e) => setIpv6(e.currentTarget.value)}
-                error={fieldError(create.error, 'ipv6_cidr')}
-                disabled={!canWrite}
-                styles={{ input: { fontFamily: 'monospace' } }}
-              />
-              <TextInput
-                label="Description (optional)"
-                maxLength={200}
-                value={description}
-                onChange={(e) => setDescription(e.currentTarget.value)}
-                error={fieldError(create.error, 'description')}
-                disabled={!canWrite}
-              />
-            </SimpleGrid>
-            <Group>
-              <WriteButton type="submit" loading={create.isPending}>
-                Create VPC
-              </WriteButton>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="create-vpc" title="Create a VPC" error={create.error} errorTitle="The VPC was not created"
+        fields={['name', 'cidr', 'ipv6_cidr', 'description']} onSubmit={create.submit} submitLabel="Create VPC"
+        loading={create.mutation.isPending}>
+        <SimpleGrid cols={{ base: 1, sm: 2 }}>
+          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+            {...create.text('name')} disabled={!canWrite} />
+          <TextInput label="IPv4 CIDR" description="A private range, e.g. 10.20.0.0/16" required {...create.text('cidr')}
+            disabled={!canWrite} styles={mono} />
+          <TextInput label="IPv6 CIDR (optional)" description="Inside fc00::/7, e.g. fd00:20::/48" {...create.text('ipv6_cidr')}
+            disabled={!canWrite} styles={mono} />
+          <TextInput label="Description (optional)" maxLength={200} {...create.text('description')} disabled={!canWrite} />
+        </SimpleGrid>
+      </CreateForm>
+      <FilterBar label="Filter VPCs">
+        <SearchFilter filters={filters} />
+      </FilterBar>
       <ProblemAlert error={vpcs.error ?? remove.error} title={remove.error ? 'The VPC was not deleted' : undefined} />
-      {vpcs.isSuccess && rows.length === 0 && !vpcs.hasPrevious ? (
-        <EmptyState title="No VPCs yet">
-          Create a VPC above, then add a subnet to it: instances get their addresses from a subnet you choose when you
-          launch them.
-        </EmptyState>
-      ) : (
-        <Table striped highlightOnHover aria-label="VPCs">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>IPv4 CIDR</Table.Th>
-              <Table.Th>IPv6 CIDR</Table.Th>
-              <Table.Th>Description</Table.Th>
-              <Table.Th>Created</Table.Th>
-              <Table.Th>
-                <span className="visually-hidden">Actions</span>
-              </Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((vpc) => (
-              <Table.Tr key={vpc.id}>
-                <Table.Td>
-                  <Anchor component={Link} to={`/networking/vpcs/${vpc.id}`}>
-                    {vpc.name}
-                  </Anchor>
-                </Table.Td>
-                <Table.Td>
-                  <Code>{vpc.cidr}</Code>
-                </Table.Td>
-                <Table.Td>{vpc.ipv6_cidr ? <Code>{vpc.ipv6_cidr}</Code> : '—'}</Table.Td>
-                <Table.Td>{vpc.description || '—'}</Table.Td>
-                <Table.Td>{new Date(vpc.created_at).toLocaleString()}</Table.Td>
-                <Table.Td ta="right">
-                  <ConfirmButton
-                    label="Delete"
-                    aria-label={`Delete VPC ${vpc.name}`}
-                    title={`Delete the VPC “${vpc.name}”?`}
-                    message="Its router and security groups go with it. A VPC that still has subnets or floating IPs is refused: remove those first."
-                    color="red.9"
-                    variant="outline"
-                    size="xs"
-                    loading={remove.isPending && remove.variables === vpc.id}
-                    onConfirm={() => remove.mutate(vpc.id)}
-                  />
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
-      <Pager
-        pageNumber={vpcs.pageNumber}
-        hasNext={vpcs.hasNext}
-        hasPrevious={vpcs.hasPrevious}
-        onNext={vpcs.goNext}
-        onPrevious={vpcs.goPrevious}
-        loading={vpcs.isFetching}
+      <ResourceTable
+        label="VPCs"
+        rows={vpcs.data?.results ?? []}
+        rowKey={(vpc) => vpc.id}
+        list={vpcs}
+        filters={filters}
+        empty={{
+          title: 'No VPCs yet',
+          text: 'Create a VPC above, then add a subnet to it: instances get their addresses from a subnet you choose when you launch them.',
+        }}
+        columns={[
+          { header: 'Name', cell: (vpc) => <Anchor component={Link} to={`/networking/vpcs/${vpc.id}`}>{vpc.name}</Anchor> },
+          { header: 'IPv4 CIDR', cell: (vpc) => <Code>{vpc.cidr}</Code> },
+          { header: 'IPv6 CIDR', cell: (vpc) => (vpc.ipv6_cidr ? <Code>{vpc.ipv6_cidr}</Code> : '—') },
+          { header: 'Description', cell: (vpc) => vpc.description || '—' },
+          { header: 'Created', cell: (vpc) => new Date(vpc.created_at).toLocaleString() },
+        ]}
+        actions={(vpc) => (
+          <DeleteButton remove={remove} target={vpc.id} name={`Delete VPC ${vpc.name}`} title={`Delete the VPC “${vpc.name}”?`}
+            message="Its router and security groups go with it. A VPC that still has subnets or floating IPs is refused: remove those first." />
+        )}
       />
     </Stack>
   )
