@@ -34,24 +34,30 @@ def webhook_endpoint_list_visible_to(user) -> QuerySet[WebhookEndpoint]:
 
 
 # ---- capacity calendar --------------------------------------------------------------------------------------
+#: One pass over the allocations in the window (joined to the buckets they overlap), then every GPU × bucket
+#: looked up in it: a per-GPU-and-bucket EXISTS subquery cost about 10x more at 16,000 GPUs. The buckets come as
+#: an array (`_buckets`): PostgreSQL 15 estimates `generate_series` over timestamps at 1,000 rows, and the
+#: resulting 17-million-row estimate made it JIT-compile the query (about 0.3 s) to run it in 0.05 s.
 CALENDAR_SQL = """
 WITH b AS (
-  SELECT t, t + %(step)s AS u FROM generate_series(%(start)s::timestamptz, %(end)s::timestamptz - %(step)s,
-                                                   %(step)s) AS t
+  SELECT t, t + %(step)s AS u FROM unnest(%(buckets)s::timestamptz[]) AS t
 ), g AS (
   SELECT g.id, g.host_id, g.model, z.name AS zone FROM inventory_gpu g
   JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
   WHERE h.state = 'available' AND g.health = 'ok' AND g.mode = 'exclusive'
     AND (%(model)s = '' OR g.model = %(model)s) AND (%(zone)s = '' OR z.name = %(zone)s)
+), a AS (
+  SELECT a.gpu_id, b.t,
+    bool_or(a.slices IS NOT NULL AND a.parent_id IS NULL AND NOT a.spot) AS held,
+    bool_or(a.consumer_type = 'lease') AS leased,
+    bool_or(a.spot) AS spot
+  FROM scheduling_allocation a JOIN b ON a.period && tstzrange(b.t, b.u, '[)')
+  WHERE a.gpu_id IS NOT NULL AND a.period && tstzrange(%(start)s::timestamptz, %(end)s::timestamptz, '[)')
+  GROUP BY a.gpu_id, b.t
 ), x AS (
-  SELECT g.model, g.zone, g.host_id, b.t,
-    EXISTS (SELECT 1 FROM scheduling_allocation a WHERE a.gpu_id = g.id AND a.slices IS NOT NULL
-            AND a.parent_id IS NULL AND NOT a.spot AND a.period && tstzrange(b.t, b.u, '[)')) AS held,
-    EXISTS (SELECT 1 FROM scheduling_allocation a WHERE a.gpu_id = g.id AND a.consumer_type = 'lease'
-            AND a.period && tstzrange(b.t, b.u, '[)')) AS leased,
-    EXISTS (SELECT 1 FROM scheduling_allocation a WHERE a.gpu_id = g.id AND a.spot
-            AND a.period && tstzrange(b.t, b.u, '[)')) AS spot
-  FROM g CROSS JOIN b
+  SELECT g.model, g.zone, g.host_id, b.t, coalesce(a.held, false) AS held, coalesce(a.leased, false) AS leased,
+    coalesce(a.spot, false) AS spot
+  FROM g CROSS JOIN b LEFT JOIN a ON a.gpu_id = g.id AND a.t = b.t
 )
 SELECT model, zone, t, count(*) AS total, count(*) FILTER (WHERE held) AS held,
   count(*) FILTER (WHERE leased) AS leased, count(*) FILTER (WHERE spot) AS spot,
@@ -185,7 +191,8 @@ def capacity_calendar(*, user, start: dt.datetime, end: dt.datetime, step: dt.ti
     ``profiles``."""
     reserves = {(r.gpu_model, r.zone): r.gpus for r in OnDemandReserve.objects.all()}
     with connection.cursor() as cur:
-        cur.execute(CALENDAR_SQL, {"start": start, "end": end, "step": step, "model": gpu_model, "zone": zone})
+        cur.execute(CALENDAR_SQL, {"start": start, "end": end, "step": step, "buckets": _buckets(start, end, step),
+                                   "model": gpu_model, "zone": zone})
         rows = cur.fetchall()
     fractional = _fractional_calendar(start=start, end=end, step=step, gpu_model=gpu_model, zone=zone)
     staff = is_staff(user)
