@@ -5,9 +5,13 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type IbPartition } from '../api/client'
 import { useScope } from '../auth/scope'
-import { ConfirmButton } from '../components/ConfirmButton'
-import { EmptyState } from '../components/EmptyState'
-import { Pager } from '../components/Pager'
+import { CreateForm } from '../components/CreateForm'
+import { DeleteButton } from '../components/DeleteButton'
+import { FilterBar, SearchFilter } from '../components/ListFilters'
+import { ResourceTable } from '../components/ResourceTable'
+import { useCreateForm } from '../hooks/useCreateForm'
+import { useListFilters } from '../hooks/useListFilters'
+import { useRemove } from '../hooks/useRemove'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { usePaged } from '../hooks/usePaged'
@@ -20,41 +24,24 @@ type Membership = 'limited' | 'full'
  * and change its members. */
 export function IbPartitionsPanel() {
   const { project, canWrite } = useScope()
-  const qc = useQueryClient()
   const pid = project?.id ?? ''
-  const partitions = usePaged(['ib-partitions', pid], (cursor) =>
-    unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, cursor, page_size: 50 } } })),
+  const filters = useListFilters({ name_contains: '' })
+  const partitions = usePaged(['ib-partitions', pid, filters.query], (cursor) =>
+    unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, ...filters.query, cursor, page_size: 50 } } })),
   )
-  const [name, setName] = useState('')
-  const [fabric, setFabric] = useState('')
-  const [pkey, setPkey] = useState('')
-  const [ipoib, setIpoib] = useState(true)
   const [open, setOpen] = useState<string | null>(null)
-  const create = useMutation({
-    mutationFn: (): Promise<IbPartition> =>
+  const create = useCreateForm({ name: '', fabric: '', pkey: '', ipoib: true }, {
+    mutationFn: (v, idempotencyKey): Promise<IbPartition> =>
       unwrap(api.POST('/api/v1/ib-partitions/', {
-        body: { project: pid, name: name.trim(), fabric: fabric.trim(), ipoib, index0: false, ...(pkey.trim() ? { pkey: pkey.trim() } : {}) },
-        params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
+        body: { project: pid, name: v.name.trim(), fabric: v.fabric.trim(), ipoib: v.ipoib, index0: false, ...(v.pkey.trim() ? { pkey: v.pkey.trim() } : {}) },
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
       })),
-    onSuccess: (created) => {
-      setName('')
-      setPkey('')
-      setOpen(created.id)
-      void qc.invalidateQueries({ queryKey: ['ib-partitions'] })
-    },
+    invalidate: ['ib-partitions'],
+    clear: ['name', 'pkey'],
+    onSuccess: (created) => setOpen(created.id),
   })
-  const submitCreate = useSubmitOnce(create)
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/ib-partitions/{id}/', { params: { path: { id } } })),
-    onSuccess: (_, id) => {
-      if (open === id) setOpen(null)
-      void qc.invalidateQueries({ queryKey: ['ib-partitions'] })
-    },
-  })
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    submitCreate()
-  }
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/ib-partitions/{id}/', { params: { path: { id } } })),
+    ['ib-partitions'], (id) => { if (open === id) setOpen(null) })
   const rows = partitions.data?.results ?? []
   const fabrics = [...new Set(rows.map((p) => p.fabric))].sort()
   const opened = rows.find((p) => p.id === open)
@@ -65,129 +52,61 @@ export function IbPartitionsPanel() {
         An InfiniBand partition isolates your instances’ RDMA traffic on the provider’s fabric: instances launched into it
         join as full members; other GUIDs of your instances may be added as limited members.
       </Text>
-      <Paper withBorder p="md" component="section" aria-labelledby="create-ib-partition">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="create-ib-partition">
-              Create an InfiniBand partition
-            </Title>
-            <ProblemAlert error={create.error} title="The partition was not created" shownFields={['name', 'fabric', 'pkey', 'ipoib']} />
-            <SimpleGrid cols={{ base: 1, sm: 3 }}>
-              <TextInput
-                label="Partition name"
-                description="Letters, digits, hyphens and underscores"
-                required
-                maxLength={63}
-                value={name}
-                onChange={(e) => setName(e.currentTarget.value)}
-                error={fieldError(create.error, 'name')}
-                disabled={!canWrite}
-              />
-              <Autocomplete
-                label="Fabric"
-                description="As your provider named it, e.g. ib-compute"
-                required
-                data={fabrics}
-                value={fabric}
-                onChange={setFabric}
-                error={fieldError(create.error, 'fabric')}
-                disabled={!canWrite}
-              />
-              <TextInput
-                label="P_Key (optional)"
-                description="Default: the next free one of the provider’s pool"
-                placeholder="e.g. 0x0110"
-                maxLength={10}
-                value={pkey}
-                onChange={(e) => setPkey(e.currentTarget.value)}
-                error={fieldError(create.error, 'pkey')}
-                disabled={!canWrite}
-                styles={{ input: { fontFamily: 'monospace' } }}
-              />
-            </SimpleGrid>
-            <Checkbox
-              label="IPoIB (an IP-over-InfiniBand broadcast group on the partition)"
-              checked={ipoib}
-              onChange={(e) => setIpoib(e.currentTarget.checked)}
-              error={fieldError(create.error, 'ipoib')}
-              disabled={!canWrite}
-            />
-            <Group>
-              <WriteButton type="submit" loading={create.isPending}>
-                Create partition
-              </WriteButton>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="create-ib-partition" title="Create an InfiniBand partition" error={create.error}
+        errorTitle="The partition was not created" fields={['name', 'fabric', 'pkey', 'ipoib']} onSubmit={create.submit}
+        submitLabel="Create partition" loading={create.mutation.isPending}>
+        <SimpleGrid cols={{ base: 1, sm: 3 }}>
+          <TextInput label="Partition name" description="Letters, digits, hyphens and underscores" required maxLength={63}
+            {...create.text('name')} disabled={!canWrite} />
+          <Autocomplete label="Fabric" description="As your provider named it, e.g. ib-compute" required data={fabrics}
+            value={create.values.fabric} onChange={(v) => create.set('fabric', v)} error={create.errorOf('fabric')}
+            disabled={!canWrite} />
+          <TextInput label="P_Key (optional)" description="Default: the next free one of the provider’s pool"
+            placeholder="e.g. 0x0110" maxLength={10} {...create.text('pkey')} disabled={!canWrite}
+            styles={{ input: { fontFamily: 'monospace' } }} />
+        </SimpleGrid>
+        <Checkbox
+          label="IPoIB (an IP-over-InfiniBand broadcast group on the partition)"
+          checked={create.values.ipoib}
+          onChange={(e) => create.set('ipoib', e.currentTarget.checked)}
+          error={create.errorOf('ipoib')}
+          disabled={!canWrite}
+        />
+      </CreateForm>
+      <FilterBar label="Filter InfiniBand partitions">
+        <SearchFilter filters={filters} />
+      </FilterBar>
       <ProblemAlert error={partitions.error ?? remove.error} title={remove.error ? 'The partition was not deleted' : undefined} />
-      {partitions.isSuccess && rows.length === 0 && !partitions.hasPrevious ? (
-        <EmptyState title="No InfiniBand partitions yet">
-          Create a partition above, then choose it when you launch an instance: its HCA ports (or a virtual function’s
-          GUID) join the partition once the instance is placed.
-        </EmptyState>
-      ) : (
-        <Table striped highlightOnHover aria-label="InfiniBand partitions">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Fabric</Table.Th>
-              <Table.Th>P_Key</Table.Th>
-              <Table.Th>IPoIB</Table.Th>
-              <Table.Th>Members</Table.Th>
-              <Table.Th>Created</Table.Th>
-              <Table.Th>
-                <span className="visually-hidden">Actions</span>
-              </Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((p) => (
-              <Table.Tr key={p.id}>
-                <Table.Td>{p.name}</Table.Td>
-                <Table.Td>{p.fabric}</Table.Td>
-                <Table.Td>
-                  <Code>{p.pkey_hex}</Code>
-                </Table.Td>
-                <Table.Td>{p.ipoib ? `yes${p.mtu ? ` (MTU ${p.mtu})` : ''}` : 'no'}</Table.Td>
-                <Table.Td>{p.members.length}</Table.Td>
-                <Table.Td>{new Date(p.created_at).toLocaleString()}</Table.Td>
-                <Table.Td>
-                  <Group gap="xs" justify="flex-end" wrap="nowrap">
-                    <Button
-                      variant={open === p.id ? 'light' : 'default'}
-                      size="xs"
-                      aria-label={`Members of ${p.name}`}
-                      aria-expanded={open === p.id}
-                      onClick={() => setOpen(open === p.id ? null : p.id)}
-                    >
-                      Members
-                    </Button>
-                    <ConfirmButton
-                      label="Delete"
-                      aria-label={`Delete partition ${p.name}`}
-                      title={`Delete the partition “${p.name}”?`}
-                      message="Its P_Key goes back to the provider’s pool. A partition that still has members is refused: delete its instances and remove added members first."
-                      color="red.9"
-                      variant="outline"
-                      size="xs"
-                      loading={remove.isPending && remove.variables === p.id}
-                      onConfirm={() => remove.mutate(p.id)}
-                    />
-                  </Group>
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
-      <Pager
-        pageNumber={partitions.pageNumber}
-        hasNext={partitions.hasNext}
-        hasPrevious={partitions.hasPrevious}
-        onNext={partitions.goNext}
-        onPrevious={partitions.goPrevious}
-        loading={partitions.isFetching}
+      <ResourceTable
+        label="InfiniBand partitions"
+        noun="partitions"
+        rows={rows}
+        rowKey={(p) => p.id}
+        list={partitions}
+        filters={filters}
+        empty={{
+          title: 'No InfiniBand partitions yet',
+          text: 'Create a partition above, then choose it when you launch an instance: its HCA ports (or a virtual function’s GUID) join the partition once the instance is placed.',
+        }}
+        columns={[
+          { header: 'Name', cell: (p) => p.name },
+          { header: 'Fabric', cell: (p) => p.fabric },
+          { header: 'P_Key', cell: (p) => <Code>{p.pkey_hex}</Code> },
+          { header: 'IPoIB', cell: (p) => (p.ipoib ? `yes${p.mtu ? ` (MTU ${p.mtu})` : ''}` : 'no') },
+          { header: 'Members', cell: (p) => p.members.length },
+          { header: 'Created', cell: (p) => new Date(p.created_at).toLocaleString() },
+        ]}
+        actions={(p) => (
+          <Group gap="xs" justify="flex-end" wrap="nowrap">
+            <Button variant={open === p.id ? 'light' : 'default'} size="xs" aria-label={`Members of ${p.name}`}
+              aria-expanded={open === p.id} onClick={() => setOpen(open === p.id ? null : p.id)}>
+              Members
+            </Button>
+            <DeleteButton remove={remove} target={p.id} name={`Delete partition ${p.name}`}
+              title={`Delete the partition “${p.name}”?`}
+              message="Its P_Key goes back to the provider’s pool. A partition that still has members is refused: delete its instances and remove added members first." />
+          </Group>
+        )}
       />
       {opened && <PartitionMembers partition={opened} />}
     </Stack>
@@ -220,11 +139,9 @@ export function PartitionMembers({ partition }: { partition: IbPartition }) {
     },
   })
   const submitAdd = useSubmitOnce(add)
-  const remove = useMutation({
-    mutationFn: (member: string) =>
-      unwrap(api.DELETE('/api/v1/ib-partitions/{id}/members/{guid}/', { params: { path: { id: partition.id, guid: member } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['ib-partitions'] }),
-  })
+  const remove = useRemove((member: string) =>
+    unwrap(api.DELETE('/api/v1/ib-partitions/{id}/members/{guid}/', { params: { path: { id: partition.id, guid: member } } })),
+  ['ib-partitions'])
   const submit = (event: FormEvent) => {
     event.preventDefault()
     submitAdd()
@@ -267,17 +184,9 @@ export function PartitionMembers({ partition }: { partition: IbPartition }) {
                   <Table.Td>{m.added_via_api ? 'added' : 'with its instance'}</Table.Td>
                   <Table.Td ta="right">
                     {m.added_via_api ? (
-                      <ConfirmButton
-                        label="Remove"
-                        aria-label={`Remove member ${m.guid}`}
+                      <DeleteButton remove={remove} target={m.guid} label="Remove" name={`Remove member ${m.guid}`}
                         title={`Remove ${m.guid} from ${partition.name}?`}
-                        message="The GUID stops reaching the partition's members once the subnet manager applies the change."
-                        color="red.9"
-                        variant="outline"
-                        size="xs"
-                        loading={remove.isPending && remove.variables === m.guid}
-                        onConfirm={() => remove.mutate(m.guid)}
-                      />
+                        message="The GUID stops reaching the partition's members once the subnet manager applies the change." />
                     ) : (
                       <Text size="xs" c="dimmed">leaves with its instance</Text>
                     )}

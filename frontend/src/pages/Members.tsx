@@ -1,17 +1,20 @@
-import { Badge, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Badge, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { useSubmitOnce } from '../hooks/useSubmitOnce'
-import { useState, type FormEvent } from 'react'
+import { useState } from 'react'
 import { api, unwrap, type Invitation, type Membership } from '../api/client'
 import { useScope } from '../auth/scope'
-import { ConfirmButton } from '../components/ConfirmButton'
-import { EmptyState } from '../components/EmptyState'
-import { Pager } from '../components/Pager'
-import { ProblemAlert, fieldError } from '../components/ProblemAlert'
-import { WriteButton } from '../components/WriteButton'
+import { CreateForm } from '../components/CreateForm'
+import { DeleteButton } from '../components/DeleteButton'
+import { ChoiceFilter, FilterBar } from '../components/ListFilters'
+import { ProblemAlert } from '../components/ProblemAlert'
+import { ResourceTable } from '../components/ResourceTable'
+import { useCreateForm } from '../hooks/useCreateForm'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+import { useRemove } from '../hooks/useRemove'
 
-export const ORG_ROLES = ['owner', 'admin', 'billing', 'member', 'viewer']
+type OrgRole = 'owner' | 'admin' | 'billing' | 'member' | 'viewer'
+export const ORG_ROLES: OrgRole[] = ['owner', 'admin', 'billing', 'member', 'viewer']
 export const PROJECT_ROLES = ['admin', 'member', 'viewer']
 export const MANAGE_HINT = 'Only the organization’s owners and admins manage its members.'
 export const PROJECT_MANAGE_HINT = 'Only the organization’s owners and admins, and the project’s admins, manage a project’s members.'
@@ -49,51 +52,39 @@ export function MembersPage() {
     return { disabled: !ok, title: ok ? undefined : row.project ? PROJECT_MANAGE_HINT : MANAGE_HINT }
   }
   const projectName = new Map(projects.map((p) => [p.id, p.name]))
-  const members = usePaged(['memberships', oid], (cursor) =>
-    unwrap(api.GET('/api/v1/memberships/', { params: { query: { organization: oid, cursor, page_size: 50 } } })),
+  const filters = useListFilters({ scope: null as 'organization' | 'project' | null, role: null as OrgRole | null })
+  const members = usePaged(['memberships', oid, filters.query], (cursor) =>
+    unwrap(api.GET('/api/v1/memberships/', {
+      params: { query: { organization: oid, ...filters.query, cursor, page_size: 50 } },
+    })),
   { enabled: Boolean(oid) })
   const invitations = usePaged(['invitations', oid], (cursor) =>
     unwrap(api.GET('/api/v1/invitations/', { params: { query: { organization: oid, cursor, page_size: 50 } } })),
   { enabled: Boolean(oid) })
-  const [email, setEmail] = useState('')
   const [chosenWhere, setWhere] = useState<'organization' | 'project' | null>(null)
   // a project admin who does not manage the organization invites to the project
   const where = chosenWhere ?? (!allowed && project?.can_manage_members ? 'project' : 'organization')
   const inviteAllowed = where === 'organization' ? allowed : projectAllowed
   const inviteHint = where === 'organization' ? MANAGE_HINT : PROJECT_MANAGE_HINT
-  const [role, setRole] = useState('member')
-  const roles = where === 'organization' ? ORG_ROLES : PROJECT_ROLES
-  const invite = useMutation({
-    mutationFn: () =>
+  const invite = useCreateForm({ email: '', role: 'member' }, {
+    mutationFn: (v) =>
       unwrap(api.POST('/api/v1/invitations/', {
-        body: invitationBody(oid, email, role, where === 'project' ? project?.id ?? null : null),
+        body: invitationBody(oid, v.email, v.role, where === 'project' ? project?.id ?? null : null),
       })),
-    onSuccess: () => {
-      setEmail('')
-      void qc.invalidateQueries({ queryKey: ['invitations'] })
-    },
+    invalidate: ['invitations'],
+    clear: ['email'],
   })
+  const role = invite.values.role
+  const roles = where === 'organization' ? ORG_ROLES : PROJECT_ROLES
   const changeRole = useMutation({
     mutationFn: ({ id, role }: { id: string; role: string }) =>
       unwrap(api.PATCH('/api/v1/memberships/{id}/', { params: { path: { id } }, body: { role } })),
     onSettled: () => void qc.invalidateQueries({ queryKey: ['memberships'] }),
   })
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/memberships/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['memberships'] }),
-  })
-  const revoke = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/invitations/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['invitations'] }),
-  })
-  const submitInvite = useSubmitOnce(invite)
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    submitInvite()
-  }
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/memberships/{id}/', { params: { path: { id } } })), ['memberships'])
+  const revoke = useRemove((id: string) => unwrap(api.DELETE('/api/v1/invitations/{id}/', { params: { path: { id } } })), ['invitations'])
   const scopeLabel = (row: Membership | Invitation) =>
     row.project ? `project ${projectName.get(row.project) ?? row.project}` : 'organization'
-  const memberRows = members.data?.results ?? []
   const invitationRows = invitations.data?.results ?? []
   const fieldProps = { disabled: !inviteAllowed, title: inviteAllowed ? undefined : inviteHint }
 
@@ -104,57 +95,31 @@ export function MembersPage() {
         Who belongs to {organization?.name ?? 'the organization'} and with which role. An organization role applies to
         every project; a project role only to that project. Nobody joins without accepting the e-mailed invitation.
       </Text>
-      <Paper withBorder p="md" component="section" aria-labelledby="invite">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="invite">
-              Invite someone
-            </Title>
-            <ProblemAlert error={invite.error} title="The invitation was not sent" shownFields={['email', 'role']} />
-            <SimpleGrid cols={{ base: 1, sm: 3 }}>
-              <TextInput
-                label="E-mail"
-                type="email"
-                required
-                value={email}
-                onChange={(e) => setEmail(e.currentTarget.value)}
-                error={fieldError(invite.error, 'email')}
-                {...fieldProps}
-              />
-              <Select
-                label="Member of"
-                data={[
-                  { value: 'organization', label: `organization ${organization?.name ?? ''}`, disabled: !allowed && projectAllowed },
-                  { value: 'project', label: `project ${project?.name ?? ''}` },
-                ]}
-                value={where}
-                onChange={(v) => {
-                  if (!v) return
-                  setWhere(v as 'organization' | 'project')
-                  if (v === 'project' && !PROJECT_ROLES.includes(role)) setRole('member')
-                }}
-                allowDeselect={false}
-                disabled={!allowed && !projectAllowed}
-                title={allowed || projectAllowed ? undefined : MANAGE_HINT}
-              />
-              <Select
-                label="Role"
-                data={roles}
-                value={role}
-                onChange={(v) => v && setRole(v)}
-                allowDeselect={false}
-                error={fieldError(invite.error, 'role')}
-                {...fieldProps}
-              />
-            </SimpleGrid>
-            <Group>
-              <WriteButton type="submit" loading={invite.isPending} allowed={inviteAllowed} deniedHint={inviteHint}>
-                Send invitation
-              </WriteButton>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="invite" title="Invite someone" error={invite.error} errorTitle="The invitation was not sent"
+        fields={['email', 'role']} onSubmit={invite.submit} submitLabel="Send invitation" loading={invite.mutation.isPending}
+        allowed={inviteAllowed} deniedHint={inviteHint}>
+        <SimpleGrid cols={{ base: 1, sm: 3 }}>
+          <TextInput label="E-mail" type="email" required {...invite.text('email')} {...fieldProps} />
+          <Select
+            label="Member of"
+            data={[
+              { value: 'organization', label: `organization ${organization?.name ?? ''}`, disabled: !allowed && projectAllowed },
+              { value: 'project', label: `project ${project?.name ?? ''}` },
+            ]}
+            value={where}
+            onChange={(v) => {
+              if (!v) return
+              setWhere(v as 'organization' | 'project')
+              if (v === 'project' && !PROJECT_ROLES.includes(role)) invite.set('role', 'member')
+            }}
+            allowDeselect={false}
+            disabled={!allowed && !projectAllowed}
+            title={allowed || projectAllowed ? undefined : MANAGE_HINT}
+          />
+          <Select label="Role" data={roles} value={role} onChange={(v) => v && invite.set('role', v)} allowDeselect={false}
+            error={invite.errorOf('role')} {...fieldProps} />
+        </SimpleGrid>
+      </CreateForm>
 
       <Title order={3} size="h4">
         Members
@@ -163,123 +128,82 @@ export function MembersPage() {
         error={members.error ?? changeRole.error ?? remove.error}
         title={changeRole.error ? 'The role was not changed' : remove.error ? 'The member was not removed' : undefined}
       />
-      <Table striped highlightOnHover aria-label="Members">
-        <Table.Thead>
-          <Table.Tr>
-            <Table.Th>E-mail</Table.Th>
-            <Table.Th>Member of</Table.Th>
-            <Table.Th>Role</Table.Th>
-            <Table.Th>Since</Table.Th>
-            <Table.Th>
-              <span className="visually-hidden">Actions</span>
-            </Table.Th>
-          </Table.Tr>
-        </Table.Thead>
-        <Table.Tbody>
-          {memberRows.map((m) => (
-            <Table.Tr key={m.id}>
-              <Table.Td>
+      <FilterBar label="Filter members">
+        <ChoiceFilter filters={filters} param="scope" label="Filter by membership" placeholder="Organization and projects"
+          w={230} data={[{ value: 'organization', label: 'organization roles' }, { value: 'project', label: 'project roles' }]} />
+        <ChoiceFilter filters={filters} param="role" label="Filter by role" placeholder="Any role" data={ORG_ROLES} />
+      </FilterBar>
+      <ResourceTable
+        label="Members"
+        rows={members.data?.results ?? []}
+        rowKey={(m) => m.id}
+        list={members}
+        filters={filters}
+        empty={{ title: 'No members', text: 'Invite someone above.' }}
+        columns={[
+          {
+            header: 'E-mail',
+            cell: (m) => (
+              <>
                 {m.user_email}{' '}
                 {m.user_is_service_account && (
                   <Badge variant="filled" color="gray.7" size="sm">
                     service account
                   </Badge>
                 )}
-              </Table.Td>
-              <Table.Td>{scopeLabel(m)}</Table.Td>
-              <Table.Td>
-                <Select
-                  aria-label={`Role of ${m.user_email} (${scopeLabel(m)})`}
-                  size="xs"
-                  w={130}
-                  data={m.project ? PROJECT_ROLES : ORG_ROLES}
-                  value={changeRole.isPending && changeRole.variables?.id === m.id ? changeRole.variables.role : m.role}
-                  onChange={(v) => v && v !== m.role && changeRole.mutate({ id: m.id, role: v })}
-                  allowDeselect={false}
-                  {...rowProps(m)}
-                />
-              </Table.Td>
-              <Table.Td>{new Date(m.created_at).toLocaleDateString()}</Table.Td>
-              <Table.Td ta="right">
-                <ConfirmButton
-                  label="Remove"
-                  aria-label={`Remove ${m.user_email} (${scopeLabel(m)})`}
-                  title={`Remove ${m.user_email}?`}
-                  message="They lose this role at once, and their API tokens that no other membership backs are revoked. The last owner cannot be removed."
-                  color="red.9"
-                  variant="outline"
-                  size="xs"
-                  allowed={rowAllowed(m)}
-                  deniedHint={m.project ? PROJECT_MANAGE_HINT : MANAGE_HINT}
-                  loading={remove.isPending && remove.variables === m.id}
-                  onConfirm={() => remove.mutate(m.id)}
-                />
-              </Table.Td>
-            </Table.Tr>
-          ))}
-        </Table.Tbody>
-      </Table>
-      <Pager pageNumber={members.pageNumber} hasNext={members.hasNext} hasPrevious={members.hasPrevious}
-        onNext={members.goNext} onPrevious={members.goPrevious} loading={members.isFetching} />
+              </>
+            ),
+          },
+          { header: 'Member of', cell: (m) => scopeLabel(m) },
+          {
+            header: 'Role',
+            cell: (m) => (
+              <Select
+                aria-label={`Role of ${m.user_email} (${scopeLabel(m)})`}
+                size="xs"
+                w={130}
+                data={m.project ? PROJECT_ROLES : ORG_ROLES}
+                value={changeRole.isPending && changeRole.variables?.id === m.id ? changeRole.variables.role : m.role}
+                onChange={(v) => v && v !== m.role && changeRole.mutate({ id: m.id, role: v })}
+                allowDeselect={false}
+                {...rowProps(m)}
+              />
+            ),
+          },
+          { header: 'Since', cell: (m) => new Date(m.created_at).toLocaleDateString() },
+        ]}
+        actions={(m) => (
+          <DeleteButton remove={remove} target={m.id} label="Remove" name={`Remove ${m.user_email} (${scopeLabel(m)})`}
+            title={`Remove ${m.user_email}?`}
+            message="They lose this role at once, and their API tokens that no other membership backs are revoked. The last owner cannot be removed."
+            allowed={rowAllowed(m)} deniedHint={m.project ? PROJECT_MANAGE_HINT : MANAGE_HINT} />
+        )}
+      />
 
       <Title order={3} size="h4">
         Invitations
       </Title>
       <ProblemAlert error={invitations.error ?? revoke.error} title={revoke.error ? 'The invitation was not revoked' : undefined} />
-      {invitations.isSuccess && invitationRows.length === 0 && !invitations.hasPrevious ? (
-        <EmptyState title="No invitations">
-          Invite someone above: they get an e-mail with a link to accept, valid for a few days.
-        </EmptyState>
-      ) : (
-        <Table striped highlightOnHover aria-label="Invitations">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>E-mail</Table.Th>
-              <Table.Th>Member of</Table.Th>
-              <Table.Th>Role</Table.Th>
-              <Table.Th>Status</Table.Th>
-              <Table.Th>Expires</Table.Th>
-              <Table.Th>
-                <span className="visually-hidden">Actions</span>
-              </Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {invitationRows.map((inv) => (
-              <Table.Tr key={inv.id}>
-                <Table.Td>{inv.email}</Table.Td>
-                <Table.Td>{scopeLabel(inv)}</Table.Td>
-                <Table.Td>{inv.role}</Table.Td>
-                <Table.Td>
-                  <Badge variant="filled" color={statusColor(inv.status)}>
-                    {inv.status}
-                  </Badge>
-                </Table.Td>
-                <Table.Td>{new Date(inv.expires_at).toLocaleString()}</Table.Td>
-                <Table.Td ta="right">
-                  {inv.status === 'pending' && (
-                    <ConfirmButton
-                      label="Revoke"
-                      aria-label={`Revoke the invitation of ${inv.email}`}
-                      title={`Revoke the invitation of ${inv.email}?`}
-                      message="The e-mailed link stops working. You can invite them again later."
-                      color="red.9"
-                      variant="outline"
-                      size="xs"
-                      allowed={rowAllowed(inv)}
-                      deniedHint={inv.project ? PROJECT_MANAGE_HINT : MANAGE_HINT}
-                      loading={revoke.isPending && revoke.variables === inv.id}
-                      onConfirm={() => revoke.mutate(inv.id)}
-                    />
-                  )}
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
-      <Pager pageNumber={invitations.pageNumber} hasNext={invitations.hasNext} hasPrevious={invitations.hasPrevious}
-        onNext={invitations.goNext} onPrevious={invitations.goPrevious} loading={invitations.isFetching} />
+      <ResourceTable
+        label="Invitations"
+        rows={invitationRows}
+        rowKey={(inv) => inv.id}
+        list={invitations}
+        empty={{ title: 'No invitations', text: 'Invite someone above: they get an e-mail with a link to accept, valid for a few days.' }}
+        columns={[
+          { header: 'E-mail', cell: (inv) => inv.email },
+          { header: 'Member of', cell: (inv) => scopeLabel(inv) },
+          { header: 'Role', cell: (inv) => inv.role },
+          { header: 'Status', cell: (inv) => <Badge variant="filled" color={statusColor(inv.status)}>{inv.status}</Badge> },
+          { header: 'Expires', cell: (inv) => new Date(inv.expires_at).toLocaleString() },
+        ]}
+        actions={(inv) => inv.status === 'pending' && (
+          <DeleteButton remove={revoke} target={inv.id} label="Revoke" name={`Revoke the invitation of ${inv.email}`}
+            title={`Revoke the invitation of ${inv.email}?`}
+            message="The e-mailed link stops working. You can invite them again later."
+            allowed={rowAllowed(inv)} deniedHint={inv.project ? PROJECT_MANAGE_HINT : MANAGE_HINT} />
+        )}
+      />
     </Stack>
   )
 }

@@ -1,15 +1,17 @@
-import { Alert, Badge, Button, Code, CopyButton, Group, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
-import { useMutation, useQueryClient } from '@tanstack/react-query'
-import { useSubmitOnce } from '../hooks/useSubmitOnce'
+import { Alert, Badge, Button, Code, CopyButton, Group, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type ApiToken, type ApiTokenCreated } from '../api/client'
 import { useScope } from '../auth/scope'
 import { useSession } from '../auth/session'
-import { ConfirmButton } from '../components/ConfirmButton'
-import { EmptyState } from '../components/EmptyState'
-import { Pager } from '../components/Pager'
-import { ProblemAlert, fieldError } from '../components/ProblemAlert'
+import { CreateForm } from '../components/CreateForm'
+import { DeleteButton } from '../components/DeleteButton'
+import { ChoiceFilter, FilterBar } from '../components/ListFilters'
+import { ProblemAlert } from '../components/ProblemAlert'
+import { ResourceTable } from '../components/ResourceTable'
+import { useCreateForm } from '../hooks/useCreateForm'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+import { useRemove } from '../hooks/useRemove'
 
 export const LIFETIMES = [
   { value: '7', label: '7 days' },
@@ -43,46 +45,46 @@ function when(value: string | null | undefined, none: string): string {
   return value ? new Date(value).toLocaleString() : none
 }
 
-/** The caller's API tokens (`/tokens/?user_email=`): create one (the secret shown once), revoke one. */
+/** The `/tokens/` filters as sent: `revoked` and `scope` when chosen. */
+export function tokenFilterQuery(query: { revoked?: 'true' | 'false'; scope?: 'read' | 'write' }) {
+  return {
+    ...(query.revoked ? { revoked: query.revoked === 'true' } : {}),
+    ...(query.scope ? { scope: query.scope } : {}),
+  }
+}
+
+/** The caller's API tokens (`/tokens/?user_email=`): create one (the secret shown once), revoke one; filter by state
+ * (`revoked`) and scope. */
 export function TokensPage() {
   const { project, organization, organizations, projects } = useScope()
   const session = useSession()
   const email = session.data?.email ?? ''
-  const qc = useQueryClient()
   const names = new Map<string, string>([
     ...organizations.map((o) => [o.id, o.name] as [string, string]),
     ...projects.map((p) => [p.id, p.name] as [string, string]),
   ])
-  const tokens = usePaged(['tokens', email], (cursor) =>
-    unwrap(api.GET('/api/v1/tokens/', { params: { query: { user_email: email, cursor, page_size: 50 } } })),
+  const filters = useListFilters({ revoked: null as 'true' | 'false' | null, scope: null as 'read' | 'write' | null })
+  const tokens = usePaged(['tokens', email, filters.query], (cursor) =>
+    unwrap(api.GET('/api/v1/tokens/', {
+      params: { query: { user_email: email, ...tokenFilterQuery(filters.query), cursor, page_size: 50 } },
+    })),
   { enabled: Boolean(email) })
-  const [name, setName] = useState('')
-  const [tokenScope, setTokenScope] = useState<'read' | 'write'>('read')
-  const [binding, setBinding] = useState<'project' | 'organization'>('project')
-  const [days, setDays] = useState('90')
   const [created, setCreated] = useState<ApiTokenCreated | null>(null)
-  const create = useMutation({
-    mutationFn: (): Promise<ApiTokenCreated> =>
+  const create = useCreateForm({ name: '', scope: 'read' as 'read' | 'write', binding: 'project' as 'project' | 'organization', days: '90' }, {
+    mutationFn: (v, idempotencyKey): Promise<ApiTokenCreated> =>
       unwrap(api.POST('/api/v1/tokens/', {
-        params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
-        body: tokenBody({ name, scope: tokenScope, binding, days: Number(days) },
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
+        body: tokenBody({ ...v, days: Number(v.days) },
           { project: project?.id ?? '', organization: project?.organization ?? organization?.id ?? '' }),
       })),
-    onSuccess: (token) => {
-      setCreated(token)
-      setName('')
-      void qc.invalidateQueries({ queryKey: ['tokens'] })
-    },
+    invalidate: ['tokens'],
+    clear: ['name'],
+    onSuccess: (token) => setCreated(token),
   })
-  const revoke = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/tokens/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['tokens'] }),
-  })
-  const submitCreate = useSubmitOnce(create)
+  const revoke = useRemove((id: string) => unwrap(api.DELETE('/api/v1/tokens/{id}/', { params: { path: { id } } })), ['tokens'])
   const submit = (event: FormEvent) => {
-    event.preventDefault()
     setCreated(null)
-    submitCreate()
+    create.submit(event)
   }
   const rows = tokens.data?.results ?? []
   const orgName = names.get(project?.organization ?? '') ?? organization?.name ?? 'the organization'
@@ -94,62 +96,43 @@ export function TokensPage() {
         Tokens let scripts, the CLI and Terraform use the API as you (<code>Authorization: Bearer …</code>). A token
         never grants more than your own roles; a read token cannot change anything.
       </Text>
-      <Paper withBorder p="md" component="section" aria-labelledby="create-token">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="create-token">
-              Create a token
-            </Title>
-            <ProblemAlert error={create.error} title="The token was not created" shownFields={['name', 'scope', 'expires_at']} />
-            <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
-              <TextInput
-                label="Name"
-                description="What it is for, e.g. terraform-ci"
-                required
-                maxLength={100}
-                value={name}
-                onChange={(e) => setName(e.currentTarget.value)}
-                error={fieldError(create.error, 'name')}
-              />
-              <Select
-                label="Scope"
-                description="Read only, or read and write"
-                data={[{ value: 'read', label: 'read' }, { value: 'write', label: 'write' }]}
-                value={tokenScope}
-                onChange={(v) => v && setTokenScope(v as 'read' | 'write')}
-                allowDeselect={false}
-                error={fieldError(create.error, 'scope')}
-              />
-              <Select
-                label="Works in"
-                description="One project, or the whole organization"
-                data={[
-                  { value: 'project', label: `project ${project?.name ?? ''}` },
-                  { value: 'organization', label: `organization ${orgName}` },
-                ]}
-                value={binding}
-                onChange={(v) => v && setBinding(v as 'project' | 'organization')}
-                allowDeselect={false}
-                error={fieldError(create.error, 'project') ?? fieldError(create.error, 'organization')}
-              />
-              <Select
-                label="Expires after"
-                description="It stops working then"
-                data={LIFETIMES}
-                value={days}
-                onChange={(v) => v && setDays(v)}
-                allowDeselect={false}
-                error={fieldError(create.error, 'expires_at')}
-              />
-            </SimpleGrid>
-            <Group>
-              <Button type="submit" loading={create.isPending}>
-                Create token
-              </Button>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="create-token" title="Create a token" error={create.error} errorTitle="The token was not created"
+        fields={['name', 'scope', 'expires_at']} onSubmit={submit} submitLabel="Create token"
+        loading={create.mutation.isPending} allowed>
+        <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
+          <TextInput label="Name" description="What it is for, e.g. terraform-ci" required maxLength={100} {...create.text('name')} />
+          <Select
+            label="Scope"
+            description="Read only, or read and write"
+            data={[{ value: 'read', label: 'read' }, { value: 'write', label: 'write' }]}
+            value={create.values.scope}
+            onChange={(v) => v && create.set('scope', v as 'read' | 'write')}
+            allowDeselect={false}
+            error={create.errorOf('scope')}
+          />
+          <Select
+            label="Works in"
+            description="One project, or the whole organization"
+            data={[
+              { value: 'project', label: `project ${project?.name ?? ''}` },
+              { value: 'organization', label: `organization ${orgName}` },
+            ]}
+            value={create.values.binding}
+            onChange={(v) => v && create.set('binding', v as 'project' | 'organization')}
+            allowDeselect={false}
+            error={create.errorOf('project') ?? create.errorOf('organization')}
+          />
+          <Select
+            label="Expires after"
+            description="It stops working then"
+            data={LIFETIMES}
+            value={create.values.days}
+            onChange={(v) => v && create.set('days', v)}
+            allowDeselect={false}
+            error={create.errorOf('expires_at')}
+          />
+        </SimpleGrid>
+      </CreateForm>
       {created && (
         <Alert color="green" data-testid="new-token" withCloseButton aria-labelledby="new-token-title"
           closeButtonLabel="Dismiss" onClose={() => setCreated(null)}>
@@ -177,69 +160,40 @@ export function TokensPage() {
           </Stack>
         </Alert>
       )}
+      <FilterBar label="Filter API tokens">
+        <ChoiceFilter filters={filters} param="revoked" label="Filter by state" placeholder="Active and revoked"
+          data={[{ value: 'false', label: 'active' }, { value: 'true', label: 'revoked' }]} />
+        <ChoiceFilter filters={filters} param="scope" label="Filter by scope" placeholder="Any scope" data={['read', 'write']} />
+      </FilterBar>
       <ProblemAlert error={tokens.error ?? revoke.error} title={revoke.error ? 'The token was not revoked' : undefined} />
-      {tokens.isSuccess && rows.length === 0 && !tokens.hasPrevious ? (
-        <EmptyState title="No API tokens yet">
-          Create one above for the CLI, Terraform or a CI job; it is shown once, so store it in your secret manager.
-        </EmptyState>
-      ) : (
-        <Table striped highlightOnHover aria-label="API tokens">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Prefix</Table.Th>
-              <Table.Th>Scope</Table.Th>
-              <Table.Th>Works in</Table.Th>
-              <Table.Th>Expires</Table.Th>
-              <Table.Th>Last used</Table.Th>
-              <Table.Th>
-                <span className="visually-hidden">Actions</span>
-              </Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((token) => (
-              <Table.Tr key={token.id}>
-                <Table.Td>{token.name}</Table.Td>
-                <Table.Td>
-                  <Code>{token.prefix}</Code>
-                </Table.Td>
-                <Table.Td>{token.scope}</Table.Td>
-                <Table.Td>{bindingLabel(token, names)}</Table.Td>
-                <Table.Td>{when(token.expires_at, 'never')}</Table.Td>
-                <Table.Td>{when(token.last_used_at, 'never')}</Table.Td>
-                <Table.Td ta="right">
-                  {token.revoked_at ? (
-                    <Badge color="gray.7" variant="filled" title={when(token.revoked_at, '')}>
-                      revoked
-                    </Badge>
-                  ) : (
-                    <ConfirmButton
-                      label="Revoke"
-                      aria-label={`Revoke token ${token.name}`}
-                      title={`Revoke the token “${token.name}”?`}
-                      message="Anything using it gets 401 from now on, and so do the tokens minted with it. This cannot be undone."
-                      color="red.9"
-                      variant="outline"
-                      size="xs"
-                      allowed
-                      loading={revoke.isPending && revoke.variables === token.id}
-                      onConfirm={() => revoke.mutate(token.id)}
-                    />
-                  )}
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
-      <Pager
-        pageNumber={tokens.pageNumber}
-        hasNext={tokens.hasNext}
-        hasPrevious={tokens.hasPrevious}
-        onNext={tokens.goNext}
-        onPrevious={tokens.goPrevious}
-        loading={tokens.isFetching}
+      <ResourceTable
+        label="API tokens"
+        noun="tokens"
+        rows={rows}
+        rowKey={(token) => token.id}
+        list={tokens}
+        filters={filters}
+        empty={{
+          title: 'No API tokens yet',
+          text: 'Create one above for the CLI, Terraform or a CI job; it is shown once, so store it in your secret manager.',
+        }}
+        columns={[
+          { header: 'Name', cell: (token) => token.name },
+          { header: 'Prefix', cell: (token) => <Code>{token.prefix}</Code> },
+          { header: 'Scope', cell: (token) => token.scope },
+          { header: 'Works in', cell: (token) => bindingLabel(token, names) },
+          { header: 'Expires', cell: (token) => when(token.expires_at, 'never') },
+          { header: 'Last used', cell: (token) => when(token.last_used_at, 'never') },
+        ]}
+        actions={(token) => token.revoked_at ? (
+          <Badge color="gray.7" variant="filled" title={when(token.revoked_at, '')}>
+            revoked
+          </Badge>
+        ) : (
+          <DeleteButton remove={revoke} target={token.id} label="Revoke" name={`Revoke token ${token.name}`}
+            title={`Revoke the token “${token.name}”?`} allowed
+            message="Anything using it gets 401 from now on, and so do the tokens minted with it. This cannot be undone." />
+        )}
       />
     </Stack>
   )
