@@ -8,12 +8,12 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import Exists, OuterRef, Q, QuerySet, Sum
+from django.db import connection
+from django.db.models import Q, QuerySet, Sum
 
 from apps.core import clock
 from apps.core.errors import NotFound
-from apps.inventory.models import Gpu, GpuInstance, Host, Region, Zone
+from apps.inventory.models import Host, Region, Zone
 
 from .models import GPU_SLICES, Allocation, ResourceClass
 
@@ -116,6 +116,21 @@ def _mig_summary(instances: list[str]) -> str:
     return " ".join(f"{p}×{n}" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
+#: The heat map's GPUs: whether a live allocation holds each and its MIG GPU instances' profiles (by start slice),
+#: both joined as sets. As correlated subqueries per GPU (16,000 of them) the plan's estimated cost made PostgreSQL
+#: JIT-compile it, which took three quarters of the query's 0.4 s.
+FLEET_GPUS_SQL = """
+SELECT g.host_id, g.index, g.model, g.mode, g.health, g.scrub_state,
+  g.id IN (SELECT a.gpu_id FROM scheduling_allocation a WHERE a.gpu_id IS NOT NULL AND a.period @> %(at)s) AS allocated,
+  p.profiles
+FROM inventory_gpu g JOIN inventory_host h ON h.id = g.host_id
+LEFT JOIN (SELECT gpu_id, array_agg(profile ORDER BY start) AS profiles FROM inventory_gpuinstance GROUP BY gpu_id) p
+  ON p.gpu_id = g.id
+WHERE h.state <> 'retired'
+ORDER BY g.host_id, g.index
+"""
+
+
 def fleet_summary(actor) -> dict:
     """The whole fleet as the admin portal's heat map, in four queries whatever its size: regions → zones →
     racks → hosts (condition, agent heartbeat, GPU model, MIG layout) → GPUs (heat-map state, mode, health,
@@ -128,11 +143,9 @@ def fleet_summary(actor) -> dict:
     hosts = list(Host.objects.exclude(state="retired").order_by("zone__name", "rack__name", "rack_unit", "name")
                  .values_list("id", "name", "zone_id", "rack__name", "rack_unit", "state", "state_reason",
                               "state_changed_at", "last_heartbeat_at", "agent_version", "provisioning_kind"))
-    gpus = (Gpu.objects.exclude(host__state="retired").order_by("host_id", "index")
-            .annotate(allocated=Exists(Allocation.objects.filter(_current(at), gpu_id=OuterRef("pk"))),
-                      profiles=ArraySubquery(GpuInstance.objects.filter(gpu_id=OuterRef("pk")).order_by("start")
-                                             .values("profile")))
-            .values_list("host_id", "index", "model", "mode", "health", "scrub_state", "allocated", "profiles"))
+    with connection.cursor() as cur:
+        cur.execute(FLEET_GPUS_SQL, {"at": at})
+        gpus = cur.fetchall()
     zones = list(Zone.objects.order_by("name").values_list("id", "name", "region_id"))
     regions = list(Region.objects.order_by("name").values_list("id", "name"))
 
@@ -142,7 +155,7 @@ def fleet_summary(actor) -> dict:
     totals = dict.fromkeys(GPU_MAP_STATES, 0)
     models: set[str] = set()
     gpu_count = 0
-    for host_id, index, model, mode, health, scrub_state, allocated, profiles in gpus.iterator(chunk_size=5000):
+    for host_id, index, model, mode, health, scrub_state, allocated, profiles in gpus:
         state = _gpu_map_state(health, scrub_state, allocated)
         totals[state] += 1
         gpu_count += 1
