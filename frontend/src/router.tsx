@@ -6,7 +6,7 @@ import { useSession } from './auth/session'
 import { Layout } from './components/Layout'
 import { ProblemAlert } from './components/ProblemAlert'
 import { NotFoundPage } from './pages/NotFound'
-import { prefetchFleet } from './pages/admin/queries'
+import { prefetchCapacity, prefetchFleet } from './pages/admin/queries'
 import { SignInPage } from './pages/SignIn'
 
 // Screens load on first visit (one chunk each), so sign-in and the shell download first.
@@ -99,7 +99,7 @@ export const router = createBrowserRouter([
           { path: 'staff/billing/invoice-runs/:id', element: screen(<adminBilling.run />) },
           { path: 'staff/billing/invoices', element: screen(<adminBilling.invoices />) },
           { path: 'staff/billing/invoices/:id', element: screen(<adminBilling.invoice />) },
-          { path: 'staff/capacity', element: screen(<AdminCapacityPage />), loader: prefetchFleet },
+          { path: 'staff/capacity', element: screen(<AdminCapacityPage />), loader: prefetchCapacity },
           { path: 'staff/tenants', element: screen(<AdminTenantsPage />) },
           { path: 'staff/incidents', element: screen(<AdminIncidentsPage />) },
           { path: '*', element: <NotFoundPage /> },

@@ -1,14 +1,13 @@
 import { Button, Group, Stack, Table, Text, Title } from '@mantine/core'
 import { useQuery } from '@tanstack/react-query'
 import { useState } from 'react'
-import { ApiError, api, unwrap } from '../../api/client'
+import { ApiError } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert } from '../../components/ProblemAlert'
 import { NotFoundPage } from '../NotFound'
-import { capacityCsv, capacityRows, totalRow, windows, type CapacityRow } from './capacity'
-import { fleetQuery } from './queries'
+import { capacityCsv, capacityRows, totalRow, type CapacityRow } from './capacity'
+import { CAPACITY_WEEKS as WEEKS, calendarQuery, currentCapacityWindows, fleetQuery } from './queries'
 
-const WEEKS = 4
 const n = (v: number) => v.toLocaleString('en-US')
 const day = (iso: string) => new Date(iso).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' })
 
@@ -48,14 +47,11 @@ function Figures({ r, head }: { r: CapacityRow; head?: boolean }) {
 export function AdminCapacityPage() {
   const me = useMe()
   const staff = Boolean(me.data?.staff_role)
-  const [win] = useState(() => windows(new Date(), WEEKS))
+  const [win] = useState(() => currentCapacityWindows())
+  // all three started by the route's loader, beside the session check (queries.ts)
   const summary = useQuery(fleetQuery)
-  const calendar = (key: string, q: { start: string; end: string; step_s: number }) => ({
-    queryKey: ['capacity', key, q.start], enabled: staff,
-    queryFn: () => unwrap(api.GET('/api/v1/capacity/', { params: { query: q } })),
-  })
-  const now = useQuery(calendar('now', win.now))
-  const ahead = useQuery(calendar('ahead', win.ahead))
+  const now = useQuery(calendarQuery('now', win.now))
+  const ahead = useQuery(calendarQuery('ahead', win.ahead))
   if (me.isPending) return null
   if (!staff || (summary.error instanceof ApiError && summary.error.status === 404)) return <NotFoundPage />
   const ready = Boolean(summary.data && now.data && ahead.data)
