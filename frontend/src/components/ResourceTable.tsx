@@ -27,6 +27,16 @@ export interface ListFilterState {
   clear: () => void
 }
 
+/** The empty state of a filtered list: nothing matches the filters, and a button that clears them. */
+export function NoMatch({ noun, filters }: { noun: string; filters: ListFilterState }) {
+  return (
+    <EmptyState title={`No ${noun} match the filters`}
+      action={<Button variant="default" onClick={filters.clear}>Clear filters</Button>}>
+      Change or clear the filters to see the others.
+    </EmptyState>
+  )
+}
+
 /**
  * A list of resources as a table named `label`: one column per `columns` entry, a last right-aligned column of
  * `actions` (its header hidden but read out) when given, and the pager of a server-paged `list`. When the list
@@ -52,12 +62,7 @@ export function ResourceTable<T>({ label, rows, rowKey, columns, actions, list, 
   const isEmpty = list.isSuccess && rows.length === 0 && !list.hasPrevious
   let body: ReactNode
   if (isEmpty && filters?.active) {
-    body = (
-      <EmptyState title={`No ${noun ?? label.toLowerCase()} match the filters`}
-        action={<Button variant="default" onClick={filters.clear}>Clear filters</Button>}>
-        Change or clear the filters to see the others.
-      </EmptyState>
-    )
+    body = <NoMatch noun={noun ?? label.toLowerCase()} filters={filters} />
   } else if (isEmpty) {
     body = <EmptyState title={empty.title} action={empty.action}>{empty.text}</EmptyState>
   } else {

@@ -5,9 +5,12 @@ import { Link, useParams } from 'react-router'
 import { ApiError, api, unwrap, type InvoiceLine, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
+import { NoMatch } from '../components/ResourceTable'
 import { Pager } from '../components/Pager'
-import { ProblemAlert } from '../components/ProblemAlert'
+import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { money, notForRole, useInvoicePreview } from '../hooks/billing'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 import { NotFoundPage } from './NotFound'
 
@@ -21,6 +24,8 @@ export function duration(seconds: number | string | null | undefined): string {
   return `${Number(s.toFixed(0))} s`
 }
 
+type InvoiceStatus = Schemas['InvoiceOutputStatusEnum']
+const INVOICE_STATUSES: InvoiceStatus[] = ['draft', 'finalized', 'paid', 'void']
 const STATUS_COLORS: Record<string, string> = { draft: 'blue.8', finalized: 'violet.8', paid: 'teal.9', void: 'gray.7' }
 
 export function InvoiceStatus({ status }: { status: string | undefined }) {
@@ -294,9 +299,10 @@ export function BillingPage() {
   const oid = organization?.id ?? ''
   const preview = useInvoicePreview(oid)
   const allowed = !notForRole(preview.error)
+  const filters = useListFilters({ status: null as InvoiceStatus | null, period: '' })
   const invoices = usePaged(
-    ['invoices', oid],
-    (cursor) => unwrap(api.GET('/api/v1/invoices/', { params: { query: { organization: oid, cursor, page_size: 24 } } })),
+    ['invoices', oid, filters.query],
+    (cursor) => unwrap(api.GET('/api/v1/invoices/', { params: { query: { organization: oid, ...filters.query, cursor, page_size: 24 } } })),
     // the preview's answer says whether the caller reads this organization's bills
     { enabled: Boolean(oid) && (preview.isSuccess || (preview.isError && allowed)) },
   )
@@ -362,8 +368,12 @@ export function BillingPage() {
       <Title order={3} size="h4">
         Invoices
       </Title>
-      <ProblemAlert error={invoices.error} />
-      {invoices.isSuccess && rows.length === 0 && !invoices.hasPrevious ? (
+      <FilterBar label="Filter invoices">
+        <ChoiceFilter filters={filters} param="status" label="Filter by status" placeholder="Any status" data={INVOICE_STATUSES} />
+        <SearchFilter filters={filters} param="period" label="Filter by month" placeholder="Month, e.g. 2026-11" w={180} />
+      </FilterBar>
+      <ProblemAlert error={invoices.error} title={fieldError(invoices.error, 'period') ? 'Type the month as YYYY-MM' : undefined} />
+      {invoices.isSuccess && rows.length === 0 && !invoices.hasPrevious ? filters.active ? <NoMatch noun="invoices" filters={filters} /> : (
         <EmptyState title="No invoices yet">
           An invoice is issued after each month closes; the month to date above shows what this one comes to so far.
         </EmptyState>

@@ -3,15 +3,21 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useMemo, useState, type FormEvent } from 'react'
 import { Link } from 'react-router'
-import { api, unwrap } from '../api/client'
+import { api, unwrap, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
+import { NoMatch } from '../components/ResourceTable'
 import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { StatusBadge } from '../components/StatusBadge'
 import { WriteButton } from '../components/WriteButton'
 import { byId, gpuLabel, imageLabel, useFlavors, useImages } from '../hooks/catalog'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+
+type ClusterStatus = Schemas['ClusterOutputStatusEnum']
+const CLUSTER_STATUSES: ClusterStatus[] = ['pending', 'active', 'deleting', 'deleted', 'error']
 
 export interface ClusterForm {
   name: string
@@ -58,7 +64,8 @@ export function ClustersPage() {
     queryKey: ['subnets', pid],
     queryFn: () => unwrap(api.GET('/api/v1/subnets/', { params: { query: { project: pid, page_size: 500 } } })),
   })
-  const clusters = usePaged(['clusters', pid], (cursor) =>
+  const filters = useListFilters({ name_contains: '', status: null as ClusterStatus | null })
+  const clusters = usePaged(['clusters', pid, filters.query], (cursor) =>
     unwrap(api.GET('/api/v1/clusters/', { params: { query: { project: pid, cursor, page_size: 20 } } })),
   { refetchInterval: 2000 })
   const [form, setForm] = useState<ClusterForm>(EMPTY)
@@ -130,8 +137,12 @@ export function ClustersPage() {
           </Stack>
         </form>
       </Paper>
+      <FilterBar label="Filter clusters">
+        <SearchFilter filters={filters} />
+        <ChoiceFilter filters={filters} param="status" label="Filter by status" placeholder="Any status" data={CLUSTER_STATUSES} />
+      </FilterBar>
       <ProblemAlert error={clusters.error} />
-      {clusters.isSuccess && rows.length === 0 && !clusters.hasPrevious ? (
+      {clusters.isSuccess && rows.length === 0 && !clusters.hasPrevious ? filters.active ? <NoMatch noun="clusters" filters={filters} /> : (
         <EmptyState title="No clusters yet">
           Create one above: choose a flavor and how many instances; they are placed together or not at all.
         </EmptyState>

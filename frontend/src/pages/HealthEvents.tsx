@@ -2,16 +2,25 @@ import { Anchor, Badge, Code, Group, Stack, Table, Text, Title } from '@mantine/
 import { useQueries } from '@tanstack/react-query'
 import { Link, useSearchParams } from 'react-router'
 import { api, unwrap, type Schemas } from '../api/client'
+import type { paths } from '../api/schema'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar } from '../components/ListFilters'
+import { NoMatch } from '../components/ResourceTable'
 import { Pager } from '../components/Pager'
 import { ProblemAlert } from '../components/ProblemAlert'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 
 export type HealthEvent = Schemas['HealthEventOutput']
 
 // Words for the fault classes of the provider's classification table (apps/health/classification.yaml); a class
 // not listed here reads as its own name with spaces.
+type EventKind = NonNullable<NonNullable<paths['/api/v1/health-events/']['get']['parameters']['query']>['kind']>
+const EVENT_KINDS: { value: EventKind; label: string }[] = (['xid', 'ecc_dbe', 'ecc_sbe', 'row_remap_failure', 'thermal', 'pcie_degraded',
+  'fallen_off_bus', 'nvlink_down', 'ib_port_down', 'heartbeat_lost', 'device_op_failed', 'tenant_report'] as EventKind[])
+  .map((k) => ({ value: k, label: k === 'xid' ? 'XID' : k.replaceAll('_', ' ') }))
+
 const CLASS_WORDS: Record<string, string> = {
   application: 'Application error',
   ecc_contained: 'GPU memory error (contained)',
@@ -51,9 +60,10 @@ export function HealthEventsPage() {
   const pid = project?.id ?? ''
   const [params] = useSearchParams()
   const instance = params.get('instance') ?? ''
-  const events = usePaged(['health-events', pid, instance], (cursor) =>
+  const filters = useListFilters({ kind: null as EventKind | null })
+  const events = usePaged(['health-events', pid, instance, filters.query], (cursor) =>
     unwrap(api.GET('/api/v1/health-events/', {
-      params: { query: { project: pid, cursor, page_size: 25, ...(instance ? { resource_id: instance } : {}) } },
+      params: { query: { project: pid, ...filters.query, cursor, page_size: 25, ...(instance ? { resource_id: instance } : {}) } },
     })),
   { enabled: Boolean(pid), refetchInterval: 10_000 })
   const rows = events.data?.results ?? []
@@ -86,8 +96,11 @@ export function HealthEventsPage() {
           </Anchor>
         </Group>
       )}
+      <FilterBar label="Filter health events">
+        <ChoiceFilter filters={filters} param="kind" label="Filter by fault" placeholder="Any fault" data={EVENT_KINDS} w={220} />
+      </FilterBar>
       <ProblemAlert error={events.error} />
-      {events.isSuccess && rows.length === 0 && !events.hasPrevious ? (
+      {events.isSuccess && rows.length === 0 && !events.hasPrevious ? filters.active ? <NoMatch noun="health events" filters={filters} /> : (
         <EmptyState title="No health events">
           Nothing has gone wrong on the hardware under {instance ? 'this instance' : 'your instances'}. Events appear here
           as the provider's monitoring reports them.

@@ -1,13 +1,15 @@
-import { Anchor, Button, Group, Select, Stack, Table, Text, Title } from '@mantine/core'
-import { useState } from 'react'
+import { Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core'
 import { Link } from 'react-router'
 import { api, unwrap, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
 import { Pager } from '../components/Pager'
 import { ProblemAlert } from '../components/ProblemAlert'
+import { NoMatch } from '../components/ResourceTable'
 import { StatusBadge } from '../components/StatusBadge'
 import { byId, gpuLabel, useFlavors } from '../hooks/catalog'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 
 type Status = Schemas['InstanceOutputStatusEnum']
@@ -18,13 +20,14 @@ export const PAGE_SIZE = 20
 export function InstancesPage() {
   const { project, canWrite } = useScope()
   const pid = project?.id ?? ''
-  const [status, setStatus] = useState<Status | null>(null)
+  const filters = useListFilters({ status: null as Status | null, name_contains: '' })
+  const status = filters.query.status
   const flavors = byId(useFlavors().data)
   const list = usePaged(
-    ['instances', pid, status ?? 'all'],
+    ['instances', pid, filters.query],
     (cursor) =>
       unwrap(api.GET('/api/v1/instances/', {
-        params: { query: { project: pid, cursor, page_size: PAGE_SIZE, ...(status ? { status } : {}) } },
+        params: { query: { project: pid, cursor, page_size: PAGE_SIZE, ...filters.query } },
       })),
     { refetchInterval: 2000 },
   )
@@ -35,18 +38,10 @@ export function InstancesPage() {
       <Group justify="space-between">
         <Title order={2}>Instances</Title>
         <Group>
-          <Select
-            aria-label="Filter by status"
-            placeholder="Any status"
-            clearable
-            data={STATUSES}
-            value={status}
-            onChange={(v) => {
-              setStatus(v as Status | null)
-              list.reset()
-            }}
-            w={180}
-          />
+          <FilterBar label="Filter instances">
+            <SearchFilter filters={filters} />
+            <ChoiceFilter filters={filters} param="status" label="Filter by status" placeholder="Any status" data={STATUSES} />
+          </FilterBar>
           <Button component={Link} to="/instances/new" disabled={!canWrite}>
             Launch instance
           </Button>
@@ -54,14 +49,14 @@ export function InstancesPage() {
       </Group>
       <ProblemAlert error={list.error} />
       {list.isSuccess && rows.length === 0 && !list.hasPrevious ? (
-        <EmptyState
-          title={status ? `No ${status} instances` : 'No instances yet'}
-          action={canWrite && !status ? <Button component={Link} to="/instances/new">Launch an instance</Button> : undefined}
-        >
-          {status
-            ? 'Clear the status filter to see the others.'
-            : 'Launch a GPU instance: choose a flavor, an image and your SSH key; it is usually active within a minute.'}
-        </EmptyState>
+        filters.active ? <NoMatch noun="instances" filters={filters} /> : (
+          <EmptyState
+            title="No instances yet"
+            action={canWrite ? <Button component={Link} to="/instances/new">Launch an instance</Button> : undefined}
+          >
+            Launch a GPU instance: choose a flavor, an image and your SSH key; it is usually active within a minute.
+          </EmptyState>
+        )
       ) : (
         <Table striped highlightOnHover aria-label="Instances">
           <Table.Thead>

@@ -7,11 +7,14 @@ import { api, unwrap, type Flavor, type Lease, type Schemas } from '../api/clien
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
+import { NoMatch } from '../components/ResourceTable'
 import { LeaseCalendar } from '../components/LeaseCalendar'
 import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { useFlavors } from '../hooks/catalog'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 
 type Kind = 'gpus' | 'hosts' | 'mig'
@@ -268,6 +271,8 @@ function OnDemandQueue({ project }: { project: string }) {
   )
 }
 
+const LEASE_STATUSES: Lease['status'][] = ['requested', 'confirmed', 'active', 'ending', 'ended', 'cancelled', 'rejected']
+
 function browserZone(): string {
   try {
     return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
@@ -284,9 +289,10 @@ export function LeasesPage() {
   const pid = project?.id ?? ''
   const flavors = useFlavors()
   const { models, profiles } = leaseChoices(flavors.data ?? [])
+  const filters = useListFilters({ name_contains: '', status: null as Lease['status'] | null })
   const leases = usePaged(
-    ['leases', pid],
-    (cursor) => unwrap(api.GET('/api/v1/leases/', { params: { query: { project: pid, cursor, page_size: 20 } } })),
+    ['leases', pid, filters.query],
+    (cursor) => unwrap(api.GET('/api/v1/leases/', { params: { query: { project: pid, ...filters.query, cursor, page_size: 20 } } })),
     { refetchInterval: 5000 },
   )
   const [form, setForm] = useState<LeaseForm>({
@@ -370,8 +376,12 @@ export function LeasesPage() {
         </form>
       </Paper>
       {leases.isSuccess && rows.length > 0 && <LeaseCalendar leases={rows} size={leaseSize} />}
+      <FilterBar label="Filter leases">
+        <SearchFilter filters={filters} />
+        <ChoiceFilter filters={filters} param="status" label="Filter by status" placeholder="Any status" data={LEASE_STATUSES} />
+      </FilterBar>
       <ProblemAlert error={leases.error ?? cancel.error} title={cancel.error ? 'The lease was not cancelled' : undefined} />
-      {leases.isSuccess && rows.length === 0 && !leases.hasPrevious ? (
+      {leases.isSuccess && rows.length === 0 && !leases.hasPrevious ? filters.active ? <NoMatch noun="leases" filters={filters} /> : (
         <EmptyState title="No leases yet">
           Request one above to have GPUs held for this project over a window, for a training run or an event.
         </EmptyState>

@@ -6,14 +6,19 @@ import { api, unwrap, type Instance, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
 import { EmptyState } from '../components/EmptyState'
+import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
+import { NoMatch } from '../components/ResourceTable'
 import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { StatusBadge } from '../components/StatusBadge'
 import { WriteButton } from '../components/WriteButton'
+import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 
 export type Volume = Schemas['VolumeOutput']
 export type VolumeType = Schemas['VolumeTypeOutput']
+const VOLUME_STATUSES: Volume['status'][] = ['creating', 'available', 'attaching', 'in-use', 'detaching', 'extending',
+  'deleting', 'deleted', 'error']
 export type Snapshot = Schemas['SnapshotOutput']
 
 /** Volume and snapshot statuses an operation is still working on (the list polls every 2 s; snapshots while one
@@ -80,9 +85,10 @@ export function VolumesPage() {
     enabled: Boolean(pid),
     refetchInterval: (q) => ((q.state.data?.results ?? []).some((s) => VOLUME_BUSY.has(s.status)) ? 2000 : false),
   })
+  const filters = useListFilters({ name_contains: '', status: null as Volume['status'] | null })
   const volumes = usePaged(
-    ['volumes', pid],
-    (cursor) => unwrap(api.GET('/api/v1/volumes/', { params: { query: { project: pid, cursor, page_size: 50 } } })),
+    ['volumes', pid, filters.query],
+    (cursor) => unwrap(api.GET('/api/v1/volumes/', { params: { query: { project: pid, ...filters.query, cursor, page_size: 50 } } })),
     { refetchInterval: 2000, enabled: Boolean(pid) },
   )
   const rows = volumes.data?.results ?? []
@@ -154,7 +160,11 @@ export function VolumesPage() {
         </form>
       </Paper>
       <ProblemAlert error={volumes.error ?? types.error} />
-      {volumes.isSuccess && rows.length === 0 && !volumes.hasPrevious ? (
+      <FilterBar label="Filter volumes">
+        <SearchFilter filters={filters} />
+        <ChoiceFilter filters={filters} param="status" label="Filter by status" placeholder="Any status" data={VOLUME_STATUSES} />
+      </FilterBar>
+      {volumes.isSuccess && rows.length === 0 && !volumes.hasPrevious ? filters.active ? <NoMatch noun="volumes" filters={filters} /> : (
         <EmptyState title="No volumes yet">
           Create a volume above, then attach it to an instance: the guest sees a new disk, and the data stays when the
           instance is deleted.
