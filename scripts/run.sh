@@ -58,5 +58,7 @@ for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 
 supervise agents var/log/agents.log $PY manage.py demo_agents --url "http://127.0.0.1:${PORT}" & loops+=($!)
 password=${DEMO_PASSWORD:-$(cat var/demo-password 2>/dev/null || true)}
 echo "gpucloud console: http://127.0.0.1:${PORT}/  (sign in as demo@example.com / ${password})"
+echo "admin portal: http://127.0.0.1:${PORT}/staff/fleet  (staff: ops@example.com operator, billing@example.com billing" \
+  "admin, support@example.com read-only; password ${password}; code: $PY manage.py demo_code)"
 echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
 wait "$web"

@@ -46,3 +46,37 @@ def test_demo_owner_signs_in_to_the_console_with_the_printed_password(settings, 
     assert signed_in.status_code == 200, signed_in.json()
     assert signed_in.json()["authenticated"] is True
     assert browser.get("/api/v1/projects/").json()["results"][0]["can_write"] is True
+
+
+@pytest.mark.django_db
+def test_demo_staff_sign_in_with_the_printed_password_and_code(settings, tmp_path, monkeypatch):
+    """`make run` prints a sign-in per staff role; each signs in with the password and the code `demo_code` prints
+    and gets its role from /me/."""
+    from rest_framework.test import APIClient
+
+    monkeypatch.delenv("DEMO_PASSWORD", raising=False)
+    settings.BASE_DIR = tmp_path
+    out = io.StringIO()
+    load_demo(out)
+    load_demo(io.StringIO())  # the same key on the second load
+    staff = dict(line.split(" sign-in (", 1)[1].split("): ", 1) for line in out.getvalue().splitlines()
+                 if line.startswith("Staff console sign-in ("))
+    assert set(staff) == {"Operator", "Billing admin", "Support (read-only)"}
+    assert "otpauth://totp/" in out.getvalue()
+    assert (tmp_path / "var" / "demo-totp-key").stat().st_mode & 0o077 == 0
+    roles = {}
+    for label, sign_in in staff.items():
+        email, password = sign_in.split(" / ")
+        browser = APIClient(enforce_csrf_checks=True)
+        csrf = browser.get("/api/v1/session/").json()["csrf_token"]
+        refused = browser.post("/api/v1/session/", {"email": email, "password": password}, format="json",
+                               HTTP_X_CSRFTOKEN=csrf)
+        assert refused.json()["code"] == "otp_required", refused.json()   # the console then asks for the code
+        code = io.StringIO()
+        call_command("demo_code", stdout=code, stderr=io.StringIO())
+        signed_in = browser.post("/api/v1/session/", {"email": email, "password": password,
+                                                      "otp_token": code.getvalue().strip()}, format="json",
+                                 HTTP_X_CSRFTOKEN=csrf)
+        assert signed_in.status_code == 200, signed_in.json()
+        roles[label] = browser.get("/api/v1/me/").json()["staff_role"]
+    assert roles == {"Operator": "operator", "Billing admin": "billing_admin", "Support (read-only)": "support"}
