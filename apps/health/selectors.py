@@ -57,3 +57,64 @@ def maintenance_by_instance(instance_ids) -> dict:
             "reason": rem.reason,
         }
     return out
+
+
+def host_workloads(host) -> dict:
+    """Staff read (the admin portal's host panel): what runs on `host` now and the VMs health moves off it.
+
+    ``{"workloads": [...], "remediations": [...]}``. A workload is an instance (or cluster member) whose host is
+    `host` and is not deleted, or a lease holding capacity on it: ``{kind (instance | cluster_member | lease), id,
+    name, status, organization {id, slug, name}, project {id, slug, name}, gpus (GPU indexes it holds now, sorted)}``,
+    instances first, by organization and name. A remediation is one of the last 20 opened off `host`, newest first:
+    ``{id, instance, name, organization {...}, status, consent_mode, deadline_at, reason, to_host (name or null),
+    created_at, finished_at}``. A constant number of queries."""
+    from django.db.models import Q
+
+    from apps.compute.models import Instance
+    from apps.compute.states import InstanceStatus
+    from apps.core import clock
+    from apps.inventory.models import Host
+    from apps.reservations.models import Lease
+    from apps.scheduling.models import Allocation
+
+    from .models import Remediation
+
+    at = clock.now()
+    held: dict = {}
+    kinds: dict = {}
+    for consumer_id, kind, index in Allocation.objects.filter(
+        Q(period__upper_inf=True) | Q(period__endswith__gt=at), period__startswith__lte=at, host_id=host.pk
+    ).values_list("consumer_id", "consumer_type", "gpu__index"):
+        kinds.setdefault(consumer_id, kind)
+        if index is not None:
+            held.setdefault(consumer_id, set()).add(index)
+
+    def org(p) -> dict:
+        o = p.organization
+        return {"id": o.pk, "slug": o.slug, "name": o.name}
+
+    def proj(p) -> dict:
+        return {"id": p.pk, "slug": p.slug, "name": p.name}
+
+    instances = Instance.objects.filter(
+        Q(host_id=host.pk) | Q(pk__in=[c for c, k in kinds.items() if k != "lease"])
+    ).exclude(status=InstanceStatus.DELETED).select_related("project__organization")
+    rows = [{"kind": "cluster_member" if i.cluster_id else "instance", "id": i.pk, "name": i.name,
+             "status": i.status, "organization": org(i.project), "project": proj(i.project),
+             "gpus": sorted(held.get(i.pk, ()))} for i in instances]
+    leases = Lease.objects.filter(pk__in=[c for c, k in kinds.items() if k == "lease"]).select_related(
+        "project__organization")
+    rows.sort(key=lambda r: (r["organization"]["name"], r["name"]))
+    rows += sorted(({"kind": "lease", "id": x.pk, "name": x.name, "status": x.status, "organization": org(x.project),
+                     "project": proj(x.project), "gpus": sorted(held.get(x.pk, ()))} for x in leases),
+                   key=lambda r: (r["organization"]["name"], r["name"]))
+
+    rems = list(Remediation.objects.filter(from_host_id=host.pk).select_related("project__organization")
+                .order_by("-created_at")[:20])
+    names = dict(Instance.objects.filter(pk__in=[r.resource_id for r in rems]).values_list("pk", "name"))
+    to_hosts = dict(Host.objects.filter(pk__in={r.to_host_id for r in rems if r.to_host_id}).values_list("pk", "name"))
+    return {"workloads": rows, "remediations": [{
+        "id": r.pk, "instance": r.resource_id, "name": names.get(r.resource_id, ""), "organization": org(r.project),
+        "status": r.status, "consent_mode": r.consent_mode, "deadline_at": r.deadline_at, "reason": r.reason,
+        "to_host": to_hosts.get(r.to_host_id), "created_at": r.created_at, "finished_at": r.finished_at}
+        for r in rems]}

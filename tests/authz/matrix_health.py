@@ -70,6 +70,8 @@ ENTRIES = [
     Entry("PUT", "/api/v1/projects/{project_id}/remediation-policy", mutation(), _policy),
     Entry("GET", "/api/v1/health-events", expect(other_org=200), _impact),
     Entry("GET", "/api/v1/health/classification", STAFF_READ),
+    Entry("GET", "/api/v1/health/hosts/{host_id}/workloads", STAFF_READ,
+          lambda w: Case(kwargs={"host_id": str(make_host("authz-h3", gpus=1).pk)})),
     # a staff write-role check on a read-only calculation: no durable change, so no audit event
     Entry("POST", "/api/v1/health/preview", STAFF_WRITE(), _preview, audited=False),
     Entry("POST", "/api/v1/agent/health-events", AGENT_ONLY, lambda w: Case(data={"kind": "thermal"})),

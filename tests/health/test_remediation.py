@@ -272,3 +272,39 @@ def test_policy_needs_a_project_admin_and_another_tenants_project_is_404(world, 
         f"/api/v1/projects/{world.project_a.pk}/remediation-policy", {"consent_mode": "sometimes"}, format="json"
     )
     assert bad.status_code == 400 and bad["Content-Type"].startswith("application/problem+json")
+
+
+def test_staff_see_what_runs_on_a_host_and_the_vms_health_moves_off_it(world, setup):
+    s = setup
+    _policy(world, "auto", notice=600)
+    inst = _launch(world, s)
+    old_host = inst.host
+    (new_host,) = [h for h in s.hosts if h.pk != old_host.pk]
+    staff = client_for(token_for(make_user("ops@workloads.test", staff_role="operator"), staff=True))
+    url = f"/api/v1/health/hosts/{old_host.pk}/workloads/"
+
+    def view(at):
+        with time_machine.travel(at, tick=False):
+            body = staff.get(url).json()
+        return ([(w["kind"], w["name"], w["status"], w["organization"]["slug"], w["project"]["slug"], w["gpus"])
+                 for w in body["workloads"]],
+                [(r["name"], r["status"], r["organization"]["slug"], r["to_host"]) for r in body["remediations"]])
+
+    org, project = world.org_a.slug, world.project_a.slug
+    assert view(FAULT) == ([("instance", "train-0", "active", org, project, list(range(8)))], [])
+    _xid79(old_host)
+    assert view(FAULT) == ([("instance", "train-0", "active", org, project, list(range(8)))],
+                           [("train-0", "notice", org, None)])
+    with time_machine.travel(FAULT + dt.timedelta(seconds=600), tick=False):
+        assert remediations_advance()["started"] == 1
+        rem = Remediation.objects.get(resource_id=inst.pk)
+        assert _finish(rem.operation_id, s.hosts).status == "succeeded"
+        assert remediations_advance()["finished"] == 1
+    after = FAULT + dt.timedelta(seconds=601)
+    assert view(after) == ([], [("train-0", "succeeded", org, new_host.name)])
+    with time_machine.travel(after, tick=False):
+        moved = staff.get(f"/api/v1/health/hosts/{new_host.pk}/workloads/").json()
+        assert [w["name"] for w in moved["workloads"]] == ["train-0"] and moved["remediations"] == []
+        # a tenant (even the instance's own) gets 404, as for a host that does not exist
+        assert world.client_a.get(url).status_code == 404
+        assert staff.get(f"/api/v1/health/hosts/{world.project_a.pk}/workloads/").status_code == 404

@@ -144,3 +144,41 @@ class ComponentIncidentOutput(Serializer):
     allowed = serializers.IntegerField()
     events_held = serializers.IntegerField()
     reason = serializers.CharField()
+
+
+class _Named(Serializer):
+    id = serializers.UUIDField()
+    slug = serializers.CharField()
+    name = serializers.CharField()
+
+
+class HostWorkloadOutput(Serializer):
+    kind = serializers.CharField(help_text="instance | cluster_member | lease")
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    status = serializers.CharField(help_text="the instance's or the lease's status")
+    organization = _Named()
+    project = _Named()
+    gpus = serializers.ListField(child=serializers.IntegerField(), help_text="indexes of the host's GPUs it holds now")
+
+
+class HostRemediationOutput(Serializer):
+    id = serializers.UUIDField()
+    instance = serializers.UUIDField()
+    name = serializers.CharField(help_text="the instance's name")
+    organization = _Named()
+    status = serializers.CharField(
+        help_text="notice | proposed | approved | running | succeeded | failed | held | cancelled")
+    consent_mode = serializers.CharField()
+    deadline_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+    to_host = serializers.CharField(allow_null=True, help_text="the host's name it moved to")
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class HostWorkloadsOutput(Serializer):
+    """What runs on a host now and the VMs health moves (or moved) off it (docs/health.md, "Remediation")."""
+
+    workloads = HostWorkloadOutput(many=True)
+    remediations = HostRemediationOutput(many=True)

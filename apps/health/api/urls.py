@@ -14,6 +14,11 @@ urlpatterns = [
     re_path(r"^health/classification/?$", views.ClassificationView.as_view(), name="health-classification"),
     re_path(r"^health/preview/?$", views.HealthPreviewView.as_view(), name="health-preview"),
     re_path(
+        r"^health/hosts/(?P<host_id>[0-9a-fA-F-]{36})/workloads/?$",
+        views.HostWorkloadsView.as_view(),
+        name="health-host-workloads",
+    ),
+    re_path(
         r"^projects/(?P<project_id>[0-9a-fA-F-]{36})/remediation-policy/?$",
         views.RemediationPolicyView.as_view(),
         name="remediation-policy",

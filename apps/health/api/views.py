@@ -72,6 +72,26 @@ class ClassificationView(APIView):
         )
 
 
+class HostWorkloadsView(APIView):
+    """Staff: what runs on a host now (instances, cluster members, leases, with their organization and the GPUs
+    they hold) and the last 20 remediations off it, newest first: the admin portal's host panel, where an operator
+    sees what a drain leaves running and where health moved the VMs. Tenants get 404."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.HostWorkloadsOutput
+
+    @extend_schema(responses={200: s.HostWorkloadsOutput, **problems({
+        404: "not_found: no such host, or the caller is not provider staff."})},
+        operation_id="health_host_workloads_retrieve")
+    def get(self, request, host_id):
+        from apps.inventory.selectors import host_list_visible_to
+
+        host = host_list_visible_to(request.user).filter(pk=host_id).first()
+        if host is None:
+            raise NotFound("No such host.")
+        return Response(s.HostWorkloadsOutput(selectors.host_workloads(host)).data)
+
+
 class HealthPreviewView(APIView):
     """What an event would trigger on its host now (row, actions, pending hooks); writes nothing."""
 
