@@ -13,7 +13,9 @@ const PART = { id: 'p1', project: PROJECT.id, fabric: 'ib-compute', name: 'train
 /** The query of the last GET of `path` seen. */
 function lastQuery(seen: Request[], path: string): Record<string, string> {
   const url = new URL(seen.filter((r) => r.method === 'GET' && new URL(r.url).pathname === path).at(-1)!.url)
-  return Object.fromEntries(url.searchParams)
+  const query: Record<string, string> = {}
+  url.searchParams.forEach((value, key) => { query[key] = value })
+  return query
 }
 
 /** The input the combobox labelled `label` types into. */
