@@ -57,6 +57,9 @@ connection = sqlite:///$dir/ironic.sqlite
 dhcp_provider = none
 
 [conductor]
+# Off by default here, as in a conductor shared with nodes that must not be cleaned: the product asks for cleaning
+# per node (the node's automated_clean field, set at enrolment), and its exit receipts read back from the node
+# history (record_step_flows_in_history, Ironic's default) whether cleaning ran.
 automated_clean = false
 
 [oslo_concurrency]

@@ -36,7 +36,15 @@ from apps.operations import workflows as wf
 from apps.operations.workflows import AGAIN, StepWait
 
 from . import conf
-from .drivers.base import ConfigDrive, DeployRequest, NodeFailed, PowerAction, ProvisionState
+from .drivers.base import (
+    ConfigDrive,
+    DeployRequest,
+    DriverError,
+    DriverTransientError,
+    NodeFailed,
+    PowerAction,
+    ProvisionState,
+)
 from .errors import Code
 from .models import BaremetalNode
 from .services import nodes as nodesvc
@@ -289,9 +297,25 @@ def action_failed(op, code: str, detail: str) -> None:
     transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
 
 
+def _history(drv, ironic_id: str):
+    """The node's history from the provisioning service; None when it keeps none (a transient error raises)."""
+    try:
+        return drv.history(ironic_id)
+    except DriverTransientError:
+        raise
+    except DriverError:
+        return None
+
+
+def _cleaning(op, node: BaremetalNode, seen) -> dict:
+    """What Ironic did about cleaning after this undeploy, read back from its node history (receipts)."""
+    return receipts.cleaning_evidence(node=node, seen=seen, events=_history(baremetal_driver(), node.ironic_id),
+                                      mark=op.state.get("history_mark"))
+
+
 def undeploy(op):
     """Tear the instance down, in two commits so a worker killed in between loses nothing: first the intent
-    (`undeploy_started_at`), the end of the instance's allocation (the tenant stops paying: cleaning is not
+    (`undeploy_started_at`, where the node's history stood: `history_mark`), the end of the instance's allocation (the tenant stops paying: cleaning is not
     billed) and the host to `maintenance` (nobody is placed on it before cleaning finished); then the request to
     Ironic, sent only while the node still carries the instance (a retry after it was sent finds it cleaning)."""
     inst = _instance(op)
@@ -307,6 +331,7 @@ def undeploy(op):
             return None  # nothing of this instance on the node (a create that failed and was recovered)
         op.state["undeploy_started_at"] = now().isoformat()
         op.state["undeploy_from"] = str(seen.state.provision)
+        op.state["history_mark"] = receipts.history_mark(_history(drv, node.ironic_id))
         instance_allocations_release(instance=inst)
         nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}")
         return AGAIN
@@ -317,9 +342,10 @@ def undeploy(op):
 
 
 def wait_cleaned(op) -> None:
-    """Wait for `available` (undeploy → cleaning → available), then return the host to service. A `clean failed`
-    node is held for staff (never handed to the next tenant) and the receipt says cleaning failed; the tenant's
-    delete completes."""
+    """Wait for `available` (undeploy → cleaning → available), then return the host to service. What cleaning
+    did is read back from Ironic (its node history after `history_mark`) for the receipt, never inferred from
+    `available`. A `clean failed` node is held for staff (never handed to the next tenant) and the receipt says
+    cleaning failed; the tenant's delete completes."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None or "undeploy_started_at" not in op.state:
@@ -327,14 +353,13 @@ def wait_cleaned(op) -> None:
     seen = baremetal_driver().get(node.ironic_id)
     if seen.state.provision == P.CLEAN_FAILED:
         nodesvc.node_observe(node, seen)
-        op.state["cleaning"] = {"result": "failed", "error": seen.state.last_error[:500],
-                                "finished_at": now().isoformat()}
+        op.state["cleaning"] = _cleaning(op, node, seen)
         nodesvc.node_hold(node=node, reason=f"cleaning failed: {seen.state.last_error}"[:1000])
         return
     if seen.state.provision != P.AVAILABLE or seen.state.target_provision is not None or seen.instance_id:
         raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
     nodesvc.node_observe(node, seen)
-    op.state["cleaning"] = {"result": "succeeded", "finished_at": now().isoformat()}
+    op.state["cleaning"] = _cleaning(op, node, seen)
     if not node.held_reason:
         nodesvc.node_return_to_service(node=node, reason="bare-metal node cleaned and available")
 
@@ -351,6 +376,8 @@ def sign_receipt(op) -> None:
     inst = _instance(op)
     node = _instance_node(inst)
     if node is not None and "undeploy_started_at" in op.state:
+        if "how" not in op.state.get("cleaning", {}):  # cleaned before its evidence was kept: read it now
+            op.state["cleaning"] = _cleaning(op, node, baremetal_driver().get(node.ironic_id))
         receipts.receipt_issue(instance=inst, node=node, operation=op)
 
 

@@ -87,3 +87,54 @@ def test_enroll_deploy_reboot_delete_on_real_ironic(world, ironic, bm_flavor):
         if seen.state.provision == "active":
             ironic.undeploy(node.ironic_id)
         ironic.delete(node.ironic_id)
+
+
+def _deploy_then_delete(world, bm_flavor, name: str) -> dict:
+    """A tenant's instance deployed and deleted through the API; returns its receipt's steps by name."""
+    create = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, name=name), format="json")
+    assert create.status_code == 202, create.content
+    op = _run(create.data["operation"]["id"])
+    assert op.status == "succeeded", (op.error_code, op.error_detail)
+    inst_id = create.data["instance"]["id"]
+    op = _run(world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"])
+    assert op.status == "succeeded", (op.error_code, op.error_detail)
+    receipt = ExitReceipt.objects.get(instance_id=inst_id)
+    assert receipt_verify(payload=receipt.payload, signature=receipt.signature,
+                          public_key_pem=public_key_info()["public_key_pem"])
+    return {s["step"]: s for s in json.loads(receipt.payload)["steps"]}
+
+
+def test_the_receipt_says_whether_ironic_cleaned_the_node(world, ironic, bm_flavor):
+    """Ironic here runs with `[conductor]automated_clean = false`: cleaning happens because the product enrolls
+    nodes with their own `automated_clean` on, and the receipt reads back what Ironic did (its node history), so an
+    operator switching cleaning off for the node in Ironic gets a receipt that says it was skipped."""
+    host = bm_host()
+    resp = world.staff_client.post("/api/v1/bare-metal/nodes/", {"host": str(host.pk), "driver": "fake-hardware"},
+                                   format="json")
+    assert _run(resp.data["operation"]["id"]).status == "succeeded"
+    node = BaremetalNode.objects.get(pk=resp.data["node"]["id"])
+    try:
+        assert ironic.get(node.ironic_id).automated_clean is True
+        before = {e.id for e in ironic.history(node.ironic_id)}
+        steps = _deploy_then_delete(world, bm_flavor, "bm-cleaned")
+        cleaned = [e for e in ironic.history(node.ironic_id)
+                   if e.id not in before and e.event_type.startswith("automated_cleaning_")]
+        assert [e.event_type for e in cleaned] == ["automated_cleaning_start", "automated_cleaning_end"]
+        step = steps["automated_cleaning"]
+        assert (step["result"], step["how"]) == ("succeeded", "simulated by fake-hardware")
+        assert "vendor.log_passthrough" in step["detail"]  # the clean step fake-hardware's conductor ran
+        assert (step["started_at"], step["finished_at"]) == (cleaned[0].created_at, cleaned[1].created_at)
+
+        ironic.api.patch_node(node.ironic_id, [{"op": "add", "path": "/automated_clean", "value": False}])
+        before = {e.id for e in ironic.history(node.ironic_id)}
+        steps = _deploy_then_delete(world, bm_flavor, "bm-not-cleaned")
+        assert not [e for e in ironic.history(node.ironic_id)
+                    if e.id not in before and e.event_type.startswith("automated_cleaning_")]
+        step = steps["automated_cleaning"]
+        assert (step["result"], step["how"], step["started_at"]) == (
+            "not_run", "skipped: automated cleaning is disabled for this node", None)
+    finally:
+        seen = ironic.get(node.ironic_id)
+        if seen.state.provision == "active":
+            ironic.undeploy(node.ironic_id)
+        ironic.delete(node.ironic_id)

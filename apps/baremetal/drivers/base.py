@@ -18,8 +18,9 @@ verbs are Ironic's (docs.openstack.org/ironic/latest/contributor/states.html); d
 
 from __future__ import annotations
 
+import ast
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
@@ -28,6 +29,7 @@ from apps.core.drivers import DriverConflict, DriverError, DriverNotFound, Drive
 
 __all__ = [
     "BaremetalDriver",
+    "CleaningRun",
     "ConfigDrive",
     "DeployRequest",
     "DriverConflict",
@@ -37,13 +39,16 @@ __all__ = [
     "EnrollRequest",
     "InspectionData",
     "Node",
+    "NodeEvent",
     "NodeFailed",
     "NodeState",
     "PowerAction",
     "PowerState",
     "ProvisionState",
     "FAILED_STATES",
+    "FLOW_PREFIXES",
     "STABLE_STATES",
+    "automated_cleaning_runs",
 ]
 
 
@@ -159,7 +164,9 @@ class EnrollRequest:
     """A node to enroll. `driver` is Ironic's hardware type (`redfish`, `ipmi`, `fake-hardware`); `driver_info`
     carries the BMC address and credentials (secrets: never logged, never returned by `Node`); `interfaces`
     overrides hardware interfaces (`{"deploy": "ramdisk", "boot": "redfish-virtual-media"}`); `macs` become the
-    node's ports (its NICs' MAC addresses, lower case)."""
+    node's ports (its NICs' MAC addresses, lower case). `automated_clean` is Ironic's per-node switch (the node's
+    `automated_clean` field): True runs automated cleaning on `provide` and after every undeploy whatever the
+    conductor's `[conductor]automated_clean` option says, False skips it, None follows that option."""
 
     name: str
     driver: str
@@ -168,6 +175,7 @@ class EnrollRequest:
     properties: Mapping[str, Any] = field(default_factory=dict)
     interfaces: Mapping[str, str] = field(default_factory=dict)
     macs: tuple[str, ...] = ()
+    automated_clean: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "driver_info", _frozen(self.driver_info))
@@ -178,7 +186,8 @@ class EnrollRequest:
 
 @dataclass(frozen=True)
 class Node:
-    """A node as the provisioning service sees it. `instance_id` is our instance's UUID while deployed."""
+    """A node as the provisioning service sees it. `instance_id` is our instance's UUID while deployed;
+    `automated_clean` the node's own cleaning switch (see `EnrollRequest`; None: the conductor's option)."""
 
     id: str
     name: str
@@ -188,9 +197,69 @@ class Node:
     properties: Mapping[str, Any] = field(default_factory=dict)
     macs: tuple[str, ...] = ()
     instance_id: str = ""
+    automated_clean: bool | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "properties", _frozen(self.properties))
+
+
+@dataclass(frozen=True)
+class NodeEvent:
+    """One entry of Ironic's node history (API 1.78): `created_at` in Ironic's clock (ISO 8601, UTC),
+    `severity` `INFO` or `ERROR`, `event_type` (`automated_cleaning_start`, `automated_cleaning_end`,
+    `deployment_start`, ..., or a state name for an error) and the conductor's text."""
+
+    id: str
+    created_at: str
+    event_type: str
+    severity: str
+    event: str
+
+
+# The conductor's step-flow records (`[conductor]record_step_flows_in_history`, on by default in Ironic 39):
+# "Starting automated cleaning with steps=[...]" and "Automated Cleaning completed successfully with steps=[...]" or
+# "Automated Cleaning aborted at step 'x' with steps=[...]" (severity ERROR). Steps are Python reprs of dicts.
+FLOW_PREFIXES = ("automated_cleaning_", "manual_cleaning_", "deployment_", "servicing_")
+
+
+@dataclass(frozen=True)
+class CleaningRun:
+    """One automated cleaning Ironic's history shows: when it started and ended (Ironic's clock), the clean steps
+    the conductor chose (`interface.step`), and how it ended: `succeeded`, `failed` (`error` names the step) or
+    `running` (no end recorded yet)."""
+
+    started_at: str
+    finished_at: str | None
+    steps: tuple[str, ...]
+    result: str
+    error: str = ""
+
+
+def _flow_steps(text: str) -> tuple[str, ...]:
+    _, sep, tail = text.partition("steps=")
+    if not sep:
+        return ()
+    try:
+        steps = ast.literal_eval(tail.strip())
+    except (ValueError, SyntaxError):
+        return ()
+    return tuple(f"{s.get('interface')}.{s.get('step')}" for s in steps if isinstance(s, dict))
+
+
+def automated_cleaning_runs(events: Sequence[NodeEvent]) -> list[CleaningRun]:
+    """The automated cleanings recorded in `events` (oldest first), in order. An end without a start (history
+    pruned) is ignored."""
+    runs: list[CleaningRun] = []
+    for ev in events:
+        if ev.event_type == "automated_cleaning_start":
+            runs.append(CleaningRun(started_at=ev.created_at, finished_at=None, steps=_flow_steps(ev.event),
+                                    result="running"))
+        elif ev.event_type == "automated_cleaning_end" and runs and runs[-1].result == "running":
+            failed = ev.severity.upper() == "ERROR" or " aborted " in ev.event
+            runs[-1] = CleaningRun(started_at=runs[-1].started_at, finished_at=ev.created_at,
+                                   steps=runs[-1].steps or _flow_steps(ev.event),
+                                   result="failed" if failed else "succeeded", error=ev.event if failed else "")
+    return runs
 
 
 @dataclass(frozen=True)
@@ -293,11 +362,16 @@ class BaremetalDriver(Protocol):
 
     def enroll(self, request: EnrollRequest) -> Node:
         """Create the node (in `enroll`) and its ports. Idempotent by name: a node of that name with the same
-        driver is returned as it is; one with another driver is a `DriverConflict`."""
+        driver is returned with missing ports added and `automated_clean` set when the request names it; one with
+        another driver is a `DriverConflict`."""
 
     def get(self, node: str) -> Node: ...
 
     def list(self) -> list[Node]: ...
+
+    def history(self, node: str) -> list[NodeEvent]:
+        """The node's history, oldest first (Ironic keeps the last `[conductor]node_history_max_entries`, 300 by
+        default). `DriverError` (`baremetal_rejected`) when the service has none (Ironic older than API 1.78)."""
 
     def delete(self, node: str) -> None:
         """Remove the node from the service. A missing node is a no-op; an active or deploying node is a

@@ -5,6 +5,11 @@ type behaves (every step finishes at once, power follows the request), so the co
 (tests/drivers/contract/test_baremetal_contract.py) runs unchanged against both. Failures are injected with
 `fail_next(node, verb)`; an unknown clean step also fails cleaning, as in Ironic. State is per instance unless a
 `shared` dict is passed (so that several driver objects built by `load_driver` see the same nodes).
+
+Automated cleaning follows Ironic's rule: it runs on `provide` and after an undeploy when the node's
+`automated_clean` is True, or None and the conductor's option (`automated_clean`, False here as in
+scripts/ironic-standalone.sh) is on; the node's history records it as Ironic 39 does (`automated_cleaning_start` /
+`_end`, fake-hardware's one step `vendor.log_passthrough`), and every deploy as `deployment_start` / `_end`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from .base import (
@@ -23,6 +29,7 @@ from .base import (
     EnrollRequest,
     InspectionData,
     Node,
+    NodeEvent,
     NodeFailed,
     NodeState,
     PowerAction,
@@ -55,9 +62,14 @@ _FAIL_STATE = {
 }
 
 
+_CLEAN_STEP = "{'step': 'log_passthrough', 'priority': 1, 'abortable': False, 'argsinfo': None, 'interface': 'vendor'}"
+_DEPLOY_STEP = "{'step': 'deploy', 'priority': 100, 'abortable': True, 'argsinfo': None, 'interface': 'deploy'}"
+
+
 class FakeBaremetalDriver:
-    def __init__(self, shared: dict | None = None, **_: Any):
+    def __init__(self, shared: dict | None = None, automated_clean: bool = False, **_: Any):
         self._nodes: dict[str, dict[str, Any]] = shared if shared is not None else {}
+        self.automated_clean = automated_clean  # the conductor's [conductor]automated_clean
         self._lock = threading.Lock()
         self._fail: dict[tuple[str, str], str] = {}
         self._down: dict[str, int] = {}
@@ -97,7 +109,19 @@ class FakeBaremetalDriver:
             properties=row["properties"],
             macs=row["macs"],
             instance_id=row["instance_id"],
+            automated_clean=row["automated_clean"],
         )
+
+    @staticmethod
+    def _record(row: dict[str, Any], event_type: str, event: str, severity: str = "INFO") -> None:
+        row["history"].append(NodeEvent(id=str(uuid.uuid4()), created_at=datetime.now(UTC).isoformat(),
+                                        event_type=event_type, severity=severity, event=event))
+
+    def _cleans(self, row: dict[str, Any]) -> bool:
+        return bool(row["automated_clean"]) or (row["automated_clean"] is None and self.automated_clean)
+
+    def history(self, node: str) -> list[NodeEvent]:
+        return list(self._row(node)["history"])
 
     def get(self, node: str) -> Node:
         return self._node(self._row(node))
@@ -115,6 +139,8 @@ class FakeBaremetalDriver:
                         f"node {request.name!r} exists with driver {existing['driver']}",
                         code="baremetal_conflict",
                     )
+                if request.automated_clean is not None:
+                    existing["automated_clean"] = request.automated_clean
                 return self._node(existing)
             taken = {m for r in self._nodes.values() for m in r["macs"]}
             if taken & set(request.macs):
@@ -133,6 +159,8 @@ class FakeBaremetalDriver:
                 "instance_id": "",
                 "instance_info": {},
                 "config_drive": None,
+                "automated_clean": request.automated_clean,
+                "history": [],
                 "state": NodeState(provision=P.ENROLL, power=PowerState.UNKNOWN),
             }
             return self._node(self._nodes[node_id])
@@ -178,7 +206,19 @@ class FakeBaremetalDriver:
                 if bad:
                     message = f"clean step {bad[0].get('step')!r} is not supported"
             changes.pop("steps", None)
+            # an undeploy fails in its tear-down, before cleaning; a provide fails in cleaning
+            cleans = self._cleans(row) and (verb == "provide" or (verb == "undeploy" and message is None))
+            if cleans:
+                self._record(row, "automated_cleaning_start", f"Starting automated cleaning with steps=[{_CLEAN_STEP}]")
+            if verb in {"deploy", "rebuild"}:
+                self._record(row, "deployment_start", f"Starting deployment with steps=[{_DEPLOY_STEP}]")
             if message is not None:
+                if cleans and verb == "provide":
+                    self._record(row, "automated_cleaning_end", "Automated Cleaning aborted at step "
+                                 f"'log_passthrough' with steps=[{_CLEAN_STEP}]", severity="ERROR")
+                if verb in {"deploy", "rebuild"}:
+                    self._record(row, "deployment_end", "Deployment aborted at step 'deploy' with "
+                                 f"steps=[{_DEPLOY_STEP}]", severity="ERROR")
                 failed = _FAIL_STATE[verb]
                 row["state"] = replace(st, provision=failed, target_provision=None, last_error=message)
                 if wait:
@@ -190,6 +230,10 @@ class FakeBaremetalDriver:
             if verb == "undeploy":
                 power = PowerState.OFF
             row.update(changes)
+            if verb in {"deploy", "rebuild"}:
+                self._record(row, "deployment_end", f"Deployment completed successfully with steps=[{_DEPLOY_STEP}]")
+            if cleans:
+                self._record(row, "automated_cleaning_end", "Automated Cleaning completed successfully with steps=[]")
             row["state"] = replace(st, provision=target, target_provision=None, power=power, last_error="")
             return self._node(row)
 

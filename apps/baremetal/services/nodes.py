@@ -65,7 +65,9 @@ def node_enroll(*, actor, host: Host, driver: str, bmc_address: str = "", bmc_sy
 
 def enroll_request(node: BaremetalNode) -> EnrollRequest:
     """What the provisioning service is given: the BMC (credentials decrypted here, never stored elsewhere), the
-    host's expected scheduling properties and NIC MACs (its ports), resource class ``baremetal.<gpu model>``."""
+    host's expected scheduling properties and NIC MACs (its ports), resource class ``baremetal.<gpu model>``, and
+    the node's `automated_clean` on: Ironic cleans it on provide and after every tenant, whatever its conductor's
+    default (a node an operator later switches off in Ironic is reported as not cleaned in the exit receipt)."""
     host = node.host
     creds = credentials_decrypt(node.bmc_credentials_encrypted)
     info: dict = {}
@@ -79,7 +81,7 @@ def enroll_request(node: BaremetalNode) -> EnrollRequest:
     return EnrollRequest(name=host.name, driver=node.driver, driver_info=info,
                          resource_class=f"baremetal.{(models[0] if models else 'cpu').lower()}",
                          properties={"cpus": host.cpu_threads, "memory_mb": host.memory_mib, "cpu_arch": "x86_64"},
-                         macs=tuple(host.nics.values_list("mac_address", flat=True)))
+                         macs=tuple(host.nics.values_list("mac_address", flat=True)), automated_clean=True)
 
 
 def node_observe(node: BaremetalNode, seen: Node) -> None:

@@ -8,8 +8,11 @@ The document (``payload``, canonical JSON: sorted keys, separators ``,`` and ``:
      "steps": [{"step", "result", "how", "started_at", "finished_at", "detail"}, ...]}
 
 Each step says how it ran (`how`): ``executed``; ``simulated by fake-hardware`` (Ironic's fake-hardware type
-reports the step done without touching hardware); or ``skipped: <reason>``. A receipt never claims a step that
-did not run. Verify: Ed25519 over the payload's bytes with the key of `GET /api/v1/bare-metal/receipt-key/`.
+reports the step done without touching hardware); ``skipped: <reason>``; or ``unverified: <reason>`` (Ironic
+kept no record that would show whether it ran; `result` is then ``unknown``). A receipt never claims a step that
+did not run: the automated-cleaning step is read back from Ironic's node history (`cleaning_evidence`), never
+inferred from the node being `available` again. Verify: Ed25519 over the payload's bytes with the key of
+`GET /api/v1/bare-metal/receipt-key/`.
 """
 from __future__ import annotations
 
@@ -22,10 +25,72 @@ from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from apps.core.clock import now
 from apps.core.ids import uuid7
 
+from ..drivers.base import FLOW_PREFIXES, Node, NodeEvent, automated_cleaning_runs
+from ..drivers.base import ProvisionState as P
 from ..models import BaremetalNode, ExitReceipt
 from . import secrets
 
 FAKE = "fake-hardware"
+
+
+def history_mark(events: list[NodeEvent] | None) -> dict:
+    """Where the node's history stood before the undeploy was sent (`cleaning_evidence` reads what came after):
+    `{"id", "at"}` of its newest entry (`""` when empty, None when the service keeps no history)."""
+    if events is None:
+        return {"id": None, "at": None}
+    last = events[-1] if events else None
+    return {"id": last.id if last else "", "at": last.created_at if last else ""}
+
+
+def _after(events: list[NodeEvent], mark: dict | None) -> list[NodeEvent]:
+    if mark is None:  # an undeploy started before the mark was kept: what follows the instance's last deploy
+        last = max((i for i, e in enumerate(events) if e.event_type.startswith("deployment_")), default=-1)
+        return events[last + 1:]
+    if not mark.get("id"):
+        return list(events)
+    ids = [e.id for e in events]
+    if mark["id"] in ids:
+        return events[ids.index(mark["id"]) + 1:]
+    return [e for e in events if e.created_at > (mark.get("at") or "")]  # the mark was pruned since
+
+
+def cleaning_evidence(*, node: BaremetalNode, seen: Node, events: list[NodeEvent] | None,
+                      mark: dict | None) -> dict:
+    """What Ironic did about automated cleaning after this undeploy, read back from it: `seen` is the node once it
+    rested (`available` or `clean failed`), `events` its history (None when the service keeps none), `mark` the
+    `history_mark` taken before the undeploy was sent. Returns the receipt step's fields: `result` (`succeeded`,
+    `failed`, `not_run`, `unknown`), `how`, `detail`, `started_at`/`finished_at` (Ironic's clock; None when it
+    did not run), `steps` (the clean steps the conductor ran, `interface.step`), `automated_clean` (the node's
+    field) and `observed_at` (ours)."""
+    ran = "simulated by fake-hardware" if node.driver == FAKE else "executed"
+    out = {"result": "unknown", "how": "", "detail": "", "started_at": None, "finished_at": None, "steps": [],
+           "automated_clean": seen.automated_clean, "observed_at": now().isoformat()}
+    failed = seen.state.provision == P.CLEAN_FAILED
+    runs = automated_cleaning_runs(_after(events, mark)) if events is not None else []
+    run = runs[-1] if runs else None
+    if run is not None:
+        out.update(started_at=run.started_at, finished_at=run.finished_at, steps=list(run.steps))
+    steps = ", ".join(run.steps) if run is not None and run.steps else "none"
+    if failed or (run is not None and run.result == "failed"):
+        out.update(result="failed", how=ran, detail=seen.state.last_error or (run.error if run else ""),
+                   finished_at=out["finished_at"] or out["observed_at"])
+    elif run is not None and run.result == "succeeded":
+        out.update(result="succeeded", how=ran, detail=f"Ironic's automated cleaning ran the clean steps: {steps}" + (
+            " (fake-hardware's steps touch no hardware)" if node.driver == FAKE else ""))
+    elif run is not None:
+        out.update(how="unverified: Ironic recorded the start of automated cleaning but not its end",
+                   detail=f"clean steps: {steps}")
+    elif seen.automated_clean is False:
+        out.update(result="not_run", how="skipped: automated cleaning is disabled for this node")
+    elif events is None:
+        out.update(how="unverified: the provisioning service keeps no node history (Ironic API 1.78)")
+    elif seen.automated_clean is None and any(e.event_type.startswith(FLOW_PREFIXES) for e in events):
+        out.update(result="not_run", how="skipped: automated cleaning is disabled in Ironic's configuration "
+                                         "and not requested for this node")
+    else:
+        out.update(how="unverified: Ironic recorded no cleaning for this node "
+                       "([conductor]record_step_flows_in_history is off?)")
+    return out
 
 
 def canonical(document: dict) -> str:
@@ -34,16 +99,15 @@ def canonical(document: dict) -> str:
 
 def _steps(node: BaremetalNode, state: dict) -> list[dict]:
     simulated = node.driver == FAKE
-    how = "simulated by fake-hardware" if simulated else "executed"
     cleaning = state.get("cleaning", {})
     steps = [
         {"step": "undeploy", "result": "succeeded", "how": "executed",
-         "started_at": state.get("undeploy_started_at"), "finished_at": cleaning.get("finished_at"),
+         "started_at": state.get("undeploy_started_at"), "finished_at": cleaning.get("observed_at"),
          "detail": f"Ironic undeploy from {state.get('undeploy_from', 'active')}: instance torn down, powered off"},
-        {"step": "automated_cleaning", "result": cleaning.get("result", "unknown"), "how": how,
-         "started_at": state.get("undeploy_started_at"), "finished_at": cleaning.get("finished_at"),
-         "detail": cleaning.get("error") or ("Ironic automated cleaning (disk erase per the conductor's "
-                                             "configured clean steps) ended in available")},
+        {"step": "automated_cleaning", "result": cleaning.get("result", "unknown"),
+         "how": cleaning.get("how") or "unverified: no cleaning was read back from Ironic",
+         "started_at": cleaning.get("started_at"), "finished_at": cleaning.get("finished_at"),
+         "detail": cleaning.get("detail", "")},
         {"step": "disk_erase_read_back", "result": "not_run", "how": (
             "skipped: fake-hardware has no disks" if simulated else
             "skipped: read-back of erased blocks needs the node agent, not installed on bare-metal hosts"),

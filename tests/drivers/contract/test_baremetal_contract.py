@@ -18,6 +18,7 @@ from apps.baremetal.drivers.base import (
     PowerAction,
     PowerState,
     ProvisionState,
+    automated_cleaning_runs,
 )
 from apps.baremetal.drivers.fake import FakeBaremetalDriver
 from apps.core.drivers import DriverConflict, DriverNotFound, DriverTransientError
@@ -166,6 +167,30 @@ def test_full_lifecycle(backend, enrolled):
     d.delete(enrolled.id)
     with pytest.raises(DriverNotFound):
         d.get(enrolled.id)
+
+
+@pytest.mark.parametrize("automated_clean", [True, False])
+def test_the_nodes_automated_clean_decides_cleaning_and_history_records_it(backend, enrolled, automated_clean):
+    """The conductor's own option is off (scripts/ironic-standalone.sh): the node's field alone decides whether
+    provide and undeploy clean, and the history shows each cleaning with the steps the conductor ran."""
+    d = backend.driver
+    assert enrolled.automated_clean is None
+    again = d.enroll(EnrollRequest(name=enrolled.name, driver="fake-hardware", automated_clean=automated_clean))
+    assert again.id == enrolled.id and d.get(enrolled.id).automated_clean is automated_clean
+    d.manage(enrolled.id)
+    d.provide(enrolled.id)
+    d.deploy(enrolled.id, _deploy_request(str(uuid.uuid4())))
+    d.undeploy(enrolled.id)
+    events = d.history(enrolled.id)
+    assert [e.created_at for e in events] == sorted(e.created_at for e in events)
+    assert [e.event_type for e in events if e.event_type.startswith("deployment_")] == [
+        "deployment_start", "deployment_end"]
+    runs = automated_cleaning_runs(events)
+    if automated_clean:  # on provide, then after the undeploy
+        assert [(r.result, r.steps) for r in runs] == [("succeeded", ("vendor.log_passthrough",))] * 2
+        assert all(r.started_at <= r.finished_at for r in runs)
+    else:
+        assert runs == []
 
 
 def test_maintenance_on_and_off(backend, enrolled):
