@@ -37,6 +37,7 @@ const adminBilling = {
 const AdminCapacityPage = lazy(() => import('./pages/admin/Capacity').then((m) => ({ default: m.AdminCapacityPage })))
 const AdminTenantsPage = lazy(() => import('./pages/admin/Tenants').then((m) => ({ default: m.AdminTenantsPage })))
 const AdminIncidentsPage = lazy(() => import('./pages/admin/Incidents').then((m) => ({ default: m.AdminIncidentsPage })))
+const AdminAuditPage = lazy(() => import('./pages/admin/Audit').then((m) => ({ default: m.AdminAuditPage })))
 const ClusterDetailPage = lazy(() => import('./pages/ClusterDetail').then((m) => ({ default: m.ClusterDetailPage })))
 
 function screen(element: ReactNode) {
@@ -102,6 +103,7 @@ export const router = createBrowserRouter([
           { path: 'staff/capacity', element: screen(<AdminCapacityPage />), loader: prefetchCapacity },
           { path: 'staff/tenants', element: screen(<AdminTenantsPage />) },
           { path: 'staff/incidents', element: screen(<AdminIncidentsPage />) },
+          { path: 'staff/audit-log', element: screen(<AdminAuditPage />) },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

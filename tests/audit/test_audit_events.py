@@ -64,3 +64,22 @@ def test_staff_see_all_events_and_their_own_writes_are_audited(two_tenants):
     assert staff_event["organization"] == str(a.pk) and staff_event["token_prefix"]
     # the tenant sees the provider's change to its organization
     assert "organization.update:" in _actions(ca.get("/api/v1/audit-events/"))
+
+
+def test_staff_filter_the_whole_log_by_organization_staff_actor_and_target_app(two_tenants):
+    """The admin portal's audit screen: staff narrow the whole log to one organization, to what staff (or tenants)
+    did, and to the objects of one app."""
+    a, b, ca, cb = two_tenants
+    staff = make_user("ops@provider.test", staff_role=StaffRole.OPERATOR)
+    client = client_for(token_for(staff, staff=True))
+    assert client.patch(f"/api/v1/organizations/{b.pk}/", {"plan": "enterprise"}).status_code == 200
+    q = {"page_size": 500}
+    assert _actions(client.get("/api/v1/audit-events/", {**q, "actor_is_staff": "true"})) == ["organization.update:"]
+    assert _actions(client.get("/api/v1/audit-events/", {**q, "organization": str(b.pk), "actor_is_staff": "false"})) \
+        == ["api_token.create:", "project.create:db"]
+    assert _actions(client.get("/api/v1/audit-events/", {**q, "target_type": "tenancy.", "organization": str(b.pk)})) \
+        == ["organization.update:", "project.create:db"]
+    assert _actions(client.get("/api/v1/audit-events/", {**q, "target_type": "tenancy."})) == [
+        "organization.update:", "project.create:db", "project.create:ml", "project.create:web"]
+    bad = client.get("/api/v1/audit-events/", {"actor_is_staff": "perhaps"})
+    assert bad.status_code == 400 and "actor_is_staff" in bad.json()["errors"]

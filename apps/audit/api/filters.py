@@ -1,11 +1,12 @@
-"""Filters of /audit-events: actor (id or e-mail), action (exact or prefix `project.`), target, time range.
+"""Filters of /audit-events: actor (id or e-mail), whether the actor is provider staff, action (exact or prefix
+`project.`), target (type exact or an app's prefix `inventory.`, id), organization, project, time range.
 
 Events outlive what they name, so ids here match the stored ids (plain UUID filters: any id the caller's events do
 not carry, another tenant's or a random one, is an empty page; ADR 0010)."""
 import django_filters
 from django.db.models import Q
 
-from apps.core.filters import FilterSet, IsoDateTimeFilter
+from apps.core.filters import BooleanFilter, FilterSet, IsoDateTimeFilter
 
 from ..models import AuditEvent
 
@@ -14,7 +15,11 @@ class AuditEventFilter(FilterSet):
     actor = django_filters.CharFilter(method="filter_actor", help_text="User id or e-mail.")
     action = django_filters.CharFilter(method="filter_action",
                                        help_text="Exact action, or a prefix ending in '.' (e.g. project.).")
-    target_type = django_filters.CharFilter(help_text="app_label.model, e.g. tenancy.project")
+    actor_is_staff = BooleanFilter(
+        help_text="true: changes made by provider staff; false: by tenants' users, tokens and the system.")
+    target_type = django_filters.CharFilter(method="filter_target_type",
+                                            help_text="app_label.model (tenancy.project), or an app's prefix "
+                                                      "ending in '.' (inventory.).")
     target_id = django_filters.CharFilter()
     organization = django_filters.UUIDFilter(field_name="organization_id")
     project = django_filters.UUIDFilter(field_name="project_id")
@@ -25,7 +30,7 @@ class AuditEventFilter(FilterSet):
 
     class Meta:
         model = AuditEvent
-        fields = ["actor", "action", "target_type", "target_id", "organization", "project", "created_after",
+        fields = ["actor", "actor_is_staff", "action", "target_type", "target_id", "organization", "project", "created_after",
                   "created_before"]
 
     def filter_actor(self, queryset, name, value):
@@ -42,3 +47,8 @@ class AuditEventFilter(FilterSet):
         if value.endswith("."):
             return queryset.filter(action__startswith=value)
         return queryset.filter(action=value)
+
+    def filter_target_type(self, queryset, name, value):
+        if value.endswith("."):
+            return queryset.filter(target_type__startswith=value)
+        return queryset.filter(target_type=value)

@@ -42,6 +42,68 @@ function actorLabel(event: AuditEvent): string {
   return event.actor_email || event.actor || ''
 }
 
+/** Audit events, newest first as given: time, actor (staff marked, with the token's prefix), action, object, result
+ * and source address; with `organizationName`, an Organization column too (the admin portal's whole log). */
+export function AuditTable({ events, organizationName }: {
+  events: AuditEvent[]
+  organizationName?: (id: string | null | undefined) => string
+}) {
+  return (
+    <Table striped highlightOnHover aria-label="Audit events">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Time (UTC)</Table.Th>
+          <Table.Th>Actor</Table.Th>
+          {organizationName && <Table.Th>Organization</Table.Th>}
+          <Table.Th>Action</Table.Th>
+          <Table.Th>Object</Table.Th>
+          <Table.Th>Result</Table.Th>
+          <Table.Th>Source</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {events.map((e) => {
+          const result = auditResult(e.action)
+          return (
+            <Table.Tr key={e.id} data-testid="audit-event">
+              <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
+              <Table.Td>
+                {actorLabel(e)}
+                {e.actor_is_staff && (
+                  <Badge ml={4} size="xs" variant="filled" color="gray.7">
+                    staff
+                  </Badge>
+                )}
+                {e.token_prefix && (
+                  <Text size="xs" c="dimmed">
+                    token <Code>{e.token_prefix}</Code>
+                  </Text>
+                )}
+              </Table.Td>
+              {organizationName && <Table.Td>{organizationName(e.organization)}</Table.Td>}
+              <Table.Td>
+                <Code>{e.action}</Code>
+              </Table.Td>
+              <Table.Td>
+                <Text size="sm">{e.target_type}</Text>
+                <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }}>
+                  {e.target_id}
+                </Text>
+              </Table.Td>
+              <Table.Td>
+                <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>
+                  {result}
+                </Badge>
+              </Table.Td>
+              <Table.Td>{e.source_ip ?? '—'}</Table.Td>
+            </Table.Tr>
+          )
+        })}
+      </Table.Tbody>
+    </Table>
+  )
+}
+
 /** The organization's audit trail (`/audit-events/?organization=`, newest first): filter by action (exact or a
  * prefix ending in '.'), actor (e-mail or user id) and a UTC time range; server-paged. */
 export function AuditPage() {
@@ -110,56 +172,7 @@ export function AuditPage() {
           {filtered ? 'Widen the time range or clear the filters.' : 'Changes made in the organization appear here.'}
         </EmptyState>
       ) : (
-        <Table striped highlightOnHover aria-label="Audit events">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Time (UTC)</Table.Th>
-              <Table.Th>Actor</Table.Th>
-              <Table.Th>Action</Table.Th>
-              <Table.Th>Object</Table.Th>
-              <Table.Th>Result</Table.Th>
-              <Table.Th>Source</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((e) => {
-              const result = auditResult(e.action)
-              return (
-                <Table.Tr key={e.id} data-testid="audit-event">
-                  <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
-                  <Table.Td>
-                    {actorLabel(e)}
-                    {e.actor_is_staff && (
-                      <Badge ml={4} size="xs" variant="filled" color="gray.7">
-                        staff
-                      </Badge>
-                    )}
-                    {e.token_prefix && (
-                      <Text size="xs" c="dimmed">
-                        token <Code>{e.token_prefix}</Code>
-                      </Text>
-                    )}
-                  </Table.Td>
-                  <Table.Td>
-                    <Code>{e.action}</Code>
-                  </Table.Td>
-                  <Table.Td>
-                    <Text size="sm">{e.target_type}</Text>
-                    <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }}>
-                      {e.target_id}
-                    </Text>
-                  </Table.Td>
-                  <Table.Td>
-                    <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>
-                      {result}
-                    </Badge>
-                  </Table.Td>
-                  <Table.Td>{e.source_ip ?? '—'}</Table.Td>
-                </Table.Tr>
-              )
-            })}
-          </Table.Tbody>
-        </Table>
+        <AuditTable events={rows} />
       )}
       <Pager pageNumber={events.pageNumber} hasNext={events.hasNext} hasPrevious={events.hasPrevious}
         onNext={events.goNext} onPrevious={events.goPrevious} loading={events.isFetching} />

@@ -10,16 +10,7 @@ import { CreditNoteTable, InvoiceStatus, Totals, duration, money } from '../../B
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import { creditable, explainLine } from './logic'
-
-/** Organization names for invoice rows (staff read every organization; one request, cached for the screens). */
-function useOrgNames(): (id: string) => string {
-  const orgs = useQuery({
-    queryKey: ['staff', 'organization-names'],
-    queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
-    staleTime: 60_000,
-  })
-  return (id) => orgs.data?.results.find((o) => o.id === id)?.name ?? id.slice(0, 8)
-}
+import { useOrgNames } from '../organizations'
 
 /** Invoices as rows: number (a link to the staff invoice), organization, period, status, total, balance. */
 export function InvoiceTable({ invoices }: { invoices: Invoice[] }) {
