@@ -1,6 +1,7 @@
 """Networking in the web console, in a real browser against the real stack: a tenant creates a VPC (after a
-refused CIDR) and a subnet and sees them listed, sees the default security group's rules, adds and removes a
-rule, allocates a floating IP from the operator's pool, associates it with a port and releases it; creates an
+refused CIDR) and a subnet and sees them listed; a subnet overlapping it and one with its name are refused (the
+server's message on the CIDR field, then on the form; nothing made); sees the default security group's rules, adds
+and removes a rule, is refused a malformed one on its field, allocates a floating IP from the operator's pool, associates it with a port and releases it; creates an
 InfiniBand partition on the provider's fabric (after a refused fabric name) and sees it listed; a viewer sees the
 write actions disabled. Each step is one test; they share the state (`N`) and run in file order; a failed step
 skips the later ones."""
@@ -91,6 +92,38 @@ def test_2_add_a_subnet(n, tab):
     n.subnet = subnets[0]
 
 
+def test_2b_an_overlapping_cidr_and_a_taken_name_are_refused_and_nothing_is_left(n, tab):
+    before = n.a.api.get("subnets", params={"vpc": n.vpc["id"]}).json()["results"]
+    name, cidr = tab.get_by_label(re.compile(r"^Name")), tab.get_by_label(re.compile(r"^CIDR"))
+    name.fill("db")
+    cidr.fill("10.20.1.128/25")                              # inside "web" (10.20.1.0/24)
+    tab.get_by_role("button", name="Add subnet").click()
+    expect(cidr).to_have_attribute("aria-invalid", "true")    # the field the server's `errors` names
+    message = n.a.api.post("subnets", {"vpc": n.vpc["id"], "name": "db2", "cidr": "10.20.1.128/25"},
+                           expect=400).json()
+    assert message["code"] == "subnet_overlap" and list(message["errors"]) == ["cidr"], message
+    expect(cidr).to_have_accessible_description(re.compile(re.escape(message["errors"]["cidr"][0])))
+    expect(name).not_to_have_attribute("aria-invalid", "true")
+    expect(name).to_have_value("db")                          # the form keeps what was typed
+    expect(cidr).to_have_value("10.20.1.128/25")
+    check_a11y(tab, "vpc: subnet refused (overlap)")
+    shot(tab, "vpc-subnet-overlap")
+    cidr.fill("10.20.2.0/24")
+    name.fill("web")                                          # taken in this VPC: 409 name_taken, on the panel
+    tab.get_by_role("button", name="Add subnet").click()
+    problem = tab.get_by_test_id("problem")
+    expect(problem).to_contain_text("The subnet was not added")
+    expect(problem).to_contain_text("A subnet named 'web' exists in this VPC.")
+    expect(cidr).not_to_have_attribute("aria-invalid", "true")   # the earlier refusal is gone
+    expect(name).to_have_value("web")
+    expect(cidr).to_have_value("10.20.2.0/24")
+    after = n.a.api.get("subnets", params={"vpc": n.vpc["id"]}).json()["results"]
+    assert [(s["id"], s["cidr"]) for s in after] == [(s["id"], s["cidr"]) for s in before]
+    assert n.a.api.get("ports", params={"vpc": n.vpc["id"]}).json()["results"] == []
+    name.fill("")
+    cidr.fill("")
+
+
 def test_3_security_group_rules(n, tab):
     tab.get_by_role("tab", name="Security groups").click()
     group = tab.get_by_test_id("sg-default")
@@ -113,6 +146,24 @@ def test_3_security_group_rules(n, tab):
     expect(ssh).to_have_count(0)
     after = n.a.api.get("security-groups", params={"vpc": n.vpc["id"]}).json()["results"][0]["rules"]
     assert sorted(r["id"] for r in after) == sorted(r["id"] for r in default[0]["rules"])
+
+
+def test_3b_a_malformed_rule_is_refused_on_its_field(n, tab):
+    group = n.a.api.get("security-groups", params={"vpc": n.vpc["id"]}).json()["results"][0]
+    port, remote = tab.get_by_label("From port (default)"), tab.get_by_label("Remote prefix (default)")
+    port.fill("443")
+    remote.fill("10.0.0.300/24")                              # not an IP prefix
+    tab.get_by_role("button", name="Add rule to default").click()
+    expect(remote).to_have_attribute("aria-invalid", "true")
+    expect(remote).to_have_accessible_description(re.compile(re.escape("'10.0.0.300/24' is not an IP prefix.")))
+    expect(port).to_have_value("443")
+    expect(remote).to_have_value("10.0.0.300/24")
+    check_a11y(tab, "vpc: rule refused")
+    shot(tab, "vpc-rule-refused")
+    after = n.a.api.get(f"security-groups/{group['id']}").json()["rules"]
+    assert sorted(r["id"] for r in after) == sorted(r["id"] for r in group["rules"])   # nothing added
+    remote.fill("")
+    port.fill("")
 
 
 def test_4_floating_ip_allocate_associate_release(n, tab):
