@@ -43,38 +43,42 @@ function actorLabel(event: AuditEvent): string {
 }
 
 /** Audit events, newest first as given: time, actor (staff marked, with the token's prefix), action, object, result
- * and source address; with `organizationName`, an Organization column too (the admin portal's whole log). */
-export function AuditTable({ events, organizationName }: {
+ * and source address; with `organizationName`, an Organization column too (the admin portal's whole log); `compact`
+ * (one object's events): time, actor, action and result only. The table is named `label`; rows carry `testId`. */
+export function AuditTable({ events, organizationName, label = 'Audit events', testId = 'audit-event', compact = false }: {
   events: AuditEvent[]
   organizationName?: (id: string | null | undefined) => string
+  label?: string
+  testId?: string
+  compact?: boolean
 }) {
   return (
-    <Table striped highlightOnHover aria-label="Audit events">
+    <Table striped highlightOnHover={!compact} aria-label={label}>
       <Table.Thead>
         <Table.Tr>
           <Table.Th>Time (UTC)</Table.Th>
           <Table.Th>Actor</Table.Th>
           {organizationName && <Table.Th>Organization</Table.Th>}
           <Table.Th>Action</Table.Th>
-          <Table.Th>Object</Table.Th>
+          {!compact && <Table.Th>Object</Table.Th>}
           <Table.Th>Result</Table.Th>
-          <Table.Th>Source</Table.Th>
+          {!compact && <Table.Th>Source</Table.Th>}
         </Table.Tr>
       </Table.Thead>
       <Table.Tbody>
         {events.map((e) => {
           const result = auditResult(e.action)
           return (
-            <Table.Tr key={e.id} data-testid="audit-event">
+            <Table.Tr key={e.id} data-testid={testId}>
               <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
               <Table.Td>
                 {actorLabel(e)}
-                {e.actor_is_staff && (
+                {!compact && e.actor_is_staff && (
                   <Badge ml={4} size="xs" variant="filled" color="gray.7">
                     staff
                   </Badge>
                 )}
-                {e.token_prefix && (
+                {!compact && e.token_prefix && (
                   <Text size="xs" c="dimmed">
                     token <Code>{e.token_prefix}</Code>
                   </Text>
@@ -84,18 +88,20 @@ export function AuditTable({ events, organizationName }: {
               <Table.Td>
                 <Code>{e.action}</Code>
               </Table.Td>
-              <Table.Td>
-                <Text size="sm">{e.target_type}</Text>
-                <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }}>
-                  {e.target_id}
-                </Text>
-              </Table.Td>
+              {!compact && (
+                <Table.Td>
+                  <Text size="sm">{e.target_type}</Text>
+                  <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }}>
+                    {e.target_id}
+                  </Text>
+                </Table.Td>
+              )}
               <Table.Td>
                 <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>
                   {result}
                 </Badge>
               </Table.Td>
-              <Table.Td>{e.source_ip ?? '—'}</Table.Td>
+              {!compact && <Table.Td>{e.source_ip ?? '—'}</Table.Td>}
             </Table.Tr>
           )
         })}

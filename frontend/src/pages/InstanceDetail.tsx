@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Code, Group, Loader, Modal, Paper, ScrollArea, Select, SimpleGrid, Stack, Table, Tabs, Text, Title, Tooltip } from '@mantine/core'
+import { Anchor, Button, Code, Group, Loader, Modal, Paper, ScrollArea, Select, SimpleGrid, Stack, Tabs, Text, Title, Tooltip } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useNavigate, useParams } from 'react-router'
@@ -13,7 +13,7 @@ import { READ_ONLY_HINT } from '../components/WriteButton'
 import { byId, gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
 import { usePaged } from '../hooks/usePaged'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
-import { auditResult } from './Audit'
+import { AuditTable } from './Audit'
 import { NotFoundPage } from './NotFound'
 
 type SlaReport = Schemas['SlaReportOutput']
@@ -141,31 +141,7 @@ function InstanceAudit({ id }: { id: string }) {
       {events.isSuccess && rows.length === 0 && !events.hasPrevious ? (
         <EmptyState title="No audit events">Changes made to this instance appear here.</EmptyState>
       ) : (
-        <Table striped aria-label="Audit events of the instance">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Time (UTC)</Table.Th>
-              <Table.Th>Actor</Table.Th>
-              <Table.Th>Action</Table.Th>
-              <Table.Th>Result</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((e) => {
-              const result = auditResult(e.action)
-              return (
-                <Table.Tr key={e.id} data-testid="instance-audit-event">
-                  <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
-                  <Table.Td>{e.actor_email || e.actor || 'system'}</Table.Td>
-                  <Table.Td><Code>{e.action}</Code></Table.Td>
-                  <Table.Td>
-                    <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>{result}</Badge>
-                  </Table.Td>
-                </Table.Tr>
-              )
-            })}
-          </Table.Tbody>
-        </Table>
+        <AuditTable events={rows} label="Audit events of the instance" testId="instance-audit-event" compact />
       )}
       <Pager pageNumber={events.pageNumber} hasNext={events.hasNext} hasPrevious={events.hasPrevious}
         onNext={events.goNext} onPrevious={events.goPrevious} loading={events.isFetching} />
