@@ -1,7 +1,8 @@
 """The customer's journey in the web console, in a real browser against the real stack: sign in, add an SSH key,
 launch a MIG instance in the wizard (after the check refused it in an InfiniBand partition its hosts cannot join,
 saying why, and with a cost estimate) and watch it become active without a reload, stop it (the page shows the new
-status within 2.5 s of the API), resize it and read its audit events; a second tenant who
+status within 2.5 s of the API), resize it and read its audit events, find it in the instances list by a part of its
+name and by status (a search that matches nothing offers to clear it); a second tenant who
 types the first one's instance URL sees "not found"; a viewer sees write actions disabled. Each step is one test;
 they share the journey's state (`C`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
@@ -243,6 +244,23 @@ def test_5_instances_list_and_dashboard(c, tab):
     expect(row).to_contain_text("h100-mig-3g40-large")
     check_a11y(tab, "instances")
     shot(tab, "instances")
+    # filters are the API's (name_contains, status): a search that matches nothing offers to clear it
+    search = tab.get_by_role("searchbox", name="Search by name")
+    search.fill("NOTE")
+    expect(row).to_be_visible()
+    search.fill("no-such-instance")
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No instances match the filters")
+    expect(row).to_have_count(0)
+    check_a11y(tab, "instances: nothing matches")
+    tab.get_by_role("button", name="Clear filters").click()
+    expect(row).to_contain_text("stopped")
+    expect(search).to_have_value("")
+    tab.get_by_role("combobox", name="Filter by status").click()
+    tab.get_by_role("option", name="active", exact=True).click()
+    expect(tab.get_by_test_id("empty-state")).to_contain_text("No instances match the filters")
+    tab.get_by_role("combobox", name="Filter by status").click()
+    tab.get_by_role("option", name="stopped", exact=True).click()
+    expect(row).to_contain_text("stopped")
     tab.get_by_role("link", name="Dashboard").click()
     expect(tab.get_by_test_id("stat-Running instances")).to_have_text("0")
     expect(tab.get_by_test_id("quota-use")).to_contain_text("instances (organization)", timeout=30_000)

@@ -6,7 +6,12 @@ import { Link, useNavigate, useParams } from 'react-router'
 import { ApiError, api, unwrap, type Port, type PublicIp, type SecurityGroup, type SecurityGroupRule, type Vpc } from '../api/client'
 import { useScope } from '../auth/scope'
 import { ConfirmButton } from '../components/ConfirmButton'
+import { CreateForm } from '../components/CreateForm'
+import { DeleteButton } from '../components/DeleteButton'
 import { EmptyState } from '../components/EmptyState'
+import { ResourceTable } from '../components/ResourceTable'
+import { useCreateForm } from '../hooks/useCreateForm'
+import { useRemove } from '../hooks/useRemove'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { NotFoundPage } from './NotFound'
@@ -27,6 +32,8 @@ export function ruleRemote(rule: Pick<SecurityGroupRule, 'remote_ip_prefix' | 'r
   if (rule.remote_group) return `group ${groups.get(rule.remote_group)?.name ?? rule.remote_group}`
   return rule.remote_ip_prefix || 'anywhere'
 }
+
+const MONO = { input: { fontFamily: 'monospace' } }
 
 /** A VPC (`/vpcs/{id}/`) with its subnets, security groups (and their rules) and floating IPs, in tabs. */
 export function VpcDetailPage() {
@@ -106,17 +113,12 @@ export function VpcDetailPage() {
 
 function Subnets({ vpc }: { vpc: Vpc }) {
   const { canWrite } = useScope()
-  const qc = useQueryClient()
   const subnets = useQuery({
     queryKey: ['subnets', vpc.id],
     queryFn: () => unwrap(api.GET('/api/v1/subnets/', { params: { query: { vpc: vpc.id, page_size: 500 } } })),
   })
-  const [name, setName] = useState('')
-  const [cidr, setCidr] = useState('')
-  const [gateway, setGateway] = useState('')
-  const [dns, setDns] = useState('')
-  const create = useMutation({
-    mutationFn: () => {
+  const create = useCreateForm({ name: '', cidr: '', gateway: '', dns: '' }, {
+    mutationFn: ({ name, cidr, gateway, dns }) => {
       const nameservers = dns.split(/[\s,]+/).filter(Boolean)
       return unwrap(api.POST('/api/v1/subnets/', {
         body: {
@@ -125,110 +127,48 @@ function Subnets({ vpc }: { vpc: Vpc }) {
         },
       }))
     },
-    onSuccess: () => {
-      setName('')
-      setCidr('')
-      setGateway('')
-      setDns('')
-      void qc.invalidateQueries({ queryKey: ['subnets'] })
-    },
+    invalidate: ['subnets'],
   })
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/subnets/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['subnets'] }),
-  })
-  const submitCreate = useSubmitOnce(create)
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    submitCreate()
-  }
-  const rows = subnets.data?.results ?? []
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/subnets/{id}/', { params: { path: { id } } })), ['subnets'])
 
   return (
     <Stack>
-      <Paper withBorder p="md" component="section" aria-labelledby="create-subnet">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="create-subnet">
-              Add a subnet
-            </Title>
-            <ProblemAlert error={create.error} title="The subnet was not added" shownFields={['name', 'cidr', 'gateway_ip', 'dns_nameservers']} />
-            <SimpleGrid cols={{ base: 1, sm: 2 }}>
-              <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63} value={name}
-                onChange={(e) => setName(e.currentTarget.value)} error={fieldError(create.error, 'name')} disabled={!canWrite} />
-              <TextInput label="CIDR" description={`Inside ${vpc.cidr}${vpc.ipv6_cidr ? ` or ${vpc.ipv6_cidr}` : ''}`} required
-                value={cidr} onChange={(e) => setCidr(e.currentTarget.value)} error={fieldError(create.error, 'cidr')}
-                disabled={!canWrite} styles={{ input: { fontFamily: 'monospace' } }} />
-              <TextInput label="Gateway (optional)" description="Default: the first usable address" value={gateway}
-                onChange={(e) => setGateway(e.currentTarget.value)} error={fieldError(create.error, 'gateway_ip')}
-                disabled={!canWrite} styles={{ input: { fontFamily: 'monospace' } }} />
-              <TextInput label="DNS servers (optional)" description="Up to five addresses, separated by commas" value={dns}
-                onChange={(e) => setDns(e.currentTarget.value)} error={fieldError(create.error, 'dns_nameservers')}
-                disabled={!canWrite} styles={{ input: { fontFamily: 'monospace' } }} />
-            </SimpleGrid>
-            <Group>
-              <WriteButton type="submit" loading={create.isPending}>
-                Add subnet
-              </WriteButton>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="create-subnet" title="Add a subnet" error={create.error} errorTitle="The subnet was not added"
+        fields={['name', 'cidr', 'gateway_ip', 'dns_nameservers']} onSubmit={create.submit} submitLabel="Add subnet"
+        loading={create.mutation.isPending}>
+        <SimpleGrid cols={{ base: 1, sm: 2 }}>
+          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+            {...create.text('name')} disabled={!canWrite} />
+          <TextInput label="CIDR" description={`Inside ${vpc.cidr}${vpc.ipv6_cidr ? ` or ${vpc.ipv6_cidr}` : ''}`} required
+            {...create.text('cidr')} disabled={!canWrite} styles={MONO} />
+          <TextInput label="Gateway (optional)" description="Default: the first usable address"
+            {...create.text('gateway', 'gateway_ip')} disabled={!canWrite} styles={MONO} />
+          <TextInput label="DNS servers (optional)" description="Up to five addresses, separated by commas"
+            {...create.text('dns', 'dns_nameservers')} disabled={!canWrite} styles={MONO} />
+        </SimpleGrid>
+      </CreateForm>
       <ProblemAlert error={subnets.error ?? remove.error} title={remove.error ? 'The subnet was not deleted' : undefined} />
-      {subnets.isSuccess && rows.length === 0 ? (
-        <EmptyState title="No subnets yet">Add a subnet above: instances launched into it get an address from its range.</EmptyState>
-      ) : (
-        <Table striped highlightOnHover aria-label="Subnets">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>CIDR</Table.Th>
-              <Table.Th>Gateway</Table.Th>
-              <Table.Th>DHCP range</Table.Th>
-              <Table.Th>DNS servers</Table.Th>
-              <Table.Th>
-                <span className="visually-hidden">Actions</span>
-              </Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {rows.map((subnet) => (
-              <Table.Tr key={subnet.id}>
-                <Table.Td>{subnet.name}</Table.Td>
-                <Table.Td>
-                  <Code>{subnet.cidr}</Code>
-                </Table.Td>
-                <Table.Td>
-                  <Code>{subnet.gateway_ip}</Code>
-                </Table.Td>
-                <Table.Td>
-                  {subnet.enable_dhcp ? (
-                    <Code>
-                      {subnet.dhcp_start} – {subnet.dhcp_end}
-                    </Code>
-                  ) : (
-                    'off'
-                  )}
-                </Table.Td>
-                <Table.Td>{subnet.dns_nameservers.join(', ') || '—'}</Table.Td>
-                <Table.Td ta="right">
-                  <ConfirmButton
-                    label="Delete"
-                    aria-label={`Delete subnet ${subnet.name}`}
-                    title={`Delete the subnet “${subnet.name}”?`}
-                    message="A subnet that instances still use (it has ports) is refused."
-                    color="red.9"
-                    variant="outline"
-                    size="xs"
-                    loading={remove.isPending && remove.variables === subnet.id}
-                    onConfirm={() => remove.mutate(subnet.id)}
-                  />
-                </Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
-      )}
+      <ResourceTable
+        label="Subnets"
+        rows={subnets.data?.results ?? []}
+        rowKey={(subnet) => subnet.id}
+        list={subnets}
+        empty={{ title: 'No subnets yet', text: 'Add a subnet above: instances launched into it get an address from its range.' }}
+        columns={[
+          { header: 'Name', cell: (subnet) => subnet.name },
+          { header: 'CIDR', cell: (subnet) => <Code>{subnet.cidr}</Code> },
+          { header: 'Gateway', cell: (subnet) => <Code>{subnet.gateway_ip}</Code> },
+          {
+            header: 'DHCP range',
+            cell: (subnet) => (subnet.enable_dhcp ? <Code>{subnet.dhcp_start} – {subnet.dhcp_end}</Code> : 'off'),
+          },
+          { header: 'DNS servers', cell: (subnet) => subnet.dns_nameservers.join(', ') || '—' },
+        ]}
+        actions={(subnet) => (
+          <DeleteButton remove={remove} target={subnet.id} name={`Delete subnet ${subnet.name}`}
+            title={`Delete the subnet “${subnet.name}”?`} message="A subnet that instances still use (it has ports) is refused." />
+        )}
+      />
     </Stack>
   )
 }
@@ -242,30 +182,16 @@ const PROTOCOLS = [
 
 function SecurityGroups({ vpc }: { vpc: Vpc }) {
   const { canWrite } = useScope()
-  const qc = useQueryClient()
   const groups = useQuery({
     queryKey: ['security-groups', vpc.id],
     queryFn: () => unwrap(api.GET('/api/v1/security-groups/', { params: { query: { vpc: vpc.id, page_size: 500 } } })),
   })
-  const [name, setName] = useState('')
-  const [description, setDescription] = useState('')
-  const create = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v1/security-groups/', { body: { vpc: vpc.id, name, description } })),
-    onSuccess: () => {
-      setName('')
-      setDescription('')
-      void qc.invalidateQueries({ queryKey: ['security-groups'] })
-    },
+  const create = useCreateForm({ name: '', description: '' }, {
+    mutationFn: (v) => unwrap(api.POST('/api/v1/security-groups/', { body: { vpc: vpc.id, ...v } })),
+    invalidate: ['security-groups'],
   })
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/security-groups/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['security-groups'] }),
-  })
-  const submitCreate = useSubmitOnce(create)
-  const submit = (event: FormEvent) => {
-    event.preventDefault()
-    submitCreate()
-  }
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/security-groups/{id}/', { params: { path: { id } } })),
+    ['security-groups'])
   const list = groups.data?.results ?? []
   const byId = new Map(list.map((g) => [g.id, g]))
 
@@ -292,17 +218,9 @@ function SecurityGroups({ vpc }: { vpc: Vpc }) {
                 )}
               </Group>
               {!group.is_default && (
-                <ConfirmButton
-                  label="Delete group"
-                  aria-label={`Delete group ${group.name}`}
+                <DeleteButton remove={remove} target={group.id} label="Delete group" name={`Delete group ${group.name}`}
                   title={`Delete the security group “${group.name}”?`}
-                  message="A group that ports still use, or that another group's rule names, is refused."
-                  color="red.9"
-                  variant="outline"
-                  size="xs"
-                  loading={remove.isPending && remove.variables === group.id}
-                  onConfirm={() => remove.mutate(group.id)}
-                />
+                  message="A group that ports still use, or that another group's rule names, is refused." />
               )}
             </Group>
             {group.description && <Text size="sm">{group.description}</Text>}
@@ -310,28 +228,16 @@ function SecurityGroups({ vpc }: { vpc: Vpc }) {
           </Stack>
         </Paper>
       ))}
-      <Paper withBorder p="md" component="section" aria-labelledby="create-sg">
-        <form onSubmit={submit} noValidate>
-          <Stack gap="sm">
-            <Title order={3} size="h4" id="create-sg">
-              Create a security group
-            </Title>
-            <ProblemAlert error={create.error} title="The security group was not created" shownFields={['name', 'description']} />
-            <SimpleGrid cols={{ base: 1, sm: 2 }}>
-              <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63} value={name}
-                onChange={(e) => setName(e.currentTarget.value)} error={fieldError(create.error, 'name')} disabled={!canWrite} />
-              <TextInput label="Description (optional)" description="Shown with the group" maxLength={200} value={description}
-                onChange={(e) => setDescription(e.currentTarget.value)} error={fieldError(create.error, 'description')}
-                disabled={!canWrite} />
-            </SimpleGrid>
-            <Group>
-              <WriteButton type="submit" loading={create.isPending}>
-                Create security group
-              </WriteButton>
-            </Group>
-          </Stack>
-        </form>
-      </Paper>
+      <CreateForm id="create-sg" title="Create a security group" error={create.error}
+        errorTitle="The security group was not created" fields={['name', 'description']} onSubmit={create.submit}
+        submitLabel="Create security group" loading={create.mutation.isPending}>
+        <SimpleGrid cols={{ base: 1, sm: 2 }}>
+          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+            {...create.text('name')} disabled={!canWrite} />
+          <TextInput label="Description (optional)" description="Shown with the group" maxLength={200}
+            {...create.text('description')} disabled={!canWrite} />
+        </SimpleGrid>
+      </CreateForm>
     </Stack>
   )
 }
@@ -362,10 +268,8 @@ function Rules({ group, groups }: { group: SecurityGroup; groups: Map<string, Se
       void qc.invalidateQueries({ queryKey: ['security-groups'] })
     },
   })
-  const remove = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/security-group-rules/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['security-groups'] }),
-  })
+  const remove = useRemove((id: string) => unwrap(api.DELETE('/api/v1/security-group-rules/{id}/', { params: { path: { id } } })),
+    ['security-groups'])
   const submitAdd = useSubmitOnce(add)
   const submit = (event: FormEvent) => {
     event.preventDefault()
@@ -402,17 +306,9 @@ function Rules({ group, groups }: { group: SecurityGroup; groups: Map<string, Se
                 <Table.Td>{ruleRemote(rule, groups)}</Table.Td>
                 <Table.Td>{rule.description || '—'}</Table.Td>
                 <Table.Td ta="right">
-                  <ConfirmButton
-                    label="Remove"
-                    aria-label={`Remove rule ${rule.direction} ${ruleTraffic(rule)} from ${group.name}`}
-                    title="Remove this rule?"
-                    message={`${rule.direction} ${ruleTraffic(rule)} ${rule.direction === 'ingress' ? 'from' : 'to'} ${ruleRemote(rule, groups)} is no longer allowed for the group's ports.`}
-                    color="red.9"
-                    variant="outline"
-                    size="xs"
-                    loading={remove.isPending && remove.variables === rule.id}
-                    onConfirm={() => remove.mutate(rule.id)}
-                  />
+                  <DeleteButton remove={remove} target={rule.id} label="Remove"
+                    name={`Remove rule ${rule.direction} ${ruleTraffic(rule)} from ${group.name}`} title="Remove this rule?"
+                    message={`${rule.direction} ${ruleTraffic(rule)} ${rule.direction === 'ingress' ? 'from' : 'to'} ${ruleRemote(rule, groups)} is no longer allowed for the group's ports.`} />
                 </Table.Td>
               </Table.Tr>
             ))}
@@ -498,10 +394,7 @@ function FloatingIps({ vpc }: { vpc: Vpc }) {
       unwrap(api.PATCH('/api/v1/public-ips/{id}/', { params: { path: { id } }, body: { port } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['public-ips'] }),
   })
-  const release = useMutation({
-    mutationFn: (id: string) => unwrap(api.DELETE('/api/v1/public-ips/{id}/', { params: { path: { id } } })),
-    onSuccess: () => void qc.invalidateQueries({ queryKey: ['public-ips'] }),
-  })
+  const release = useRemove((id: string) => unwrap(api.DELETE('/api/v1/public-ips/{id}/', { params: { path: { id } } })), ['public-ips'])
   const submitAllocate = useSubmitOnce(allocate)
   const submit = (event: FormEvent) => {
     event.preventDefault()
@@ -573,17 +466,9 @@ function FloatingIps({ vpc }: { vpc: Vpc }) {
                 </Table.Td>
                 <Table.Td ta="right">
                   {ip.kind === 'floating' && (
-                    <ConfirmButton
-                      label="Release"
-                      aria-label={`Release ${ip.address}`}
+                    <DeleteButton remove={release} target={ip.id} label="Release" name={`Release ${ip.address}`}
                       title={`Release ${ip.address}?`}
-                      message="The address goes back to the pool and its NAT is removed; you may not get the same address again."
-                      color="red.9"
-                      variant="outline"
-                      size="xs"
-                      loading={release.isPending && release.variables === ip.id}
-                      onConfirm={() => release.mutate(ip.id)}
-                    />
+                      message="The address goes back to the pool and its NAT is removed; you may not get the same address again." />
                   )}
                 </Table.Td>
               </Table.Tr>
