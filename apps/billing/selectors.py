@@ -16,6 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Q, QuerySet
 
+from apps.core.clock import now as clock_now
 from apps.tenancy import selectors as tenancy
 from apps.tenancy.models import OrgRole
 
@@ -241,3 +242,86 @@ def _text(value) -> str | None:
     if value is None:
         return None
     return format(Decimal(value).quantize(Decimal("0.000001"), rounding=ROUND_HALF_UP).normalize(), "f")
+
+
+def _months(start: dt.datetime, end: dt.datetime) -> list[tuple[str, dt.datetime, dt.datetime]]:
+    """The UTC months `[start, end)` touches: (YYYY-MM, month start, month end)."""
+    out, cur = [], dt.datetime(start.year, start.month, 1, tzinfo=dt.UTC)
+    while cur < end:
+        nxt = dt.datetime(cur.year + cur.month // 12, cur.month % 12 + 1, 1, tzinfo=dt.UTC)
+        out.append((f"{cur.year:04d}-{cur.month:02d}", cur, nxt))
+        cur = nxt
+    return out
+
+
+def _union_seconds(spans: list[tuple[dt.datetime, dt.datetime]], lo: dt.datetime, hi: dt.datetime) -> int:
+    """Seconds of `[lo, hi)` covered by the union of `spans`."""
+    total, reach = 0.0, lo
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans):
+        if e <= reach:
+            continue
+        total += (e - max(s, reach)).total_seconds()
+        reach = e
+    return int(total)
+
+
+def incident_impact(incident) -> dict:
+    """What an inventory incident cost: the resources that ran on its host (or GPU) while it lasted, each with its
+    downtime, and the SLA credits it accounts for. Read-only; worked out from the placement resolvers now, so an
+    open incident's figures grow until it closes.
+
+    ``downtime_s`` per resource: seconds of the incident during which the resource (``partial``: a part of it, such
+    as one allocation row of a lease) was placed there. ``credits``: per month with an SLA report of the resource
+    (made by the month's invoice run), the report's credit times this incident's share of the month's downtime
+    (capped at 1; several incidents of a month share its credit). An incident not at the provider's fault causes
+    downtime but no credit (``counts_for_sla`` false). Totals: ``downtime_s`` (summed over resources) and
+    ``credits`` per currency, amounts as 2-decimal strings."""
+    from .registry import placement_resolvers
+
+    end = incident.end or clock_now()
+    spans: dict[tuple[str, str], dict] = {}
+    for resolver in placement_resolvers().values():
+        for p in resolver(incident.host_id, incident.gpu_id, incident.start, end):
+            s, e = max(incident.start, p.start), min(end, p.end or end)
+            if e <= s:
+                continue
+            row = spans.setdefault((p.resource_type, str(p.resource_id)), {"spans": [], "partial": False})
+            row["spans"].append((s, e))
+            row["partial"] |= p.units is not None
+    owners = {}
+    if spans:
+        q = Q()
+        for rtype, rid in spans:
+            q |= Q(resource_type=rtype, resource_id=rid)
+        for r in (UsageRecord.objects.filter(q).order_by("resource_type", "resource_id", "-start")
+                  .distinct("resource_type", "resource_id")
+                  .values("resource_type", "resource_id", "organization_id", "organization__name", "project_id")):
+            owners[(r["resource_type"], r["resource_id"])] = r
+    months = _months(incident.start, end)
+    reports = {}
+    if spans and incident.provider_at_fault:
+        for rep in SlaReport.objects.filter(q, period__in=[m for m, _, _ in months]):
+            reports.setdefault((rep.resource_type, rep.resource_id), []).append(rep)
+    resources, totals = [], {}
+    for (rtype, rid), row in sorted(spans.items()):
+        owner = owners.get((rtype, rid), {})
+        credits = []
+        for rep in sorted(reports.get((rtype, rid), []), key=lambda r: r.period):
+            _, lo, hi = next(m for m in months if m[0] == rep.period)
+            down_min = Decimal(_union_seconds(row["spans"], lo, hi)) / 60
+            share = min(Decimal(1), down_min / rep.downtime_minutes) if rep.downtime_minutes else Decimal(0)
+            amount = (rep.credit_amount * share).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+            totals[rep.currency] = totals.get(rep.currency, Decimal(0)) + amount
+            credits.append({"period": rep.period, "currency": rep.currency, "credit_amount": str(amount),
+                            "report_credit_amount": str(rep.credit_amount), "credit_pct": str(rep.credit_pct),
+                            "uptime_pct": str(rep.uptime_pct), "sla_report": str(rep.pk),
+                            "applied_invoice": str(rep.applied_invoice_id) if rep.applied_invoice_id else None})
+        resources.append({"resource_type": rtype, "resource_id": rid, "partial": row["partial"],
+                          "organization": str(owner["organization_id"]) if owner else None,
+                          "organization_name": owner.get("organization__name", ""),
+                          "project": str(owner["project_id"]) if owner else None,
+                          "downtime_s": _union_seconds(row["spans"], incident.start, end), "credits": credits})
+    return {"incident": str(incident.pk), "open": incident.end is None,
+            "counts_for_sla": incident.provider_at_fault,
+            "downtime_s": sum(r["downtime_s"] for r in resources), "resources": resources,
+            "credits": [{"currency": c, "amount": str(a)} for c, a in sorted(totals.items())]}

@@ -284,3 +284,40 @@ class TaxRateCreateInput(Serializer):
     effective_to = serializers.DateField(required=False, allow_null=True, default=None,
                                          help_text="first day no longer in force; null = open-ended")
     source = serializers.CharField(max_length=300, required=False, default="", allow_blank=True)
+
+
+# --- an incident's downtime and credits (admin portal) ---------------------------------------------------------------
+class IncidentCreditOutput(Serializer):
+    period = serializers.CharField(help_text="YYYY-MM")
+    currency = serializers.CharField()
+    credit_amount = serializers.CharField(help_text="this incident's share of the month's SLA credit (2 decimals)")
+    report_credit_amount = serializers.CharField(help_text="the month's whole SLA credit of the resource")
+    credit_pct = serializers.CharField()
+    uptime_pct = serializers.CharField()
+    sla_report = serializers.UUIDField()
+    applied_invoice = serializers.UUIDField(allow_null=True, help_text="the invoice it is credited on, once applied")
+
+
+class IncidentResourceOutput(Serializer):
+    resource_type = serializers.CharField(help_text="instance, lease, ...")
+    resource_id = serializers.CharField()
+    partial = serializers.BooleanField(help_text="only a part of the resource ran there (one allocation of a lease)")
+    organization = serializers.UUIDField(allow_null=True, help_text="from its usage records; null before any")
+    organization_name = serializers.CharField()
+    project = serializers.UUIDField(allow_null=True)
+    downtime_s = serializers.IntegerField(help_text="seconds of the incident while the resource ran there")
+    credits = IncidentCreditOutput(many=True)
+
+
+class IncidentTotalOutput(Serializer):
+    currency = serializers.CharField()
+    amount = serializers.CharField()
+
+
+class IncidentImpactOutput(Serializer):
+    incident = serializers.UUIDField()
+    open = serializers.BooleanField()
+    counts_for_sla = serializers.BooleanField(help_text="the provider was at fault: the downtime earns SLA credits")
+    downtime_s = serializers.IntegerField(help_text="the resources' downtime, summed")
+    resources = IncidentResourceOutput(many=True)
+    credits = IncidentTotalOutput(many=True, help_text="SLA credits it accounts for, per currency")

@@ -1,3 +1,5 @@
+from django.urls import re_path
+
 from apps.core.routers import ApiRouter
 
 from . import views
@@ -16,4 +18,7 @@ router.register("billing-accounts", views.BillingAccountViewSet, basename="billi
 router.register("tax-rates", views.TaxRateViewSet, basename="tax-rate")
 router.register("billing", views.BillingOpsViewSet, basename="billing")
 
-urlpatterns = router.urls
+urlpatterns = [
+    re_path(r"^incidents/(?P<pk>[0-9a-fA-F-]{36})/impact/?$", views.IncidentImpactView.as_view(), name="incident-impact"),
+    *router.urls,
+]

@@ -13,11 +13,14 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from apps.core.api import UUID_PATTERN, ApiViewMixin, validated
+from apps.core.errors import NotFound
 from apps.core.idempotency import IDEMPOTENCY_KEY_PARAMETER, idempotent_create
 from apps.core.schema import problems
 from apps.identity.permissions import IsStaffBillingAdmin
+from apps.inventory.selectors import incident_list_visible_to
 
 from .. import exports, reports, selectors, services
 from ..models import Adjustment, BillingAccount, InvoiceRun, PriceBook
@@ -343,3 +346,19 @@ class BillingOpsViewSet(viewsets.GenericViewSet):
 
 
 
+
+
+class IncidentImpactView(APIView):
+    """`GET /api/v1/incidents/{id}/impact/`: the downtime and SLA credits an incident caused (staff; tenants 404)."""
+
+    permission_classes = [IsStaffBillingAdmin]
+    serializer_class = s.IncidentImpactOutput
+
+    @extend_schema(responses={200: s.IncidentImpactOutput, **problems({
+        404: "not_found: no such incident, or the caller is not provider staff."})},
+        summary="An incident's affected resources, downtime and SLA credits (staff)")
+    def get(self, request, pk):
+        incident = incident_list_visible_to(request.user).filter(pk=pk).first()
+        if incident is None:
+            raise NotFound()
+        return Response(s.IncidentImpactOutput(selectors.incident_impact(incident)).data)

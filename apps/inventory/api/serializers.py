@@ -115,6 +115,14 @@ class HostActionInput(Serializer):
         "host's last condition change. Lets staff record a fault noticed after the fact."))
 
 
+class IncidentUpdateInput(Serializer):
+    start = serializers.DateTimeField(required=False, help_text="When the fault began (RFC 3339, with offset).")
+    end = serializers.DateTimeField(required=False, help_text=(
+        "A closed incident's end; an open one ends when its host or GPU is marked available."))
+    reason = serializers.CharField(max_length=500, required=False)
+    provider_at_fault = serializers.BooleanField(required=False, help_text="Counts as SLA downtime when true.")
+
+
 class GpuInstanceOutput(ModelSerializer):
     class Meta:
         model = GpuInstance

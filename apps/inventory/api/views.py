@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from apps.core.api import ApiViewMixin
 from apps.core.errors import NotFound, ValidationFailed
+from apps.core.schema import problems
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors
@@ -100,11 +101,23 @@ class HcaPortViewSet(_StaffReadOnly):
 
 
 class IncidentViewSet(_StaffReadOnly):
-    """Faulty periods of hosts and GPUs (billing reads provider-at-fault ones as SLA downtime)."""
+    """Faulty periods of hosts and GPUs (billing reads provider-at-fault ones as SLA downtime). Opened and closed
+    through the host's and GPU's condition actions; operators correct one with PATCH."""
 
     serializer_class = s.IncidentOutput
     filterset_class = filters.IncidentFilter
     selector = staticmethod(selectors.incident_list_visible_to)
+
+    @extend_schema(request=s.IncidentUpdateInput, responses={200: s.IncidentOutput, **problems({
+        400: "invalid_time: a naive or future time, a start not before the end, or a start before the end of the "
+             "same host's (or GPU's) previous incident; validation_error: an empty reason.",
+        403: "permission_denied: only operators change incidents.",
+        409: "incident_open: an end for an open incident (it ends when its host or GPU is marked available)."})},
+        summary="Correct an incident's times, reason or provider fault (audited)")
+    def partial_update(self, request, pk=None):
+        inc = host_services.incident_update(actor=request.user, incident=self.get_object(),
+                                            **self._input(s.IncidentUpdateInput))
+        return self._out(self.get_queryset().get(pk=inc.pk))
 
 
 def _condition_action(name: str, service, doc: str, input_cls, output_cls, target: str):

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
-from apps.core.errors import ValidationFailed
+from apps.core.errors import Conflict, ValidationFailed
 from apps.core.transitions import transition
 
 from ..errors import GpuScrubPending
@@ -161,3 +161,51 @@ def gpu_mark_healthy(*, actor, gpu: Gpu, reason: str, at: dt.datetime | None = N
         audit_record(actor=actor, action="inventory.gpu.mark_healthy", target=gpu, before={"health": before},
                      after={"health": gpu.health, "reason": reason})
     return gpu
+
+
+INCIDENT_FIELDS = ("start", "end", "reason", "provider_at_fault")
+
+
+def incident_update(*, actor, incident: Incident, **changes) -> Incident:
+    """Correct an incident: `start` (when the fault began), `end` (a closed incident's only: an open one ends when
+    its host or GPU is marked available), `reason`, `provider_at_fault` (whether its downtime counts against the
+    SLA of the resources that ran there). Only the keys given change; audited as `inventory.incident.update` with
+    the fields before and after. Billing derives downtime and credits from the incident on its next sync.
+
+    Raises ValidationFailed (400, on the field): `invalid_time` for a naive or future time, a start not before the
+    end, or a start before the end of the same host's (or GPU's) previous incident (incidents never overlap);
+    `reason_required` for an empty reason; Conflict (409 `incident_open`) for an `end` on an open incident.
+    """
+    changes = {k: v for k, v in changes.items() if k in INCIDENT_FIELDS}
+    with transaction.atomic():
+        inc = Incident.objects.select_for_update().get(pk=incident.pk)
+        before = {k: getattr(inc, k) for k in changes}
+        if "reason" in changes:
+            changes["reason"] = _reason(changes["reason"])
+        if "end" in changes and inc.end is None:
+            raise Conflict("An open incident ends when its host or GPU is marked available.", code="incident_open",
+                           errors={"end": ["the incident is open"]})
+        current = now()
+        for key in ("start", "end"):
+            at = changes.get(key)
+            if key in changes and (at is None or at.tzinfo is None or at > current):
+                word = "required" if at is None else "naive time" if at.tzinfo is None else "in the future"
+                raise ValidationFailed(f"`{key}` is {word}.", code="invalid_time", errors={key: [word]})
+        start, end = changes.get("start", inc.start), changes.get("end", inc.end)
+        if end is not None and end <= start:
+            field = "start" if "start" in changes else "end"
+            raise ValidationFailed("An incident's start must be before its end.", code="invalid_time",
+                                   errors={field: ["start not before end"]})
+        previous = (Incident.objects.filter(host_id=inc.host_id, gpu_id=inc.gpu_id, start__lt=inc.start)
+                    .exclude(pk=inc.pk).order_by("-start").values_list("end", flat=True).first())
+        if previous is not None and start < previous:
+            raise ValidationFailed(f"The start is before the end of the previous incident ({previous.isoformat()}).",
+                                   code="invalid_time", errors={"start": ["before the previous incident's end"]})
+        for key, value in changes.items():
+            setattr(inc, key, value)
+        inc.save(update_fields=[*changes, "updated_at"])
+        jsonable = lambda v: v.isoformat() if isinstance(v, dt.datetime) else v  # noqa: E731
+        audit_record(actor=actor, action="inventory.incident.update", target=inc,
+                     before={k: jsonable(v) for k, v in before.items()},
+                     after={k: jsonable(getattr(inc, k)) for k in changes})
+    return inc

@@ -2,7 +2,8 @@ import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { FleetSummary } from '../../api/client'
 import { json, renderPage, stubApi } from '../../test/render'
-import { AdminIncidentsPage, durationText, hostIds } from './Incidents'
+import { AdminIncidentsPage, durationText, hostIds, incidentChanges } from './Incidents'
+import { problem } from '../../test/render'
 
 const page = <T,>(results: T[]) => ({ count: results.length, next: null, previous: null, results })
 const HOST = { id: 'h-1', name: 'a-su1-n01', rack_unit: 1, condition: 'available', condition_reason: '', condition_changed_at: null,
@@ -54,6 +55,54 @@ describe('incidents', () => {
     fireEvent.change(within(close).getByLabelText(/^Reason/), { target: { value: 'PSU replaced' } })
     fireEvent.click(within(close).getByRole('button', { name: 'Close incident' }))
     await waitFor(() => expect(screen.getByTestId('incident-duration')).toHaveTextContent('10 min'))
+  }, 20_000)
+
+  it('sends only the changed fields of an incident, an end only for a closed one', () => {
+    const open = { id: 'i', host: 'h', gpu: null, gpu_index: null, start: '2026-12-04T03:00:00Z', end: null, duration_s: null,
+      reason: 'PSU', provider_at_fault: true }
+    expect(incidentChanges(open, { start: '2026-12-04T03:00', end: '2026-12-04T05:00', reason: 'PSU ', fault: true })).toEqual({})
+    expect(incidentChanges(open, { start: '2026-12-04T01:30', end: '', reason: 'PSU failed', fault: false }))
+      .toEqual({ start: '2026-12-04T01:30:00.000Z', reason: 'PSU failed', provider_at_fault: false })
+    expect(incidentChanges({ ...open, end: '2026-12-04T05:00:00Z' }, { start: '2026-12-04T03:00', end: '2026-12-04T04:00', reason: 'PSU', fault: true }))
+      .toEqual({ end: '2026-12-04T04:00:00.000Z' })
+  })
+
+  it('shows what an incident caused and corrects it, the server\'s refusal on the field', async () => {
+    let incident = { id: 'i-1', host: 'a-su1-n01', gpu: null, gpu_index: null, start: '2026-12-04T03:00:00Z', end: null,
+      duration_s: null, reason: 'PSU', provider_at_fault: true }
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json(SUMMARY),
+      'GET /api/v1/sla-reports/': () => json(page([])),
+      'GET /api/v1/incidents/': () => json(page([incident])),
+      'GET /api/v1/incidents/i-1/impact/': () => json({ incident: 'i-1', open: true, counts_for_sla: true, downtime_s: 7200,
+        credits: [{ currency: 'USD', amount: '12.50' }],
+        resources: [{ resource_type: 'instance', resource_id: 'vm-0001-abcd', partial: false, organization: 'o', organization_name: 'Delta',
+          project: 'p', downtime_s: 7200, credits: [{ period: '2026-11', currency: 'USD', credit_amount: '12.50', report_credit_amount: '25.00',
+            credit_pct: '10', uptime_pct: '98', sla_report: 's', applied_invoice: null }] }] }),
+      'PATCH /api/v1/incidents/i-1/': async (r) => {
+        const body = await r.json()
+        if (body.start === '2020-01-01T00:00:00.000Z') return problem(400, 'invalid_time', 'before', { start: ['before the previous incident\'s end'] })
+        incident = { ...incident, ...body }
+        return json(incident)
+      },
+    })
+    renderPage(<AdminIncidentsPage />)
+    fireEvent.click(await screen.findByRole('button', { name: /^Details of the incident of a-su1-n01/ }, { timeout: 5000 }))
+    const dialog = await screen.findByRole('dialog', { name: 'Incident of a-su1-n01' })
+    expect(await within(dialog).findByTestId('incident-impact-summary')).toHaveTextContent(
+      '1 resource down for 2 h 00 min in all so far; SLA credits 12.50 USD.')
+    expect(within(dialog).getByTestId('incident-resource')).toHaveTextContent('Delta')
+    expect(within(dialog).getByTestId('incident-resource')).toHaveTextContent('2026-11: 12.50 USD')
+    expect(within(dialog).getByLabelText(/^End/)).toBeDisabled()
+    fireEvent.change(within(dialog).getByLabelText(/^Start/), { target: { value: '2020-01-01T00:00' } })
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Save changes' }))
+    expect(await within(dialog).findByText("before the previous incident's end")).toBeInTheDocument()
+    fireEvent.change(within(dialog).getByLabelText(/^Start/), { target: { value: '2026-12-04T01:30' } })
+    fireEvent.click(within(dialog).getByLabelText(/provider is at fault/))
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Save changes' }))
+    await waitFor(() => expect(seen.filter((r) => r.method === 'PATCH').length).toBe(2))
+    expect(await seen.filter((r) => r.method === 'PATCH')[1].json()).toEqual({ start: '2026-12-04T01:30:00.000Z', provider_at_fault: false })
   }, 20_000)
 
   it('is not found for a tenant, who never gets the incidents asked for', async () => {

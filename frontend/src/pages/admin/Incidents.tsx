@@ -1,4 +1,4 @@
-import { Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, Textarea, Title } from '@mantine/core'
+import { Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { api, unwrap, type FleetSummary, type Schemas } from '../../api/client'
@@ -9,6 +9,7 @@ import { fleetKey, fleetQuery } from './queries'
 
 type Incident = Schemas['IncidentOutput']
 type SlaReport = Schemas['SlaReportOutput']
+type Impact = Schemas['IncidentImpactOutput']
 
 /** "2 h 05 min", "45 s" — an incident's downtime; "open" while it lasts. */
 export function durationText(s: number | null | undefined): string {
@@ -103,6 +104,115 @@ function CloseIncident({ incident, hostId }: { incident: Incident; hostId: strin
   )
 }
 
+/** A datetime-local value (UTC) from an ISO time, and back. */
+export function toLocal(iso: string | null | undefined): string {
+  const t = iso ? new Date(iso) : null
+  return t && !Number.isNaN(t.getTime()) ? t.toISOString().slice(0, 16) : ''
+}
+const fromLocal = (local: string) => new Date(`${local}Z`).toISOString()
+
+/** The PATCH body for the changed fields only (times as ISO 8601 UTC); `end` only for a closed incident. */
+export function incidentChanges(i: Incident, f: { start: string; end: string; reason: string; fault: boolean }) {
+  return {
+    ...(f.start && f.start !== toLocal(i.start) ? { start: fromLocal(f.start) } : {}),
+    ...(i.end && f.end && f.end !== toLocal(i.end) ? { end: fromLocal(f.end) } : {}),
+    ...(f.reason.trim() !== i.reason ? { reason: f.reason.trim() } : {}),
+    ...(f.fault !== i.provider_at_fault ? { provider_at_fault: f.fault } : {}),
+  }
+}
+
+/** An incident's impact (GET /incidents/{id}/impact/): the resources that ran on its host or GPU while it lasted,
+ * each with its organization, downtime and its share of SLA credits; and, for operators, a form to correct its
+ * times, reason and provider fault (PATCH /incidents/{id}/, audited; the server's refusal on the field). */
+function IncidentDetails({ incident, operator }: { incident: Incident; operator: boolean }) {
+  const qc = useQueryClient()
+  const [opened, setOpened] = useState(false)
+  const blank = { start: toLocal(incident.start), end: toLocal(incident.end), reason: incident.reason, fault: incident.provider_at_fault ?? true }
+  const [form, setForm] = useState(blank)
+  const impact = useQuery({
+    queryKey: ['incident-impact', incident.id, incident.end, incident.start, incident.provider_at_fault], enabled: opened,
+    queryFn: () => unwrap(api.GET('/api/v1/incidents/{id}/impact/', { params: { path: { id: incident.id } } })),
+  })
+  const save = useMutation({
+    mutationFn: () => unwrap(api.PATCH('/api/v1/incidents/{id}/', { params: { path: { id: incident.id } }, body: incidentChanges(incident, form) })),
+    onSuccess: () => {
+      void qc.invalidateQueries({ queryKey: ['incidents'] })
+      void qc.invalidateQueries({ queryKey: ['incident-impact', incident.id] })
+    },
+  })
+  const changed = Object.keys(incidentChanges(incident, form)).length > 0
+  const data: Impact | undefined = impact.data
+  return (
+    <>
+      <Button size="xs" variant="default" onClick={() => { setForm(blank); save.reset(); setOpened(true) }}
+        aria-label={`Details of the incident of ${incident.host} from ${when(incident.start)}`}>
+        Details
+      </Button>
+      <Modal opened={opened} onClose={() => setOpened(false)} size="xl" centered closeButtonProps={{ 'aria-label': 'Close' }}
+        title={`Incident of ${incident.host}${incident.gpu_index !== null && incident.gpu_index !== undefined ? ` GPU ${incident.gpu_index}` : ''}`}>
+        <Stack>
+          <Title order={3} size="h5">Downtime and credits it caused</Title>
+          <ProblemAlert error={impact.error} />
+          {data && (
+            <>
+              <Text size="sm" data-testid="incident-impact-summary">
+                {data.resources.length} resource{data.resources.length === 1 ? '' : 's'} down for {durationText(data.downtime_s)} in all
+                {data.open ? ' so far' : ''};{' '}
+                {data.counts_for_sla
+                  ? (data.credits.length ? `SLA credits ${data.credits.map((c) => `${c.amount} ${c.currency}`).join(', ')}` : 'no SLA credit yet (the month\'s invoice run makes them)')
+                  : 'not the provider\'s fault: no SLA credit'}.
+              </Text>
+              <Table withTableBorder data-testid="incident-resources">
+                <Table.Thead>
+                  <Table.Tr>
+                    <Table.Th>Resource</Table.Th><Table.Th>Organization</Table.Th><Table.Th ta="right">Downtime</Table.Th><Table.Th>SLA credits</Table.Th>
+                  </Table.Tr>
+                </Table.Thead>
+                <Table.Tbody>
+                  {data.resources.map((r) => (
+                    <Table.Tr key={`${r.resource_type}:${r.resource_id}`} data-testid="incident-resource">
+                      <Table.Td>{r.resource_type} {r.resource_id.slice(0, 8)}{r.partial ? ' (part)' : ''}</Table.Td>
+                      <Table.Td>{r.organization_name || '—'}</Table.Td>
+                      <Table.Td ta="right">{durationText(r.downtime_s)}</Table.Td>
+                      <Table.Td>{r.credits.length ? r.credits.map((c) => `${c.period}: ${c.credit_amount} ${c.currency}`).join('; ') : '—'}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                  {!data.resources.length && (
+                    <Table.Tr><Table.Td colSpan={4}><Text size="sm" c="dimmed">Nothing ran there while it lasted.</Text></Table.Td></Table.Tr>
+                  )}
+                </Table.Tbody>
+              </Table>
+            </>
+          )}
+          {operator && (
+            <form onSubmit={(e) => { e.preventDefault(); save.mutate() }}>
+              <Stack gap="sm">
+                <Title order={3} size="h5">Correct the incident</Title>
+                <Group grow align="start">
+                  <TextInput label="Start (UTC)" type="datetime-local" value={form.start} required
+                    onChange={(e) => setForm({ ...form, start: e.currentTarget.value })} error={fieldError(save.error, 'start')} />
+                  <TextInput label="End (UTC)" type="datetime-local" value={form.end} disabled={!incident.end}
+                    description={incident.end ? undefined : 'Open: it ends when the host is marked available'}
+                    onChange={(e) => setForm({ ...form, end: e.currentTarget.value })} error={fieldError(save.error, 'end')} />
+                </Group>
+                <Textarea label="Reason" minRows={2} maxLength={500} value={form.reason}
+                  onChange={(e) => setForm({ ...form, reason: e.currentTarget.value })} error={fieldError(save.error, 'reason')} />
+                <Checkbox label="The provider is at fault (counts as SLA downtime)" checked={form.fault}
+                  onChange={(e) => setForm({ ...form, fault: e.currentTarget.checked })} />
+                <ProblemAlert error={save.error} shownFields={['start', 'end', 'reason']} />
+                {save.isSuccess && !changed && <Text size="sm" c="teal.9" role="status">Saved.</Text>}
+                <Group justify="flex-end">
+                  <Button type="submit" loading={save.isPending} disabled={!changed}>Save changes</Button>
+                </Group>
+              </Stack>
+            </form>
+          )}
+        </Stack>
+      </Modal>
+    </>
+  )
+}
+
 /** `/staff/incidents`: hosts' and GPUs' faulty periods (GET /incidents/), opening one for a host and closing it, and
  * the SLA credits that provider-at-fault downtime produced (GET /sla-reports/, made by each month's invoice run). */
 export function AdminIncidentsPage() {
@@ -149,9 +259,12 @@ export function AdminIncidentsPage() {
               <Table.Td>{i.reason}</Table.Td>
               <Table.Td>{i.provider_at_fault ? 'yes' : 'no'}</Table.Td>
               <Table.Td>
-                {!i.end && i.gpu === null && ids.has(i.host) && me.data?.staff_role === 'operator' && (
-                  <CloseIncident incident={i} hostId={ids.get(i.host)!} />
-                )}
+                <Group gap={6} wrap="nowrap">
+                  <IncidentDetails incident={i} operator={me.data?.staff_role === 'operator'} />
+                  {!i.end && i.gpu === null && ids.has(i.host) && me.data?.staff_role === 'operator' && (
+                    <CloseIncident incident={i} hostId={ids.get(i.host)!} />
+                  )}
+                </Group>
               </Table.Td>
             </Table.Tr>
           ))}

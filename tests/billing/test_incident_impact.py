@@ -1,0 +1,100 @@
+"""The admin portal's incident screen: an operator corrects an incident (PATCH /incidents/{id}/, audited) and any
+staff role reads the downtime and SLA credits it caused (GET /incidents/{id}/impact/); tenants get 404."""
+import datetime as dt
+
+import pytest
+import time_machine
+
+from apps.audit.models import AuditEvent
+from apps.billing.services import invoice_run_execute
+from apps.identity.models import StaffRole
+from apps.inventory.models import Incident
+from tests.tenancy.helpers import client_for, make_user, member, token_for
+
+from .conftest import H100, book, collect, incident, make_org, utc
+
+pytestmark = pytest.mark.django_db
+
+
+def _staff(role):
+    return client_for(token_for(make_user(f"{role}@provider.test", staff_role=role), staff=True))
+
+
+def test_an_incident_s_downtime_and_its_share_of_the_sla_credit(tiers, fleet, host):
+    """vm1 runs June on the host; two incidents of 9 h and 3 h: the month's credit is split 3:1 between them; vm2
+    only ran during the first. A tenant gets 404."""
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 6, 1), utc(2026, 7, 1))
+    fleet.place(h.id, "vm1", utc(2026, 5, 31))
+    fleet.run(org, project, "vm2", utc(2026, 6, 10), utc(2026, 6, 10, 6))
+    fleet.place(h.id, "vm2", utc(2026, 6, 10), utc(2026, 6, 10, 6))
+    first = incident(h, utc(2026, 6, 10, 3), utc(2026, 6, 10, 12))   # 9 h
+    second = incident(h, utc(2026, 6, 20, 0), utc(2026, 6, 20, 3))   # 3 h
+    collect(utc(2026, 6, 1), utc(2026, 7, 1))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        support = _staff(StaffRole.SUPPORT)
+        body = support.get(f"/api/v1/incidents/{first.pk}/impact/").json()
+    by_id = {r["resource_id"]: r for r in body["resources"]}
+    assert set(by_id) == {"vm1", "vm2"} and body["counts_for_sla"] is True and body["open"] is False
+    assert (by_id["vm1"]["downtime_s"], by_id["vm2"]["downtime_s"]) == (9 * 3600, 3 * 3600)
+    assert by_id["vm1"]["organization_name"] == "acme" and body["downtime_s"] == 12 * 3600
+    vm1_credit = by_id["vm1"]["credits"][0]
+    assert vm1_credit["period"] == "2026-06"
+    # the month's 12 h of downtime: this incident is 9 of them
+    from decimal import Decimal
+    assert Decimal(vm1_credit["credit_amount"]) == (Decimal(vm1_credit["report_credit_amount"]) * 9 / 12).quantize(
+        Decimal("0.01"))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        other = support.get(f"/api/v1/incidents/{second.pk}/impact/").json()
+    assert [r["resource_id"] for r in other["resources"]] == ["vm1"]
+    total = Decimal(vm1_credit["credit_amount"]) + Decimal(other["resources"][0]["credits"][0]["credit_amount"])
+    assert total == Decimal(vm1_credit["report_credit_amount"])
+    owner = make_user("owner@acme.test")
+    from apps.tenancy.models import OrgRole
+    member(owner, org, OrgRole.OWNER)
+    assert client_for(token_for(owner, organization=org)).get(
+        f"/api/v1/incidents/{first.pk}/impact/").status_code == 404
+
+
+def test_not_at_fault_causes_downtime_but_no_credit(tiers, fleet, host):
+    org, project = make_org("acme")
+    h = host("n1")
+    fleet.run(org, project, "vm1", utc(2026, 6, 1), utc(2026, 6, 2))
+    fleet.place(h.id, "vm1", utc(2026, 6, 1))
+    inc = incident(h, utc(2026, 6, 1, 3), utc(2026, 6, 1, 4), at_fault=False)
+    body = _staff(StaffRole.OPERATOR).get(f"/api/v1/incidents/{inc.pk}/impact/").json()
+    assert (body["counts_for_sla"], body["downtime_s"], body["credits"]) == (False, 3600, [])
+
+
+def test_an_operator_corrects_an_incident_and_bad_changes_write_nothing(host):
+    h = host("n1")
+    earlier = incident(h, utc(2026, 6, 1, 0), utc(2026, 6, 1, 2))
+    inc = Incident.objects.create(host=h, start=utc(2026, 6, 2, 3), reason="PSU", provider_at_fault=True)
+    ops = _staff(StaffRole.OPERATOR)
+    url = f"/api/v1/incidents/{inc.pk}/"
+    changed = ops.patch(url, {"start": "2026-06-02T01:30:00Z", "reason": "PSU failed", "provider_at_fault": False})
+    assert changed.status_code == 200, changed.json()
+    assert (changed.json()["start"], changed.json()["reason"], changed.json()["provider_at_fault"]) == (
+        "2026-06-02T01:30:00Z", "PSU failed", False)
+    event = AuditEvent.objects.get(action="inventory.incident.update")
+    assert event.before == {"start": "2026-06-02T03:00:00+00:00", "reason": "PSU", "provider_at_fault": True}
+    refusals = [
+        ({"end": "2026-06-02T05:00:00Z"}, 409, "incident_open", "end"),
+        ({"start": "2026-06-01T01:00:00Z"}, 400, "invalid_time", "start"),      # overlaps the earlier incident
+        ({"start": (dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)).isoformat()}, 400, "invalid_time", "start"),
+        ({"reason": "  "}, 400, "validation_error", "reason"),
+    ]
+    for body, status, code, field in refusals:
+        r = ops.patch(url, body)
+        assert (r.status_code, r.json()["code"]) == (status, code), (body, r.json())
+        assert field in r.json()["errors"]
+    closed = ops.patch(f"/api/v1/incidents/{earlier.pk}/", {"end": "2026-06-01T01:00:00Z"})
+    assert closed.status_code == 200 and closed.json()["duration_s"] == 3600
+    assert ops.patch(f"/api/v1/incidents/{earlier.pk}/", {"end": "2026-05-31T00:00:00Z"}).json()["code"] == "invalid_time"
+    inc.refresh_from_db()
+    assert (inc.reason, inc.provider_at_fault) == ("PSU failed", False)
+    assert AuditEvent.objects.filter(action="inventory.incident.update").count() == 2
+    assert _staff(StaffRole.BILLING_ADMIN).patch(url, {"reason": "x"}).status_code == 403
