@@ -466,3 +466,37 @@ def test_setting_a_price_answers_201_when_created_and_200_when_replaced(billed):
     assert (replaced.status_code, replaced.json()["id"], replaced.json()["unit_price"]) == (
         200, created.json()["id"], "1.750000")
     assert Price.objects.filter(book_id=book_id, sku="gpu:model=A100").count() == 1
+
+
+def test_an_invoice_says_which_actions_the_caller_may_take_now(billed, fleet):
+    """`allowed_actions`: a draft of a month in progress offers nothing, once the month is over `finalize`; a
+    finalized invoice `pay`, `void` and `credit_note`, and no `void` once credited; a paid one only `credit_note`.
+    Support staff and tenants are offered nothing. Each offered action is one the server then takes."""
+    from apps.billing.services import credit_note_create
+
+    acme, project, _ = billed
+    admin = _admin()
+    support = client_for(token_for(make_user("support@provider.test", staff_role=StaffRole.SUPPORT), staff=True))
+    owner = make_user("owner@acme.example")
+    member(owner, acme, "owner")
+    fleet.run(acme, project, "vm-a", utc(2026, 5, 1), utc(2026, 5, 1, 2))
+    url = None
+
+    def actions(client=admin):
+        return client.get(url).json()["allowed_actions"]
+
+    with time_machine.travel(utc(2026, 5, 10, 12), tick=False):
+        invoice_run_execute(period="2026-05", finalize=False)
+        draft = Invoice.objects.get(organization=acme, period="2026-05")
+        url = f"/api/v1/invoices/{draft.pk}/"
+        assert actions() == []
+    with time_machine.travel(utc(2026, 6, 1, 0, 0, 1), tick=False):
+        assert actions() == ["finalize"] and actions(support) == []
+        assert admin.post(f"{url}finalize/").status_code == 200
+        assert actions() == ["pay", "void", "credit_note"]
+        assert actions(support) == [] and actions(_client(owner, acme)) == []
+        credit_note_create(actor=None, invoice=Invoice.objects.get(pk=draft.pk), amount=Decimal("1.00"), reason="x")
+        assert actions() == ["pay", "credit_note"]
+        balance = admin.get(url).json()["balance_due"]
+        assert admin.post(f"{url}pay/", {"amount": balance}).status_code == 200
+        assert actions() == ["credit_note"]

@@ -22,7 +22,7 @@ from ..models import (
     UsageRecord,
 )
 from ..selectors import billing_organization_list_visible_to, invoice_list_visible_to
-from ..states import PriceUnit, PricingModel
+from ..states import INVOICE_TRANSITIONS, InvoiceStatus, PriceUnit, PricingModel
 
 
 class UsageRecordOutput(ModelSerializer):
@@ -54,13 +54,36 @@ class InvoiceOutput(ModelSerializer):
         help_text="total - credited - amount_paid: 0 once paid, negative (credit owed) for a credit note "
                   "issued against a paid invoice")
     lines = InvoiceLineOutput(many=True, read_only=True)
+    allowed_actions = serializers.SerializerMethodField(help_text=(
+        "what the caller may do to the invoice now: `finalize` (a draft whose period has ended), `pay`, `void` (a "
+        "finalized invoice; void only without credit notes), `credit_note` (a finalized or paid invoice not "
+        "wholly credited); for a billing admin with a write-scoped credential, empty for anyone else. The server "
+        "still decides (a finalize can meet `unpriced_usage`)."))
+
+    def get_allowed_actions(self, invoice) -> list[str]:
+        from apps.core.clock import now
+        from apps.identity.permissions import IsStaffBillingAdmin, token_allows_write
+
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if request is None or getattr(user, "staff_role", "") not in IsStaffBillingAdmin.write_roles \
+                or not token_allows_write(request):
+            return []
+        actions = [name for name, (sources, _target) in INVOICE_TRANSITIONS.items() if invoice.status in sources]
+        if "finalize" in actions and invoice.period_end > now():
+            actions.remove("finalize")
+        if "void" in actions and invoice.credited:
+            actions.remove("void")
+        if invoice.status in (InvoiceStatus.FINALIZED, InvoiceStatus.PAID) and invoice.credited < invoice.total:
+            actions.append("credit_note")
+        return actions
 
     class Meta:
         model = Invoice
         fields = ["id", "organization", "period", "period_start", "period_end", "timezone", "currency", "status",
                   "number", "display_number", "tax_rate", "reverse_charge", "subtotal", "credits", "tax", "total",
                   "credited", "amount_paid", "balance_due", "unpriced_seconds", "finalized_at", "paid_at",
-                  "payment_reference", "voided_at", "lines"]
+                  "payment_reference", "voided_at", "allowed_actions", "lines"]
 
 
 class InvoicePreviewQuery(Serializer):

@@ -215,7 +215,11 @@ export function AdminInvoicePage() {
   if (!role.staff || (invoice.error instanceof ApiError && invoice.error.status === 404)) return <NotFoundPage what="invoice" />
   if (!invoice.data) return <ProblemAlert error={invoice.error} />
   const inv = invoice.data
-  const finalized = inv.status === 'finalized' || inv.status === 'paid'
+  // a billing admin is offered what the server says it allows now (`allowed_actions`); other staff see the same
+  // buttons the invoice's status has, disabled, with why
+  const allowed = (action: string) => (role.writer ? (inv.allowed_actions ?? []).includes(action) : undefined)
+  const offerFinalize = allowed('finalize') ?? inv.status === 'draft'
+  const offerCredit = allowed('credit_note') ?? (inv.status === 'finalized' || inv.status === 'paid')
   return (
     <Stack>
       <Anchor component={Link} to="/staff/billing/invoices" size="sm">← Invoices</Anchor>
@@ -225,13 +229,13 @@ export function AdminInvoicePage() {
           <InvoiceStatus status={inv.status} />
         </Group>
         <Group gap="xs">
-          {inv.status === 'draft' && (
+          {offerFinalize && (
             <ConfirmButton label="Finalize" title={`Finalize the ${inv.period} invoice of ${orgName(inv.organization)}?`}
               message="It is re-rated from every usage record of its period, numbered and frozen: its lines never change again."
               confirmLabel="Finalize" onConfirm={() => finalize.mutate()} loading={finalize.isPending}
               allowed={role.writer} deniedHint={READ_ONLY_STAFF} />
           )}
-          {finalized && <CreditNoteButton invoice={inv} allowed={role.writer} />}
+          {offerCredit && <CreditNoteButton invoice={inv} allowed={role.writer} />}
           <Button component="a" variant="default" href={`/api/v1/invoices/${inv.id}/pdf/`} download>Download PDF</Button>
         </Group>
       </Group>

@@ -61,7 +61,7 @@ describe('admin price books', () => {
 const INVOICE = { id: 'i1', organization: 'o1', period: '2026-11', period_start: '2026-11-01T00:00:00Z', period_end: '2026-12-01T00:00:00Z',
   timezone: 'UTC', currency: 'USD', status: 'draft', number: null, display_number: '', tax_rate: '0', reverse_charge: false,
   subtotal: '10.00', credits: '0.00', tax: '0.00', total: '10.00', credited: '0.00', amount_paid: '0.00', balance_due: '10.00',
-  unpriced_seconds: 0, finalized_at: null, paid_at: null, payment_reference: '', voided_at: null,
+  unpriced_seconds: 0, finalized_at: null, paid_at: null, payment_reference: '', voided_at: null, allowed_actions: ['finalize'],
   lines: [{ id: 'l1', kind: 'usage', sku: 'flavor:name=h100-8x', description: 'vm-1', billed_seconds: 1800, quantity: '0.500000',
     unit: 'hour', unit_price: '20.000000', amount: '10.00', pricing_model: 'on_demand', sla_tier: 'standard', resource_id: 'vm-1' }] }
 
@@ -73,7 +73,8 @@ describe('admin invoice', () => {
       'GET /api/v1/credit-notes/': () => json({ results: [], next: null, previous: null }),
       'GET /api/v1/usage/': () => json({ results: [{ id: 'u1', resource_type: 'instance', resource_id: 'vm-1', sku: 'x',
         pricing_model: 'on_demand', start: '2026-11-02T00:00:00Z', end: '2026-11-02T00:30:00Z', seconds: 1800 }], next: null, previous: null }),
-      'POST /api/v1/invoices/i1/finalize/': () => json({ ...INVOICE, status: 'finalized', number: 7, display_number: 'INV-00000007' }),
+      'POST /api/v1/invoices/i1/finalize/': () => json({ ...INVOICE, status: 'finalized', number: 7, display_number: 'INV-00000007',
+        allowed_actions: ['pay', 'void', 'credit_note'] }),
     })
     renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
     fireEvent.click(await screen.findByRole('button', { name: 'Explain vm-1' }))
@@ -85,6 +86,18 @@ describe('admin invoice', () => {
     fireEvent.click(within(await screen.findByRole('dialog')).getByRole('button', { name: 'Finalize' }))
     expect(await screen.findByRole('heading', { name: 'Invoice INV-00000007' })).toBeInTheDocument()
     expect(screen.getByRole('button', { name: 'Issue credit note' })).toBeEnabled()
+  })
+
+  it('offers a billing admin only what the server allows now: no Finalize while the month runs', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/invoices/i1/': () => json({ ...INVOICE, allowed_actions: [] }),
+      'GET /api/v1/credit-notes/': () => json({ results: [], next: null, previous: null }),
+    })
+    renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
+    expect(await screen.findByRole('heading', { name: 'Draft invoice 2026-11' })).toBeInTheDocument()
+    expect(screen.queryByRole('button', { name: 'Finalize' })).not.toBeInTheDocument()
+    expect(screen.queryByRole('button', { name: 'Issue credit note' })).not.toBeInTheDocument()
   })
 
   it('gives support staff no enabled write on the invoice', async () => {
