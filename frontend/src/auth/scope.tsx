@@ -34,20 +34,27 @@ export function isAdminPath(pathname: string): boolean {
   return pathname === '/staff' || pathname.startsWith('/staff/')
 }
 
+export const organizationsQuery = {
+  queryKey: ['organizations'],
+  queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
+  staleTime: 60_000,
+}
+
+export const projectsQuery = {
+  queryKey: ['projects'],
+  queryFn: () => unwrap(api.GET('/api/v1/projects/', { params: { query: { page_size: 500 } } })),
+  staleTime: 60_000,
+}
+
+/** The project the console works in: the one chosen before (kept in localStorage) if still listed, else the first. */
+export function currentProject(projects: Project[], chosen: string | null = stored()): Project | null {
+  return projects.find((p) => p.id === chosen) ?? projects[0] ?? null
+}
+
 export function ScopeProvider({ children }: { children: ReactNode }) {
   const tenantScreen = !isAdminPath(useLocation().pathname)
-  const orgs = useQuery({
-    queryKey: ['organizations'],
-    queryFn: () => unwrap(api.GET('/api/v1/organizations/', { params: { query: { page_size: 500 } } })),
-    staleTime: 60_000,
-    enabled: tenantScreen,
-  })
-  const projects = useQuery({
-    queryKey: ['projects'],
-    queryFn: () => unwrap(api.GET('/api/v1/projects/', { params: { query: { page_size: 500 } } })),
-    staleTime: 60_000,
-    enabled: tenantScreen,
-  })
+  const orgs = useQuery({ ...organizationsQuery, enabled: tenantScreen })
+  const projects = useQuery({ ...projectsQuery, enabled: tenantScreen })
   const [chosen, setChosen] = useState<string | null>(stored)
 
   const selectProject = useCallback((id: string) => {
@@ -62,7 +69,7 @@ export function ScopeProvider({ children }: { children: ReactNode }) {
   const value = useMemo<Scope>(() => {
     const organizations = orgs.data?.results ?? []
     const allProjects = projects.data?.results ?? []
-    const project = allProjects.find((p) => p.id === chosen) ?? allProjects[0] ?? null
+    const project = currentProject(allProjects, chosen)
     const organization =
       organizations.find((o) => o.id === project?.organization) ?? organizations[0] ?? null
     return {

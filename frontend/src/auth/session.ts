@@ -4,19 +4,21 @@ import { api, unwrap, type Session } from '../api/client'
 export const sessionKey = ['session'] as const
 
 /** GET /api/v1/session/: whether the browser is signed in (and sets the CSRF cookie). */
+export const sessionQuery = {
+  queryKey: sessionKey,
+  queryFn: () => unwrap(api.GET('/api/v1/session/')),
+  staleTime: 60_000,
+}
+
 export function useSession() {
-  return useQuery({
-    queryKey: sessionKey,
-    queryFn: () => unwrap(api.GET('/api/v1/session/')),
-    staleTime: 60_000,
-  })
+  return useQuery(sessionQuery)
 }
 
 export function useSignIn() {
   const qc = useQueryClient()
   return useMutation({
     mutationFn: async (body: { email: string; password: string; otp_token?: string }) => {
-      await qc.ensureQueryData({ queryKey: sessionKey, queryFn: () => unwrap(api.GET('/api/v1/session/')) })
+      await qc.ensureQueryData(sessionQuery)
       return unwrap(api.POST('/api/v1/session/', { body: { ...body, otp_token: body.otp_token ?? '' } }))
     },
     onSuccess: (state: Session) => {

@@ -1,6 +1,6 @@
-import { Alert, AppShell, Burger, Group, NavLink, Select, Text, Button, Title } from '@mantine/core'
+import { Alert, AppShell, Burger, Group, Loader, NavLink, Select, Text, Button, Title } from '@mantine/core'
 import { useDisclosure } from '@mantine/hooks'
-import { Link, Outlet, matchPath, useLocation, useNavigate } from 'react-router'
+import { Link, Outlet, matchPath, useLocation, useNavigate, useNavigation } from 'react-router'
 import { isAdminPath, useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
 import { useIsStaff } from '../auth/staff'
@@ -39,6 +39,8 @@ export function Layout() {
   const signOut = useSignOut()
   const navigate = useNavigate()
   const location = useLocation()
+  // a screen opened for the first time shows once its chunk is loaded: till then, say it is coming
+  const navigating = useNavigation().state === 'loading'
   const orgProjects = scope.projects.filter((p) => p.organization === scope.organization?.id)
   const staff = useIsStaff()
   // admin screens work on the provider's fleet, not in a project: they show without one
@@ -71,6 +73,7 @@ export function Layout() {
                 gpucloud
               </Link>
             </Title>
+            {navigating && <Loader size="xs" role="status" aria-label="Opening the screen" />}
           </Group>
           <Group wrap="nowrap" gap="sm">
             {!admin && (<>

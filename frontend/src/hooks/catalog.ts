@@ -2,13 +2,14 @@ import { useQuery } from '@tanstack/react-query'
 import { api, unwrap, type Flavor, type Image } from '../api/client'
 
 /** Every flavor offered to the caller (one page of up to 500: a catalog, not a tenant's list). */
+export const flavorsQuery = {
+  queryKey: ['flavors'],
+  queryFn: () => unwrap(api.GET('/api/v1/flavors/', { params: { query: { page_size: 500 } } })),
+  staleTime: 5 * 60_000,
+}
+
 export function useFlavors() {
-  return useQuery({
-    queryKey: ['flavors'],
-    queryFn: () => unwrap(api.GET('/api/v1/flavors/', { params: { query: { page_size: 500 } } })),
-    staleTime: 5 * 60_000,
-    select: (page) => page.results.filter((f) => f.is_active),
-  })
+  return useQuery({ ...flavorsQuery, select: (page) => page.results.filter((f) => f.is_active) })
 }
 
 export function useImages() {

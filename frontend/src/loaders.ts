@@ -1,0 +1,20 @@
+// Route loaders: they start a screen's first requests as the navigation begins, in parallel with its chunk,
+// instead of one after the other as components mount (session → scope → screen → list). None waits: a loader
+// returns at once and the screens read the same queries from the cache (a request in flight is shared).
+import type { LoaderFunctionArgs } from 'react-router'
+import { isAdminPath, organizationsQuery, projectsQuery } from './auth/scope'
+import { sessionQuery } from './auth/session'
+import { meQuery } from './auth/staff'
+import { queryClient } from './queryClient'
+
+/** Every signed-in screen: the session, the account and (on a tenant screen) the organizations and projects, all
+ * at once. A signed-out visitor's lists answer 403, which the session's answer already explains. */
+export function prefetchShell({ request }: LoaderFunctionArgs) {
+  void queryClient.prefetchQuery(sessionQuery)
+  void queryClient.prefetchQuery(meQuery)
+  if (!isAdminPath(new URL(request.url).pathname)) {
+    void queryClient.prefetchQuery(organizationsQuery)
+    void queryClient.prefetchQuery(projectsQuery)
+  }
+  return null
+}
