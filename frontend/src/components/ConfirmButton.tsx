@@ -1,12 +1,15 @@
 import { Button, Group, Modal, Text, type ButtonProps } from '@mantine/core'
 import { useDisclosure } from '@mantine/hooks'
-import type { ReactNode } from 'react'
+import { useRef, type ReactNode } from 'react'
 import { useScope } from '../auth/scope'
+import { keepFocusNear } from '../hooks/keepFocusNear'
 import { READ_ONLY_HINT } from './WriteButton'
 
 /** A write action that asks first (a modal; Escape or Cancel keeps things as they are). Enabled when the project
  * is writable, or when `allowed` (another answer of the server, e.g. an organization's `can_manage_members`) says
- * so; `deniedHint` is the reason shown otherwise. */
+ * so; `deniedHint` is the reason shown otherwise. The dialog gives the focus back to the button; once confirmed,
+ * while the button waits for its request or after it went with its row, the focus stays in its table (or section)
+ * instead of falling to the top of the page. */
 export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, loading, disabled, color, allowed, deniedHint, ...props }: ButtonProps & {
   label: string
   title: string
@@ -20,10 +23,12 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
   const [opened, { open, close }] = useDisclosure(false)
   const scope = useScope()
   const canWrite = allowed ?? scope.canWrite
+  const trigger = useRef<HTMLButtonElement>(null)
   return (
     <>
       <Button
         {...props}
+        ref={trigger}
         color={color}
         onClick={open}
         disabled={disabled || !canWrite}
@@ -42,6 +47,7 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
             color={color}
             data-autofocus
             onClick={() => {
+              if (trigger.current) keepFocusNear(trigger.current)
               close()
               onConfirm()
             }}

@@ -64,6 +64,17 @@ export function Layout() {
       navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }}
       padding="md"
     >
+      {/* the first stop of Tab: past the header and the navigation, to the screen itself */}
+      <a
+        href="#main"
+        className="skip-link"
+        onClick={(event) => {
+          event.preventDefault()
+          document.getElementById('main')?.focus()
+        }}
+      >
+        Skip to main content
+      </a>
       <AppShell.Header>
         <Group h="100%" px="md" justify="space-between" wrap="nowrap">
           <Group wrap="nowrap">
@@ -125,7 +136,7 @@ export function Layout() {
           </>
         )}
       </AppShell.Navbar>
-      <AppShell.Main>
+      <AppShell.Main id="main" tabIndex={-1}>
         {!admin && !scope.loading && scope.project && !scope.canWrite && (
           <Alert color="yellow" mb="md" data-testid="read-only">
             {READ_ONLY_HINT} You can look at everything here; changes are disabled.
