@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Run the whole service in the foreground: migrate, load the demo data, start the Celery worker and beat,
-# the web server on $PORT (default 8000; it serves the web console at / and the API at /api/v1/) and the demo
-# node agents. Ctrl-C stops everything.
+# the web server on $PORT (default 8000; it serves the web console at / and the API at /api/v1/), the demo
+# node agents and, in the background, OpenStack Ironic standalone (fake-hardware) on $IRONIC_PORT (default 6385;
+# installed into var/ironic/venv on first use, log var/log/ironic.log; IRONIC=0 leaves it out). The API is ready
+# without waiting for Ironic: until Ironic answers, bare-metal requests answer 503 baremetal_unavailable.
+# Ctrl-C stops everything.
 # The worker, beat and agents are supervised: if one dies (even by SIGKILL) it is started again after 1 s and
 # unfinished operations resume at their last committed step. If the web server dies, everything stops.
 set -euo pipefail
@@ -16,11 +19,19 @@ export SECRET_KEY
 $PY manage.py migrate --noinput >var/log/migrate.log
 $PY manage.py demo_load
 
+IRONIC_PORT=${IRONIC_PORT:-6385}
+export BAREMETAL_IRONIC_ENDPOINT=${BAREMETAL_IRONIC_ENDPOINT:-http://127.0.0.1:${IRONIC_PORT}}
+ironic_starter=""
+
 loops=()
 cleanup() {
   trap - EXIT INT TERM
   kill "${loops[@]}" 2>/dev/null || true          # stop the supervisors first, so nothing restarts
   for f in var/run/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null; rm -f "$f"; done
+  if [ -n "$ironic_starter" ]; then
+    kill "$ironic_starter" 2>/dev/null || true
+    scripts/ironic-standalone.sh stop var/ironic/run || true
+  fi
   wait 2>/dev/null || true
 }
 trap cleanup EXIT INT TERM
@@ -36,6 +47,13 @@ supervise() {  # supervise NAME LOGFILE CMD...: run CMD, and start it again when
     sleep 1
   done
 }
+
+# Bare metal: Ironic standalone in the background (an install on first use takes minutes; its start 10-40 s). Nothing
+# waits for it; the API answers bare-metal requests with 503 until it is up.
+if [ "${IRONIC:-1}" != 0 ]; then
+  ( scripts/ironic-env.sh && scripts/ironic-standalone.sh start var/ironic/run "$IRONIC_PORT" ) >>var/log/ironic.log 2>&1 &
+  ironic_starter=$!
+fi
 
 # The demo's volumes: pools of the same in-process test driver (docs/storage.md), unless set otherwise.
 export STORAGE_SHARED_POOL_URI=${STORAGE_SHARED_POOL_URI:-test:///default}
@@ -61,4 +79,5 @@ echo "gpucloud console: http://127.0.0.1:${PORT}/  (sign in as demo@example.com 
 echo "admin portal: http://127.0.0.1:${PORT}/staff/fleet  (staff: ops@example.com operator, billing@example.com billing" \
   "admin, support@example.com read-only; password ${password}; code: $PY manage.py demo_code)"
 echo "gpucloud API: http://127.0.0.1:${PORT}/api/v1/  (docs: /api/v1/docs/, readiness: /readyz; logs in var/log/)"
+[ -n "$ironic_starter" ] && echo "Ironic (bare metal, fake-hardware): ${BAREMETAL_IRONIC_ENDPOINT}, starting in the background (var/log/ironic.log)"
 wait "$web"

@@ -49,7 +49,7 @@ from .errors import Code
 from .models import BaremetalNode
 from .services import nodes as nodesvc
 from .services import receipts
-from .services.driver import baremetal_driver
+from .services.driver import baremetal_driver, baremetal_service_require
 
 P = ProvisionState
 KIND = "baremetal"
@@ -397,7 +397,7 @@ def delete_failed(op, code: str, detail: str) -> None:
 def register() -> None:
     from apps.compute.services.instances import register_provisioner
 
-    register_provisioner(KIND, KINDS)
+    register_provisioner(KIND, KINDS, ready=baremetal_service_require)
     wf.register(wf.Workflow(kind=KINDS[CREATE], steps=(
         ("place_and_claim", place_and_claim), ("deploy", deploy), ("wait_active", wait_active)),
         on_error=create_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))

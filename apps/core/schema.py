@@ -44,6 +44,9 @@ PRECONDITION = "The object changed since it was read: If-Match does not match it
 IDEMPOTENT_422 = ("The request cannot be done as sent: idempotency_key_reused (this Idempotency-Key was sent with "
                   "another body), or quota_exceeded where the create counts against a quota (resource, limit, "
                   "usage, requested).")
+BAREMETAL_UNAVAILABLE = ("baremetal_unavailable (with Retry-After): a bare-metal request while the provisioning "
+                         "service (Ironic) does not answer, e.g. while `make run` is still starting it; nothing "
+                         "was done.")
 THROTTLED = ("Too many attempts (throttled): nothing was done; send it again after Retry-After seconds.")
 RETRY_AFTER = {"description": "Seconds to wait before the next attempt.",
                "schema": {"type": "integer", "minimum": 0}}

@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from apps.core.api import ApiViewMixin
 from apps.core.request_context import get_request_id
-from apps.core.schema import problems
+from apps.core.schema import BAREMETAL_UNAVAILABLE, problems
 from apps.identity.permissions import IsStaffOperator
 
 from .. import selectors
@@ -37,13 +37,14 @@ class NodeViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin
 
     @extend_schema(request=s.NodeEnrollInput, responses={202: s.NodeAccepted, **problems({
         400: "host_not_baremetal: the host is a hypervisor; validation_error: driver or BMC fields.",
-        409: "node_exists: the host already has a node; invalid_state: a retired host."})})
+        409: "node_exists: the host already has a node; invalid_state: a retired host.",
+        503: BAREMETAL_UNAVAILABLE})})
     def create(self, request):
         data = self._input(s.NodeEnrollInput)
         node, op = nodes.node_enroll(actor=request.user, request_id=get_request_id(), **data)
         return _accepted(node, op)
 
-    @extend_schema(request=None, responses={202: s.NodeAccepted})
+    @extend_schema(request=None, responses={202: s.NodeAccepted, **problems({503: BAREMETAL_UNAVAILABLE})})
     @action(detail=True, methods=["post"])
     def recover(self, request, pk=None):
         node = self.get_object()

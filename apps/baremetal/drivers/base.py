@@ -365,6 +365,9 @@ class BaremetalDriver(Protocol):
         driver is returned with missing ports added and `automated_clean` set when the request names it; one with
         another driver is a `DriverConflict`."""
 
+    def available(self) -> bool:
+        """True when the provisioning service answers now (one cheap read, no retries; never raises)."""
+
     def get(self, node: str) -> Node: ...
 
     def list(self) -> list[Node]: ...

@@ -70,6 +70,7 @@ class FakeBaremetalDriver:
     def __init__(self, shared: dict | None = None, automated_clean: bool = False, **_: Any):
         self._nodes: dict[str, dict[str, Any]] = shared if shared is not None else {}
         self.automated_clean = automated_clean  # the conductor's [conductor]automated_clean
+        self.service_up = True  # test hook: False while the service "is starting" (`available` answers False)
         self._lock = threading.Lock()
         self._fail: dict[tuple[str, str], str] = {}
         self._down: dict[str, int] = {}
@@ -122,6 +123,9 @@ class FakeBaremetalDriver:
 
     def history(self, node: str) -> list[NodeEvent]:
         return list(self._row(node)["history"])
+
+    def available(self) -> bool:
+        return self.service_up
 
     def get(self, node: str) -> Node:
         return self._node(self._row(node))

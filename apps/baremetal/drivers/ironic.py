@@ -157,6 +157,12 @@ class IronicDriver:
         except os_exc.NotFoundException:
             return None
 
+    def available(self) -> bool:
+        try:
+            return self.api.get("/", connect_retries=0, raise_exc=False).status_code < 500
+        except Exception:  # noqa: BLE001 - refused, not yet listening, discovery failed: not available
+            return False
+
     def get(self, node: str) -> Node:
         return self._node(self._raw(node))
 

@@ -6,7 +6,8 @@ of placement (`maintenance`, or `enrolling` as the fleet made it) until its node
 the node (Ironic maintenance on, `held_reason` naming every difference) and the host stays out.
 
 Errors: 400 `host_not_baremetal` (the host's provisioning kind is `hypervisor`), 400 `validation_error`
-(driver, BMC fields); 409 `node_exists` (the host already has a node); 409 `invalid_state` (a retired host).
+(driver, BMC fields); 409 `node_exists` (the host already has a node); 409 `invalid_state` (a retired host);
+503 `baremetal_unavailable` (Ironic does not answer, e.g. still starting; nothing written; `Retry-After`).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from apps.operations.selectors import operation_latest_for
 from ..drivers.base import EnrollRequest, Node
 from ..errors import Code
 from ..models import BaremetalNode
+from .driver import baremetal_service_require
 from .secrets import credentials_decrypt, credentials_encrypt
 
 TARGET = "baremetal.node"
@@ -46,6 +48,7 @@ def node_enroll(*, actor, host: Host, driver: str, bmc_address: str = "", bmc_sy
                                        ("bmc_username", bmc_username), ("bmc_password", bmc_password)) if not v})
     if host.state == HostState.RETIRED:
         raise Conflict(f"Host {host.name} is retired.", code="invalid_state")
+    baremetal_service_require()
     with transaction.atomic():
         if BaremetalNode.objects.filter(host=host).exists():
             raise Conflict(f"Host {host.name} already has a bare-metal node.", code=Code.NODE_EXISTS)
@@ -147,7 +150,8 @@ def node_return_to_service(*, node: BaremetalNode, reason: str) -> None:
 def node_recover(*, actor, node: BaremetalNode, request_id: str = ""):
     """Staff: bring a held or failed node back (`baremetal.node.recover`: Ironic's documented way out of its
     failed state, docs/bare-metal.md, then provide, then the host back to available). Idempotent: while one runs,
-    it is returned. Returns the operation."""
+    it is returned. Returns the operation. 503 `baremetal_unavailable` while Ironic does not answer."""
+    baremetal_service_require()
     with transaction.atomic():
         BaremetalNode.objects.select_for_update().get(pk=node.pk)
         running = operation_latest_for(target_type=TARGET, target_id=node.pk, kind=RECOVER)

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from apps.core.api import ApiViewMixin
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
-from apps.core.schema import problems
+from apps.core.schema import BAREMETAL_UNAVAILABLE, problems
 from apps.scheduling.api.serializers import PLACEMENT_RULE_RESPONSES, PlacementCheckOutput
 
 from .. import selectors
@@ -146,7 +146,8 @@ class InstanceViewSet(_Base):
             kwargs["context"] = context
         return super().get_serializer(*args, **kwargs)
 
-    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted, **PLACEMENT_RULE_RESPONSES})
+    @extend_schema(request=s.InstanceCreateInput, responses={202: s.InstanceAccepted, **PLACEMENT_RULE_RESPONSES,
+                                                             **problems({503: BAREMETAL_UNAVAILABLE})})
     @idempotent_create
     def create(self, request):
         data = self._input(s.InstanceCreateInput)

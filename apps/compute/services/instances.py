@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from celery.exceptions import TimeoutError as CeleryTimeoutError
 from django.db import transaction
@@ -55,8 +55,22 @@ _PROVISIONERS: dict[str, dict[str, str]] = {}
 _VM_KINDS = (CREATE, STOP, START, REBOOT, DELETE, RESIZE, RECREATE)
 
 
-def register_provisioner(flavor_kind: str, kinds: dict[str, str]) -> None:
+_READY: dict[str, Callable[[], None]] = {}
+
+
+def register_provisioner(flavor_kind: str, kinds: dict[str, str], ready: Callable[[], None] | None = None) -> None:
+    """`kinds`: compute kind → the operation kind that runs it for `flavor_kind`'s instances. `ready()`, when
+    given, raises a `DomainError` (e.g. 503) while that provisioner cannot take a new instance."""
     _PROVISIONERS[flavor_kind] = dict(kinds)
+    if ready is not None:
+        _READY[flavor_kind] = ready
+
+
+def provisioner_ready(flavor: Flavor) -> None:
+    """Raise what the flavor kind's provisioner says when it cannot take a new instance now (nothing for VMs)."""
+    check = _READY.get(flavor.kind)
+    if check is not None:
+        check()
 
 
 def operation_kind(flavor: Flavor, kind: str) -> str:
@@ -198,7 +212,9 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     written (`services.volumes.instance_volumes_check`: 400, 409 `volume_in_use` / `invalid_state`, 422
     `quota_exceeded`) and reserved in this transaction; an existing host-local volume pins the placement to its
     host (`admit` then asks the rule for that host), a zoned one to its zone. The create's step
-    `prepare_volumes` makes and attaches them; a failed create releases them (`create_failed`)."""
+    `prepare_volumes` makes and attaches them; a failed create releases them (`create_failed`).
+    A flavor whose provisioner cannot take an instance now answers what it raises (`provisioner_ready`: bare
+    metal's 503 `baremetal_unavailable` while Ironic does not answer), nothing written."""
     from apps.billing.selectors import sla_tier_resolve
 
 
@@ -206,6 +222,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         actor=actor, project=project, name=name, flavor_id=flavor_id, image_id=image_id, ssh_key_ids=ssh_key_ids,
         user_data=user_data, subnet_id=subnet_id, security_group_ids=security_group_ids,
         ib_partition_id=ib_partition_id)
+    provisioner_ready(flavor)
     tier = sla_tier_resolve(organization=project.organization,
                             code=sla_tier or (cluster.sla_tier if cluster is not None else None))
     fields = {"network": network} if network else {}

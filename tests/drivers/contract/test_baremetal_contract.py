@@ -109,6 +109,10 @@ def test_enroll_creates_the_node_and_its_ports_and_is_idempotent(backend, enroll
         backend.driver.enroll(EnrollRequest(name=enrolled.name, driver="redfish"))
 
 
+def test_a_running_service_is_available(backend):
+    assert backend.driver.available() is True
+
+
 def test_unknown_node_is_not_found_and_delete_of_it_is_a_no_op(backend):
     missing = str(uuid.uuid4())
     with pytest.raises(DriverNotFound):
@@ -236,3 +240,4 @@ def test_ironic_unreachable_is_transient():
     with pytest.raises(DriverTransientError) as err:
         driver.get("any")
     assert err.value.code == "baremetal_unreachable"
+    assert driver.available() is False  # what the API's 503 `baremetal_unavailable` asks
