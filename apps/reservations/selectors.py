@@ -9,6 +9,7 @@ from functools import lru_cache
 from django.db import connection
 from django.db.models import Q, QuerySet
 
+from apps.core.clock import now as clock_now
 from apps.tenancy.selectors import is_staff, organization_ids_visible_to, project_list_visible_to
 
 from .models import InstanceTerms, Lease, OnDemandReserve, QueuedRequest, WebhookEndpoint
@@ -341,3 +342,100 @@ def lease_price(lease: Lease) -> dict:
     return price_quote(organization=lease.project.organization, sku=sku_for("gpu", model=lease.gpu_model),
                        pricing_model="reserved", units=_lease_gpus(lease), hours=hours, at=lease.start,
                        sla_tier=lease.sla_tier)
+
+
+# ---- fragmentation and the on-demand queue (the admin portal's capacity screen) ------------------------------
+FREE_NOW_SQL = """
+SELECT g.model, z.name, h.id,
+  count(*) FILTER (WHERE NOT EXISTS (
+    SELECT 1 FROM scheduling_allocation a WHERE a.gpu_id = g.id AND a.parent_id IS NULL AND NOT a.spot
+      AND a.period @> %(now)s::timestamptz)) AS free,
+  count(*) AS gpus
+FROM inventory_gpu g JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
+WHERE h.state = 'available' AND g.health = 'ok' AND g.mode = 'exclusive'
+GROUP BY g.model, z.name, h.id
+"""
+#: the whole-GPU requests running now: GPUs per consumer and host (a multi-host cluster counts once per host)
+RUNNING_SHAPES_SQL = """
+SELECT g.model, count(*) FROM scheduling_allocation a JOIN inventory_gpu g ON g.id = a.gpu_id
+WHERE a.parent_id IS NULL AND a.consumer_type <> 'lease' AND g.mode = 'exclusive' AND a.period @> %(now)s::timestamptz
+GROUP BY a.consumer_id, a.host_id, g.model
+"""
+#: what "typical requests" are when nothing runs yet: one of each common whole-GPU size
+DEFAULT_SHAPES = (1, 2, 4, 8)
+
+
+def _typical_shapes(at: dt.datetime) -> list[tuple[str, int]]:
+    """(model, GPUs) of each whole-GPU request running now and each waiting in the queue; DEFAULT_SHAPES (any
+    model) when there are none."""
+    with connection.cursor() as cur:
+        cur.execute(RUNNING_SHAPES_SQL, {"now": at})
+        shapes = [(model, int(n)) for model, n in cur.fetchall()]
+    shapes += [("", int(n)) for n in QueuedRequest.objects.filter(status="waiting", gpus__gt=0)
+               .values_list("gpus", flat=True)]
+    return shapes or [("", n) for n in DEFAULT_SHAPES]
+
+
+def fleet_fragmentation(at: dt.datetime | None = None) -> list[dict]:
+    """Per GPU model and zone: the free whole GPUs (exclusive mode, healthy, on available hosts, held by nothing
+    but spot work now) and how many of them are stranded: FGD's fragmentation measure (the placement policies'
+    `FragModel`, Weng et al., ATC 2023) against the typical requests, here the whole-GPU requests running now and
+    waiting in the queue (by their GPU count on one host; requests asking for more GPUs than a host has count as
+    fitting nowhere). A host's free GPUs count as fragmented for each typical request that cannot fit there (too
+    few free GPUs together), weighted by how common the request is; CPU and memory are not considered.
+
+    Returns ``[{"gpu_model", "zone", "hosts", "free_gpus", "fragmented_gpus" (1 decimal), "fragmentation_pct"
+    (of the free GPUs), "largest_free_block" (the most free GPUs on one host)}]`` sorted by model and zone."""
+    from apps.scheduling.policies import FragModel, NodeBatch, NodeView, PodRequest, PodTypeDistribution
+
+    at = at or clock_now()
+    with connection.cursor() as cur:
+        cur.execute(FREE_NOW_SQL, {"now": at})
+        rows = cur.fetchall()
+    shapes = _typical_shapes(at)
+    groups: dict[tuple[str, str], list[tuple[str, int, int]]] = {}
+    for model, zone, host_id, free, gpus in rows:
+        groups.setdefault((model, zone), []).append((str(host_id), int(free), int(gpus)))
+    out = []
+    for (model, zone), hosts in sorted(groups.items()):
+        width = max(g for _h, _f, g in hosts)
+        requests = [PodRequest(cpu_milli=0, memory_mib=0, num_gpu=n, gpu_milli=1000)
+                    for m, n in shapes if not m or m == model]
+        requests = requests or [PodRequest(cpu_milli=0, memory_mib=0, num_gpu=n, gpu_milli=1000)
+                                for n in DEFAULT_SHAPES]
+        frag = FragModel(PodTypeDistribution.from_requests(requests))
+        batch = NodeBatch.from_views([NodeView(name=h, model=model, cpu_free_milli=0, memory_free_mib=0,
+                                               gpu_free_milli=(1000,) * free + (0,) * (width - free))
+                                      for h, free, _g in hosts])
+        stranded = float(frag.host_state(batch)[3].sum()) / frag.total / 1000
+        free = sum(f for _h, f, _g in hosts)
+        out.append({"gpu_model": model, "zone": zone, "hosts": len(hosts), "free_gpus": free,
+                    "fragmented_gpus": round(stranded, 1),
+                    "fragmentation_pct": round(100 * stranded / free, 1) if free else 0.0,
+                    "largest_free_block": max(f for _h, f, _g in hosts)})
+    return out
+
+
+def queue_figures(at: dt.datetime | None = None, window: dt.timedelta = dt.timedelta(hours=24)) -> dict:
+    """The on-demand queue now: ``waiting`` requests and their ``waiting_gpus`` (whole-GPU equivalents),
+    ``longest_wait_s`` and ``median_wait_s`` of those waiting (seconds so far; null when none); over the last
+    ``window`` (``window_s``): ``placed`` requests and the median and longest wait they had (``placed_wait_p50_s``,
+    ``placed_wait_max_s``; null when none), and ``expired`` ones (gave up at their timeout)."""
+    import statistics
+
+    at = at or clock_now()
+    waiting = list(QueuedRequest.objects.filter(status="waiting").values_list("created_at", "gpus"))
+    waits = sorted((at - created).total_seconds() for created, _g in waiting)
+    placed = sorted((p - c).total_seconds() for c, p in QueuedRequest.objects.filter(
+        status="placed", placed_at__gte=at - window).values_list("created_at", "placed_at"))
+
+    def whole(v):
+        return int(v) if v is not None else None
+
+    return {"waiting": len(waiting), "waiting_gpus": sum(g for _c, g in waiting),
+            "longest_wait_s": whole(waits[-1] if waits else None),
+            "median_wait_s": whole(statistics.median(waits) if waits else None),
+            "window_s": int(window.total_seconds()), "placed": len(placed),
+            "placed_wait_p50_s": whole(statistics.median(placed) if placed else None),
+            "placed_wait_max_s": whole(placed[-1] if placed else None),
+            "expired": QueuedRequest.objects.filter(status="expired", updated_at__gte=at - window).count()}

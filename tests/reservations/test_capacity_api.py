@@ -2,10 +2,11 @@
 on-demand reserve), staff see totals and the breakdown."""
 import pytest
 
+from apps.core.clock import now as clock_now
 from apps.reservations.models import OnDemandReserve
 from apps.scheduling.models import Allocation
 
-from .conftest import at, gpu_host, lease
+from .conftest import at, flavor8, gpu_host, lease
 
 pytestmark = pytest.mark.django_db
 Q = {"start": "2026-03-01T09:00:00Z", "end": "2026-03-01T13:00:00Z", "step_s": 3600}
@@ -87,3 +88,36 @@ def test_calendar_keeps_whole_gpus_and_adds_profiles_of_mixed_hosts(world, clock
     rows = world.client_a.get("/api/v1/capacity", Q).json()
     assert (rows[0]["free_gpus"], rows[0]["free_hosts"]) == (12, 2)
     assert _profiles(rows[0], "mig")["3g.40gb"] == 8
+
+
+def test_staff_see_the_fleet_s_fragmentation_and_the_queue(world, clock):
+    """Two 8-GPU hosts; an instance holds 5 GPUs of the first. The typical request is then 5 GPUs: the first host's
+    3 free GPUs are stranded, the second's 8 are not. One request waits 30 min for 8 GPUs. Tenants get 404."""
+    import datetime as dt
+    import uuid
+
+    from apps.inventory.models import Gpu
+    from apps.reservations.models import QueuedRequest
+    from apps.scheduling.ledger.core import AllocationSpec, ConsumerRef, allocations_claim
+
+    first, second = sorted((gpu_host(), gpu_host()), key=lambda h: h.name)
+    gpus = list(Gpu.objects.filter(host=first).order_by("index"))[:5]
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", world.project_a.pk),
+                      specs=[AllocationSpec(host_id=first.pk, resource_class="gpu", gpu_id=g.pk)
+                             for g in gpus])
+    figures = world.staff_client.get("/api/v1/capacity/fleet-figures/").json()
+    (row,) = figures["fragmentation"]
+    assert (row["free_gpus"], row["fragmented_gpus"], row["largest_free_block"], row["hosts"]) == (11, 3.0, 8, 2)
+    assert row["fragmentation_pct"] == 27.3
+    assert figures["queue"]["waiting"] == 0 and figures["queue"]["longest_wait_s"] is None
+    from apps.compute.models import Instance
+    instance = Instance.objects.create(project=world.project_b, name="q1", flavor=flavor8(), image=world.image)
+    QueuedRequest.objects.create(project=world.project_b, organization=world.project_b.organization,
+                                 instance=instance, gpus=8, expires_at=clock_now() + dt.timedelta(hours=2))
+    clock.shift(dt.timedelta(minutes=30))
+    queue = world.staff_client.get("/api/v1/capacity/fleet-figures/").json()["queue"]
+    assert (queue["waiting"], queue["waiting_gpus"], queue["longest_wait_s"]) == (1, 8, 1800)
+    # the waiting 8-GPU request is typical too: the first host's 3 GPUs fit neither request
+    assert world.staff_client.get("/api/v1/capacity/fleet-figures/").json()["fragmentation"][0][
+        "fragmented_gpus"] == 3.0
+    assert world.client_a.get("/api/v1/capacity/fleet-figures/").status_code == 404

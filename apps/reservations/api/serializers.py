@@ -210,3 +210,31 @@ class QueuePrioritySerializer(ModelSerializer):
         model = QueuePriority
         fields = ["id", "project", "priority", "updated_at"]
         read_only_fields = ["id", "updated_at"]
+
+
+class FragmentationRow(Serializer):
+    gpu_model = serializers.CharField()
+    zone = serializers.CharField()
+    hosts = serializers.IntegerField(help_text="available hosts with GPUs of the model in exclusive mode")
+    free_gpus = serializers.IntegerField(help_text="whole GPUs held by nothing (spot aside) now")
+    fragmented_gpus = serializers.FloatField(help_text="of those, stranded for the typical requests (FGD's measure)")
+    fragmentation_pct = serializers.FloatField(help_text="fragmented_gpus / free_gpus, in %")
+    largest_free_block = serializers.IntegerField(help_text="the most free GPUs on one host")
+
+
+class QueueFigures(Serializer):
+    waiting = serializers.IntegerField()
+    waiting_gpus = serializers.IntegerField(help_text="whole-GPU equivalents asked by the waiting requests")
+    longest_wait_s = serializers.IntegerField(allow_null=True)
+    median_wait_s = serializers.IntegerField(allow_null=True)
+    window_s = serializers.IntegerField(help_text="the window of the placed and expired figures (24 h)")
+    placed = serializers.IntegerField()
+    placed_wait_p50_s = serializers.IntegerField(allow_null=True)
+    placed_wait_max_s = serializers.IntegerField(allow_null=True)
+    expired = serializers.IntegerField()
+
+
+class FleetCapacityFigures(Serializer):
+    generated_at = serializers.DateTimeField()
+    fragmentation = FragmentationRow(many=True)
+    queue = QueueFigures()

@@ -114,6 +114,20 @@ class CapacityViewSet(_Base):
                                            gpu_model=q["gpu_model"], zone=q["zone"])
         return Response(s.CapacityBucket(rows, many=True).data)
 
+    @extend_schema(parameters=[], responses={200: s.FleetCapacityFigures, **problems({
+        404: "not_found: the caller is not provider staff."})},
+        description="Staff: the fleet's fragmentation now per GPU model and zone (free whole GPUs stranded for the "
+                    "typical requests, FGD's measure against the whole-GPU requests running and queued) and the "
+                    "on-demand queue (depth, waits now and over the last 24 h). Tenants 404.")
+    @action(detail=False, methods=["get"], url_path="fleet-figures", permission_classes=[IsStaffOperator],
+            pagination_class=None)
+    def fleet_figures(self, request):
+        from apps.core.clock import now
+
+        at = now()
+        return Response(s.FleetCapacityFigures({"generated_at": at, "fragmentation": selectors.fleet_fragmentation(at),
+                                                "queue": selectors.queue_figures(at)}).data)
+
 
 class QueuedRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
     """On-demand requests waiting for capacity: position, reason, expiry."""
