@@ -2,9 +2,11 @@
 // instead of one after the other as components mount (session → scope → screen → list). None waits: a loader
 // returns at once and the screens read the same queries from the cache (a request in flight is shared).
 import type { LoaderFunctionArgs } from 'react-router'
-import { isAdminPath, organizationsQuery, projectsQuery } from './auth/scope'
+import { currentProject, isAdminPath, organizationsQuery, projectsQuery } from './auth/scope'
 import { sessionQuery } from './auth/session'
 import { meQuery } from './auth/staff'
+import { flavorsQuery } from './hooks/catalog'
+import { fetchInstancesPage, instancesKey } from './hooks/instances'
 import { queryClient } from './queryClient'
 
 /** Every signed-in screen: the session, the account and (on a tenant screen) the organizations and projects, all
@@ -16,5 +18,23 @@ export function prefetchShell({ request }: LoaderFunctionArgs) {
     void queryClient.prefetchQuery(organizationsQuery)
     void queryClient.prefetchQuery(projectsQuery)
   }
+  return null
+}
+
+/** /instances: the first page of the current project's instances (as soon as the projects are known) and the
+ * flavors its rows are labelled with. */
+export function prefetchInstances() {
+  void queryClient.prefetchQuery(flavorsQuery)
+  void queryClient
+    .ensureQueryData(projectsQuery)
+    .then((page) => {
+      const project = currentProject(page.results)
+      if (!project) return
+      void queryClient.prefetchQuery({
+        queryKey: [...instancesKey(project.id, {}), ''],
+        queryFn: () => fetchInstancesPage(project.id, {}),
+      })
+    })
+    .catch(() => undefined) // signed out or no access: the screens show that from their own queries
   return null
 }

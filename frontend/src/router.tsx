@@ -5,7 +5,7 @@ import { ScopeProvider } from './auth/scope'
 import { useSession } from './auth/session'
 import { Layout } from './components/Layout'
 import { ProblemAlert } from './components/ProblemAlert'
-import { prefetchShell } from './loaders'
+import { prefetchInstances, prefetchShell } from './loaders'
 import { NotFoundPage } from './pages/NotFound'
 import { prefetchCapacity, prefetchFleet } from './pages/admin/queries'
 import { SignInPage } from './pages/SignIn'
@@ -82,7 +82,7 @@ export const router = createBrowserRouter([
         children: [
           { index: true, lazy: pages.dashboard },
           { path: 'ssh-keys', lazy: pages.sshKeys },
-          { path: 'instances', lazy: pages.instances },
+          { path: 'instances', lazy: pages.instances, loader: prefetchInstances },
           { path: 'instances/new', lazy: pages.launch },
           { path: 'instances/:id', lazy: pages.instanceDetail },
           { path: 'networking', lazy: pages.networking },

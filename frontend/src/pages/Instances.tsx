@@ -1,6 +1,5 @@
 import { Anchor, Button, Group, Stack, Table, Text, Title } from '@mantine/core'
 import { Link } from 'react-router'
-import { api, unwrap, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
 import { ChoiceFilter, FilterBar, SearchFilter } from '../components/ListFilters'
@@ -9,13 +8,12 @@ import { ProblemAlert } from '../components/ProblemAlert'
 import { NoMatch } from '../components/ResourceTable'
 import { StatusBadge } from '../components/StatusBadge'
 import { byId, gpuLabel, useFlavors } from '../hooks/catalog'
+import { fetchInstancesPage, instancesKey, type InstanceStatus as Status } from '../hooks/instances'
 import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 
-type Status = Schemas['InstanceOutputStatusEnum']
 const STATUSES: Status[] = ['pending', 'provisioning', 'active', 'stopping', 'stopped', 'starting', 'rebooting',
   'resizing', 'deleting', 'error']
-export const PAGE_SIZE = 20
 
 export function InstancesPage() {
   const { project, canWrite } = useScope()
@@ -23,14 +21,10 @@ export function InstancesPage() {
   const filters = useListFilters({ status: null as Status | null, name_contains: '' })
   const status = filters.query.status
   const flavors = byId(useFlavors().data)
-  const list = usePaged(
-    ['instances', pid, filters.query],
-    (cursor) =>
-      unwrap(api.GET('/api/v1/instances/', {
-        params: { query: { project: pid, cursor, page_size: PAGE_SIZE, ...filters.query } },
-      })),
-    { refetchInterval: 2000 },
-  )
+  // the same query as the route's loader starts (loaders.ts): the first page is often here before the screen
+  const list = usePaged(instancesKey(pid, filters.query), (cursor) => fetchInstancesPage(pid, filters.query, cursor), {
+    refetchInterval: 2000,
+  })
   const rows = (list.data?.results ?? []).filter((i) => i.status !== 'deleted' || status === 'deleted')
 
   return (
