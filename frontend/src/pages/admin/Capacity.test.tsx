@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import type { FleetHost, FleetSummary } from '../../api/client'
 import { json, problem, renderPage, stubApi } from '../../test/render'
 import { AdminCapacityPage } from './Capacity'
-import { capacityCsv, capacityRows, totalRow, windows, type CapacityBucket } from './capacity'
+import { capacityCsv, capacityRows, totalRow, waitText, windows, type CapacityBucket, type FleetFigures } from './capacity'
 
 type G = FleetHost['gpus'][number]
 const gpu = (index: number, state: G['state'], mode = 'exclusive'): G =>
@@ -30,6 +30,14 @@ const NOW = [bucket('H100-SXM5-80GB', 'eu-west-a', W.now.start, 1, { leased_gpus
 const AHEAD = [bucket('H100-SXM5-80GB', 'eu-west-a', W.weekStarts[0], 1), bucket('H100-SXM5-80GB', 'eu-west-a', W.weekStarts[1], 3),
   bucket('A100-SXM4-80GB', 'eu-west-b', W.weekStarts[1], 2)]
 
+const FIGURES: FleetFigures = {
+  generated_at: '2026-12-04T10:17:42Z',
+  fragmentation: [{ gpu_model: 'H100-SXM5-80GB', zone: 'eu-west-a', hosts: 1, free_gpus: 1, fragmented_gpus: 0.5,
+    fragmentation_pct: 50, largest_free_block: 1 }],
+  queue: { waiting: 2, waiting_gpus: 16, longest_wait_s: 5400, median_wait_s: 3000, window_s: 86400, placed: 3,
+    placed_wait_p50_s: 240, placed_wait_max_s: 900, expired: 1 },
+}
+
 describe('capacity figures', () => {
   it('asks the calendar for now (5 minutes from the minute) and for weeks from today 00:00 UTC', () => {
     expect(W.now).toEqual({ start: '2026-12-04T10:17:00.000Z', end: '2026-12-04T10:22:00.000Z', step_s: 300 })
@@ -48,11 +56,26 @@ describe('capacity figures', () => {
     expect(totalRow(rows, 2)).toMatchObject({ total: 7, free: 1, outOfService: 1, ahead: [1, 5] })
   })
 
+  it('puts the fragmentation beside the free GPUs of its model and zone', () => {
+    const rows = capacityRows(SUMMARY, NOW, AHEAD, W.weekStarts, FIGURES)
+    expect(rows[1]).toMatchObject({ free: 1, fragmented: 0.5, largestBlock: 1 })
+    expect(rows[0]).toMatchObject({ fragmented: 0, largestBlock: 0 })
+    expect(totalRow(rows, 2)).toMatchObject({ fragmented: 0.5, largestBlock: 1 })
+    expect([waitText(null), waitText(45), waitText(5400)]).toEqual(['—', '45 s', '1 h 30 min'])
+  })
+
   it('exports the same figures as CSV', () => {
     const csv = capacityCsv(capacityRows(SUMMARY, NOW, AHEAD, W.weekStarts), W.weekStarts).split('\n')
     expect(csv[0]).toBe('gpu_model,zone,total,allocated,leased,on_demand,spot,reserved,free,out_of_service,faulty,scrubbing,'
-      + 'mig_gpus,vgpu_gpus,slices,free_2026-12-04,free_2026-12-11')
-    expect(csv[2]).toBe('H100-SXM5-80GB,eu-west-a,5,1,1,0,0,1,1,1,1,1,1,0,3g.40gb 0/2 free,1,3')
+      + 'mig_gpus,vgpu_gpus,fragmented_gpus,largest_free_block,slices,free_2026-12-04,free_2026-12-11')
+    expect(csv[2]).toBe('H100-SXM5-80GB,eu-west-a,5,1,1,0,0,1,1,1,1,1,1,0,0,0,3g.40gb 0/2 free,1,3')
+  })
+
+  it('exports the fragmentation per row and the queue on the totals line', () => {
+    const csv = capacityCsv(capacityRows(SUMMARY, NOW, AHEAD, W.weekStarts, FIGURES), W.weekStarts, FIGURES.queue).trim().split('\n')
+    expect(csv[0]).toMatch(/,fragmented_gpus,largest_free_block,slices,free_2026-12-04,free_2026-12-11,queue_waiting,queue_waiting_gpus,queue_longest_wait_s,queue_median_wait_s,queue_placed_24h,queue_placed_wait_p50_s$/)
+    expect(csv[2]).toBe('H100-SXM5-80GB,eu-west-a,5,1,1,0,0,1,1,1,1,1,1,0,0.5,1,3g.40gb 0/2 free,1,3,,,,,,')
+    expect(csv[3]).toBe('All models,all zones,7,1,1,0,0,1,1,1,1,1,1,1,0.5,1,,1,5,2,16,5400,3000,3,240')
   })
 })
 
@@ -62,6 +85,7 @@ describe('capacity screen', () => {
       'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
       'GET /api/v1/fleet/summary/': () => json(SUMMARY),
       'GET /api/v1/capacity/': (r) => json(new URL(r.url).searchParams.get('step_s') === '300' ? NOW : AHEAD),
+      'GET /api/v1/capacity/fleet-figures/': () => json(FIGURES),
     })
     renderPage(<AdminCapacityPage />)
     const table = await screen.findByTestId('capacity-table')
@@ -69,6 +93,9 @@ describe('capacity screen', () => {
     const rows = within(table).getAllByTestId('capacity-row')
     expect(rows.map((r) => r.dataset.model)).toEqual(['A100-SXM4-80GB', 'H100-SXM5-80GB'])
     expect(within(rows[1]).getByTestId('capacity-out')).toHaveTextContent('1')
+    expect(within(rows[1]).getByTestId('capacity-fragmented')).toHaveTextContent('0.5')
+    expect(screen.getByTestId('capacity-queue')).toHaveTextContent('2 waiting (16 GPUs)')
+    expect(screen.getByTestId('capacity-queue')).toHaveTextContent('Longest wait now: 1 h 30 min; median 50 min')
     const slice = within(screen.getByTestId('capacity-slices')).getAllByTestId('capacity-slice')
     expect(slice.map((r) => r.textContent)).toEqual(['H100-SXM5-80GBeu-west-aMIG3g.40gb102'])
     expect(within(screen.getByTestId('capacity-total')).getByTestId('capacity-free')).toHaveTextContent('1')

@@ -5,8 +5,8 @@ import { ApiError } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert } from '../../components/ProblemAlert'
 import { NotFoundPage } from '../NotFound'
-import { capacityCsv, capacityRows, totalRow, type CapacityRow } from './capacity'
-import { CAPACITY_WEEKS as WEEKS, calendarQuery, currentCapacityWindows, fleetQuery } from './queries'
+import { capacityCsv, capacityRows, totalRow, waitText, type CapacityRow, type QueueFigures } from './capacity'
+import { CAPACITY_WEEKS as WEEKS, calendarQuery, currentCapacityWindows, figuresQuery, fleetQuery } from './queries'
 
 const n = (v: number) => v.toLocaleString('en-US')
 const day = (iso: string) => new Date(iso).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' })
@@ -33,12 +33,25 @@ function Figures({ r, head }: { r: CapacityRow; head?: boolean }) {
       <Cell ta="right">{n(r.spot)}</Cell>
       <Cell ta="right">{n(r.reserved)}</Cell>
       <Cell ta="right" data-testid="capacity-free">{n(r.free)}</Cell>
+      <Cell ta="right" data-testid="capacity-fragmented">{r.fragmented.toLocaleString('en-US')}</Cell>
+      <Cell ta="right" data-testid="capacity-block">{n(r.largestBlock)}</Cell>
       <Cell ta="right" data-testid="capacity-out">{n(r.outOfService)}</Cell>
       <Cell ta="right">{n(r.faulty)}</Cell>
       <Cell ta="right">{n(r.scrubbing)}</Cell>
-      <Cell ta="right">{n(r.mig)}</Cell>
-      <Cell ta="right">{n(r.vgpu)}</Cell>
+      <Cell ta="right">{n(r.mig)} / {n(r.vgpu)}</Cell>
     </Table.Tr>
+  )
+}
+
+/** The on-demand queue now and over the last 24 h (`GET /capacity/fleet-figures/`). */
+function QueuePanel({ queue }: { queue: QueueFigures | undefined }) {
+  if (!queue) return null
+  return (
+    <Group gap="xl" data-testid="capacity-queue" role="group" aria-label="On-demand queue">
+      <Text size="sm"><b>On-demand queue:</b> {n(queue.waiting)} waiting ({n(queue.waiting_gpus)} GPUs)</Text>
+      <Text size="sm">Longest wait now: {waitText(queue.longest_wait_s)}; median {waitText(queue.median_wait_s)}</Text>
+      <Text size="sm">Last 24 h: {n(queue.placed)} placed after a median {waitText(queue.placed_wait_p50_s)} (longest {waitText(queue.placed_wait_max_s)}), {n(queue.expired)} expired</Text>
+    </Group>
   )
 }
 
@@ -52,31 +65,36 @@ export function AdminCapacityPage() {
   const summary = useQuery(fleetQuery)
   const now = useQuery(calendarQuery('now', win.now))
   const ahead = useQuery(calendarQuery('ahead', win.ahead))
+  const figures = useQuery({ ...figuresQuery, enabled: staff })
   if (me.isPending) return null
   if (!staff || (summary.error instanceof ApiError && summary.error.status === 404)) return <NotFoundPage />
   const ready = Boolean(summary.data && now.data && ahead.data)
-  const rows = ready ? capacityRows(summary.data!, now.data!, ahead.data!, win.weekStarts) : []
+  const rows = ready ? capacityRows(summary.data!, now.data!, ahead.data!, win.weekStarts, figures.data) : []
   const total = totalRow(rows, WEEKS)
-  const error = summary.error ?? now.error ?? ahead.error
+  const error = summary.error ?? now.error ?? ahead.error ?? figures.error
   return (
     <Stack>
       <Group justify="space-between">
         <Title order={2}>Capacity</Title>
-        <Button variant="default" disabled={!ready}
-          onClick={() => download(`capacity-${win.now.start.slice(0, 16).replace(':', '')}.csv`, capacityCsv(rows, win.weekStarts))}>
+        <Button variant="default" disabled={!ready || !figures.data}
+          onClick={() => download(`capacity-${win.now.start.slice(0, 16).replace(':', '')}.csv`, capacityCsv(rows, win.weekStarts, figures.data?.queue))}>
           Export CSV
         </Button>
       </Group>
       <Text size="sm" c="dimmed">
         GPUs by model and zone now. Free: what a new request could get now (on available hosts, held by nothing, the
         on-demand reserve kept back). Leased, on-demand and spot count available hosts; out of service counts the GPUs of
-        hosts that are cordoned, draining, in maintenance, faulty or enrolling.
+        hosts that are cordoned, draining, in maintenance, faulty or enrolling. Stranded: of the free whole GPUs, those
+        the typical requests (the whole-GPU requests running and waiting) cannot use, too few free together on a host;
+        largest block: the most free GPUs on one host.
       </Text>
       {error && <ProblemAlert error={error} />}
-      {/* a wide table scrolls sideways on a narrow screen: the region takes the keyboard focus to scroll it */}
+      <QueuePanel queue={figures.data?.queue} />
+      {/* a narrow screen scrolls the table sideways (at 1,280 px and wider it fits): the region takes the keyboard
+          focus to scroll it */}
       <div style={{ overflowX: 'auto' }} tabIndex={0} role="region" aria-label="GPUs by model and zone, now">
-        <Table striped withTableBorder miw={1100} data-testid="capacity-table" data-ready={ready ? 'true' : 'false'}
-          aria-busy={!ready}>
+        <Table striped withTableBorder fz="sm" horizontalSpacing={6} data-testid="capacity-table"
+          data-ready={ready && figures.data ? 'true' : 'false'} aria-busy={!ready || !figures.data}>
           <Table.Caption>GPUs by model and zone, now</Table.Caption>
           <Table.Thead>
             <Table.Tr>
@@ -89,17 +107,18 @@ export function AdminCapacityPage() {
               <Table.Th ta="right">Spot</Table.Th>
               <Table.Th ta="right">Reserve</Table.Th>
               <Table.Th ta="right">Free now</Table.Th>
+              <Table.Th ta="right">Stranded</Table.Th>
+              <Table.Th ta="right">Largest block</Table.Th>
               <Table.Th ta="right">Out of service</Table.Th>
               <Table.Th ta="right">Faulty</Table.Th>
               <Table.Th ta="right">Scrubbing</Table.Th>
-              <Table.Th ta="right">MIG GPUs</Table.Th>
-              <Table.Th ta="right">vGPU GPUs</Table.Th>
+              <Table.Th ta="right">MIG / vGPU</Table.Th>
             </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
             {rows.map((r) => <Figures key={r.key} r={r} />)}
             {ready && !rows.length && (
-              <Table.Tr><Table.Td colSpan={14}><Text c="dimmed">No GPUs in the fleet yet.</Text></Table.Td></Table.Tr>
+              <Table.Tr><Table.Td colSpan={15}><Text c="dimmed">No GPUs in the fleet yet.</Text></Table.Td></Table.Tr>
             )}
           </Table.Tbody>
           {rows.length > 1 && <Table.Tfoot><Figures r={total} head /></Table.Tfoot>}

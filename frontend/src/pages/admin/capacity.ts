@@ -4,6 +4,8 @@
 import type { FleetSummary, Schemas } from '../../api/client'
 
 export type CapacityBucket = Schemas['CapacityBucket']
+export type FleetFigures = Schemas['FleetCapacityFigures']
+export type QueueFigures = FleetFigures['queue']
 
 export interface SliceFigure {
   form: string
@@ -36,6 +38,11 @@ export interface CapacityRow {
   scrubbing: number
   mig: number
   vgpu: number
+  /** of the free whole GPUs (held by nothing now, spot aside), those stranded for the typical requests (FGD's
+   * measure, `GET /capacity/fleet-figures/`) */
+  fragmented: number
+  /** the most free whole GPUs on one host */
+  largestBlock: number
   slices: SliceFigure[]
   /** free GPUs in each coming bucket of the calendar (`weeks`), in order */
   ahead: number[]
@@ -46,7 +53,8 @@ const rowKey = (model: string, zone: string) => `${model}\u0000${zone}`
 function emptyRow(gpuModel: string, zone: string, weeks: number): CapacityRow {
   return {
     key: rowKey(gpuModel, zone), gpuModel, zone, total: 0, allocated: 0, leased: 0, onDemand: 0, spot: 0,
-    reserved: 0, free: 0, outOfService: 0, faulty: 0, scrubbing: 0, mig: 0, vgpu: 0, slices: [],
+    reserved: 0, free: 0, outOfService: 0, faulty: 0, scrubbing: 0, mig: 0, vgpu: 0, fragmented: 0, largestBlock: 0,
+    slices: [],
     ahead: Array(weeks).fill(0),
   }
 }
@@ -55,7 +63,7 @@ function emptyRow(gpuModel: string, zone: string, weeks: number): CapacityRow {
  * `ahead` its buckets of the coming weeks (`weekStarts` the start of each, ISO). A host's GPUs count under its
  * model (`gpu_model`; a host of mixed models under the first it names). */
 export function capacityRows(summary: FleetSummary, now: CapacityBucket[], ahead: CapacityBucket[],
-  weekStarts: string[]): CapacityRow[] {
+  weekStarts: string[], figures?: FleetFigures): CapacityRow[] {
   const rows = new Map<string, CapacityRow>()
   const row = (model: string, zone: string) => {
     const k = rowKey(model, zone)
@@ -95,6 +103,11 @@ export function capacityRows(summary: FleetSummary, now: CapacityBucket[], ahead
     const i = index.get(new Date(b.start).getTime())
     if (i !== undefined) row(b.gpu_model, b.zone).ahead[i] = b.free_gpus
   }
+  for (const f of figures?.fragmentation ?? []) {
+    const r = row(f.gpu_model, f.zone)
+    r.fragmented = f.fragmented_gpus
+    r.largestBlock = f.largest_free_block
+  }
   return [...rows.values()].sort((a, b) => a.gpuModel.localeCompare(b.gpuModel) || a.zone.localeCompare(b.zone))
 }
 
@@ -104,11 +117,21 @@ export function totalRow(rows: CapacityRow[], weeks: number): CapacityRow {
   t.key = 'total'
   for (const r of rows) {
     for (const f of ['total', 'allocated', 'leased', 'onDemand', 'spot', 'reserved', 'free', 'outOfService', 'faulty',
-      'scrubbing', 'mig', 'vgpu'] as const)
+      'scrubbing', 'mig', 'vgpu', 'fragmented'] as const)
       t[f] += r[f]
+    t.largestBlock = Math.max(t.largestBlock, r.largestBlock)
     r.ahead.forEach((v, i) => { t.ahead[i] += v })
   }
+  t.fragmented = Math.round(t.fragmented * 10) / 10
   return t
+}
+
+/** "2 h 05 min", "45 s", "—" for none. */
+export function waitText(s: number | null | undefined): string {
+  if (s === null || s === undefined) return '—'
+  if (s < 60) return `${s} s`
+  const m = Math.round(s / 60)
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h ${String(m % 60).padStart(2, '0')} min`
 }
 
 /** "3g.40gb 12/24 free" for each MIG profile / vGPU type; "shares 3,500/8,000 milli-GPU free" for shares. */
@@ -118,18 +141,30 @@ export function sliceText(s: SliceFigure): string {
 }
 
 export const CSV_COLUMNS = ['gpu_model', 'zone', 'total', 'allocated', 'leased', 'on_demand', 'spot', 'reserved', 'free',
-  'out_of_service', 'faulty', 'scrubbing', 'mig_gpus', 'vgpu_gpus', 'slices'] as const
+  'out_of_service', 'faulty', 'scrubbing', 'mig_gpus', 'vgpu_gpus', 'fragmented_gpus', 'largest_free_block', 'slices'] as const
+export const CSV_QUEUE_COLUMNS = ['queue_waiting', 'queue_waiting_gpus', 'queue_longest_wait_s', 'queue_median_wait_s',
+  'queue_placed_24h', 'queue_placed_wait_p50_s'] as const
 
 /** The table as CSV (RFC 4180: comma-separated, fields with a comma or quote quoted), one line per row, then a
- * column per coming week (`free_<date>`). */
-export function capacityCsv(rows: CapacityRow[], weekStarts: string[]): string {
+ * column per coming week (`free_<date>`); with `queue`, a last line of the fleet's totals ("All models", "all
+ * zones") carrying the on-demand queue's figures in the `queue_*` columns (empty on the other lines: the queue is
+ * the fleet's, not a zone's). */
+export function capacityCsv(rows: CapacityRow[], weekStarts: string[], queue?: QueueFigures): string {
   const q = (v: string | number) => {
     const s = String(v)
     return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
   }
-  const head = [...CSV_COLUMNS, ...weekStarts.map((w) => `free_${w.slice(0, 10)}`)]
-  const lines = rows.map((r) => [r.gpuModel, r.zone, r.total, r.allocated, r.leased, r.onDemand, r.spot, r.reserved, r.free,
-    r.outOfService, r.faulty, r.scrubbing, r.mig, r.vgpu, r.slices.map(sliceText).join('; '), ...r.ahead].map(q).join(','))
+  const head = [...CSV_COLUMNS, ...weekStarts.map((w) => `free_${w.slice(0, 10)}`), ...(queue ? CSV_QUEUE_COLUMNS : [])]
+  const line = (r: CapacityRow, tail: (string | number)[]) => [r.gpuModel, r.zone, r.total, r.allocated, r.leased, r.onDemand,
+    r.spot, r.reserved, r.free, r.outOfService, r.faulty, r.scrubbing, r.mig, r.vgpu, r.fragmented, r.largestBlock,
+    r.slices.map(sliceText).join('; '), ...r.ahead, ...tail].map(q).join(',')
+  const blank = queue ? CSV_QUEUE_COLUMNS.map(() => '') : []
+  const lines = rows.map((r) => line(r, blank))
+  if (queue) {
+    const opt = (v: number | null | undefined) => (v === null || v === undefined ? '' : v)
+    lines.push(line(totalRow(rows, weekStarts.length), [queue.waiting, queue.waiting_gpus, opt(queue.longest_wait_s),
+      opt(queue.median_wait_s), queue.placed, opt(queue.placed_wait_p50_s)]))
+  }
   return [head.join(','), ...lines].join('\n') + '\n'
 }
 

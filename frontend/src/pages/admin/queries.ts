@@ -37,6 +37,12 @@ export function calendarQuery(key: 'now' | 'ahead', q: { start: string; end: str
   }
 }
 
+/** The capacity screen's fragmentation and on-demand queue figures (staff; tenants 404). */
+export const figuresQuery = {
+  queryKey: ['capacity', 'fleet-figures'], staleTime: 10_000,
+  queryFn: () => unwrap(api.GET('/api/v1/capacity/fleet-figures/')),
+}
+
 /** Route loader of the capacity screen: the fleet summary and both calendar windows at once, beside the session
  * check (the calendar is readable by tenants too, without the staff totals; the screen shows them Not found from
  * the fleet summary's 404). */
@@ -45,5 +51,6 @@ export function prefetchCapacity() {
   void queryClient.prefetchQuery(fleetQuery)
   void queryClient.prefetchQuery(calendarQuery('now', win.now))
   void queryClient.prefetchQuery(calendarQuery('ahead', win.ahead))
+  void queryClient.prefetchQuery(figuresQuery)
   return null
 }
