@@ -38,3 +38,22 @@ def test_bare_metal_requests_answer_503_until_the_service_is_up(world, bm_driver
     assert op.status == "succeeded"
     resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, name="bm-later"), format="json")
     assert resp.status_code == 202, resp.content
+
+
+def test_an_ironic_that_accepts_but_never_answers_is_not_available():
+    """A hung Ironic (it accepts the connection and says nothing) is `available() == False` after the driver's
+    short timeout, so a tenant's create gets its 503 instead of waiting on the hung service."""
+    import socket
+    import threading
+
+    from apps.baremetal.drivers.ironic import IronicDriver
+
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # connections queue in the backlog; nobody reads or answers them
+        driver = IronicDriver(endpoint=f"http://127.0.0.1:{hung.getsockname()[1]}")
+        answer = []
+        probe = threading.Thread(target=lambda: answer.append(driver.available()), daemon=True)
+        probe.start()
+        probe.join(timeout=30)
+        assert answer == [False], "available() did not return for a service that never answers"

@@ -76,6 +76,10 @@ def _errors(what: str) -> Iterator[None]:
         raise DriverError(f"{what}: {e}", code="baremetal_error") from e
 
 
+#: Seconds `available` waits for Ironic to answer (connect and read).
+AVAILABLE_TIMEOUT_S = 3.0
+
+
 class IronicDriver:
     def __init__(
         self,
@@ -158,8 +162,17 @@ class IronicDriver:
             return None
 
     def available(self) -> bool:
+        """One read of Ironic's root with `AVAILABLE_TIMEOUT_S`: a service that accepts the connection but does
+        not answer (hung, overloaded) is not available, and the request that asked is not held for long."""
         try:
-            return self.api.get("/", connect_retries=0, raise_exc=False).status_code < 500
+            # a connection of its own: the SDK's version discovery (on first use) honours only the session's
+            # timeout, and the driver's own connection must not time out a long deploy's reads
+            conn = openstack.connect(load_yaml_config="cloud" in self._connect, load_envvars=False,
+                                     api_timeout=AVAILABLE_TIMEOUT_S, **self._connect)
+            try:
+                return conn.baremetal.get("/", connect_retries=0, raise_exc=False).status_code < 500
+            finally:
+                conn.close()
         except Exception:  # noqa: BLE001 - refused, not yet listening, discovery failed: not available
             return False
 
