@@ -2,7 +2,7 @@ import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Organization } from '../../api/client'
 import { json, problem, renderPage, stubApi } from '../../test/render'
-import { AdminTenantsPage, matchOrganizations, quotaUseText } from './Tenants'
+import { AdminTenantsPage, matchOrganizations, quotaUseText, slaStanding, spendText } from './Tenants'
 
 const org = (id: string, slug: string, name: string) =>
   ({ id, slug, name, legal_name: '', billing_email: '', currency: 'EUR', billing_timezone: 'UTC', default_sla_tier: 'standard',
@@ -52,6 +52,47 @@ describe('tenants', () => {
     const patches = seen.filter((r) => r.method === 'PATCH')
     expect(await patches[1].json()).toEqual({ limit: 64 })
   }, 20_000)
+
+  it('shows the organization\'s month: spend to date, SLA standing and the open incidents that hit it', async () => {
+    const line = (id: string, seconds: number) => ({ id, kind: 'usage', project: 'p', resource_type: 'instance', resource_id: id, sku: 's',
+      pricing_model: 'on_demand', sla_tier: 'standard', gpu_model: 'H100', description: id, billed_seconds: seconds, quantity: '1',
+      unit: 'hour', unit_price: '1', amount: '1', tax_amount: '0' })
+    const report = { id: 'r1', organization: 'o1', project: 'p', resource_type: 'instance', resource_id: 'vm1', sla_tier: 'standard',
+      period: '2026-11', held_minutes: '43200', downtime_minutes: '540', uptime_pct: '98.75', target_uptime_pct: '99.0000',
+      credit_pct: '10', billed_amount: '100.00', credit_amount: '10.00', currency: 'EUR', source_invoice: 'i', applied_invoice: null }
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'support@provider.example', staff_role: 'support' }),
+      'GET /api/v1/organizations/': () => json(page(ORGS)),
+      'GET /api/v1/projects/': () => json(page([])),
+      'GET /api/v1/quotas/': () => json(page([])),
+      'GET /api/v1/invoices/preview/': () => json({ organization: 'o1', period: '2026-12', currency: 'EUR', total: '1234.5', status: 'draft',
+        lines: [line('vm1', 7200), line('vm2', 3600), line('vm1', 1800)] }),
+      'GET /api/v1/sla-reports/': () => json(page([report])),
+      'GET /api/v1/incidents/': () => json(page([{ id: 'i1', host: 'a-su1-n01', gpu: null, gpu_index: null, start: '2026-12-04T03:00:00Z',
+        end: null, duration_s: null, reason: 'PSU failed', provider_at_fault: true },
+      { id: 'i2', host: 'b-n02', gpu: null, gpu_index: null, start: '2026-12-04T03:00:00Z', end: null, duration_s: null, reason: 'other',
+        provider_at_fault: true }])),
+      'GET /api/v1/incidents/i1/impact/': () => json({ incident: 'i1', open: true, counts_for_sla: true, downtime_s: 7200, credits: [],
+        resources: [{ resource_type: 'instance', resource_id: 'vm1', partial: false, organization: 'o1', organization_name: 'Delta Labs',
+          project: 'p', downtime_s: 7200, credits: [] }] }),
+      'GET /api/v1/incidents/i2/impact/': () => json({ incident: 'i2', open: true, counts_for_sla: true, downtime_s: 60, credits: [],
+        resources: [{ resource_type: 'instance', resource_id: 'k1', partial: false, organization: 'o2', organization_name: 'Keel AI',
+          project: 'q', downtime_s: 60, credits: [] }] }),
+    })
+    renderPage(<AdminTenantsPage />)
+    fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }, { timeout: 5000 }))
+    const panel = await screen.findByTestId('tenant-panel')
+    await waitFor(() => expect(within(panel).getByTestId('tenant-spend')).toHaveTextContent('1,234.50 EUR to date, 2 resources billed for 3.5 h'))
+    expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('missed')
+    expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('lowest uptime 98.750 % in 2026-11 (target 99 %); credits 10.00 EUR')
+    await waitFor(() => expect(within(panel).getByTestId('tenant-incidents')).toHaveTextContent('a-su1-n01: PSU failed (1 resource down 2 h 00 min so far)'))
+    expect(within(panel).getByTestId('tenant-incidents')).not.toHaveTextContent('b-n02')
+  }, 20_000)
+
+  it('says the SLA is met without provider-caused downtime', () => {
+    expect(slaStanding('premium', [])).toEqual({ met: true, text: 'premium tier: met (no provider-caused downtime on record)' })
+    expect(spendText({ total: '0', currency: 'USD', lines: [] })).toBe('0.00 USD to date, 0 resources billed for 0 h')
+  })
 
   it('is not found for a tenant, who never gets the organizations asked for', async () => {
     const seen = stubApi({ 'GET /api/v1/me/': () => json({ email: 'owner@keel.example', staff_role: '' }) })

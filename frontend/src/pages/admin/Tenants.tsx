@@ -1,12 +1,90 @@
 import { Badge, Button, Grid, Group, Modal, NumberInput, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core'
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { api, unwrap, type Organization, type Project, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { useInvoicePreview } from '../../hooks/billing'
 import { NotFoundPage } from '../NotFound'
+import { durationText } from './Incidents'
 
 type Quota = Schemas['QuotaOutput']
+type SlaReport = Schemas['SlaReportOutput']
+type Preview = Schemas['InvoicePreviewOutput']
+
+/** "1,234.50 USD to date, 3 resources billed for 96 h" — the organization's month so far (the invoice preview). */
+export function spendText(p: Pick<Preview, 'total' | 'currency' | 'lines'>): string {
+  const usage = p.lines.filter((l) => l.kind === 'usage')
+  const hours = usage.reduce((sum, l) => sum + Number(l.billed_seconds ?? 0), 0) / 3600
+  const total = Number(p.total).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })
+  const resources = new Set(usage.map((l) => `${l.resource_type}:${l.resource_id}`)).size
+  return `${total} ${p.currency} to date, ${resources} resource${resources === 1 ? '' : 's'} billed for ${Math.round(hours * 10) / 10} h`
+}
+
+/** The SLA standing from the organization's SLA reports (each a resource-month with provider-caused downtime):
+ * "met" when none, else the worst uptime against its target and the credits earned. */
+export function slaStanding(tier: string, reports: SlaReport[]): { met: boolean; text: string } {
+  if (!reports.length) return { met: true, text: `${tier || 'no'} tier: met (no provider-caused downtime on record)` }
+  const worst = reports.reduce((a, b) => (Number(b.uptime_pct) < Number(a.uptime_pct) ? b : a))
+  const credits = new Map<string, number>()
+  for (const r of reports) credits.set(r.currency, (credits.get(r.currency) ?? 0) + Number(r.credit_amount))
+  const breached = reports.filter((r) => Number(r.credit_pct) > 0)
+  const money = [...credits].map(([c, v]) => `${v.toFixed(2)} ${c}`).join(', ')
+  return {
+    met: !breached.length,
+    text: `${tier || 'no'} tier: ${breached.length ? `missed for ${breached.length} resource-month${breached.length === 1 ? '' : 's'}` : 'met'}; `
+      + `lowest uptime ${Number(worst.uptime_pct).toFixed(3)} % in ${worst.period} (target ${Number(worst.target_uptime_pct)} %); credits ${money}`,
+  }
+}
+
+/** The organization's month: spend to date (GET /invoices/preview/), its SLA standing (GET /sla-reports/) and the
+ * open incidents that hit its resources (the open incidents' impacts, GET /incidents/{id}/impact/). */
+function TenantMonth({ org }: { org: Organization }) {
+  const preview = useInvoicePreview(org.id)
+  const sla = useQuery({
+    queryKey: ['staff-sla-reports', org.id],
+    queryFn: () => unwrap(api.GET('/api/v1/sla-reports/', { params: { query: { organization: org.id, page_size: 100 } } })),
+  })
+  const open = useQuery({
+    queryKey: ['incidents', 'open'],
+    queryFn: () => unwrap(api.GET('/api/v1/incidents/', { params: { query: { open: true, page_size: 100 } } })),
+  })
+  const impacts = useQueries({
+    queries: (open.data?.results ?? []).map((i) => ({
+      queryKey: ['incident-impact', i.id, i.end, i.start, i.provider_at_fault],
+      queryFn: () => unwrap(api.GET('/api/v1/incidents/{id}/impact/', { params: { path: { id: i.id } } })),
+    })),
+  })
+  const hitting = (open.data?.results ?? []).flatMap((i, k) => {
+    const mine = impacts[k]?.data?.resources.filter((r) => r.organization === org.id) ?? []
+    return mine.length ? [{ incident: i, resources: mine }] : []
+  })
+  const standing = sla.data ? slaStanding(org.default_sla_tier ?? '', sla.data.results) : null
+  const impactsIn = open.data !== undefined && impacts.every((q) => !q.isPending)
+  return (
+    <>
+      <Title order={4} size="h5">This month</Title>
+      <dl className="facts">
+        <dt>Spend</dt>
+        <dd data-testid="tenant-spend">{preview.data ? spendText(preview.data) : preview.isError ? 'not available' : '…'}</dd>
+        <dt>SLA</dt>
+        <dd data-testid="tenant-sla">
+          {standing ? <Badge mr={6} variant="filled" color={standing.met ? 'teal.9' : 'red.9'}>{standing.met ? 'met' : 'missed'}</Badge> : null}
+          {standing ? standing.text : '…'}
+        </dd>
+        <dt>Open incidents</dt>
+        <dd data-testid="tenant-incidents">
+          {!impactsIn ? '…' : hitting.length ? hitting.map(({ incident, resources }) => (
+            <div key={incident.id}>
+              {incident.host}{incident.gpu_index !== null && incident.gpu_index !== undefined ? ` GPU ${incident.gpu_index}` : ''}: {incident.reason}
+              {' '}({resources.length} resource{resources.length === 1 ? '' : 's'} down {durationText(resources.reduce((s, r) => s + r.downtime_s, 0))} so far)
+            </div>
+          )) : 'none'}
+        </dd>
+      </dl>
+    </>
+  )
+}
 
 /** Organizations whose name or slug contains `q` (case-insensitive), in the server's order. */
 export function matchOrganizations(orgs: Organization[], q: string): Organization[] {
@@ -117,6 +195,7 @@ function OrganizationPanel({ org }: { org: Organization }) {
             {projects.data ? projects.data.results.map((p: Project) => p.name).join(', ') || 'none' : '…'}
           </dd>
         </dl>
+        <TenantMonth org={org} />
         <Title order={4} size="h5">Quotas</Title>
         {quotas.isError && <ProblemAlert error={quotas.error} />}
         <Table withTableBorder data-testid="tenant-quotas">
