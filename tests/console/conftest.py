@@ -85,6 +85,9 @@ def shot(page, name: str, mask=()) -> Path:
     over as solid boxes (a token secret is never committed, even a dead test stack's)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}.png"
+    # from the top: a page scrolled down (a click near its foot) is drawn with the fixed header at the scroll
+    # position, over the page's heading
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(path), full_page=True, mask=list(mask))
     return path
 

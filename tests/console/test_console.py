@@ -2,17 +2,22 @@
 launch a MIG instance in the wizard (after the check refused it in an InfiniBand partition its hosts cannot join,
 saying why, and with a cost estimate) and watch it become active without a reload, stop it (the page shows the new
 status within 2.5 s of the API), resize it and read its audit events, find it in the instances list by a part of its
-name and by status (a search that matches nothing offers to clear it); a second tenant who
+name and by status (a search that matches nothing offers to clear it); is shown why a flavor no host could hold
+and a launch over the quota are refused (in the wizard, and the server's 422 on the clusters form), with nothing
+made; launches an instance inside an active lease of the project; a second tenant who
 types the first one's instance URL sees "not found"; a viewer sees write actions disabled. Each step is one test;
 they share the journey's state (`C`) and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from types import SimpleNamespace
 
 import pytest
 from playwright.sync_api import Page, expect
+
+from tests.e2e.stack import poll
 
 from .conftest import check_a11y, shot
 from .world import H100, PASSWORD, SSH_KEY, SSH_KEY_FP, catalog, invite, one, tenant
@@ -236,6 +241,84 @@ def test_4b_resize_the_stopped_instance(c, tab):
     tab.get_by_role("tab", name="Overview").click()
 
 
+def _tenant_state(c) -> dict:
+    """What the tenant has, through the API: ids of instances and clusters, and operations not finished."""
+    pid = c.a.project["id"]
+    return {"instances": sorted(i["id"] for i in c.a.api.all("instances", project=pid)),
+            "clusters": sorted(x["id"] for x in c.a.api.all("clusters", project=pid)),
+            "operations": len(c.a.api.all("operations", project=pid)),
+            "unfinished": [o["id"] for o in c.a.api.all("operations", project=pid, status=["pending", "running"])]}
+
+
+def _to_review(tab, base: str, flavor: str, name: str) -> None:
+    tab.goto(f"{base}/instances/new")
+    tab.get_by_label(re.compile(rf"^{re.escape(flavor)} ")).check()
+    tab.get_by_role("button", name="Next").click()
+    tab.get_by_label(re.compile(r"^Name")).fill(name)
+    tab.get_by_role("combobox", name=re.compile(r"^Image")).click()
+    tab.get_by_role("option", name=re.compile("ubuntu-24-04")).click()
+    tab.get_by_role("button", name="Next").click()
+    tab.get_by_role("button", name="Next").click()
+
+
+def test_4c_a_flavor_that_cannot_be_placed_and_a_quota_exceeded_leave_nothing(c, tab):
+    before = _tenant_state(c)
+    assert before["unfinished"] == []
+    ask = {"project": c.a.project["id"], "name": "", "ssh_keys": [], "user_data": "", "queue": False}
+    # a flavor no host could ever hold (1,024 vCPUs): the server's reason, as soon as it is chosen and at review
+    huge = c.a.api.post("instances/check", {**ask, "flavor": one(c.cat.ops, "flavors", MIG_HUGE,
+                                                                    name=MIG_HUGE["name"])["id"]}).json()
+    assert huge["placeable"] is False and huge["detail"], huge
+    tab.goto(f"{c.base}/instances/new")
+    tab.get_by_label(re.compile(r"^h100-mig-3g40-huge ")).check()
+    expect(tab.get_by_test_id("flavor-check")).to_contain_text(huge["detail"], timeout=30_000)
+    _to_review(tab, c.base, "h100-mig-3g40-huge", "bigjob")
+    check = tab.get_by_test_id("placement-check")
+    expect(check).to_contain_text("Cannot be launched", timeout=30_000)
+    expect(check).to_contain_text(f"Why: {huge['detail']}")
+    expect(tab.get_by_role("button", name="Launch", exact=True)).to_be_disabled()
+    shot(tab, "launch-unplaceable")
+    tab.get_by_role("button", name="Back").click()
+    tab.get_by_role("button", name="Back").click()
+    expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("bigjob")       # the wizard keeps what was typed
+    check_a11y(tab, "launch: flavor that cannot be placed")
+    # a quota exceeded: the organization's instance quota set to what it uses now (the provider, as staff)
+    quota = c.cat.ops.all("quotas", organization=c.a.org["id"], resource="instances")[0]
+    used = c.cat.ops.get(f"quotas/{quota['id']}").json()["usage"]
+    c.cat.ops.patch(f"quotas/{quota['id']}", {"limit": used}, expect=200)
+    try:
+        full = c.a.api.post("instances/check", {**ask, "flavor": c.cat.flavor_mig["id"]}).json()
+        assert full["code"] == "quota_exceeded", full
+        _to_review(tab, c.base, "h100-mig-3g40", "onemore")
+        expect(check).to_contain_text(f"Why: {full['detail']}", timeout=30_000)
+        expect(check.get_by_role("row", name=re.compile(r"instances \(organization\) — exceeded"))).to_contain_text(str(used))
+        expect(tab.get_by_role("button", name="Launch", exact=True)).to_be_disabled()
+        check_a11y(tab, "launch: quota exceeded")
+        shot(tab, "launch-quota-exceeded")
+        # the clusters page sends the create itself: the server's 422 on the form, which keeps its values
+        tab.goto(f"{c.base}/clusters")
+        tab.get_by_label(re.compile(r"^Name")).fill("pair")
+        tab.get_by_role("combobox", name="Flavor").click()
+        tab.get_by_role("option", name=re.compile(r"^h100-mig-3g40 ")).click()
+        tab.get_by_role("combobox", name="Image").click()
+        tab.get_by_role("option", name=re.compile(r"^ubuntu-24-04")).click()
+        tab.get_by_label(re.compile(r"^Size")).fill("2")
+        tab.get_by_role("button", name="Create cluster").click()
+        problem = tab.get_by_test_id("problem")
+        expect(problem).to_contain_text("The cluster was not created")
+        expect(problem).to_contain_text(f"Quota exceeded for instances: limit {used}, usage {used}, requested 2")
+        expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("pair")
+        expect(tab.get_by_label(re.compile(r"^Size"))).to_have_value("2")
+        expect(tab.get_by_role("combobox", name="Flavor")).to_have_value(re.compile(r"^h100-mig-3g40 "))
+        check_a11y(tab, "clusters: quota exceeded")
+        shot(tab, "cluster-quota-exceeded")
+    finally:
+        c.cat.ops.patch(f"quotas/{quota['id']}", {"limit": quota["limit"]}, expect=200)
+    after = _tenant_state(c)
+    assert after["instances"] == before["instances"] and after["clusters"] == before["clusters"], (before, after)
+    assert after["operations"] == before["operations"] and after["unfinished"] == [], (before, after)
+
+
 def test_5_instances_list_and_dashboard(c, tab):
     tab.goto(f"{c.base}/instances")
     row = tab.get_by_role("row", name=re.compile("notebook"))
@@ -267,6 +350,34 @@ def test_5_instances_list_and_dashboard(c, tab):
     expect(tab.get_by_test_id("quota-use")).to_contain_text("mig_slices")
     check_a11y(tab, "dashboard")
     shot(tab, "dashboard")
+
+
+def test_5b_launch_inside_a_lease(c, tab):
+    end = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=4)).replace(microsecond=0).isoformat()
+    lease = c.a.api.post("leases", {"project": c.a.project["id"], "name": "burst", "start": "now", "end": end,
+                                    "kind": "mig", "gpu_model": H100, "mig_profile": "3g.40gb", "count": 1},
+                         expect=201).json()
+    poll(lambda: c.a.api.get(f"leases/{lease['id']}").json()["status"] == "active", timeout=90,
+         what="the lease to become active")
+    _to_review(tab, c.base, "h100-mig-3g40", "leased")
+    tab.get_by_role("button", name="Back").click()
+    tab.get_by_label("Inside a lease").check()
+    tab.get_by_role("combobox", name=re.compile(r"^Lease")).click()
+    tab.get_by_role("option", name=re.compile(r"^burst \(1 × H100-SXM5-80GB MIG 3g\.40gb")).click()
+    expect(tab.get_by_role("combobox", name=re.compile(r"^Subnet"))).to_be_disabled()
+    check_a11y(tab, "launch: inside a lease")
+    shot(tab, "launch-2b-how-many")
+    tab.get_by_role("button", name="Next").click()
+    expect(tab.get_by_test_id("lease-note")).to_be_visible()
+    expect(tab.get_by_text(re.compile(r"^inside the lease burst"))).to_be_visible()
+    shot(tab, "launch-lease-review")
+    tab.get_by_role("button", name="Launch", exact=True).click()
+    expect(tab).to_have_url(re.compile(r"/instances/[0-9a-f-]{36}$"))
+    leased = tab.url.rsplit("/", 1)[1]
+    expect(tab.get_by_role("heading", name="leased")).to_be_visible()
+    expect(tab.get_by_test_id("status")).to_have_text("active", timeout=ACTIVE_TIMEOUT_MS)
+    terms = c.a.api.get(f"instances/{leased}/capacity").json()
+    assert (terms["market"], terms["lease"]) == ("lease", lease["id"]), terms
 
 
 def test_6_another_tenant_typing_the_url_sees_not_found(c, browser):

@@ -1,7 +1,7 @@
 import { fireEvent, screen, waitFor } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Flavor } from '../api/client'
-import { PROJECT, json, renderPage, stubApi } from '../test/render'
+import { PROJECT, json, problem, renderPage, stubApi } from '../test/render'
 import { LaunchPage } from './Launch'
 
 const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
@@ -72,5 +72,114 @@ describe('launch wizard', () => {
     expect(screen.getByTestId('estimate')).toHaveTextContent('About $23.76 for 24 hours at $0.99 per hour (estimate)')
     fireEvent.change(await input(/^Running for/), { target: { value: '10' } })
     await waitFor(() => expect(screen.getByTestId('estimate')).toHaveTextContent('About $9.90 for 10 hours'))
+  }, 20_000)
+  const IMAGE = { id: 'img1', name: 'ubuntu-24-04', os: 'ubuntu', os_version: '24.04', arch: 'x86_64', is_active: true }
+  const instance = (id: string, name: string) => ({ id, name, status: 'pending' })
+  const accepted = (id: string, name: string) => json({ instance: instance(id, name), operation: { id: `op-${id}` } }, 202)
+
+  /** Flavor, name and image chosen; on the "How many, market, network" step. */
+  async function toThirdStep(name: string) {
+    fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    fireEvent.change(await input(/^Name/), { target: { value: name } })
+    fireEvent.click(await input(/^Image/))
+    fireEvent.click(await screen.findByRole('option', { name: /ubuntu/, hidden: true }, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+  }
+
+  it('launches inside an active lease of the project through the request API, without the on-demand check', async () => {
+    const LEASE = { id: 'l1', project: PROJECT.id, name: 'finetune', status: 'active', kind: 'mig', gpu_model: 'H100', count: 2, mig_profile: '3g.40gb', start: '2026-01-01T00:00:00Z', end: '2026-01-03T00:00:00Z' }
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/ib-partitions/': () => json(page([])),
+      'GET /api/v1/leases/': () => json(page([LEASE])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+      'POST /api/v1/instance-requests/': () => accepted('i1', 'nb'),
+    })
+    renderPage(<LaunchPage />, { path: '/launch', route: '/launch' })
+    await toThirdStep('nb')
+    fireEvent.click(screen.getByLabelText('Inside a lease'))
+    expect(screen.getByRole('button', { name: 'Next' })).toBeDisabled()          // no lease chosen yet
+    fireEvent.click(await input(/^Lease/))
+    fireEvent.click(await screen.findByRole('option', { name: /^finetune \(2 × H100 MIG 3g\.40gb/, hidden: true }, LONG))
+    expect(await input(/^Subnet/)).toBeDisabled()
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    expect(await screen.findByTestId('lease-note', {}, LONG)).toHaveTextContent('the lease’s own GPUs decide')
+    expect(screen.getByTestId('estimate')).toHaveTextContent('Billed as part of the lease')
+    expect(screen.queryByRole('button', { name: 'Check again' })).toBeNull()
+    fireEvent.click(screen.getByRole('button', { name: 'Launch' }))
+    expect(await screen.findByTestId('elsewhere', {}, LONG)).toBeInTheDocument()
+    const posts = seen.filter((r) => r.method === 'POST')
+    expect(posts.filter((r) => r.url.endsWith('/instances/check/') && !r.bodyUsed)).toHaveLength(1)   // the flavor's only
+    expect(await posts.at(-1)!.json()).toEqual({ project: PROJECT.id, name: 'nb', flavor: 'f2', image: 'img1', ssh_keys: [], user_data: '', market: 'lease', lease: 'l1', queue_timeout_s: 0 })
+  }, 20_000)
+
+  it('launches a cluster of N nodes, checked as one gang', async () => {
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/ib-partitions/': () => json(page([])),
+      'GET /api/v1/leases/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+      'POST /api/v1/clusters/check/': () => json({ ...CHECK, price: { ...CHECK.price, per_hour: '1.98' } }),
+      'POST /api/v1/clusters/': () => json({ id: 'c1', name: 'train', size: 2 }, 201),
+    })
+    renderPage(<LaunchPage />, { path: '/launch', route: '/launch' })
+    await toThirdStep('train')
+    fireEvent.click(screen.getByLabelText('A cluster of N nodes'))
+    expect(screen.getByLabelText('Spot')).toBeDisabled()
+    fireEvent.change(await input(/^Nodes/), { target: { value: '2' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    expect(await screen.findByTestId('placement-check', {}, LONG)).toHaveTextContent('$1.98 per hour')
+    expect(screen.getByTestId('how-many')).toHaveTextContent('a cluster of 2 nodes')
+    const ask = seen.filter((r) => r.url.endsWith('/clusters/check/')).at(-1)!
+    expect(await ask.json()).toMatchObject({ name: 'train', size: 2, flavor: 'f2', image: 'img1' })
+    fireEvent.click(screen.getByRole('button', { name: 'Launch a cluster of 2' }))
+    expect(await screen.findByTestId('elsewhere', {}, LONG)).toBeInTheDocument()
+    expect(await seen.filter((r) => r.url.endsWith('/clusters/')).at(-1)!.json()).toMatchObject({ name: 'train', size: 2, queue: false })
+  }, 20_000)
+
+  it('launches N instances one by one; a refusal part-way says which were made, and a retry makes only the rest', async () => {
+    let refuse = true
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/ib-partitions/': () => json(page([])),
+      'GET /api/v1/leases/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+      'POST /api/v1/instances/': async (request) => {
+        const { name } = await request.json()
+        if (name === 'nb-2' && refuse) return problem(422, 'quota_exceeded', 'Quota instances of the organization exceeded: 1 in use, limit 1.')
+        return accepted(`id-${name}`, name)
+      },
+    })
+    renderPage(<LaunchPage />, { path: '/launch', route: '/launch' })
+    await toThirdStep('nb')
+    fireEvent.change(await input(/^Count/), { target: { value: '3' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    expect(await screen.findByTestId('count-note', {}, LONG)).toHaveTextContent('The check is for nb-1')
+    expect(screen.getByTestId('estimate')).toHaveTextContent('About $71.28 for 24 hours at $2.97 per hour (3 instances)')
+    fireEvent.click(screen.getByRole('button', { name: 'Launch 3 instances' }))
+    const partial = await screen.findByTestId('partial-launch', {}, LONG)
+    expect(partial).toHaveTextContent('1 of 3 instances launched')
+    expect(partial).toHaveTextContent('nb-1')
+    expect(screen.getByTestId('problem')).toHaveTextContent('Quota instances of the organization exceeded')
+    const creates = () => seen.filter((r) => r.method === 'POST' && r.url.endsWith('/api/v1/instances/'))
+    expect(creates()).toHaveLength(2)
+    refuse = false
+    fireEvent.click(screen.getByRole('button', { name: 'Launch 3 instances' }))
+    expect(await screen.findByTestId('elsewhere', {}, LONG)).toBeInTheDocument()
+    const keys = creates().map((r) => r.headers.get('Idempotency-Key'))
+    expect(keys).toHaveLength(5)
+    expect(keys[2]).toBe(keys[0])          // nb-1 again: the server replays it
+    expect(keys[3]).toBe(keys[1])          // nb-2: refused before, so run anew
+    expect(new Set(keys).size).toBe(3)
   }, 20_000)
 })

@@ -5,14 +5,16 @@ import {
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useMemo, useState } from 'react'
 import { Link, useNavigate } from 'react-router'
-import { ApiError, api, unwrap, type Flavor, type Schemas } from '../api/client'
+import { ApiError, api, unwrap, type Flavor, type Instance, type Lease, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
 
-type Market = 'on_demand' | 'spot'
+type Market = 'on_demand' | 'spot' | 'lease'
+/** Separate instances (`count` of them, each placed on its own) or one cluster of `count` nodes (placed together). */
+type Shape = 'instances' | 'cluster'
 type Check = Schemas['PlacementCheckOutput']
 
 export interface LaunchForm {
@@ -25,22 +27,71 @@ export interface LaunchForm {
   securityGroups: string[]
   ibPartition: string | null
   market: Market
+  lease: string | null
+  shape: Shape
+  count: number
 }
+
+/** The most separate instances one launch makes (one request each); a cluster takes up to 256 nodes. */
+export const MAX_COUNT = 20
+export const MAX_NODES = 256
 
 const EMPTY: LaunchForm = {
   gpuModel: null, flavor: null, name: '', image: null, sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand',
+  lease: null, shape: 'instances', count: 1,
 }
 
 /** Which wizard step holds each field the API may name in `errors`. */
 const FIELD_STEP: Record<string, number> = {
   flavor: 0, name: 1, image: 1, ssh_keys: 1, subnet_id: 2, security_group_ids: 2, ib_partition_id: 2, project: 0,
+  size: 2, market: 2, lease: 2,
+}
+
+/** The names of the instances the form launches: its name alone for one, `<name>-1` … `<name>-<count>` for more. */
+export function instanceNames(form: Pick<LaunchForm, 'name' | 'count' | 'shape'>): string[] {
+  const name = form.name.trim()
+  if (form.shape === 'cluster' || form.count <= 1) return [name]
+  return Array.from({ length: form.count }, (_, i) => `${name}-${i + 1}`)
+}
+
+/** The body of POST /clusters/ (and of its dry run, POST /clusters/check/): the instance's, with `size`. */
+export function clusterCreateBody(form: LaunchForm, project: string): Schemas['ClusterCreateInputRequest'] {
+  const { queue: _queue, ...rest } = createBody(form, project)
+  return { ...rest, image: form.image ?? '', size: form.count, queue: false }
+}
+
+/** The body of POST /instance-requests/ (spot, or inside a lease) for the instance named `name`. */
+export function requestBody(form: LaunchForm, project: string, name: string): Schemas['InstanceRequestInputRequest'] {
+  return {
+    project, name, flavor: form.flavor ?? '', image: form.image ?? '', ssh_keys: form.sshKeys, user_data: '',
+    market: form.market, queue_timeout_s: 0, ...(form.market === 'lease' ? { lease: form.lease } : {}),
+  }
+}
+
+/** "finetune (8 × H100-SXM5-80GB GPUs, until …)": a lease as the wizard offers it. */
+export function leaseLabel(lease: Lease): string {
+  const what = lease.kind === 'mig' ? `MIG ${lease.mig_profile}` : lease.kind === 'hosts' ? 'hosts' : lease.kind === 'shares' ? 'shares' : 'GPUs'
+  return `${lease.name} (${lease.count} × ${lease.gpu_model} ${what}, until ${new Date(lease.end).toLocaleString()})`
+}
+
+/** The instances a multi-instance launch made before one was refused (the refusal is the error). */
+export class PartialLaunch extends Error {
+  readonly launched: Instance[]
+  readonly total: number
+  override readonly cause: unknown
+  constructor(launched: Instance[], total: number, cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause))
+    this.launched = launched
+    this.total = total
+    this.cause = cause
+  }
 }
 
 /** The body of POST /instances/ (and of its dry run, POST /instances/check/) for the form. */
-export function createBody(form: LaunchForm, project: string, queue = false): Schemas['InstanceCreateInputRequest'] {
+export function createBody(form: LaunchForm, project: string, queue = false, name = instanceNames(form)[0]): Schemas['InstanceCreateInputRequest'] {
   return {
     project,
-    name: form.name.trim(),
+    name,
     flavor: form.flavor ?? '',
     image: form.image ?? '',
     ssh_keys: form.sshKeys,
@@ -142,13 +193,15 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
 }
 
 /** Hours × the flavor's list price per hour (what the check answered), labelled as an estimate. */
-function CostEstimate({ price, market, hours, onHours }: {
+function CostEstimate({ price, times = 1, market, hours, onHours }: {
   price: Check['price'] | undefined
+  times?: number
   market: Market
   hours: number | string
   onHours: (hours: number | string) => void
 }) {
-  const total = estimate(price?.per_hour, hours)
+  const perHour = price?.per_hour == null ? price?.per_hour : String(Number(price.per_hour) * times)
+  const total = estimate(perHour, hours)
   return (
     <Paper withBorder p="md" component="section" aria-labelledby="estimate-heading">
       <Title order={3} size="h4" id="estimate-heading" mb="xs">
@@ -163,18 +216,20 @@ function CostEstimate({ price, market, hours, onHours }: {
           w={180}
           value={hours}
           onChange={onHours}
-          disabled={market === 'spot'}
+          disabled={market !== 'on_demand'}
         />
         <Text data-testid="estimate" pb={6}>
           {market === 'spot'
             ? 'Spot prices follow the market: no estimate.'
+            : market === 'lease'
+              ? 'Billed as part of the lease: no estimate.'
             : price?.per_hour == null
               ? 'No list price for this flavor yet: no estimate.'
               : total == null
                 ? 'Enter a number of hours.'
                 : <>
                     <strong>About {money(String(total), price.currency)}</strong> for {Number(hours)} hour{Number(hours) === 1 ? '' : 's'} at{' '}
-                    {money(price.per_hour, price.currency)} per hour (estimate)
+                    {money(perHour, price.currency)} per hour{times > 1 ? ` (${times} instances)` : ''} (estimate)
                   </>}
         </Text>
       </Group>
@@ -211,6 +266,13 @@ export function LaunchPage() {
     queryFn: () => unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, page_size: 500 } } })),
   })
   const partition = partitions.data?.results.find((p) => p.id === form.ibPartition)
+  const leases = useQuery({
+    queryKey: ['leases', pid, 'active'],
+    queryFn: () => unwrap(api.GET('/api/v1/leases/', { params: { query: { project: pid, status: 'active', page_size: 500 } } })),
+  })
+  const lease = leases.data?.results.find((l) => l.id === form.lease)
+  const cluster = form.shape === 'cluster'
+  const names = instanceNames(form)
   const [hours, setHours] = useState<number | string>(24)
   const groups = useQuery({
     queryKey: ['security-groups', subnet?.vpc],
@@ -226,12 +288,16 @@ export function LaunchPage() {
   const flavor = flavors.data?.find((f) => f.id === form.flavor)
   const image = images.data?.find((i) => i.id === form.image)
   const body = createBody(form, pid)
-  const bodyKey = JSON.stringify(body)
+  const bodyKey = JSON.stringify({ body, shape: form.shape, count: form.count, market: form.market, lease: form.lease })
 
+  // The review's check: the cluster's (the whole gang) or the first instance's. Inside a lease the lease's own
+  // capacity decides, which the on-demand check does not answer: the create says it.
   const check = useQuery({
     queryKey: ['instance-check', bodyKey],
-    queryFn: () => unwrap(api.POST('/api/v1/instances/check/', { body })),
-    enabled: step === 3 && Boolean(form.flavor && form.image && form.name.trim()),
+    queryFn: () => cluster
+      ? unwrap(api.POST('/api/v1/clusters/check/', { body: clusterCreateBody(form, pid) }))
+      : unwrap(api.POST('/api/v1/instances/check/', { body })),
+    enabled: step === 3 && form.market !== 'lease' && Boolean(form.flavor && form.image && form.name.trim()),
     staleTime: 0,
     retry: false,
   })
@@ -250,34 +316,51 @@ export function LaunchPage() {
   })
 
   // One Idempotency-Key per distinct request: a double click or a retry after a lost answer creates one instance.
-  const idempotencyKey = useMemo(() => crypto.randomUUID(), [bodyKey, form.market])
+  // (several instances: one key each, so a retry after a refusal part-way replays those made and goes on)
+  const idempotencyKey = useMemo(() => crypto.randomUUID(), [bodyKey])
   const launch = useMutation({
-    mutationFn: async (queue: boolean) => {
-      const headers = { 'Idempotency-Key': `${idempotencyKey}${queue ? '-q' : ''}` }
-      if (form.market === 'spot') {
-        const answer = await unwrap(api.POST('/api/v1/instance-requests/', {
-          body: { project: pid, name: body.name, flavor: body.flavor, image: body.image, ssh_keys: body.ssh_keys, user_data: '', market: 'spot', queue_timeout_s: 0 },
-          headers,
+    mutationFn: async (queue: boolean): Promise<string> => {
+      const key = `${idempotencyKey}${queue ? '-q' : ''}`
+      if (cluster) {
+        const made = await unwrap(api.POST('/api/v1/clusters/', {
+          body: { ...clusterCreateBody(form, pid), queue }, params: { header: { 'Idempotency-Key': key } },
         }))
-        return answer.instance
+        return `/clusters/${made.id}`
       }
-      const answer = await unwrap(api.POST('/api/v1/instances/', { body: createBody(form, pid, queue), params: { header: headers } }))
-      return answer.instance
+      const launched: Instance[] = []
+      for (const [i, name] of names.entries()) {
+        const headers = { 'Idempotency-Key': names.length > 1 ? `${key}-${i + 1}` : key }
+        try {
+          const answer = form.market === 'on_demand'
+            ? await unwrap(api.POST('/api/v1/instances/', { body: createBody(form, pid, queue, name), params: { header: headers } }))
+            : await unwrap(api.POST('/api/v1/instance-requests/', { body: requestBody(form, pid, name), headers }))
+          launched.push(answer.instance)
+        } catch (error) {
+          throw launched.length ? new PartialLaunch(launched, names.length, error) : error
+        }
+      }
+      return launched.length === 1 ? `/instances/${launched[0].id}` : '/instances'
     },
-    onSuccess: (instance) => {
+    onSuccess: (path) => {
       void qc.invalidateQueries({ queryKey: ['instances'] })
-      navigate(`/instances/${instance.id}`)
+      void qc.invalidateQueries({ queryKey: ['clusters'] })
+      navigate(path)
     },
     onError: (error) => {
-      if (error instanceof ApiError) {
-        const steps = Object.keys(error.errors).map((f) => FIELD_STEP[f]).filter((s) => s !== undefined)
+      const problem = error instanceof PartialLaunch ? error.cause : error
+      if (error instanceof PartialLaunch) void qc.invalidateQueries({ queryKey: ['instances'] })
+      if (problem instanceof ApiError) {
+        const steps = Object.keys(problem.errors).map((f) => FIELD_STEP[f]).filter((s) => s !== undefined)
         if (steps.length) setStep(Math.min(...steps))
       }
     },
   })
-  const err = launch.error
+  const partial = launch.error instanceof PartialLaunch ? launch.error : null
+  const err = partial ? partial.cause : launch.error
 
-  const stepValid = [Boolean(form.flavor), Boolean(form.name.trim() && form.image), true, true]
+  const countValid = Number.isInteger(form.count) && form.count >= 1 && form.count <= (cluster ? MAX_NODES : MAX_COUNT)
+  const stepValid = [Boolean(form.flavor), Boolean(form.name.trim() && form.image), countValid && (form.market !== 'lease' || Boolean(form.lease)), true]
+  const networked = form.market === 'on_demand'   // the request API (spot, lease) takes no subnet or partition
   const next = () => setStep((s) => Math.min(3, s + 1))
   const back = () => setStep((s) => Math.max(0, s - 1))
 
@@ -291,7 +374,14 @@ export function LaunchPage() {
   return (
     <Stack>
       <Title order={2}>Launch an instance</Title>
-      <ProblemAlert error={err} title="The instance was not launched" shownFields={Object.keys(FIELD_STEP)} />
+      {partial && (
+        <Alert color="yellow" title={`${partial.launched.length} of ${partial.total} instances launched`} data-testid="partial-launch">
+          Launched: {partial.launched.map((i, n) => (
+            <span key={i.id}>{n > 0 && ', '}<Anchor component={Link} to={`/instances/${i.id}`}>{i.name}</Anchor></span>
+          ))}. The next one was refused (below); launching again makes only the ones still missing.
+        </Alert>
+      )}
+      <ProblemAlert error={err} title={cluster ? 'The cluster was not launched' : 'The instance was not launched'} shownFields={Object.keys(FIELD_STEP)} />
       <Stepper active={step} onStepClick={setStep} allowNextStepsSelect={false} size="sm">
         <Stepper.Step label="Flavor" description="GPU model and slice">
           <Stack mt="md">
@@ -366,20 +456,64 @@ export function LaunchPage() {
             </Checkbox.Group>
           </Stack>
         </Stepper.Step>
-        <Stepper.Step label="Network and market" description="Subnet, security groups, spot">
-          <Stack mt="md" maw={560}>
-            <Radio.Group label="Market" value={form.market} onChange={(v) => set('market', v as Market)}>
-              <Group mt="xs">
-                <Radio value="on_demand" label="On-demand" description="Runs until you stop or delete it" />
-                <Radio value="spot" label="Spot" description="Cheaper; may be interrupted when capacity is needed" />
+        <Stepper.Step label="How many, market, network" description="Count or cluster, spot, lease">
+          <Stack mt="md" maw={640}>
+            <Radio.Group
+              label="How many"
+              value={form.shape}
+              onChange={(v) => setForm((f) => ({ ...f, shape: v as Shape, ...(v === 'cluster' ? { market: 'on_demand', lease: null } : {}) }))}
+            >
+              <Group mt="xs" align="flex-start">
+                <Radio value="instances" label="Instances" description="Each placed on its own and managed on its own" />
+                <Radio value="cluster" label="A cluster of N nodes" description="Placed together (all or nothing), deleted together" />
               </Group>
             </Radio.Group>
+            <NumberInput
+              label={cluster ? 'Nodes' : 'Count'}
+              description={cluster
+                ? `1 to ${MAX_NODES} nodes, named ${form.name.trim() || '<name>'}-1, -2, …`
+                : form.count > 1
+                  ? `Named ${names[0]} … ${names[names.length - 1]} (at most ${MAX_COUNT})`
+                  : `1 to ${MAX_COUNT} instances`}
+              required
+              min={1}
+              max={cluster ? MAX_NODES : MAX_COUNT}
+              allowDecimal={false}
+              w={220}
+              value={form.count}
+              onChange={(v) => set('count', typeof v === 'number' ? v : Number(v) || 0)}
+              error={countValid ? fieldError(err, 'size') : `Enter a whole number from 1 to ${cluster ? MAX_NODES : MAX_COUNT}.`}
+            />
+            <Radio.Group
+              label="Market"
+              value={form.market}
+              onChange={(v) => setForm((f) => ({ ...f, market: v as Market, ...(v === 'on_demand' ? {} : { subnet: null, securityGroups: [], ibPartition: null }) }))}
+              description={cluster ? 'A cluster is on-demand capacity' : undefined}
+            >
+              <Group mt="xs" align="flex-start">
+                <Radio value="on_demand" label="On-demand" description="Runs until you stop or delete it" />
+                <Radio value="spot" label="Spot" disabled={cluster} description="Cheaper; may be interrupted when capacity is needed" />
+                <Radio value="lease" label="Inside a lease" disabled={cluster} description="On capacity an active lease of the project holds" />
+              </Group>
+            </Radio.Group>
+            {form.market === 'lease' && (
+              <Select
+                label="Lease"
+                required
+                placeholder={(leases.data?.results ?? []).length ? 'Choose an active lease' : 'No active lease in this project'}
+                description={<>The lease’s GPUs, not on-demand capacity; <Anchor component={Link} to="/leases" size="xs" underline="always">leases</Anchor> become active at their start</>}
+                data={(leases.data?.results ?? []).map((l) => ({ value: l.id, label: leaseLabel(l) }))}
+                value={form.lease}
+                onChange={(v) => set('lease', v)}
+                error={fieldError(err, 'lease')}
+              />
+            )}
             <Select
               label="Subnet"
               placeholder="No private network"
               clearable
-              disabled={form.market === 'spot'}
-              description={form.market === 'spot' ? 'Spot requests join no subnet (the request API takes none)' : 'The instance gets a port with a fixed IP'}
+              disabled={!networked}
+              description={!networked ? 'Spot and lease requests join no subnet (the request API takes none)' : 'The instance gets a port with a fixed IP'}
               data={(subnets.data?.results ?? []).map((s) => ({ value: s.id, label: `${s.name} (${s.cidr})` }))}
               value={form.subnet}
               onChange={(v) => setForm((f) => ({ ...f, subnet: v, securityGroups: [] }))}
@@ -388,7 +522,7 @@ export function LaunchPage() {
             <MultiSelect
               label="Security groups"
               placeholder={form.subnet ? 'Default group of the VPC' : 'Choose a subnet first'}
-              disabled={!form.subnet || form.market === 'spot'}
+              disabled={!form.subnet || !networked}
               data={(groups.data?.results ?? []).map((g) => ({ value: g.id, label: g.name }))}
               value={form.securityGroups}
               onChange={(v) => set('securityGroups', v)}
@@ -398,9 +532,9 @@ export function LaunchPage() {
               label="InfiniBand partition (optional)"
               placeholder={(partitions.data?.results ?? []).length ? 'No InfiniBand partition' : 'No partitions in this project'}
               clearable
-              disabled={form.market === 'spot'}
-              description={form.market === 'spot'
-                ? 'Spot requests join no partition (the request API takes none)'
+              disabled={!networked}
+              description={!networked
+                ? 'Spot and lease requests join no partition (the request API takes none)'
                 : 'Its HCA ports (or a virtual function’s GUID) join the partition as full members once placed'}
               data={(partitions.data?.results ?? []).map((p) => ({ value: p.id, label: `${p.name} (${p.fabric}, ${p.pkey_hex})` }))}
               value={form.ibPartition}
@@ -419,6 +553,12 @@ export function LaunchPage() {
                 <dd>{imageLabel(image)}</dd>
                 <dt>Name</dt>
                 <dd>{form.name || '—'}</dd>
+                <dt>How many</dt>
+                <dd data-testid="how-many">
+                  {cluster
+                    ? `a cluster of ${form.count} node${form.count === 1 ? '' : 's'}`
+                    : names.length > 1 ? `${names.length} instances: ${names[0]} … ${names[names.length - 1]}` : 'one instance'}
+                </dd>
                 <dt>SSH keys</dt>
                 <dd>{form.sshKeys.length || 'none'}</dd>
                 <dt>Network</dt>
@@ -426,7 +566,7 @@ export function LaunchPage() {
                 <dt>InfiniBand</dt>
                 <dd>{partition ? `${partition.name} (${partition.fabric}, ${partition.pkey_hex})` : 'none'}</dd>
                 <dt>Market</dt>
-                <dd>{form.market === 'spot' ? 'spot' : 'on-demand'}</dd>
+                <dd>{form.market === 'spot' ? 'spot' : form.market === 'lease' ? `inside the lease ${lease ? leaseLabel(lease) : '—'}` : 'on-demand'}</dd>
               </dl>
             </Paper>
             <Paper withBorder p="md" component="section" aria-labelledby="check-heading" aria-busy={check.isFetching}>
@@ -434,16 +574,34 @@ export function LaunchPage() {
                 <Title order={3} size="h4" id="check-heading">
                   Can it be placed now?
                 </Title>
-                <Button variant="subtle" size="xs" onClick={() => void check.refetch()} loading={check.isFetching}>
-                  Check again
-                </Button>
+                {form.market !== 'lease' && (
+                  <Button variant="subtle" size="xs" onClick={() => void check.refetch()} loading={check.isFetching}>
+                    Check again
+                  </Button>
+                )}
               </Group>
               {check.isPending && check.fetchStatus === 'fetching' && <Loader role="status" size="sm" aria-label="Checking" />}
               <ProblemAlert error={check.error} title="The check was refused" />
+              {form.market === 'lease' && (
+                <Text data-testid="lease-note">
+                  Inside a lease the lease’s own GPUs decide, not on-demand capacity: the launch is refused, saying why,
+                  when the lease has no room left for {names.length > 1 ? 'them' : 'it'}.
+                </Text>
+              )}
               {check.data && <CheckResult check={check.data} market={form.market} />}
+              {check.data && names.length > 1 && (
+                <Text size="sm" c="dimmed" mt="xs" data-testid="count-note">
+                  The check is for {names[0]}; each of the {names.length} instances is placed (and counted against the
+                  quota) on its own, so a later one may be refused when the first ones take the last room.
+                </Text>
+              )}
+              {check.data && cluster && (
+                <Text size="sm" c="dimmed" mt="xs">The check and the price are for the whole cluster of {form.count} nodes.</Text>
+              )}
             </Paper>
             <CostEstimate
               price={(check.data ?? flavorCheck.data)?.price}
+              times={cluster ? 1 : names.length}
               market={form.market}
               hours={hours}
               onHours={setHours}
@@ -470,9 +628,9 @@ export function LaunchPage() {
             <WriteButton
               onClick={() => launch.mutate(false)}
               loading={launch.isPending && !launch.variables}
-              disabled={!stepValid[0] || !stepValid[1] || (check.data ? !check.data.placeable && form.market === 'on_demand' : false)}
+              disabled={!stepValid[0] || !stepValid[1] || !stepValid[2] || (check.data ? !check.data.placeable && form.market === 'on_demand' : false)}
             >
-              Launch
+              {cluster ? `Launch a cluster of ${form.count}` : names.length > 1 ? `Launch ${names.length} instances` : 'Launch'}
             </WriteButton>
           </Group>
         )}

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { Flavor, Instance } from '../api/client'
 import { gpusInUse } from './Dashboard'
 import { pollInterval } from './InstanceDetail'
-import { createBody, estimate, gpuModels, type LaunchForm } from './Launch'
+import { clusterCreateBody, createBody, estimate, gpuModels, instanceNames, requestBody, type LaunchForm } from './Launch'
 
 const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
 const mig = { ...base, id: 'f-mig', name: 'h100-mig-3g40', gpu_form: 'mig', gpu_model: 'H100', mig_profile: '3g.40gb' } as Flavor
@@ -28,15 +28,31 @@ describe('launch wizard', () => {
   })
 
   it('sends the subnet and its groups only with a subnet', () => {
-    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: ['k'], subnet: null, securityGroups: ['g'], ibPartition: null, market: 'on_demand' }
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: ['k'], subnet: null, securityGroups: ['g'], ibPartition: null, market: 'on_demand', lease: null, shape: 'instances', count: 1 }
     expect(createBody(form, 'p')).toEqual({ project: 'p', name: 'nb', flavor: 'f-mig', image: 'i', ssh_keys: ['k'], user_data: '', sla_tier: '', queue: false })
     expect(createBody({ ...form, subnet: 's' }, 'p', true)).toMatchObject({ subnet_id: 's', security_group_ids: ['g'], queue: true })
   })
 
   it('sends the InfiniBand partition only when one is chosen', () => {
-    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: 'nb', image: 'i', sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand' }
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: 'nb', image: 'i', sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand', lease: null, shape: 'instances', count: 1 }
     expect(createBody(form, 'p')).not.toHaveProperty('ib_partition_id')
     expect(createBody({ ...form, ibPartition: 'ib1' }, 'p')).toMatchObject({ ib_partition_id: 'ib1' })
+  })
+
+  it('names several instances <name>-1 … <name>-N; one instance or a cluster keeps the name', () => {
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-mig', name: ' nb ', image: 'i', sshKeys: [], subnet: null, securityGroups: [], ibPartition: null, market: 'on_demand', lease: null, shape: 'instances', count: 1 }
+    expect(instanceNames(form)).toEqual(['nb'])
+    expect(instanceNames({ ...form, count: 3 })).toEqual(['nb-1', 'nb-2', 'nb-3'])
+    expect(instanceNames({ ...form, count: 3, shape: 'cluster' })).toEqual(['nb'])
+    expect(createBody({ ...form, count: 3 }, 'p')).toMatchObject({ name: 'nb-1' })
+  })
+
+  it('asks for a cluster with its size, and for an instance inside a lease with the lease', () => {
+    const form: LaunchForm = { gpuModel: 'H100', flavor: 'f-8x', name: 'train', image: 'i', sshKeys: ['k'], subnet: 's', securityGroups: [], ibPartition: 'ib1', market: 'on_demand', lease: null, shape: 'cluster', count: 2 }
+    expect(clusterCreateBody(form, 'p')).toEqual({ project: 'p', name: 'train', flavor: 'f-8x', image: 'i', ssh_keys: ['k'], user_data: '', sla_tier: '', subnet_id: 's', security_group_ids: [], ib_partition_id: 'ib1', size: 2, queue: false })
+    const leased = { ...form, shape: 'instances' as const, count: 1, market: 'lease' as const, lease: 'l1' }
+    expect(requestBody(leased, 'p', 'train')).toEqual({ project: 'p', name: 'train', flavor: 'f-8x', image: 'i', ssh_keys: ['k'], user_data: '', market: 'lease', lease: 'l1', queue_timeout_s: 0 })
+    expect(requestBody({ ...leased, market: 'spot' }, 'p', 'x')).not.toHaveProperty('lease')
   })
 
   it('estimates the cost as hours times the price per hour, and none without both', () => {
