@@ -4,9 +4,9 @@ import pytest
 
 from apps.audit.models import AuditEvent
 from apps.core.errors import Conflict
-from apps.inventory.models import AgentCommand, AgentCredential, GpuInstance
+from apps.inventory.models import AgentCommand, AgentCredential, GpuInstance, Incident
 from apps.inventory.services.agent import agent_command_report
-from apps.inventory.services.hosts import host_cordon, host_mark_available
+from apps.inventory.services.hosts import gpu_mark_faulty, gpu_mark_healthy, host_cordon, host_mark_available
 from apps.inventory.services.scrub import gpu_scrub_retry, gpus_hold_dirty, gpus_scrub
 
 from .helpers import make_host
@@ -106,3 +106,21 @@ def test_a_hold_stays_dirty_until_the_scrub_of_its_workflow_and_ends_where_there
     _report(host, names["reset_0"], result={"health": "ok"})
     g0.refresh_from_db()
     assert g0.scrub_state == "clean"
+
+
+def test_a_faulty_gpus_scrub_cleans_it_but_only_staff_return_it_to_service():
+    """The scrub after a VM moved off a GPU that failed (XID 48: faulty, incident open) passes its reset's health
+    check: the GPU is clean but stays faulty, its incident open, until staff mark it healthy."""
+    host = make_host("s4", gpus=2)
+    g0, g1 = host.gpus.order_by("index")
+    gpu_mark_faulty(actor=None, gpu=g0, reason="XID 48")
+    names = gpus_scrub(actor=None, host=host, gpu_indexes=[0, 1], partitions=[], reason="vm moved off")
+    _report(host, names["reset_0"], result={"health": "ok"})
+    _report(host, names["reset_1"], result={"health": "ok"})
+    g0.refresh_from_db()
+    g1.refresh_from_db()
+    assert (g0.scrub_state, g0.health, g1.scrub_state, g1.health) == ("clean", "faulty", "clean", "ok")
+    assert Incident.objects.filter(gpu=g0, end__isnull=True).count() == 1
+    gpu_mark_healthy(actor=None, gpu=g0, reason="replaced")
+    g0.refresh_from_db()
+    assert g0.health == "ok" and not Incident.objects.filter(gpu=g0, end__isnull=True).exists()

@@ -42,6 +42,7 @@ from ..models import (
     GpuInstance,
     HcaPort,
     Host,
+    Incident,
     VirtualFunction,
 )
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
@@ -544,8 +545,13 @@ def _apply_result(cmd: AgentCommand, result: dict) -> None:
         GpuInstance.objects.filter(gpu=gpu, start=cmd.payload["start"]).delete()
     elif cmd.kind == CommandKind.RESET_GPU and gpu is not None:
         health = result.get("health", GpuHealth.UNKNOWN)
-        gpu.health = health if health in GpuHealth.values else GpuHealth.UNKNOWN
-        gpu.save(update_fields=["health"])
+        health = health if health in GpuHealth.values else GpuHealth.UNKNOWN
+        # a faulty GPU (an open incident) returns to service only through staff's mark-healthy, which closes the
+        # incident: a reset's passing health check (e.g. the scrub after its VM moved off) leaves it faulty
+        if not (gpu.health == GpuHealth.FAULTY and health == GpuHealth.OK
+                and Incident.objects.filter(gpu=gpu, end__isnull=True).exists()):
+            gpu.health = health
+            gpu.save(update_fields=["health"])
     elif cmd.kind in (CommandKind.ACTIVATE_PARTITION, CommandKind.DEACTIVATE_PARTITION):
         if "active_partitions" in result:
             host.active_partitions = sorted(result["active_partitions"])
