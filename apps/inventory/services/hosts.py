@@ -92,7 +92,9 @@ def host_cordon(*, actor, host: Host, reason: str, at: dt.datetime | None = None
 
 
 def host_drain(*, actor, host: Host, reason: str, at: dt.datetime | None = None) -> Host:
-    """Cordon, then workloads are moved or stopped by the owning apps (they watch `state == draining`)."""
+    """No new placements land on the host, as for cordon; nothing running is stopped or moved (VMs leave a host
+    through health's remediations, opened by fault events, docs/health.md). The state says the host is on its way
+    to repair or retirement."""
     return host_condition_set(actor=actor, host=host, action="drain", reason=reason, at=at)
 
 

@@ -16,6 +16,23 @@ import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { AuditTable } from './Audit'
 import { NotFoundPage } from './NotFound'
 
+/** What the instance's planned move off failed hardware (`maintenance`, docs/health.md) means for the tenant. */
+export function maintenanceText(m: NonNullable<Instance['maintenance']>): string {
+  const at = m.deadline_at ? new Date(m.deadline_at).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : ''
+  switch (m.status) {
+    case 'notice':
+      return `A hardware fault affects this instance: it will be re-created on a healthy host at ${at}. Its root disk is `
+        + 'created again from the image (attached volumes follow it): save your work before then.'
+    case 'proposed':
+      return 'A hardware fault affects this instance: moving it to a healthy host waits for your approval. Its root '
+        + 'disk is created again from the image (attached volumes follow it).'
+    case 'approved': case 'running':
+      return 'A hardware fault affected this instance: it is being re-created on a healthy host.'
+    default:
+      return `A hardware fault affects this instance; it stays where it is${m.reason ? `: ${m.reason}` : ''}.`
+  }
+}
+
 type SlaReport = Schemas['SlaReportOutput']
 type InstanceAccepted = Schemas['InstanceAccepted']
 
@@ -216,6 +233,11 @@ export function InstanceDetailPage() {
       void qc.invalidateQueries({ queryKey: ['instance', id] })
     },
   })
+  const approve = useMutation({
+    mutationFn: (remediation: string) =>
+      unwrap(api.POST('/api/v1/remediations/{id}/approve/', { params: { path: { id: remediation } } })),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['instance', id] }),
+  })
   const [showLog, setShowLog] = useState(false)
   const log = useQuery({
     queryKey: ['console-log', id],
@@ -287,6 +309,27 @@ export function InstanceDetailPage() {
       <ProblemAlert error={action.error ?? remove.error} title="The action was refused" />
       {vm.status === 'error' && (
         <ProblemAlert error={new Error(`${vm.error_code}: ${vm.error_reason}`)} title="The instance failed" />
+      )}
+      {vm.maintenance && (
+        <Paper withBorder p="sm" radius="md" bg="yellow.0" data-testid="maintenance" role="status">
+          <Stack gap="xs">
+            <Text size="sm">{maintenanceText(vm.maintenance)}</Text>
+            {(vm.maintenance.status === 'notice' || vm.maintenance.status === 'proposed') && (
+              <Group>
+                <ConfirmButton
+                  label={vm.maintenance.status === 'notice' ? 'Move now' : 'Approve the move'}
+                  title={`Move ${vm.name} to a healthy host now?`}
+                  message="It is re-created on a healthy host now: its root disk is created again from the image (attached volumes follow it), its ports and addresses stay."
+                  confirmLabel="Move now"
+                  variant="default"
+                  disabled={approve.isPending}
+                  onConfirm={() => approve.mutate(vm.maintenance!.remediation)}
+                />
+              </Group>
+            )}
+            <ProblemAlert error={approve.error} title="The move was refused" />
+          </Stack>
+        </Paper>
       )}
       {op && (
         <Text size="sm" c="dimmed" aria-live="polite" data-testid="operation">

@@ -1,7 +1,7 @@
 import { Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useCallback, useState } from 'react'
-import { ApiError, api, unwrap, type FleetHost, type Host } from '../../api/client'
+import { useCallback, useEffect, useState } from 'react'
+import { ApiError, api, unwrap, type FleetHost, type Gpu, type Host, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
 import { NotFoundPage } from '../NotFound'
@@ -13,7 +13,12 @@ const CONDITIONS = ['available', 'cordoned', 'draining', 'maintenance', 'faulty'
 /** The host actions of the API (`POST /hosts/{id}/<action>/`), as the console names them. */
 export const HOST_ACTIONS: Record<string, { label: string; color?: string; hint: string }> = {
   cordon: { label: 'Cordon', hint: 'No new placements land on it; what runs there keeps running.' },
-  drain: { label: 'Drain', color: '#a33a00', hint: 'Cordon, then move or stop its workloads.' },
+  drain: {
+    label: 'Drain', color: '#a33a00',
+    hint: 'No new placements land on it. Draining does not stop or move what runs there: a VM on a failed GPU or host '
+      + 'moves when health opens a remediation for it, under its project\'s consent mode (see "Moves off this host"); '
+      + 'everything else keeps running until its tenant stops or deletes it.',
+  },
   maintenance: { label: 'Maintenance', color: 'grape.8', hint: 'Take it out of service for work on it.' },
   'mark-faulty': { label: 'Mark faulty', color: 'red.9', hint: 'Opens an incident (SLA downtime when the provider is at fault).' },
   'mark-available': { label: 'Mark available', color: 'teal.9', hint: 'Back in service (closes an open incident).' },
@@ -32,42 +37,43 @@ function ago(iso: string | null | undefined): string {
   return new Date(iso).toISOString().replace('T', ' ').slice(0, 16) + ' UTC'
 }
 
-/** One host action: a reason is required, and it is asked for in a confirmation dialog. */
-function HostActionButton({ host, action }: { host: Host; action: string }) {
-  const qc = useQueryClient()
+type Workloads = Schemas['HostWorkloadsOutput']
+const OPEN_MOVES = new Set(['notice', 'proposed', 'approved', 'running'])
+
+/** A button that asks for a reason in a confirmation dialog, then runs `action(reason)`. */
+function ReasonButton({ label, title, hint, color, note, action, onDone, ariaLabel, size = 'xs' }: {
+  label: string; title: string; hint: string; color?: string; note?: React.ReactNode; ariaLabel?: string; size?: string
+  action: (reason: string) => Promise<unknown>; onDone: (result: unknown) => void
+}) {
   const [opened, setOpened] = useState(false)
   const [reason, setReason] = useState('')
-  const meta = HOST_ACTIONS[action] ?? { label: action, hint: '' }
   const run = useMutation({
-    mutationFn: () =>
-      unwrap(api.POST(`/api/v1/hosts/{id}/${action}/` as ActionPath, {
-        params: { path: { id: host.id } }, body: { reason, provider_at_fault: true },
-      })),
-    onSuccess: (updated) => {
-      qc.setQueryData(['host', host.id], updated)
-      void qc.invalidateQueries({ queryKey: fleetKey })
+    mutationFn: () => action(reason),
+    onSuccess: (result) => {
+      onDone(result)
       setOpened(false)
       setReason('')
     },
   })
   return (
     <>
-      <Button size="xs" variant="filled" color={meta.color ?? 'blue.8'} onClick={() => setOpened(true)}>
-        {meta.label}
+      <Button size={size} variant="filled" color={color ?? 'blue.8'} onClick={() => setOpened(true)} aria-label={ariaLabel}>
+        {label}
       </Button>
-      <Modal opened={opened} onClose={() => setOpened(false)} title={`${meta.label} ${host.name}?`} centered
+      <Modal opened={opened} onClose={() => setOpened(false)} title={title} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
         <form onSubmit={(e) => { e.preventDefault(); run.mutate() }}>
           <Stack>
-            <Text size="sm">{meta.hint}</Text>
+            <Text size="sm">{hint}</Text>
+            {note}
             <Textarea label="Reason" description="Recorded on the host and in the audit log." required
               minRows={2} maxLength={500} value={reason} onChange={(e) => setReason(e.currentTarget.value)}
               error={fieldError(run.error, 'reason')} data-autofocus />
             <ProblemAlert error={run.error} shownFields={['reason']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
-              <Button type="submit" color={meta.color ?? 'blue.8'} loading={run.isPending} disabled={!reason.trim()}>
-                {meta.label}
+              <Button type="submit" color={color ?? 'blue.8'} loading={run.isPending} disabled={!reason.trim()}>
+                {label}
               </Button>
             </Group>
           </Stack>
@@ -77,6 +83,53 @@ function HostActionButton({ host, action }: { host: Host; action: string }) {
   )
 }
 
+/** One host action: a reason is required, and it is asked for in a confirmation dialog. */
+function HostActionButton({ host, action, workloads }: { host: Host; action: string; workloads?: Workloads }) {
+  const qc = useQueryClient()
+  const meta = HOST_ACTIONS[action] ?? { label: action, hint: '' }
+  const running = workloads?.workloads ?? []
+  const note = action === 'drain' && running.length > 0 ? (
+    <Text size="sm" data-testid="drain-stays">
+      Still running on it: {running.map((w) => `${w.name} (${w.organization.name})`).join(', ')}.
+    </Text>
+  ) : undefined
+  return (
+    <ReasonButton label={meta.label} title={`${meta.label} ${host.name}?`} hint={meta.hint} color={meta.color}
+      note={note}
+      action={(reason) => unwrap(api.POST(`/api/v1/hosts/{id}/${action}/` as ActionPath, {
+        params: { path: { id: host.id } }, body: { reason, provider_at_fault: true },
+      }))}
+      onDone={(updated) => {
+        qc.setQueryData(['host', host.id], updated)
+        void qc.invalidateQueries({ queryKey: fleetKey })
+        void qc.invalidateQueries({ queryKey: ['host-workloads', host.id] })
+      }} />
+  )
+}
+
+/** A GPU's heat-map state from its own row and what holds it (the fleet summary's rule: faulty, scrub failed,
+ * dirty, allocated, free). */
+export function gpuState(g: Pick<Gpu, 'index' | 'health' | 'scrub_state'>, held: Set<number>): string {
+  if (g.health === 'faulty') return 'faulty'
+  if (g.scrub_state === 'dirty' || g.scrub_state === 'scrub_failed') return g.scrub_state
+  return held.has(g.index) ? 'allocated' : 'free'
+}
+
+function when(iso: string | null | undefined): string {
+  return iso ? new Date(iso).toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : ''
+}
+
+/** What a remediation says to the operator: where the VM is in its move. */
+export function moveText(r: Workloads['remediations'][number]): string {
+  switch (r.status) {
+    case 'notice': return `moves at ${when(r.deadline_at)} (checkpoint notice sent)`
+    case 'proposed': return 'waiting for the tenant to approve the move'
+    case 'approved': case 'running': return r.reason ? `moving (${r.reason})` : 'moving'
+    case 'succeeded': return `moved to ${r.to_host ?? 'another host'}`
+    default: return r.reason ? `${r.status}: ${r.reason}` : r.status
+  }
+}
+
 /** The chosen host: its condition and agent, its GPUs, and the actions the server allows now. */
 export function HostPanel({ row }: { row: FleetHost }) {
   const host = useQuery({
@@ -84,6 +137,31 @@ export function HostPanel({ row }: { row: FleetHost }) {
     queryFn: () => unwrap(api.GET('/api/v1/hosts/{id}/', { params: { path: { id: row.id } } })),
   })
   const h = host.data
+  const qc = useQueryClient()
+  // while something moves (a drain, a remediation, a scrub) the panel follows it every 3 s, else every 15 s
+  const seen = qc.getQueryData<Workloads>(['host-workloads', row.id])
+  const seenGpus = qc.getQueryData<{ results: Gpu[] }>(['host-gpus', row.name])
+  const live = (h?.state ?? row.condition) === 'draining' || Boolean(seen?.remediations.some((r) => OPEN_MOVES.has(r.status)))
+    || Boolean(seenGpus?.results.some((g) => g.scrub_state === 'dirty'))
+  const every = live ? 3_000 : 15_000
+  const workloads = useQuery({
+    queryKey: ['host-workloads', row.id], refetchInterval: every,
+    queryFn: () => unwrap(api.GET('/api/v1/health/hosts/{host_id}/workloads/', { params: { path: { host_id: row.id } } })),
+  })
+  const gpus = useQuery({
+    queryKey: ['host-gpus', row.name], refetchInterval: every,
+    queryFn: () => unwrap(api.GET('/api/v1/gpus/', { params: { query: { host: row.name } } })),
+  })
+  const w = workloads.data
+  const held = new Set((w?.workloads ?? []).flatMap((x) => x.gpus))
+  const operator = Boolean(h && h.allowed_actions.length > 0)
+  // the panel follows the host more often than the map: when it sees the GPUs change, the map is read again
+  const panelStates = gpus.data && w
+    ? [...gpus.data.results].sort((a, b) => a.index - b.index).map((g) => gpuState(g, held)).join(',') : null
+  const mapStates = row.gpus.map((g) => g.state).join(',')
+  useEffect(() => {
+    if (panelStates !== null && panelStates !== mapStates) void qc.invalidateQueries({ queryKey: fleetKey })
+  }, [panelStates, mapStates, qc])
   return (
     <Paper withBorder p="md" radius="md" data-testid="host-panel" aria-label={`Host ${row.name}`} component="section">
       <Stack gap="sm">
@@ -111,25 +189,87 @@ export function HostPanel({ row }: { row: FleetHost }) {
             </>
           )}
         </SimpleGrid>
-        <Table striped withTableBorder verticalSpacing={2} aria-label={`GPUs of ${row.name}`}>
+        <Table striped withTableBorder verticalSpacing={2} horizontalSpacing="xs" aria-label={`GPUs of ${row.name}`}>
           <Table.Thead>
-            <Table.Tr><Table.Th>GPU</Table.Th><Table.Th>State</Table.Th><Table.Th>Mode</Table.Th><Table.Th>MIG</Table.Th></Table.Tr>
+            <Table.Tr>
+              <Table.Th>GPU</Table.Th><Table.Th>State</Table.Th><Table.Th>Mode</Table.Th><Table.Th>MIG</Table.Th>
+            </Table.Tr>
           </Table.Thead>
           <Table.Tbody>
-            {row.gpus.map((g) => (
-              <Table.Tr key={g.index}>
+            {(gpus.data && w
+              ? gpus.data.results.map((g) => ({
+                  index: g.index, state: gpuState(g, held), mode: g.mode, gpu: g,
+                  mig: row.gpus.find((x) => x.index === g.index)?.mig ?? '',
+                }))
+              : row.gpus.map((g) => ({ ...g, gpu: null as Gpu | null }))
+            ).sort((a, b) => a.index - b.index).map((g) => (
+              <Table.Tr key={g.index} data-testid="host-gpu" data-index={g.index} data-state={g.state}>
                 <Table.Td>{g.index}</Table.Td>
-                <Table.Td>{GPU_STATES.find((s) => s.state === g.state)?.label ?? g.state}</Table.Td>
+                <Table.Td>
+                  <Group gap={6} wrap="nowrap">
+                    {GPU_STATES.find((s) => s.state === g.state)?.label ?? g.state}
+                    {operator && g.gpu && g.gpu.health === 'faulty' && (
+                      <ReasonButton label="Mark healthy" ariaLabel={`Mark healthy: GPU ${g.index}`} size="compact-xs"
+                        title={`Mark GPU ${g.index} of ${row.name} healthy?`} color="teal.9"
+                        hint="Back in placement: closes its incident (the downtime ends now)."
+                        action={(reason) => unwrap(api.POST('/api/v1/gpus/{id}/mark-healthy/', {
+                          params: { path: { id: g.gpu!.id } }, body: { reason, provider_at_fault: true },
+                        }))}
+                        onDone={() => {
+                          void qc.invalidateQueries({ queryKey: ['host-gpus', row.name] })
+                          void qc.invalidateQueries({ queryKey: fleetKey })
+                        }} />
+                    )}
+                  </Group>
+                </Table.Td>
                 <Table.Td>{g.mode}</Table.Td>
                 <Table.Td>{g.mig || '—'}</Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>
         </Table>
+        <Title order={3} size="h5">Workloads on this host</Title>
+        {workloads.isError && <ProblemAlert error={workloads.error} />}
+        {w && (w.workloads.length ? (
+          <Table withTableBorder verticalSpacing={2} aria-label={`Workloads on ${row.name}`} data-testid="host-workloads">
+            <Table.Thead>
+              <Table.Tr><Table.Th>Name</Table.Th><Table.Th>Organization / project</Table.Th><Table.Th>Status</Table.Th><Table.Th>GPUs</Table.Th></Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {w.workloads.map((x) => (
+                <Table.Tr key={x.id} data-testid="host-workload" data-name={x.name}>
+                  <Table.Td>{x.name}{x.kind !== 'instance' && <Text span size="xs" c="dimmed"> ({x.kind.replace('_', ' ')})</Text>}</Table.Td>
+                  <Table.Td>{x.organization.name} / {x.project.name}</Table.Td>
+                  <Table.Td>{x.status}</Table.Td>
+                  <Table.Td>{x.gpus.join(', ') || '—'}</Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        ) : <Text size="sm" c="dimmed" data-testid="host-workloads-none">Nothing runs on this host now.</Text>)}
+        {w && w.remediations.length > 0 && (
+          <>
+            <Title order={3} size="h5">Moves off this host</Title>
+            <Table withTableBorder verticalSpacing={2} aria-label={`Moves off ${row.name}`} data-testid="host-moves">
+              <Table.Thead>
+                <Table.Tr><Table.Th>Instance</Table.Th><Table.Th>Organization</Table.Th><Table.Th>Move</Table.Th></Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {w.remediations.map((r) => (
+                  <Table.Tr key={r.id} data-testid="host-move" data-name={r.name} data-status={r.status}>
+                    <Table.Td>{r.name || r.instance}</Table.Td>
+                    <Table.Td>{r.organization.name}</Table.Td>
+                    <Table.Td>{moveText(r)}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </>
+        )}
         <Title order={3} size="h5">Actions</Title>
         {h && h.allowed_actions.length > 0 ? (
           <Group gap="xs" data-testid="host-actions">
-            {h.allowed_actions.map((a) => <HostActionButton key={a} host={h} action={a} />)}
+            {h.allowed_actions.map((a) => <HostActionButton key={a} host={h} action={a} workloads={w} />)}
           </Group>
         ) : (
           <Text size="sm" c="dimmed">
@@ -147,7 +287,7 @@ export function AdminFleetPage() {
   const staff = Boolean(me.data?.staff_role)
   // not waiting for /me/: the route's loader started it already (a tenant's answer is a 404)
   const summary = useQuery({ ...fleetQuery, refetchInterval: 15_000 })
-  const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null })
+  const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null, gpuState: null })
   const [selected, setSelected] = useState<string | null>(null)
   const select = useCallback((h: FleetHost) => setSelected(h.id), [])   // stable: unchanged rows do not redraw
   if (me.isPending) return null
@@ -171,6 +311,9 @@ export function AdminFleetPage() {
               value={filters.gpuModel} onChange={(v) => setFilters({ ...filters, gpuModel: v })} />
             <Select label="Condition" placeholder="All conditions" clearable w={200} data={CONDITIONS}
               value={filters.condition} onChange={(v) => setFilters({ ...filters, condition: v })} />
+            <Select label="GPU state" placeholder="Any GPU state" clearable w={220}
+              data={GPU_STATES.map((s) => ({ value: s.state, label: s.label }))}
+              value={filters.gpuState ?? null} onChange={(v) => setFilters({ ...filters, gpuState: v })} />
           </Group>
           <Legend />
           <Grid>

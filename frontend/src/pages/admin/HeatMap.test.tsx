@@ -2,7 +2,7 @@ import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { FleetHost, FleetSummary } from '../../api/client'
 import { json, problem, renderPage, stubApi } from '../../test/render'
-import { AdminFleetPage } from './Fleet'
+import { AdminFleetPage, gpuState, moveText } from './Fleet'
 import { HeatMap, filterRacks, hostSummary } from './HeatMap'
 
 const gpu = (index: number, state: FleetHost['gpus'][number]['state'], mig = '') =>
@@ -42,6 +42,7 @@ describe('fleet heat map', () => {
   it('filters by GPU model and by condition', () => {
     expect(filterRacks(SUMMARY, { gpuModel: 'A100-SXM4-80GB', condition: null }).flatMap((r) => r.hosts.map((h) => h.name))).toEqual(['b-su1-n01'])
     expect(filterRacks(SUMMARY, { gpuModel: null, condition: 'cordoned' }).flatMap((r) => r.hosts.map((h) => h.name))).toEqual(['a-su1-n02'])
+    expect(filterRacks(SUMMARY, { gpuModel: null, condition: null, gpuState: 'faulty' }).flatMap((r) => r.hosts.map((h) => h.name))).toEqual(['a-su1-n01'])
     renderPage(<HeatMap summary={SUMMARY} filters={{ gpuModel: 'B200', condition: null }} onSelect={() => {}} />)
     expect(screen.getByTestId('heatmap-empty')).toHaveTextContent('No host matches these filters.')
     expect(hostSummary(H3)).toBe('1 GPU: 1 scrub failed')
@@ -83,5 +84,23 @@ describe('fleet heat map', () => {
     expect(await screen.findByText('Not found')).toBeInTheDocument()
     expect(screen.queryByTestId('heatmap')).toBeNull()
     expect(seen.some((r) => r.url.includes('/me/'))).toBe(true)
+  })
+})
+
+describe('host panel', () => {
+  it('gives a GPU the map state: faulty, then the scrub, then what holds it', () => {
+    const held = new Set([1])
+    expect(gpuState({ index: 0, health: 'faulty', scrub_state: 'clean' }, held)).toBe('faulty')
+    expect(gpuState({ index: 1, health: 'ok', scrub_state: 'dirty' }, held)).toBe('dirty')
+    expect(gpuState({ index: 1, health: 'ok', scrub_state: 'clean' }, held)).toBe('allocated')
+    expect(gpuState({ index: 2, health: 'ok', scrub_state: 'clean' }, held)).toBe('free')
+  })
+
+  it('says where a VM is in its move off the host', () => {
+    const r = { id: 'r', instance: 'i', name: 'trainer', organization: { id: 'o', slug: 'delta', name: 'Delta' },
+      consent_mode: 'auto', deadline_at: '2026-12-05T01:44:00Z', reason: '', to_host: null, created_at: '', finished_at: null }
+    expect(moveText({ ...r, status: 'notice' })).toBe('moves at 2026-12-05 01:44 UTC (checkpoint notice sent)')
+    expect(moveText({ ...r, status: 'succeeded', to_host: 'a-su1-n03' })).toBe('moved to a-su1-n03')
+    expect(moveText({ ...r, status: 'held', reason: 'consent mode off: never moved' })).toBe('held: consent mode off: never moved')
   })
 })

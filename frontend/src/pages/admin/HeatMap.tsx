@@ -22,6 +22,8 @@ export const CONDITION_COLORS: Record<string, string> = {
 export interface HeatMapFilters {
   gpuModel: string | null
   condition: string | null
+  /** hosts with at least one GPU in this heat-map state (e.g. faulty) */
+  gpuState?: string | null
 }
 
 export interface RackRows {
@@ -41,6 +43,7 @@ export function filterRacks(summary: FleetSummary, filters: HeatMapFilters): Rac
         const hosts = rack.hosts.filter(
           (h) =>
             (!filters.condition || h.condition === filters.condition) &&
+            (!filters.gpuState || h.gpus.some((g) => g.state === filters.gpuState)) &&
             (!filters.gpuModel || (h.gpu_model ?? '').split('/').includes(filters.gpuModel)),
         )
         if (hosts.length)
