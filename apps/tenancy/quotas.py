@@ -26,7 +26,8 @@ A counter registered for the base key also serves its qualified keys.
 Atomicity (ADR 0101): `quota_check` must run inside the caller's transaction, before the caller inserts. It
 locks the organization row (`SELECT ... FOR UPDATE`), so every quota-checked create in one organization is
 serialized until commit; it then counts real rows. Two racing creates can therefore never both see room for
-one more. Lock order: organization row first, then whatever the caller locks.
+one more. Lock order: organization row first, then whatever the caller locks. `quota_check_all` checks several
+keys of one scope (an instance's instances, vCPUs, memory and GPUs) under one lock and one read of the limits.
 """
 from __future__ import annotations
 
@@ -166,18 +167,31 @@ def limit_of(*, organization, project=None, resource: str) -> int | None:
     return plan_default(organization.plan, resource) if project is None else None
 
 
-def _quota_lines(*, organization, project, resource: str, requested: int) -> list[dict]:
-    """The limit lines `quota_check` tests, in its order: for `resource` (and its base key when qualified), the
-    project scope then the organization scope, each with a limit (an unlimited scope has no line)."""
+def _keys(resource: str) -> list[str]:
+    """`resource` and, when qualified (``gpus:H100``), its base key (``gpus``): the keys a check of it tests."""
+    base, qualifier = split_resource(resource)
+    return [resource] + ([base] if qualifier else [])
+
+
+def _limit_rows(*, organization, project, keys) -> dict:
+    """``{(project id or None, key): limit}``: the explicit `Quota` rows of `keys` at the project and organization
+    scopes, in one query."""
     from .models import Quota
 
-    base, qualifier = split_resource(resource)
-    keys = [resource] + ([base] if qualifier else [])
-    scopes = ([("project", project)] if project is not None else []) + [("organization", None)]
-    rows = {(project_id, key): limit for project_id, key, limit in Quota.objects.filter(
-        organization_id=organization.pk, resource__in=keys).filter(
+    return {(project_id, key): limit for project_id, key, limit in Quota.objects.filter(
+        organization_id=organization.pk, resource__in=list(keys)).filter(
         Q(project__isnull=True) | Q(project_id=getattr(project, "pk", None))).values_list(
-        "project_id", "resource", "limit")}   # one query for every limit `limit_of` would read
+        "project_id", "resource", "limit")}
+
+
+def _quota_lines(*, organization, project, resource: str, requested: int, rows: dict | None = None) -> list[dict]:
+    """The limit lines `quota_check` tests, in its order: for `resource` (and its base key when qualified), the
+    project scope then the organization scope, each with a limit (an unlimited scope has no line). `rows`: the
+    limits already read by `_limit_rows` for these keys (else read here, in one query)."""
+    keys = _keys(resource)
+    scopes = ([("project", project)] if project is not None else []) + [("organization", None)]
+    if rows is None:
+        rows = _limit_rows(organization=organization, project=project, keys=keys)
     lines = []
     for key in keys:
         for scope_name, scope_project in scopes:
@@ -247,25 +261,38 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
     (`gpus:H100-SXM5-80GB` checks `gpus` too). The error carries `resource`, `limit`, `usage`, `requested`
     and `scope` ("organization" | "project"). Raises `LookupError` if no usage counter is registered.
     """
+    quota_check_all(scope=scope, requests=[(resource, requested)])
+
+
+def quota_check_all(*, scope, requests) -> None:
+    """`quota_check` of each ``(resource, requested)`` in `requests`, in that order, for one `scope` (e.g. an
+    instance's instances, vCPUs, memory and GPUs): the organization row is locked and its plan read once, and the
+    limits of every key are read in one query; usage is counted per key as `quota_check` counts it. The first
+    limit passed raises 422 `quota_exceeded` as `quota_check` would (the later keys are not checked)."""
     from .models import Organization
 
     if not connection.in_atomic_block:
         raise RuntimeError("quota_check must run inside the caller's transaction")
+    requests = list(requests)
     project, organization = _scopes(scope)
     list(Organization.objects.select_for_update().filter(pk=organization.pk).values_list("pk"))
     organization.refresh_from_db(fields=["plan"])
-    lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested)
+    rows = _limit_rows(organization=organization, project=project,
+                       keys={key for resource, _ in requests for key in _keys(resource)})
     recorder = _RECORDER.get()
-    if recorder is not None:
-        recorder[(_scope_key(scope), resource, requested)] = _report(lines, requested)
-    for line in lines:
-        limit, usage, key = line["limit"], line["used"], line["resource"]
-        if usage + requested > limit:
-            raise QuotaExceeded(
-                f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
-                f"({line['scope']} {line['scope_slug']}).",
-                code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
-                requested=requested, scope=line["scope"])
+    for resource, requested in requests:
+        lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested,
+                             rows=rows)
+        if recorder is not None:
+            recorder[(_scope_key(scope), resource, requested)] = _report(lines, requested)
+        for line in lines:
+            limit, usage, key = line["limit"], line["used"], line["resource"]
+            if usage + requested > limit:
+                raise QuotaExceeded(
+                    f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
+                    f"({line['scope']} {line['scope_slug']}).",
+                    code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
+                    requested=requested, scope=line["scope"])
 
 
 def _count_projects(*, organization, project, qualifier) -> int:

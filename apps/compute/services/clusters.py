@@ -33,7 +33,7 @@ from apps.scheduling.ledger import ConsumerRef
 from apps.scheduling.placement.request import TopologyConstraint
 from apps.scheduling.services.placement import placement_claim
 from apps.tenancy.authz import authorize_project
-from apps.tenancy.quotas import quota_check
+from apps.tenancy.quotas import quota_check, quota_check_all
 
 from .. import conf
 from ..errors import Code
@@ -70,8 +70,7 @@ def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False,
     gang on one fabric, on hosts that can join the members' InfiniBand partition in `network`: 422 `unplaceable`,
     409 `capacity_unavailable`), in the create's order and transaction. Returns the `Admission`. Writes nothing;
     `cluster_create` and `cluster_check` both call it."""
-    for key, amount in quota_keys(flavor, size):
-        quota_check(scope=project, resource=key, requested=amount)
+    quota_check_all(scope=project, requests=quota_keys(flavor, size))
     if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
         raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
     taken = (Instance.objects.filter(project=project, name__in=[f"{name}-{i}" for i in range(size)])

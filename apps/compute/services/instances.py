@@ -28,7 +28,7 @@ from apps.operations.runner import operation_deadline_set, operation_start, oper
 from apps.operations.selectors import operation_latest_for
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
-from apps.tenancy.quotas import quota_check
+from apps.tenancy.quotas import quota_check, quota_check_all
 
 from .. import conf
 from ..drivers.base import USER_DATA_MAX_BYTES
@@ -169,9 +169,8 @@ def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True
     networks it joins (`network_request_resolve`; an InfiniBand partition: only hosts that can give it a GUID
     there, else 422 `unplaceable` / 409 `capacity_unavailable` with reason ``ib_partition``)."""
     gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
-    for key, amount in quota_keys(flavor):
-        if key not in gpu_keys:
-            quota_check(scope=project, resource=key, requested=amount)
+    quota_check_all(scope=project, requests=[(key, amount) for key, amount in quota_keys(flavor)
+                                             if key not in gpu_keys])
     if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
         raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
     return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins, network=network)
