@@ -112,6 +112,17 @@ def test_1_capacity_by_model_and_zone(pc, tab):
     P.out_before = int(_row(tab, P.zone).get_by_test_id("capacity-out").inner_text().replace(",", ""))
     expect(tab.get_by_test_id("capacity-ahead")).to_contain_text("Week of")
     expect(tab.get_by_test_id("capacity-slices").locator('[data-profile="3g.40gb"]').first).to_be_visible()
+    # fragmentation and the queue beside the free figures, as the API says
+    figures = pc.ops.get("capacity/fleet-figures").json()
+    frag = {(f["gpu_model"], f["zone"]): f for f in figures["fragmentation"]}
+    expect(_row(tab, P.zone).get_by_test_id("capacity-fragmented")).to_have_text(
+        f'{frag[(H100, P.zone)]["fragmented_gpus"]:g}')
+    expect(_row(tab, P.zone).get_by_test_id("capacity-block")).to_have_text(
+        f'{frag[(H100, P.zone)]["largest_free_block"]:,}')
+    expect(tab.get_by_test_id("capacity-queue")).to_contain_text(f'{figures["queue"]["waiting"]} waiting')
+    # at 1,280 px the table fits: nothing to scroll sideways
+    region = tab.get_by_role("region", name="GPUs by model and zone, now")
+    assert region.evaluate("e => e.scrollWidth <= e.clientWidth"), region.evaluate("e => [e.scrollWidth, e.clientWidth]")
     check_a11y(tab, "admin capacity")
     shot(tab, "admin-capacity")
 
@@ -130,6 +141,13 @@ def test_2_a_cordoned_host_is_out_of_service_and_the_csv_says_so(pc, tab):
     assert lines[0].startswith("gpu_model,zone,total,allocated,leased,on_demand,spot,reserved,free,out_of_service,")
     mine = [ln.split(",") for ln in lines[1:] if ln.startswith(f"{H100},{P.zone},")]
     assert mine and int(mine[0][9]) == P.out_before + gpus, lines
+    head = lines[0].split(",")
+    assert "fragmented_gpus" in head and head[-6:] == ["queue_waiting", "queue_waiting_gpus", "queue_longest_wait_s",
+                                                       "queue_median_wait_s", "queue_placed_24h",
+                                                       "queue_placed_wait_p50_s"], head
+    total = lines[-1].split(",")
+    assert total[:2] == ["All models", "all zones"] and int(total[-6]) == pc.ops.get(
+        "capacity/fleet-figures").json()["queue"]["waiting"], lines[-1]
 
 
 def test_3_add_a_quota_to_an_organization(pc, tab):
@@ -145,7 +163,14 @@ def test_3_add_a_quota_to_an_organization(pc, tab):
     panel.get_by_role("button", name="Add quota").click()
     row = panel.locator(f'[data-testid="quota-row"][data-resource="gpus:{H100}"]')
     expect(row.get_by_test_id("quota-use")).to_have_text("0 of 16 (0 %)")
+    # this month: spend to date from the invoice preview, the SLA standing, no open incident hitting it
+    preview = pc.ops.get("invoices/preview", params={"organization": pc.a.org["id"]}).json()
+    expect(panel.get_by_test_id("tenant-spend")).to_contain_text(f'{float(preview["total"]):,.2f} {preview["currency"]} to date')
+    expect(panel.get_by_test_id("tenant-sla")).to_contain_text("met (no provider-caused downtime on record)")
+    expect(panel.get_by_test_id("tenant-incidents")).to_have_text("none")
     check_a11y(tab, "admin tenants")
+    # the full-page picture from the top, nothing focused (a scrolled page draws its sticky header mid-picture)
+    tab.evaluate("() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0) }")
     shot(tab, "admin-tenants")
 
 
@@ -199,6 +224,63 @@ def test_5_open_an_incident_for_a_host_and_close_it(pc, tab):
     incidents = pc.ops.get("incidents", params={"host": host}).json()["results"]
     assert incidents and incidents[0]["end"] and incidents[0]["provider_at_fault"], incidents
     expect(tab.get_by_test_id("sla-reports")).to_be_visible()
+    P.incident = incidents[0]
+
+
+def test_6_an_incident_s_downtime_and_credits_and_its_correction(pc, tab):
+    """The closed incident's details: what it caused (as the impact API says) and a correction of its reason and
+    fault; a start after its end is refused on the field."""
+    inc = P.incident
+    row = tab.locator(f'[data-testid="incident-row"][data-host="{inc["host"]}"]').first
+    row.get_by_role("button", name=re.compile(rf"^Details of the incident of {inc['host']}")).click()
+    dialog = tab.get_by_role("dialog", name=f"Incident of {inc['host']}")
+    impact = pc.ops.get(f"incidents/{inc['id']}/impact").json()
+    n = len(impact["resources"])
+    expect(dialog.get_by_test_id("incident-impact-summary")).to_contain_text(f"{n} resource{'' if n == 1 else 's'} down")
+    expect(dialog.get_by_test_id("incident-resource")).to_have_count(n)
+    start = dialog.get_by_label(re.compile(r"^Start"))
+    start.fill((dt.datetime.fromisoformat(inc["end"].replace("Z", "+00:00")) + dt.timedelta(minutes=5))
+               .strftime("%Y-%m-%dT%H:%M"))
+    dialog.get_by_role("button", name="Save changes").click()
+    expect(start).to_have_attribute("aria-invalid", "true")
+    start.fill(dt.datetime.fromisoformat(inc["start"].replace("Z", "+00:00")).strftime("%Y-%m-%dT%H:%M"))
+    dialog.get_by_label(re.compile(r"^Reason")).fill("NVLink errors: a bad NVSwitch tray")
+    dialog.get_by_label(re.compile(r"provider is at fault")).uncheck()
+    dialog.get_by_role("button", name="Save changes").click()
+    expect(dialog.get_by_role("status")).to_have_text("Saved.")
+    check_a11y(tab, "incident details")
+    shot(tab, "admin-incident-details")
+    after = pc.ops.get(f"incidents/{inc['id']}").json()
+    assert (after["reason"], after["provider_at_fault"]) == ("NVLink errors: a bad NVSwitch tray", False), after
+    expect(dialog.get_by_test_id("incident-impact-summary")).to_contain_text("not the provider's fault")
+    dialog.get_by_role("button", name="Close").first.click()
+    expect(row).to_contain_text("a bad NVSwitch tray")
+
+
+def test_7_the_whole_audit_log_filtered(pc, tab):
+    """Staff read every organization's events: filtered to the tenant's organization and to staff, the quota change
+    of step 4; filtered to the fleet's objects, the incident correction of step 6."""
+    tab.get_by_role("link", name="Audit", exact=True).click()
+    expect(tab.get_by_role("heading", name="Audit log", exact=True)).to_be_visible()
+    expect(tab.get_by_test_id("audit-event").first).to_be_visible()
+    tab.get_by_role("combobox", name=re.compile(r"^Organization")).click()
+    tab.get_by_role("option", name=re.compile(rf"^{re.escape(pc.a.org['name'])} ")).click()
+    tab.get_by_role("combobox", name=re.compile(r"^Actor kind")).click()
+    tab.get_by_role("option", name="Provider staff").click()
+    tab.get_by_role("button", name="Apply filters").click()
+    rows = tab.get_by_test_id("audit-event")
+    expect(rows.filter(has_text="quota.update").first).to_be_visible()
+    expect(rows.filter(has_text="api_token.create")).to_have_count(0)
+    for r in range(rows.count()):
+        expect(rows.nth(r)).to_contain_text(pc.a.org["name"])
+    check_a11y(tab, "admin audit log")
+    shot(tab, "admin-audit")
+    tab.get_by_role("button", name="Clear").click()
+    tab.get_by_label(re.compile(r"^Object type")).fill("inventory.")
+    tab.get_by_label(re.compile(r"^Action")).fill("inventory.incident.")
+    tab.get_by_role("button", name="Apply filters").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text(OPS)
 
 
 def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
@@ -207,7 +289,7 @@ def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
     page.set_default_timeout(15_000)
     try:
         sign_in(page, pc.base, pc.a.email)
-        for route in ("capacity", "tenants", "incidents"):
+        for route in ("capacity", "tenants", "incidents", "audit-log"):
             page.goto(f"{pc.base}/staff/{route}")
             expect(page.get_by_role("heading", name="Not found")).to_be_visible()
         expect(page.get_by_test_id("incident-list")).to_have_count(0)

@@ -29,7 +29,7 @@ const ADMIN_NAV = [
   { to: '/staff/capacity', label: 'Capacity', end: true },
   { to: '/staff/tenants', label: 'Tenants', end: true },
   { to: '/staff/incidents', label: 'Incidents', end: true },
-  { to: '/staff/audit-log', label: 'Audit log', end: true },
+  { to: '/staff/audit-log', label: 'Audit', end: true },
 ]
 
 export function Layout() {

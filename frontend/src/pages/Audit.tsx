@@ -96,7 +96,7 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
                   </Text>
                 </Table.Td>
               )}
-              <Table.Td>
+              <Table.Td miw={84}>
                 <Badge variant="filled" color={result === 'done' ? 'teal.9' : 'red.9'}>
                   {result}
                 </Badge>

@@ -24,7 +24,8 @@ function Figures({ r, head }: { r: CapacityRow; head?: boolean }) {
   const Cell = head ? Table.Th : Table.Td
   return (
     <Table.Tr data-testid={head ? 'capacity-total' : 'capacity-row'} data-model={r.gpuModel} data-zone={r.zone}>
-      <Cell style={{ whiteSpace: 'nowrap' }}>{r.gpuModel}</Cell>
+      {/* the model breaks at its hyphens, so the table fits 1,280 px */}
+      <Cell miw={90}>{r.gpuModel}</Cell>
       <Cell style={{ whiteSpace: 'nowrap' }}>{r.zone}</Cell>
       <Cell ta="right">{n(r.total)}</Cell>
       <Cell ta="right">{n(r.allocated)}</Cell>
@@ -93,7 +94,7 @@ export function AdminCapacityPage() {
       {/* a narrow screen scrolls the table sideways (at 1,280 px and wider it fits): the region takes the keyboard
           focus to scroll it */}
       <div style={{ overflowX: 'auto' }} tabIndex={0} role="region" aria-label="GPUs by model and zone, now">
-        <Table striped withTableBorder fz="sm" horizontalSpacing={6} data-testid="capacity-table"
+        <Table striped withTableBorder fz="sm" horizontalSpacing={5} data-testid="capacity-table"
           data-ready={ready && figures.data ? 'true' : 'false'} aria-busy={!ready || !figures.data}>
           <Table.Caption>GPUs by model and zone, now</Table.Caption>
           <Table.Thead>
