@@ -57,7 +57,7 @@ def test_1_api_token_secret_shown_once(a, tab):
     tab.get_by_role("link", name="API tokens").click()
     expect(tab.get_by_test_id("empty-state")).to_contain_text("No API tokens yet")
     tab.get_by_label(re.compile(r"^Name")).fill("terraform-ci")
-    tab.get_by_role("combobox", name="Scope").click()
+    tab.get_by_role("combobox", name="Scope", exact=True).click()
     tab.get_by_role("option", name="write").click()
     tab.get_by_role("button", name="Create token").click()
     secret = tab.get_by_test_id("token-secret")
