@@ -110,6 +110,15 @@ def test_staff_see_the_fleet_s_fragmentation_and_the_queue(world, clock):
     assert (row["free_gpus"], row["fragmented_gpus"], row["largest_free_block"], row["hosts"]) == (11, 3.0, 8, 2)
     assert row["fragmentation_pct"] == 27.3
     assert figures["queue"]["waiting"] == 0 and figures["queue"]["longest_wait_s"] is None
+    # the same GPUs counted in the heat map's states: 16, 5 held; a faulty GPU and a cordoned host show up
+    (count,) = figures["gpus"]
+    assert (count["total"], count["allocated"], count["faulty"], count["out_of_service"]) == (16, 5, 0, 0)
+    Gpu.objects.filter(host=second, index=0).update(health="faulty")
+    type(second).objects.filter(pk=second.pk).update(state="cordoned")
+    (count,) = world.staff_client.get("/api/v1/capacity/fleet-figures/").json()["gpus"]
+    assert (count["total"], count["allocated"], count["faulty"], count["out_of_service"]) == (16, 5, 1, 8)
+    type(second).objects.filter(pk=second.pk).update(state="available")
+    Gpu.objects.filter(host=second, index=0).update(health="ok")
     from apps.compute.models import Instance
     instance = Instance.objects.create(project=world.project_b, name="q1", flavor=flavor8(), image=world.image)
     QueuedRequest.objects.create(project=world.project_b, organization=world.project_b.organization,

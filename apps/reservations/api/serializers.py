@@ -234,7 +234,20 @@ class QueueFigures(Serializer):
     expired = serializers.IntegerField()
 
 
+class GpuCountRow(Serializer):
+    gpu_model = serializers.CharField()
+    zone = serializers.CharField()
+    total = serializers.IntegerField(help_text="GPUs of the model in the zone on hosts that are not retired")
+    allocated = serializers.IntegerField(help_text="held by a live allocation now (healthy and scrubbed)")
+    faulty = serializers.IntegerField(help_text="GPUs whose health is faulty")
+    scrubbing = serializers.IntegerField(help_text="waiting for (or failed) their scrub after a tenant")
+    out_of_service = serializers.IntegerField(help_text="on hosts that are not available (cordoned, draining, ...)")
+    mig = serializers.IntegerField(help_text="in MIG mode")
+    vgpu = serializers.IntegerField(help_text="in vGPU mode")
+
+
 class FleetCapacityFigures(Serializer):
     generated_at = serializers.DateTimeField()
+    gpus = GpuCountRow(many=True, help_text="the fleet's GPUs per model and zone, in the heat map's states")
     fragmentation = FragmentationRow(many=True)
     queue = QueueFigures()

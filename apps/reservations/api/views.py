@@ -116,16 +116,20 @@ class CapacityViewSet(_Base):
 
     @extend_schema(parameters=[], responses={200: s.FleetCapacityFigures, **problems({
         404: "not_found: the caller is not provider staff."})},
-        description="Staff: the fleet's fragmentation now per GPU model and zone (free whole GPUs stranded for the "
-                    "typical requests, FGD's measure against the whole-GPU requests running and queued) and the "
+        description="Staff: the fleet's GPUs per model and zone in the heat map's states (the capacity screen's "
+                    "counts, without the heat map's cells), its fragmentation now per GPU model and zone (free whole "
+                    "GPUs stranded for the typical requests, FGD's measure against the whole-GPU requests running "
+                    "and queued) and the "
                     "on-demand queue (depth, waits now and over the last 24 h). Tenants 404.")
     @action(detail=False, methods=["get"], url_path="fleet-figures", permission_classes=[IsStaffOperator],
             pagination_class=None)
     def fleet_figures(self, request):
         from apps.core.clock import now
+        from apps.scheduling.selectors import fleet_gpu_counts
 
         at = now()
-        return Response(s.FleetCapacityFigures({"generated_at": at, "fragmentation": selectors.fleet_fragmentation(at),
+        return Response(s.FleetCapacityFigures({"generated_at": at, "gpus": fleet_gpu_counts(at),
+                                                "fragmentation": selectors.fleet_fragmentation(at),
                                                 "queue": selectors.queue_figures(at)}).data)
 
 

@@ -6,7 +6,7 @@ import { useMe } from '../../auth/staff'
 import { ProblemAlert } from '../../components/ProblemAlert'
 import { NotFoundPage } from '../NotFound'
 import { capacityCsv, capacityRows, totalRow, waitText, type CapacityRow, type QueueFigures } from './capacity'
-import { CAPACITY_WEEKS as WEEKS, calendarQuery, currentCapacityWindows, figuresQuery, fleetQuery } from './queries'
+import { CAPACITY_WEEKS as WEEKS, calendarQuery, currentCapacityWindows, figuresQuery } from './queries'
 
 const n = (v: number) => v.toLocaleString('en-US')
 const day = (iso: string) => new Date(iso).toLocaleDateString('en-US', { month: 'short', day: 'numeric', timeZone: 'UTC' })
@@ -56,28 +56,27 @@ function QueuePanel({ queue }: { queue: QueueFigures | undefined }) {
   )
 }
 
-/** `/staff/capacity`: GPUs by model and zone now (from the fleet summary and the capacity calendar's staff view)
+/** `/staff/capacity`: GPUs by model and zone now (from the fleet figures and the capacity calendar's staff view)
  * and the free GPUs of the coming weeks; a CSV export of the same figures. */
 export function AdminCapacityPage() {
   const me = useMe()
   const staff = Boolean(me.data?.staff_role)
   const [win] = useState(() => currentCapacityWindows())
   // all three started by the route's loader, beside the session check (queries.ts)
-  const summary = useQuery(fleetQuery)
+  const figures = useQuery(figuresQuery)
   const now = useQuery(calendarQuery('now', win.now))
   const ahead = useQuery(calendarQuery('ahead', win.ahead))
-  const figures = useQuery({ ...figuresQuery, enabled: staff })
   if (me.isPending) return null
-  if (!staff || (summary.error instanceof ApiError && summary.error.status === 404)) return <NotFoundPage />
-  const ready = Boolean(summary.data && now.data && ahead.data)
-  const rows = ready ? capacityRows(summary.data!, now.data!, ahead.data!, win.weekStarts, figures.data) : []
+  if (!staff || (figures.error instanceof ApiError && figures.error.status === 404)) return <NotFoundPage />
+  const ready = Boolean(figures.data && now.data && ahead.data)
+  const rows = ready ? capacityRows(figures.data!, now.data!, ahead.data!, win.weekStarts) : []
   const total = totalRow(rows, WEEKS)
-  const error = summary.error ?? now.error ?? ahead.error ?? figures.error
+  const error = figures.error ?? now.error ?? ahead.error
   return (
     <Stack>
       <Group justify="space-between">
         <Title order={2}>Capacity</Title>
-        <Button variant="default" disabled={!ready || !figures.data}
+        <Button variant="default" disabled={!ready}
           onClick={() => download(`capacity-${win.now.start.slice(0, 16).replace(':', '')}.csv`, capacityCsv(rows, win.weekStarts, figures.data?.queue))}>
           Export CSV
         </Button>
@@ -95,7 +94,7 @@ export function AdminCapacityPage() {
           focus to scroll it */}
       <div style={{ overflowX: 'auto' }} tabIndex={0} role="region" aria-label="GPUs by model and zone, now">
         <Table striped withTableBorder fz="sm" horizontalSpacing={5} data-testid="capacity-table"
-          data-ready={ready && figures.data ? 'true' : 'false'} aria-busy={!ready || !figures.data}>
+          data-ready={ready ? 'true' : 'false'} aria-busy={!ready}>
           <Table.Caption>GPUs by model and zone, now</Table.Caption>
           <Table.Thead>
             <Table.Tr>

@@ -1,7 +1,8 @@
-// The capacity screen's figures (Capacity.tsx), computed from two APIs: the fleet summary (every GPU's state, its
-// host's condition and model, zone by zone) and the capacity calendar (staff view: free, leased, on-demand, spot
-// and the on-demand reserve per GPU model and zone, per time bucket, for available hosts only).
-import type { FleetSummary, Schemas } from '../../api/client'
+// The capacity screen's figures (Capacity.tsx), computed from two APIs: the fleet figures (the GPUs per model and
+// zone in the heat map's states, the fragmentation and the on-demand queue) and the capacity calendar (staff view:
+// free, leased, on-demand, spot and the on-demand reserve per GPU model and zone, per time bucket, for available
+// hosts only).
+import type { Schemas } from '../../api/client'
 
 export type CapacityBucket = Schemas['CapacityBucket']
 export type FleetFigures = Schemas['FleetCapacityFigures']
@@ -21,7 +22,7 @@ export interface CapacityRow {
   zone: string
   /** GPUs of the model in the zone on hosts that are not retired */
   total: number
-  /** held by a live allocation (instances, cluster members, leases), from the fleet summary */
+  /** held by a live allocation (instances, cluster members, leases), in the heat map's states (fleet figures) */
   allocated: number
   leased: number
   onDemand: number
@@ -62,8 +63,8 @@ function emptyRow(gpuModel: string, zone: string, weeks: number): CapacityRow {
 /** One row per GPU model and zone (sorted by model, then zone). `now` is the calendar's current bucket,
  * `ahead` its buckets of the coming weeks (`weekStarts` the start of each, ISO). A host's GPUs count under its
  * model (`gpu_model`; a host of mixed models under the first it names). */
-export function capacityRows(summary: FleetSummary, now: CapacityBucket[], ahead: CapacityBucket[],
-  weekStarts: string[], figures?: FleetFigures): CapacityRow[] {
+export function capacityRows(figures: FleetFigures, now: CapacityBucket[], ahead: CapacityBucket[],
+  weekStarts: string[]): CapacityRow[] {
   const rows = new Map<string, CapacityRow>()
   const row = (model: string, zone: string) => {
     const k = rowKey(model, zone)
@@ -74,21 +75,16 @@ export function capacityRows(summary: FleetSummary, now: CapacityBucket[], ahead
     }
     return r
   }
-  for (const region of summary.regions)
-    for (const zone of region.zones)
-      for (const rack of zone.racks)
-        for (const host of rack.hosts) {
-          const r = row((host.gpu_model ?? '').split('/')[0] || 'unknown', zone.name)
-          for (const g of host.gpus) {
-            r.total += 1
-            if (g.state === 'allocated') r.allocated += 1
-            if (g.state === 'faulty') r.faulty += 1
-            if (g.state === 'dirty' || g.state === 'scrub_failed') r.scrubbing += 1
-            if (host.condition !== 'available') r.outOfService += 1
-            if (g.mode === 'mig') r.mig += 1
-            if (g.mode === 'vgpu') r.vgpu += 1
-          }
-        }
+  for (const c of figures.gpus) {
+    const r = row(c.gpu_model, c.zone)
+    r.total = c.total
+    r.allocated = c.allocated
+    r.faulty = c.faulty
+    r.scrubbing = c.scrubbing
+    r.outOfService = c.out_of_service
+    r.mig = c.mig
+    r.vgpu = c.vgpu
+  }
   for (const b of now) {
     const r = row(b.gpu_model, b.zone)
     r.leased = b.leased_gpus ?? 0
@@ -103,7 +99,7 @@ export function capacityRows(summary: FleetSummary, now: CapacityBucket[], ahead
     const i = index.get(new Date(b.start).getTime())
     if (i !== undefined) row(b.gpu_model, b.zone).ahead[i] = b.free_gpus
   }
-  for (const f of figures?.fragmentation ?? []) {
+  for (const f of figures.fragmentation) {
     const r = row(f.gpu_model, f.zone)
     r.fragmented = f.fragmented_gpus
     r.largestBlock = f.largest_free_block

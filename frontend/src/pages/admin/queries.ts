@@ -43,12 +43,11 @@ export const figuresQuery = {
   queryFn: () => unwrap(api.GET('/api/v1/capacity/fleet-figures/')),
 }
 
-/** Route loader of the capacity screen: the fleet summary and both calendar windows at once, beside the session
- * check (the calendar is readable by tenants too, without the staff totals; the screen shows them Not found from
- * the fleet summary's 404). */
+/** Route loader of the capacity screen: the fleet figures (GPU counts, fragmentation, queue; a few kB, not the
+ * heat map's summary) and both calendar windows at once, beside the session check (the calendar is readable by
+ * tenants too, without the staff totals; the screen shows them Not found from the fleet figures' 404). */
 export function prefetchCapacity() {
   const win = currentCapacityWindows()
-  void queryClient.prefetchQuery(fleetQuery)
   void queryClient.prefetchQuery(calendarQuery('now', win.now))
   void queryClient.prefetchQuery(calendarQuery('ahead', win.ahead))
   void queryClient.prefetchQuery(figuresQuery)
