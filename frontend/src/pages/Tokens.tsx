@@ -161,7 +161,7 @@ export function TokensPage() {
         </Alert>
       )}
       <FilterBar label="Filter API tokens">
-        <ChoiceFilter filters={filters} param="revoked" label="Filter by state" placeholder="Active and revoked"
+        <ChoiceFilter filters={filters} param="revoked" label="Filter by state" placeholder="Active and revoked" w={210}
           data={[{ value: 'false', label: 'active' }, { value: 'true', label: 'revoked' }]} />
         <ChoiceFilter filters={filters} param="scope" label="Filter by scope" placeholder="Any scope" data={['read', 'write']} />
       </FilterBar>
