@@ -7,6 +7,19 @@ from tests.tenancy.helpers import make_org, make_project, make_user, member, tok
 from .framework import World
 
 
+@pytest.fixture(autouse=True)
+def baremetal_fake_driver(settings):
+    """The matrix checks who may call the bare-metal endpoints, not Ironic: they run on the in-process `fake`
+    driver (an Ironic that is not running would answer every accepted call 503 `baremetal_unavailable`)."""
+    from apps.baremetal.services.driver import forget_driver
+
+    settings.DRIVERS = {**getattr(settings, "DRIVERS", {}),
+                        "baremetal": "apps.baremetal.drivers.fake:FakeBaremetalDriver"}
+    forget_driver()
+    yield
+    forget_driver()
+
+
 @pytest.fixture
 def world(db) -> World:
     org_a, org_b = make_org("alpha"), make_org("beta")

@@ -100,7 +100,16 @@ def pk(factory, data=None):
     return lambda world: Case(kwargs={"pk": factory(world).pk}, data=data)
 
 
+def _incident(world) -> Case:
+    from apps.inventory.models import Incident
+    from tests.scheduling import fleet
+
+    host = fleet.host(gpus=1)
+    return Case(kwargs={"pk": Incident.objects.create(host=host, start=host.created_at, reason="authz").pk})
+
+
 ENTRIES = [
+    Entry("GET", "/api/v1/incidents/{pk}/impact", STAFF_ONLY, _incident),
     Entry("GET", "/api/v1/usage", LIST, lambda w: (_usage(w), Case())[1]),
     Entry("GET", "/api/v1/usage/{pk}", expect(), pk(_usage)),
     Entry("GET", "/api/v1/invoices", LIST, lambda w: (_invoice_with_line(w), Case())[1]),

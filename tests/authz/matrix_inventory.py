@@ -86,6 +86,7 @@ ENTRIES = [
     *_collection("gpus", lambda h: h.gpus.first()),
     *_collection("hca-ports", lambda h: h.hca_ports.first()),
     *_collection("incidents", _incident),
+    Entry("PATCH", "/api/v1/incidents/{pk}", STAFF_WRITE(), _obj(_incident)),
     *_collection("agent-commands", lambda h: __import__("apps.inventory.services.agent", fromlist=["x"])
                  .agent_command_enqueue(actor=None, host=h, kind="reset_gpu", payload={"gpu_index": 0})),
     Entry("POST", "/api/v1/agent-commands", STAFF_WRITE(201), _command),

@@ -82,6 +82,7 @@ def _reserve(world) -> Case:
 
 ENTRIES = [
     Entry("GET", "/api/v1/capacity-reserves", STAFF_READ),
+    Entry("GET", "/api/v1/capacity/fleet-figures", STAFF_READ),
     Entry("GET", "/api/v1/capacity-reserves/{pk}", STAFF_READ, _reserve),
     Entry("POST", "/api/v1/capacity-reserves", STAFF_CREATE,
           lambda w: Case(data={"gpu_model": "H100-SXM5-80GB", "zone": "", "gpus": 16})),
