@@ -125,7 +125,8 @@ export function Layout() {
           </Group>
         </Group>
       </AppShell.Header>
-      <AppShell.Navbar p="xs" aria-label="Main">
+      {/* the links scroll inside the bar when they are taller than the window (the staff list at 800 px) */}
+      <AppShell.Navbar p="xs" aria-label="Main" style={{ overflowY: 'auto' }}>
         {NAV.map(link)}
         {staff && (
           <>
