@@ -75,16 +75,15 @@ def host_workloads(host) -> dict:
     from apps.core import clock
     from apps.inventory.models import Host
     from apps.reservations.models import Lease
-    from apps.scheduling.models import Allocation
+    from apps.scheduling.selectors import allocation_list_at
 
     from .models import Remediation
 
     at = clock.now()
     held: dict = {}
     kinds: dict = {}
-    for consumer_id, kind, index in Allocation.objects.filter(
-        Q(period__upper_inf=True) | Q(period__endswith__gt=at), period__startswith__lte=at, host_id=host.pk
-    ).values_list("consumer_id", "consumer_type", "gpu__index"):
+    for consumer_id, kind, index in allocation_list_at(host_id=host.pk, at=at).values_list(
+            "consumer_id", "consumer_type", "gpu__index"):
         kinds.setdefault(consumer_id, kind)
         if index is not None:
             held.setdefault(consumer_id, set()).add(index)
