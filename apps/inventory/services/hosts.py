@@ -35,22 +35,23 @@ def _reason(reason: str) -> str:
     return reason[:500]
 
 
-def _effective_at(at: dt.datetime | None, *, not_before: dt.datetime | None) -> dt.datetime:
+def _effective_at(at: dt.datetime | None, *, not_before: dt.datetime | None, field: str = "at") -> dt.datetime:
     """The instant a condition took effect: `at` (staff may record a fault noticed earlier) or now.
 
-    Raises ValidationFailed (`invalid_time`) for a time in the future or before the host's/GPU's last change,
-    so incidents never overlap or run backwards.
+    Raises ValidationFailed (`invalid_time`, on `field`) for a naive time, a time in the future or one before the
+    host's/GPU's last change, so incidents never overlap or run backwards.
     """
     current = now()
     if at is None:
         return current
     if at.tzinfo is None:
-        raise ValidationFailed("`at` must carry a time zone.", code="invalid_time", errors={"at": ["naive time"]})
+        raise ValidationFailed(f"`{field}` must carry a time zone.", code="invalid_time",
+                               errors={field: ["naive time"]})
     if at > current:
-        raise ValidationFailed("`at` is in the future.", code="invalid_time", errors={"at": ["in the future"]})
+        raise ValidationFailed(f"`{field}` is in the future.", code="invalid_time", errors={field: ["in the future"]})
     if not_before is not None and at < not_before:
-        raise ValidationFailed(f"`at` is before the last condition change ({not_before.isoformat()}).",
-                               code="invalid_time", errors={"at": ["before the last change"]})
+        raise ValidationFailed(f"`{field}` is before the last condition change ({not_before.isoformat()}).",
+                               code="invalid_time", errors={field: ["before the last change"]})
     return at
 
 
@@ -187,12 +188,11 @@ def incident_update(*, actor, incident: Incident, **changes) -> Incident:
         if "end" in changes and inc.end is None:
             raise Conflict("An open incident ends when its host or GPU is marked available.", code="incident_open",
                            errors={"end": ["the incident is open"]})
-        current = now()
         for key in ("start", "end"):
-            at = changes.get(key)
-            if key in changes and (at is None or at.tzinfo is None or at > current):
-                word = "required" if at is None else "naive time" if at.tzinfo is None else "in the future"
-                raise ValidationFailed(f"`{key}` is {word}.", code="invalid_time", errors={key: [word]})
+            if key in changes and changes[key] is None:
+                raise ValidationFailed(f"`{key}` is required.", code="invalid_time", errors={key: ["required"]})
+            if key in changes:
+                _effective_at(changes[key], not_before=None, field=key)
         start, end = changes.get("start", inc.start), changes.get("end", inc.end)
         if end is not None and end <= start:
             field = "start" if "start" in changes else "end"
