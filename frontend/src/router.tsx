@@ -1,5 +1,5 @@
-import { Center, Loader } from '@mantine/core'
-import type { ComponentType } from 'react'
+import { Center, Loader, Modal } from '@mantine/core'
+import { useRef, type ComponentType } from 'react'
 import { Navigate, Outlet, createBrowserRouter, useLocation } from 'react-router'
 import { ScopeProvider } from './auth/scope'
 import { useSession } from './auth/session'
@@ -8,7 +8,7 @@ import { ProblemAlert } from './components/ProblemAlert'
 import { prefetchInstances, prefetchShell } from './loaders'
 import { NotFoundPage } from './pages/NotFound'
 import { prefetchCapacity, prefetchFleet } from './pages/admin/queries'
-import { SignInPage } from './pages/SignIn'
+import { SignInForm, SignInPage } from './pages/SignIn'
 
 // Screens load on first visit (one chunk each), so sign-in and the shell download first. A route's `lazy` (not
 // React.lazy in Suspense) loads the chunk while the navigation's loaders run, and the screen renders once it is
@@ -53,20 +53,49 @@ const loading = (
   </Center>
 )
 
-/** Screens behind sign-in: an anonymous visitor (or a session still owing a code) goes to /sign-in?next=… */
+/**
+ * Screens behind sign-in: an anonymous visitor (or a session still owing a code) goes to /sign-in?next=…. A session
+ * that ends while a screen is open (expired, or signed out in another tab) instead gets a sign-in dialog over that
+ * screen, so what was typed into its forms is still there once the same person has signed in again; someone else
+ * signing in starts afresh at the console's home.
+ */
 function RequireSession() {
   const session = useSession()
   const location = useLocation()
+  const signedInAs = useRef<string | null>(null)
   if (session.isPending) return loading
   if (session.isError) return <ProblemAlert error={session.error} title="The console cannot reach the API" />
-  if (!session.data.authenticated || session.data.second_factor_needed) {
-    const next = encodeURIComponent(location.pathname + location.search)
-    return <Navigate to={`/sign-in?next=${next}`} replace />
-  }
+  const state = session.data
+  const signedIn = state.authenticated && !state.second_factor_needed
+  if (signedIn) signedInAs.current = state.email ?? signedInAs.current
+  const here = location.pathname + location.search
+  if (!signedIn && signedInAs.current === null) return <Navigate to={`/sign-in?next=${encodeURIComponent(here)}`} replace />
+  const before = signedInAs.current
   return (
-    <ScopeProvider>
-      <Outlet />
-    </ScopeProvider>
+    <>
+      <ScopeProvider>
+        <Outlet />
+      </ScopeProvider>
+      <Modal
+        opened={!signedIn}
+        onClose={() => {}}
+        withCloseButton={false}
+        closeOnEscape={false}
+        closeOnClickOutside={false}
+        centered
+        title="Sign in again"
+      >
+        <SignInForm
+          next={here}
+          title="Your session has ended"
+          intro="Sign in again to carry on where you were; what you typed is kept."
+          initialEmail={before ?? ''}
+          onSignedIn={(email) => {
+            if (!before || !email || email.toLowerCase() !== before.toLowerCase()) window.location.assign('/')
+          }}
+        />
+      </Modal>
+    </>
   )
 }
 

@@ -17,7 +17,7 @@ from tests.e2e.stack import ROOT, Api
 
 from .conftest import check_a11y, shot
 from .test_console import sign_in
-from .world import invite, tenant
+from .world import PASSWORD, invite, tenant
 
 pytestmark = pytest.mark.e2e
 
@@ -243,3 +243,32 @@ def test_6_a_viewer_sees_networking_writes_disabled(n, browser):
         check_a11y(page, "networking (viewer)")
     finally:
         context.close()
+
+
+def test_7_a_session_that_ends_mid_form_signs_in_again_over_the_form(n, tab):
+    """The session ends (its cookies gone, as when it expires) while the owner fills in a subnet: the submit asks
+    for a sign-in in a dialog over the form instead of a trip to the sign-in page, the sign-in works at once (no
+    "CSRF cookie not set": the console fetches a fresh CSRF cookie), and the form still holds what was typed, so
+    the second submit adds the subnet."""
+    tab.goto(f"{n.base}/networking/vpcs/{n.vpc['id']}")
+    name, cidr = tab.get_by_label(re.compile(r"^Name")), tab.get_by_label(re.compile(r"^CIDR"))
+    name.fill("late")
+    cidr.fill("10.20.9.0/24")
+    tab.context.clear_cookies()
+    tab.get_by_role("button", name="Add subnet").click()
+    dialog = tab.get_by_role("dialog", name="Sign in again")
+    expect(dialog.get_by_role("heading", name="Your session has ended")).to_be_visible()
+    expect(tab).to_have_url(re.compile(rf"/networking/vpcs/{n.vpc['id']}$"))       # still on the form's screen
+    expect(dialog.get_by_label("E-mail")).to_have_value(n.a.email)
+    dialog.get_by_label(re.compile(r"^Password")).fill(PASSWORD)
+    check_a11y(tab, "session ended: sign in again")
+    shot(tab, "session-ended")
+    dialog.get_by_role("button", name="Sign in").click()
+    expect(dialog).to_have_count(0)
+    expect(tab.get_by_text("CSRF")).to_have_count(0)
+    expect(name).to_have_value("late")
+    expect(cidr).to_have_value("10.20.9.0/24")
+    tab.get_by_role("button", name="Add subnet").click()
+    expect(tab.get_by_role("row", name=re.compile("late"))).to_contain_text("10.20.9.0/24")
+    subnets = n.a.api.get("subnets", params={"vpc": n.vpc["id"]}).json()["results"]
+    assert sorted(s["name"] for s in subnets) == ["late", "web"]

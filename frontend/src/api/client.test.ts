@@ -26,6 +26,19 @@ describe('the client', () => {
     expect(seen[1].headers.get('X-CSRFToken')).toBe('secret-token')
   })
 
+  it('asks the session for a CSRF cookie before an unsafe request when the cookie is gone (session ended)', async () => {
+    const seen = stubApi({
+      'GET /api/v1/session/': () => {
+        document.cookie = 'csrftoken=fresh-token'
+        return json({ authenticated: false })
+      },
+      'POST /api/v1/session/': () => json({ authenticated: true }),
+    })
+    await api.POST('/api/v1/session/', { body: { email: 'a@b.example', password: 'p', otp_token: '' } })
+    expect(seen.map((r) => r.method)).toEqual(['GET', 'POST'])
+    expect(seen[1].headers.get('X-CSRFToken')).toBe('fresh-token')
+  })
+
   it('turns a problem+json answer into an ApiError with its detail, code and field errors', async () => {
     stubApi({
       'POST /api/v1/ssh-keys/': () => problem(400, 'validation_error', 'The key is not valid.', { public_key: ['Not an OpenSSH key.'] }),

@@ -50,10 +50,22 @@ export function csrfToken(cookie: string = document.cookie): string | null {
   return null
 }
 
+/**
+ * Unsafe requests carry the CSRF cookie's token. With no cookie (cleared, or expired with the session while the
+ * console still shows a screen) it first asks GET /api/v1/session/ for one, so the request (a sign-in again after
+ * the session ended, above all) is not refused with "CSRF cookie not set".
+ */
 export const csrfMiddleware: Middleware = {
-  onRequest({ request }) {
+  async onRequest({ request }) {
     if (!SAFE.has(request.method)) {
-      const token = csrfToken()
+      let token = csrfToken()
+      if (!token) {
+        await globalThis.fetch(new Request(new URL('/api/v1/session/', request.url), {
+          credentials: 'same-origin',
+          headers: { Accept: 'application/json' },
+        }))
+        token = csrfToken()
+      }
       if (token) request.headers.set('X-CSRFToken', token)
     }
     return request

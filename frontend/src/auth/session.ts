@@ -14,14 +14,23 @@ export function useSession() {
   return useQuery(sessionQuery)
 }
 
-export function useSignIn() {
+/**
+ * POST /api/v1/session/. The person whose session ended (`signedInBefore`, else the cached session's e-mail) signing
+ * in again keeps the console's cache (refetched), so the screen under the sign-in dialog stays as it was; anyone
+ * else starts from an empty cache.
+ */
+export function useSignIn(signedInBefore?: string | null) {
   const qc = useQueryClient()
   return useMutation({
-    mutationFn: async (body: { email: string; password: string; otp_token?: string }) => {
-      await qc.ensureQueryData(sessionQuery)
-      return unwrap(api.POST('/api/v1/session/', { body: { ...body, otp_token: body.otp_token ?? '' } }))
-    },
+    mutationFn: (body: { email: string; password: string; otp_token?: string }) =>
+      unwrap(api.POST('/api/v1/session/', { body: { ...body, otp_token: body.otp_token ?? '' } })),
     onSuccess: (state: Session) => {
+      const before = signedInBefore ?? qc.getQueryData<Session>(sessionKey)?.email
+      if (before && state.email && before.toLowerCase() === state.email.toLowerCase()) {
+        qc.setQueryData(sessionKey, state)
+        void qc.invalidateQueries({ predicate: (q) => q.queryKey[0] !== sessionKey[0] })
+        return
+      }
       qc.clear()
       qc.setQueryData(sessionKey, state)
     },

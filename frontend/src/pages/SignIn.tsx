@@ -12,12 +12,42 @@ export function safeNext(next: string | null): string {
 
 export function SignInPage() {
   const session = useSession()
-  const signIn = useSignIn()
-  const verify = useVerifyOtp()
   const navigate = useNavigate()
   const [params] = useSearchParams()
   const next = safeNext(params.get('next'))
-  const [email, setEmail] = useState('')
+  const state = session.data
+  if (state?.authenticated && !state.second_factor_needed) return <Navigate to={next} replace />
+  return (
+    <Center mih="100vh" p="md" component="main">
+      <Paper withBorder shadow="sm" p="xl" radius="md" w={400}>
+        <SignInForm next={next} onSignedIn={() => navigate(next, { replace: true })} />
+      </Paper>
+    </Center>
+  )
+}
+
+/**
+ * The sign-in form (e-mail and password, then the authenticator code when the organization asks for one, or the
+ * single sign-on button): the sign-in page holds it, and so does the dialog that asks a person whose session ended
+ * to sign in again over the screen they were using. `onSignedIn` runs once the session is fully signed in.
+ */
+export function SignInForm({
+  next,
+  onSignedIn,
+  initialEmail = '',
+  title = 'Sign in to gpucloud',
+  intro,
+}: {
+  next: string
+  onSignedIn: (email: string | null) => void
+  initialEmail?: string
+  title?: string
+  intro?: string
+}) {
+  const session = useSession()
+  const signIn = useSignIn(initialEmail || null)
+  const verify = useVerifyOtp()
+  const [email, setEmail] = useState(initialEmail)
   const [password, setPassword] = useState('')
   const [otp, setOtp] = useState('')
   const [askOtp, setAskOtp] = useState(false)
@@ -25,19 +55,18 @@ export function SignInPage() {
   const state = session.data
   // Signed in with single sign-on but the organization wants a code: verify this session with POST /session/otp.
   const sessionNeedsOtp = state?.authenticated && state.second_factor_needed === 'otp_required'
-  if (state?.authenticated && !state.second_factor_needed) return <Navigate to={next} replace />
 
   const submit = (event: FormEvent) => {
     event.preventDefault()
     if (sessionNeedsOtp) {
-      verify.mutate(otp, { onSuccess: () => navigate(next, { replace: true }) })
+      verify.mutate(otp, { onSuccess: (s) => onSignedIn(s.email ?? null) })
       return
     }
     signIn.mutate(
       { email, password, ...(askOtp ? { otp_token: otp } : {}) },
       {
         onSuccess: (s) => {
-          if (!s.second_factor_needed) navigate(next, { replace: true })
+          if (!s.second_factor_needed) onSignedIn(s.email ?? null)
         },
         onError: (error) => {
           if (error instanceof ApiError && error.code === 'otp_required') setAskOtp(true)
@@ -52,13 +81,12 @@ export function SignInPage() {
   const sso = state?.sso_login_url
 
   return (
-    <Center mih="100vh" p="md" component="main">
-      <Paper withBorder shadow="sm" p="xl" radius="md" w={400}>
         <form onSubmit={submit} noValidate>
           <Stack>
             <Title order={1} size="h2">
-              Sign in to gpucloud
+              {title}
             </Title>
+            {intro && <Text>{intro}</Text>}
             {state?.second_factor_needed === 'two_factor_required' && (
               <Alert color="yellow">
                 Your account must enrol a second factor before it can use the console (POST /api/v1/me/totp/).
@@ -118,7 +146,5 @@ export function SignInPage() {
             </Text>
           </Stack>
         </form>
-      </Paper>
-    </Center>
   )
 }
