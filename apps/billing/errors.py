@@ -7,6 +7,7 @@ class Code(StrEnum):
     INVALID_SKU = "invalid_sku"
     INVALID_CREDIT_SCHEDULE = "invalid_credit_schedule"
     PRICE_BOOK_EXISTS = "price_book_exists"
+    PRICE_BOOK_BACKDATED = "price_book_backdated"
     UNKNOWN_USAGE_SOURCE = "unknown_usage_source"
     WINDOW_NOT_ALIGNED = "window_not_aligned"
     PERIOD_CLOSED = "period_closed"

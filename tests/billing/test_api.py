@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import time_machine
 
-from apps.billing.models import Invoice
+from apps.billing.models import Invoice, PriceBook
 from apps.billing.services import invoice_run_execute
 from apps.core.models import IdempotencyKey
 from apps.identity.models import StaffRole
@@ -146,8 +146,9 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     patched = client.patch(f"/api/v1/sla-tiers/{tier.json()['id']}/", {"support_response_minutes": 10}, format="json")
     assert patched.json()["support_response_minutes"] == 10
 
-    new_book = client.post("/api/v1/price-books/", {"name": "2026-04", "currency": "usd",
-                                                    "effective_from": "2026-04-01T00:00:00Z"}, format="json")
+    with time_machine.travel(utc(2026, 3, 20), tick=False):       # published in March, for April
+        new_book = client.post("/api/v1/price-books/", {"name": "2026-04", "currency": "usd",
+                                                        "effective_from": "2026-04-01T00:00:00Z"}, format="json")
     assert (new_book.status_code, new_book.json()["currency"]) == (201, "USD")
     price = client.post(f"/api/v1/price-books/{new_book.json()['id']}/prices/",
                         {"sku": "gpu:model=H100-SXM5-80GB,gpu_count=1", "sla_tier": "standard",
@@ -156,10 +157,13 @@ def test_staff_flows_tiers_books_runs_credit_notes_void_reports(billed, fleet):
     assert client.post("/api/v1/price-books/", {"name": "x", "currency": "ZZZ",
                                                 "effective_from": "2026-05-01T00:00:00Z"},
                        format="json").json()["code"] == "invalid_currency"
-    # acme's and beta's February invoices are finalized; no invoice locks a book (books are every customer's)
+    # a new version that starts in the past would re-price what drafts already billed: refused on its field, and
+    # the finalized February invoice stays as billed
     inside = client.post("/api/v1/price-books/", {"name": "x", "currency": "USD",
                                                   "effective_from": "2026-02-10T00:00:00Z"}, format="json")
-    assert inside.status_code == 201
+    assert (inside.status_code, inside.json()["code"]) == (400, "price_book_backdated")
+    assert list(inside.json()["errors"]) == ["effective_from"]
+    assert not PriceBook.objects.filter(name="x").exists()
     assert Invoice.objects.get(organization=acme, period="2026-02").total == Decimal("12.00")  # frozen as billed
 
     fleet.run(acme, project, "vm-a", utc(2026, 4, 1), utc(2026, 4, 1, 2))

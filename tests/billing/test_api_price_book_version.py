@@ -1,7 +1,9 @@
 """Publishing a new version of the price list in one request (`POST /price-books/` with its `prices`): the book
 and its prices are created together or not at all, and a refusal names the field it is about (what the admin
-portal's price-book form shows beside the field)."""
+portal's price-book form shows beside the field). The clock stands in mid-April 2026: a version for May is in the
+future, one for March is not."""
 import pytest
+import time_machine
 
 from apps.billing.models import Price, PriceBook
 from apps.identity.models import StaffRole
@@ -10,6 +12,14 @@ from tests.tenancy.helpers import client_for, make_user, token_for
 from .conftest import H100, book, utc
 
 pytestmark = pytest.mark.django_db
+
+
+
+@pytest.fixture(autouse=True)
+def mid_april():
+    with time_machine.travel(utc(2026, 4, 15), tick=False):
+        yield
+
 
 PRICE = {"sku": H100, "sla_tier": "standard", "pricing_model": "on_demand", "unit_price": "2.50"}
 
@@ -40,11 +50,29 @@ def test_a_refused_price_leaves_no_book(admin):
 
 
 def test_a_second_book_at_the_same_start_is_refused_on_the_field(admin):
-    r = admin.post("/api/v1/price-books/", {"name": "again", "currency": "USD",
-                                            "effective_from": "2026-01-01T00:00:00Z", "prices": [PRICE]}, format="json")
+    body = {"name": "may", "currency": "USD", "effective_from": "2026-05-01T00:00:00Z", "prices": [PRICE]}
+    assert admin.post("/api/v1/price-books/", body, format="json").status_code == 201
+    r = admin.post("/api/v1/price-books/", {**body, "name": "again"}, format="json")
     assert (r.status_code, r.json()["code"]) == (409, "price_book_exists")
-    assert r.json()["errors"]["effective_from"] == ["A USD price book already starts at 2026-01-01T00:00:00Z."]
-    assert PriceBook.objects.filter(currency="USD").count() == 1
+    assert r.json()["errors"]["effective_from"] == ["A USD price book already starts at 2026-05-01T00:00:00Z."]
+    assert PriceBook.objects.filter(currency="USD").count() == 2
+
+
+@pytest.mark.parametrize("start", ["2020-06-01T00:00:00Z", "2026-03-01T00:00:00Z", "2026-04-15T00:00:00Z"])
+def test_a_new_version_starting_now_or_in_the_past_is_refused_on_the_field(admin, start):
+    """A start at or before now would re-price usage already rated on draft invoices: refused, nothing made."""
+    r = admin.post("/api/v1/price-books/", {"name": "back", "currency": "USD", "effective_from": start,
+                                            "prices": [PRICE]}, format="json")
+    assert (r.status_code, r.json()["code"]) == (400, "price_book_backdated")
+    assert list(r.json()["errors"]) == ["effective_from"]
+    assert not PriceBook.objects.filter(name="back").exists() and not Price.objects.filter(unit_price="2.5").exists()
+
+
+def test_the_first_book_of_a_currency_may_start_in_the_past(admin):
+    """Nothing in euros had a price: the first EUR book may price usage from before it was published."""
+    r = admin.post("/api/v1/price-books/", {"name": "eur", "currency": "EUR", "effective_from": "2026-01-01T00:00:00Z"},
+                   format="json")
+    assert r.status_code == 201, r.content
 
 
 def test_a_malformed_start_is_refused_on_the_field(admin):

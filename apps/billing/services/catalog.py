@@ -7,6 +7,7 @@ from decimal import Decimal, InvalidOperation
 from django.db import IntegrityError, connection, transaction
 
 from apps.audit.services import audit_record
+from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_staff
 
@@ -79,12 +80,24 @@ def price_book_create(*, actor, name: str, currency: str, effective_from: dt.dat
     (`errors.effective_from`): two books of a currency may not start at the same instant, as which one prices a
     key then would be undecided.
 
+    A new version of a currency's prices starts in the future: 400 `price_book_backdated`
+    (`errors.effective_from`) when staff give a start at or before now while a book of that currency exists, as it
+    would re-price the usage already rated on draft invoices behind the customers' backs. The first book of a
+    currency may start at any time (it prices usage that had no price yet), and the loader (`actor=None`: seeding,
+    migrations) is not held to it.
+
     No invoice locks a book: books are shared by every customer of the currency, and one customer's finalized
     invoice must not stop the prices of another (docs/billing.md, "Price books"). What a finalized invoice billed
     never changes anyway (its lines are frozen by a trigger and its period is never re-rated); a book applies to
     drafts, held drafts and late usage rated after it exists."""
     authorize_staff(actor, WRITERS)
     currency = currency_validate(currency)
+    if actor is not None and effective_from <= now() and PriceBook.objects.filter(currency=currency).exists():
+        raise ValidationFailed(
+            "A new version of the prices must start in the future: a start in the past would re-price usage already "
+            "on draft invoices.", code=Code.PRICE_BOOK_BACKDATED,
+            errors={"effective_from": ["Choose a start after now (UTC); a "
+                                       f"{currency} price book is already in force."]})
     book = PriceBook(name=name, currency=currency, effective_from=effective_from, notes=notes)
     try:
         with transaction.atomic():

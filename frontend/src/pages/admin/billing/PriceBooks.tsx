@@ -61,7 +61,9 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
             onChange={(v) => { setCurrency(v ?? 'USD'); setEdits({}) }} error={fieldError(publish.error, 'currency')} />
           <TextInput label="Starts (UTC)" type="datetime-local" required value={start}
             onChange={(e) => setStart(e.currentTarget.value)} error={fieldError(publish.error, 'effective_from')}
-            description="The instant the new prices apply from." data-testid="effective-from" />
+            min={currencies.includes(currency) ? new Date().toISOString().slice(0, 16) : undefined}
+            description={currencies.includes(currency) ? 'The instant the new prices apply from: after now.'
+              : 'The instant the new prices apply from.'} data-testid="effective-from" />
         </Group>
         <Table striped withTableBorder aria-label="Prices of the new version" data-testid="price-rows">
           <Table.Thead>
