@@ -7,7 +7,7 @@ same way; invoice totals are sums of rounded lines, so printed lines always add 
 """
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
 import moneyed
 from moneyed import Money
@@ -100,3 +100,9 @@ def format_money(amount: Decimal, currency: str) -> str:
     from moneyed.l10n import format_money as fmt
 
     return fmt(Money(amount, currency), locale="en_US")
+
+
+def downtime_minutes(seconds) -> Decimal:
+    """Minutes of SLA downtime, each started minute counted whole (in the tenant's favour): the rounding of the SLA
+    reports (`services.sla`, whose SQL applies the same rule) and of an incident's share of their credit."""
+    return (Decimal(seconds) / 60).to_integral_value(rounding=ROUND_CEILING)

@@ -57,7 +57,8 @@ class Placement:
     """`resource_type`/`resource_id` held the host or GPU during `[start, end)` (`end` None: still holds).
     `units` None: the whole resource sits there (an instance), so a fault there takes all of it down; otherwise only
     `part` of it does (one allocation row of a lease), worth `units` of its usage's unit (GPU equivalents), and
-    only that share of its usage goes uncharged and counts as SLA downtime."""
+    only that share of its usage goes uncharged and counts as SLA downtime. `project_id`: the project the resource
+    belongs to (the owner an incident's impact names before any usage of the resource has been metered)."""
 
     resource_type: str
     resource_id: str
@@ -65,6 +66,7 @@ class Placement:
     end: dt.datetime | None
     part: str = ""
     units: Decimal | None = None
+    project_id: str = ""
 
 
 UsageSource = Callable[[dt.datetime, dt.datetime], Iterable[UsageInterval]]

@@ -31,6 +31,7 @@ from .models import (
     TaxRate,
     UsageRecord,
 )
+from .money import downtime_minutes
 from .states import InvoiceStatus, PriceUnit
 
 BILLING_ROLES = (OrgRole.OWNER, OrgRole.ADMIN, OrgRole.BILLING)
@@ -273,7 +274,8 @@ def incident_impact(incident) -> dict:
     ``downtime_s`` per resource: seconds of the incident during which the resource (``partial``: a part of it, such
     as one allocation row of a lease) was placed there. ``credits``: per month with an SLA report of the resource
     (made by the month's invoice run), the report's credit times this incident's share of the month's downtime
-    (capped at 1; several incidents of a month share its credit). An incident not at the provider's fault causes
+    (its minutes, each started minute whole as in the report, over the report's; capped at 1; several incidents
+    of a month share its credit). An incident not at the provider's fault causes
     downtime but no credit (``counts_for_sla`` false). Totals: ``downtime_s`` (summed over resources) and
     ``credits`` per currency, amounts as 2-decimal strings."""
     from .registry import placement_resolvers
@@ -285,7 +287,8 @@ def incident_impact(incident) -> dict:
             s, e = max(incident.start, p.start), min(end, p.end or end)
             if e <= s:
                 continue
-            row = spans.setdefault((p.resource_type, str(p.resource_id)), {"spans": [], "partial": False})
+            row = spans.setdefault((p.resource_type, str(p.resource_id)),
+                                   {"spans": [], "partial": False, "project": p.project_id})
             row["spans"].append((s, e))
             row["partial"] |= p.units is not None
     owners = {}
@@ -297,6 +300,18 @@ def incident_impact(incident) -> dict:
                   .distinct("resource_type", "resource_id")
                   .values("resource_type", "resource_id", "organization_id", "organization__name", "project_id")):
             owners[(r["resource_type"], r["resource_id"])] = r
+        # not metered yet (the incident came before the resource's first usage period): its placement's project
+        unmetered = {row["project"] for key, row in spans.items() if key not in owners and row["project"]}
+        if unmetered:
+            from apps.tenancy.models import Project
+
+            projects = {str(p["id"]): p for p in Project.objects.filter(pk__in=unmetered)
+                        .values("id", "organization_id", "organization__name")}
+            for key, row in spans.items():
+                project = projects.get(row["project"])
+                if key not in owners and project:
+                    owners[key] = {"organization_id": project["organization_id"], "project_id": project["id"],
+                                   "organization__name": project["organization__name"]}
     months = _months(incident.start, end)
     reports = {}
     if spans and incident.provider_at_fault:
@@ -308,7 +323,9 @@ def incident_impact(incident) -> dict:
         credits = []
         for rep in sorted(reports.get((rtype, rid), []), key=lambda r: r.period):
             _, lo, hi = next(m for m in months if m[0] == rep.period)
-            down_min = Decimal(_union_seconds(row["spans"], lo, hi)) / 60
+            # minutes as the report counts them (each started minute whole), so an incident that is the month's
+            # only downtime carries the whole credit, not its exact seconds over the rounded-up minutes
+            down_min = downtime_minutes(Decimal(_union_seconds(row["spans"], lo, hi)))
             share = min(Decimal(1), down_min / rep.downtime_minutes) if rep.downtime_minutes else Decimal(0)
             amount = (rep.credit_amount * share).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
             totals[rep.currency] = totals.get(rep.currency, Decimal(0)) + amount

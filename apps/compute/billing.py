@@ -47,7 +47,8 @@ def _rows(start: dt.datetime, end: dt.datetime, **filters):
 
     return (Allocation.objects.filter(consumer_type__in=CONSUMER_TYPES, period__overlap=DateTimeTZRange(start, end, "[)"),
                                       **filters)
-            .only("consumer_id", "period", "resource_class", "profile", "amount", "spot", "parent_id", "gpu_id")
+            .only("consumer_id", "project_id", "period", "resource_class", "profile", "amount", "spot", "parent_id",
+                  "gpu_id")
             .order_by("consumer_id", "period"))
 
 
@@ -137,7 +138,8 @@ def instance_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
         key = (row.consumer_id, row.period.lower, row.period.upper)
         if row.consumer_id not in nested and key not in seen:
             seen.add(key)
-            yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper)
+            yield Placement(RESOURCE_TYPE, str(row.consumer_id), row.period.lower, row.period.upper,
+                            project_id=str(row.project_id))
 
 
 def mig_gpu_equivalents(profile: str) -> Decimal:

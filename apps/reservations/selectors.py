@@ -306,12 +306,12 @@ def lease_placements(host_id, gpu_id, start: dt.datetime, end: dt.datetime):
                                      period__overlap=DateTimeTZRange(start, end, "[)"))
     if gpu_id is not None:
         rows = rows.filter(gpu_id=gpu_id)
-    for row in rows.order_by("consumer_id", "period", "id").only("id", "consumer_id", "period", "resource_class",
-                                                                  "profile", "amount"):
+    for row in rows.order_by("consumer_id", "period", "id").only("id", "consumer_id", "project_id", "period",
+                                                                  "resource_class", "profile", "amount"):
         units = (Decimal(1) if row.resource_class == "gpu" else mig_gpu_equivalents(row.profile)
                  if row.resource_class == "mig" else Decimal(row.amount) / 1000)
         yield Placement("lease", str(row.consumer_id), row.period.lower, row.period.upper, part=str(row.pk),
-                        units=units)
+                        units=units, project_id=str(row.project_id))
 
 
 def _lease_gpus(lease: Lease, count: int | None = None) -> Decimal:

@@ -55,8 +55,9 @@ class FakeFleet:
         self.intervals.append(interval)
         return interval
 
-    def place(self, host_id, resource_id, start, end=None, gpu_id=None, resource_type="instance"):
-        self.placements.append((host_id, gpu_id, Placement(resource_type, str(resource_id), start, end)))
+    def place(self, host_id, resource_id, start, end=None, gpu_id=None, resource_type="instance", project=None):
+        self.placements.append((host_id, gpu_id, Placement(resource_type, str(resource_id), start, end,
+                                                            project_id=str(project.pk) if project else "")))
 
 
 @pytest.fixture

@@ -59,6 +59,41 @@ def test_an_incident_s_downtime_and_its_share_of_the_sla_credit(tiers, fleet, ho
         f"/api/v1/incidents/{first.pk}/impact/").status_code == 404
 
 
+def test_the_month_s_only_incident_carries_the_whole_credit(tiers, fleet, host):
+    """One incident of 2 h 0 min 30 s: the SLA report counts 121 minutes (each started minute whole); the incident
+    is all of the month's downtime, so its share is the whole credit, not 120.5 over 121 minutes of it."""
+    from decimal import Decimal
+
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 6, 1), utc(2026, 7, 1))
+    fleet.place(h.id, "vm1", utc(2026, 5, 31))
+    inc = incident(h, utc(2026, 6, 10, 3), utc(2026, 6, 10, 5, 0, 30))
+    collect(utc(2026, 6, 1), utc(2026, 7, 1))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        body = _staff(StaffRole.SUPPORT).get(f"/api/v1/incidents/{inc.pk}/impact/").json()
+    [credit] = body["resources"][0]["credits"]
+    assert Decimal(credit["report_credit_amount"]) > 0
+    assert credit["credit_amount"] == credit["report_credit_amount"]
+
+
+def test_a_resource_not_metered_yet_is_named_with_its_project_s_organization(tiers, fleet, host):
+    """The incident comes minutes after the launch, before the first usage period is metered: the impact still
+    names the tenant (from the placement's project), so the tenant panel shows the open incident."""
+    org, project = make_org("acme")
+    h = host("n1")
+    fleet.place(h.id, "vm1", utc(2026, 6, 1, 0, 5), project=project)
+    inc = Incident.objects.create(host=h, start=utc(2026, 6, 1, 0, 10), reason="XID 79", provider_at_fault=True)
+    with time_machine.travel(utc(2026, 6, 1, 0, 20), tick=False):
+        body = _staff(StaffRole.SUPPORT).get(f"/api/v1/incidents/{inc.pk}/impact/").json()
+    [vm] = body["resources"]
+    assert (vm["resource_id"], vm["organization"], vm["organization_name"], vm["project"]) == (
+        "vm1", str(org.pk), "acme", str(project.pk))
+    assert vm["downtime_s"] == 600 and body["open"] is True
+
+
 def test_not_at_fault_causes_downtime_but_no_credit(tiers, fleet, host):
     org, project = make_org("acme")
     h = host("n1")

@@ -170,3 +170,9 @@ def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fl
     report.refresh_from_db()
     assert report.applied_invoice_id == january.id
     assert Invoice.objects.get(pk=ahead.pk).credits == Decimal("0.00")
+
+
+def test_downtime_minutes_count_each_started_minute_whole():
+    from apps.billing.money import downtime_minutes
+
+    assert [downtime_minutes(s) for s in (0, 1, 60, 61, 7230, Decimal("59.5"))] == [0, 1, 1, 2, 121, 1]

@@ -84,12 +84,6 @@ def credit_pct_for(schedule: list[dict], uptime: Decimal) -> Decimal:
     return Decimal(str(min(matching, key=lambda entry: Decimal(str(entry["below"])))["credit_pct"]))
 
 
-def downtime_minutes(seconds: Decimal) -> Decimal:
-    """Minutes of downtime, each started minute counted whole (in the tenant's favour)."""
-    seconds = Decimal(seconds)
-    return -((-seconds) // 60)
-
-
 def sla_reports_compute(*, period: str) -> int:
     """Compute (or recompute) in one statement the SlaReport of every resource in `billing_scope` that had
     provider-fault downtime, from its lines on the draft invoice. The SQL applies the same rules as
