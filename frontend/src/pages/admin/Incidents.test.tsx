@@ -57,6 +57,24 @@ describe('incidents', () => {
     await waitFor(() => expect(screen.getByTestId('incident-duration')).toHaveTextContent('10 min'))
   }, 20_000)
 
+  it('shows the SLA credits as money and percentages', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json(SUMMARY),
+      'GET /api/v1/incidents/': () => json(page([])),
+      'GET /api/v1/sla-reports/': () => json(page([{ id: 's-1', organization: 'o', project: 'p', resource_type: 'instance',
+        resource_id: 'abcdef0123456789', sla_tier: 'premium', period: '2026-12', held_minutes: '43200', downtime_minutes: '10',
+        uptime_pct: '99.97685185', target_uptime_pct: '99.5', credit_pct: '10', billed_amount: '4.00', credit_amount: '0.4',
+        currency: 'USD', source_invoice: 'inv', applied_invoice: null }])),
+    })
+    renderPage(<AdminIncidentsPage />)
+    const row = await screen.findByTestId('sla-row', {}, { timeout: 5000 })
+    expect(row).toHaveTextContent('99.9769 % (target 99.5 %)')
+    expect(row).toHaveTextContent('10 %')
+    expect(row).toHaveTextContent('$0.40')
+    expect(row).toHaveTextContent('next invoice')
+  }, 20_000)
+
   it('sends only the changed fields of an incident, an end only for a closed one', () => {
     const open = { id: 'i', host: 'h', gpu: null, gpu_index: null, start: '2026-12-04T03:00:00Z', end: null, duration_s: null,
       reason: 'PSU', provider_at_fault: true }
@@ -91,9 +109,9 @@ describe('incidents', () => {
     fireEvent.click(await screen.findByRole('button', { name: /^Details of the incident of a-su1-n01/ }, { timeout: 5000 }))
     const dialog = await screen.findByRole('dialog', { name: 'Incident of a-su1-n01' })
     expect(await within(dialog).findByTestId('incident-impact-summary')).toHaveTextContent(
-      '1 resource down for 2 h 00 min in all so far; SLA credits 12.50 USD.')
+      '1 resource down for 2 h 00 min in all so far; SLA credits $12.50.')
     expect(within(dialog).getByTestId('incident-resource')).toHaveTextContent('Delta')
-    expect(within(dialog).getByTestId('incident-resource')).toHaveTextContent('2026-11: 12.50 USD')
+    expect(within(dialog).getByTestId('incident-resource')).toHaveTextContent('2026-11: $12.50')
     expect(within(dialog).getByLabelText(/^End/)).toBeDisabled()
     fireEvent.change(within(dialog).getByLabelText(/^Start/), { target: { value: '2020-01-01T00:00' } })
     fireEvent.click(within(dialog).getByRole('button', { name: 'Save changes' }))

@@ -4,6 +4,7 @@ import { useState } from 'react'
 import { api, unwrap, type FleetSummary, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { money, pct } from '../Billing'
 import { NotFoundPage } from '../NotFound'
 import { fleetKey, fleetQuery } from './queries'
 
@@ -159,7 +160,7 @@ function IncidentDetails({ incident, operator }: { incident: Incident; operator:
                 {data.resources.length} resource{data.resources.length === 1 ? '' : 's'} down for {durationText(data.downtime_s)} in all
                 {data.open ? ' so far' : ''};{' '}
                 {data.counts_for_sla
-                  ? (data.credits.length ? `SLA credits ${data.credits.map((c) => `${c.amount} ${c.currency}`).join(', ')}` : 'no SLA credit yet (the month\'s invoice run makes them)')
+                  ? (data.credits.length ? `SLA credits ${data.credits.map((c) => money(c.amount, c.currency)).join(', ')}` : 'no SLA credit yet (the month\'s invoice run makes them)')
                   : 'not the provider\'s fault: no SLA credit'}.
               </Text>
               <Table withTableBorder data-testid="incident-resources">
@@ -174,7 +175,7 @@ function IncidentDetails({ incident, operator }: { incident: Incident; operator:
                       <Table.Td>{r.resource_type} {r.resource_id.slice(0, 8)}{r.partial ? ' (part)' : ''}</Table.Td>
                       <Table.Td>{r.organization_name || '—'}</Table.Td>
                       <Table.Td ta="right">{durationText(r.downtime_s)}</Table.Td>
-                      <Table.Td>{r.credits.length ? r.credits.map((c) => `${c.period}: ${c.credit_amount} ${c.currency}`).join('; ') : '—'}</Table.Td>
+                      <Table.Td>{r.credits.length ? r.credits.map((c) => `${c.period}: ${money(c.credit_amount, c.currency)}`).join('; ') : '—'}</Table.Td>
                     </Table.Tr>
                   ))}
                   {!data.resources.length && (
@@ -292,9 +293,9 @@ export function AdminIncidentsPage() {
               <Table.Td>{r.resource_type} {String(r.resource_id).slice(0, 8)}</Table.Td>
               <Table.Td>{r.sla_tier}</Table.Td>
               <Table.Td ta="right">{r.downtime_minutes}</Table.Td>
-              <Table.Td ta="right">{r.uptime_pct} % (target {r.target_uptime_pct} %)</Table.Td>
-              <Table.Td ta="right">{r.credit_pct} %</Table.Td>
-              <Table.Td ta="right">{r.credit_amount} {r.currency}</Table.Td>
+              <Table.Td ta="right">{pct(r.uptime_pct)} (target {pct(r.target_uptime_pct)})</Table.Td>
+              <Table.Td ta="right">{pct(r.credit_pct)}</Table.Td>
+              <Table.Td ta="right">{money(r.credit_amount, r.currency)}</Table.Td>
               <Table.Td>{r.applied_invoice ? String(r.applied_invoice).slice(0, 8) : 'next invoice'}</Table.Td>
             </Table.Tr>
           ))}
