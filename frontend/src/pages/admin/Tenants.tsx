@@ -22,7 +22,8 @@ export function spendText(p: Pick<Preview, 'total' | 'currency' | 'lines'>): str
 }
 
 /** The SLA standing from the organization's SLA reports (each a resource-month with provider-caused downtime):
- * "met" when none, else the worst uptime against its target and the credits earned. */
+ * "met" when none (under the organization's default tier), else the worst uptime against its target and the credits
+ * earned, under the tier of that report's resource (a resource may run on another tier than the default). */
 export function slaStanding(tier: string, reports: SlaReport[]): { met: boolean; text: string } {
   if (!reports.length) return { met: true, text: `${tier || 'no'} tier: met (no provider-caused downtime on record)` }
   const worst = reports.reduce((a, b) => (Number(b.uptime_pct) < Number(a.uptime_pct) ? b : a))
@@ -32,7 +33,7 @@ export function slaStanding(tier: string, reports: SlaReport[]): { met: boolean;
   const money = [...credits].map(([c, v]) => `${v.toFixed(2)} ${c}`).join(', ')
   return {
     met: !breached.length,
-    text: `${tier || 'no'} tier: ${breached.length ? `missed for ${breached.length} resource-month${breached.length === 1 ? '' : 's'}` : 'met'}; `
+    text: `${worst.sla_tier || tier || 'no'} tier: ${breached.length ? `missed for ${breached.length} resource-month${breached.length === 1 ? '' : 's'}` : 'met'}; `
       + `lowest uptime ${Number(worst.uptime_pct).toFixed(3)} % in ${worst.period} (target ${Number(worst.target_uptime_pct)} %); credits ${money}`,
   }
 }
