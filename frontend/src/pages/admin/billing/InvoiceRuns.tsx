@@ -8,7 +8,7 @@ import { WriteButton } from '../../../components/WriteButton'
 import { NotFoundPage } from '../../NotFound'
 import { InvoiceTable } from './Invoices'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
-import { lastMonth, runFinished, runProgress, type InvoiceRun } from './logic'
+import { lastMonth, runFinished, runProgress, utcText, type InvoiceRun } from './logic'
 
 const RUN_COLORS: Record<string, string> = { pending: 'gray.7', running: 'blue.8', completed: 'teal.9', failed: 'red.9' }
 
@@ -49,7 +49,7 @@ export function AdminInvoiceRunsPage() {
               (finalized invoices are never touched again, drafts are recomputed).
             </Text>
             <Group align="end">
-              <TextInput label="Period" description="YYYY-MM" w={160} value={period} required
+              <TextInput label="Period" w={320} description="YYYY-MM: that month of each organization in its billing time zone (UTC unless set)" value={period} required
                 onChange={(e) => setPeriod(e.currentTarget.value)} error={fieldError(start.error, 'period')} />
               <Checkbox label="Finalize the invoices of months that have ended" checked={finalize}
                 onChange={(e) => setFinalize(e.currentTarget.checked)} mb={8} />
@@ -77,8 +77,8 @@ export function AdminInvoiceRunsPage() {
               </Table.Td>
               <Table.Td><RunStatus run={r} /></Table.Td>
               <Table.Td>{runProgress(r)}</Table.Td>
-              <Table.Td>{new Date(r.created_at).toLocaleString()}</Table.Td>
-              <Table.Td>{r.finished_at ? new Date(r.finished_at).toLocaleString() : '—'}</Table.Td>
+              <Table.Td>{utcText(r.created_at)}</Table.Td>
+              <Table.Td>{utcText(r.finished_at)}</Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
@@ -120,8 +120,8 @@ export function AdminInvoiceRunPage() {
         <dl className="facts">
           <dt>Progress</dt><dd data-testid="run-progress">{runProgress(r)}</dd>
           <dt>Finalize</dt><dd>{r.finalize ? 'yes, each organization once its month has ended' : 'no (drafts only)'}</dd>
-          <dt>Started</dt><dd>{new Date(r.created_at).toLocaleString()}</dd>
-          <dt>Finished</dt><dd>{r.finished_at ? new Date(r.finished_at).toLocaleString() : '—'}</dd>
+          <dt>Started</dt><dd>{utcText(r.created_at)}</dd>
+          <dt>Finished</dt><dd>{utcText(r.finished_at)}</dd>
           <dt>Operation</dt><dd>{r.operation ?? '—'}</dd>
           <dt>Held drafts</dt><dd>{held.length ? `${held.length} (usage without a price)` : 'none'}</dd>
         </dl>

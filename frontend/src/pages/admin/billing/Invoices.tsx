@@ -9,7 +9,7 @@ import { WriteButton } from '../../../components/WriteButton'
 import { CreditNoteTable, InvoiceStatus, Totals, duration, money } from '../../Billing'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
-import { creditable, explainLine } from './logic'
+import { creditable, explainLine, utcText } from './logic'
 import { useOrgNames } from '../organizations'
 
 /** Invoices as rows: number (a link to the staff invoice), organization, period, status, total, balance. */
@@ -111,8 +111,8 @@ function Explain({ invoice, line, onClose }: { invoice: Invoice; line: InvoiceLi
               {usage.data.results.map((u) => (
                 <Table.Tr key={u.id} data-testid="explain-usage">
                   <Table.Td>{u.resource_type} <Code>{u.resource_id}</Code></Table.Td>
-                  <Table.Td>{new Date(u.start).toLocaleString()}</Table.Td>
-                  <Table.Td>{new Date(u.end).toLocaleString()}</Table.Td>
+                  <Table.Td>{utcText(u.start)}</Table.Td>
+                  <Table.Td>{utcText(u.end)}</Table.Td>
                   <Table.Td ta="right">{duration(u.seconds)}</Table.Td>
                 </Table.Tr>
               ))}
@@ -245,7 +245,7 @@ export function AdminInvoicePage() {
           <dl className="facts">
             <dt>Organization</dt><dd>{orgName(inv.organization)}</dd>
             <dt>Period</dt><dd>{inv.period} ({inv.timezone})</dd>
-            <dt>Issued</dt><dd>{inv.finalized_at ? new Date(inv.finalized_at).toLocaleString() : '—'}</dd>
+            <dt>Issued</dt><dd>{utcText(inv.finalized_at)}</dd>
             <dt>Unpriced usage</dt><dd>{Number(inv.unpriced_seconds) > 0 ? duration(inv.unpriced_seconds) : 'none'}</dd>
             <dt>Credited</dt><dd data-testid="credited">{money(inv.credited, inv.currency)}</dd>
             <dt>Balance due</dt><dd>{money(inv.balance_due, inv.currency)}</dd>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   bookState, changedPrices, creditable, explainLine, lastMonth, localInputToUtc, nextMonthStart, priceBefore, priceRows, runProgress,
-  trimPrice, type InvoiceRun, type PriceBook,
+  trimPrice, utcText, type InvoiceRun, type PriceBook,
 } from './logic'
 
 const price = (book: string, sku: string, unit_price: string, effective_from: string) => ({
@@ -82,5 +82,10 @@ describe('billing admin logic', () => {
   it('bounds a credit note by what was not credited yet', () => {
     expect(creditable({ total: '100.00', credited: '30.00' })).toBe(70)
     expect(creditable({ total: '10.00', credited: '10.00' })).toBe(0)
+  })
+  it('says a billing instant in UTC, whatever the browser\'s time zone', () => {
+    expect(utcText('2026-12-05T05:57:31Z')).toBe('2026-12-05 05:57 UTC')
+    expect(utcText('2026-12-31T23:30:00-02:00')).toBe('2027-01-01 01:30 UTC')
+    expect(utcText(null)).toBe('—')
   })
 })

@@ -24,6 +24,15 @@ export function lastMonth(now: Date = new Date()): string {
   return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}`
 }
 
+/** "2026-12-05 05:57 UTC": an instant of the API as billing reads it (billing's periods and instants are UTC;
+ * an organization's month is in its billing time zone, which its invoice names). */
+export function utcText(iso: string | null | undefined): string {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  return `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`
+}
+
 /** A datetime-local input's value ("2027-01-01T00:00") read as UTC, in the API's form; '' stays '' (the server
  * then names the field). */
 export function localInputToUtc(value: string): string {
