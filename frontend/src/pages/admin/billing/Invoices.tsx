@@ -6,6 +6,7 @@ import { ApiError, api, unwrap, type Invoice, type InvoiceLine } from '../../../
 import { ConfirmButton } from '../../../components/ConfirmButton'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
+import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { CreditNoteTable, InvoiceStatus, Totals, duration, money } from '../../Billing'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
@@ -189,6 +190,90 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
   )
 }
 
+/** Record a payment (`POST /invoices/{id}/pay/`, audited): the amount received, the balance due unless changed, and
+ * the payment's reference; one Idempotency-Key per submission, so a double click records it once. */
+function PayButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }) {
+  const qc = useQueryClient()
+  const [opened, setOpened] = useState(false)
+  const [amount, setAmount] = useState<string | number>(Number(invoice.balance_due))
+  const [reference, setReference] = useState('')
+  const pay = useMutation({
+    mutationFn: (): Promise<Invoice> => unwrap(api.POST('/api/v1/invoices/{id}/pay/', {
+      params: { path: { id: invoice.id }, header: { 'Idempotency-Key': submit.idempotencyKey.current } },
+      body: { amount: String(amount), reference },
+    })),
+    onSuccess: (updated) => {
+      qc.setQueryData(['staff', 'invoice', invoice.id], updated)
+      void qc.invalidateQueries({ queryKey: ['staff', 'invoices'] })
+      setOpened(false); setReference('')
+    },
+  })
+  const submit = useSubmitOnce(pay)
+  return (
+    <>
+      <WriteButton variant="default" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
+        Record payment
+      </WriteButton>
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`Record a payment of ${invoice.display_number}`} centered
+        closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
+          <Stack>
+            <NumberInput label={`Amount received (${invoice.currency})`} required min={0.01} decimalScale={2}
+              description={`Balance due ${money(invoice.balance_due, invoice.currency)}.`}
+              value={amount} onChange={setAmount} error={fieldError(pay.error, 'amount')} data-autofocus />
+            <TextInput label="Reference" required maxLength={200} value={reference}
+              description="The payment's reference (bank transfer, receipt), kept in the audit log."
+              onChange={(e) => setReference(e.currentTarget.value)} error={fieldError(pay.error, 'reference')} />
+            <ProblemAlert error={pay.error} shownFields={['amount', 'reference']} />
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" loading={pay.isPending} disabled={!reference.trim() || !amount}>Record payment</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
+/** Void an invoice (`POST /invoices/{id}/void/`, audited with the reason). */
+function VoidButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }) {
+  const qc = useQueryClient()
+  const [opened, setOpened] = useState(false)
+  const [reason, setReason] = useState('')
+  const voidIt = useMutation({
+    mutationFn: () => unwrap(api.POST('/api/v1/invoices/{id}/void/', { params: { path: { id: invoice.id } }, body: { reason } })),
+    onSuccess: (updated) => {
+      qc.setQueryData(['staff', 'invoice', invoice.id], updated)
+      void qc.invalidateQueries({ queryKey: ['staff', 'invoices'] })
+      setOpened(false); setReason('')
+    },
+  })
+  return (
+    <>
+      <WriteButton variant="default" color="red" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
+        Void
+      </WriteButton>
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`Void ${invoice.display_number || `the ${invoice.period} draft`}?`}
+        centered closeButtonProps={{ 'aria-label': 'Close' }}>
+        <form onSubmit={(e) => { e.preventDefault(); voidIt.mutate() }}>
+          <Stack>
+            <Text size="sm">A void invoice is owed no more; this cannot be undone.</Text>
+            <Textarea label="Reason" required minRows={2} maxLength={500} value={reason} data-autofocus
+              description="Kept in the audit log." onChange={(e) => setReason(e.currentTarget.value)}
+              error={fieldError(voidIt.error, 'reason')} />
+            <ProblemAlert error={voidIt.error} shownFields={['reason']} />
+            <Group justify="flex-end">
+              <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
+              <Button type="submit" color="red" loading={voidIt.isPending} disabled={!reason.trim()}>Void invoice</Button>
+            </Group>
+          </Stack>
+        </form>
+      </Modal>
+    </>
+  )
+}
+
 /** `/staff/billing/invoices/:id`: one invoice as billing staff see it: totals, lines (each explained), finalize
  * for a draft, the PDF, and credit notes against a finalized one. */
 export function AdminInvoicePage() {
@@ -220,6 +305,8 @@ export function AdminInvoicePage() {
   const allowed = (action: string) => (role.writer ? (inv.allowed_actions ?? []).includes(action) : undefined)
   const offerFinalize = allowed('finalize') ?? inv.status === 'draft'
   const offerCredit = allowed('credit_note') ?? (inv.status === 'finalized' || inv.status === 'paid')
+  const offerPay = allowed('pay') ?? inv.status === 'finalized'
+  const offerVoid = allowed('void') ?? inv.status === 'finalized'
   return (
     <Stack>
       <Anchor component={Link} to="/staff/billing/invoices" size="sm">← Invoices</Anchor>
@@ -236,6 +323,8 @@ export function AdminInvoicePage() {
               allowed={role.writer} deniedHint={READ_ONLY_STAFF} />
           )}
           {offerCredit && <CreditNoteButton invoice={inv} allowed={role.writer} />}
+          {offerPay && <PayButton invoice={inv} allowed={role.writer} />}
+          {offerVoid && <VoidButton invoice={inv} allowed={role.writer} />}
           <Button component="a" variant="default" href={`/api/v1/invoices/${inv.id}/pdf/`} download>Download PDF</Button>
         </Group>
       </Group>

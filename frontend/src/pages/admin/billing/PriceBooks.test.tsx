@@ -109,4 +109,29 @@ describe('admin invoice', () => {
     renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
     expect(await screen.findByRole('button', { name: 'Finalize' })).toBeDisabled()
   })
+
+  it('records a payment and voids an invoice as the server allows, each confirmed with its reference or reason', async () => {
+    const FINAL = { ...INVOICE, status: 'finalized', number: 7, display_number: 'INV-2026-0007', allowed_actions: ['pay', 'void', 'credit_note'] }
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/invoices/i1/': () => json(FINAL),
+      'GET /api/v1/credit-notes/': () => json({ results: [], next: null, previous: null }),
+      'POST /api/v1/invoices/i1/pay/': () => json({ ...FINAL, status: 'paid', amount_paid: '10.00', balance_due: '0.00', allowed_actions: ['credit_note'] }),
+      'POST /api/v1/invoices/i1/void/': () => json({ ...FINAL, status: 'void', allowed_actions: [] }),
+    })
+    renderPage(<AdminInvoicePage />, { path: '/staff/billing/invoices/i1', route: '/staff/billing/invoices/:id' })
+    fireEvent.click(await screen.findByRole('button', { name: 'Void' }))
+    const voidDialog = await screen.findByRole('dialog', { name: 'Void INV-2026-0007?' })
+    expect(within(voidDialog).getByRole('button', { name: 'Void invoice' })).toBeDisabled()
+    fireEvent.click(within(voidDialog).getByRole('button', { name: 'Cancel' }))
+    fireEvent.click(screen.getByRole('button', { name: 'Record payment' }))
+    const pay = await screen.findByRole('dialog', { name: 'Record a payment of INV-2026-0007' })
+    fireEvent.change(within(pay).getByLabelText(/^Reference/), { target: { value: 'SEPA 4711' } })
+    fireEvent.click(within(pay).getByRole('button', { name: 'Record payment' }))
+    await waitFor(() => expect(screen.queryByRole('button', { name: 'Record payment' })).not.toBeInTheDocument())
+    expect(screen.queryByRole('button', { name: 'Void' })).not.toBeInTheDocument()
+    const post = seen.find((r) => r.url.endsWith('/pay/'))!
+    expect(post.headers.get('Idempotency-Key')).toBeTruthy()
+    expect(await post.json()).toEqual({ amount: '10', reference: 'SEPA 4711' })
+  })
 })
