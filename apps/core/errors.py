@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DatabaseError
+from django.dispatch import Signal
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exc
 from rest_framework.response import Response
@@ -29,6 +30,23 @@ log = logging.getLogger("gpucloud.errors")
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 TYPE_BASE = "https://docs.gpucloud.dev/errors/"
+
+# Sent when the API refuses a signed-in caller's change (an unsafe method) with 403: the role, staff role or token
+# scope does not allow it. Keyword arguments: `request`, `actor`, `code`, `detail` and `organization_id` (the
+# organization the refused action was about when the refusal knows it, else None). The audit app records it, so
+# the audit log shows who tried what they may not do; the answer is the same whatever a receiver does. An error
+# marked `audited = True` (its service already recorded a more specific refusal event) is not announced again.
+request_refused = Signal()
+
+
+def dry_run(view_action):
+    """Mark a view action that is sent with POST but changes nothing (a check or a preview): its 403 is an answer,
+    not a refused change, so it is not announced on `request_refused` (a viewer choosing flavors in the launch
+    wizard would otherwise fill the audit log)."""
+    view_action.dry_run = True
+    return view_action
+
+_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class DomainError(Exception):
@@ -137,7 +155,30 @@ def _detail_text(detail: Any) -> str:
 
 
 def problem_exception_handler(exc, context):
-    """DRF `EXCEPTION_HANDLER`: every exception becomes problem+json; unknown ones are a logged 500."""
+    """DRF `EXCEPTION_HANDLER`: every exception becomes problem+json; unknown ones are a logged 500. A 403 to a
+    signed-in caller's change is announced on `request_refused`."""
+    response = _problem_response(exc, context)
+    request = context.get("request")
+    # the user authentication already found (never `request.user`: that authenticates again, and may raise again)
+    actor = getattr(request, "_user", None) if request is not None else None
+    if (getattr(actor, "is_authenticated", False) and response.status_code == 403 and request.method in _UNSAFE
+            and not getattr(exc, "audited", False) and not _is_dry_run(context.get("view"))):
+        try:
+            request_refused.send(sender=problem_exception_handler, request=request, actor=actor,
+                                 code=response.data.get("code"),
+                                 detail=response.data.get("detail", ""),
+                                 organization_id=getattr(exc, "organization_id", None))
+        except Exception:  # recording the refusal must never change the answer
+            log.exception("request_refused_receiver_failed", extra={"path": request.path,
+                                                                    "request_id": get_request_id()})
+    return response
+
+
+def _is_dry_run(view) -> bool:
+    return bool(getattr(getattr(view, getattr(view, "action", None) or "", None), "dry_run", False))
+
+
+def _problem_response(exc, context):
     request = context.get("request")
     path = getattr(request, "path", "") if request is not None else ""
     if isinstance(exc, DatabaseError):  # contention or a unique violation no service mapped (apps.core.db)

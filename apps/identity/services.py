@@ -124,6 +124,7 @@ def api_token_create(*, actor, name: str, scope: str = TokenScope.READ, organiza
         if isinstance(refused, Forbidden) or refused.code == "token_outlives_parent":
             _refusal_recorded(actor, refused.code, scope=scope, organization=organization, project=project,
                               staff=staff, current=current)
+            refused.audited = True
         raise
     raw, prefix, digest = tokens.generate()
     with transaction.atomic():

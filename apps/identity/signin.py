@@ -246,6 +246,7 @@ def _require_factor_change(actor, state: SignInState, attempted: str) -> None:
     except Forbidden as refused:
         security_event("second_factor.change_refused", actor,
                        after={"attempted": attempted, "reason": refused.code, "method": state.method})
+        refused.audited = True
         raise
 
 

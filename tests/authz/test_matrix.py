@@ -67,7 +67,11 @@ def test_matrix(entry, role, world, django_capture_on_commit_callbacks):
         assert response["Content-Type"] == "application/problem+json"
         assert response.json()["code"], body
         after = _row_counts()
-        if entry.audits_refusal(role):
+        # every change refused with 403 to a signed-in caller is audited (`api.request.refused`, or the refusal's
+        # own event); some entries audit other refusals too
+        refused_change = (response.status_code == 403 and role != "anonymous" and entry.method != "GET"
+                          and not entry.path.endswith("/check"))      # a check is a dry run: it changes nothing
+        if entry.audits_refusal(role) or refused_change:
             assert AuditEvent.objects.count() > audits_before, f"{entry} as {role}: the refusal was not audited"
             after, before = ({t: n for t, n in counts.items() if not t.startswith("audit_")}
                              for counts in (after, before))

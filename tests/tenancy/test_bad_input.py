@@ -26,7 +26,7 @@ def acme(db):
 
 def _state():
     return (Membership.objects.count(), Invitation.objects.filter(accepted_at__isnull=False).count(),
-            User.objects.count(), AuditEvent.objects.count(),
+            User.objects.count(), AuditEvent.objects.exclude(action="api.request.refused").count(),
             sorted(Membership.objects.values_list("user__email", "role")))
 
 

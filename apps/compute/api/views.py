@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
+from apps.core.errors import dry_run
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.core.schema import BAREMETAL_UNAVAILABLE, problems
@@ -160,6 +161,7 @@ class InstanceViewSet(_Base):
                    description=CHECK_DOC + " `name` and `image` may be left out: then only the flavor's placement, "
                                            "quota and price are answered (the name and image are not checked).")
     @action(detail=False, methods=["post"])
+    @dry_run
     def check(self, request):
         data = self._input(s.InstanceCheckInput)
         return Response(PlacementCheckOutput(launch.instance_check(
@@ -255,6 +257,7 @@ class ClusterViewSet(_Base):
 
     @extend_schema(request=s.ClusterCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
     @action(detail=False, methods=["post"])
+    @dry_run
     def check(self, request):
         data = self._input(s.ClusterCreateInput)
         return Response(PlacementCheckOutput(

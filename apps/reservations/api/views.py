@@ -9,7 +9,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from apps.core.api import ApiViewMixin
-from apps.core.errors import NotFound, ValidationFailed
+from apps.core.errors import NotFound, ValidationFailed, dry_run
 from apps.core.idempotency import idempotent_create
 from apps.core.request_context import get_request_id
 from apps.core.schema import problems
@@ -50,6 +50,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
                                "window. Same validation (400), permission (403) and references (ADR 0010) as the "
                                "create; writes nothing (docs/adr/0405-launch-checks.md).")
     @action(detail=False, methods=["post"])
+    @dry_run
     def check(self, request):
         data = dict(self._input(s.LeaseCreateInput))
         return Response(PlacementCheckOutput(leases.lease_check(actor=request.user, **data)).data)

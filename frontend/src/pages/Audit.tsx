@@ -139,8 +139,9 @@ export function AuditPage() {
     <Stack>
       <Title order={2}>Audit log</Title>
       <Text c="dimmed">
-        Every change in {organization?.name ?? 'the organization'} and its projects, and every refused attempt: who
-        (and with which token), what, to which object, when and from where. Newest first; it cannot be edited.
+        Every change in {organization?.name ?? 'the organization'} and its projects, every change refused there
+        for lack of permission (<code>api.request.refused</code>) and every failed sign-in: who (and with which
+        token), what, to which object, when and from where. Newest first; it cannot be edited.
       </Text>
       <Paper withBorder p="md" component="section" aria-labelledby="audit-filters">
         <form onSubmit={submit} noValidate>

@@ -82,9 +82,9 @@ export function AdminAuditPage() {
     <Stack>
       <Title order={2}>Audit log</Title>
       <Text c="dimmed">
-        Every change in every organization and on the fleet, by tenants, staff and the system, and every refused
-        attempt: who (and with which token), what, to which object, when and from where. Newest first; it cannot be
-        edited.
+        Every change in every organization and on the fleet, by tenants, staff and the system, every change refused
+        for lack of permission (<code>api.request.refused</code>) and every failed sign-in: who (and with which
+        token), what, to which object, when and from where. Newest first; it cannot be edited.
       </Text>
       <Paper withBorder p="md" component="section" aria-labelledby="staff-audit-filters">
         <form onSubmit={submit} noValidate>
