@@ -65,6 +65,34 @@ const INVOICE = { id: 'i1', organization: 'o1', period: '2026-11', period_start:
   lines: [{ id: 'l1', kind: 'usage', sku: 'flavor:name=h100-8x', description: 'vm-1', billed_seconds: 1800, quantity: '0.500000',
     unit: 'hour', unit_price: '20.000000', amount: '10.00', pricing_model: 'on_demand', sla_tier: 'standard', resource_id: 'vm-1' }] }
 
+describe('admin price books: no start in the past', () => {
+  it('offers no instant before now for a new version and shows the server\'s refusal of a past start on the field', async () => {
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/price-books/': () => json({ results: [BOOK], next: null, previous: null }),
+      'POST /api/v1/price-books/': () => problem(400, 'price_book_backdated', 'A new version starts after now.',
+        { effective_from: ['A new version of the USD prices starts after now.'] }),
+    })
+    renderPage(<AdminPriceBooksPage />)
+    await screen.findByTestId('price-book')
+    fireEvent.click(screen.getByRole('button', { name: 'New version' }))
+    const dialog = await screen.findByRole('dialog', { name: 'New price book version' })
+    const start = within(dialog).getByLabelText(/^Starts \(UTC\)/)
+    const min = start.getAttribute('min')!
+    expect(Math.abs(Date.parse(`${min}:00Z`) - Date.now())).toBeLessThan(120_000)
+    fireEvent.change(start, { target: { value: '2026-06-01T00:00' } })
+    fireEvent.change(within(within(dialog).getAllByTestId('price-row')[0]).getByRole('textbox'), { target: { value: '17.50' } })
+    const publish = within(dialog).getByRole('button', { name: 'Publish version' })
+    expect((start as HTMLInputElement).validity.rangeUnderflow).toBe(true)   // the browser refuses a past start
+    fireEvent.click(publish)
+    expect(seen.some((r) => r.method === 'POST')).toBe(false)
+    fireEvent.change(start, { target: { value: nextMonthStart().slice(0, 16) } })
+    fireEvent.click(publish)   // the server still decides (its clock): its refusal lands on the field
+    expect(await within(dialog).findByText('A new version of the USD prices starts after now.')).toBeInTheDocument()
+    expect(start).toHaveAttribute('aria-invalid', 'true')
+  })
+})
+
 describe('admin invoice', () => {
   it('explains a line, finalizes a draft (billing admin) and then offers a credit note', async () => {
     const seen = stubApi({
