@@ -131,7 +131,7 @@ def test_instance_not_now_answers_409_at_once_or_queues_when_asked(world):
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1, queue=True), format="json")
     assert resp.status_code == 202, resp.content
     q = QueuedRequest.objects.get(instance_id=resp.json()["instance"]["id"])
-    assert q.status == "waiting" and "gpu_capacity" in q.reason
+    assert q.status == "waiting" and "no free GPU (1 host)" in q.reason
 
 
 def _two_racing_instances(world, **second):
@@ -172,5 +172,5 @@ def test_instance_that_loses_the_race_with_queue_joins_the_queue(world):
     loser = drive(op_b.pk, max_steps=4)
     assert (loser.status, loser.step) == ("running", "place_and_claim")
     q = QueuedRequest.objects.get(instance_id=b)
-    assert q.status == "waiting" and "gpu_capacity" in q.reason
+    assert q.status == "waiting" and "no free GPU (1 host)" in q.reason
     assert Instance.objects.get(pk=b).status in ("pending", "provisioning")

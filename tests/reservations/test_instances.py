@@ -131,7 +131,7 @@ def test_queued_requests_are_placed_in_order_and_expire(world, clock):
         op = Operation.objects.get(pk=body["operation"]["id"])
         assert (op.status, op.step) == ("running", "place_and_claim")
     listed = world.client_b.get("/api/v1/queued-requests", {"instance": q2["instance"]["id"]}).json()["results"]
-    assert listed[0]["position"] == 2 and "gpu_capacity" in listed[0]["reason"]
+    assert listed[0]["position"] == 2 and "free GPU" in listed[0]["reason"]
     assert world.client_a.get("/api/v1/queued-requests").json()["results"] == []
     # capacity frees: the first in the queue gets it
     instance_delete(actor=None, instance=Instance.objects.get(pk=first["instance"]["id"]))
@@ -158,7 +158,7 @@ def test_rw036_request_held_for_maintenance_with_the_reason(world, clock):
     body = _request(world, world.gpu1, "held", queue_timeout_s=4 * 3600)
     queue_process()
     q = QueuedRequest.objects.get(instance_id=body["instance"]["id"])
-    assert q.status == "waiting" and "host_state" in q.reason
+    assert q.status == "waiting" and "host maintenance (not available) (1 host)" in q.reason
     assert q.explanation["filters"][0]["reasons"] == {"maintenance": 1}
     h.state = "available"
     h.save(update_fields=["state"])

@@ -344,7 +344,8 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
             ("gpu_health", row.n_healthy < need, "too few healthy, scrubbed GPUs"),
         ]
         if req.gpu_form == "gpu":
-            checks.append(("gpu_capacity", len(row.free_idx) < need, f"fewer than {need} free GPUs"))
+            checks.append(("gpu_capacity", len(row.free_idx) < need,
+                           "no free GPU" if need == 1 else f"fewer than {need} free GPUs"))
     checks += [
         ("vcpu", row.cpu_threads - ctx.countable_used(row.vcpu_h, row.vcpu_w) < req.vcpus,
          f"fewer than {req.vcpus} vCPUs free"),

@@ -80,9 +80,26 @@ def refusal_constraint(explanation: dict) -> str:
     return removed[-1] if removed else "capacity"
 
 
+def _hosts(n: int) -> str:
+    return f"{n} host{'' if n == 1 else 's'}"
+
+
+# filters whose reasons are a bare value (the host's state, its provisioning kind): the phrase around it
+_REASON_WORDS = {"host_state": "host {} (not available)", "provisioning_kind": "{} host"}
+
+
 def refusal_summary(explanation: dict) -> str:
-    parts = [f"{f['filter']} removed {f['removed']}" for f in explanation.get("filters", []) if f.get("removed")]
-    return f"{explanation.get('hosts_considered', 0)} hosts considered; " + (", ".join(parts) or "none left")
+    """The refusal's words for a person: the hosts considered, then per filter that removed any, its reasons (the
+    filters' own phrases, most frequent first) with how many hosts each removed, e.g. ``"82 hosts considered; no
+    GPU of L40S-48GB (74 hosts); no GPU that hands vGPUs to VMs as SR-IOV VFs has a free VF (8 hosts)"``. The
+    filter names (``gpu_model``, ``vf_capacity``) stay in ``explanation`` for scripts."""
+    parts = []
+    for f in explanation.get("filters", []):
+        if not f.get("removed"):
+            continue
+        reasons = f.get("reasons") or {f["filter"]: f["removed"]}
+        parts += [f"{_REASON_WORDS.get(f['filter'], '{}').format(why)} ({_hosts(n)})" for why, n in reasons.items()]
+    return f"{_hosts(explanation.get('hosts_considered', 0))} considered; " + ("; ".join(parts) or "none left")
 
 
 def need_refusal(req: PlacementRequest, explanation: dict, *, ideal: bool) -> tuple[str, str] | None:
@@ -92,7 +109,7 @@ def need_refusal(req: PlacementRequest, explanation: dict, *, ideal: bool) -> tu
     the flavor failed the need, so the filters that ran after it (the device step) only removed hosts the need
     had kept, and the last filter that removed hosts (`refusal_constraint`) would name the wrong one - e.g. a MIG
     VM joining an InfiniBand partition whose MIG hosts have no HCA port on the fabric while the cabled HGX
-    hosts have no MIG VFs. ``lead``: ``"<filter>: <its most frequent reason> (<n> hosts)"``, what the refusal's
+    hosts have no MIG VFs. ``lead``: ``"<its most frequent reason> (<n> hosts)"``, what the refusal's
     detail starts with. One more placement pass, only for a refused request with needs (ADR 0406)."""
     if not req.needs or not place(dataclasses.replace(req, needs=()), limit=1, ideal=ideal).placeable:
         return None
@@ -101,7 +118,7 @@ def need_refusal(req: PlacementRequest, explanation: dict, *, ideal: bool) -> tu
         if f["filter"] in names and f.get("removed"):
             top = next(iter(f["reasons"]), "")
             n = f["removed"]
-            return f["filter"], f"{f['filter']}: {top} ({n} host{'' if n == 1 else 's'})"
+            return f["filter"], f"{top} ({_hosts(n)})"
     return None
 
 
