@@ -291,7 +291,7 @@ def test_4c_a_flavor_that_cannot_be_placed_and_a_quota_exceeded_leave_nothing(c,
         assert full["code"] == "quota_exceeded", full
         _to_review(tab, c.base, "h100-mig-3g40", "onemore")
         expect(check).to_contain_text(f"Why: {full['detail']}", timeout=30_000)
-        expect(check.get_by_role("row", name=re.compile(r"instances \(organization\) — exceeded"))).to_contain_text(str(used))
+        expect(check.get_by_role("row", name=re.compile(r"Instances \(organization\) — exceeded"))).to_contain_text(str(used))
         expect(tab.get_by_role("button", name="Launch", exact=True)).to_be_disabled()
         check_a11y(tab, "launch: quota exceeded")
         shot(tab, "launch-quota-exceeded")
@@ -346,8 +346,8 @@ def test_5_instances_list_and_dashboard(c, tab):
     expect(row).to_contain_text("stopped")
     tab.get_by_role("link", name="Dashboard").click()
     expect(tab.get_by_test_id("stat-Running instances")).to_have_text("0")
-    expect(tab.get_by_test_id("quota-use")).to_contain_text("instances (organization)", timeout=30_000)
-    expect(tab.get_by_test_id("quota-use")).to_contain_text("mig_slices")
+    expect(tab.get_by_test_id("quota-use")).to_contain_text("Instances (organization)", timeout=30_000)
+    expect(tab.get_by_test_id("quota-use")).to_contain_text("MIG slices")
     check_a11y(tab, "dashboard")
     shot(tab, "dashboard")
 

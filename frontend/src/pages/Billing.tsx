@@ -350,7 +350,9 @@ export function BillingPage() {
                 {p.status === 'draft'
                   ? 'An estimate of this month’s invoice from the usage recorded so far; it changes until the month closes.'
                   : 'This month’s invoice is already issued.'}{' '}
-                {p.usage_until ? `Usage recorded until ${new Date(p.usage_until).toLocaleString()}.` : 'No usage recorded this month yet.'}
+                {p.usage_until ? `Usage recorded until ${new Date(p.usage_until).toLocaleString()}.` : 'No usage recorded this month yet.'}{' '}
+                Usage is recorded after each metering period ends (every hour, a few minutes past it, unless your
+                provider set another period): what runs now appears here after the next one.
                 {Number(p.unpriced_seconds) > 0 && ` ${duration(p.unpriced_seconds)} of usage has no price yet and is not in the total.`}
               </Text>
               <SimpleGrid cols={{ base: 1, md: 3 }}>

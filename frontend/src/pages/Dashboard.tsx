@@ -9,6 +9,7 @@ import { ProblemAlert } from '../components/ProblemAlert'
 import { money, notForRole, useInvoicePreview } from '../hooks/billing'
 import { byId, useFlavors } from '../hooks/catalog'
 import { classLabel, signalLabel } from './HealthEvents'
+import { quotaAmount, quotaLabel, quotaScope } from '../quota'
 
 /** How far back the dashboard looks for health events on the project's resources. */
 export const HEALTH_WINDOW_DAYS = 7
@@ -246,7 +247,7 @@ export function DashboardPage() {
             {quotaRows.map((q) => {
               const used = q.usage ?? 0
               const pct = q.limit > 0 ? Math.min(100, (100 * used) / q.limit) : 100
-              const label = `${q.resource} (${q.scope})`
+              const label = `${quotaLabel(q.resource)} (${quotaScope(q.scope)})`
               return (
                 <div key={q.id}>
                   <Group justify="space-between" gap="xs">
@@ -254,14 +255,14 @@ export function DashboardPage() {
                       {label}
                     </Text>
                     <Text size="sm" c="dimmed">
-                      {used} of {q.limit}
+                      {quotaAmount(q.resource, used)} of {quotaAmount(q.resource, q.limit)}
                     </Text>
                   </Group>
                   <Progress.Root>
                     <Progress.Section
                       value={pct}
                       color={pct >= 90 ? 'red.9' : pct >= 70 ? 'yellow.6' : 'indigo'}
-                      aria-label={`${label}: ${used} of ${q.limit}`}
+                      aria-label={`${label}: ${quotaAmount(q.resource, used)} of ${quotaAmount(q.resource, q.limit)}`}
                     />
                   </Progress.Root>
                 </div>

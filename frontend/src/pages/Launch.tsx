@@ -11,6 +11,7 @@ import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
+import { quotaAmount, quotaLabel, quotaScope } from '../quota'
 
 type Market = 'on_demand' | 'spot' | 'lease'
 /** Separate instances (`count` of them, each placed on its own) or one cluster of `count` nodes (placed together). */
@@ -126,6 +127,19 @@ function money(amount: string | null | undefined, currency: string): string {
   return Number.isFinite(n) ? new Intl.NumberFormat('en-US', { style: 'currency', currency, maximumFractionDigits: 4 }).format(n) : amount
 }
 
+/** The check's refusal: a role that may not launch (403) is told so calmly, with the server's words; any other
+ * refusal is the usual problem alert. */
+function CheckRefused({ error }: { error: unknown }) {
+  if (error instanceof ApiError && error.status === 403) {
+    return (
+      <Alert color="gray" title="Checked only for those who can launch" data-testid="check-not-for-role">
+        {error.detail} The placement check and its price are answered for members who can launch in this project.
+      </Alert>
+    )
+  }
+  return <ProblemAlert error={error} title="The check was refused" />
+}
+
 function CheckResult({ check, market }: { check: Check; market: Market }) {
   const price = check.price
   return (
@@ -151,7 +165,6 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
       {check.detail && (
         <Text>
           <strong>Why:</strong> {check.detail}
-          {check.reason ? ` (${check.reason})` : ''}
         </Text>
       )}
       {check.earliest_start && (
@@ -178,11 +191,11 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
             {check.quota.map((q) => (
               <Table.Tr key={`${q.scope}:${q.resource}`} c={q.exceeded ? 'red.8' : undefined}>
                 <Table.Td>
-                  {q.resource} ({q.scope}){q.exceeded ? ' — exceeded' : ''}
+                  {quotaLabel(q.resource)} ({quotaScope(q.scope)}){q.exceeded ? ' — exceeded' : ''}
                 </Table.Td>
-                <Table.Td>{q.used}</Table.Td>
-                <Table.Td>+{q.requested}</Table.Td>
-                <Table.Td>{q.limit}</Table.Td>
+                <Table.Td>{quotaAmount(q.resource, q.used)}</Table.Td>
+                <Table.Td>+{quotaAmount(q.resource, q.requested)}</Table.Td>
+                <Table.Td>{quotaAmount(q.resource, q.limit)}</Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>
@@ -193,8 +206,9 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
 }
 
 /** Hours × the flavor's list price per hour (what the check answered), labelled as an estimate. */
-function CostEstimate({ price, times = 1, market, hours, onHours }: {
+function CostEstimate({ price, times = 1, market, hours, onHours, refused = false }: {
   price: Check['price'] | undefined
+  refused?: boolean
   times?: number
   market: Market
   hours: number | string
@@ -223,6 +237,8 @@ function CostEstimate({ price, times = 1, market, hours, onHours }: {
             ? 'Spot prices follow the market: no estimate.'
             : market === 'lease'
               ? 'Billed as part of the lease: no estimate.'
+            : refused
+              ? 'No estimate: the price comes with the placement check, which is for members who can launch.'
             : price?.per_hour == null
               ? 'No list price for this flavor yet: no estimate.'
               : total == null
@@ -409,7 +425,7 @@ export function LaunchPage() {
             {form.flavor && (
               <Paper withBorder p="md" aria-live="polite" data-testid="flavor-check">
                 {flavorCheck.isFetching && !flavorCheck.data && <Loader role="status" size="sm" aria-label="Checking" />}
-                <ProblemAlert error={flavorCheck.error} title="The check was refused" />
+                <CheckRefused error={flavorCheck.error} />
                 {flavorCheck.data && <CheckResult check={flavorCheck.data} market={form.market} />}
               </Paper>
             )}
@@ -581,7 +597,7 @@ export function LaunchPage() {
                 )}
               </Group>
               {check.isPending && check.fetchStatus === 'fetching' && <Loader role="status" size="sm" aria-label="Checking" />}
-              <ProblemAlert error={check.error} title="The check was refused" />
+              <CheckRefused error={check.error} />
               {form.market === 'lease' && (
                 <Text data-testid="lease-note">
                   Inside a lease the lease’s own GPUs decide, not on-demand capacity: the launch is refused, saying why,
@@ -605,6 +621,7 @@ export function LaunchPage() {
               market={form.market}
               hours={hours}
               onHours={setHours}
+              refused={[check.error, flavorCheck.error].some((e) => e instanceof ApiError && e.status === 403)}
             />
             {!canWrite && <Alert color="yellow">Your role in this project is read-only: you cannot launch.</Alert>}
           </Stack>
