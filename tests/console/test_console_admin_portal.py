@@ -15,17 +15,18 @@ from types import SimpleNamespace
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.stack import ROOT, Api
+from tests.e2e.stack import ROOT, Api, poll
 
 from .conftest import check_a11y, shot
 from .test_console import sign_in
 from .test_console_fleet import _code
-from .world import MIG_HOST, PASSWORD, tenant
+from .world import MIG_HOST, PASSWORD, catalog, tenant
 
 pytestmark = pytest.mark.e2e
 
 P = SimpleNamespace()
 OPS = "ops@provider.example"
+BILLING = "billing@provider.example"
 H100 = "H100-SXM5-80GB"
 
 
@@ -281,6 +282,117 @@ def test_7_the_whole_audit_log_filtered(pc, tab):
     tab.get_by_role("button", name="Apply filters").click()
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text(OPS)
+
+
+def _host_of(instance_id: str) -> dict:
+    (host_id,) = {a["host"] for a in P.ops.all("allocations", consumer=instance_id)}
+    return P.ops.get(f"hosts/{host_id}").json()
+
+
+def _ts(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def test_8_an_incident_under_a_premium_vm_becomes_an_sla_credit_for_the_next_invoice(pc, tab, browser):
+    """The tenant runs a VM on the premium tier; the operator opens an incident on its host from the Incidents
+    screen (the tenant panel shows the incident hitting the tenant at once, before any usage is metered) and
+    closes it; the billing admin runs the month's invoices (drafts) from the invoice-runs screen; the SLA credit
+    the incident produced shows on the Incidents screen as due on the next invoice, in the incident's details and
+    in the tenant panel, each equal to what the API says."""
+    cat = catalog(pc.stack)
+    vm = pc.a.api.post("instances", {"project": pc.a.project["id"], "name": "premium-trainer", "sla_tier": "premium",
+                                     "flavor": cat.flavor_8x["id"], "image": cat.image["id"]},
+                       headers={"Idempotency-Key": "portal-sla-vm"}, expect=202).json()["instance"]
+    vm = poll(lambda: (x := pc.a.api.get(f"instances/{vm['id']}").json())["status"] == "active" and x,
+              timeout=300, what="the premium instance active")
+    host = _host_of(vm["id"])["name"]
+
+    tab.goto(f"{pc.base}/staff/incidents")
+    tab.get_by_role("button", name="Open incident").click()
+    dialog = tab.get_by_role("dialog", name="Open an incident")
+    dialog.get_by_label(re.compile(r"^Host")).select_option(host)
+    dialog.get_by_label(re.compile(r"^Reason")).fill("GPU fell off the bus")
+    dialog.get_by_role("button", name="Open incident").click()
+    expect(dialog).to_be_hidden()
+    row = tab.locator(f'[data-testid="incident-row"][data-host="{host}"][data-open="true"]')
+    expect(row).to_have_count(1)
+    # the tenant panel names the incident at once (the VM has no metered usage yet)
+    tab.get_by_role("link", name="Tenants").click()
+    tab.get_by_label("Find an organization").fill("delt")
+    tab.get_by_role("button", name=pc.a.org["name"]).click()
+    expect(tab.get_by_test_id("tenant-incidents")).to_contain_text(f"{host}: GPU fell off the bus")
+    tab.get_by_role("link", name="Incidents").click()
+    row = tab.locator(f'[data-testid="incident-row"][data-host="{host}"]').first
+    row.get_by_role("button", name=f"Close the incident of {host}").click()
+    close = tab.get_by_role("dialog", name=f"Close the incident of {host}?")
+    close.get_by_label(re.compile(r"^Reason")).fill("GPU reseated")
+    close.get_by_role("button", name="Close incident").click()
+    expect(close).to_be_hidden()
+    incident = [i for i in pc.ops.get("incidents", params={"host": host}).json()["results"] if i["end"]][0]
+    assert incident["provider_at_fault"] is True, incident
+
+    # usage is recorded over closed metering periods (60 s in this stack): wait for the one after the incident
+    # and a minute of running, so the VM's month holds the incident's downtime
+    step = int(pc.stack.env["BILLING_METERING_PERIOD_SECONDS"])
+    need = max(_ts(incident["end"]), _ts(vm["launched_at"]) + dt.timedelta(seconds=65))
+    boundary = dt.datetime.fromtimestamp(-(-need.timestamp() // step) * step, dt.UTC)
+    poll(lambda: dt.datetime.now(dt.UTC) > boundary + dt.timedelta(seconds=2), timeout=step * 3 + 30,
+         interval=0.5, what="the metering period after the incident to close")
+
+    secret = _enrol_second_factor(pc.stack, BILLING)
+    period = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    billing = context.new_page()
+    billing.set_default_timeout(20_000)
+    try:
+        billing.goto(f"{pc.base}/staff/billing/invoice-runs")
+        billing.get_by_label("E-mail").fill(BILLING)
+        billing.get_by_label(re.compile(r"^Password")).fill(PASSWORD)
+        billing.get_by_role("button", name="Sign in").click()
+        billing.get_by_label(re.compile(r"^Authentication code")).fill(_code(secret, ahead=1))
+        billing.get_by_role("button", name="Verify code").click()
+        billing.get_by_label("Period").fill(period)
+        billing.get_by_label("Finalize the invoices of months that have ended").uncheck()
+        billing.get_by_role("button", name="Start run").click()
+        run = billing.locator(f'[data-testid="invoice-run"][data-period="{period}"]').first
+        expect(run.get_by_test_id("run-status")).to_have_text("completed", timeout=120_000)
+    finally:
+        context.close()
+
+    reports = [r for r in pc.ops.all("sla-reports", organization=pc.a.org["id"], period=period)
+               if r["resource_id"] == vm["id"]]
+    assert len(reports) == 1 and reports[0]["sla_tier"] == "premium", reports
+    report = reports[0]
+    credit = float(report["credit_amount"])
+    assert credit > 0 and report["applied_invoice"] is None, report          # pending: the next invoice takes it
+    amount = f"${credit:,.2f}"
+    tab.reload()
+    sla = tab.get_by_test_id("sla-row").filter(has_text=vm["id"][:8])
+    expect(sla).to_have_count(1)
+    expect(sla).to_contain_text("next invoice")
+    expect(sla).to_contain_text(amount)
+    expect(sla).to_contain_text("premium")
+    impact = pc.ops.get(f"incidents/{incident['id']}/impact").json()
+    [mine] = [r for r in impact["resources"] if r["resource_id"] == vm["id"]]
+    assert mine["organization"] == pc.a.org["id"] and mine["credits"], impact
+    [owed] = mine["credits"]
+    assert owed["credit_amount"] == owed["report_credit_amount"] == report["credit_amount"], owed  # its only incident
+    row = tab.locator(f'[data-testid="incident-row"][data-host="{host}"]').first
+    row.get_by_role("button", name=re.compile(rf"^Details of the incident of {host}")).click()
+    details = tab.get_by_role("dialog", name=f"Incident of {host}")
+    expect(details.get_by_test_id("incident-impact-summary")).to_contain_text(f"SLA credits {amount}")
+    expect(details.get_by_test_id("incident-resource").filter(has_text=vm["id"][:8])).to_contain_text(
+        f"{period}: {amount}")
+    check_a11y(tab, "incident with its SLA credit")
+    shot(tab, "admin-incident-sla-credit")
+    details.get_by_role("button", name="Close").first.click()
+    tab.get_by_role("link", name="Tenants").click()
+    tab.get_by_label("Find an organization").fill("delt")
+    tab.get_by_role("button", name=pc.a.org["name"]).click()
+    standing = tab.get_by_test_id("tenant-sla")
+    expect(standing).to_contain_text("missed")
+    expect(standing).to_contain_text("premium tier")
+    expect(standing).to_contain_text(f"credits {credit:.2f} USD")
 
 
 def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
