@@ -17,6 +17,8 @@ from .errors import Code, Forbidden
 from .models import OrgRole, ProjectRole
 
 STAFF_WRITERS = frozenset({StaffRole.OPERATOR, StaffRole.BILLING_ADMIN})
+# Staff who change quotas: operators only (a quota commits the fleet's capacity; docs/adr/1300).
+QUOTA_STAFF = frozenset({StaffRole.OPERATOR})
 # Project roles that create and change a project's resources (instances, keys, networks, leases).
 PROJECT_WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 # Organization roles that invite, manage members and service accounts, create and delete projects.
@@ -119,3 +121,15 @@ def project_members_manageable(actor, project) -> bool:
     if selectors.is_staff(actor):
         return actor.staff_role in STAFF_WRITERS
     return selectors.project_role_of(actor, project) == ProjectRole.ADMIN
+
+
+def quota_changeable(actor, quota) -> bool:
+    """Whether `actor` may change or remove `quota`: what the quota services' rule allows (an operator; for a
+    project's limit also the organization's owners and admins), answered without raising, so the console offers
+    Change only to those the server would let."""
+    token = getattr(actor, "api_token", None)
+    if token is not None and token.scope != "write":
+        return False
+    if selectors.is_staff(actor):
+        return actor.staff_role in QUOTA_STAFF
+    return quota.project_id is not None and selectors.org_role_of(actor, quota.organization) in ORG_ADMINS

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from apps.core.references import VisibleField
 from apps.core.serializers import ModelSerializer, Serializer
 
-from ..authz import organization_manageable, project_members_manageable, project_writable
+from ..authz import organization_manageable, project_members_manageable, project_writable, quota_changeable
 from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole, Quota
 from ..quotas import fleet_capacity, quota_warnings, usage_of
 from ..selectors import org_role_of, organization_list_visible_to, project_list_visible_to, project_role_of
@@ -180,10 +180,21 @@ class QuotaOutput(ModelSerializer):
         help_text="Not errors: e.g. quota_above_fleet_capacity when the limit is more than the whole fleet could "
                   "place (with `placeable`, the most it could).")
 
+    allowed_actions = serializers.SerializerMethodField(
+        help_text="What the caller may do to this quota now: update and delete, or nothing (billing admins and "
+                  "support read quotas; operators change them; an organization's owners and admins change its "
+                  "projects' limits).")
+
     class Meta:
         model = Quota
-        fields = ["id", "organization", "project", "scope", "resource", "limit", "usage", "warnings", "updated_at"]
+        fields = ["id", "organization", "project", "scope", "resource", "limit", "usage", "warnings",
+                  "allowed_actions", "updated_at"]
         read_only_fields = fields
+
+    def get_allowed_actions(self, obj) -> list[str]:
+        request = self.context.get("request")
+        actor = getattr(request, "user", None)
+        return ["update", "delete"] if actor is not None and quota_changeable(actor, obj) else []
 
     def get_scope(self, obj) -> str:
         return "project" if obj.project_id else "organization"

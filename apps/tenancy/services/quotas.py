@@ -1,5 +1,7 @@
-"""Quota writes. Organization-level limits are set by provider staff; an organization's owner/admin may set
-project-level limits inside it (to share the organization's quota between projects)."""
+"""Quota writes. Organization-level limits are set by the provider's operators (staff role `operator`: a quota is
+a commitment of the fleet's capacity; billing admins and support read them, docs/adr/1300); an organization's
+owner/admin (or an operator) may set project-level limits inside it (to share the organization's quota between
+projects)."""
 from __future__ import annotations
 
 from django.db import transaction
@@ -15,9 +17,9 @@ from ..quotas import PROJECT_SCOPED, limit_of, split_resource, validate_resource
 
 def _authorize(actor, organization: Organization, project: Project | None) -> None:
     if project is None:
-        authz.authorize_staff(actor)
+        authz.authorize_staff(actor, authz.QUOTA_STAFF)
     else:
-        authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+        authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN), staff_roles=authz.QUOTA_STAFF)
 
 
 def _check_within_organization(organization: Organization, project: Project | None, resource: str,

@@ -22,7 +22,7 @@ describe('tenants', () => {
   it('changes a quota: the server\'s refusal on the field, then the new limit', async () => {
     let limit = 32
     const quota = () => ({ id: 'q1', organization: 'o1', project: null, scope: 'organization', resource: 'gpus', limit, usage: 8,
-      warnings: [], updated_at: '' })
+      warnings: [], allowed_actions: ['update', 'delete'], updated_at: '' })
     const seen = stubApi({
       'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
       'GET /api/v1/organizations/': () => json(page(ORGS)),
@@ -42,6 +42,10 @@ describe('tenants', () => {
     fireEvent.click(within(panel).getByRole('button', { name: 'Change the gpus quota of Delta Labs' }))
     const dialog = await screen.findByRole('dialog', { name: 'gpus quota of Delta Labs' })
     const field = within(dialog).getByLabelText(/^Limit/)
+    fireEvent.change(field, { target: { value: '1.5' } })      // kept as typed, refused before sending
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Save limit' }))
+    expect(await within(dialog).findByText('A limit is a whole number (1.5 is not).')).toBeInTheDocument()
+    expect(seen.filter((r) => r.method === 'PATCH')).toHaveLength(0)
     fireEvent.change(field, { target: { value: '-1' } })
     fireEvent.click(within(dialog).getByRole('button', { name: 'Save limit' }))
     expect(await within(dialog).findByText('Ensure this value is greater than or equal to 0.')).toBeInTheDocument()
@@ -52,6 +56,23 @@ describe('tenants', () => {
     const patches = seen.filter((r) => r.method === 'PATCH')
     expect(await patches[1].json()).toEqual({ limit: 64 })
   }, 20_000)
+
+  it('offers support staff no quota change: the server gives them no allowed action', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'support@provider.example', staff_role: 'support' }),
+      'GET /api/v1/organizations/': () => json(page(ORGS)),
+      'GET /api/v1/projects/': () => json(page([])),
+      'GET /api/v1/quotas/': () => json(page([{ id: 'q1', organization: 'o1', project: null, scope: 'organization',
+        resource: 'gpus', limit: 32, usage: 8, warnings: [], allowed_actions: [], updated_at: '' }])),
+    })
+    renderPage(<AdminTenantsPage />)
+    fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }))
+    const panel = await screen.findByTestId('tenant-panel')
+    const change = await within(panel).findByRole('button', { name: 'Change the gpus quota of Delta Labs' })
+    expect(change).toBeDisabled()
+    expect(change).toHaveAttribute('title', 'Only operators change quotas; your staff role reads them.')
+    expect(within(panel).getByRole('button', { name: 'Add quota' })).toBeDisabled()
+  })
 
   it('shows the organization\'s month: spend to date, SLA standing and the open incidents that hit it', async () => {
     const line = (id: string, seconds: number) => ({ id, kind: 'usage', project: 'p', resource_type: 'instance', resource_id: id, sku: 's',

@@ -4,6 +4,7 @@ import { useState } from 'react'
 import { api, unwrap, type Organization, type Project, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { WriteButton } from '../../components/WriteButton'
 import { useInvoicePreview } from '../../hooks/billing'
 import { NotFoundPage } from '../NotFound'
 import { durationText } from './Incidents'
@@ -102,10 +103,22 @@ export function quotaUseText(q: Pick<Quota, 'usage' | 'limit'>): string {
 
 /** Change one quota's limit (PATCH /quotas/{id}/, audited as quota.update); the API's refusal is shown on the
  * field it names. A limit below the current use is allowed: it blocks new requests only. */
+const QUOTA_HINT = 'Only operators change quotas; your staff role reads them.'
+
+/** A whole number typed into a limit field, or the reason it is not one (a NumberInput that drops
+ * the decimal point would silently turn "1.5" into 15). */
+export function limitProblem(value: string | number): string | undefined {
+  if (value === '' || value === null) return 'Enter a limit.'
+  const n = Number(value)
+  if (!Number.isFinite(n) || !Number.isInteger(n)) return `A limit is a whole number (${value} is not).`
+  return undefined   // the rest (a negative limit, one above the organization's) is the server's to refuse
+}
+
 function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
   const qc = useQueryClient()
   const [opened, setOpened] = useState(false)
   const [limit, setLimit] = useState<string | number>(quota.limit)
+  const [typed, setTyped] = useState<string | undefined>()
   const save = useMutation({
     mutationFn: () =>
       unwrap(api.PATCH('/api/v1/quotas/{id}/', { params: { path: { id: quota.id } }, body: { limit: Number(limit) } })),
@@ -116,17 +129,23 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
   })
   return (
     <>
-      <Button size="xs" variant="default" onClick={() => { setLimit(quota.limit); save.reset(); setOpened(true) }}
+      <WriteButton size="xs" variant="default" allowed={(quota.allowed_actions ?? []).includes('update')}
+        deniedHint={QUOTA_HINT} onClick={() => { setLimit(quota.limit); setTyped(undefined); save.reset(); setOpened(true) }}
         aria-label={`Change the ${quota.resource} quota of ${scope}`}>
         Change
-      </Button>
+      </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`${quota.resource} quota of ${scope}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); save.mutate() }}>
+        <form onSubmit={(e) => {
+          e.preventDefault()
+          const problem = limitProblem(limit)
+          setTyped(problem)
+          if (!problem) save.mutate()
+        }} noValidate>
           <Stack>
             <Text size="sm">In use now: {quota.usage ?? 'not counted'}. A limit below that blocks new requests only.</Text>
-            <NumberInput label="Limit" value={limit} onChange={setLimit} allowDecimal={false} required data-autofocus
-              error={fieldError(save.error, 'limit')} />
+            <NumberInput label="Limit" value={limit} onChange={(v) => { setLimit(v); setTyped(undefined) }} required data-autofocus
+              error={typed ?? fieldError(save.error, 'limit')} />
             <ProblemAlert error={save.error} shownFields={['limit']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
@@ -140,10 +159,11 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
 }
 
 /** Set a new organization-level limit (POST /quotas/): e.g. `gpus`, `gpus:H100-SXM5-80GB`, `vcpus`. */
-function AddQuota({ org }: { org: Organization }) {
+function AddQuota({ org, allowed }: { org: Organization; allowed: boolean }) {
   const qc = useQueryClient()
   const [resource, setResource] = useState('')
   const [limit, setLimit] = useState<string | number>('')
+  const [typed, setTyped] = useState<string | undefined>()
   const add = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/api/v1/quotas/', { body: { organization: org.id, resource, limit: Number(limit) } })),
@@ -154,15 +174,21 @@ function AddQuota({ org }: { org: Organization }) {
     },
   })
   return (
-    <form onSubmit={(e) => { e.preventDefault(); add.mutate() }}>
+    <form onSubmit={(e) => {
+      e.preventDefault()
+      const problem = limitProblem(limit)
+      setTyped(problem)
+      if (!problem) add.mutate()
+    }} noValidate>
       <Group align="start">
-        <TextInput label="Resource" placeholder="gpus:H100-SXM5-80GB" value={resource} w={220}
+        <TextInput label="Resource" placeholder="gpus:H100-SXM5-80GB" value={resource} w={220} disabled={!allowed}
           onChange={(e) => setResource(e.currentTarget.value)} error={fieldError(add.error, 'resource')} />
-        <NumberInput label="New limit" value={limit} onChange={setLimit} allowDecimal={false} w={140}
-          error={fieldError(add.error, 'limit')} />
-        <Button type="submit" mt={25} variant="default" loading={add.isPending} disabled={!resource.trim() || limit === ''}>
+        <NumberInput label="New limit" value={limit} onChange={(v) => { setLimit(v); setTyped(undefined) }} w={140}
+          disabled={!allowed} error={typed ?? fieldError(add.error, 'limit')} />
+        <WriteButton type="submit" mt={25} variant="default" loading={add.isPending} allowed={allowed} deniedHint={QUOTA_HINT}
+          disabled={!resource.trim() || limit === ''}>
           Add quota
-        </Button>
+        </WriteButton>
       </Group>
       <ProblemAlert error={add.error} shownFields={['resource', 'limit']} />
     </form>
@@ -170,6 +196,7 @@ function AddQuota({ org }: { org: Organization }) {
 }
 
 function OrganizationPanel({ org }: { org: Organization }) {
+  const me = useMe()
   const projects = useQuery({
     queryKey: ['staff-projects', org.id],
     queryFn: () => unwrap(api.GET('/api/v1/projects/', { params: { query: { organization: org.id, page_size: 500 } } })),
@@ -225,7 +252,7 @@ function OrganizationPanel({ org }: { org: Organization }) {
             )}
           </Table.Tbody>
         </Table>
-        <AddQuota org={org} />
+        <AddQuota org={org} allowed={me.data?.staff_role === 'operator'} />
       </Stack>
     </Paper>
   )
