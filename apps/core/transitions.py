@@ -24,6 +24,21 @@ def allowed_sources(table: TransitionTable, action: str) -> list[str]:
     return sorted(sources)
 
 
+def _words(state) -> str:
+    return str(state).replace("_", " ")
+
+
+def refusal_text(name: str, action: str, current, sources: Iterable[str], target: str) -> str:
+    """The 409's detail in words: ``"The host is already available."`` when the action's target is where the
+    object is, else ``"A host that is draining cannot mark available: only one that is available or faulty can."``
+    (`action` and states with underscores as spaces; `current_state`/`allowed_states` keep the raw values)."""
+    if current == target:
+        return f"The {name} is already {_words(target)}."
+    article = "An" if name[:1].lower() in "aeiou" else "A"
+    allowed = " or ".join(_words(x) for x in sorted(sources))
+    return f"{article} {name} that is {_words(current)} cannot {_words(action)}: only one that is {allowed} can."
+
+
 def transition(obj: models.Model, action: str, table: TransitionTable, *, field: str = "status",
                extra: Mapping[str, object] | None = None) -> str:
     """Apply `action` to `obj` with a compare-and-set UPDATE; returns the previous state.
@@ -45,10 +60,8 @@ def transition(obj: models.Model, action: str, table: TransitionTable, *, field:
     updated = model.objects.filter(pk=obj.pk, **{f"{field}__in": sources}).update(**values)
     if updated != 1:
         current = model.objects.filter(pk=obj.pk).values_list(field, flat=True).first()
-        raise InvalidState(
-            f"Cannot {action} while {field} is {current!r}; allowed: {', '.join(sorted(sources))}.",
-            current_state=current, allowed_states=sorted(sources), action=action,
-        )
+        raise InvalidState(refusal_text(model._meta.verbose_name, action, current, sources, target),
+                           current_state=current, allowed_states=sorted(sources), action=action)
     for key, value in values.items():
         setattr(obj, key, value)
     return current

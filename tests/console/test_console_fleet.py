@@ -169,7 +169,7 @@ def test_3_a_faulty_gpu_is_found_on_the_heat_map(fc, tab):
     expect(workload).to_have_count(1)
     expect(workload).to_contain_text("trainer")
     expect(workload).to_contain_text("Delta / Research")
-    expect(workload).to_contain_text("0, 1, 2, 3, 4, 5, 6, 7")
+    expect(workload).to_contain_text("GPU 0, GPU 1, GPU 2, GPU 3, GPU 4, GPU 5, GPU 6, GPU 7")
     move = panel.locator('[data-testid="host-move"][data-name="trainer"]')
     expect(move).to_have_attribute("data-status", "notice")
     expect(move).to_contain_text("checkpoint notice sent")
@@ -256,6 +256,28 @@ def test_7_scrubbed_gpu_back_in_service_host_available(fc, tab):
     assert {g["health"] for g in fc.ops.all("gpus", host=fc.vm_host)} == {"ok"}
     check_a11y(tab, "host detail")
     _shot(tab, "admin-fleet-host-back")
+
+
+def test_7b_one_gpu_marked_faulty_and_healthy_from_the_panel(fc, tab):
+    """An operator takes one GPU out of placement (its own incident; the host and its other GPUs stay in service),
+    then puts it back."""
+    panel = tab.get_by_test_id("host-panel")
+    panel.get_by_role("button", name="Mark faulty: GPU 3").click()
+    dialog = tab.get_by_role("dialog", name=f"Mark GPU 3 of {fc.vm_host} faulty?")
+    dialog.get_by_label(re.compile(r"^Reason")).fill("XID 79 on this GPU only")
+    dialog.get_by_role("button", name="Mark faulty").click()
+    expect(dialog).to_be_hidden()
+    expect(panel.locator('[data-testid="host-gpu"][data-index="3"]')).to_have_attribute("data-state", "faulty")
+    gpus = {g["index"]: g["health"] for g in fc.ops.all("gpus", host=fc.vm_host)}
+    assert gpus[3] == "faulty" and {h for i, h in gpus.items() if i != 3} == {"ok"}, gpus
+    assert fc.ops.all("hosts", name=fc.vm_host)[0]["state"] == "available"
+    incidents = [i for i in fc.ops.all("incidents", host=fc.vm_host, open="true") if i["gpu_index"] == 3]
+    assert len(incidents) == 1 and incidents[0]["reason"] == "XID 79 on this GPU only", incidents
+    panel.get_by_role("button", name="Mark healthy: GPU 3").click()
+    dialog = tab.get_by_role("dialog", name=f"Mark GPU 3 of {fc.vm_host} healthy?")
+    dialog.get_by_label(re.compile(r"^Reason")).fill("Reseated")
+    dialog.get_by_role("button", name="Mark healthy").click()
+    expect(panel.locator('[data-testid="host-gpu"][data-index="3"]')).to_have_attribute("data-state", "free")
 
 
 def test_8_tenant_gets_not_found_on_the_admin_routes(fc, browser):

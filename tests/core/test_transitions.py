@@ -61,3 +61,14 @@ def test_two_threads_race_exactly_one_wins():
     assert sorted(results) == ["lost:start", "won:start"]
     op.refresh_from_db()
     assert op.status == "running"
+
+
+def test_a_refused_transition_says_why_in_words():
+    from apps.core.transitions import refusal_text
+
+    assert refusal_text("host", "mark_available", "available", {"faulty", "maintenance"}, "available") == (
+        "The host is already available.")
+    assert refusal_text("instance", "stop", "shut_off", {"active"}, "stopping") == (
+        "An instance that is shut off cannot stop: only one that is active can.")
+    assert refusal_text("host", "cordon", "faulty", {"available", "draining"}, "cordoned") == (
+        "A host that is faulty cannot cordon: only one that is available or draining can.")

@@ -54,6 +54,10 @@ function ReasonButton({ label, title, hint, color, note, action, onDone, ariaLab
       setOpened(false)
       setReason('')
     },
+    // a 409 says the object moved on (another operator, the agent): read it again, so the panel shows what is
+    onError: (error) => {
+      if (error instanceof ApiError && error.status === 409) onDone(undefined)
+    },
   })
   return (
     <>
@@ -208,6 +212,18 @@ export function HostPanel({ row }: { row: FleetHost }) {
                 <Table.Td>
                   <Group gap={6} wrap="nowrap">
                     {GPU_STATES.find((s) => s.state === g.state)?.label ?? g.state}
+                    {operator && g.gpu && g.gpu.health !== 'faulty' && (
+                      <ReasonButton label="Mark faulty" ariaLabel={`Mark faulty: GPU ${g.index}`} size="compact-xs"
+                        title={`Mark GPU ${g.index} of ${row.name} faulty?`} color="red.9"
+                        hint="Out of placement at once and an incident opened for this GPU alone; the host's other GPUs keep working. What runs on it keeps running until moved."
+                        action={(reason) => unwrap(api.POST('/api/v1/gpus/{id}/mark-faulty/', {
+                          params: { path: { id: g.gpu!.id } }, body: { reason, provider_at_fault: true },
+                        }))}
+                        onDone={() => {
+                          void qc.invalidateQueries({ queryKey: ['host-gpus', row.name] })
+                          void qc.invalidateQueries({ queryKey: fleetKey })
+                        }} />
+                    )}
                     {operator && g.gpu && g.gpu.health === 'faulty' && (
                       <ReasonButton label="Mark healthy" ariaLabel={`Mark healthy: GPU ${g.index}`} size="compact-xs"
                         title={`Mark GPU ${g.index} of ${row.name} healthy?`} color="teal.9"
@@ -233,7 +249,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
         {w && (w.workloads.length ? (
           <Table withTableBorder verticalSpacing={2} aria-label={`Workloads on ${row.name}`} data-testid="host-workloads">
             <Table.Thead>
-              <Table.Tr><Table.Th>Name</Table.Th><Table.Th>Organization / project</Table.Th><Table.Th>Status</Table.Th><Table.Th>GPUs</Table.Th></Table.Tr>
+              <Table.Tr><Table.Th>Name</Table.Th><Table.Th>Organization / project</Table.Th><Table.Th>Status</Table.Th><Table.Th>On GPUs</Table.Th></Table.Tr>
             </Table.Thead>
             <Table.Tbody>
               {w.workloads.map((x) => (
@@ -241,7 +257,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
                   <Table.Td>{x.name}{x.kind !== 'instance' && <Text span size="xs" c="dimmed"> ({x.kind.replace('_', ' ')})</Text>}</Table.Td>
                   <Table.Td>{x.organization.name} / {x.project.name}</Table.Td>
                   <Table.Td>{x.status}</Table.Td>
-                  <Table.Td>{x.gpus.join(', ') || '—'}</Table.Td>
+                  <Table.Td>{x.gpus.length ? x.gpus.map((i) => `GPU ${i}`).join(', ') : '—'}</Table.Td>
                 </Table.Tr>
               ))}
             </Table.Tbody>
