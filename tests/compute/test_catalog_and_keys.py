@@ -32,6 +32,12 @@ def test_ssh_key_api_create_list_conflict_delete(world):
     assert created.status_code == 201 and created.data["fingerprint"] == ED25519_FP
     dup = world.client_a.post("/api/v1/ssh-keys/", {**body, "name": "again"}, format="json")
     assert (dup.status_code, dup.json()["code"]) == (409, "ssh_key_exists")
+    # the same key under another name: the public key field is the one named, with the key that has it
+    assert dup.json()["errors"] == {"public_key": [f"Already added as 'laptop' ({ED25519_FP})."]}
+    named = world.client_a.post("/api/v1/ssh-keys/", {**body, "public_key": "ssh-ed25519 "
+                                                      "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"},
+                                format="json")
+    assert (named.status_code, list(named.json().get("errors") or {})) == (409, ["name"]), named.content
     assert [k["name"] for k in world.client_a.get("/api/v1/ssh-keys/").json()["results"]] == ["laptop"]
     assert world.client_b.get("/api/v1/ssh-keys/").json()["results"] == []
     assert world.client_a.delete(f"/api/v1/ssh-keys/{created.data['id']}/").status_code == 204

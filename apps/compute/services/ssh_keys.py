@@ -60,16 +60,23 @@ def ssh_key_parse(public_key: str) -> tuple[str, str]:
 @atomic_with_retry
 def ssh_key_create(*, actor, project, name: str, public_key: str) -> SshKey:
     """Add a public key to `project` (member or admin). 400 `invalid_ssh_key`; 409 `ssh_key_exists` when the
-    name or the fingerprint is already in the project (also when an identical create wins a race)."""
+    name (`errors.name`) or the fingerprint (`errors.public_key`, naming the key that has it) is already in the
+    project (also, without `errors`, when an identical create wins a race)."""
     authorize_project(actor, project, WRITERS)
     if not name or len(name) > 63:
         raise ValidationFailed("name must be 1-63 characters.", errors={"name": ["1-63 characters"]})
     key, fingerprint = ssh_key_parse(public_key)
     exists = "A key with this name or fingerprint exists in the project."
     with transaction.atomic():
-        if SshKey.objects.filter(project=project, name=name).exists() or SshKey.objects.filter(
-                project=project, fingerprint=fingerprint).exists():
-            raise Conflict(exists, code=Code.SSH_KEY_EXISTS)
+        same_name = SshKey.objects.filter(project=project, name=name).first()
+        if same_name is not None:
+            raise Conflict(f"An SSH key named '{name}' exists in the project.", code=Code.SSH_KEY_EXISTS,
+                           errors={"name": ["Another key has this name: choose another."]})
+        same_key = SshKey.objects.filter(project=project, fingerprint=fingerprint).first()
+        if same_key is not None:
+            raise Conflict(f"This public key is already in the project, as '{same_key.name}'.",
+                           code=Code.SSH_KEY_EXISTS,
+                           errors={"public_key": [f"Already added as '{same_key.name}' ({fingerprint})."]})
         with unique_conflict(exists, code=Code.SSH_KEY_EXISTS):
             obj = SshKey.objects.create(project=project, name=name, public_key=key, fingerprint=fingerprint)
         audit_record(actor=actor, action="compute.ssh_key.create", target=obj,

@@ -9,7 +9,7 @@ import { json, problem, renderPage, scope, stubApi } from '../test/render'
 import { CreateForm } from './CreateForm'
 import { DeleteButton } from './DeleteButton'
 import { FilterBar, SearchFilter } from './ListFilters'
-import { ResourceTable } from './ResourceTable'
+import { ResourceTable, plural } from './ResourceTable'
 
 interface Row { id: string; name: string }
 const ROWS: Row[] = [{ id: 'a', name: 'alpha' }, { id: 'b', name: 'beta' }]
@@ -163,5 +163,14 @@ describe('useListFilters', () => {
     fireEvent.click(screen.getByRole('button', { name: 'clear' }))
     expect(screen.getByTestId('query')).toHaveTextContent('{}')
     expect(screen.getByTestId('active')).toHaveTextContent('false')
+  })
+})
+
+describe('plural', () => {
+  it('keeps acronyms in the empty state of a filtered list', () => {
+    expect(plural('VPCs')).toBe('VPCs')
+    expect(plural('SSH keys')).toBe('SSH keys')
+    expect(plural('Floating IPs')).toBe('floating IPs')
+    expect(plural('Members')).toBe('members')
   })
 })

@@ -27,6 +27,12 @@ export interface ListFilterState {
   clear: () => void
 }
 
+/** A table's label as the plural in a sentence: words in lower case, acronyms kept ("VPCs", "SSH keys",
+ * "Floating IPs" → "floating IPs"). */
+export function plural(label: string): string {
+  return label.split(' ').map((w) => ((w.match(/[A-Z]/g) ?? []).length > 1 ? w : w.toLowerCase())).join(' ')
+}
+
 /** The empty state of a filtered list: nothing matches the filters, and a button that clears them. */
 export function NoMatch({ noun, filters }: { noun: string; filters: ListFilterState }) {
   return (
@@ -62,7 +68,7 @@ export function ResourceTable<T>({ label, rows, rowKey, columns, actions, list, 
   const isEmpty = list.isSuccess && rows.length === 0 && !list.hasPrevious
   let body: ReactNode
   if (isEmpty && filters?.active) {
-    body = <NoMatch noun={noun ?? label.toLowerCase()} filters={filters} />
+    body = <NoMatch noun={noun ?? plural(label)} filters={filters} />
   } else if (isEmpty) {
     body = <EmptyState title={empty.title} action={empty.action}>{empty.text}</EmptyState>
   } else {
