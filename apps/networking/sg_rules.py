@@ -26,6 +26,9 @@ ICMP_PROTOCOLS = frozenset({"icmp", "ipv6-icmp"})
 _ALIASES = {"icmpv6": "ipv6-icmp", "ipv6_icmp": "ipv6-icmp", "any": "", "all": "", "": ""}
 
 
+_PORT_WORDS = {"port_range_min": "The first port", "port_range_max": "The last port"}
+
+
 class RuleError(ValueError):
     def __init__(self, message: str, *, field: str, code: str = "invalid_security_group_rule"):
         super().__init__(message)
@@ -71,14 +74,15 @@ def _ports(protocol: str, low, high) -> tuple[int | None, int | None]:
     if low is None and high is None:
         return None, None
     if protocol not in PORT_PROTOCOLS:
-        raise RuleError(f"Ports are only valid for {', '.join(sorted(PORT_PROTOCOLS))}.", field="port_range_min")
+        raise RuleError(f"Ports apply only to {', '.join(sorted(PORT_PROTOCOLS))}: leave them empty for this protocol.",
+                        field="port_range_min")
     low = high if low is None else low
     high = low if high is None else high
     for name, value in (("port_range_min", low), ("port_range_max", high)):
         if not 1 <= int(value) <= 65535:
-            raise RuleError(f"{name} must be 1-65535.", field=name)
+            raise RuleError(f"{_PORT_WORDS[name]} must be a port from 1 to 65535.", field=name)
     if low > high:
-        raise RuleError("port_range_min must not exceed port_range_max.", field="port_range_min")
+        raise RuleError("The first port must not be greater than the last port.", field="port_range_min")
     if (low, high) == (1, 65535):
         return None, None
     return int(low), int(high)
@@ -88,12 +92,12 @@ def _icmp(protocol: str, icmp_type, icmp_code) -> tuple[int | None, int | None]:
     if icmp_type is None and icmp_code is None:
         return None, None
     if protocol not in ICMP_PROTOCOLS:
-        raise RuleError("icmp_type/icmp_code are only valid for icmp and ipv6-icmp.", field="icmp_type")
+        raise RuleError("An ICMP type and code apply only to the icmp and ipv6-icmp protocols.", field="icmp_type")
     if icmp_type is None:
-        raise RuleError("icmp_code needs icmp_type.", field="icmp_code")
+        raise RuleError("An ICMP code needs an ICMP type.", field="icmp_code")
     for name, value in (("icmp_type", icmp_type), ("icmp_code", icmp_code)):
         if value is not None and not 0 <= int(value) <= 255:
-            raise RuleError(f"{name} must be 0-255.", field=name)
+            raise RuleError(f"The ICMP {name.removeprefix('icmp_')} must be from 0 to 255.", field=name)
     return int(icmp_type), (None if icmp_code is None else int(icmp_code))
 
 
@@ -106,7 +110,8 @@ def _prefix(text: str | None, ethertype: str) -> str:
     except ValueError:
         raise RuleError(f"{text!r} is not an IP prefix.", field="remote_ip_prefix")
     if f"IPv{net.version}" != ethertype:
-        raise RuleError(f"remote_ip_prefix {raw} does not match ethertype {ethertype}.", field="remote_ip_prefix")
+        raise RuleError(f"The remote prefix {raw} is not an {ethertype} prefix (the rule's ethertype).",
+                        field="remote_ip_prefix")
     return "" if net.prefixlen == 0 else str(net)
 
 
@@ -115,15 +120,15 @@ def canonicalize(*, direction: str, ethertype: str = "IPv4", protocol=None, port
                  has_remote_group: bool = False) -> CanonicalRule:
     """Validate one rule and return its canonical form; raises `RuleError` (field + code) on bad input."""
     if direction not in ("ingress", "egress"):
-        raise RuleError("direction must be ingress or egress.", field="direction")
+        raise RuleError("The direction must be ingress or egress.", field="direction")
     if ethertype not in ("IPv4", "IPv6"):
-        raise RuleError("ethertype must be IPv4 or IPv6.", field="ethertype")
+        raise RuleError("The ethertype must be IPv4 or IPv6.", field="ethertype")
     proto = canonical_protocol(protocol, ethertype)
     low, high = _ports(proto, port_range_min, port_range_max)
     itype, icode = _icmp(proto, icmp_type, icmp_code)
     prefix = _prefix(remote_ip_prefix, ethertype)
     if remote_ip_prefix and has_remote_group:
-        raise RuleError("Give remote_ip_prefix or remote_group, not both.", field="remote_group")
+        raise RuleError("Give a remote prefix or a remote group, not both.", field="remote_group")
     return CanonicalRule(direction, ethertype, proto, low, high, itype, icode, prefix)
 
 
