@@ -33,12 +33,13 @@ def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", des
     with input_errors():
         net4 = ipam.parse_network(cidr, field="cidr")
         if net4.version != 4:
-            raise ipam.AddressError("cidr must be IPv4; put IPv6 in ipv6_cidr.", field="cidr", code="invalid_cidr")
+            raise ipam.AddressError("The CIDR must be an IPv4 range; an IPv6 range goes in the IPv6 CIDR.",
+                                    field="cidr", code="invalid_cidr")
         ipam.check_vpc_cidr(net4, _allowed_extra())
         net6 = ipam.parse_network(ipv6_cidr, field="ipv6_cidr") if ipv6_cidr else None
         if net6 is not None:
             if net6.version != 6:
-                raise ipam.AddressError("ipv6_cidr must be IPv6.", field="ipv6_cidr", code="invalid_cidr")
+                raise ipam.AddressError("The IPv6 CIDR must be an IPv6 range.", field="ipv6_cidr", code="invalid_cidr")
             ipam.check_vpc_cidr(net6, _allowed_extra(), field="ipv6_cidr")
     with transaction.atomic():
         quota_check(scope=project, resource="vpcs", requested=1)

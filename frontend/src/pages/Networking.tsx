@@ -60,7 +60,7 @@ export function VpcsPanel() {
         fields={['name', 'cidr', 'ipv6_cidr', 'description']} onSubmit={create.submit} submitLabel="Create VPC"
         loading={create.mutation.isPending}>
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
-          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+          <TextInput label="Name" description="Letters, digits, hyphens and underscores; no spaces" required maxLength={63}
             {...create.text('name')} disabled={!canWrite} />
           <TextInput label="IPv4 CIDR" description="A private range, e.g. 10.20.0.0/16" required {...create.text('cidr')}
             disabled={!canWrite} styles={mono} />

@@ -137,7 +137,7 @@ function Subnets({ vpc }: { vpc: Vpc }) {
         fields={['name', 'cidr', 'gateway_ip', 'dns_nameservers']} onSubmit={create.submit} submitLabel="Add subnet"
         loading={create.mutation.isPending}>
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
-          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+          <TextInput label="Name" description="Letters, digits, hyphens and underscores; no spaces" required maxLength={63}
             {...create.text('name')} disabled={!canWrite} />
           <TextInput label="CIDR" description={`Inside ${vpc.cidr}${vpc.ipv6_cidr ? ` or ${vpc.ipv6_cidr}` : ''}`} required
             {...create.text('cidr')} disabled={!canWrite} styles={MONO} />
@@ -232,7 +232,7 @@ function SecurityGroups({ vpc }: { vpc: Vpc }) {
         errorTitle="The security group was not created" fields={['name', 'description']} onSubmit={create.submit}
         submitLabel="Create security group" loading={create.mutation.isPending}>
         <SimpleGrid cols={{ base: 1, sm: 2 }}>
-          <TextInput label="Name" description="Lower-case letters, digits and hyphens" required maxLength={63}
+          <TextInput label="Name" description="Letters, digits, hyphens and underscores; no spaces" required maxLength={63}
             {...create.text('name')} disabled={!canWrite} />
           <TextInput label="Description (optional)" description="Shown with the group" maxLength={200}
             {...create.text('description')} disabled={!canWrite} />
