@@ -190,9 +190,9 @@ export function TokensPage() {
             revoked
           </Badge>
         ) : (
-          <DeleteButton remove={revoke} target={token.id} label="Revoke" name={`Revoke token ${token.name}`}
-            title={`Revoke the token “${token.name}”?`} allowed
-            message="Anything using it gets 401 from now on, and so do the tokens minted with it. This cannot be undone." />
+          <DeleteButton remove={revoke} target={token.id} label="Revoke" name={`Revoke token ${token.name} (${token.prefix})`}
+            title={`Revoke the token “${token.name}” (${token.prefix}…)?`} allowed
+            message={`The token starting ${token.prefix}, last used ${when(token.last_used_at, 'never')}. Anything using it gets 401 from now on, and so do the tokens minted with it. This cannot be undone.`} />
         )}
       />
     </Stack>
