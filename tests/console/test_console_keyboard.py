@@ -200,6 +200,8 @@ def test_5_add_an_ssh_key_through_its_form(k, tab):
     tab.keyboard.press("Enter")
     expect(tab.get_by_role("table", name="SSH keys").get_by_role("row", name=re.compile("laptop"))).to_be_visible()
     assert [key["name"] for key in k.a.api.all("ssh-keys", project=k.a.project["id"])] == ["laptop"]
+    # the focus is back on the form's first field for the next key, not lost on the page's body
+    expect(tab.get_by_role("textbox", name=re.compile(r"^Name"))).to_be_focused()
 
 
 def test_6_a_delete_dialog_escaped_then_confirmed(k, tab):

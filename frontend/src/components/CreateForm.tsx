@@ -1,4 +1,4 @@
-import { Group, Paper, Stack, Title } from '@mantine/core'
+import { Alert, Group, Paper, Stack, Title } from '@mantine/core'
 import type { FormEvent, ReactNode } from 'react'
 import { ProblemAlert } from './ProblemAlert'
 import { WriteButton } from './WriteButton'
@@ -8,10 +8,11 @@ import { WriteButton } from './WriteButton'
  * the server's problem+json (`error`, titled `errorTitle`; the messages for `fields` are shown on their inputs
  * instead), the inputs (`children`) and the submit button (`submitLabel`, a WriteButton: disabled with the reason
  * when the caller may not write; `allowed`/`deniedHint` when another answer of the server decides). `submit`
- * replaces the button where the form needs another.
+ * replaces the button where the form needs another. `notice`: what the last submit did (e.g. "Invitation sent to
+ * …"), shown in a status line.
  */
 export function CreateForm({ id, title, intro, error, errorTitle, fields, onSubmit, submitLabel, loading, allowed,
-  deniedHint, submitDisabled, submit, children }: {
+  deniedHint, submitDisabled, submit, notice, children }: {
   id: string
   title: ReactNode
   intro?: ReactNode
@@ -25,6 +26,7 @@ export function CreateForm({ id, title, intro, error, errorTitle, fields, onSubm
   deniedHint?: string
   submitDisabled?: boolean
   submit?: ReactNode
+  notice?: ReactNode
   children: ReactNode
 }) {
   return (
@@ -35,6 +37,7 @@ export function CreateForm({ id, title, intro, error, errorTitle, fields, onSubm
             {title}
           </Title>
           {intro}
+          {notice && !error && <Alert color="teal" role="status" data-testid="create-notice">{notice}</Alert>}
           <ProblemAlert error={error} title={errorTitle} shownFields={fields} />
           {children}
           <Group>

@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient, type QueryKey, type UseMutationResult } from '@tanstack/react-query'
-import { useState, type ChangeEvent, type FormEvent } from 'react'
+import { useRef, useState, type ChangeEvent, type FormEvent } from 'react'
 import { fieldError } from '../components/ProblemAlert'
 import { useSubmitOnce } from './useSubmitOnce'
 
@@ -7,7 +7,9 @@ import { useSubmitOnce } from './useSubmitOnce'
  * A create form's values and its request. The values stay as typed when the request fails (the server's
  * problem+json is `error`; `errorOf(field)` is its message for one field, for that input's `error`); on success
  * the fields named in `clear` (default: all) go back to their initial values, every query under `invalidate`
- * is refetched and `onSuccess(result)` runs. `submit` is the form's `onSubmit`: one request at a time, each with a
+ * is refetched, `onSuccess(result)` runs and the focus goes back to the form's first field (a keyboard user is
+ * ready for the next entry instead of being left on the page's body). `submit` is the form's `onSubmit`: one
+ * request at a time, each with a
  * fresh `idempotencyKey` (the second argument of `mutationFn`, for an `Idempotency-Key` header).
  * `text(name, field)` gives a TextInput/Textarea its `value`, `onChange` and the API's `error` for `field`
  * (default: `name`).
@@ -20,6 +22,7 @@ export function useCreateForm<V extends object, R = unknown>(initial: V, options
 }) {
   const qc = useQueryClient()
   const [values, setValues] = useState<V>(initial)
+  const form = useRef<HTMLFormElement | null>(null)
   const mutation: UseMutationResult<R, Error, V> = useMutation<R, Error, V>({
     mutationFn: (v: V): Promise<R> => options.mutationFn(v, once.idempotencyKey.current),
     onSuccess: (result: R, v: V) => {
@@ -31,6 +34,9 @@ export function useCreateForm<V extends object, R = unknown>(initial: V, options
       })
       void qc.invalidateQueries({ queryKey: options.invalidate })
       options.onSuccess?.(result, v)
+      const submitted = form.current
+      setTimeout(() => submitted?.querySelector<HTMLElement>(
+        'input:not([disabled]):not([type=hidden]), textarea:not([disabled])')?.focus(), 0)
     },
   })
   const once: ReturnType<typeof useSubmitOnce<V>> = useSubmitOnce(mutation)
@@ -45,6 +51,7 @@ export function useCreateForm<V extends object, R = unknown>(initial: V, options
     errorOf,
     submit: (event?: FormEvent) => {
       event?.preventDefault()
+      if (event?.currentTarget instanceof HTMLFormElement) form.current = event.currentTarget
       once(values)
     },
     text: (name: keyof V & string, field: string = name) => ({

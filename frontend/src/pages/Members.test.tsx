@@ -33,6 +33,9 @@ describe('members', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Send invitation' }))
     await waitFor(() => expect(seen.some((r) => r.method === 'POST')).toBe(true), LONG)
     expect(await seen.find((r) => r.method === 'POST')!.json()).toEqual({ organization: ORG.id, email: 'new@acme.test', role: 'member' })
+    // the sender is told it went and what happens next; the focus is back on the e-mail field for the next one
+    expect(await screen.findByTestId('create-notice', {}, LONG)).toHaveTextContent('Invitation sent to new@acme.test')
+    await waitFor(() => expect(screen.getByLabelText(/^E-mail/)).toHaveFocus(), LONG)
     expect(screen.getByRole('combobox', { name: 'Role of dev@acme.test (organization)' })).toBeEnabled()
   }, 15_000)
 

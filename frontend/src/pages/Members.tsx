@@ -62,6 +62,7 @@ export function MembersPage() {
     unwrap(api.GET('/api/v1/invitations/', { params: { query: { organization: oid, cursor, page_size: 50 } } })),
   { enabled: Boolean(oid) })
   const [chosenWhere, setWhere] = useState<'organization' | 'project' | null>(null)
+  const [sent, setSent] = useState<Invitation | null>(null)
   // a project admin who does not manage the organization invites to the project
   const where = chosenWhere ?? (!allowed && project?.can_manage_members ? 'project' : 'organization')
   const inviteAllowed = where === 'organization' ? allowed : projectAllowed
@@ -73,6 +74,7 @@ export function MembersPage() {
       })),
     invalidate: ['invitations'],
     clear: ['email'],
+    onSuccess: (sent) => setSent(sent as Invitation),
   })
   const role = invite.values.role
   const roles = where === 'organization' ? ORG_ROLES : PROJECT_ROLES
@@ -97,7 +99,8 @@ export function MembersPage() {
       </Text>
       <CreateForm id="invite" title="Invite someone" error={invite.error} errorTitle="The invitation was not sent"
         fields={['email', 'role']} onSubmit={invite.submit} submitLabel="Send invitation" loading={invite.mutation.isPending}
-        allowed={inviteAllowed} deniedHint={inviteHint}>
+        allowed={inviteAllowed} deniedHint={inviteHint}
+        notice={sent && `Invitation sent to ${sent.email}: they join once they accept the e-mailed link (valid until ${new Date(sent.expires_at).toUTCString()}). It is listed under Invitations below until then.`}>
         <SimpleGrid cols={{ base: 1, sm: 3 }}>
           <TextInput label="E-mail" type="email" required {...invite.text('email')} {...fieldProps} />
           <Select
