@@ -1,5 +1,6 @@
 import { useDebouncedValue } from '@mantine/hooks'
-import { useState } from 'react'
+import { useEffect, useState } from 'react'
+import { useSearchParams } from 'react-router'
 
 export type FilterValues = Record<string, string | null>
 
@@ -8,11 +9,37 @@ export type FilterValues = Record<string, string | null>
  * parameter's, e.g. `null as Status | null`): `values` as the controls show them, `query` the non-empty ones as sent (typing is debounced by `delay` ms, so a name search asks once the
  * typing pauses), `active` whether any differs from `initial`, `clear()` back to `initial`. Put `query` into the
  * list's query key (a `usePaged` list goes back to its first page when its key changes).
+ *
+ * The applied filters live in the page's URL too (`?status=active&name_contains=web`; each name after `urlPrefix`,
+ * for two lists on one page), replacing the history entry rather than adding one: a filtered list can be linked
+ * and reloaded, and Back leaves the page instead of undoing keystrokes. A value the URL holds is where the filters
+ * start.
  */
-export function useListFilters<F extends FilterValues>(initial: F, delay = 300) {
-  const [values, setValues] = useState<F>(initial)
+export function useListFilters<F extends FilterValues>(initial: F, delay = 300, urlPrefix = '') {
+  const [params, setParams] = useSearchParams()
+  const [values, setValues] = useState<F>(() => {
+    const start = { ...initial }
+    for (const key of Object.keys(initial)) {
+      const v = params.get(urlPrefix + key)
+      if (v !== null) (start as FilterValues)[key] = v
+    }
+    return start
+  })
   const [debounced] = useDebouncedValue(values, delay)
   const applied = clearedNow(values, initial) ? values : debounced
+  const wanted = JSON.stringify(applied)
+  useEffect(() => {
+    const next = new URLSearchParams(params)
+    for (const key of Object.keys(initial)) {
+      const v = applied[key]
+      const text = typeof v === 'string' ? v.trim() : v
+      if (text && text !== (initial[key] ?? '')) next.set(urlPrefix + key, text)
+      else next.delete(urlPrefix + key)
+    }
+    // only a real change navigates (a navigation runs the route's loaders again)
+    if (next.toString() !== params.toString()) setParams(next, { replace: true })
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [wanted])
   const query: { [K in keyof F]?: NonNullable<F[K]> } = {}
   for (const [key, value] of Object.entries(applied)) {
     const v = typeof value === 'string' ? value.trim() : value

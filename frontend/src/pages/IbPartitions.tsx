@@ -25,7 +25,7 @@ type Membership = 'limited' | 'full'
 export function IbPartitionsPanel() {
   const { project, canWrite } = useScope()
   const pid = project?.id ?? ''
-  const filters = useListFilters({ name_contains: '' })
+  const filters = useListFilters({ name_contains: '' }, 300, 'ib_')
   const partitions = usePaged(['ib-partitions', pid, filters.query], (cursor) =>
     unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, ...filters.query, cursor, page_size: 50 } } })),
   )
