@@ -1,8 +1,21 @@
 import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { useLocation, useNavigate } from 'react-router'
 import { describe, expect, it } from 'vitest'
 import type { Flavor } from '../api/client'
 import { PROJECT, json, problem, renderPage, stubApi } from '../test/render'
 import { LaunchPage } from './Launch'
+
+/** The router's location, and the browser's Back, for the history tests. */
+function Where() {
+  const location = useLocation()
+  const navigate = useNavigate()
+  return (
+    <>
+      <span data-testid="where">{location.pathname + location.search}</span>
+      <button type="button" data-testid="go-back" onClick={() => navigate(-1)}>back</button>
+    </>
+  )
+}
 
 const base = { description: '', kind: '', vcpus: 8, memory_mib: 65536, disk_gib: 100, gpu_count: 0, mig_profile: '', vgpu_type: '', share_milli: 0, hugepages: false, visibility: 'public', is_active: true, created_at: '' }
 const FLAVORS = [{ ...base, id: 'f2', name: 'h100-mig-3g40', gpu_form: 'mig', gpu_model: 'H100', mig_profile: '3g.40gb' }] as Flavor[]
@@ -35,6 +48,25 @@ describe('launch wizard', () => {
     expect(answer).toHaveTextContent('$0.99 per hour')
     const ask = seen.find((r) => r.method === 'POST')!
     expect(await ask.json()).toEqual({ project: PROJECT.id, flavor: 'f2', name: '', ssh_keys: [], user_data: '', sla_tier: '', queue: false })
+  }, 15_000)
+
+  it('puts the step in the URL, so the browser\'s Back goes to the previous step', async () => {
+    stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+    })
+    renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
+    fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('?step=1'))
+    expect(await input(/^Name/)).toBeInTheDocument()
+    fireEvent.click(screen.getByTestId('go-back'))
+    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('/launch'))
+    expect(screen.getByTestId('where')).not.toHaveTextContent('step')
+    expect(screen.getByLabelText(/h100-mig-3g40/)).toBeChecked()      // the choice is still there
   }, 15_000)
 
   it('tells a viewer calmly that the check is for those who can launch, with the server’s words', async () => {

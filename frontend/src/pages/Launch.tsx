@@ -3,8 +3,8 @@ import {
   Stepper, Table, Text, TextInput, Title,
 } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useMemo, useState } from 'react'
-import { Link, useNavigate } from 'react-router'
+import { useEffect, useMemo, useState } from 'react'
+import { Link, useNavigate, useSearchParams } from 'react-router'
 import { ApiError, api, unwrap, type Flavor, type Instance, type Lease, type Schemas } from '../api/client'
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
@@ -262,8 +262,23 @@ export function LaunchPage() {
   const pid = project?.id ?? ''
   const navigate = useNavigate()
   const qc = useQueryClient()
-  const [step, setStep] = useState(0)
+  // The step is in the URL (`?step=2`), each move a history entry: the browser's Back goes to the previous step
+  // instead of leaving the wizard. The choices live in this page, so a reload (or a link) starts at the first step.
+  const [params, setParams] = useSearchParams()
+  const step = Math.min(3, Math.max(0, Number(params.get('step') ?? 0) || 0))
+  const setStep = (next: number | ((s: number) => number)) => {
+    const n = typeof next === 'function' ? next(step) : next
+    if (n === step) return
+    const p = new URLSearchParams(params)
+    if (n === 0) p.delete('step')
+    else p.set('step', String(n))
+    setParams(p)
+  }
   const [form, setForm] = useState<LaunchForm>(EMPTY)
+  useEffect(() => {
+    if (step > 0 && !form.flavor) setParams((p) => { const q = new URLSearchParams(p); q.delete('step'); return q }, { replace: true })
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [])
   const set = <K extends keyof LaunchForm>(key: K, value: LaunchForm[K]) => setForm((f) => ({ ...f, [key]: value }))
 
   const flavors = useFlavors()
