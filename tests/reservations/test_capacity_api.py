@@ -130,3 +130,62 @@ def test_staff_see_the_fleet_s_fragmentation_and_the_queue(world, clock):
     assert world.staff_client.get("/api/v1/capacity/fleet-figures/").json()["fragmentation"][0][
         "fragmented_gpus"] == 3.0
     assert world.client_a.get("/api/v1/capacity/fleet-figures/").status_code == 404
+
+
+def test_fleet_figures_count_every_gpu_as_the_heat_map_shows_it(world):
+    """The capacity screen's counts (one aggregate query) and the heat map's cells (every GPU read) agree for GPUs
+    in each state: faulty wins over a scrub and an allocation, a scrub over an allocation; MIG and vGPU modes; a
+    host of two models counts under the first name; a cordoned host is out of service; a retired one is left
+    out; two zones."""
+    import uuid
+
+    from apps.inventory.models import Gpu, Host
+    from apps.scheduling.ledger.core import AllocationSpec, ConsumerRef, allocations_claim
+    from apps.scheduling.selectors import fleet_gpu_counts, fleet_summary
+    from tests.inventory.helpers import make_host
+    from tests.tenancy.helpers import make_user
+
+    a, b = make_host("fig-a", gpus=8, zone="z-fig-1"), make_host("fig-b", gpus=4, zone="z-fig-2", model="L40S")
+    mixed = make_host("fig-mixed", gpus=2, zone="z-fig-1", model="H200-SXM-141GB")
+    Gpu.objects.create(host=mixed, index=2, model="A100-SXM4-80GB", uuid="GPU-fig-mixed-2", serial="G-fig-mixed-2",
+                       pci_address="0000:30:00.0")
+    make_host("fig-retired", gpus=8, zone="z-fig-1", state="retired")
+    make_host("fig-cordoned", gpus=2, zone="z-fig-2", state="cordoned", model="L40S")
+    gpus = list(Gpu.objects.filter(host=a).order_by("index"))
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", world.project_a.pk),
+                      specs=[AllocationSpec(host_id=a.pk, resource_class="gpu", gpu_id=g.pk) for g in gpus[:4]])
+    Gpu.objects.filter(pk=gpus[0].pk).update(health="faulty", scrub_state="dirty")    # faulty, held
+    Gpu.objects.filter(pk=gpus[1].pk).update(scrub_state="scrub_failed")              # scrubbing, held
+    Gpu.objects.filter(pk=gpus[5].pk).update(scrub_state="dirty")                     # scrubbing
+    Gpu.objects.filter(pk=gpus[6].pk).update(health="faulty")                         # faulty
+    Gpu.objects.filter(host=a, index=7).update(mode="mig")
+    Gpu.objects.filter(host=b).update(mode="vgpu")
+
+    heat = fleet_summary(make_user("fig-ops@example.com", staff_role="operator"))
+    expected: dict = {}
+    for region in heat["regions"]:
+        for zone in region["zones"]:
+            for rack in zone["racks"]:
+                for host in rack["hosts"]:
+                    key = (host["gpu_model"].split("/")[0], zone["name"])
+                    row = expected.setdefault(key, dict.fromkeys(
+                        ("total", "allocated", "faulty", "scrubbing", "out_of_service", "mig", "vgpu"), 0))
+                    for g in host["gpus"]:
+                        row["total"] += 1
+                        row["allocated"] += g["state"] == "allocated"
+                        row["faulty"] += g["state"] == "faulty"
+                        row["scrubbing"] += g["state"] in ("dirty", "scrub_failed")
+                        row["out_of_service"] += host["condition"] != "available"
+                        row["mig"] += g["mode"] == "mig"
+                        row["vgpu"] += g["mode"] == "vgpu"
+    counts = {(r["gpu_model"], r["zone"]): {k: v for k, v in r.items() if k not in ("gpu_model", "zone")}
+              for r in fleet_gpu_counts() if r["zone"].startswith("z-fig")}
+    assert counts == {k: v for k, v in expected.items() if k[1].startswith("z-fig")}
+    assert counts[("H100-SXM5-80GB", "z-fig-1")] == {"total": 8, "allocated": 2, "faulty": 2, "scrubbing": 2,
+                                                    "out_of_service": 0, "mig": 1, "vgpu": 0}
+    assert counts[("A100-SXM4-80GB", "z-fig-1")]["total"] == 3            # fig-mixed, under its first model name
+    assert counts[("L40S", "z-fig-2")] == {"total": 6, "allocated": 0, "faulty": 0, "scrubbing": 0,
+                                          "out_of_service": 2, "mig": 0, "vgpu": 4}
+    assert [(r["gpu_model"], r["zone"]) for r in fleet_gpu_counts()] == sorted(
+        (r["gpu_model"], r["zone"]) for r in fleet_gpu_counts())
+    assert Host.objects.filter(name="fig-retired", state="retired").exists()
