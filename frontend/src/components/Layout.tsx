@@ -1,6 +1,6 @@
 import { Alert, AppShell, Burger, Group, Loader, NavLink, Select, Text, Button, Title } from '@mantine/core'
 import { useDisclosure } from '@mantine/hooks'
-import { Link, Outlet, matchPath, useLocation, useNavigate, useNavigation } from 'react-router'
+import { Link, Navigate, Outlet, matchPath, useLocation, useNavigate, useNavigation } from 'react-router'
 import { isAdminPath, useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
 import { useIsStaff } from '../auth/staff'
@@ -45,6 +45,9 @@ export function Layout() {
   const staff = useIsStaff()
   // admin screens work on the provider's fleet, not in a project: they show without one
   const admin = isAdminPath(location.pathname)
+  // provider staff who belong to no organization have no tenant screens: only the admin ones (a staff member who
+  // is also a tenant sees both, each under its heading)
+  const tenantNav = !staff || scope.loading || scope.organizations.length > 0
 
   const link = (item: { to: string; label: string; end: boolean }) => (
     <NavLink
@@ -127,7 +130,12 @@ export function Layout() {
       </AppShell.Header>
       {/* the links scroll inside the bar when they are taller than the window (the staff list at 800 px) */}
       <AppShell.Navbar p="xs" aria-label="Main" style={{ overflowY: 'auto' }}>
-        {NAV.map(link)}
+        {tenantNav && staff && (
+          <Text size="xs" fw={700} c="dimmed" tt="uppercase" px="sm" data-testid="tenant-nav">
+            {scope.organization?.name ?? 'Organization'}
+          </Text>
+        )}
+        {tenantNav && NAV.map(link)}
         {staff && (
           <>
             <Text size="xs" fw={700} c="dimmed" tt="uppercase" mt="md" px="sm" data-testid="admin-nav">
@@ -146,7 +154,9 @@ export function Layout() {
         {/* pages mount once the project is known: their lists filter by it (an empty id is a 400) */}
         {admin ? (
           <Outlet />
-        ) : scope.loading ? null : !scope.project ? (
+        ) : scope.loading ? null : !tenantNav ? (
+          <Navigate to="/staff/fleet" replace />
+        ) : !scope.project ? (
           <Alert color="blue" title="No project yet">
             You are not a member of any project. Ask an organization owner or admin to invite you to one.
           </Alert>

@@ -183,7 +183,11 @@ export function HostPanel({ row }: { row: FleetHost }) {
           <Text size="sm" c="dimmed">GPU model</Text>
           <Text size="sm">{row.gpu_model ?? '—'}</Text>
           <Text size="sm" c="dimmed">Agent heartbeat</Text>
-          <Text size="sm">{ago(row.last_heartbeat_at)}{row.agent_version ? ` (agent ${row.agent_version})` : ''}</Text>
+          <Text size="sm" data-testid="host-heartbeat">
+            {row.last_heartbeat_at
+              ? `${ago(row.last_heartbeat_at)}${row.agent_version ? ` (agent ${row.agent_version})` : ''}`
+              : 'none yet: no node agent has enrolled on this host'}
+          </Text>
           <Text size="sm" c="dimmed">Kind</Text>
           <Text size="sm">{row.provisioning_kind}</Text>
           {h && (
