@@ -1,5 +1,6 @@
-"""`manage.py demo_agents` against the live test server: demo MIG hosts enroll with their SR-IOV VFs, queued commands
-are executed and reported, and hosts outside the demo (not `test:///`) are never touched."""
+"""`manage.py demo_agents` against the live test server: every demo host enrolls at start (MIG and vGPU hosts with
+their SR-IOV VFs), queued commands are executed and reported, hosts outside the demo (not `test:///`) are never
+touched; on the demo fleet every demo flavor places and one host's agent reports a faulty GPU."""
 import io
 
 import pytest
@@ -13,9 +14,9 @@ from .helpers import make_host
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _run(url) -> str:
+def _run(url, **kw) -> str:
     out = io.StringIO()
-    call_command("demo_agents", url=url, once=True, interval=0, stdout=out, stderr=out)
+    call_command("demo_agents", url=url, once=True, interval=0, stdout=out, stderr=out, **kw)
     return out.getvalue()
 
 
@@ -27,18 +28,21 @@ def test_demo_mig_host_enrolls_with_vfs_and_runs_commands(live_server):
     prod.gpus.update(mode="mig")
 
     out = _run(live_server.url)
-    assert "agent enrolled on demo-mig" in out and "prod-mig" not in out and "demo-plain" not in out
+    assert "agent enrolled on demo-mig (2 GPUs with SR-IOV VFs)" in out and "prod-mig" not in out
+    assert "agent enrolled on demo-plain" in out   # every demo host has an agent from the start
+    assert out.index("demo-mig") < out.index("demo-plain")   # the hosts the MIG flavors need first
     assert VirtualFunction.objects.filter(gpu__host=mig).count() == 2 * 4
+    assert not VirtualFunction.objects.filter(gpu__host__in=[plain, prod]).exists()
     assert not VirtualFunction.objects.filter(gpu__host=prod).exists()
     assert set(mig.gpus.values_list("mode", flat=True)) == {"mig"}
-    assert not AgentCredential.objects.filter(host__in=[plain, prod]).exists()
+    assert AgentCredential.objects.filter(host=plain).exists()
+    assert not AgentCredential.objects.filter(host=prod).exists()
 
     cmd = agent_command_enqueue(actor=None, host=mig, kind="create_gpu_instance",
                                 payload={"gpu_index": 1, "profile": "3g.40gb"})
     reset = agent_command_enqueue(actor=None, host=plain, kind="reset_gpu", payload={"gpu_index": 0})
     foreign = agent_command_enqueue(actor=None, host=prod, kind="reset_gpu", payload={"gpu_index": 0})
-    out = _run(live_server.url)
-    assert "agent enrolled on demo-plain" in out
+    _run(live_server.url)
     cmd.refresh_from_db()
     reset.refresh_from_db()
     assert (cmd.status, reset.status) == ("succeeded", "succeeded"), (cmd.result, reset.result)
@@ -74,3 +78,51 @@ def test_demo_agents_heartbeat_so_the_hosts_are_not_lost(live_server):
     mig.refresh_from_db()
     assert now() - mig.last_heartbeat_at < dt.timedelta(minutes=1)
     assert AgentCredential.objects.get(host=mig, revoked_at__isnull=True).last_seen_at is not None
+
+
+def test_demo_fleet_places_every_demo_flavor_every_host_heartbeats_and_one_gpu_is_faulty(live_server):
+    """What `make run` starts (`demo_load`, then `demo_agents`): the L40S hosts report their GPUs' SR-IOV VFs (32
+    each, the catalog's), so the L40S vGPU flavor places like the MIG and whole-GPU ones (it never could: no VF);
+    every demo host has an agent and a heartbeat (a-su1-n01 showed "never": only MIG hosts enrolled at start);
+    a-su1-n03's agent reports XID 79 on GPU 5 through the agent API: a health event, the GPU faulty with an
+    incident, the host cordoned; a restart reports it again and nothing new is recorded."""
+    import importlib
+
+    from django.apps import apps
+
+    from apps.compute.models import Flavor
+    from apps.health.models import HealthEvent
+    from apps.identity.models import User
+    from apps.inventory.models import Gpu, Host, Incident
+    from apps.tenancy.models import Project
+    from tests.tenancy.helpers import client_for, token_for
+
+    importlib.import_module("apps.billing.migrations.0002_defaults_and_guards").seed(apps, None)  # flushed here
+    call_command("demo_load", stdout=io.StringIO())
+    out = _run(live_server.url)
+    demo = Host.objects.filter(libvirt_uri__startswith="test:///")
+    assert f"demo agents: {demo.count()} of {demo.count()} demo hosts enrolled (18 with SR-IOV VFs)" in out, out
+    assert not demo.filter(last_heartbeat_at__isnull=True).exists()
+    assert Host.objects.get(name="a-su1-n01").last_heartbeat_at is not None
+    assert VirtualFunction.objects.filter(gpu__host__name="b-l40s-n01").count() == 4 * 32
+
+    project = Project.objects.get(slug="demo", organization__slug="demo")
+    client = client_for(token_for(User.objects.get(email="demo@example.com"), project=project))
+    for name in ("l40s-vgpu-4q", "h100-mig-3g40", "h200-mig-3g71", "h100-1x", "h100-8x"):
+        checked = client.post("/api/v1/instances/check/", {"project": str(project.pk), "name": "",
+                                                           "flavor": str(Flavor.objects.get(name=name).pk)},
+                              format="json").json()
+        assert checked["placeable"] is True, (name, checked)
+
+    (event,) = HealthEvent.objects.filter(host__name="a-su1-n03")
+    assert (event.kind, event.xid, event.gpu.index) == ("xid", 79, 5)
+    gpu = Gpu.objects.get(host__name="a-su1-n03", index=5)
+    assert gpu.health == "faulty"
+    assert Incident.objects.filter(gpu=gpu, end__isnull=True).exists()
+    host = Host.objects.get(name="a-su1-n03")
+    assert host.state == "cordoned" and host.state_reason
+    assert "a-su1-n03: agent reported XID 79 on GPU 5" in out
+    assert Gpu.objects.filter(health="faulty").count() == 1
+
+    _run(live_server.url)   # `make run` again: the same signal, recorded once
+    assert HealthEvent.objects.filter(host__name="a-su1-n03").count() == 1
