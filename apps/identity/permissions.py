@@ -45,12 +45,14 @@ class IsStaffOperator(_StaffRolePermission):
     """Any staff role reads; only operators write (fleet, placement)."""
 
     write_roles = frozenset({StaffRole.OPERATOR})
+    message = "Only operators change the fleet; your staff role reads it."
 
 
 class IsStaffBillingAdmin(_StaffRolePermission):
     """Any staff role reads; only billing admins write (price books, invoices)."""
 
     write_roles = frozenset({StaffRole.BILLING_ADMIN})
+    message = "Only billing admins change billing; your staff role reads it."
 
 
 class StaffActions(BasePermission):

@@ -146,7 +146,8 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
             <Text size="sm">In use now: {quota.usage ?? 'not counted'}. A limit below that blocks new requests only.</Text>
             <NumberInput label="Limit" value={limit} onChange={(v) => { setLimit(v); setTyped(undefined) }} required data-autofocus
               error={typed ?? fieldError(save.error, 'limit')} />
-            <ProblemAlert error={save.error} shownFields={['limit']} />
+            {/* a refusal of the limit is shown on the field; the alert is for any other */}
+            {!fieldError(save.error, 'limit') && <ProblemAlert error={save.error} shownFields={['limit']} />}
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
               <Button type="submit" loading={save.isPending}>Save limit</Button>
