@@ -72,21 +72,9 @@ def authorize_project(actor, project, roles: Collection[str], *,
         return
     if not selectors.project_list_visible_to(actor).filter(pk=project.pk).exists():
         raise NotFound("Project not found.")
-    role = selectors.project_role_of(actor, project)
-    if role not in roles:
-        raise _about(Forbidden(_project_refusal(role, roles), code=Code.PERMISSION_DENIED, role=role),
+    if selectors.project_role_of(actor, project) not in roles:
+        raise _about(Forbidden("Your role in this project does not allow this action.", code=Code.PERMISSION_DENIED),
                      project.organization_id)
-
-
-def _project_refusal(role: str | None, roles: Collection[str]) -> str:
-    """The 403's words: the caller's role and the roles that may, e.g. ``"Your role in this project (viewer) cannot
-    do this: only admins and members create and change its resources."`` (a client shows them as they are)."""
-    who = " and ".join(f"{r}s" for r in sorted(roles))
-    what = (f"only {who} create and change its resources" if set(roles) == set(PROJECT_WRITERS)
-            else f"only {who} may")
-    if role is None:
-        return f"You have no role in this project that allows this: {what}."
-    return f"Your role in this project ({role}) cannot do this: {what}."
 
 
 def authorize_staff(actor, staff_roles: Collection[str] = STAFF_WRITERS) -> None:

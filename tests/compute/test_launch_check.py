@@ -157,11 +157,6 @@ def test_viewer_gets_the_create_s_403_and_nothing_is_written(world):
         create = client.post(path.removesuffix("check/"), body, format="json")
         assert check.status_code == create.status_code == 403
         assert check.json()["code"] == create.json()["code"]
-        # the words a console shows as they are: the caller's role and who may launch
-        assert check.json()["detail"] == create.json()["detail"] == (
-            "Your role in this project (viewer) cannot do this: only admins and members create and change its "
-            "resources.")
-        assert check.json()["role"] == "viewer"
     assert _rows() == before
     # the refused creates are in the audit log; the checks (dry runs) are not
     assert sorted(AuditEvent.objects.filter(action="api.request.refused").values_list("target_id", flat=True)) == [

@@ -306,8 +306,6 @@ def test_the_tenants_journey_through_the_console(world, browser):  # noqa: PLR09
         guest.get_by_role("button", name="Next").click()
         guest.get_by_role("button", name="Next").click()
         expect(guest.get_by_text("Your role in this project is read-only: you cannot launch.")).to_be_visible()
-        expect(guest.get_by_test_id("check-not-for-role")).to_contain_text("Your role in this project (viewer)")
-        expect(guest.get_by_text("The check was refused")).to_have_count(0)
         expect(guest.get_by_role("button", name="Launch", exact=True)).to_be_disabled()
         check_a11y(guest, "journey: viewer launch")
         shot(guest, "viewer-cannot-launch")

@@ -127,52 +127,17 @@ function money(amount: string | null | undefined, currency: string): string {
   return Number.isFinite(n) ? new Intl.NumberFormat('en-US', { style: 'currency', currency, maximumFractionDigits: 4 }).format(n) : amount
 }
 
-/** Whether `error` is the check's 403: the caller's role may not launch (the check answers as the create would). */
-export function refusedForRole(error: unknown): error is ApiError {
-  return error instanceof ApiError && error.status === 403
-}
-
-/** The check's refusal: a role that may not launch (403) is told so neutrally, in the server's words (its role and
- * who may launch); any other refusal is the usual problem alert. */
-function CheckRefused({ error, price, market }: { error: unknown; price: Check['price']; market: Market }) {
-  if (refusedForRole(error)) {
+/** The check's refusal: a role that may not launch (403) is told so calmly, with the server's words; any other
+ * refusal is the usual problem alert. */
+function CheckRefused({ error }: { error: unknown }) {
+  if (error instanceof ApiError && error.status === 403) {
     return (
-      <Stack gap="sm">
-        <Alert color="gray" title="Your role cannot launch here" data-testid="check-not-for-role">
-          {error.detail} You can still look at the flavors and their list prices; whether it can be placed now is
-          answered for those who can launch.
-        </Alert>
-        {market === 'on_demand' && (price?.per_hour != null
-          ? <Group gap="xs"><Text>List price:</Text><PerHour price={price} /></Group>
-          : <Text c="dimmed">No list price for this flavor yet.</Text>)}
-      </Stack>
+      <Alert color="gray" title="Checked only for those who can launch" data-testid="check-not-for-role">
+        {error.detail} The placement check and its price are answered for members who can launch in this project.
+      </Alert>
     )
   }
   return <ProblemAlert error={error} title="The check was refused" />
-}
-
-/** The flavor's list price for `organization` as the check's `price` reads it (on-demand, the organization's
- * currency and default tier): what a member who may not launch (the check refuses them) can still read, from the
- * flavor list. Null when the flavor is not priced for that organization. */
-export function listPrice(flavor: Flavor | undefined, organization: string | undefined): Check['price'] {
-  const row = (flavor?.prices ?? []).find((p) => p.organization === organization)
-  if (!row) return null
-  return {
-    currency: row.currency, sla_tier: row.sla_tier, pricing_model: 'on_demand', sku: '', unit: 'hour',
-    unit_price: row.on_demand_per_hour, units: '1', per_hour: row.on_demand_per_hour, hours: null, estimate_total: null,
-  }
-}
-
-/** "$2.75 per hour (standard tier, on-demand)". */
-function PerHour({ price }: { price: NonNullable<Check['price']> }) {
-  return (
-    <Text fw={600} data-testid="price">
-      {money(price.per_hour, price.currency)} per hour
-      <Text span c="dimmed" size="sm">
-        {' '}({price.sla_tier} tier, {price.pricing_model.replace('_', '-')})
-      </Text>
-    </Text>
-  )
 }
 
 function CheckResult({ check, market }: { check: Check; market: Market }) {
@@ -187,7 +152,14 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
         ) : (
           <Badge color="red.9" size="lg">Cannot be launched</Badge>
         )}
-        {price?.per_hour != null && market === 'on_demand' && <PerHour price={price} />}
+        {price?.per_hour != null && market === 'on_demand' && (
+          <Text fw={600} data-testid="price">
+            {money(price.per_hour, price.currency)} per hour
+            <Text span c="dimmed" size="sm">
+              {' '}({price.sla_tier} tier, {price.pricing_model.replace('_', '-')})
+            </Text>
+          </Text>
+        )}
         {price && price.per_hour == null && <Text c="dimmed">No list price for this flavor yet.</Text>}
       </Group>
       {check.detail && (
@@ -234,8 +206,9 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
 }
 
 /** Hours × the flavor's list price per hour (what the check answered), labelled as an estimate. */
-function CostEstimate({ price, times = 1, market, hours, onHours }: {
+function CostEstimate({ price, times = 1, market, hours, onHours, refused = false }: {
   price: Check['price'] | undefined
+  refused?: boolean
   times?: number
   market: Market
   hours: number | string
@@ -264,6 +237,8 @@ function CostEstimate({ price, times = 1, market, hours, onHours }: {
             ? 'Spot prices follow the market: no estimate.'
             : market === 'lease'
               ? 'Billed as part of the lease: no estimate.'
+            : refused
+              ? 'No estimate: the price comes with the placement check, which is for members who can launch.'
             : price?.per_hour == null
               ? 'No list price for this flavor yet: no estimate.'
               : total == null
@@ -343,8 +318,6 @@ export function LaunchPage() {
   )
   const flavor = flavors.data?.find((f) => f.id === form.flavor)
   const image = images.data?.find((i) => i.id === form.image)
-  // A member who may not launch (a viewer) gets the check's 403; the flavor list still gives them its list price.
-  const rolePrice = listPrice(flavor, project?.organization)
   const body = createBody(form, pid)
   const bodyKey = JSON.stringify({ body, shape: form.shape, count: form.count, market: form.market, lease: form.lease })
 
@@ -413,7 +386,6 @@ export function LaunchPage() {
       }
     },
   })
-  const roleRefused = refusedForRole(check.error) || refusedForRole(flavorCheck.error)
   const partial = launch.error instanceof PartialLaunch ? launch.error : null
   const err = partial ? partial.cause : launch.error
 
@@ -468,7 +440,7 @@ export function LaunchPage() {
             {form.flavor && (
               <Paper withBorder p="md" aria-live="polite" data-testid="flavor-check">
                 {flavorCheck.isFetching && !flavorCheck.data && <Loader role="status" size="sm" aria-label="Checking" />}
-                <CheckRefused error={flavorCheck.error} price={rolePrice} market={form.market} />
+                <CheckRefused error={flavorCheck.error} />
                 {flavorCheck.data && <CheckResult check={flavorCheck.data} market={form.market} />}
               </Paper>
             )}
@@ -640,7 +612,7 @@ export function LaunchPage() {
                 )}
               </Group>
               {check.isPending && check.fetchStatus === 'fetching' && <Loader role="status" size="sm" aria-label="Checking" />}
-              <CheckRefused error={check.error} price={rolePrice} market={form.market} />
+              <CheckRefused error={check.error} />
               {form.market === 'lease' && (
                 <Text data-testid="lease-note">
                   Inside a lease the lease’s own GPUs decide, not on-demand capacity: the launch is refused, saying why,
@@ -659,11 +631,12 @@ export function LaunchPage() {
               )}
             </Paper>
             <CostEstimate
-              price={(check.data ?? flavorCheck.data)?.price ?? (roleRefused ? rolePrice : undefined)}
+              price={(check.data ?? flavorCheck.data)?.price}
               times={cluster ? 1 : names.length}
               market={form.market}
               hours={hours}
               onHours={setHours}
+              refused={[check.error, flavorCheck.error].some((e) => e instanceof ApiError && e.status === 403)}
             />
             {!canWrite && <Alert color="yellow">Your role in this project is read-only: you cannot launch.</Alert>}
           </Stack>
