@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ..reasons import Words, register_reason_words
 from .explanation import Explanation
 from .request import HostNeed, PlacementRequest
 
@@ -34,8 +35,11 @@ HostFilter = Callable[..., HostFilterResult]
 _FILTERS: dict[str, HostFilter] = {}
 
 
-def register_host_filter(name: str, fn: HostFilter) -> None:
-    """Register the host filter `name` (the `HostNeed.filter` that asks for it; the explanation's filter name)."""
+def register_host_filter(name: str, fn: HostFilter, *, words: Words | None = None) -> None:
+    """Register the host filter `name` (the `HostNeed.filter` that asks for it; the explanation's filter name), and
+    `words`, how a refusal's reasons say to a tenant what it removed (`reasons.placement_reasons`)."""
+    if words is not None:
+        register_reason_words(name, words)
     _FILTERS[name] = fn
 
 
