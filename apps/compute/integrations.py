@@ -31,5 +31,4 @@ def register() -> None:
         register_usage_counter(resource, partial(selectors.gpu_quota_usage, resource))
     register_usage_source(billing.SOURCE, billing.instance_usage)
     register_placement_resolver(billing.SOURCE, billing.instance_placements)
-    register_host_filter(networks.IB_PARTITION_FILTER, networks.ib_partition_host_filter,
-                         words=networks.ib_partition_reason_words)
+    register_host_filter(networks.IB_PARTITION_FILTER, networks.ib_partition_host_filter)

@@ -1,16 +1,13 @@
 """Scheduling error codes (stable, snake_case) and the exceptions that carry them.
 
 `capacity_unavailable` is HTTP 409 (docs/adr/0401-capacity-unavailable-status.md): the request is valid, the
-fleet's current state cannot hold it. The problem document carries ``explanation`` (per-filter counts) and
-``reasons`` (the same in a tenant's words: a stable ``code`` and a ``message`` each; `reasons.placement_reasons`).
+fleet's current state cannot hold it. The problem document carries ``explanation`` (per-filter counts).
 """
 from __future__ import annotations
 
 from enum import StrEnum
 
 from apps.core.errors import Conflict, ValidationFailed
-
-from .reasons import placement_reasons
 
 
 class Code(StrEnum):
@@ -28,8 +25,6 @@ class CapacityUnavailable(Conflict):
     code, status, title = Code.CAPACITY_UNAVAILABLE.value, 409, "Capacity unavailable"
 
     def __init__(self, detail: str = "", *, explanation: dict | None = None, **extra):
-        if explanation:   # the explanation in a tenant's words (`reasons.placement_reasons`)
-            extra.setdefault("reasons", placement_reasons(explanation))
         super().__init__(detail or "No capacity can hold the request.",
                          explanation=explanation or {}, **extra)
         self.explanation = explanation or {}

@@ -233,49 +233,6 @@ def quota_report(*, scope, resource: str, requested: int = 1) -> list[dict]:
                                 requested=requested), requested)
 
 
-#: A quota key's words with its unit, for a count `n` (`quota_words`): the qualifier (a model, profile, type) is
-#: put in ``{q}``.
-_WORDS = {
-    "projects": "{n} projects", "gpus": "{n} {q}GPUs", "mig_slices": "{n} {q}MIG slices", "vgpus": "{n} {q}vGPUs",
-    "vcpus": "{n} vCPUs", "instances": "{n} instances", "vpcs": "{n} VPCs", "public_ips": "{n} public IPs",
-    "ib_partitions": "{n} InfiniBand partitions", "leases": "{n} leases", "volumes": "{n} volumes",
-    "snapshots": "{n} snapshots",
-}
-
-
-def quota_amount(resource: str, n: int) -> str:
-    """`n` of `resource` with its unit where it has one: memory (MiB in the API) and storage in GiB, else the count."""
-    base = resource.partition(":")[0]
-    if base == "memory_mib":
-        gib = n / 1024
-        return f"{int(gib) if gib.is_integer() else round(gib, 1)} GiB"
-    return f"{n} GiB" if base == "volume_gib" else str(n)
-
-
-def quota_words(resource: str, n: int) -> str:
-    """`n` of quota key `resource` in words with its unit: ``gpus:H100-SXM5-80GB`` → "8 H100-SXM5-80GB GPUs",
-    ``memory_mib`` → "2048 GiB of memory", ``vcpus`` → "64 vCPUs"; an unknown key as it is."""
-    base, _, qualifier = resource.partition(":")
-    if base == "memory_mib":
-        return f"{quota_amount(resource, n)} of memory"
-    if base == "volume_gib":
-        return f"{quota_amount(resource, n)} of {qualifier + ' ' if qualifier else ''}volumes"
-    words = _WORDS.get(base)
-    return words.format(n=n, q=f"{qualifier} " if qualifier else "") if words else f"{n} {resource}"
-
-
-def quota_reason(line: dict) -> dict:
-    """An exceeded quota line (`quota_report`) as a refusal's reason in a tenant's words: ``{"code":
-    "quota_exceeded", "resource", "scope", "message"}``, e.g. "Quota of this project: 8 H100-SXM5-80GB GPUs
-    allowed, 8 in use, this launch needs 1 more"."""
-    resource, scope = line["resource"], line["scope"]
-    where = "this project" if scope == "project" else "the organization"
-    message = (f"Quota of {where}: {quota_words(resource, line['limit'])} allowed, "
-               f"{quota_amount(resource, line['used'])} in use, this launch needs "
-               f"{quota_amount(resource, line['requested'])} more")
-    return {"code": "quota_exceeded", "resource": resource, "scope": scope, "message": message}
-
-
 #: The lines every `quota_check` computed inside `quota_checks_recorded`, by (scope, resource, requested).
 _RECORDER: ContextVar[dict | None] = ContextVar("quota_recorder", default=None)
 
@@ -332,8 +289,8 @@ def quota_check_all(*, scope, requests) -> None:
             limit, usage, key = line["limit"], line["used"], line["resource"]
             if usage + requested > limit:
                 raise QuotaExceeded(
-                    f"Quota exceeded ({line['scope']} {line['scope_slug']}): {quota_words(key, limit)} allowed, "
-                    f"{quota_amount(key, usage)} in use, {quota_amount(key, requested)} more requested.",
+                    f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
+                    f"({line['scope']} {line['scope_slug']}).",
                     code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
                     requested=requested, scope=line["scope"])
 

@@ -79,17 +79,10 @@ def test_quota_exceeded_is_the_code_the_create_gives_with_the_lines(world):
     assert (body["placeable"], body["code"], body["reason"]) == (False, "quota_exceeded", "gpus")
     assert {"resource": "gpus", "scope": "organization", "limit": 0, "used": 0, "requested": 1,
             "exceeded": True} in body["quota"]
-    # the reason in a tenant's words, with a code for scripts
-    assert body["reasons"] == [{"code": "quota_exceeded", "resource": "gpus", "scope": "organization",
-                                "message": "Quota of the organization: 0 GPUs allowed, 0 in use, this launch needs 1 "
-                                           "more"}]
     assert body["price"]["per_hour"] is None            # no price book prices this flavor
     assert _rows() == before
     create = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
     assert (create.status_code, create.json()["code"]) == (422, "quota_exceeded")
-    # the detail names the quota in words, not its key
-    assert create.json()["detail"] == body["detail"] == (
-        "Quota exceeded (organization compute-a): 0 GPUs allowed, 0 in use, 1 more requested.")
 
 
 def test_instance_no_host_could_hold_is_unplaceable_with_the_rule_s_explanation(world):
@@ -98,13 +91,8 @@ def test_instance_no_host_could_hold_is_unplaceable_with_the_rule_s_explanation(
     body = r.json()
     assert (body["placeable"], body["code"]) == (False, "unplaceable")
     assert body["reason"] and body["explanation"]["hosts_considered"] >= 1
-    # why, in a tenant's words (no filter name, no host name), each with a stable code
-    assert body["reasons"] == [{"code": "gpu_model", "hosts": 1,
-                                "message": "1 host has a different GPU model, or fewer of its GPUs than the flavor "
-                                           "needs"}]
     create = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
     assert (create.json()["code"], create.json()["reason"]) == ("unplaceable", body["reason"])
-    assert create.json()["reasons"] == body["reasons"]
 
 
 def test_cluster_no_topology_could_hold_is_unplaceable_topology_and_writes_nothing(world):
@@ -115,7 +103,6 @@ def test_cluster_no_topology_could_hold_is_unplaceable_topology_and_writes_nothi
     body = r.json()
     assert (body["placeable"], body["code"], body["reason"]) == (False, "unplaceable", "topology")
     assert "only 2 suitable hosts for 3" in str(body["explanation"])
-    assert body["reasons"] == [{"code": "topology", "hosts": 2, "message": "Only 2 suitable hosts for the 3 needed"}]
     assert body["queue"] == {"would_queue": False, "position": None}
     assert _rows() == before
 
@@ -132,9 +119,6 @@ def test_capacity_later_gives_earliest_start_the_create_would_give(world):
     assert _rows() == before
     create = world.client_a.post("/api/v1/clusters/", cluster_body(world, 2), format="json")
     assert (create.status_code, create.json()["earliest_start"]) == (409, body["earliest_start"])
-    assert body["reasons"] == create.json()["reasons"] == [
-        {"code": "gpu_capacity", "hosts": 1, "message": "1 host has too few free GPUs"},
-        {"code": "topology", "hosts": 1, "message": "Only 1 suitable host for the 2 needed"}]
 
 
 def test_instance_that_would_queue_says_so_with_its_position_and_earliest_start(world):

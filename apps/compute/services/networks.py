@@ -109,19 +109,6 @@ def placement_needs(network: dict | None) -> tuple[HostNeed, ...]:
     return (HostNeed(IB_PARTITION_FILTER, str(partition)),) if partition else ()
 
 
-def ib_partition_reason_words(reasons: dict[str, int]) -> str:
-    """How a refusal says to a tenant what the ``ib_partition`` filter removed (`ib_partition_host_filter`'s
-    reasons, most frequent first): "8 hosts have no InfiniBand port on the partition's fabric"."""
-    top = max(reasons.items(), key=lambda kv: kv[1])[0] if reasons else ""
-    if top.startswith("no HCA port"):
-        return "{have} no InfiniBand port on the partition's fabric"
-    if top.startswith("no virtual GUID pool"):
-        return "{have} no virtual InfiniBand ports (GUID pool) on the partition's fabric"
-    if top.startswith("no free virtual GUID"):
-        return "{have} no free virtual InfiniBand port (GUID) on the partition's fabric"
-    return "cannot join the InfiniBand partition (it no longer exists)"
-
-
 def ib_partition_host_filter(*, need: HostNeed, request: PlacementRequest, host_ids: list,
                              ideal: bool) -> HostFilterResult:
     """Scheduling's host filter ``ib_partition`` (`apps.scheduling.placement.register_host_filter`): keep the

@@ -119,16 +119,14 @@ class AllocationOutput(ModelSerializer):
 #: The placement rule's refusals (docs/adr/0404-placement-admission.md), documented on every create it guards.
 PLACEMENT_RULE_RESPONSES = {
     409: OpenApiResponse(description="capacity_unavailable: the fleet could hold the request but not now; "
-                                     "`earliest_start` says when it would fit (null when unknown), `reasons` "
-                                     "why (a stable `code` and a `message` each, as in the launch check). Also "
+                                     "`earliest_start` says when it would fit (null when unknown). Also "
                                      "name_taken (the name is used in the project), lease_not_usable (the lease "
                                      "named cannot hold it now), invalid_state (the object it refers to is in a "
                                      "state that does not allow it), not_supported_for_flavor_kind (instances and "
                                      "clusters: the flavor's kind cannot run it, e.g. a cluster of bare-metal "
                                      "flavors)."),
     422: OpenApiResponse(description="quota_exceeded, or unplaceable: no capacity of the fleet could ever hold the "
-                                     "request (`reason`, `explanation`, and `reasons`: a stable `code` and a `message` "
-                                     "for a person each); idempotency_key_reused."),
+                                     "request (`reason`, `explanation`); idempotency_key_reused."),
 }
 
 
@@ -169,20 +167,6 @@ class CheckPriceOutput(Serializer):
                                    "minimums and downtime credits")
 
 
-class ReasonOutput(Serializer):
-    """One reason a request cannot be placed, in a tenant's words (`apps.scheduling.reasons`)."""
-
-    code = serializers.CharField(help_text=(
-        "stable: the placement filter that removed hosts (the explanation's filter name: gpu_model, gpu_capacity, "
-        "vf_capacity, mig_geometry, ib_partition, topology, ...), no_hosts, or quota_exceeded"))
-    message = serializers.CharField(help_text=(
-        "for a person, e.g. '74 hosts have a different GPU model', 'Quota of this project: 8 H100-SXM5-80GB GPUs "
-        "allowed, 8 in use, this launch needs 1 more'; names no host and nothing of another tenant; may be reworded"))
-    hosts = serializers.IntegerField(required=False, help_text="placement reasons: how many hosts it removed")
-    resource = serializers.CharField(required=False, help_text="quota_exceeded: the quota key")
-    scope = serializers.CharField(required=False, help_text="quota_exceeded: project | organization")
-
-
 class PlacementCheckOutput(Serializer):
     """The answer of a launch check (`POST /instances/check/`, `/clusters/check/`, `/leases/check/`): what the
     create with the same body would do, computed by the create's own code and rolled back. When the create would
@@ -199,10 +183,6 @@ class PlacementCheckOutput(Serializer):
     reason = serializers.CharField(allow_null=True,
                                    help_text="the constraint that failed: unplaceable's reason, capacity's "
                                              "constraint, or the quota key")
-    reasons = ReasonOutput(many=True, help_text=(
-        "why it cannot be placed now, in a tenant's words: each placement filter that removed hosts (in filter "
-        "order), then each quota the create would exceed; empty when nothing stands in its way. Match on `code`; "
-        "show `message`"))
     explanation = serializers.JSONField(
         allow_null=True, help_text="the placement rule's explanation (hosts considered, what each filter removed, "
                                    "topology, MIG geometry), as in the create's 409/422 body")

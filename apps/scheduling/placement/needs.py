@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..reasons import Words, register_reason_words
 from .explanation import Explanation
 from .request import HostNeed, PlacementRequest
 
@@ -35,11 +34,8 @@ HostFilter = Callable[..., HostFilterResult]
 _FILTERS: dict[str, HostFilter] = {}
 
 
-def register_host_filter(name: str, fn: HostFilter, *, words: Words | None = None) -> None:
-    """Register the host filter `name` (the `HostNeed.filter` that asks for it; the explanation's filter name), and
-    `words`, how a refusal's reasons say to a tenant what it removed (`reasons.placement_reasons`)."""
-    if words is not None:
-        register_reason_words(name, words)
+def register_host_filter(name: str, fn: HostFilter) -> None:
+    """Register the host filter `name` (the `HostNeed.filter` that asks for it; the explanation's filter name)."""
     _FILTERS[name] = fn
 
 

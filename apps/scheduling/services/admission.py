@@ -28,11 +28,9 @@ from django.db import connection
 
 from apps.core import clock
 from apps.core.errors import DomainError
-from apps.tenancy.quotas import quota_reason
 
 from ..errors import CapacityUnavailable, Code
 from ..placement import PlacementRequest, place
-from ..reasons import placement_reasons
 
 #: How many future instants (allocation ends) `earliest_fit` tries at most.
 EARLIEST_CANDIDATES = 16
@@ -52,8 +50,6 @@ class Unplaceable(DomainError):
     code, status, title = Code.UNPLACEABLE.value, 422, "Unplaceable"
 
     def __init__(self, detail: str = "", *, reason: str = "", explanation: dict | None = None, **extra):
-        if explanation:   # the explanation in a tenant's words
-            extra.setdefault("reasons", placement_reasons(explanation))
         super().__init__(detail or "No capacity of this fleet could ever hold the request.", reason=reason,
                          explanation=explanation or {}, **extra)
         self.reason = reason
@@ -229,9 +225,7 @@ def check_answer(*, refusal: DomainError | None, admission: Admission | None = N
 
     ``placeable``: the create would place it now (no refusal, not queued); ``code``: the error code the create
     would answer (null: it would be accepted); ``detail``; ``reason``/``explanation``: the placement rule's (or the
-    quota's) reason and per-filter explanation; ``reasons``: why it cannot be placed now, in a tenant's words (each
-    filter that removed hosts, `placement_reasons`, then each quota it would exceed, `quota_reason`), [] when
-    nothing stands in its way; ``earliest_start``; ``queue``: ``would_queue`` (the create as sent
+    quota's) reason and per-filter explanation; ``earliest_start``; ``queue``: ``would_queue`` (the create as sent
     would wait in the on-demand queue) and ``position`` (the place it would take there, 1-based); ``quota`` lines
     (`apps.tenancy.quotas.quota_report`); ``price`` (`apps.billing.selectors.price_quote`); ``start``: the start
     the create would confirm (leases; later than asked when spot instances are owed their notice), else null.
@@ -252,13 +246,10 @@ def check_answer(*, refusal: DomainError | None, admission: Admission | None = N
     # the members the create's problem body would carry (`instances` of a volume in use, `allowed_states`,
     # `resource` of a quota ...), except the placement rule's (already answered below, in their own shape)
     members = {} if refusal is None or placement is refusal else dict(refusal.extra)
-    reasons = (placement.extra.get("reasons") if placement is not None else None) or placement_reasons(explanation)
-    reasons = [*reasons, *(quota_reason(line) for line in quota or [] if line["exceeded"])]
     return {**members, "placeable": refusal is None and not queued and placement_refusal is None,
             "code": refusal.code if refusal is not None else None,
             "detail": detail,
             "reason": refusal_reason(refusal) or refusal_reason(placement),
-            "reasons": reasons,
             "explanation": explanation or None,
             "earliest_start": earliest_start, "start": start,
             "queue": {"would_queue": queued, "position": queue_position},

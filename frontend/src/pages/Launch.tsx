@@ -1,5 +1,5 @@
 import {
-  Alert, Anchor, Badge, Button, Checkbox, Group, List, Loader, MultiSelect, NumberInput, Paper, Radio, SegmentedControl, Select, Stack,
+  Alert, Anchor, Badge, Button, Checkbox, Group, Loader, MultiSelect, NumberInput, Paper, Radio, SegmentedControl, Select, Stack,
   Stepper, Table, Text, TextInput, Title,
 } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
@@ -142,9 +142,6 @@ function CheckRefused({ error }: { error: unknown }) {
 
 function CheckResult({ check, market }: { check: Check; market: Market }) {
   const price = check.price
-  // why it cannot be placed, in the server's words (each reason's `message`; its `code` is for scripts); the
-  // detail when the refusal is of another kind (a name taken, a volume in use)
-  const reasons = check.reasons ?? []
   return (
     <Stack gap="sm" data-testid="placement-check">
       <Group>
@@ -165,14 +162,7 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
         )}
         {price && price.per_hour == null && <Text c="dimmed">No list price for this flavor yet.</Text>}
       </Group>
-      {reasons.length > 0 ? (
-        <div data-testid="check-reasons">
-          <Text fw={600}>Why:</Text>
-          <List size="sm">
-            {reasons.map((r) => <List.Item key={`${r.code}:${r.resource ?? ''}:${r.scope ?? ''}`}>{r.message}</List.Item>)}
-          </List>
-        </div>
-      ) : check.detail && (
+      {check.detail && (
         <Text>
           <strong>Why:</strong> {check.detail}
         </Text>
