@@ -61,11 +61,19 @@ def test_reads_and_state_conflicts_are_not_recorded_as_refusals(db):
 
 
 def test_a_viewer_s_launch_check_is_an_answer_not_a_refused_change(db):
-    """The launch wizard asks POST /instances/check for every flavor a viewer looks at: a dry run, not audited."""
+    """The launch wizard asks POST /instances/check for every flavor a viewer looks at: a dry run, refused with 403
+    but not audited (the create's refusal is: tests/compute/test_launch_check.py)."""
+    from apps.compute.models import Flavor
+
     org = make_org("acme")
-    make_project(org, "web")
+    project = make_project(org, "web")
+    flavor = Flavor.objects.create(name="c2", vcpus=2, memory_mib=4096, disk_gib=20)
     viewer = make_user("viewer@acme.test")
     member(viewer, org, OrgRole.VIEWER)
-    r = client_for(token_for(viewer, organization=org)).post("/api/v1/instances/check/", {}, format="json")
-    assert r.status_code in (400, 403), r.content
+    client = client_for(token_for(viewer, organization=org))
+    body = {"project": str(project.pk), "flavor": str(flavor.pk), "name": "", "ssh_keys": [], "user_data": "",
+            "sla_tier": "", "queue": False}
+    r = client.post("/api/v1/instances/check/", body, format="json")
+    assert r.status_code == 403, r.content
     assert not AuditEvent.objects.filter(action=REFUSED).exists()
+
