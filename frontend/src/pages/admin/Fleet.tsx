@@ -38,6 +38,10 @@ function ago(iso: string | null | undefined): string {
 }
 
 type Workloads = Schemas['HostWorkloadsOutput']
+
+const GPU_FAULTY_HINT = 'Out of placement at once and an incident opened for this GPU alone; the host\'s other GPUs '
+  + 'keep working. What runs on it keeps running until moved.'
+const GPU_HEALTHY_HINT = 'Back in placement: closes its incident (the downtime ends now).'
 const OPEN_MOVES = new Set(['notice', 'proposed', 'approved', 'running'])
 
 /** A button that asks for a reason in a confirmation dialog, then runs `action(reason)`. */
@@ -84,6 +88,21 @@ function ReasonButton({ label, title, hint, color, note, action, onDone, ariaLab
         </form>
       </Modal>
     </>
+  )
+}
+
+/** One GPU's condition from the host panel: Mark faulty (its own incident; the host and its other GPUs stay in
+ * service) or, on a faulty GPU, Mark healthy (`POST /gpus/{id}/mark-faulty|mark-healthy/`, with a reason). */
+function GpuHealthButton({ gpu, host, onDone }: { gpu: Gpu; host: string; onDone: () => void }) {
+  const faulty = gpu.health === 'faulty'
+  const verb = faulty ? 'healthy' : 'faulty'
+  return (
+    <ReasonButton label={`Mark ${verb}`} ariaLabel={`Mark ${verb}: GPU ${gpu.index}`} size="compact-xs"
+      title={`Mark GPU ${gpu.index} of ${host} ${verb}?`} color={faulty ? 'teal.9' : 'red.9'}
+      hint={faulty ? GPU_HEALTHY_HINT : GPU_FAULTY_HINT} onDone={onDone}
+      action={(reason) => unwrap(api.POST(faulty ? '/api/v1/gpus/{id}/mark-healthy/' : '/api/v1/gpus/{id}/mark-faulty/', {
+        params: { path: { id: gpu.id } }, body: { reason, provider_at_fault: true },
+      }))} />
   )
 }
 
@@ -216,29 +235,11 @@ export function HostPanel({ row }: { row: FleetHost }) {
                 <Table.Td>
                   <Group gap={6} wrap="nowrap">
                     {GPU_STATES.find((s) => s.state === g.state)?.label ?? g.state}
-                    {operator && g.gpu && g.gpu.health !== 'faulty' && (
-                      <ReasonButton label="Mark faulty" ariaLabel={`Mark faulty: GPU ${g.index}`} size="compact-xs"
-                        title={`Mark GPU ${g.index} of ${row.name} faulty?`} color="red.9"
-                        hint="Out of placement at once and an incident opened for this GPU alone; the host's other GPUs keep working. What runs on it keeps running until moved."
-                        action={(reason) => unwrap(api.POST('/api/v1/gpus/{id}/mark-faulty/', {
-                          params: { path: { id: g.gpu!.id } }, body: { reason, provider_at_fault: true },
-                        }))}
-                        onDone={() => {
-                          void qc.invalidateQueries({ queryKey: ['host-gpus', row.name] })
-                          void qc.invalidateQueries({ queryKey: fleetKey })
-                        }} />
-                    )}
-                    {operator && g.gpu && g.gpu.health === 'faulty' && (
-                      <ReasonButton label="Mark healthy" ariaLabel={`Mark healthy: GPU ${g.index}`} size="compact-xs"
-                        title={`Mark GPU ${g.index} of ${row.name} healthy?`} color="teal.9"
-                        hint="Back in placement: closes its incident (the downtime ends now)."
-                        action={(reason) => unwrap(api.POST('/api/v1/gpus/{id}/mark-healthy/', {
-                          params: { path: { id: g.gpu!.id } }, body: { reason, provider_at_fault: true },
-                        }))}
-                        onDone={() => {
-                          void qc.invalidateQueries({ queryKey: ['host-gpus', row.name] })
-                          void qc.invalidateQueries({ queryKey: fleetKey })
-                        }} />
+                    {operator && g.gpu && (
+                      <GpuHealthButton gpu={g.gpu} host={row.name} onDone={() => {
+                        void qc.invalidateQueries({ queryKey: ['host-gpus', row.name] })
+                        void qc.invalidateQueries({ queryKey: fleetKey })
+                      }} />
                     )}
                   </Group>
                 </Table.Td>

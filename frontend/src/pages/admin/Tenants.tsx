@@ -1,6 +1,6 @@
 import { Badge, Button, Grid, Group, Modal, NumberInput, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useState } from 'react'
+import { useState, type FormEvent } from 'react'
 import { api, unwrap, type Organization, type Project, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
@@ -114,14 +114,30 @@ export function limitProblem(value: string | number): string | undefined {
   return undefined   // the rest (a negative limit, one above the organization's) is the server's to refuse
 }
 
+/** A limit field's value and its own refusal (`limitProblem`): `submit(send)` sends only a whole number. */
+function useLimitField(initial: string | number) {
+  const [value, setValue] = useState<string | number>(initial)
+  const [problem, setProblem] = useState<string | undefined>()
+  return {
+    value,
+    problem,
+    set: (v: string | number) => { setValue(v); setProblem(undefined) },
+    submit: (send: () => void) => (e: FormEvent) => {
+      e.preventDefault()
+      const found = limitProblem(value)
+      setProblem(found)
+      if (!found) send()
+    },
+  }
+}
+
 function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
   const qc = useQueryClient()
   const [opened, setOpened] = useState(false)
-  const [limit, setLimit] = useState<string | number>(quota.limit)
-  const [typed, setTyped] = useState<string | undefined>()
+  const limit = useLimitField(quota.limit)
   const save = useMutation({
     mutationFn: () =>
-      unwrap(api.PATCH('/api/v1/quotas/{id}/', { params: { path: { id: quota.id } }, body: { limit: Number(limit) } })),
+      unwrap(api.PATCH('/api/v1/quotas/{id}/', { params: { path: { id: quota.id } }, body: { limit: Number(limit.value) } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ['staff-quotas', quota.organization] })
       setOpened(false)
@@ -130,22 +146,17 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
   return (
     <>
       <WriteButton size="xs" variant="default" allowed={(quota.allowed_actions ?? []).includes('update')}
-        deniedHint={QUOTA_HINT} onClick={() => { setLimit(quota.limit); setTyped(undefined); save.reset(); setOpened(true) }}
+        deniedHint={QUOTA_HINT} onClick={() => { limit.set(quota.limit); save.reset(); setOpened(true) }}
         aria-label={`Change the ${quota.resource} quota of ${scope}`}>
         Change
       </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`${quota.resource} quota of ${scope}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => {
-          e.preventDefault()
-          const problem = limitProblem(limit)
-          setTyped(problem)
-          if (!problem) save.mutate()
-        }} noValidate>
+        <form onSubmit={limit.submit(() => save.mutate())} noValidate>
           <Stack>
             <Text size="sm">In use now: {quota.usage ?? 'not counted'}. A limit below that blocks new requests only.</Text>
-            <NumberInput label="Limit" value={limit} onChange={(v) => { setLimit(v); setTyped(undefined) }} required data-autofocus
-              error={typed ?? fieldError(save.error, 'limit')} />
+            <NumberInput label="Limit" value={limit.value} onChange={limit.set} required data-autofocus
+              error={limit.problem ?? fieldError(save.error, 'limit')} />
             {/* a refusal of the limit is shown on the field; the alert is for any other */}
             {!fieldError(save.error, 'limit') && <ProblemAlert error={save.error} shownFields={['limit']} />}
             <Group justify="flex-end">
@@ -163,31 +174,25 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
 function AddQuota({ org, allowed }: { org: Organization; allowed: boolean }) {
   const qc = useQueryClient()
   const [resource, setResource] = useState('')
-  const [limit, setLimit] = useState<string | number>('')
-  const [typed, setTyped] = useState<string | undefined>()
+  const limit = useLimitField('')
   const add = useMutation({
     mutationFn: () =>
-      unwrap(api.POST('/api/v1/quotas/', { body: { organization: org.id, resource, limit: Number(limit) } })),
+      unwrap(api.POST('/api/v1/quotas/', { body: { organization: org.id, resource, limit: Number(limit.value) } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ['staff-quotas', org.id] })
       setResource('')
-      setLimit('')
+      limit.set('')
     },
   })
   return (
-    <form onSubmit={(e) => {
-      e.preventDefault()
-      const problem = limitProblem(limit)
-      setTyped(problem)
-      if (!problem) add.mutate()
-    }} noValidate>
+    <form onSubmit={limit.submit(() => add.mutate())} noValidate>
       <Group align="start">
         <TextInput label="Resource" placeholder="gpus:H100-SXM5-80GB" value={resource} w={220} disabled={!allowed}
           onChange={(e) => setResource(e.currentTarget.value)} error={fieldError(add.error, 'resource')} />
-        <NumberInput label="New limit" value={limit} onChange={(v) => { setLimit(v); setTyped(undefined) }} w={140}
-          disabled={!allowed} error={typed ?? fieldError(add.error, 'limit')} />
+        <NumberInput label="New limit" value={limit.value} onChange={limit.set} w={140}
+          disabled={!allowed} error={limit.problem ?? fieldError(add.error, 'limit')} />
         <WriteButton type="submit" mt={25} variant="default" loading={add.isPending} allowed={allowed} deniedHint={QUOTA_HINT}
-          disabled={!resource.trim() || limit === ''}>
+          disabled={!resource.trim() || limit.value === ''}>
           Add quota
         </WriteButton>
       </Group>
