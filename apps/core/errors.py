@@ -22,6 +22,7 @@ from django.db import DatabaseError
 from django.dispatch import Signal
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exc
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 
 from .request_context import get_request_id
@@ -46,7 +47,6 @@ def dry_run(view_action):
     view_action.dry_run = True
     return view_action
 
-_UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
 class DomainError(Exception):
@@ -161,7 +161,7 @@ def problem_exception_handler(exc, context):
     request = context.get("request")
     # the user authentication already found (never `request.user`: that authenticates again, and may raise again)
     actor = getattr(request, "_user", None) if request is not None else None
-    if (getattr(actor, "is_authenticated", False) and response.status_code == 403 and request.method in _UNSAFE
+    if (getattr(actor, "is_authenticated", False) and response.status_code == 403 and request.method not in SAFE_METHODS
             and not getattr(exc, "audited", False) and not _is_dry_run(context.get("view"))):
         try:
             request_refused.send(sender=problem_exception_handler, request=request, actor=actor,
