@@ -2,14 +2,24 @@
 the demo flavors (compute's demo catalog), per-GPU reserved and spot prices for lease and spot usage, public IPs
 and the demo volume type's storage (storage's demo catalog: `ssd`, per GiB-month), on both default SLA tiers
 (premium = standard + 20 %). The figures are examples, not recommendations. A demo book loaded before a price was
-added here gets the missing prices on the next load; prices it has are never changed."""
+added here gets the missing prices on the next load; prices it has are never changed.
+
+Then the demo tenant's closed months (`load_demo_months`): the usage of the two calendar months before the load's
+(compute's demo instance that ran through them, its GPU down 9 h by a provider fault in the first) is metered into
+usage records by the recorder, and the first month is invoiced by the invoice run (finalized, with its SLA report),
+so the invoice run for last month, left to the provider's billing staff, drafts an invoice with that month's usage
+and the first month's SLA credit (docs/admin-portal.md, "Trying billing")."""
 from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
 
-from .models import PriceBook
+from apps.core.clock import now
+
+from .models import Invoice, PriceBook, UsageRecord
+from .periods import period_bounds, period_of, previous_period
 from .skus import sku_for
+from .states import InvoiceStatus
 
 EFFECTIVE = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
 ON_DEMAND = {  # USD per hour
@@ -57,3 +67,31 @@ def load_demo(stdout) -> None:
         stdout.write(f"billing: demo price book present ({added} missing prices added)\n")
     else:
         stdout.write(f"billing: demo price book with {book.prices.count()} prices\n")
+    load_demo_months(stdout)
+
+
+def load_demo_months(stdout) -> None:
+    """Record the usage of every usage source over the two calendar months (UTC) before now
+    (`usage_record_collect`: each metering period once), then, when the demo organization has usage in the first
+    of them and no invoice of it yet, run the invoice run of that month for the demo organization alone
+    (`invoice_run_execute`, finalizing). The last month is not invoiced here. Idempotent: a second load records
+    nothing and runs nothing."""
+    from apps.tenancy.models import Organization
+
+    from .services import invoice_run_execute, usage_record_collect
+
+    org = Organization.objects.filter(slug="demo").first()
+    if org is None:
+        return
+    last = previous_period(period_of(now()))
+    first = previous_period(last)
+    start, end = period_bounds(first)[0], period_bounds(last)[1]
+    recorded = sum(usage_record_collect(window_start=start, window_end=end).values())
+    first_start, first_end = period_bounds(first, org.billing_timezone)
+    invoiced = ""
+    if (UsageRecord.objects.filter(organization=org, start__lt=first_end, end__gt=first_start).exists()
+            and not Invoice.objects.filter(organization=org, period=first).exclude(status=InvoiceStatus.VOID).exists()):
+        invoice_run_execute(actor=None, period=first, organization_ids=[org.pk])
+        invoiced = f", invoice of {first} finalized"
+    stdout.write(f"billing: demo usage of {first} and {last}: {recorded} usage records recorded{invoiced}; "
+                 f"run the invoice run for {last} in the admin portal (/staff/billing/invoice-runs)\n")
