@@ -9,6 +9,7 @@ import datetime as dt
 import uuid
 
 from django.db import connection
+from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 from django.db.models import Q, QuerySet, Sum
 
 from apps.core import clock
@@ -41,15 +42,37 @@ def quota_usage(resource: str, *, organization=None, project=None, qualifier: st
     """Usage counter for `apps.tenancy.quotas`: ``gpus`` (whole GPUs, qualifier = catalog model),
     ``mig_slices`` (MIG GPU instances, qualifier = profile name), ``vgpus`` (vGPUs, qualifier = vGPU type).
     Counts top-level allocations live at `at` (default now) of the project, or of every project of the
-    organization when `project` is None."""
+    organization when `project` is None. While a windowed quota check counts (`apps.tenancy.quotas.
+    counting_window`, a lease's window) and no `at` is given: the peak over that window (`_peak_in`)."""
+    from apps.tenancy.quotas import counting_window
+
     rc = {"gpus": ResourceClass.GPU, "mig_slices": ResourceClass.MIG, "vgpus": ResourceClass.VGPU}[resource]
-    qs = Allocation.objects.filter(_current(at), _scope(organization=organization, project=project),
-                                   resource_class=rc, parent__isnull=True)
+    window = counting_window() if at is None else None
+    qs = Allocation.objects.filter(_scope(organization=organization, project=project), resource_class=rc,
+                                   parent__isnull=True)
     if qualifier:
         qs = qs.filter(gpu__model=qualifier) if rc == ResourceClass.GPU else qs.filter(profile=qualifier)
+    if window is not None:
+        return _peak_in(qs, *window, amounts=rc == ResourceClass.VGPU)
+    qs = qs.filter(_current(at))
     if rc == ResourceClass.VGPU:
         return int(qs.aggregate(s=Sum("amount"))["s"] or 0)
     return qs.count()
+
+
+def _peak_in(qs: QuerySet[Allocation], start: dt.datetime, end: dt.datetime | None, *, amounts: bool) -> int:
+    """The most that the allocations of `qs` hold at one instant of [start, end) (end None: open): rows (or the sum of their
+    `amount`) whose period contains the instant. The held total only rises where a period begins, so the peak is
+    at `start` or at the start of a row inside the window; read in one query (a tenant's rows over one window)."""
+    rows = list(qs.filter(period__overlap=DateTimeTZRange(start, end, "[)")).values_list("period", "amount"))
+    points = {start} | {p.lower for p, _ in rows
+                        if p.lower is not None and start < p.lower and (end is None or p.lower < end)}
+
+    def held(t: dt.datetime) -> int:
+        return sum((a or 0) if amounts else 1 for p, a in rows
+                   if (p.lower is None or p.lower <= t) and (p.upper is None or t < p.upper))
+
+    return max((held(t) for t in points), default=0)
 
 
 def gpu_slice_usage_for_project(project, model: str | None = None, *, at: dt.datetime | None = None) -> float:

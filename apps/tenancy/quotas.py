@@ -28,6 +28,12 @@ locks the organization row (`SELECT ... FOR UPDATE`), so every quota-checked cre
 serialized until commit; it then counts real rows. Two racing creates can therefore never both see room for
 one more. Lock order: organization row first, then whatever the caller locks. `quota_check_all` checks several
 keys of one scope (an instance's instances, vCPUs, memory and GPUs) under one lock and one read of the limits.
+
+Windows (ADR 0802): a quota is a limit on what is held *at once*. A create that holds capacity now (an instance)
+holds its GPUs from now on with no end, so its check passes ``window=(now, None)``; a lease holds its GPUs over a
+future window, so its check passes ``window=(start, end)``. The ledger's counters then answer the *peak* held at
+any instant of that window, confirmed leases to come included (`counting_window()` tells a counter which window
+is being checked; None = now; counters that do not know time count now).
 """
 from __future__ import annotations
 
@@ -147,6 +153,26 @@ def plan_default(plan: str, resource: str) -> int | None:
     return PLANS.get(plan, {}).get(resource)
 
 
+#: The window (start, end) a quota check counts over, or None for "now" (see the module's "Windows").
+_WINDOW: ContextVar[tuple | None] = ContextVar("quota_window", default=None)
+
+
+def counting_window() -> tuple | None:
+    """``(start, end)`` (aware datetimes, end exclusive) while a windowed `quota_check_all` / `quota_report`
+    counts, else None: a usage counter that knows time (the allocation ledger's) returns the peak held at any
+    instant of the window instead of what is held now; a counter that does not, counts now."""
+    return _WINDOW.get()
+
+
+@contextmanager
+def _counting_over(window: tuple | None) -> Iterator[None]:
+    token = _WINDOW.set(tuple(window) if window is not None else None)
+    try:
+        yield
+    finally:
+        _WINDOW.reset(token)
+
+
 def usage_of(*, organization, project=None, resource: str) -> int | None:
     """What `organization` (or `project`) really holds of `resource`; None when no counter is registered."""
     base, qualifier = split_resource(resource)
@@ -220,17 +246,19 @@ def _report(lines: list[dict], requested: int) -> list[dict]:
              "exceeded": line["used"] + requested > line["limit"]} for line in lines]
 
 
-def quota_report(*, scope, resource: str, requested: int = 1) -> list[dict]:
+def quota_report(*, scope, resource: str, requested: int = 1, window: tuple | None = None) -> list[dict]:
     """What `quota_check` would test, without locking or raising: ``[{"resource", "scope" ("project" |
     "organization"), "limit", "used", "requested", "exceeded" (bool)}]``, one line per limited scope of
     `resource` (and of its base key when qualified). Used by the launch checks (a dry run of a create); a check
-    recorded by `quota_checks_recorded` is answered from the record (the same counts, not counted twice)."""
+    recorded by `quota_checks_recorded` is answered from the record (the same counts, not counted twice).
+    `window`: count the peak over ``(start, end)`` as a windowed `quota_check_all` does."""
     recorded = _RECORDER.get()
     if recorded is not None and (_scope_key(scope), resource, requested) in recorded:
         return [dict(line) for line in recorded[(_scope_key(scope), resource, requested)]]
     project, organization = _scopes(scope)
-    return _report(_quota_lines(organization=organization, project=project, resource=resource,
-                                requested=requested), requested)
+    with _counting_over(window):
+        return _report(_quota_lines(organization=organization, project=project, resource=resource,
+                                    requested=requested), requested)
 
 
 #: The lines every `quota_check` computed inside `quota_checks_recorded`, by (scope, resource, requested).
@@ -264,11 +292,13 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
     quota_check_all(scope=scope, requests=[(resource, requested)])
 
 
-def quota_check_all(*, scope, requests) -> None:
+def quota_check_all(*, scope, requests, window: tuple | None = None) -> None:
     """`quota_check` of each ``(resource, requested)`` in `requests`, in that order, for one `scope` (e.g. an
     instance's instances, vCPUs, memory and GPUs): the organization row is locked and its plan read once, and the
     limits of every key are read in one query; usage is counted per key as `quota_check` counts it. The first
-    limit passed raises 422 `quota_exceeded` as `quota_check` would (the later keys are not checked)."""
+    limit passed raises 422 `quota_exceeded` as `quota_check` would (the later keys are not checked).
+    `window`: ``(start, end)`` of a future holding (a lease): usage is the peak held at any instant of it
+    (`counting_window`), so `requested` more at that peak must fit. An empty `requests` only takes the lock."""
     from .models import Organization
 
     if not connection.in_atomic_block:
@@ -281,18 +311,27 @@ def quota_check_all(*, scope, requests) -> None:
                        keys={key for resource, _ in requests for key in _keys(resource)})
     recorder = _RECORDER.get()
     for resource, requested in requests:
-        lines = _quota_lines(organization=organization, project=project, resource=resource, requested=requested,
-                             rows=rows)
+        with _counting_over(window):
+            lines = _quota_lines(organization=organization, project=project, resource=resource,
+                                 requested=requested, rows=rows)
         if recorder is not None:
             recorder[(_scope_key(scope), resource, requested)] = _report(lines, requested)
         for line in lines:
             limit, usage, key = line["limit"], line["used"], line["resource"]
             if usage + requested > limit:
                 raise QuotaExceeded(
-                    f"Quota exceeded for {key}: limit {limit}, usage {usage}, requested {requested} "
-                    f"({line['scope']} {line['scope_slug']}).",
+                    f"Quota exceeded for {key}: limit {limit}, usage {usage}"
+                    f"{_when(window)}, requested "
+                    f"{requested} ({line['scope']} {line['scope_slug']}).",
                     code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
                     requested=requested, scope=line["scope"])
+
+
+def _when(window: tuple | None) -> str:
+    if window is None:
+        return ""
+    return " at the busiest moment of the window" if window[1] is not None else \
+        " at the busiest moment from now on (leases to come included)"
 
 
 def _count_projects(*, organization, project, qualifier) -> int:

@@ -53,3 +53,18 @@ def lease(project, *, start, end, kind="gpus", count=8, name="l1", **kw):
 def flavor8(name="g8-h100") -> Flavor:
     return Flavor.objects.create(name=name, vcpus=16, memory_mib=65536, disk_gib=100, gpu_form="gpu",
                                  gpu_model="H100-SXM5-80GB", gpu_count=8)
+
+
+def gpu_quota(org, gpus: int) -> None:
+    """The organization may hold `gpus` whole GPUs at once: a tenant sold reserved capacity beyond the plan's
+    on-demand default of 8 (docs/adr/0802-lease-gpu-quota.md)."""
+    from apps.tenancy.models import Quota
+
+    Quota.objects.update_or_create(organization=org, project=None, resource="gpus", defaults={"limit": gpus})
+
+
+@pytest.fixture
+def reserved_capacity(world):  # noqa: F811  (the fixture imported above)
+    """Both tenants of the world may hold 1,024 GPUs at once, so placement and capacity (not quota) decide."""
+    gpu_quota(world.org_a, 1024)
+    gpu_quota(world.org_b, 1024)

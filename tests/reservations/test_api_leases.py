@@ -169,6 +169,7 @@ def test_rw034_other_projects_lease_is_404_and_unchanged(world, clock):
     assert Allocation.objects.filter(consumer_id=le.pk).count() == 8
 
 
+@pytest.mark.usefixtures("reserved_capacity")
 def test_rw035_growing_an_active_host_lease_wires_the_new_host_in(world, clock):
     hosts = [gpu_host() for _ in range(3)]
     le = lease(world.project_a, kind="hosts", count=2, start=at(9), end=at(12))

@@ -59,3 +59,41 @@ def test_concurrent_partial_overlaps_on_two_hosts_never_double_book():
                        ON a.gpu_id = b.gpu_id AND a.id < b.id AND a.period && b.period
                        WHERE a.parent_id IS NULL AND b.parent_id IS NULL""")
         assert cur.fetchone()[0] == 0
+
+
+def test_concurrent_leases_of_one_organization_never_pass_its_gpu_quota():
+    """Four projects of one organization, each asking at the same instant for 4 GPUs over the same window, with an
+    organization quota of 8 GPUs and room in the fleet for 24: two are confirmed, the others refused for quota (no
+    GPU held for them), never three (docs/adr/0802-lease-gpu-quota.md)."""
+    from apps.core.errors import QuotaExceeded
+    from apps.tenancy.models import Organization, Project, Quota
+
+    for _ in range(3):
+        fleet.host()
+    org = Organization.objects.create(slug="org-race", name="race")
+    Quota.objects.create(organization=org, project=None, resource="gpus", limit=8)
+    Quota.objects.create(organization=org, project=None, resource="leases", limit=10)
+    projects = [Project.objects.create(organization=org, slug=f"q{i}", name=f"q{i}") for i in range(4)]
+    barrier = threading.Barrier(len(projects))
+    results = {}
+
+    def run(p):
+        try:
+            barrier.wait()
+            results[p.slug] = lease(p, name=f"race-{p.slug}", kind="gpus", count=4, start="2099-01-01 09:00",
+                                    end="2099-01-01 12:00").status
+        except QuotaExceeded as exc:
+            results[p.slug] = exc.code
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in projects]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results.values()) == ["confirmed"] * 2 + ["quota_exceeded"] * 2
+    confirmed = set(Lease.objects.filter(status="confirmed").values_list("pk", flat=True))
+    assert len(confirmed) == 2
+    assert set(Allocation.objects.filter(consumer_type="lease").values_list("consumer_id", flat=True)) == confirmed
+    assert Allocation.objects.filter(consumer_type="lease").count() == 8

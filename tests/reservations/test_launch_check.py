@@ -52,6 +52,8 @@ def test_lease_that_fits_is_placeable_with_the_reserved_price_over_its_window(wo
     assert (body["placeable"], body["code"], body["earliest_start"]) == (True, None, None)
     assert body["queue"] == {"would_queue": False, "position": None}
     assert body["quota"] == [{"resource": "leases", "scope": "organization", "limit": 2, "used": 0, "requested": 1,
+                              "exceeded": False},
+                             {"resource": "gpus", "scope": "organization", "limit": 8, "used": 0, "requested": 2,
                               "exceeded": False}]
     assert body["price"] == {"currency": "USD", "sla_tier": "standard", "pricing_model": "reserved",
                              "sku": "gpu:model=H100-SXM5-80GB", "unit": "hour", "unit_price": "2.1", "units": "2",

@@ -58,6 +58,7 @@ def test_spot_work_never_blocks_a_lease(world, clock):
     assert lease(world.project_a, start=at(9), end=at(10)).status == "confirmed"
 
 
+@pytest.mark.usefixtures("reserved_capacity")
 def test_on_demand_reserve_is_kept_free(world, clock):
     gpu_host(), gpu_host()
     OnDemandReserve.objects.create(gpu_model="H100-SXM5-80GB", gpus=4)
@@ -209,6 +210,7 @@ def _gpu_hours(lease_id):
                for r in UsageRecord.objects.filter(resource_type="lease", resource_id=str(lease_id)))
 
 
+@pytest.mark.usefixtures("reserved_capacity")
 def test_a_grown_lease_is_billed_at_each_size_for_the_time_it_had_it(world, clock):
     """2 hosts from 09:00 to 12:00, grown to 3 at 10:00 (the new host is held from 10:00 only): 2 x 8 GPUs x 3 h
     + 1 x 8 GPUs x 2 h = 64 GPU-hours, not 3 hosts x 3 h = 72. The usage source gives one interval per size."""
@@ -232,6 +234,7 @@ def test_a_grown_lease_is_billed_at_each_size_for_the_time_it_had_it(world, cloc
     assert _gpu_hours(le.pk) == Decimal(64)  # recording again adds nothing
 
 
+@pytest.mark.usefixtures("reserved_capacity")
 def test_a_grown_then_shortened_lease_is_billed_per_size_up_to_its_new_end(world, clock):
     """A started lease gives capacity back only by ending sooner (a smaller count is 400 lease_field_immutable).
     2 hosts 09:00-12:00, grown to 3 at 10:00, its end brought to 11:30 at 10:30: 2 x 8 x 2.5 h + 8 x 1.5 h = 52
@@ -295,6 +298,7 @@ def test_provider_fault_of_a_leased_host_is_not_billed_and_counts_against_the_sl
                                       Decimal("4.77"))
 
 
+@pytest.mark.usefixtures("reserved_capacity")
 @pytest.mark.parametrize(("fault_s", "amount", "down_min", "credit_pct", "credit"), [
     (60, "95.73", 1, 10, "9.57"),    # 16 x 10,800 - 8 x 60 = 172,320 GPU-s; 30 s of the lease -> 1 min, 99.44 %
     (600, "93.33", 5, 25, "23.33"),  # 172,800 - 8 x 600 = 168,000 GPU-s; 300 s -> 5 min, 97.22 % (not 94.44 %)

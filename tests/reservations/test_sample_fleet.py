@@ -13,7 +13,7 @@ from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_clai
 from apps.scheduling.models import Allocation
 from apps.scheduling.placement.topology import host_topology, topology_cache_clear
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("reserved_capacity")]
 
 
 @pytest.fixture

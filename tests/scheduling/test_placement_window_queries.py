@@ -32,6 +32,8 @@ def test_lease_confirmation_query_count_does_not_grow_with_fleet_or_leases(kind,
     p = fleet.project("qc")
     Quota.objects.update_or_create(organization=p.organization, project=None, resource="leases",
                                    defaults={"limit": 1000})
+    Quota.objects.update_or_create(organization=p.organization, project=None, resource="gpus",
+                                   defaults={"limit": 1000})
     start = (clock.now() + 3 * HOUR).replace(second=0, microsecond=0)
     fleet.host()
     small = _confirm(p, 0, start, kind, count)
@@ -41,4 +43,6 @@ def test_lease_confirmation_query_count_does_not_grow_with_fleet_or_leases(kind,
         _confirm(p, i, start, "gpus", 1)
     large = _confirm(p, 99, start + HOUR, kind, count)
     assert large == small, "per-host or per-lease queries in lease confirmation"
-    assert large <= 32
+    # fixed: placement and claim, plus the GPU quota checked over the window in the request and again in the
+    # confirm (organization lock, plan, limits, the peak and the pending count: about 6 each)
+    assert large <= 46

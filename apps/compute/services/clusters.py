@@ -70,7 +70,7 @@ def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False,
     gang on one fabric, on hosts that can join the members' InfiniBand partition in `network`: 422 `unplaceable`,
     409 `capacity_unavailable`), in the create's order and transaction. Returns the `Admission`. Writes nothing;
     `cluster_create` and `cluster_check` both call it."""
-    quota_check_all(scope=project, requests=quota_keys(flavor, size))
+    quota_check_all(scope=project, requests=quota_keys(flavor, size), window=(now(), None))
     if Cluster.objects.filter(project=project, name=name).exclude(status=ClusterStatus.DELETED).exists():
         raise Conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN)
     taken = (Instance.objects.filter(project=project, name__in=[f"{name}-{i}" for i in range(size)])

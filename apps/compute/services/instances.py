@@ -170,7 +170,7 @@ def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True
     there, else 422 `unplaceable` / 409 `capacity_unavailable` with reason ``ib_partition``)."""
     gpu_keys = {k for k, _ in gpu_quota_keys(flavor)} if not gpu_quota else set()
     quota_check_all(scope=project, requests=[(key, amount) for key, amount in quota_keys(flavor)
-                                             if key not in gpu_keys])
+                                             if key not in gpu_keys], window=(now(), None))
     if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
         raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
     return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins, network=network)

@@ -8,7 +8,14 @@ occupy their GPUs until they end; spot rows are not in the holders set, so they 
 preempted when it starts (`spot`). The operator's on-demand reserve is checked after the claim, under a
 transaction-scoped advisory lock per GPU model, so two concurrent leases cannot both eat into it.
 
-Errors: 422 `quota_exceeded` (quota ``leases``: unfinished leases); 400 `invalid_lease_window`, `lease_start_in_past`, `lease_field_immutable`, `invalid_lease_capacity`;
+Quotas (docs/adr/0802-lease-gpu-quota.md): a lease counts against quota ``leases`` (unfinished leases) and holds its
+GPUs (``gpus`` and ``gpus:<model>``; a MIG lease ``mig_slices`` and ``mig_slices:<profile>``) over its window: the
+check counts the peak the project and organization hold at any instant of the window, so a tenant allowed 8 GPUs
+cannot reserve 500 for next week. The GPU check runs under the organization lock in the confirm's transaction,
+before the claim (two concurrent leases cannot both take the last GPUs of a quota), and again when an update
+moves, extends or grows the lease.
+
+Errors: 422 `quota_exceeded` (quotas ``leases``, ``gpus``, ``mig_slices``); 400 `invalid_lease_window`, `lease_start_in_past`, `lease_field_immutable`, `invalid_lease_capacity`;
 409 `capacity_unavailable` (with ``explanation`` and ``constraint``), `invalid_state`; 404 for other tenants.
 """
 from __future__ import annotations
@@ -23,7 +30,7 @@ from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 from apps.compute.states import GONE_STATUSES, InstanceStatus
 from apps.core import clock
 from apps.core.db import atomic_with_retry
-from apps.core.errors import ValidationFailed
+from apps.core.errors import QuotaExceeded, ValidationFailed
 from apps.core.transitions import transition
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import Zone
@@ -36,7 +43,7 @@ from apps.scheduling.services import Unplaceable, earliest_fit, fleet_fit, place
 from apps.scheduling.services.admission import refusal_constraint
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
-from apps.tenancy.quotas import quota_check
+from apps.tenancy.quotas import quota_check, quota_check_all
 
 from .. import conf
 from ..errors import Code
@@ -281,6 +288,30 @@ def _spot_notice(lease: Lease) -> None:
     spot_preempt_for_lease(lease)
 
 
+# ---- quota ----------------------------------------------------------------------------------------------------
+def gpu_quota_requests(lease: Lease, count: int | None = None) -> list[tuple[str, int]]:
+    """The GPU quota keys `count` (default the lease's count) units of the lease hold, as ``(resource,
+    requested)`` for `apps.tenancy.quotas.quota_check_all`: a GPU lease ``gpus:<model>`` × count, a host lease
+    ``gpus:<model>`` × hosts × the model's GPUs per host, a MIG lease ``mig_slices:<profile>`` × count; a share
+    lease holds no quota-limited resource ([]). A qualified key also checks its base key."""
+    count = lease.count if count is None else count
+    if lease.kind == LeaseKind.GPUS:
+        return [(f"gpus:{lease.gpu_model}", count)]
+    if lease.kind == LeaseKind.HOSTS:
+        return [(f"gpus:{lease.gpu_model}", count * gpus_per_host_max(lease.gpu_model))]
+    if lease.kind == LeaseKind.MIG:
+        return [(f"mig_slices:{lease.mig_profile}", count)]
+    return []
+
+
+def _gpu_quota_check(lease: Lease, *, start: dt.datetime, count: int, end: dt.datetime | None = None) -> None:
+    """422 `quota_exceeded` when `count` more units of the lease over [start, end) (default its end) would pass a
+    GPU quota of its project or organization at the busiest instant of that window (the lease's own ledger rows,
+    when it has some there, are counted as held). Takes the organization lock (`quota_check_all`)."""
+    quota_check_all(scope=lease.project, requests=gpu_quota_requests(lease, count),
+                    window=(start, end or lease.end))
+
+
 # ---- create -------------------------------------------------------------------------------------------------
 def lease_payload(lease: Lease) -> dict:
     return {"id": str(lease.pk), "name": lease.name, "project": str(lease.project_id), "status": lease.status,
@@ -337,6 +368,7 @@ def lease_check(*, actor, project, **fields) -> dict:
             _fleet_check(lease)
             with transaction.atomic():
                 quota_check(scope=project, resource="leases", requested=1)
+                _gpu_quota_check(lease, start=lease.start, count=lease.count)
             with transaction.atomic():
                 _claim(lease, lease.count, lease.start)
                 start = _spot_notice_start(lease) or lease.start
@@ -344,7 +376,10 @@ def lease_check(*, actor, project, **fields) -> dict:
             if not check_refusal(exc):
                 raise
             refusal = exc
-        quota = quota_report(scope=project, resource="leases", requested=1)
+        quota = quota_report(scope=project, resource="leases", requested=1) + [
+            line for resource, requested in gpu_quota_requests(lease)
+            for line in quota_report(scope=project, resource=resource, requested=requested,
+                                     window=(lease.start, lease.end))]
     if refusal is not None and not isinstance(refusal, Unplaceable | CapacityUnavailable):
         with rolled_back():   # refused by quota: the placement rule still says whether and when it fits
             try:
@@ -381,6 +416,8 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
                            share_milli=share_milli, zone=zone, max_leaves_per_rail=max_leaves_per_rail,
                            end_action=end_action, notice_s=notice_s, sla_tier=draft.sla_tier)
     lease, refused = _lease_confirm(actor=actor, project=project, lease_id=lease.pk)
+    if isinstance(refused, QuotaExceeded):
+        raise refused
     if refused is not None:
         raise CapacityUnavailable(refused.detail, explanation=refused.explanation, lease=str(lease.pk),
                                   constraint=refused.extra.get("constraint", _constraint(refused.explanation)),
@@ -390,9 +427,12 @@ def lease_create(*, actor, project, name: str, start, end, kind: str, gpu_model:
 
 @atomic_with_retry
 def _lease_request(*, actor, project, **fields) -> Lease:
-    """The `requested` lease, counted against quota ``leases`` (first transaction: organization lock, insert)."""
+    """The `requested` lease, counted against quota ``leases`` and checked against the GPU quotas over its window
+    (first transaction: organization lock, insert; a refusal writes nothing)."""
     quota_check(scope=project, resource="leases", requested=1)
-    lease = Lease.objects.create(project=project, **fields)
+    lease = Lease(project=project, **fields)
+    _gpu_quota_check(lease, start=lease.start, count=lease.count)
+    lease.save(force_insert=True)
     event_record(actor=actor, action="reservations.lease.request", target=lease,
                  organization=project.organization, after=lease_payload(lease))
     return lease
@@ -402,7 +442,20 @@ def _lease_request(*, actor, project, **fields) -> Lease:
 def _lease_confirm(*, actor, project, lease_id) -> tuple[Lease, CapacityUnavailable | None]:
     """Claim the requested lease's capacity and confirm it, or reject it with the explanation (second
     transaction: lease row, then the ledger's host rows). A deadlock runs it again, so the lease never stays
-    `requested`. Returns (lease, the refusal or None)."""
+    `requested`. The GPU quotas are checked again under the organization lock, taken before the lease row (the
+    lock order of every quota-checked write), so a concurrent lease that confirmed since the request is counted:
+    a lease that no longer fits its quota is rejected and 422 `quota_exceeded` returned as the refusal.
+    Returns (lease, the refusal or None)."""
+    lease = Lease.objects.select_related("project__organization").get(pk=lease_id)
+    try:
+        _gpu_quota_check(lease, start=lease.start, count=lease.count)
+    except QuotaExceeded as exc:
+        lease = Lease.objects.select_for_update(of=("self",)).get(pk=lease_id)
+        transition(lease, "reject", LEASE_TRANSITIONS, extra={"reason": exc.detail[:1000], "explanation": {}})
+        event_record(actor=actor, action="reservations.lease.reject", target=lease,
+                     organization=project.organization, after={"status": lease.status, "reason": exc.detail,
+                                                               "constraint": "quota"})
+        return lease, exc
     lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease_id)
     try:
         with transaction.atomic():
@@ -433,9 +486,11 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
     """Rename, move (before it starts), extend or shrink (`end`), or grow (`count`, a started lease gets the new
     capacity from now). RW-032: a started lease's start cannot move and its end must stay in the future; a
     finished lease can only be renamed; a refused update (400/409) leaves the lease exactly as it was.
-    Raises 409 `capacity_unavailable` when the new capacity does not exist."""
+    Raises 409 `capacity_unavailable` when the new capacity does not exist, 422 `quota_exceeded` when the moved,
+    extended or grown lease would pass a GPU quota at the busiest instant of its (new) window."""
     authorize_project(actor, lease.project, WRITERS)
     with transaction.atomic():
+        quota_check_all(scope=lease.project, requests=[])   # the organization lock first, as the confirm takes it
         lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease.pk)
         tz = windows.zone_get(lease.time_zone)
         new_start = windows.parse_instant(start, tz, "start") if start is not None else lease.start
@@ -457,6 +512,7 @@ def lease_update(*, actor, lease: Lease, name: str | None = None, start=None, en
                 raise _bad(f"count must be 1..{MAX_COUNT[lease.kind]}", "count")
             allocations_release(consumer_id=lease.pk)  # nothing has started: the rows are deleted
             lease.start, lease.end, lease.count = new_start, new_end, new_count
+            _gpu_quota_check(lease, start=lease.start, count=lease.count)
             _claim(lease, lease.count, lease.start)
             _spot_notice(lease)
         lease.save(update_fields=["name", "start", "end", "count", "updated_at"])  # status: transitions only
@@ -477,14 +533,17 @@ def _update_started(lease: Lease, new_start, new_end, new_count, *, actor) -> No
     if new_count < lease.count:
         raise _immutable("A started lease cannot give capacity back; shrink its end or cancel it.", "count")
     if new_end != lease.end:
-        allocations_set_end(consumer_id=lease.pk, old_end=lease.end, new_end=new_end)
         grew = new_end > lease.end
+        if grew:   # the lease's GPUs over the added time
+            _gpu_quota_check(lease, start=lease.end, end=new_end, count=lease.count)
+        allocations_set_end(consumer_id=lease.pk, old_end=lease.end, new_end=new_end)
         lease.end = new_end
         if grew:
             _check_reserve(lease, now)
         if lease.status == LeaseStatus.ENDING and new_end - dt.timedelta(seconds=lease.notice_s) > now:
             _renew(lease, actor=actor)
     if new_count > lease.count:
+        _gpu_quota_check(lease, start=now, count=new_count - lease.count)
         _claim(lease, new_count - lease.count, now)
         lease.count = new_count
 
