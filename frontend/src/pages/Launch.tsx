@@ -129,7 +129,7 @@ function money(amount: string | null | undefined, currency: string): string {
 
 /** The check's refusal: a role that may not launch (403) is told so calmly, with the server's words; any other
  * refusal is the usual problem alert. */
-function CheckRefused({ error }: { error: unknown }) {
+export function CheckRefused({ error }: { error: unknown }) {
   if (error instanceof ApiError && error.status === 403) {
     return (
       <Alert color="gray" title="Checked only for those who can launch" data-testid="check-not-for-role">

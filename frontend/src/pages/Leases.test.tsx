@@ -12,6 +12,10 @@ const FLAVORS = [
 ] as Flavor[]
 const LEASE = { id: 'l1', project: PROJECT.id, name: 'training', status: 'confirmed', start: '2026-12-10T09:00:00Z', end: '2026-12-12T09:00:00Z', time_zone: 'UTC', kind: 'gpus', gpu_model: 'H100', count: 4, mig_profile: '', share_milli: 0, zone: '', max_leaves_per_rail: null, end_action: 'stop', notice_s: 3600, reason: '', explanation: {}, confirmed_at: null, activated_at: null, ended_at: null, created_at: '', updated_at: '' }
 const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
+const PRICE = { currency: 'USD', sla_tier: 'standard', pricing_model: 'reserved', sku: 'gpu:model=H100', unit: 'hour', unit_price: '2.1', units: '4', per_hour: '8.4', hours: '48', estimate_total: '403.20' }
+const CHECK_OK = { placeable: true, code: null, detail: null, reason: null, explanation: null, earliest_start: null,
+  start: '2026-12-10T09:00:00Z', queue: { would_queue: false, position: null },
+  quota: [{ resource: 'gpus', scope: 'organization', limit: 8, used: 0, requested: 4, exceeded: false }], price: PRICE }
 
 function fill(label: RegExp, value: string) {
   fireEvent.change(screen.getByLabelText(label), { target: { value } })
@@ -29,6 +33,7 @@ describe('leases', () => {
         leases = [LEASE]
         return json(LEASE, 201)
       },
+      'POST /api/v1/leases/check/': () => json(CHECK_OK),
     })
     renderPage(<LeasesPage />)
     expect(await screen.findByText('No leases yet')).toBeInTheDocument()
@@ -43,11 +48,44 @@ describe('leases', () => {
     fill(/^End/, '2026-12-12T09:00')
     fireEvent.click(screen.getByRole('button', { name: 'Request lease' }))
     expect(await screen.findByRole('cell', { name: '4 × H100 GPUs' })).toBeInTheDocument()
-    const post = seen.filter((r) => r.method === 'POST').at(-1)!
+    const post = seen.filter((r) => r.method === 'POST' && r.url.endsWith('/api/v1/leases/')).at(-1)!
     expect(await post.json()).toEqual({ project: PROJECT.id, name: 'training', kind: 'gpus', gpu_model: 'H100', count: 4,
       start: '2026-12-10 09:00', end: '2026-12-12 09:00', time_zone: 'UTC', mig_profile: '', share_milli: 0, zone: '',
       end_action: 'stop', notice_s: 3600, sla_tier: '' })
   }, 20_000)
+
+  it('checks the window as it is filled in: price over the window, and the GPU quota at the busiest moment', async () => {
+    const checks: unknown[] = []
+    stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/leases/': () => json(page([])),
+      'POST /api/v1/leases/check/': async (request) => {
+        const body = await request.json()
+        checks.push(body)
+        if (body.count <= 8) return json(CHECK_OK)
+        return json({ ...CHECK_OK, placeable: false, code: 'quota_exceeded', reason: 'gpus', start: null,
+          detail: 'Quota exceeded for gpus: limit 8, usage 6 at the busiest moment of the window, requested 16 (organization acme).',
+          quota: [{ resource: 'gpus', scope: 'organization', limit: 8, used: 6, requested: 16, exceeded: true }] })
+      },
+    })
+    renderPage(<LeasesPage />)
+    expect(await screen.findByText('No leases yet')).toBeInTheDocument()
+    await waitFor(() => expect(screen.getAllByLabelText(/^GPU model/)[0]).toHaveValue('H100'), { timeout: 10_000 })
+    expect(screen.queryByTestId('lease-check')).toBeNull()          // nothing to check before the window is known
+    fill(/^GPUs/, '4')
+    fill(/^Start/, '2026-12-10T09:00')
+    fill(/^End/, '2026-12-12T09:00')
+    fill(/^Time zone/, 'UTC')
+    expect(await screen.findByText('Can be confirmed', {}, { timeout: 10_000 })).toBeInTheDocument()
+    expect(screen.getByTestId('lease-price')).toHaveTextContent('About $403.20 for the window')
+    expect(checks.at(-1)).toMatchObject({ count: 4, start: '2026-12-10 09:00', end: '2026-12-12 09:00', name: 'lease' })
+    fill(/^GPUs/, '16')
+    expect(await screen.findByText('Would be refused', {}, { timeout: 10_000 })).toBeInTheDocument()
+    expect(screen.getByText(/usage 6 at the busiest moment of the window/)).toBeInTheDocument()
+    const row = within(screen.getByRole('table', { name: 'Quota this lease uses' })).getAllByRole('row')[1]
+    expect(row).toHaveTextContent(/exceeded/)
+    expect(row).toHaveTextContent('+16')
+  }, 40_000)
 
   it('cancels after a confirmation, and a viewer may not', async () => {
     const seen = stubApi({

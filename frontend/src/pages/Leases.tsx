@@ -1,5 +1,6 @@
 import { Anchor, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
-import { useMutation, useQueries, useQueryClient } from '@tanstack/react-query'
+import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useDebouncedValue } from '@mantine/hooks'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { useState, type FormEvent } from 'react'
 import { Link } from 'react-router'
@@ -16,6 +17,9 @@ import { WriteButton } from '../components/WriteButton'
 import { useFlavors } from '../hooks/catalog'
 import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+import { money } from '../hooks/billing'
+import { quotaAmount, quotaLabel, quotaScope } from '../quota'
+import { CheckRefused } from './Launch'
 
 type Kind = 'gpus' | 'hosts' | 'mig'
 const KINDS: { value: Kind; label: string }[] = [
@@ -283,6 +287,91 @@ function browserZone(): string {
 
 /** Leases (`/leases`): the project's reserved capacity with its window and status, on a four-week calendar and in a
  * table; request one; extend, shrink or grow one; cancel one; and the project's on-demand queue with positions. */
+type LeaseCheckAnswer = Schemas['PlacementCheckOutput']
+
+/** Whether the form's lease can be confirmed as asked, at what price over its window, and the quota it uses
+ * (`POST /leases/check/`: the create's own checks, nothing written; GPU quotas at the busiest moment of the
+ * window). Asked once the window is filled in, again after each change (debounced). */
+function LeaseCheck({ body }: { body: Schemas['LeaseCreateInputRequest'] | null }) {
+  const [debounced] = useDebouncedValue(body, 400)
+  const check = useQuery({
+    queryKey: ['lease-check', debounced],
+    queryFn: () => unwrap(api.POST('/api/v1/leases/check/', { body: debounced! })),
+    enabled: debounced != null,
+    retry: false,
+  })
+  if (debounced == null) return null
+  const answer: LeaseCheckAnswer | undefined = check.data
+  const price = answer?.price
+  return (
+    <Paper withBorder p="sm" aria-live="polite" data-testid="lease-check">
+      {check.isFetching && !answer && <Text c="dimmed" size="sm">Checking the window…</Text>}
+      <CheckRefused error={check.error} />
+      {answer && (
+        <Stack gap="xs">
+          <Group>
+            {answer.placeable ? (
+              <Badge color="teal.9" size="lg">Can be confirmed</Badge>
+            ) : answer.code === 'capacity_unavailable' ? (
+              <Badge color="yellow.4" autoContrast size="lg">No capacity in this window</Badge>
+            ) : (
+              <Badge color="red.9" size="lg">Would be refused</Badge>
+            )}
+            {price?.estimate_total != null && (
+              <Text fw={600} data-testid="lease-price">
+                About {money(price.estimate_total, price.currency)} for the window
+                <Text span c="dimmed" size="sm">
+                  {' '}({money(price.per_hour, price.currency)} per hour, {price.sla_tier} tier, reserved; an estimate)
+                </Text>
+              </Text>
+            )}
+            {price && price.per_hour == null && <Text c="dimmed">No reserved price for this GPU model yet.</Text>}
+          </Group>
+          {answer.detail && (
+            <Text size="sm">
+              <strong>Why:</strong> {answer.detail}
+            </Text>
+          )}
+          {answer.earliest_start && (
+            <Text size="sm">
+              <strong>Fits from:</strong> {new Date(answer.earliest_start).toLocaleString()} (same length)
+            </Text>
+          )}
+          {answer.start && body && new Date(answer.start).getTime() !== new Date(body.start.replace(' ', 'T')).getTime() && (
+            <Text size="sm">
+              <strong>Would start:</strong> {new Date(answer.start).toLocaleString()} (spot work on these GPUs is owed its notice)
+            </Text>
+          )}
+          {answer.quota.length > 0 && (
+            <Table aria-label="Quota this lease uses" fz="sm">
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Quota</Table.Th>
+                  <Table.Th>Held at the busiest moment</Table.Th>
+                  <Table.Th>This lease</Table.Th>
+                  <Table.Th>Limit</Table.Th>
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {answer.quota.map((q) => (
+                  <Table.Tr key={`${q.scope}:${q.resource}`} c={q.exceeded ? 'red.8' : undefined}>
+                    <Table.Td>
+                      {quotaLabel(q.resource)} ({quotaScope(q.scope)}){q.exceeded ? ' — exceeded' : ''}
+                    </Table.Td>
+                    <Table.Td>{quotaAmount(q.resource, q.used)}</Table.Td>
+                    <Table.Td>+{quotaAmount(q.resource, q.requested)}</Table.Td>
+                    <Table.Td>{quotaAmount(q.resource, q.limit)}</Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          )}
+        </Stack>
+      )}
+    </Paper>
+  )
+}
+
 export function LeasesPage() {
   const { project, canWrite } = useScope()
   const qc = useQueryClient()
@@ -367,6 +456,10 @@ export function LeasesPage() {
                 onChange={(e) => set('timeZone', e.currentTarget.value)} error={fieldError(create.error, 'time_zone')}
                 disabled={!canWrite} />
             </SimpleGrid>
+            {canWrite && <LeaseCheck body={form.start && form.end && form.count >= 1 && model
+              ? leaseBody(pid, { ...form, name: form.name || 'lease', gpuModel: model,
+                  migProfile: form.migProfile || migProfiles[0] || '' })
+              : null} />}
             <Group>
               <WriteButton type="submit" loading={create.isPending}>
                 Request lease
