@@ -1,6 +1,7 @@
 """Leases in the web console, in a real browser against the real stack (the sample fleet): a tenant asks for more
 GPUs than the fleet has and sees the refusal, requests a lease of whole GPUs for a window next week and sees it
-confirmed with its window, tries to end it before its start (the server's refusal on the End field), extends it by a
+confirmed with its window (the form's check first says whether it can be confirmed, and refuses 16 GPUs over the
+organization's quota of 12 before the request does), tries to end it before its start (the server's refusal on the End field), extends it by a
 day and sees the new end, then cancels it after a confirmation; the project's on-demand queue is shown empty. Each step is one test; they share the state (`L`)
 and run in file order; a failed step skips the later ones."""
 from __future__ import annotations
@@ -72,7 +73,21 @@ def test_1_request_a_lease(lc, tab):
     tab.get_by_role("button", name="Request lease").click()
     expect(tab.get_by_role("alert").first).to_be_visible()
     expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("training")   # kept after the refusal
+    # the organization may hold 12 GPUs at once: 16 fit the fleet but not the quota, and the check says so first
+    quota = next(q for q in lc.ops.all("quotas", organization=lc.a.org["id"]) if q["resource"] == "gpus"
+                 and q["project"] is None)
+    lc.ops.patch(f"quotas/{quota['id']}", {"limit": 12})
+    tab.get_by_label(re.compile(r"^GPUs")).fill("16")
+    check = tab.get_by_test_id("lease-check")
+    expect(check).to_contain_text("Would be refused")
+    expect(check).to_contain_text("busiest moment of the window")
+    expect(check.get_by_role("table", name="Quota this lease uses")).to_contain_text("exceeded")
+    tab.get_by_role("button", name="Request lease").click()
+    expect(tab.get_by_role("alert").first).to_contain_text("Quota exceeded for gpus")
+    assert lc.a.api.all("leases", project=lc.a.project["id"]) == []             # refused: nothing left behind
     tab.get_by_label(re.compile(r"^GPUs")).fill("8")
+    expect(check).to_contain_text("Can be confirmed")
+    shot(tab, "lease-check")
     tab.get_by_role("button", name="Request lease").click()
     confirmed = tab.get_by_test_id("lease-status").filter(has_text="confirmed")
     row = tab.get_by_role("row", name=re.compile("training")).filter(has=confirmed)
