@@ -8,7 +8,20 @@ import { StatusBadge, TRANSITIONAL } from '../components/StatusBadge'
 import { byId, gpuLabel, imageLabel, useFlavors, useImages } from '../hooks/catalog'
 import { NotFoundPage } from './NotFound'
 
-/** A cluster (`/clusters/{id}/`) with its member instances (`/instances/?cluster=`) and their states, refreshed
+/** A member's index in its cluster: members are named `<cluster>-<i>` (i from 0), so the number after the
+ * cluster's name; null for a name that is not of that form. */
+export function memberIndex(cluster: string, member: string): number | null {
+  const tail = member.startsWith(`${cluster}-`) ? member.slice(cluster.length + 1) : ''
+  return /^\d+$/.test(tail) ? Number(tail) : null
+}
+
+/** The members in node order (0, 1, … 10, not 0, 1, 10, 2); a name not of the `<cluster>-<i>` form last, by name. */
+export function byMemberIndex<T extends { name: string }>(cluster: string, members: T[]): T[] {
+  const key = (m: T) => memberIndex(cluster, m.name) ?? Number.POSITIVE_INFINITY
+  return [...members].sort((a, b) => key(a) - key(b) || a.name.localeCompare(b.name))
+}
+
+/** A cluster (`/clusters/{id}/`) with its member instances (`/instances/?cluster=`, in node order) and their states, refreshed
  * every second while anything changes and every two otherwise; delete it (all members go with it). */
 export function ClusterDetailPage() {
   const { id = '' } = useParams()
@@ -40,7 +53,7 @@ export function ClusterDetailPage() {
   const c = cluster.data
   const flavor = flavors.get(c.flavor)
   const gone = c.status === 'deleted' || c.status === 'deleting'
-  const rows = members.data?.results ?? []
+  const rows = byMemberIndex(c.name, members.data?.results ?? [])
 
   return (
     <Stack>

@@ -1,7 +1,7 @@
 import { screen } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import { PROJECT, json, renderPage, scope, stubApi } from '../test/render'
-import { ClusterDetailPage } from './ClusterDetail'
+import { ClusterDetailPage, memberIndex } from './ClusterDetail'
 import { ClustersPage, clusterBody } from './Clusters'
 
 const CLUSTER = {
@@ -45,6 +45,22 @@ describe('clusters', () => {
     const rows = await screen.findAllByTestId('member', {}, LONG)
     expect(rows.map((r) => r.textContent)).toEqual(['train-vm1active10.0.0.5', 'train-vm2provisioning10.0.0.5'])
     expect(screen.getByRole('button', { name: 'Delete cluster' })).toBeEnabled()
+  })
+
+  it('lists the members by their index in the cluster (node 0, 1, 2 … 10), whatever order the API answers', async () => {
+    const member = (i: number) => ({ ...VM(`vm${i}`, 'active'), name: `train-${i}`, ports: [] })
+    stubApi({
+      [`GET /api/v1/clusters/${CLUSTER.id}/`]: () => json({ ...CLUSTER, size: 12 }),
+      'GET /api/v1/instances/': () => json(page([10, 2, 0, 11, 1, 3, 9, 4, 8, 5, 7, 6].map(member))),
+      'GET /api/v1/flavors/': () => json(page([])),
+      'GET /api/v1/images/': () => json(page([])),
+    })
+    renderPage(<ClusterDetailPage />, { path: `/clusters/${CLUSTER.id}`, route: '/clusters/:id' })
+    const rows = await screen.findAllByTestId('member', {}, LONG)
+    expect(rows.map((r) => r.querySelector('a')?.textContent)).toEqual(Array.from({ length: 12 }, (_, i) => `train-${i}`))
+    expect(memberIndex('train', 'train-10')).toBe(10)
+    expect(memberIndex('train', 'train-a-1')).toBeNull()
+    expect(memberIndex('train-a', 'train-a-1')).toBe(1)
   })
 
   it('answers "Not found" for another tenant’s cluster', async () => {
