@@ -1,4 +1,4 @@
-import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import { PROJECT, json, renderPage, scope, stubApi } from '../test/render'
 import { TokensPage, tokenBody } from './Tokens'
@@ -45,6 +45,37 @@ describe('API tokens', () => {
     expect(body).toMatchObject({ name: 'ci', scope: 'read', project: PROJECT.id })
     fireEvent.click(screen.getByRole('button', { name: 'Dismiss' }))
     await waitFor(() => expect(screen.queryByTestId('token-secret')).toBeNull())
+  })
+
+  it('hides the new secret’s banner once that token is revoked (revoking another token leaves it)', async () => {
+    const OTHER = { ...TOKEN, id: '0190a3b4-0000-7000-8000-0000000000d2', name: 'old', prefix: 'gpc_ef34gh' }
+    const revoked = new Set<string>()
+    let created = false
+    const tokens = () => [...(created ? [TOKEN] : []), OTHER].map((t) => ({ ...t, revoked_at: revoked.has(t.id) ? '2026-12-02T00:00:00Z' : null }))
+    stubApi({
+      'GET /api/v1/session/': () => json(SESSION),
+      'GET /api/v1/tokens/': () => json(page(tokens())),
+      'POST /api/v1/tokens/': () => {
+        created = true
+        return json({ ...TOKEN, token: 'gpc_ab12cd_s3cr3t' }, 201)
+      },
+      [`DELETE /api/v1/tokens/${TOKEN.id}/`]: () => { revoked.add(TOKEN.id); return new Response(null, { status: 204 }) },
+      [`DELETE /api/v1/tokens/${OTHER.id}/`]: () => { revoked.add(OTHER.id); return new Response(null, { status: 204 }) },
+    })
+    renderPage(<TokensPage />)
+    fireEvent.change(await screen.findByLabelText(/^Name/, {}, { timeout: 5000 }), { target: { value: 'ci' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Create token' }))
+    expect(await screen.findByTestId('token-secret', {}, { timeout: 5000 })).toHaveTextContent('gpc_ab12cd_s3cr3t')
+    const revoke = async (name: RegExp) => {
+      fireEvent.click(await screen.findByRole('button', { name }, { timeout: 5000 }))
+      const dialog = await screen.findByRole('dialog')
+      fireEvent.click(within(dialog).getByRole('button', { name: 'Revoke' }))
+      await waitFor(() => expect(screen.queryByRole('button', { name })).toBeNull(), { timeout: 5000 })
+    }
+    await revoke(/^Revoke token old \(/)
+    expect(screen.getByTestId('token-secret')).toHaveTextContent('gpc_ab12cd_s3cr3t')
+    await revoke(/^Revoke token ci \(/)
+    await waitFor(() => expect(screen.queryByTestId('new-token')).toBeNull())
   })
 
   it('lets a viewer manage their own tokens (the API allows the holder)', async () => {

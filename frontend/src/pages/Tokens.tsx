@@ -81,7 +81,9 @@ export function TokensPage() {
     clear: ['name'],
     onSuccess: (token) => setCreated(token),
   })
-  const revoke = useRemove((id: string) => unwrap(api.DELETE('/api/v1/tokens/{id}/', { params: { path: { id } } })), ['tokens'])
+  // the secret's banner goes once its token is revoked: there is nothing left worth copying
+  const revoke = useRemove((id: string) => unwrap(api.DELETE('/api/v1/tokens/{id}/', { params: { path: { id } } })), ['tokens'],
+    (id) => setCreated((shown) => (shown?.id === id ? null : shown)))
   const submit = (event: FormEvent) => {
     setCreated(null)
     create.submit(event)
