@@ -1,6 +1,10 @@
-"""The invitation page says what to do next when the link cannot be used, not only the refusal's code."""
+"""The invitation page says what to do next when the link cannot be used, not only the refusal's code; the code
+itself is not in the page's text (only in a collapsed details element, for support)."""
+import re
+
 import pytest
 from django.core import mail
+from django.test import Client
 from rest_framework.test import APIClient
 
 from .helpers import org_owner_client
@@ -21,3 +25,28 @@ def test_a_used_invitation_tells_the_person_to_sign_in(django_capture_on_commit_
     html = page.content.decode()
     assert page.status_code == 409
     assert 'id="next-step"' in html and "sign in to the console" in html and 'href="/sign-in"' in html
+
+
+def _visible_text(html: str) -> str:
+    """What a person reads on the page: the text outside tags, without the collapsed `<details>` (for support)."""
+    html = re.sub(r"<details.*?</details>", "", html, flags=re.S)
+    html = re.sub(r"<(style|script)\b.*?</\1>", "", html, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_a_refusal_is_shown_in_words_with_the_code_only_in_a_details_element(django_capture_on_commit_callbacks):
+    org, _owner, owner_client = org_owner_client("acme", "owner@acme.test")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert owner_client.post("/api/v1/invitations/", {"organization": str(org.pk), "email": "new@acme.test",
+                                                          "role": "member"}).status_code == 201
+    token = mail.outbox[-1].body.split("?token=")[1].split()[0]
+    client = Client()
+    client.get("/invitations/accept", {"token": token})
+    page = client.post("/invitations/accept", {"token": token, "password": "short", "full_name": "New"})
+    html = page.content.decode()
+    assert page.status_code == 400, html
+    shown = _visible_text(html)
+    assert "validation_error" not in shown and "Reason code" not in shown, shown
+    assert 'role="alert"' in html
+    assert re.search(r"<details[^>]*><summary>Details for support</summary>Reason code: <code>validation_error</code>",
+                     html), html
