@@ -7,7 +7,7 @@ export type FilterValues = Record<string, string | null>
 /**
  * A list's filters, named by the API's query parameters (`status`, `name_contains`, ...; a value's type is the
  * parameter's, e.g. `null as Status | null`): `values` as the controls show them, `query` the non-empty ones as sent (typing is debounced by `delay` ms, so a name search asks once the
- * typing pauses), `active` whether any differs from `initial`, `clear()` back to `initial`. Put `query` into the
+ * typing pauses; 0 applies each change at once), `active` whether any differs from `initial`, `clear()` back to `initial`. Put `query` into the
  * list's query key (a `usePaged` list goes back to its first page when its key changes).
  *
  * The applied filters live in the page's URL too (`?status=active&name_contains=web`; each name after `urlPrefix`,
@@ -26,7 +26,7 @@ export function useListFilters<F extends FilterValues>(initial: F, delay = 300, 
     return start
   })
   const [debounced] = useDebouncedValue(values, delay)
-  const applied = clearedNow(values, initial) ? values : debounced
+  const applied = delay <= 0 || clearedNow(values, initial) ? values : debounced
   const wanted = JSON.stringify(applied)
   useEffect(() => {
     const next = new URLSearchParams(params)
@@ -52,6 +52,19 @@ export function useListFilters<F extends FilterValues>(initial: F, delay = 300, 
     set: (key: keyof F, value: string | null) => setValues((current) => ({ ...current, [key]: value })),
     clear: () => setValues(initial),
   }
+}
+
+/**
+ * A screen's tab, kept in its URL the way `useListFilters` keeps a list's filters (`?tab=security-groups`; the
+ * history entry is replaced and the first tab is left out of the URL): a reload, a link, or Back to the screen opens
+ * the tab that was shown. `tabs` are the tabs' values, the first one the default; a value the URL holds that is not
+ * one of them opens the first. Returns the tab and its setter (for Mantine `Tabs`' `value` and `onChange`).
+ */
+export function useUrlTab<T extends string>(tabs: readonly [T, ...T[]], name = 'tab'): [T, (tab: string | null) => void] {
+  const filters = useListFilters<FilterValues>({ [name]: tabs[0] }, 0)
+  const value = filters.values[name]
+  const tab = tabs.find((t) => t === value) ?? tabs[0]
+  return [tab, (next) => filters.set(name, next ?? tabs[0])]
 }
 
 export type ListFilters<F extends FilterValues = FilterValues> = ReturnType<typeof useListFilters<F>>

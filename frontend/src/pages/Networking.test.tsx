@@ -1,4 +1,5 @@
-import { fireEvent, screen, waitFor, within } from '@testing-library/react'
+import { cleanup, fireEvent, screen, waitFor, within } from '@testing-library/react'
+import { useLocation } from 'react-router'
 import { describe, expect, it } from 'vitest'
 import type { SecurityGroup } from '../api/client'
 import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
@@ -9,6 +10,12 @@ const VPC = { id: '0190a3b4-0000-7000-8000-0000000000c1', project: PROJECT.id, n
 const page = <T,>(results: T[]) => ({ results, next: null, previous: null })
 const RULE = { id: 'r1', security_group: 'sg1', direction: 'ingress', ethertype: 'IPv4', protocol: 'tcp', port_range_min: 22, port_range_max: 22, icmp_type: null, icmp_code: null, remote_ip_prefix: '0.0.0.0/0', remote_group: null, description: '', created_at: '' }
 const SG = { id: 'sg1', project: PROJECT.id, vpc: VPC.id, name: 'default', description: '', is_default: true, rules: [RULE], created_at: '', updated_at: '' }
+
+/** The page's URL (path and query), for a test to read and to "reload" at. */
+function Url() {
+  const location = useLocation()
+  return <output data-testid="url">{location.pathname + location.search}</output>
+}
 
 /** The input labelled `label` (a Mantine combobox also labels its listbox). */
 function input(label: RegExp): HTMLElement {
@@ -186,6 +193,46 @@ describe('a VPC', () => {
     stubApi({})
     renderPage(<VpcDetailPage />, { path: `/networking/vpcs/${VPC.id}`, route: '/networking/vpcs/:id' })
     expect(await screen.findByRole('heading', { name: 'Not found' })).toBeInTheDocument()
+  })
+})
+
+describe('the tabs in the URL', () => {
+  it('opens the Networking tab the URL names, and a reload (or Back to the page) opens the tab that was shown', async () => {
+    stubApi({
+      'GET /api/v1/vpcs/': () => json(page([VPC])),
+      'GET /api/v1/instances/': () => json(page([])),
+      'GET /api/v1/ib-partitions/': () => json(page([PART])),
+    })
+    renderPage(<><NetworkingPage /><Url /></>, { path: '/networking' })
+    await openPartitions()
+    await waitFor(() => expect(screen.getByTestId('url')).toHaveTextContent('/networking?tab=ib-partitions'))
+    const reloadAt = screen.getByTestId('url').textContent!
+    cleanup()
+    renderPage(<><NetworkingPage /><Url /></>, { path: reloadAt })
+    expect(await screen.findByRole('tab', { name: 'InfiniBand partitions' })).toHaveAttribute('aria-selected', 'true')
+    expect(await screen.findByRole('row', { name: /train/ })).toBeInTheDocument()
+    fireEvent.click(screen.getByRole('tab', { name: 'VPCs' }))   // the first tab: left out of the URL
+    await waitFor(() => expect(screen.getByTestId('url').textContent).toBe('/networking'))
+    expect(await screen.findByRole('row', { name: /prod/ })).toBeInTheDocument()
+  })
+
+  it('opens the VPC’s tab the URL names; an unknown one opens the first', async () => {
+    stubApi({
+      [`GET /api/v1/vpcs/${VPC.id}/`]: () => json(VPC),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'GET /api/v1/security-groups/': () => json(page([SG])),
+    })
+    renderPage(<><VpcDetailPage /><Url /></>, { path: `/networking/vpcs/${VPC.id}`, route: '/networking/vpcs/:id' })
+    fireEvent.click(await screen.findByRole('tab', { name: 'Security groups' }))
+    await waitFor(() => expect(screen.getByTestId('url')).toHaveTextContent(`/networking/vpcs/${VPC.id}?tab=security-groups`))
+    const reloadAt = screen.getByTestId('url').textContent!
+    cleanup()
+    renderPage(<VpcDetailPage />, { path: reloadAt, route: '/networking/vpcs/:id' })
+    expect(await screen.findByRole('tab', { name: 'Security groups' })).toHaveAttribute('aria-selected', 'true')
+    expect(await screen.findByRole('table', { name: 'Rules of default' })).toHaveTextContent('tcp 22')
+    cleanup()
+    renderPage(<VpcDetailPage />, { path: `/networking/vpcs/${VPC.id}?tab=nonsense`, route: '/networking/vpcs/:id' })
+    expect(await screen.findByRole('tab', { name: 'Subnets' })).toHaveAttribute('aria-selected', 'true')
   })
 })
 

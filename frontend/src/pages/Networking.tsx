@@ -8,17 +8,19 @@ import { FilterBar, SearchFilter } from '../components/ListFilters'
 import { ProblemAlert } from '../components/ProblemAlert'
 import { ResourceTable } from '../components/ResourceTable'
 import { useCreateForm } from '../hooks/useCreateForm'
-import { useListFilters } from '../hooks/useListFilters'
+import { useListFilters, useUrlTab } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 import { useRemove } from '../hooks/useRemove'
 import { IbPartitionsPanel } from './IbPartitions'
 
-/** The Networking screen: the project's VPCs and, on a second tab, its InfiniBand partitions. */
+/** The Networking screen: the project's VPCs and, on a second tab, its InfiniBand partitions (the tab in the URL,
+ * `?tab=ib-partitions`). */
 export function NetworkingPage() {
+  const [tab, setTab] = useUrlTab(['vpcs', 'ib-partitions'])
   return (
     <Stack>
       <Title order={2}>Networking</Title>
-      <Tabs defaultValue="vpcs" keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="vpcs">VPCs</Tabs.Tab>
           <Tabs.Tab value="ib-partitions">InfiniBand partitions</Tabs.Tab>

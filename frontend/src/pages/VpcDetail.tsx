@@ -11,6 +11,7 @@ import { DeleteButton } from '../components/DeleteButton'
 import { EmptyState } from '../components/EmptyState'
 import { ResourceTable } from '../components/ResourceTable'
 import { useCreateForm } from '../hooks/useCreateForm'
+import { useUrlTab } from '../hooks/useListFilters'
 import { useRemove } from '../hooks/useRemove'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
@@ -35,11 +36,13 @@ export function ruleRemote(rule: Pick<SecurityGroupRule, 'remote_ip_prefix' | 'r
 
 const MONO = { input: { fontFamily: 'monospace' } }
 
-/** A VPC (`/vpcs/{id}/`) with its subnets, security groups (and their rules) and floating IPs, in tabs. */
+/** A VPC (`/vpcs/{id}/`) with its subnets, security groups (and their rules) and floating IPs, in tabs (the tab in
+ * the URL, `?tab=security-groups`). */
 export function VpcDetailPage() {
   const { id = '' } = useParams()
   const navigate = useNavigate()
   const qc = useQueryClient()
+  const [tab, setTab] = useUrlTab(['subnets', 'security-groups', 'floating-ips'])
   const vpc = useQuery({
     queryKey: ['vpc', id],
     queryFn: () => unwrap(api.GET('/api/v1/vpcs/{id}/', { params: { path: { id } } })),
@@ -91,7 +94,7 @@ export function VpcDetailPage() {
           </dd>
         </dl>
       </Paper>
-      <Tabs defaultValue="subnets" keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="subnets">Subnets</Tabs.Tab>
           <Tabs.Tab value="security-groups">Security groups</Tabs.Tab>
