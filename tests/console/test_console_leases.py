@@ -95,6 +95,15 @@ def test_1_request_a_lease(lc, tab):
     expect(row).to_contain_text(f"8 × {WHOLE_FLAVOR['gpu_model']} GPUs")
     check_a11y(tab, "leases")
     shot(tab, "leases")
+    # in a narrow window the columns squeeze, and a status badge still shows its whole word (not "CONFIR…")
+    tab.set_viewport_size({"width": 900, "height": 800})
+    try:
+        expect(confirmed).to_be_visible()
+        cut = tab.evaluate("() => [...document.querySelectorAll('.mantine-Badge-label')]"
+                           ".filter(e => e.scrollWidth > e.clientWidth).map(e => e.textContent)")
+        assert cut == [], f"badges cut short: {cut}"
+    finally:
+        tab.set_viewport_size({"width": 1280, "height": 800})
     leases = [x for x in lc.a.api.all("leases", project=lc.a.project["id"]) if x["status"] == "confirmed"]
     assert [(x["name"], x["count"], x["kind"]) for x in leases] == [("training", 8, "gpus")]
     assert dt.datetime.fromisoformat(leases[0]["start"]) == lc.start
