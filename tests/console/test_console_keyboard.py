@@ -134,10 +134,16 @@ def test_1_sign_in_with_the_code_step(k, tab):
 
 
 def test_2_the_skip_link_goes_past_header_and_navigation(k, tab):
+    # where the header's parts and the screen are: the focused skip link lies over them, moving nothing
+    where = ("() => [...document.querySelectorAll('header *, #main')]"
+             ".map(e => { const r = e.getBoundingClientRect(); return [r.x, r.y] })")
+    before = tab.evaluate(where)
     tab.keyboard.press("Tab")
     skip = tab.get_by_role("link", name="Skip to main content")
     expect(skip).to_be_focused()
     expect(skip).to_be_in_viewport()
+    assert tab.evaluate("() => getComputedStyle(document.activeElement).position") == "fixed"
+    assert tab.evaluate(where) == before, "focusing the skip link moved the header or the screen"
     assert ring_shown(tab), "the focused skip link is not marked"
     tab.keyboard.press("Enter")
     expect(tab.locator("#main")).to_be_focused()
