@@ -1,9 +1,9 @@
-import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { cleanup, fireEvent, screen, waitFor } from '@testing-library/react'
 import { useLocation, useNavigate } from 'react-router'
 import { describe, expect, it } from 'vitest'
 import type { Flavor } from '../api/client'
 import { PROJECT, json, problem, renderPage, stubApi } from '../test/render'
-import { LaunchPage } from './Launch'
+import { LaunchPage, draftKey } from './Launch'
 
 /** The router's location, and the browser's Back, for the history tests. */
 function Where() {
@@ -230,4 +230,54 @@ describe('launch wizard', () => {
     expect(keys[3]).toBe(keys[1])          // nb-2: refused before, so run anew
     expect(new Set(keys).size).toBe(3)
   }, 20_000)
+
+  it('keeps the choices across a reload in the middle, and forgets them once launched or cancelled', async () => {
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+      'POST /api/v1/instances/': () => accepted('i1', 'nb'),
+    })
+    const reload = async () => {
+      const at = screen.getByTestId('where').textContent!
+      cleanup()
+      renderPage(<><LaunchPage /><Where /></>, { path: at, route: '/launch' })
+      await screen.findByRole('heading', { name: 'Launch an instance' }, LONG)
+    }
+    renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
+    await toThirdStep('nb')
+    fireEvent.change(await input(/^Count/), { target: { value: '3' } })
+    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=2'))
+    await reload()
+    expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=2')     // the same step, with the choices
+    expect(await input(/^Count/)).toHaveValue('3')
+    fireEvent.click(screen.getByRole('button', { name: 'Back' }))
+    expect(await input(/^Name/)).toHaveValue('nb')
+    expect(await input(/^Image/)).toHaveValue('ubuntu-24-04 (ubuntu 24.04)')
+    fireEvent.click(screen.getByRole('button', { name: 'Back' }))
+    expect(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG)).toBeChecked()
+
+    // Cancel forgets them: the wizard opens empty again
+    fireEvent.click(screen.getByRole('button', { name: 'Cancel' }))
+    expect(await screen.findByTestId('elsewhere')).toBeInTheDocument()    // the instances list
+    expect(window.sessionStorage.getItem(draftKey(PROJECT.id))).toBeNull()
+    cleanup()
+    renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
+    expect(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG)).not.toBeChecked()
+
+    // so does a launch that succeeded
+    await toThirdStep('nb')
+    fireEvent.change(await input(/^Count/), { target: { value: '1' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    await reload()
+    const launch = await screen.findByRole('button', { name: 'Launch' }, LONG)
+    await waitFor(() => expect(launch).toBeEnabled(), LONG)
+    fireEvent.click(launch)
+    expect(await screen.findByTestId('elsewhere', {}, LONG)).toBeInTheDocument()   // the new instance's page
+    expect(await seen.filter((r) => r.method === 'POST' && r.url.endsWith('/instances/')).at(-1)!.json())
+      .toMatchObject({ name: 'nb', flavor: 'f2', image: 'img1' })
+    expect(window.sessionStorage.getItem(draftKey(PROJECT.id))).toBeNull()
+  }, 30_000)
 })

@@ -42,6 +42,43 @@ const EMPTY: LaunchForm = {
   lease: null, shape: 'instances', count: 1,
 }
 
+/** Where the wizard keeps its choices so that a reload in the middle keeps them: this browser tab's sessionStorage,
+ * one entry per project. Cleared when the launch succeeds or the person cancels. */
+export const draftKey = (project: string) => `gpucloud.launch.${project}`
+
+const MARKETS: Market[] = ['on_demand', 'spot', 'lease']
+const SHAPES: Shape[] = ['instances', 'cluster']
+
+/** The choices kept for `project` (each field of the right type, else its empty value), or the empty form. */
+export function loadDraft(project: string): LaunchForm {
+  let saved: unknown
+  try {
+    saved = JSON.parse(window.sessionStorage.getItem(draftKey(project)) ?? 'null')
+  } catch {
+    saved = null
+  }
+  if (!saved || typeof saved !== 'object') return EMPTY
+  const s = saved as Record<string, unknown>
+  const text = (v: unknown) => (typeof v === 'string' ? v : null)
+  const texts = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [])
+  return {
+    gpuModel: text(s.gpuModel), flavor: text(s.flavor), name: text(s.name) ?? '', image: text(s.image), sshKeys: texts(s.sshKeys),
+    subnet: text(s.subnet), securityGroups: texts(s.securityGroups), ibPartition: text(s.ibPartition),
+    market: MARKETS.find((m) => m === s.market) ?? EMPTY.market, lease: text(s.lease),
+    shape: SHAPES.find((m) => m === s.shape) ?? EMPTY.shape, count: typeof s.count === 'number' ? s.count : EMPTY.count,
+  }
+}
+
+/** Keep `form` for `project` (nothing chosen: nothing kept). */
+export function saveDraft(project: string, form: LaunchForm | null) {
+  try {
+    if (!form || JSON.stringify(form) === JSON.stringify(EMPTY)) window.sessionStorage.removeItem(draftKey(project))
+    else window.sessionStorage.setItem(draftKey(project), JSON.stringify(form))
+  } catch {
+    // storage full or disabled: the wizard works as before, without surviving a reload
+  }
+}
+
 /** Which wizard step holds each field the API may name in `errors`. */
 const FIELD_STEP: Record<string, number> = {
   flavor: 0, name: 1, image: 1, ssh_keys: 1, subnet_id: 2, security_group_ids: 2, ib_partition_id: 2, project: 0,
@@ -263,7 +300,8 @@ export function LaunchPage() {
   const navigate = useNavigate()
   const qc = useQueryClient()
   // The step is in the URL (`?step=2`), each move a history entry: the browser's Back goes to the previous step
-  // instead of leaving the wizard. The choices live in this page, so a reload (or a link) starts at the first step.
+  // instead of leaving the wizard. The choices are kept in the tab's sessionStorage (per project), so a reload
+  // comes back to the same step with them; a launch or Cancel clears them.
   const [params, setParams] = useSearchParams()
   const step = Math.min(3, Math.max(0, Number(params.get('step') ?? 0) || 0))
   const setStep = (next: number | ((s: number) => number)) => {
@@ -274,7 +312,16 @@ export function LaunchPage() {
     else p.set('step', String(n))
     setParams(p)
   }
-  const [form, setForm] = useState<LaunchForm>(EMPTY)
+  const [form, setForm] = useState<LaunchForm>(() => loadDraft(pid))
+  const [formProject, setFormProject] = useState(pid)
+  if (formProject !== pid) {   // another project chosen in the header: its own choices
+    setFormProject(pid)
+    setForm(loadDraft(pid))
+  }
+  const [finished, setFinished] = useState(false)
+  useEffect(() => {
+    if (!finished) saveDraft(pid, form)
+  }, [pid, form, finished])
   useEffect(() => {
     if (step > 0 && !form.flavor) setParams((p) => { const q = new URLSearchParams(p); q.delete('step'); return q }, { replace: true })
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -373,6 +420,8 @@ export function LaunchPage() {
       return launched.length === 1 ? `/instances/${launched[0].id}` : '/instances'
     },
     onSuccess: (path) => {
+      setFinished(true)
+      saveDraft(pid, null)
       void qc.invalidateQueries({ queryKey: ['instances'] })
       void qc.invalidateQueries({ queryKey: ['clusters'] })
       navigate(path)
@@ -394,6 +443,11 @@ export function LaunchPage() {
   const networked = form.market === 'on_demand'   // the request API (spot, lease) takes no subnet or partition
   const next = () => setStep((s) => Math.min(3, s + 1))
   const back = () => setStep((s) => Math.max(0, s - 1))
+  const cancel = () => {
+    setFinished(true)
+    saveDraft(pid, null)
+    navigate('/instances')
+  }
 
   if (flavors.isSuccess && (flavors.data ?? []).length === 0)
     return (
@@ -643,9 +697,14 @@ export function LaunchPage() {
         </Stepper.Step>
       </Stepper>
       <Group justify="space-between">
-        <Button variant="default" onClick={back} disabled={step === 0}>
-          Back
-        </Button>
+        <Group>
+          <Button variant="default" onClick={back} disabled={step === 0}>
+            Back
+          </Button>
+          <Button variant="subtle" color="gray.8" onClick={cancel}>
+            Cancel
+          </Button>
+        </Group>
         {step < 3 ? (
           <Button onClick={next} disabled={!stepValid[step]}>
             Next
