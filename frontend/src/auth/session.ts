@@ -14,6 +14,12 @@ export function useSession() {
   return useQuery(sessionQuery)
 }
 
+/** Whether the console is signed in now, from the cached session (asks nothing: the shell keeps it current). */
+export function useSignedInNow(): boolean {
+  const { data } = useQuery({ ...sessionQuery, enabled: false })
+  return Boolean(data?.authenticated && !data.second_factor_needed)
+}
+
 /**
  * POST /api/v1/session/. The person whose session ended (`signedInBefore`, else the cached session's e-mail) signing
  * in again keeps the console's cache (refetched), so the screen under the sign-in dialog stays as it was; anyone

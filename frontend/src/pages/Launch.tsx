@@ -11,6 +11,7 @@ import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { WriteButton } from '../components/WriteButton'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
+import { isSignedOut } from '../queryClient'
 import { quotaAmount, quotaLabel, quotaScope } from '../quota'
 
 type Market = 'on_demand' | 'spot' | 'lease'
@@ -165,9 +166,9 @@ function money(amount: string | null | undefined, currency: string): string {
 }
 
 /** The check's refusal: a role that may not launch (403) is told so calmly, with the server's words; any other
- * refusal is the usual problem alert. */
+ * refusal (an ended session's among them) is the usual problem alert. */
 export function CheckRefused({ error }: { error: unknown }) {
-  if (error instanceof ApiError && error.status === 403) {
+  if (error instanceof ApiError && error.status === 403 && !isSignedOut(error)) {
     return (
       <Alert color="gray" title="Checked only for those who can launch" data-testid="check-not-for-role">
         {error.detail} The placement check and its price are answered for members who can launch in this project.

@@ -20,9 +20,12 @@ export function scope(overrides: Partial<Scope> = {}): Scope {
   }
 }
 
-/** Render `ui` as the console would: Mantine, a fresh query client (no retries), a router at `path`. */
-export function renderPage(ui: ReactNode, { path = '/', route = '*', value = scope() }: { path?: string; route?: string; value?: Scope } = {}) {
-  const client = new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } })
+function testClient(): QueryClient {
+  return new QueryClient({ defaultOptions: { queries: { retry: false }, mutations: { retry: false } } })
+}
+
+/** Render `ui` as the console would: Mantine, a fresh query client (no retries; or `client`), a router at `path`. */
+export function renderPage(ui: ReactNode, { path = '/', route = '*', value = scope(), client = testClient() }: { path?: string; route?: string; value?: Scope; client?: QueryClient } = {}) {
   return render(
     <MantineProvider theme={theme}>
       <QueryClientProvider client={client}>
