@@ -248,8 +248,8 @@ def test_6_a_viewer_sees_networking_writes_disabled(n, browser):
 def test_7_a_session_that_ends_mid_form_signs_in_again_over_the_form(n, tab):
     """The session ends (its cookies gone, as when it expires) while the owner fills in a subnet: the submit asks
     for a sign-in in a dialog over the form instead of a trip to the sign-in page, the sign-in works at once (no
-    "CSRF cookie not set": the console fetches a fresh CSRF cookie), and the form still holds what was typed, so
-    the second submit adds the subnet."""
+    "CSRF cookie not set": the console fetches a fresh CSRF cookie), the refusal the ended session caused is gone,
+    and the form still holds what was typed, so the second submit adds the subnet."""
     tab.goto(f"{n.base}/networking/vpcs/{n.vpc['id']}")
     name, cidr = tab.get_by_label(re.compile(r"^Name")), tab.get_by_label(re.compile(r"^CIDR"))
     name.fill("late")
@@ -266,6 +266,9 @@ def test_7_a_session_that_ends_mid_form_signs_in_again_over_the_form(n, tab):
     dialog.get_by_role("button", name="Sign in").click()
     expect(dialog).to_have_count(0)
     expect(tab.get_by_text("CSRF")).to_have_count(0)
+    # the refusal the ended session caused is gone with it (it said "Authentication credentials were not provided.")
+    expect(tab.get_by_text("Authentication credentials were not provided")).to_have_count(0)
+    expect(tab.get_by_text("The subnet was not added")).to_have_count(0)
     expect(name).to_have_value("late")
     expect(cidr).to_have_value("10.20.9.0/24")
     tab.get_by_role("button", name="Add subnet").click()
