@@ -7,6 +7,13 @@ Body (`application/problem+json`)::
      "errors": {"<field>": ["message", ...]}   # validation only
      ...extra members a domain error adds (e.g. quota: resource, limit, usage, requested)}
 
+A 400 names every bad field of the request at once, not the first one: DRF's serializers collect their fields'
+errors, a serializer validator that has a stable code of its own raises `field_error` (an invalid CIDR beside a
+bad name is one answer), and a service that finds several problems raises one `fields_invalid`. Its `code` is the
+one code every field error carries (e.g. `invalid_security_group_rule`, `vpc_cidr_not_allowed`), else
+`validation_error`; its `detail` is the messages, or "Invalid input: <fields>." when plain DRF errors are among
+them.
+
 Domain code raises `DomainError` subclasses (each with a stable `code` and HTTP `status`); the DRF
 exception handler and `ProblemJsonMiddleware` turn everything else into the same shape. Never a traceback.
 """
@@ -96,6 +103,47 @@ class QuotaExceeded(DomainError):
 
 class ServiceUnavailable(DomainError):
     code, status, title = "service_unavailable", 503, "Service unavailable"
+
+
+#: The stable codes `field_error` gave serializer validators (a DRF error's own codes, "invalid", "required" ...,
+#: are never a problem's code).
+_FIELD_CODES: set[str] = set()
+
+
+def field_error(message: str, *, code: str) -> drf_exc.ValidationError:
+    """A serializer field validator's error with a stable problem `code` (raise it from ``validate_<field>``): a
+    request whose every field error carries `code` answers 400 with that `code`, one with other errors beside it
+    `validation_error`; either way every field is named in `errors`."""
+    _FIELD_CODES.add(code)
+    return drf_exc.ValidationError(message, code=code)
+
+
+def fields_invalid(problems) -> ValidationFailed:
+    """One 400 for several field problems a service found, ``[(field, message, code), ...]`` (in the order
+    found): `errors` names each field with its messages; `code` is their code when they share one, else
+    `validation_error`; `detail` is the messages, joined."""
+    errors: dict[str, list[str]] = {}
+    for field, message, _ in problems:
+        errors.setdefault(field, []).append(message)
+    codes = {code for _, _, code in problems}
+    return ValidationFailed(" ".join(message for _, message, _ in problems),
+                            code=codes.pop() if len(codes) == 1 else None, errors=errors)
+
+
+def _leaves(detail) -> list:
+    if isinstance(detail, dict):
+        return [leaf for value in detail.values() for leaf in _leaves(value)]
+    if isinstance(detail, list | tuple):
+        return [leaf for value in detail for leaf in _leaves(value)]
+    return [detail]
+
+
+def _validation_code_and_detail(exc: drf_exc.ValidationError, errors: dict) -> tuple[str, str]:
+    leaves = _leaves(exc.detail)
+    codes = {getattr(leaf, "code", None) for leaf in leaves}
+    if len(codes) == 1 and (code := codes.pop()) in _FIELD_CODES:
+        return code, " ".join(str(leaf) for leaf in leaves)
+    return "validation_error", "Invalid input: " + ", ".join(sorted(errors)) + "."
 
 
 _DRF_CODES = {
@@ -210,7 +258,7 @@ def _problem_response(exc, context):
         errors = None
         if isinstance(exc, drf_exc.ValidationError):
             errors = _flatten_errors(exc.detail)
-            detail = "Invalid input: " + ", ".join(sorted(errors)) + "."
+            code, detail = _validation_code_and_detail(exc, errors)
         else:
             detail = _detail_text(exc.detail)
         body = problem_body(status=exc.status_code, code=code, title=title, detail=detail,

@@ -103,7 +103,8 @@ PROBLEM_SCHEMA = {
         "errors": {"type": "object",
                    "additionalProperties": {"type": "array", "items": {"anyOf": [{"type": "string"},
                                                                                 {"type": "object"}]}},
-                   "description": "validation errors: member or parameter -> messages; a message is a string, or "
+                   "description": "validation errors, every bad member of the request at once: member or "
+                                  "parameter -> messages; a message is a string, or "
                                   "for a list or nested member an object of the same shape keyed by index or "
                                   "member (e.g. {\"organizations\": [{\"0\": [\"Must be a valid UUID.\"]}]})"},
     },

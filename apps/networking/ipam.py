@@ -36,6 +36,15 @@ class AddressError(ValueError):
         self.code = code
 
 
+class AddressErrors(AddressError):
+    """Several bad address fields at once (`errors`: the `AddressError`s, in field order); its own message, field
+    and code are the first one's."""
+
+    def __init__(self, errors: list[AddressError]):
+        super().__init__(str(errors[0]), field=errors[0].field, code=errors[0].code)
+        self.errors = list(errors)
+
+
 def parse_network(text: str, *, field: str, strict: bool = True) -> IPNetwork:
     """Parse a CIDR. With `strict`, host bits set (10.0.0.5/24) are an error, as is a missing prefix."""
     try:

@@ -36,6 +36,15 @@ class RuleError(ValueError):
         self.code = code
 
 
+class RuleErrors(RuleError):
+    """Several bad fields of one rule (`errors`: the `RuleError`s, in field order); its own message, field and
+    code are the first one's."""
+
+    def __init__(self, errors: list[RuleError]):
+        super().__init__(str(errors[0]), field=errors[0].field, code=errors[0].code)
+        self.errors = list(errors)
+
+
 @dataclass(frozen=True)
 class CanonicalRule:
     """A validated rule: `protocol` is "" (any), a name from PROTOCOL_NUMBERS, or a number as text."""
@@ -70,17 +79,19 @@ def canonical_protocol(value, ethertype: str) -> str:
     return text
 
 
-def _ports(protocol: str, low, high) -> tuple[int | None, int | None]:
+def _ports(protocol: str | None, low, high) -> tuple[int | None, int | None]:
+    """`protocol` None: it was invalid (reported), so only the ports' own checks run."""
     if low is None and high is None:
         return None, None
-    if protocol not in PORT_PROTOCOLS:
+    if protocol is not None and protocol not in PORT_PROTOCOLS:
         raise RuleError(f"Ports apply only to {', '.join(sorted(PORT_PROTOCOLS))}: leave them empty for this protocol.",
                         field="port_range_min")
     low = high if low is None else low
     high = low if high is None else high
-    for name, value in (("port_range_min", low), ("port_range_max", high)):
-        if not 1 <= int(value) <= 65535:
-            raise RuleError(f"{_PORT_WORDS[name]} must be a port from 1 to 65535.", field=name)
+    bad = [RuleError(f"{_PORT_WORDS[name]} must be a port from 1 to 65535.", field=name)
+           for name, value in (("port_range_min", low), ("port_range_max", high)) if not 1 <= int(value) <= 65535]
+    if bad:
+        raise RuleErrors(bad)
     if low > high:
         raise RuleError("The first port must not be greater than the last port.", field="port_range_min")
     if (low, high) == (1, 65535):
@@ -88,20 +99,22 @@ def _ports(protocol: str, low, high) -> tuple[int | None, int | None]:
     return int(low), int(high)
 
 
-def _icmp(protocol: str, icmp_type, icmp_code) -> tuple[int | None, int | None]:
+def _icmp(protocol: str | None, icmp_type, icmp_code) -> tuple[int | None, int | None]:
     if icmp_type is None and icmp_code is None:
         return None, None
-    if protocol not in ICMP_PROTOCOLS:
+    if protocol is not None and protocol not in ICMP_PROTOCOLS:
         raise RuleError("An ICMP type and code apply only to the icmp and ipv6-icmp protocols.", field="icmp_type")
+    bad = [RuleError(f"The ICMP {name.removeprefix('icmp_')} must be from 0 to 255.", field=name)
+           for name, value in (("icmp_type", icmp_type), ("icmp_code", icmp_code))
+           if value is not None and not 0 <= int(value) <= 255]
     if icmp_type is None:
-        raise RuleError("An ICMP code needs an ICMP type.", field="icmp_code")
-    for name, value in (("icmp_type", icmp_type), ("icmp_code", icmp_code)):
-        if value is not None and not 0 <= int(value) <= 255:
-            raise RuleError(f"The ICMP {name.removeprefix('icmp_')} must be from 0 to 255.", field=name)
+        bad.insert(0, RuleError("An ICMP code needs an ICMP type.", field="icmp_code"))
+    if bad:
+        raise RuleErrors(bad)
     return int(icmp_type), (None if icmp_code is None else int(icmp_code))
 
 
-def _prefix(text: str | None, ethertype: str) -> str:
+def _prefix(text: str | None, ethertype: str | None) -> str:
     if not text:
         return ""
     raw = str(text).strip()
@@ -109,7 +122,7 @@ def _prefix(text: str | None, ethertype: str) -> str:
         net = ipaddress.ip_network(raw, strict=False)
     except ValueError:
         raise RuleError(f"{text!r} is not an IP prefix.", field="remote_ip_prefix")
-    if f"IPv{net.version}" != ethertype:
+    if ethertype is not None and f"IPv{net.version}" != ethertype:
         raise RuleError(f"The remote prefix {raw} is not an {ethertype} prefix (the rule's ethertype).",
                         field="remote_ip_prefix")
     return "" if net.prefixlen == 0 else str(net)
@@ -118,17 +131,33 @@ def _prefix(text: str | None, ethertype: str) -> str:
 def canonicalize(*, direction: str, ethertype: str = "IPv4", protocol=None, port_range_min=None,
                  port_range_max=None, icmp_type=None, icmp_code=None, remote_ip_prefix: str | None = None,
                  has_remote_group: bool = False) -> CanonicalRule:
-    """Validate one rule and return its canonical form; raises `RuleError` (field + code) on bad input."""
+    """Validate one rule and return its canonical form. Every bad field is reported at once: raises `RuleErrors`
+    (each a `RuleError` with its field and code, in field order). A check that needs another field (ports need
+    the protocol, the prefix's family the ethertype) is left out while that field is itself wrong."""
+    found: list[RuleError] = []
+
+    def check(fn, *args):
+        try:
+            return fn(*args)
+        except RuleErrors as exc:
+            found.extend(exc.errors)
+        except RuleError as exc:
+            found.append(exc)
+        return None
+
     if direction not in ("ingress", "egress"):
-        raise RuleError("The direction must be ingress or egress.", field="direction")
+        found.append(RuleError("The direction must be ingress or egress.", field="direction"))
     if ethertype not in ("IPv4", "IPv6"):
-        raise RuleError("The ethertype must be IPv4 or IPv6.", field="ethertype")
-    proto = canonical_protocol(protocol, ethertype)
-    low, high = _ports(proto, port_range_min, port_range_max)
-    itype, icode = _icmp(proto, icmp_type, icmp_code)
-    prefix = _prefix(remote_ip_prefix, ethertype)
+        found.append(RuleError("The ethertype must be IPv4 or IPv6.", field="ethertype"))
+    known_ethertype = ethertype if ethertype in ("IPv4", "IPv6") else None
+    proto = check(canonical_protocol, protocol, known_ethertype)
+    low, high = check(_ports, proto, port_range_min, port_range_max) or (None, None)
+    itype, icode = check(_icmp, proto, icmp_type, icmp_code) or (None, None)
+    prefix = check(_prefix, remote_ip_prefix, known_ethertype)
     if remote_ip_prefix and has_remote_group:
-        raise RuleError("Give a remote prefix or a remote group, not both.", field="remote_group")
+        found.append(RuleError("Give a remote prefix or a remote group, not both.", field="remote_group"))
+    if found:
+        raise RuleErrors(found)
     return CanonicalRule(direction, ethertype, proto, low, high, itype, icode, prefix)
 
 

@@ -138,3 +138,31 @@ def test_a_bad_nested_rule_writes_no_default_rules_either(tenant_a, sg):
         {"direction": "egress", "protocol": "udp", "port_range_min": 70000}]}, format="json")
     assert r.status_code == 400 and r.json()["code"] == "invalid_security_group_rule", r.json()
     assert SecurityGroupRule.objects.count() == before
+
+
+def test_every_bad_field_of_a_rule_is_named_at_once(tenant_a, sg):
+    """A bad port range and a bad prefix are one answer naming both, not one after the other is fixed."""
+    before = SecurityGroupRule.objects.count()
+    r = _post(tenant_a, sg, protocol="tcp", port_range_min=0, port_range_max=70000, remote_ip_prefix="10.0.0.300/8")
+    assert r.status_code == 400 and r["Content-Type"] == "application/problem+json"
+    body = r.json()
+    assert (body["code"], body["errors"]) == ("invalid_security_group_rule", {
+        "port_range_min": ["The first port must be a port from 1 to 65535."],
+        "port_range_max": ["The last port must be a port from 1 to 65535."],
+        "remote_ip_prefix": ["'10.0.0.300/8' is not an IP prefix."]})
+    assert body["detail"] == ("The first port must be a port from 1 to 65535. The last port must be a port from 1 "
+                              "to 65535. '10.0.0.300/8' is not an IP prefix.")
+    assert SecurityGroupRule.objects.count() == before
+
+
+def test_a_bad_protocol_is_named_beside_bad_ports_and_a_prefix_of_the_other_family(tenant_a, sg):
+    """The ports' own range is still checked when the protocol is unknown (whether ports apply to it cannot be)."""
+    r = _post(tenant_a, sg, protocol="bogus", port_range_min=22, port_range_max=0, icmp_type=300,
+              remote_ip_prefix="::/0", remote_group=str(sg.pk))
+    assert r.status_code == 400
+    assert (r.json()["code"], r.json()["errors"]) == ("invalid_security_group_rule", {
+        "protocol": ["Unknown protocol 'bogus'."],
+        "port_range_max": ["The last port must be a port from 1 to 65535."],
+        "icmp_type": ["The ICMP type must be from 0 to 255."],
+        "remote_ip_prefix": ["The remote prefix ::/0 is not an IPv4 prefix (the rule's ethertype)."],
+        "remote_group": ["Give a remote prefix or a remote group, not both."]})

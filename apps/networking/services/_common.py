@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from apps.core.errors import ValidationFailed
+from apps.core.errors import ValidationFailed, fields_invalid
 from apps.core.tasks import enqueue_on_commit
 from apps.identity.models import StaffRole
 from apps.tenancy import authz
 from apps.tenancy.models import ProjectRole
 
-from ..ipam import AddressError
+from ..ipam import AddressError, AddressErrors
 from ..pkeys import PkeyError
-from ..sg_rules import RuleError
+from ..sg_rules import RuleError, RuleErrors
 
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
 NETWORK_STAFF = frozenset({StaffRole.OPERATOR})
@@ -33,9 +33,12 @@ def fields_of(obj, names) -> dict:
 
 @contextmanager
 def input_errors():
-    """Turn the pure modules' errors (AddressError, RuleError, PkeyError) into 400 problem+json."""
+    """Turn the pure modules' errors (AddressError, RuleError, PkeyError) into 400 problem+json; several at once
+    (`RuleErrors`, `AddressErrors`) into one naming each field (`apps.core.errors.fields_invalid`)."""
     try:
         yield
+    except (AddressErrors, RuleErrors) as exc:
+        raise fields_invalid([(e.field, str(e), e.code) for e in exc.errors])
     except (AddressError, RuleError) as exc:
         raise ValidationFailed(str(exc), code=exc.code, errors={exc.field: [str(exc)]})
     except PkeyError as exc:
