@@ -225,3 +225,42 @@ def test_public_ip_holdings_feed_billing(tenant_a):
         (t0, t0 + dt.timedelta(hours=3), "public_ip", pip_id)
     assert interval.project_id == tenant_a.project.pk and interval.pricing_model == "on_demand"
     assert list(source(dt.datetime(2026, 12, 1, tzinfo=dt.UTC), dt.datetime(2027, 1, 1, tzinfo=dt.UTC))) == []
+
+
+def test_a_bad_name_and_a_bad_cidr_are_named_at_once(tenant_a):
+    """Both fields in one 400 (the CIDR's checks run beside the name's), so the user fixes both in one go."""
+    r = _vpc(tenant_a, "8.8.8.0/24", name="Not a slug!")
+    assert r.status_code == 400 and r["Content-Type"] == "application/problem+json"
+    body = r.json()
+    assert (body["code"], body["detail"], body["errors"]) == ("validation_error", "Invalid input: cidr, name.", {
+        "name": ['Enter a valid "slug" consisting of letters, numbers, underscores or hyphens.'],
+        "cidr": ["8.8.8.0/24 is not inside RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or a range the "
+                 "operator allows."]})
+    assert Vpc.objects.count() == 0 and SecurityGroup.objects.count() == 0
+
+
+def test_two_bad_cidrs_are_named_at_once_with_their_shared_code(tenant_a):
+    r = tenant_a.client.post("/api/v1/vpcs", {"project": str(tenant_a.project.pk), "name": "v", "cidr": "8.8.8.0/24",
+                                              "ipv6_cidr": "2001:db8::/48"}, format="json")
+    assert r.status_code == 400
+    body = r.json()
+    assert (body["code"], body["errors"]) == ("vpc_cidr_not_allowed", {
+        "cidr": ["8.8.8.0/24 is not inside RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16) or a range the "
+                 "operator allows."],
+        "ipv6_cidr": ["2001:db8::/48 is not inside fc00::/7 or a range the operator allows."]})
+    assert body["detail"] == " ".join(body["errors"]["cidr"] + body["errors"]["ipv6_cidr"])
+    assert Vpc.objects.count() == 0
+
+
+def test_the_service_names_both_bad_cidrs_too(tenant_a):
+    """Callers other than the API (the demo data, management commands) get the same one refusal."""
+    from apps.core.errors import ValidationFailed
+    from apps.networking.services import vpc_create
+
+    with pytest.raises(ValidationFailed) as caught:
+        vpc_create(actor=tenant_a.user, project=tenant_a.project, name="v", cidr="10.0.0.0/31",
+                   ipv6_cidr="10.1.0.0/16")
+    assert (caught.value.code, caught.value.errors) == ("validation_error", {
+        "cidr": ["A VPC CIDR must be /29 or larger, to hold a subnet."],
+        "ipv6_cidr": ["The IPv6 CIDR must be an IPv6 range."]})
+    assert Vpc.objects.count() == 0

@@ -22,25 +22,46 @@ def _allowed_extra() -> list[str]:
     return list(getattr(settings, "NETWORKING_ALLOWED_VPC_CIDRS", []))
 
 
+def vpc_cidr_check(text: str, *, field: str) -> ipam.IPNetwork:
+    """Parse and check one VPC CIDR without the database: `field` "cidr" takes an IPv4 range, "ipv6_cidr" an IPv6
+    one; inside RFC 1918 / RFC 4193 or `settings.NETWORKING_ALLOWED_VPC_CIDRS`, /8../29 (IPv4) or /32../124
+    (IPv6). Raises `ipam.AddressError` (`invalid_cidr`, `vpc_cidr_not_allowed`, `vpc_cidr_too_large`,
+    `vpc_cidr_too_small`). The create's input serializer runs it too, so a bad CIDR is named beside a bad name."""
+    net = ipam.parse_network(text, field=field)
+    if field == "cidr" and net.version != 4:
+        raise ipam.AddressError("The CIDR must be an IPv4 range; an IPv6 range goes in the IPv6 CIDR.",
+                                field=field, code="invalid_cidr")
+    if field == "ipv6_cidr" and net.version != 6:
+        raise ipam.AddressError("The IPv6 CIDR must be an IPv6 range.", field=field, code="invalid_cidr")
+    ipam.check_vpc_cidr(net, _allowed_extra(), field=field)
+    return net
+
+
+def _vpc_cidrs(cidr: str, ipv6_cidr: str) -> tuple[ipam.IPNetwork, ipam.IPNetwork | None]:
+    """Both CIDRs checked; `ipam.AddressErrors` naming each bad one."""
+    nets, bad = {}, []
+    for field, text in (("cidr", cidr), ("ipv6_cidr", ipv6_cidr)):
+        if text or field == "cidr":
+            try:
+                nets[field] = vpc_cidr_check(text, field=field)
+            except ipam.AddressError as exc:
+                bad.append(exc)
+    if bad:
+        raise ipam.AddressErrors(bad)
+    return nets["cidr"], nets.get("ipv6_cidr")
+
+
 @atomic_with_retry
 def vpc_create(*, actor, project, name: str, cidr: str, ipv6_cidr: str = "", description: str = "") -> Vpc:
     """Create a VPC and its default security group (egress anywhere + ingress from the same group).
 
     `cidr`: IPv4, inside RFC 1918 or `settings.NETWORKING_ALLOWED_VPC_CIDRS` (400 `vpc_cidr_not_allowed`);
     `ipv6_cidr` optional, inside fc00::/7 or allowed. Other projects may use the same CIDR. 422 past the `vpcs`
-    quota; 409 `name_taken`."""
+    quota; 409 `name_taken`. Both CIDRs are checked before answering (`vpc_cidr_check`): one 400 names each bad
+    one (its `code` the one they share, else `validation_error`)."""
     authorize_write(actor, project)
     with input_errors():
-        net4 = ipam.parse_network(cidr, field="cidr")
-        if net4.version != 4:
-            raise ipam.AddressError("The CIDR must be an IPv4 range; an IPv6 range goes in the IPv6 CIDR.",
-                                    field="cidr", code="invalid_cidr")
-        ipam.check_vpc_cidr(net4, _allowed_extra())
-        net6 = ipam.parse_network(ipv6_cidr, field="ipv6_cidr") if ipv6_cidr else None
-        if net6 is not None:
-            if net6.version != 6:
-                raise ipam.AddressError("The IPv6 CIDR must be an IPv6 range.", field="ipv6_cidr", code="invalid_cidr")
-            ipam.check_vpc_cidr(net6, _allowed_extra(), field="ipv6_cidr")
+        net4, net6 = _vpc_cidrs(cidr, ipv6_cidr)
     with transaction.atomic():
         quota_check(scope=project, resource="vpcs", requested=1)
         with unique_conflict(f"A VPC named {name!r} exists in this project.", code=Code.NAME_TAKEN):
