@@ -43,7 +43,7 @@ IF_MATCH = OpenApiParameter(
 PRECONDITION = "The object changed since it was read: If-Match does not match its ETag (precondition_failed)."
 IDEMPOTENT_422 = ("The request cannot be done as sent: idempotency_key_reused (this Idempotency-Key was sent with "
                   "another body), or quota_exceeded where the create counts against a quota (resource, limit, "
-                  "usage, requested).")
+                  "usage, requested; exceeded: every limit passed).")
 BAREMETAL_UNAVAILABLE = ("baremetal_unavailable (with Retry-After): a bare-metal request while the provisioning "
                          "service (Ironic) does not answer, e.g. while `make run` is still starting it; nothing "
                          "was done.")
@@ -107,6 +107,17 @@ PROBLEM_SCHEMA = {
                                   "parameter -> messages; a message is a string, or "
                                   "for a list or nested member an object of the same shape keyed by index or "
                                   "member (e.g. {\"organizations\": [{\"0\": [\"Must be a valid UUID.\"]}]})"},
+        "exceeded": {"type": "array", "description": "quota_exceeded: every limit the request passes, in words in "
+                                                     "`message` ('8 H100-SXM5-80GB GPUs allowed, 8 in use, 1 more "
+                                                     "requested (project web)'); `resource`, `limit`, `usage`, "
+                                                     "`requested` and `scope` beside it are the first one's",
+                     "items": {"type": "object",
+                               "required": ["resource", "scope", "limit", "usage", "requested", "message"],
+                               "properties": {"resource": {"type": "string", "description": "the quota key, e.g. "
+                                                                                            "gpus:H100-SXM5-80GB"},
+                                              "scope": {"type": "string", "enum": ["project", "organization"]},
+                                              "limit": {"type": "integer"}, "usage": {"type": "integer"},
+                                              "requested": {"type": "integer"}, "message": {"type": "string"}}}},
     },
     "additionalProperties": True,
 }

@@ -287,7 +287,8 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
     `scope` is an Organization or a Project. Must be called inside `transaction.atomic()`; holds the
     organization row lock until the caller's transaction ends. A qualified key also checks its base key
     (`gpus:H100-SXM5-80GB` checks `gpus` too). The error carries `resource`, `limit`, `usage`, `requested`
-    and `scope` ("organization" | "project"). Raises `LookupError` if no usage counter is registered.
+    and `scope` ("organization" | "project") of the first limit passed, and `exceeded`, every limit passed
+    (`quota_check_all`). Raises `LookupError` if no usage counter is registered.
     """
     quota_check_all(scope=scope, requests=[(resource, requested)])
 
@@ -295,8 +296,10 @@ def quota_check(*, scope, resource: str, requested: int = 1) -> None:
 def quota_check_all(*, scope, requests, window: tuple | None = None) -> None:
     """`quota_check` of each ``(resource, requested)`` in `requests`, in that order, for one `scope` (e.g. an
     instance's instances, vCPUs, memory and GPUs): the organization row is locked and its plan read once, and the
-    limits of every key are read in one query; usage is counted per key as `quota_check` counts it. The first
-    limit passed raises 422 `quota_exceeded` as `quota_check` would (the later keys are not checked).
+    limits of every key are read in one query; usage is counted per key as `quota_check` counts it. Every key is
+    checked: one 422 `quota_exceeded` names each limit passed (project or organization scope, base or qualified
+    key), in `detail` in words and in `exceeded` (``[{"resource", "scope", "limit", "usage", "requested",
+    "message"}]``, in request order); `resource`, `limit`, `usage`, `requested` and `scope` are the first one's.
     `window`: ``(start, end)`` of a future holding (a lease): usage is the peak held at any instant of it
     (`counting_window`), so `requested` more at that peak must fit. An empty `requests` only takes the lock."""
     from .models import Organization
@@ -310,21 +313,65 @@ def quota_check_all(*, scope, requests, window: tuple | None = None) -> None:
     rows = _limit_rows(organization=organization, project=project,
                        keys={key for resource, _ in requests for key in _keys(resource)})
     recorder = _RECORDER.get()
+    exceeded = []
     for resource, requested in requests:
         with _counting_over(window):
             lines = _quota_lines(organization=organization, project=project, resource=resource,
                                  requested=requested, rows=rows)
         if recorder is not None:
             recorder[(_scope_key(scope), resource, requested)] = _report(lines, requested)
-        for line in lines:
-            limit, usage, key = line["limit"], line["used"], line["resource"]
-            if usage + requested > limit:
-                raise QuotaExceeded(
-                    f"Quota exceeded for {key}: limit {limit}, usage {usage}"
-                    f"{_when(window)}, requested "
-                    f"{requested} ({line['scope']} {line['scope_slug']}).",
-                    code=Code.QUOTA_EXCEEDED, resource=key, limit=limit, usage=usage,
-                    requested=requested, scope=line["scope"])
+        exceeded += [line for line in lines if line["used"] + requested > line["limit"]]
+    if exceeded:
+        raise _quota_exceeded(exceeded, window)
+
+
+#: A quota key's words for a count `n` (`quota_words`); its qualifier (a GPU model, profile, type) goes in ``{q}``.
+_WORDS = {
+    "projects": "{n} projects", "gpus": "{n} {q}GPUs", "mig_slices": "{n} {q}MIG slices", "vgpus": "{n} {q}vGPUs",
+    "vcpus": "{n} vCPUs", "instances": "{n} instances", "vpcs": "{n} VPCs", "public_ips": "{n} public IPs",
+    "ib_partitions": "{n} InfiniBand partitions", "leases": "{n} leases", "volumes": "{n} volumes",
+    "snapshots": "{n} snapshots",
+}
+
+
+def quota_amount(resource: str, n: int) -> str:
+    """`n` of `resource` with its unit where it has one: memory (MiB in the API) in GiB, storage in GiB, else the
+    count."""
+    base = resource.partition(":")[0]
+    if base == "memory_mib":
+        gib = n / 1024
+        return f"{int(gib) if gib.is_integer() else round(gib, 1)} GiB"
+    return f"{n} GiB" if base == "volume_gib" else str(n)
+
+
+def quota_words(resource: str, n: int) -> str:
+    """`n` of quota key `resource` in words with its unit: ``gpus:H100-SXM5-80GB`` → "8 H100-SXM5-80GB GPUs",
+    ``memory_mib`` → "2048 GiB of memory", ``volume_gib:ssd`` → "100 GiB of ssd volumes"; an unknown key as it
+    is ("3 widgets")."""
+    base, _, qualifier = resource.partition(":")
+    if base == "memory_mib":
+        return f"{quota_amount(resource, n)} of memory"
+    if base == "volume_gib":
+        return f"{quota_amount(resource, n)} of {qualifier + ' ' if qualifier else ''}volumes"
+    words = _WORDS.get(base)
+    return words.format(n=n, q=f"{qualifier} " if qualifier else "") if words else f"{n} {resource}"
+
+
+def _quota_exceeded(lines: list[dict], window: tuple | None = None) -> QuotaExceeded:
+    """One 422 naming every exceeded limit line: `detail` in words ("Quota exceeded: 8 H100-SXM5-80GB GPUs
+    allowed, 8 in use, 1 more requested (project alpha-main); ..."; a windowed check's usage is "in use at the
+    busiest moment of the window"), `exceeded` the lines; `resource`, `limit`,
+    `usage`, `requested`, `scope` are the first line's (as before several were reported)."""
+    items = [{"resource": line["resource"], "scope": line["scope"], "limit": line["limit"], "usage": line["used"],
+              "requested": line["requested"],
+              "message": f"{quota_words(line['resource'], line['limit'])} allowed, "
+                         f"{quota_amount(line['resource'], line['used'])} in use{_when(window)}, "
+                         f"{quota_amount(line['resource'], line['requested'])} more requested "
+                         f"({line['scope']} {line['scope_slug']})"} for line in lines]
+    first = items[0]
+    return QuotaExceeded("Quota exceeded: " + "; ".join(item["message"] for item in items) + ".",
+                         code=Code.QUOTA_EXCEEDED, resource=first["resource"], limit=first["limit"],
+                         usage=first["usage"], requested=first["requested"], scope=first["scope"], exceeded=items)
 
 
 def _when(window: tuple | None) -> str:

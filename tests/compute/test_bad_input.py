@@ -81,3 +81,28 @@ def test_other_tenant_gets_404_for_reads_and_actions(world):
     assert world.client_b.delete(f"/api/v1/instances/{pk}/").status_code == 404
     assert world.client_b.get("/api/v1/instances/").json()["results"] == []
     assert Operation.objects.filter(kind="instance.delete").count() == 0
+
+
+def test_every_exceeded_quota_is_named_at_once(world, django_capture_on_commit_callbacks):
+    """A create past its GPU and its instance quota names both, so one raise of the limits (or one smaller
+    request) is enough; the first one's `resource` ... stay as the console and the Terraform provider read them."""
+    from apps.tenancy.models import Quota
+
+    gpu_host(gpus=2)
+    for resource in ("instances", "gpus:H100-SXM5-80GB"):
+        Quota.objects.create(organization=world.org_a, project=world.project_a, resource=resource, limit=0)
+    with django_capture_on_commit_callbacks() as callbacks:
+        resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    assert (resp.status_code, resp["Content-Type"]) == (422, "application/problem+json")
+    body = resp.json()
+    now_on = "0 in use at the busiest moment from now on (leases to come included)"   # ADR 0802
+    assert body["detail"] == (f"Quota exceeded: 0 instances allowed, {now_on}, 1 more requested (project pa); "
+                              f"0 H100-SXM5-80GB GPUs allowed, {now_on}, 1 more requested (project pa).")
+    assert {k: body[k] for k in ("code", "resource", "limit", "usage", "requested", "scope")} == {
+        "code": "quota_exceeded", "resource": "instances", "limit": 0, "usage": 0, "requested": 1, "scope": "project"}
+    assert body["exceeded"] == [
+        {"resource": "instances", "scope": "project", "limit": 0, "usage": 0, "requested": 1,
+         "message": f"0 instances allowed, {now_on}, 1 more requested (project pa)"},
+        {"resource": "gpus:H100-SXM5-80GB", "scope": "project", "limit": 0, "usage": 0, "requested": 1,
+         "message": f"0 H100-SXM5-80GB GPUs allowed, {now_on}, 1 more requested (project pa)"}]
+    assert (Instance.objects.count(), Allocation.objects.count(), callbacks) == (0, 0, [])

@@ -309,7 +309,7 @@ def test_4c_a_flavor_that_cannot_be_placed_and_a_quota_exceeded_leave_nothing(c,
         tab.get_by_role("button", name="Create cluster").click()
         problem = tab.get_by_test_id("problem")
         expect(problem).to_contain_text("The cluster was not created")
-        expect(problem).to_contain_text(f"Quota exceeded for instances: limit {used}, usage {used}, requested 2")
+        expect(problem).to_contain_text(f"Quota exceeded: {used} instances allowed, {used} in use, 2 more requested")
         expect(tab.get_by_label(re.compile(r"^Name"))).to_have_value("pair")
         expect(tab.get_by_label(re.compile(r"^Size"))).to_have_value("2")
         expect(tab.get_by_role("combobox", name="Flavor")).to_have_value(re.compile(r"^h100-mig-3g40 "))

@@ -83,7 +83,7 @@ def test_1_request_a_lease(lc, tab):
     expect(check).to_contain_text("busiest moment of the window")
     expect(check.get_by_role("table", name="Quota this lease uses")).to_contain_text("exceeded")
     tab.get_by_role("button", name="Request lease").click()
-    expect(tab.get_by_role("alert").first).to_contain_text("Quota exceeded for gpus")
+    expect(tab.get_by_role("alert").first).to_contain_text("Quota exceeded: 12 GPUs allowed")
     assert lc.a.api.all("leases", project=lc.a.project["id"]) == []             # refused: nothing left behind
     tab.get_by_label(re.compile(r"^GPUs")).fill("8")
     expect(check).to_contain_text("Can be confirmed")

@@ -33,7 +33,10 @@ def test_project_limit_then_organization_limit(gpu_usage):
     gpu_usage[(p1.pk, "H100")] = 4
     with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
         quotas.quota_check(scope=p1, resource="gpus", requested=1)
-    assert exc.value.extra == {"resource": "gpus", "limit": 4, "usage": 4, "requested": 1, "scope": "project"}
+    assert exc.value.extra == {"resource": "gpus", "limit": 4, "usage": 4, "requested": 1, "scope": "project",
+                               "exceeded": [{"resource": "gpus", "scope": "project", "limit": 4, "usage": 4,
+                                             "requested": 1,
+                                             "message": "4 GPUs allowed, 4 in use, 1 more requested (project p1)"}]}
     gpu_usage[(p2.pk, "H100")] = 3
     with transaction.atomic():
         quotas.quota_check(scope=p2, resource="gpus", requested=1)  # org: 7 + 1 <= 8
@@ -79,3 +82,29 @@ def test_resource_without_counter_is_an_error_not_a_silent_pass(monkeypatch):
     monkeypatch.setattr(quotas, "_COUNTERS", {k: v for k, v in quotas._COUNTERS.items() if k != "vpcs"})
     with transaction.atomic(), pytest.raises(LookupError):
         quotas.quota_check(scope=org, resource="vpcs")
+
+
+def test_quota_words_give_each_key_its_unit():
+    from apps.tenancy.quotas import quota_words
+
+    assert [quota_words(key, n) for key, n in (
+        ("gpus:H100-SXM5-80GB", 8), ("gpus", 2), ("memory_mib", 2048 * 1024), ("memory_mib", 1536),
+        ("vcpus", 64), ("volume_gib:ssd", 100), ("mig_slices:3g.40gb", 7), ("widgets", 3))] == [
+        "8 H100-SXM5-80GB GPUs", "2 GPUs", "2048 GiB of memory", "1.5 GiB of memory", "64 vCPUs",
+        "100 GiB of ssd volumes", "7 3g.40gb MIG slices", "3 widgets"]
+
+
+@pytest.mark.django_db
+def test_every_limit_passed_is_named_in_words(gpu_usage):
+    """A GPU model's project limit and the organization's GPU limit, both passed: one refusal names both."""
+    org = make_org("both")  # default plan: 8 GPUs per organization
+    project = make_project(org, "p")
+    Quota.objects.create(organization=org, project=project, resource="gpus:H100-SXM5-80GB", limit=8)
+    gpu_usage[(project.pk, "H100-SXM5-80GB")] = 8
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check_all(scope=project, requests=[("gpus:H100-SXM5-80GB", 1)])
+    assert exc.value.detail == ("Quota exceeded: 8 H100-SXM5-80GB GPUs allowed, 8 in use, 1 more requested "
+                                "(project p); 8 GPUs allowed, 8 in use, 1 more requested (organization both).")
+    assert [(e["resource"], e["scope"]) for e in exc.value.extra["exceeded"]] == [
+        ("gpus:H100-SXM5-80GB", "project"), ("gpus", "organization")]
+    assert (exc.value.extra["resource"], exc.value.extra["scope"]) == ("gpus:H100-SXM5-80GB", "project")
