@@ -70,7 +70,7 @@ describe('leases', () => {
     })
     renderPage(<LeasesPage />)
     expect(await screen.findByText('No leases yet')).toBeInTheDocument()
-    await waitFor(() => expect(screen.getAllByLabelText(/^GPU model/)[0]).toHaveValue('H100'), { timeout: 10_000 })
+    await waitFor(() => expect(screen.getByLabelText(/^GPU model/, { selector: 'input' })).toHaveValue('H100'), { timeout: 10_000 })
     expect(screen.queryByTestId('lease-check')).toBeNull()          // nothing to check before the window is known
     fill(/^GPUs/, '4')
     fill(/^Start/, '2026-12-10T09:00')
