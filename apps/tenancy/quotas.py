@@ -365,7 +365,7 @@ def _quota_exceeded(lines: list[dict], window: tuple | None = None) -> QuotaExce
     items = [{"resource": line["resource"], "scope": line["scope"], "limit": line["limit"], "usage": line["used"],
               "requested": line["requested"],
               "message": f"{quota_words(line['resource'], line['limit'])} allowed, "
-                         f"{quota_amount(line['resource'], line['used'])} in use{_when(window)}, "
+                         f"{quota_amount(line['resource'], line['used'])} in use{_when(window, line['resource'])}, "
                          f"{quota_amount(line['resource'], line['requested'])} more requested "
                          f"({line['scope']} {line['scope_slug']})"} for line in lines]
     first = items[0]
@@ -374,8 +374,13 @@ def _quota_exceeded(lines: list[dict], window: tuple | None = None) -> QuotaExce
                          usage=first["usage"], requested=first["requested"], scope=first["scope"], exceeded=items)
 
 
-def _when(window: tuple | None) -> str:
-    if window is None:
+#: The keys whose usage counters count over a window (the allocation ledger's, `counting_window`); the others
+#: count now, and their words say nothing of a window.
+WINDOWED = frozenset({"gpus", "mig_slices", "vgpus"})
+
+
+def _when(window: tuple | None, resource: str) -> str:
+    if window is None or resource.partition(":")[0] not in WINDOWED:
         return ""
     return " at the busiest moment of the window" if window[1] is not None else \
         " at the busiest moment from now on (leases to come included)"

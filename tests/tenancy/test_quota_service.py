@@ -108,3 +108,22 @@ def test_every_limit_passed_is_named_in_words(gpu_usage):
     assert [(e["resource"], e["scope"]) for e in exc.value.extra["exceeded"]] == [
         ("gpus:H100-SXM5-80GB", "project"), ("gpus", "organization")]
     assert (exc.value.extra["resource"], exc.value.extra["scope"]) == ("gpus:H100-SXM5-80GB", "project")
+
+
+@pytest.mark.django_db
+def test_a_windowed_check_speaks_of_the_window_only_for_the_ledgers_keys(gpu_usage):
+    """An instance is checked over (now, open end): its GPUs are counted at the busiest moment from now on, its
+    instance count is counted now, and each refusal says which."""
+    import datetime as dt
+
+    org = make_org("winorg")  # default plan: 8 GPUs, 32 instances
+    project = make_project(org, "w1")
+    gpu_usage[(project.pk, "H100")] = 8
+    quotas.register_usage_counter("instances", lambda **kw: 32)
+    with transaction.atomic(), pytest.raises(QuotaExceeded) as exc:
+        quotas.quota_check_all(scope=project, requests=[("instances", 1), ("gpus", 1)],
+                               window=(dt.datetime(2026, 3, 1, tzinfo=dt.UTC), None))
+    messages = [item["message"] for item in exc.value.extra["exceeded"]]
+    assert messages == ["32 instances allowed, 32 in use, 1 more requested (organization winorg)",
+                        "8 GPUs allowed, 8 in use at the busiest moment from now on (leases to come included), "
+                        "1 more requested (organization winorg)"]
