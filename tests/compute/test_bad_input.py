@@ -96,13 +96,13 @@ def test_every_exceeded_quota_is_named_at_once(world, django_capture_on_commit_c
     assert (resp.status_code, resp["Content-Type"]) == (422, "application/problem+json")
     body = resp.json()
     now_on = "0 in use at the busiest moment from now on (leases to come included)"   # ADR 0802
-    assert body["detail"] == (f"Quota exceeded: 0 instances allowed, {now_on}, 1 more requested (project pa); "
+    assert body["detail"] == ("Quota exceeded: 0 instances allowed, 0 in use, 1 more requested (project pa); "
                               f"0 H100-SXM5-80GB GPUs allowed, {now_on}, 1 more requested (project pa).")
     assert {k: body[k] for k in ("code", "resource", "limit", "usage", "requested", "scope")} == {
         "code": "quota_exceeded", "resource": "instances", "limit": 0, "usage": 0, "requested": 1, "scope": "project"}
     assert body["exceeded"] == [
         {"resource": "instances", "scope": "project", "limit": 0, "usage": 0, "requested": 1,
-         "message": f"0 instances allowed, {now_on}, 1 more requested (project pa)"},
+         "message": "0 instances allowed, 0 in use, 1 more requested (project pa)"},
         {"resource": "gpus:H100-SXM5-80GB", "scope": "project", "limit": 0, "usage": 0, "requested": 1,
          "message": f"0 H100-SXM5-80GB GPUs allowed, {now_on}, 1 more requested (project pa)"}]
     assert (Instance.objects.count(), Allocation.objects.count(), callbacks) == (0, 0, [])

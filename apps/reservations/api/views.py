@@ -22,6 +22,10 @@ from ..services import leases, policy, queue, webhooks
 from . import filters
 from . import serializers as s
 
+QUOTA_422 = problems({422: "quota_exceeded: the moved, extended or grown lease would pass a GPU quota at the busiest "
+                            "moment of its window (resource, limit, usage, requested, exceeded; docs/adr/"
+                            "0802-lease-gpu-quota.md)."})
+
 
 class _Base(ApiViewMixin, viewsets.GenericViewSet):
     pass
@@ -55,7 +59,7 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
         data = dict(self._input(s.LeaseCreateInput))
         return Response(PlacementCheckOutput(leases.lease_check(actor=request.user, **data)).data)
 
-    @extend_schema(request=s.LeaseUpdateInput, responses={200: s.LeaseOutput})
+    @extend_schema(request=s.LeaseUpdateInput, responses={200: s.LeaseOutput, **QUOTA_422})
     def partial_update(self, request, pk=None):
         lease = leases.lease_update(actor=request.user, lease=self.get_object(), **self._input(s.LeaseUpdateInput))
         return Response(s.LeaseOutput(lease).data)
@@ -84,12 +88,12 @@ class LeaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, _Base):
             raise ValidationFailed(f"end must be {word} the current end", errors={"end": [f"{word} {lease.end}"]})
         return Response(s.LeaseOutput(leases.lease_update(actor=request.user, lease=lease, end=new_end)).data)
 
-    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput})
+    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput, **QUOTA_422})
     @action(detail=True, methods=["post"])
     def extend(self, request, pk=None):
         return self._move_end(request, later=True)
 
-    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput})
+    @extend_schema(request=s.LeaseEndInput, responses={200: s.LeaseOutput, **QUOTA_422})
     @action(detail=True, methods=["post"])
     def shrink(self, request, pk=None):
         return self._move_end(request, later=False)
