@@ -702,7 +702,7 @@ export function LaunchPage() {
           <Button variant="default" onClick={back} disabled={step === 0}>
             Back
           </Button>
-          <Button variant="subtle" color="gray.8" onClick={cancel}>
+          <Button variant="default" onClick={cancel}>
             Cancel
           </Button>
         </Group>
