@@ -15,7 +15,9 @@ from .conftest import lease
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _race(projects, **kw):
+def _race(projects, *, refused=CapacityUnavailable, **kw):
+    """Each project asks for the lease `kw` at the same instant (a thread each); {project slug: the lease's
+    status, or the code of the `refused` error it got}."""
     barrier = threading.Barrier(len(projects))
     results = {}
 
@@ -23,7 +25,7 @@ def _race(projects, **kw):
         try:
             barrier.wait()
             results[p.slug] = lease(p, name=f"race-{p.slug}", **kw).status
-        except CapacityUnavailable as exc:
+        except refused as exc:
             results[p.slug] = exc.code
         finally:
             connection.close()
@@ -74,24 +76,8 @@ def test_concurrent_leases_of_one_organization_never_pass_its_gpu_quota():
     Quota.objects.create(organization=org, project=None, resource="gpus", limit=8)
     Quota.objects.create(organization=org, project=None, resource="leases", limit=10)
     projects = [Project.objects.create(organization=org, slug=f"q{i}", name=f"q{i}") for i in range(4)]
-    barrier = threading.Barrier(len(projects))
-    results = {}
-
-    def run(p):
-        try:
-            barrier.wait()
-            results[p.slug] = lease(p, name=f"race-{p.slug}", kind="gpus", count=4, start="2099-01-01 09:00",
-                                    end="2099-01-01 12:00").status
-        except QuotaExceeded as exc:
-            results[p.slug] = exc.code
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(p,)) for p in projects]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    results = _race(projects, refused=QuotaExceeded, kind="gpus", count=4, start="2099-01-01 09:00",
+                    end="2099-01-01 12:00")
     assert sorted(results.values()) == ["confirmed"] * 2 + ["quota_exceeded"] * 2
     confirmed = set(Lease.objects.filter(status="confirmed").values_list("pk", flat=True))
     assert len(confirmed) == 2

@@ -446,17 +446,19 @@ def _lease_confirm(*, actor, project, lease_id) -> tuple[Lease, CapacityUnavaila
     lock order of every quota-checked write), so a concurrent lease that confirmed since the request is counted:
     a lease that no longer fits its quota is rejected and 422 `quota_exceeded` returned as the refusal.
     Returns (lease, the refusal or None)."""
-    lease = Lease.objects.select_related("project__organization").get(pk=lease_id)
+    requested = Lease.objects.select_related("project").get(pk=lease_id)   # fields fixed while `requested`
     try:
-        _gpu_quota_check(lease, start=lease.start, count=lease.count)
+        _gpu_quota_check(requested, start=requested.start, count=requested.count)
+        over_quota = None
     except QuotaExceeded as exc:
-        lease = Lease.objects.select_for_update(of=("self",)).get(pk=lease_id)
-        transition(lease, "reject", LEASE_TRANSITIONS, extra={"reason": exc.detail[:1000], "explanation": {}})
-        event_record(actor=actor, action="reservations.lease.reject", target=lease,
-                     organization=project.organization, after={"status": lease.status, "reason": exc.detail,
-                                                               "constraint": "quota"})
-        return lease, exc
+        over_quota = exc
     lease = Lease.objects.select_for_update(of=("self",)).select_related("project__organization").get(pk=lease_id)
+    if over_quota is not None:
+        transition(lease, "reject", LEASE_TRANSITIONS, extra={"reason": over_quota.detail[:1000], "explanation": {}})
+        event_record(actor=actor, action="reservations.lease.reject", target=lease,
+                     organization=project.organization, after={"status": lease.status, "reason": over_quota.detail,
+                                                               "constraint": "quota"})
+        return lease, over_quota
     try:
         with transaction.atomic():
             _claim(lease, lease.count, lease.start)
