@@ -1,6 +1,6 @@
 import {
   Alert, Anchor, Badge, Button, Checkbox, Group, Loader, MultiSelect, NumberInput, Paper, Radio, SegmentedControl, Select, Stack,
-  Stepper, Table, Text, TextInput, Title,
+  Stepper, Text, TextInput, Title,
 } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useEffect, useMemo, useState } from 'react'
@@ -9,10 +9,10 @@ import { ApiError, api, unwrap, type Flavor, type Instance, type Lease, type Sch
 import { useScope } from '../auth/scope'
 import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
+import { QuotaTable } from '../components/QuotaTable'
 import { WriteButton } from '../components/WriteButton'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
 import { isSignedOut } from '../queryClient'
-import { quotaAmount, quotaLabel, quotaScope } from '../quota'
 
 type Market = 'on_demand' | 'spot' | 'lease'
 /** Separate instances (`count` of them, each placed on its own) or one cluster of `count` nodes (placed together). */
@@ -216,28 +216,7 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
         </Text>
       )}
       {check.quota.length > 0 && (
-        <Table aria-label="Quota this launch uses">
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Quota</Table.Th>
-              <Table.Th>Used</Table.Th>
-              <Table.Th>This launch</Table.Th>
-              <Table.Th>Limit</Table.Th>
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {check.quota.map((q) => (
-              <Table.Tr key={`${q.scope}:${q.resource}`} c={q.exceeded ? 'red.8' : undefined}>
-                <Table.Td>
-                  {quotaLabel(q.resource)} ({quotaScope(q.scope)}){q.exceeded ? ' — exceeded' : ''}
-                </Table.Td>
-                <Table.Td>{quotaAmount(q.resource, q.used)}</Table.Td>
-                <Table.Td>+{quotaAmount(q.resource, q.requested)}</Table.Td>
-                <Table.Td>{quotaAmount(q.resource, q.limit)}</Table.Td>
-              </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+        <QuotaTable lines={check.quota} label="Quota this launch uses" adds="This launch" />
       )}
     </Stack>
   )

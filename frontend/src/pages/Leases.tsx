@@ -18,7 +18,7 @@ import { useFlavors } from '../hooks/catalog'
 import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 import { money } from '../hooks/billing'
-import { quotaAmount, quotaLabel, quotaScope } from '../quota'
+import { QuotaTable } from '../components/QuotaTable'
 import { CheckRefused } from './Launch'
 
 type Kind = 'gpus' | 'hosts' | 'mig'
@@ -343,28 +343,8 @@ function LeaseCheck({ body }: { body: Schemas['LeaseCreateInputRequest'] | null 
             </Text>
           )}
           {answer.quota.length > 0 && (
-            <Table aria-label="Quota this lease uses" fz="sm">
-              <Table.Thead>
-                <Table.Tr>
-                  <Table.Th>Quota</Table.Th>
-                  <Table.Th>Held at the busiest moment</Table.Th>
-                  <Table.Th>This lease</Table.Th>
-                  <Table.Th>Limit</Table.Th>
-                </Table.Tr>
-              </Table.Thead>
-              <Table.Tbody>
-                {answer.quota.map((q) => (
-                  <Table.Tr key={`${q.scope}:${q.resource}`} c={q.exceeded ? 'red.8' : undefined}>
-                    <Table.Td>
-                      {quotaLabel(q.resource)} ({quotaScope(q.scope)}){q.exceeded ? ' — exceeded' : ''}
-                    </Table.Td>
-                    <Table.Td>{quotaAmount(q.resource, q.used)}</Table.Td>
-                    <Table.Td>+{quotaAmount(q.resource, q.requested)}</Table.Td>
-                    <Table.Td>{quotaAmount(q.resource, q.limit)}</Table.Td>
-                  </Table.Tr>
-                ))}
-              </Table.Tbody>
-            </Table>
+            <QuotaTable lines={answer.quota} label="Quota this lease uses" used="Held at the busiest moment"
+              adds="This lease" />
           )}
         </Stack>
       )}
