@@ -39,6 +39,8 @@ def test_create_stop_delete_on_qemu_tcg(world, embed_env):
     assert f"<name>{inst.pk}</name>" in xml and "machine='pc-q35" in xml
     seed = Path(drv.seed_dir) / f"{inst.pk}-seed.iso"
     assert seed.read_bytes()[32808:32814] == b"cidata"
+    serial_log = Path(drv.seed_dir) / f"{inst.pk}-serial.log"
+    assert serial_log.exists()  # QEMU writes the serial console there
 
     stop = world.client_a.post(f"/api/v1/instances/{inst.pk}/stop/")
     assert drive(stop.data["operation"]["id"], max_steps=200).status == "succeeded"
@@ -48,4 +50,4 @@ def test_create_stop_delete_on_qemu_tcg(world, embed_env):
     delete = world.client_a.delete(f"/api/v1/instances/{inst.pk}/")
     assert drive(delete.data["operation"]["id"], max_steps=200).status == "succeeded"
     assert inst.pk not in {d.uuid for d in drv.domain_list()}
-    assert not seed.exists()
+    assert not seed.exists() and not serial_log.exists()

@@ -101,6 +101,7 @@ class FakeDriver:
         key = uuid.UUID(str(domain_uuid))
         self.host.domains.pop(key, None)
         self.host.specs.pop(key, None)
+        self.host.console.pop(key, None)
 
     def domain_get(self, domain_uuid):
         return self._get(domain_uuid)

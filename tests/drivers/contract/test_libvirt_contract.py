@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -109,6 +110,28 @@ def test_delete_of_a_running_domain_powers_it_off(backend):
     backend.driver.domain_start(spec.uuid)
     backend.driver.domain_delete(spec.uuid)
     assert spec.uuid not in {d.uuid for d in backend.driver.domain_list()}
+
+
+def _serial_log_kept(backend: Backend, domain_uuid) -> bool:
+    if backend.name == "fake":
+        return domain_uuid in backend.driver.host.console
+    return Path(backend.driver.seed_dir, f"{domain_uuid}-serial.log").exists()
+
+
+def test_delete_removes_the_serial_console_log(backend):
+    """The serial log stays on the host only while the domain exists: the delete removes it, and again is a no-op
+    (libvirt's test driver writes no log, so the test writes it where a domain's `<log file>` points)."""
+    spec = backend.spec()
+    backend.driver.domain_define(spec)
+    backend.driver.domain_start(spec.uuid)
+    if backend.name == "libvirt-test":
+        Path(backend.driver.seed_dir, f"{spec.uuid}-serial.log").write_text("vm login: \n")
+    assert _wait(backend.driver, spec.uuid, PowerState.RUNNING) == PowerState.RUNNING
+    assert _serial_log_kept(backend, spec.uuid)
+    backend.driver.domain_delete(spec.uuid)
+    assert not _serial_log_kept(backend, spec.uuid)
+    backend.driver.domain_delete(spec.uuid)
+    assert not _serial_log_kept(backend, spec.uuid)
 
 
 def test_reboot_of_a_stopped_domain_is_a_conflict(backend):

@@ -246,7 +246,8 @@ class LibvirtDriver:
         return self._info(dom)
 
     def domain_delete(self, domain_uuid: uuid.UUID) -> None:
-        """Power off and undefine (with its UEFI NVRAM), then remove its seed and root disk. Missing → no-op."""
+        """Power off and undefine (with its UEFI NVRAM), then remove its seed, serial console log and root disk.
+        Missing → no-op."""
         try:
             dom = self._lookup(domain_uuid)
         except DriverNotFound:
@@ -270,7 +271,7 @@ class LibvirtDriver:
         if is_remote(self.uri):
             self._delete_volumes(name)
         else:
-            for suffix in ("-seed.iso",):
+            for suffix in ("-seed.iso", "-serial.log"):
                 Path(self.seed_dir, name + suffix).unlink(missing_ok=True)
             if "test://" not in self.uri:
                 self._delete_volumes(name)
