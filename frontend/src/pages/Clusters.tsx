@@ -111,18 +111,18 @@ export function ClustersPage() {
                 error={fieldError(create.error, 'name')} disabled={!canWrite} />
               <Select label="Flavor" required placeholder="Choose a flavor" searchable
                 data={(flavors.data ?? []).map((f) => ({ value: f.id, label: `${f.name} · ${gpuLabel(f)}` }))}
-                value={form.flavor} onChange={(v) => setForm({ ...form, flavor: v })}
+                value={form.flavor} onChange={(v) => setForm({ ...form, flavor: v })} allowDeselect={false}
                 error={fieldError(create.error, 'flavor')} disabled={!canWrite} />
               <NumberInput label="Size" description="Instances, 1 to 256" required min={1} max={256} value={form.size}
                 onChange={(v) => setForm({ ...form, size: typeof v === 'number' ? v : Number(v) || 1 })}
                 error={fieldError(create.error, 'size')} disabled={!canWrite} />
               <Select label="Image" required placeholder="Choose an image"
                 data={(images.data ?? []).map((i) => ({ value: i.id, label: imageLabel(i) }))}
-                value={form.image} onChange={(v) => setForm({ ...form, image: v })}
+                value={form.image} onChange={(v) => setForm({ ...form, image: v })} allowDeselect={false}
                 error={fieldError(create.error, 'image')} disabled={!canWrite} />
               <Select label="Subnet (optional)" description="Each member gets a port with a fixed IP" clearable
                 data={(subnets.data?.results ?? []).map((s) => ({ value: s.id, label: `${s.name} (${s.cidr})` }))}
-                value={form.subnet} onChange={(v) => setForm({ ...form, subnet: v })}
+                value={form.subnet} onChange={(v) => setForm({ ...form, subnet: v })} allowDeselect={false}
                 error={fieldError(create.error, 'subnet_id')} disabled={!canWrite} />
               <MultiSelect label="SSH keys (optional)"
                 data={(keys.data?.results ?? []).map((k) => ({ value: k.id, label: k.name }))}

@@ -256,6 +256,11 @@ describe('launch wizard', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Back' }))
     expect(await input(/^Name/)).toHaveValue('nb')
     expect(await input(/^Image/)).toHaveValue('ubuntu-24-04 (ubuntu 24.04)')
+    // the kept image chosen once more stays chosen (a required choice is not unset by choosing it again)
+    fireEvent.click(await input(/^Image/))
+    fireEvent.click(await screen.findByRole('option', { name: /ubuntu/, hidden: true }, LONG))
+    expect(await input(/^Image/)).toHaveValue('ubuntu-24-04 (ubuntu 24.04)')
+    expect(screen.getByRole('button', { name: 'Next' })).toBeEnabled()
     fireEvent.click(screen.getByRole('button', { name: 'Back' }))
     expect(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG)).toBeChecked()
 

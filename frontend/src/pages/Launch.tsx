@@ -498,6 +498,7 @@ export function LaunchPage() {
               data={(images.data ?? []).map((i) => ({ value: i.id, label: imageLabel(i) }))}
               value={form.image}
               onChange={(v) => set('image', v)}
+              allowDeselect={false}
               error={fieldError(err, 'image')}
             />
             <Checkbox.Group
@@ -570,6 +571,7 @@ export function LaunchPage() {
                 data={(leases.data?.results ?? []).map((l) => ({ value: l.id, label: leaseLabel(l) }))}
                 value={form.lease}
                 onChange={(v) => set('lease', v)}
+                allowDeselect={false}
                 error={fieldError(err, 'lease')}
               />
             )}
@@ -577,6 +579,8 @@ export function LaunchPage() {
               label="Subnet"
               placeholder="No private network"
               clearable
+              clearButtonProps={{ 'aria-label': 'No subnet', 'aria-hidden': false, tabIndex: 0 }}
+              allowDeselect={false}
               disabled={!networked}
               description={!networked ? 'Spot and lease requests join no subnet (the request API takes none)' : 'The instance gets a port with a fixed IP'}
               data={(subnets.data?.results ?? []).map((s) => ({ value: s.id, label: `${s.name} (${s.cidr})` }))}
@@ -597,6 +601,8 @@ export function LaunchPage() {
               label="InfiniBand partition (optional)"
               placeholder={(partitions.data?.results ?? []).length ? 'No InfiniBand partition' : 'No partitions in this project'}
               clearable
+              clearButtonProps={{ 'aria-label': 'No InfiniBand partition', 'aria-hidden': false, tabIndex: 0 }}
+              allowDeselect={false}
               disabled={!networked}
               description={!networked
                 ? 'Spot and lease requests join no partition (the request API takes none)'

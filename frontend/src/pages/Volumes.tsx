@@ -141,14 +141,14 @@ export function VolumesPage() {
                 onChange={(e) => setForm({ ...form, name: e.currentTarget.value })}
                 error={fieldError(create.error, 'name')} disabled={!canWrite} />
               <Select label="Type" description="The storage tier" placeholder="Choose a type" data={typeOptions}
-                value={form.volumeType} onChange={(v) => setForm({ ...form, volumeType: v })}
+                value={form.volumeType} onChange={(v) => setForm({ ...form, volumeType: v })} allowDeselect={false}
                 error={fieldError(create.error, 'volume_type')} disabled={!canWrite || Boolean(form.snapshot)} />
               <NumberInput label="Size (GiB)" description="Whole GiB; a restore is at least its snapshot's size"
                 min={1} value={form.sizeGib} onChange={(v) => setForm({ ...form, sizeGib: v })} allowDecimal={false}
                 error={fieldError(create.error, 'size_gib')} disabled={!canWrite} />
               <Select label="From snapshot (optional)" description="Restore a snapshot into the new volume" clearable
                 placeholder="Empty volume" data={snapshotOptions} value={form.snapshot}
-                onChange={(v) => setForm({ ...form, snapshot: v })}
+                onChange={(v) => setForm({ ...form, snapshot: v })} allowDeselect={false}
                 error={fieldError(create.error, 'source_snapshot')} disabled={!canWrite} />
             </SimpleGrid>
             <Group>
@@ -353,7 +353,7 @@ function VolumePanel({ volume, typeName, instances, instanceNames, snapshots, on
           <Group align="flex-start">
             <Select label="Instance" placeholder={choices.length ? 'Choose an instance' : 'No other active or stopped instance'}
               data={choices} value={instance} onChange={setInstance} error={fieldError(attach.error, 'instance')}
-              disabled={!write} w={320} searchable />
+              disabled={!write} w={320} searchable allowDeselect={false} />
             <WriteButton mt={24} onClick={() => attach.mutate()} loading={attach.isPending} disabled={deleted || !instance}>
               Attach
             </WriteButton>
