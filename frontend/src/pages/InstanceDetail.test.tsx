@@ -143,6 +143,15 @@ describe('the instance detail screen', () => {
     expect(screen.getByText('Page 2')).toBeInTheDocument()
   })
 
+  it('opens the tab its URL names (a reload or a link keeps the console log open), and reads the log only there', async () => {
+    const seen = routes(() => ({ ...VM, status: 'active' } as Instance), {
+      [`GET /api/v1/instances/${ID}/console-log/`]: () => json({ instance: ID, log: 'Booting Linux' }),
+    })
+    renderPage(<InstanceDetailPage />, { path: `/instances/${ID}?tab=log`, route: '/instances/:id' })
+    expect(await screen.findByRole('tab', { name: 'Console log', selected: true })).toBeInTheDocument()
+    await waitFor(() => expect(seen.some((r) => r.url.includes('/console-log/'))).toBe(true))
+  })
+
   it('shows this month\'s availability beside the status: the report row, or no downtime recorded', async () => {
     let rows: unknown[] = []
     const seen = routes(() => VM, { 'GET /api/v1/sla-reports/': () => json(page(rows)) })

@@ -11,6 +11,7 @@ import { ProblemAlert } from '../components/ProblemAlert'
 import { StatusBadge, TRANSITIONAL } from '../components/StatusBadge'
 import { READ_ONLY_HINT } from '../components/WriteButton'
 import { byId, gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
+import { useUrlTab } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { AuditTable } from './Audit'
@@ -238,7 +239,8 @@ export function InstanceDetailPage() {
       unwrap(api.POST('/api/v1/remediations/{id}/approve/', { params: { path: { id: remediation } } })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['instance', id] }),
   })
-  const [showLog, setShowLog] = useState(false)
+  const [tab, setTab] = useUrlTab(['overview', 'log', 'audit'])
+  const showLog = tab === 'log'
   const log = useQuery({
     queryKey: ['console-log', id],
     queryFn: () => unwrap(api.GET('/api/v1/instances/{id}/console-log/', { params: { path: { id } } })),
@@ -338,7 +340,7 @@ export function InstanceDetailPage() {
           {op.error_detail ? ` — ${op.error_detail}` : ''}
         </Text>
       )}
-      <Tabs defaultValue="overview" onChange={(tab) => setShowLog(tab === 'log')} keepMounted={false}>
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
         <Tabs.List>
           <Tabs.Tab value="overview">Overview</Tabs.Tab>
           <Tabs.Tab value="log">Console log</Tabs.Tab>
