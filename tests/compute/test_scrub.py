@@ -181,3 +181,32 @@ def test_failed_create_scrubs_and_a_failed_reset_keeps_the_gpu_out(world, timeli
     assert (again.status_code, again.data["code"]) == (409, "gpu_scrub_not_failed")
     answer = world.staff_client.post(f"/api/v1/hosts/{host.pk}/mark-available/", {"reason": "x"}, format="json")
     assert answer.status_code == 200, answer.data
+
+
+def test_recreate_off_a_host_scrubs_the_old_gpu_before_the_next_tenant_gets_it(world, timeline):
+    """The path a drained or failing host's VM leaves by (health's remediation re-creates it elsewhere): the old
+    GPU is dirty from the step that releases it until the old host's agent has reset it."""
+    from apps.compute.services.instances import instance_recreate
+
+    old, new = gpu_host(gpus=1), gpu_host(gpus=1)
+    agent = Agent(old, timeline, FakeBackend())
+    first = _create(world, world.client_a, world.project_a, world.gpu1, "a-1")
+    assert drive(first.data["operation"]["id"]).status == "succeeded"
+    inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
+    assert inst_a.host_id == old.pk
+    assert drive(str(instance_recreate(actor=None, instance=inst_a, reason="drain").pk)).status == "succeeded"
+    inst_a.refresh_from_db()
+    gpu = old.gpus.get()
+    assert (inst_a.host_id, _live_allocations(inst_a.pk) != [], gpu.scrub_state) == (new.pk, True, "dirty")
+
+    refused = _create(world, world.client_b, world.project_b, world.gpu1, "b-1")
+    assert (refused.status_code, refused.data["code"]) == (409, "capacity_unavailable"), refused.data
+    assert agent.run() == ["reset_gpu"]
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "clean"
+    second = _create(world, world.client_b, world.project_b, world.gpu1, "b-1")
+    assert second.status_code == 202, second.data
+    assert drive(second.data["operation"]["id"]).status == "succeeded"
+    assert Instance.objects.get(pk=second.data["instance"]["id"]).host_id == old.pk
+    assert timeline == [("define", str(world.project_a.pk)), ("define", str(world.project_a.pk)),
+                        ("reset_gpu", 0), ("define", str(world.project_b.pk))]
