@@ -17,6 +17,7 @@ class Code(enum.StrEnum):
     INVALID_FLAVOR = "invalid_flavor"
     SSH_KEY_IN_USE = "ssh_key_in_use"
     DOMAIN_VANISHED = "domain_vanished"
+    CAPACITY_RELEASED = "capacity_released"
     DOMAIN_NOT_DEFINED = "domain_not_defined"
     DOMAIN_NOT_FOUND = "domain_not_found"
     CONSOLE_LOG_UNAVAILABLE = "console_log_unavailable"

@@ -313,3 +313,27 @@ def test_a_stopped_instance_in_a_lease_resizes_within_the_lease(world, clock):
     assert (gpu.gpu_id, gpu.parent.consumer_id, gpu.period.lower, gpu.period.upper) == (
         before.gpu_id, le.pk, at(10, 5), at(12))
     assert sorted(live.values_list("resource_class", "amount")) == [("gpu", 1), ("memory_mib", 98304), ("vcpu", 12)]
+
+
+def test_an_instance_stopped_at_its_lease_end_does_not_start_on_the_gpu_the_next_tenant_got(world, clock):
+    """A lease instance stopped at the lease end holds no GPU: its GPU was scrubbed and placed for another tenant,
+    so its start is refused (409 capacity_released) and nothing is started or queued."""
+    host = gpu_host(gpus=1)
+    le = _active_lease(world, clock, kind="gpus", count=1, end_action="stop")
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    clock.move_to(at(12))
+    assert leases_advance()["ended"] == 1
+    stop = Operation.objects.filter(target_id=inst.pk).order_by("-created_at").first()
+    assert finish(stop.pk).status == "succeeded"
+    gpu = host.gpus.get()
+    assert (Instance.objects.get(pk=inst.pk).status, gpu.scrub_state) == ("stopped", "clean")
+    other = _request(world, world.gpu1, "b-1", client=world.client_b, project=world.project_b)
+    assert finish(other["operation"]["id"]).status == "succeeded"
+    assert Allocation.objects.filter(consumer_id=other["instance"]["id"], gpu=gpu, period__upper_inf=True).exists()
+
+    ops = Operation.objects.count()
+    r = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/", format="json")
+    assert (r.status_code, r.json()["code"]) == (409, "capacity_released"), r.content
+    assert (Instance.objects.get(pk=inst.pk).status, Operation.objects.count()) == ("stopped", ops)

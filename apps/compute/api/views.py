@@ -184,6 +184,7 @@ class InstanceViewSet(_Base):
 
     @extend_schema(request=None, responses={202: s.InstanceAccepted, **problems({
         409: "invalid_state: only a stopped instance starts (allowed_states); "
+             "capacity_released: a GPU instance whose lease ended or was cancelled holds no GPU any more; "
              "not_supported_for_flavor_kind: the flavor's kind has no workflow for this action."})})
     @action(detail=True, methods=["post"])
     def start(self, request, pk=None):

@@ -249,9 +249,12 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     return inst, op
 
 
-def _act(actor, instance: Instance, action: str, kind: str, state: dict | None = None) -> Operation:
+def _act(actor, instance: Instance, action: str, kind: str, state: dict | None = None,
+         guard: Callable[[Instance], None] | None = None) -> Operation:
     authorize_project(actor, instance.project, WRITERS)
     with transaction.atomic():
+        if guard is not None:
+            guard(instance)
         before = transition(instance, action, INSTANCE_TRANSITIONS)
         op = operation_start(kind=operation_kind(instance.flavor, kind), target_type=TARGET,
                              target_id=instance.pk, project=instance.project, actor=actor, state=state or {})
@@ -267,8 +270,23 @@ def instance_stop(*, actor, instance: Instance, hard: bool = False) -> Operation
     return _act(actor, instance, "stop", STOP, {"hard": bool(hard)})
 
 
+def _require_gpu_capacity(instance: Instance) -> None:
+    """A GPU instance starts only while it holds a GPU allocation: once its lease ended or was cancelled, its
+    GPUs were released and scrubbed and may be another tenant's (start does not place again)."""
+    from apps.scheduling.selectors import allocation_list_for_consumer
+
+    if instance.flavor.gpu_form == GpuForm.NONE:
+        return
+    if not allocation_list_for_consumer(instance.pk).filter(gpu__isnull=False).exists():
+        raise Conflict("This instance's GPU capacity was released (its lease ended or was cancelled) and its GPUs "
+                       "may belong to another tenant now; delete it and create a new one.",
+                       code=Code.CAPACITY_RELEASED)
+
+
 def instance_start(*, actor, instance: Instance) -> Operation:
-    return _act(actor, instance, "start", START)
+    """stopped → starting. 409 `capacity_released` for a GPU instance that holds no GPU allocation any more
+    (docs/compute.md, "Scrub")."""
+    return _act(actor, instance, "start", START, guard=_require_gpu_capacity)
 
 
 def instance_reboot(*, actor, instance: Instance, hard: bool = False) -> Operation:
