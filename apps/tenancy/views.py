@@ -15,10 +15,18 @@ from apps.identity.signin import require_second_factor
 
 from . import services
 
+# a refused field of the sign-up and invitation forms -> the label the page shows for it
+FIELD_LABELS = {"password": "Password", "full_name": "Full name", "organization_slug": "Organization short name",
+                "organization_name": "Organization name", "token": "Link", "email": "E-mail"}
+
 
 def _problem(request, template: str, exc: DomainError, context: dict):
-    return render(request, template, {**context, "error": exc.detail, "code": exc.code,
-                                      "field_errors": exc.errors or {}}, status=exc.status)
+    """The form page again with the refusal: its message, each refused field as (label, messages) by the form's
+    labels, and the problem's `code` (for support), with the problem's HTTP status."""
+    fields = [(FIELD_LABELS.get(name, name.replace("_", " ").capitalize()), messages if isinstance(messages, list)
+               else [messages]) for name, messages in (exc.errors or {}).items()]
+    return render(request, template, {**context, "error": exc.detail, "code": exc.code, "field_errors": fields},
+                  status=exc.status)
 
 
 def _sso_url(token: str) -> str:

@@ -1,6 +1,8 @@
-"""The invitation page says what to do next when the link cannot be used, not only the refusal's code; the code
-itself is not in the page's text (only in a collapsed details element, for support)."""
+"""The invitation, sign-up and single sign-on failure pages say what went wrong and what to do next in words, with
+the form's labels for refused fields; the refusal's code is not in the page's text (only in a collapsed details element,
+for support)."""
 import re
+from html import unescape
 
 import pytest
 from django.core import mail
@@ -50,3 +52,27 @@ def test_a_refusal_is_shown_in_words_with_the_code_only_in_a_details_element(dja
     assert 'role="alert"' in html
     assert re.search(r"<details[^>]*><summary>Details for support</summary>Reason code: <code>validation_error</code>",
                      html), html
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sign_up_page_names_refused_fields_by_their_labels(settings):
+    settings.SIGNUP_ENABLED = True
+    client = Client()
+    assert client.post("/api/v1/signup/", {"email": "founder@startup.test"}).status_code == 202
+    token = mail.outbox[-1].body.split("?token=")[1].split()[0]
+    page = client.post("/signup/verify", {"token": token, "password": "a-long-password-42",
+                                          "organization_slug": "not a slug!"})
+    html = page.content.decode()
+    assert page.status_code == 400, html
+    shown = _visible_text(html)
+    assert "Organization short name: a slug, e.g. acme-ml" in shown, shown
+    assert "organization_slug" not in shown and "Reason code" not in shown, shown
+    assert re.search(r"<details><summary>Details for support</summary>Reason code: <code>validation_error</code>", html)
+
+
+def test_a_failed_single_sign_on_says_what_to_do_with_the_code_only_for_support():
+    page = Client().get("/sign-in/failed", {"reason": "no_account"})
+    shown = unescape(_visible_text(page.content.decode()))
+    assert page.status_code == 200
+    assert "Ask your organization's owner for an invitation" in shown and "sign in with your password" in shown
+    assert "no_account" not in shown and "Reason code" not in shown, shown
