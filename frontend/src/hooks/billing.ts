@@ -1,13 +1,14 @@
 import { useQuery } from '@tanstack/react-query'
 import { ApiError, api, unwrap } from '../api/client'
 
-/** "$1,234.50": a decimal string of the API in the invoice's currency ("—" when there is none). */
-export function money(amount: string | null | undefined, currency: string): string {
+/** "$1,234.50": a decimal string of the API in the invoice's currency ("—" when there is none). A rate (a price per
+ * hour, which may be a fraction of a cent) asks for `fractionDigits` up to 4: "$0.0042". */
+export function money(amount: string | null | undefined, currency: string, fractionDigits = 2): string {
   if (amount == null || amount === '') return '—'
   const value = Number(amount)
   if (Number.isNaN(value)) return amount
   try {
-    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).format(value)
+    return new Intl.NumberFormat('en-US', { style: 'currency', currency, maximumFractionDigits: Math.max(2, fractionDigits) }).format(value)
   } catch {
     return `${amount} ${currency}`
   }

@@ -11,6 +11,7 @@ import { EmptyState } from '../components/EmptyState'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { QuotaTable } from '../components/QuotaTable'
 import { WriteButton } from '../components/WriteButton'
+import { money } from '../hooks/billing'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
 import { isSignedOut } from '../queryClient'
 
@@ -159,12 +160,6 @@ export function estimate(perHour: string | null | undefined, hours: number | str
   return Math.round(price * h * 10_000) / 10_000
 }
 
-function money(amount: string | null | undefined, currency: string): string {
-  if (amount == null) return '—'
-  const n = Number(amount)
-  return Number.isFinite(n) ? new Intl.NumberFormat('en-US', { style: 'currency', currency, maximumFractionDigits: 4 }).format(n) : amount
-}
-
 /** The check's refusal: a role that may not launch (403) is told so calmly, with the server's words; any other
  * refusal (an ended session's among them) is the usual problem alert. */
 export function CheckRefused({ error }: { error: unknown }) {
@@ -192,7 +187,7 @@ function CheckResult({ check, market }: { check: Check; market: Market }) {
         )}
         {price?.per_hour != null && market === 'on_demand' && (
           <Text fw={600} data-testid="price">
-            {money(price.per_hour, price.currency)} per hour
+            {money(price.per_hour, price.currency, 4)} per hour
             <Text span c="dimmed" size="sm">
               {' '}({price.sla_tier} tier, {price.pricing_model.replace('_', '-')})
             </Text>
@@ -261,8 +256,8 @@ function CostEstimate({ price, times = 1, market, hours, onHours, refused = fals
               : total == null
                 ? 'Enter a number of hours.'
                 : <>
-                    <strong>About {money(String(total), price.currency)}</strong> for {Number(hours)} hour{Number(hours) === 1 ? '' : 's'} at{' '}
-                    {money(perHour, price.currency)} per hour{times > 1 ? ` (${times} instances)` : ''} (estimate)
+                    <strong>About {money(String(total), price.currency, 4)}</strong> for {Number(hours)} hour{Number(hours) === 1 ? '' : 's'} at{' '}
+                    {money(perHour, price.currency, 4)} per hour{times > 1 ? ` (${times} instances)` : ''} (estimate)
                   </>}
         </Text>
       </Group>
