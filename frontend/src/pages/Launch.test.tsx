@@ -231,6 +231,37 @@ describe('launch wizard', () => {
     expect(new Set(keys).size).toBe(3)
   }, 20_000)
 
+  it('retries a launch after a reload with the same Idempotency-Key, so a lost answer does not make a second instance', async () => {
+    let posts = 0
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+      'POST /api/v1/instances/': () => (++posts === 1 ? problem(503, 'service_unavailable', 'Try again.') : accepted('i1', 'nb')),
+    })
+    renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
+    await toThirdStep('nb')
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    const first = await screen.findByRole('button', { name: 'Launch' }, LONG)
+    await waitFor(() => expect(first).toBeEnabled(), LONG)
+    fireEvent.click(first)
+    await waitFor(() => expect(posts).toBe(1), LONG)
+    const at = screen.getByTestId('where').textContent!
+    cleanup()
+    renderPage(<><LaunchPage /><Where /></>, { path: at, route: '/launch' })
+    const again = await screen.findByRole('button', { name: 'Launch' }, LONG)
+    await waitFor(() => expect(again).toBeEnabled(), LONG)
+    fireEvent.click(again)
+    expect(await screen.findByTestId('elsewhere', {}, LONG)).toBeInTheDocument()
+    const keys = seen.filter((r) => r.method === 'POST' && r.url.endsWith('/instances/')).map((r) => r.headers.get('Idempotency-Key'))
+    expect(keys).toHaveLength(2)
+    expect(keys[0]).toBeTruthy()
+    expect(keys[1]).toBe(keys[0])
+    expect(window.sessionStorage.getItem(`${draftKey(PROJECT.id)}.key`)).toBeNull()   // forgotten once launched
+  }, 30_000)
+
   it('keeps the choices across a reload in the middle, and forgets them once launched or cancelled', async () => {
     const seen = stubApi({
       'GET /api/v1/flavors/': () => json(page(FLAVORS)),

@@ -71,13 +71,31 @@ export function loadDraft(project: string): LaunchForm {
   }
 }
 
-/** Keep `form` for `project` (nothing chosen: nothing kept). */
+/** Keep `form` for `project` (nothing chosen: nothing kept, nor the launch's Idempotency-Key). */
 export function saveDraft(project: string, form: LaunchForm | null) {
   try {
-    if (!form || JSON.stringify(form) === JSON.stringify(EMPTY)) window.sessionStorage.removeItem(draftKey(project))
-    else window.sessionStorage.setItem(draftKey(project), JSON.stringify(form))
+    if (!form || JSON.stringify(form) === JSON.stringify(EMPTY)) {
+      window.sessionStorage.removeItem(draftKey(project))
+      window.sessionStorage.removeItem(`${draftKey(project)}.key`)
+    } else window.sessionStorage.setItem(draftKey(project), JSON.stringify(form))
   } catch {
     // storage full or disabled: the wizard works as before, without surviving a reload
+  }
+}
+
+/** The Idempotency-Key of the launch `request` (the request's JSON) in `project`: the one kept in the tab's
+ * sessionStorage while the request is the same, so a retry after a reload (the answer to the first click lost)
+ * replays that launch instead of making a second one; a new key once the request changes. */
+export function launchKey(project: string, request: string): string {
+  const where = `${draftKey(project)}.key`
+  try {
+    const kept = JSON.parse(window.sessionStorage.getItem(where) ?? 'null') as { request?: unknown, key?: unknown } | null
+    if (kept && kept.request === request && typeof kept.key === 'string') return kept.key
+    const key = crypto.randomUUID()
+    window.sessionStorage.setItem(where, JSON.stringify({ request, key }))
+    return key
+  } catch {
+    return crypto.randomUUID()
   }
 }
 
@@ -368,9 +386,10 @@ export function LaunchPage() {
     retry: false,
   })
 
-  // One Idempotency-Key per distinct request: a double click or a retry after a lost answer creates one instance.
+  // One Idempotency-Key per distinct request: a double click, or a retry after a lost answer (a reload among them),
+  // creates one instance.
   // (several instances: one key each, so a retry after a refusal part-way replays those made and goes on)
-  const idempotencyKey = useMemo(() => crypto.randomUUID(), [bodyKey])
+  const idempotencyKey = useMemo(() => launchKey(pid, bodyKey), [pid, bodyKey])
   const launch = useMutation({
     mutationFn: async (queue: boolean): Promise<string> => {
       const key = `${idempotencyKey}${queue ? '-q' : ''}`
