@@ -93,8 +93,8 @@ describe('CreateForm with useCreateForm', () => {
     expect(screen.getByLabelText('Name')).toHaveValue('gamma')
     expect(screen.getByLabelText('Note')).toHaveValue('keep me')
     expect(screen.getByRole('alert')).toHaveTextContent('The thing was not created')
-    expect(screen.getByRole('alert')).toHaveTextContent('other: Odd.')
-    expect(screen.getByRole('alert')).not.toHaveTextContent('name: Name taken.')
+    expect(screen.getByRole('alert')).toHaveTextContent('Other: Odd.')
+    expect(screen.getByRole('alert')).not.toHaveTextContent('Name: Name taken.')
     refuse = false
     fireEvent.click(screen.getByRole('button', { name: 'Create thing' }))
     await waitFor(() => expect(onCreated).toHaveBeenCalledWith({ id: 'n', name: 'gamma' }))
