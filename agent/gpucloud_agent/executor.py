@@ -91,6 +91,10 @@ class Executor:
         self.backend.reset_gpu(p["gpu_index"])
         return self.backend.health_check(p["gpu_index"])
 
+    def _reset_vf(self, p: dict) -> dict:
+        self.backend.reset_vf(p["vf_address"])
+        return self.backend.health_check(p["gpu_index"])
+
     def _activate_partition(self, p: dict) -> dict:
         if p["partition_id"] not in self.backend.partitions().get("active", []):
             self.backend.activate_partition(p["partition_id"])

@@ -57,6 +57,19 @@ def pci_virtual_functions(sysfs_root: Path | str, pci_address: str) -> list[dict
     return sorted(out, key=lambda v: v["index"])
 
 
+def pci_vf_reset(sysfs_root: Path | str, pci_address: str) -> None:
+    """Scrub an SR-IOV VF a vGPU used: clear its vGPU type (`nvidia/current_vgpu_type` := 0, NVIDIA's vendor VFIO
+    sysfs interface, where present) and reset the function (`reset` := 1, kernel PCI sysfs ABI: a function-level
+    reset). Raises OSError when the VF is absent or the kernel refuses (e.g. the VF is still in use by a VM)."""
+    dev = Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address
+    if not dev.exists():
+        raise FileNotFoundError(f"no PCI device {pci_address}")
+    vgpu_type = dev / "nvidia" / "current_vgpu_type"
+    if vgpu_type.exists() and _read(vgpu_type, "0") != "0":
+        vgpu_type.write_text("0")
+    (dev / "reset").write_text("1")
+
+
 def host_facts(sysfs_root: Path | str = "/sys", proc_root: Path | str = "/proc") -> dict:
     """CPU sockets/cores/threads (topology), memory (MemTotal) and NUMA node count."""
     cpus = Path(sysfs_root) / "devices" / "system" / "cpu"

@@ -83,6 +83,7 @@ class CommandKind(models.TextChoices):
     CREATE_GPU_INSTANCE = "create_gpu_instance", "Create GPU instance"
     DESTROY_GPU_INSTANCE = "destroy_gpu_instance", "Destroy GPU instance"
     RESET_GPU = "reset_gpu", "Reset GPU and health check"
+    RESET_VF = "reset_vf", "Reset SR-IOV VF (vGPU) and health check"
     ACTIVATE_PARTITION = "activate_partition", "Activate NVSwitch partition"
     DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
 

@@ -80,3 +80,25 @@ def test_sysfs_virtual_functions(tmp_path):
     assert sysfs.pci_virtual_functions(tmp_path, "0000:1b:00.0") == [
         {"index": 0, "pci_address": "0000:1b:00.4"}, {"index": 1, "pci_address": "0000:1b:00.5"}]
     assert sysfs.pci_virtual_functions(tmp_path, "0000:43:00.0") == []
+
+
+def test_sysfs_vf_reset_clears_the_vgpu_then_resets_the_function(tmp_path):
+    vf = tmp_path / "bus/pci/devices/0000:1b:00.4"
+    (vf / "nvidia").mkdir(parents=True)
+    (vf / "nvidia/current_vgpu_type").write_text("1061\n")
+    sysfs.pci_vf_reset(tmp_path, "0000:1b:00.4")
+    assert ((vf / "nvidia/current_vgpu_type").read_text(), (vf / "reset").read_text()) == ("0", "1")
+    with pytest.raises(FileNotFoundError):
+        sysfs.pci_vf_reset(tmp_path, "0000:1b:00.5")
+
+
+def test_executor_reset_vf_reports_the_gpus_health_check():
+    from gpucloud_agent.backends.fake import FakeBackend
+
+    fake = FakeBackend(vfs_per_gpu=2)
+    address = fake.gpus()[1].vfs[1]["pci_address"]
+    ex = Executor(fake)
+    out = ex.execute({"id": "v1", "kind": "reset_vf", "payload": {"gpu_index": 1, "vf_address": address}})
+    assert (out["succeeded"], out["result"]["health"], fake.state["vf_resets"]) == (True, "ok", {address: 1})
+    gone = ex.execute({"id": "v2", "kind": "reset_vf", "payload": {"gpu_index": 1, "vf_address": "0000:00:00.7"}})
+    assert (gone["succeeded"], gone["result"]["code"]) == (False, "vf_not_found")

@@ -61,6 +61,9 @@ class GpuBackend(Protocol):
 
     def reset_gpu(self, index: int) -> None: ...
 
+    def reset_vf(self, pci_address: str) -> None:
+        """Clear the SR-IOV VF's vGPU and reset the function (the scrub of a vGPU on a VF)."""
+
     def health_check(self, index: int) -> dict:
         """{"health": "ok" | "degraded" | "faulty", "checks": {...}}."""
 

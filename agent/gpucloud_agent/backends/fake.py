@@ -155,6 +155,13 @@ class FakeBackend:
         self.state["resets"][key] += 1
         self._save()
 
+    def reset_vf(self, pci_address: str) -> None:
+        if not any(v["pci_address"] == pci_address for g in self.gpus() for v in g.vfs):
+            raise BackendError(f"no SR-IOV VF {pci_address}", "vf_not_found")
+        resets = self.state.setdefault("vf_resets", {})
+        resets[pci_address] = resets.get(pci_address, 0) + 1
+        self._save()
+
     def health_check(self, index: int) -> dict:
         self._check_index(index)
         return {"health": "ok", "checks": {"ecc_volatile_uncorrected": 0, "retired_pages_pending": False,

@@ -169,6 +169,12 @@ class NvmlBackend:
         if proc.returncode != 0:
             raise BackendError(proc.stdout.strip() or proc.stderr.strip(), "gpu_reset_failed")
 
+    def reset_vf(self, pci_address: str) -> None:
+        try:
+            sysfs.pci_vf_reset(self.sysfs_root, pci_address)
+        except OSError as exc:
+            raise BackendError(f"VF {pci_address} reset failed: {exc}", "vf_reset_failed") from exc
+
     def health_check(self, index: int) -> dict:
         nv, h = self.nv, self._handle(index)
         uncorrected = self._opt(nv.nvmlDeviceGetTotalEccErrors, h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,

@@ -428,6 +428,15 @@ def _validate_reset(host: Host, payload: dict) -> dict:
     return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid}
 
 
+def _validate_reset_vf(host: Host, payload: dict) -> dict:
+    gpu = _gpu(host, payload)
+    vf = VirtualFunction.objects.filter(gpu=gpu, pci_address=payload.get("vf_address") or "").first()
+    if vf is None:
+        raise ValidationFailed(f"GPU {gpu.index} has no SR-IOV VF {payload.get('vf_address')!r}.",
+                               code=Code.COMMAND_INVALID, errors={"vf_address": ["not a VF of this GPU"]})
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "vf_address": vf.pci_address}
+
+
 def host_nvswitch_system(host: Host) -> str:
     if host.nvswitch_system:
         return host.nvswitch_system
@@ -465,6 +474,7 @@ def _validate_deactivate(host: Host, payload: dict) -> dict:
 VALIDATORS = {
     CommandKind.APPLY_MIG_LAYOUT: _validate_mig_apply, CommandKind.CREATE_GPU_INSTANCE: _validate_gi_create,
     CommandKind.DESTROY_GPU_INSTANCE: _validate_gi_destroy, CommandKind.RESET_GPU: _validate_reset,
+    CommandKind.RESET_VF: _validate_reset_vf,
     CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
 }
 
