@@ -102,9 +102,9 @@ def test_vanished_whole_gpu_is_reset_before_the_next_tenant_gets_it(world, timel
 def test_vanished_mig_instance_is_destroyed_and_the_next_tenant_gets_a_new_one(world, timeline, monkeypatch):
     host = gpu_host(gpus=1, mode="mig")
     gpu = host.gpus.get()
-    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=i, pci_address=f"0000:00:00.{i + 4}")
-                                         for i in range(2)])
-    backend = FakeBackend()
+    backend = FakeBackend(vfs_per_gpu=2)
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
     backend.set_mig_mode(0, True)
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, world.mig, "a-1")
@@ -121,9 +121,11 @@ def test_vanished_mig_instance_is_destroyed_and_the_next_tenant_gets_a_new_one(w
     refused = _create(world, world.client_b, world.project_b, world.mig, "b-1")
     assert (refused.status_code, refused.data["code"]) == (409, "capacity_unavailable"), refused.data
 
-    assert agent.run() == ["destroy_gpu_instance"]  # MIG mode: the GPU's other instances may be live, no reset
+    # MIG mode: the GPU's other instances may be live, no GPU reset; the MIG-backed vGPU's VF is reset first
+    assert agent.run() == ["reset_vf", "destroy_gpu_instance"]
     gpu.refresh_from_db()
-    assert (gpu.scrub_state, backend.gpu_instances(0)) == ("clean", [])
+    vf = inst_a.devices["vfs"][0]["address"]
+    assert (gpu.scrub_state, backend.gpu_instances(0), backend.state["vf_resets"]) == ("clean", [], {vf: 1})
     second = _create(world, world.client_b, world.project_b, world.mig, "b-1")
     assert second.status_code == 202, second.data
     drive(second.data["operation"]["id"])
@@ -131,7 +133,7 @@ def test_vanished_mig_instance_is_destroyed_and_the_next_tenant_gets_a_new_one(w
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     (gi_b,) = backend.gpu_instances(0)
     assert gi_b.gi_id != gi_a.gi_id
-    assert timeline == [("create_gpu_instance", 0), ("define", str(world.project_a.pk)),
+    assert timeline == [("create_gpu_instance", 0), ("define", str(world.project_a.pk)), ("reset_vf", 0),
                         ("destroy_gpu_instance", 0), ("create_gpu_instance", 0),
                         ("define", str(world.project_b.pk))]
 
@@ -210,3 +212,81 @@ def test_recreate_off_a_host_scrubs_the_old_gpu_before_the_next_tenant_gets_it(w
     assert Instance.objects.get(pk=second.data["instance"]["id"]).host_id == old.pk
     assert timeline == [("define", str(world.project_a.pk)), ("define", str(world.project_a.pk)),
                         ("reset_gpu", 0), ("define", str(world.project_b.pk))]
+
+
+def test_vanished_vgpu_vf_is_reset_before_the_next_tenant_gets_a_vgpu_on_its_gpu(world, timeline, monkeypatch):
+    """A vGPU on an SR-IOV VF (Hopper): the VF's GPU is dirty until the agent cleared the VF's vGPU and reset it
+    (ADR 0502); the other tenant's vGPU on that GPU is placed only after."""
+    from apps.compute.models import Flavor
+
+    vgpu = Flavor.objects.create(name="v8-h100", vcpus=4, memory_mib=16384, gpu_form="vgpu",
+                                 gpu_model="H100-SXM5-80GB", vgpu_type="H100XM-8C")
+    host = gpu_host(gpus=1, mode="vgpu")
+    gpu = host.gpus.get()
+    backend = FakeBackend(vfs_per_gpu=2)
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
+    agent = Agent(host, timeline, backend)
+    first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
+    assert drive(first.data["operation"]["id"]).status == "succeeded"
+    inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
+    (vf,) = inst_a.devices["vfs"]
+    _vanish(inst_a, monkeypatch)
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "dirty"
+
+    refused = _create(world, world.client_b, world.project_b, vgpu, "b-1")
+    assert (refused.status_code, refused.data["code"]) == (409, "capacity_unavailable"), refused.data
+    assert Instance.objects.filter(project=world.project_b).count() == 0
+
+    assert agent.run() == ["reset_vf"]
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, backend.state["vf_resets"]) == ("clean", {vf["address"]: 1})
+    second = _create(world, world.client_b, world.project_b, vgpu, "b-1")
+    assert second.status_code == 202, second.data
+    assert drive(second.data["operation"]["id"]).status == "succeeded"
+    assert Instance.objects.get(pk=second.data["instance"]["id"]).host_id == host.pk
+    assert timeline == [("define", str(world.project_a.pk)), ("reset_vf", 0), ("define", str(world.project_b.pk))]
+
+
+def test_a_failed_vf_reset_keeps_the_gpu_out_until_staff_retry_it(world, timeline, monkeypatch):
+    """A VF reset that fails (the VF still in use, or gone) makes its GPU `scrub_failed`; staff's retry queues the
+    VF reset again and only its success makes the GPU clean."""
+    from apps.compute.models import Flavor
+
+    vgpu = Flavor.objects.create(name="v8-h100", vcpus=4, memory_mib=16384, gpu_form="vgpu",
+                                 gpu_model="H100-SXM5-80GB", vgpu_type="H100XM-8C")
+    host = gpu_host(gpus=1, mode="vgpu")
+    gpu = host.gpus.get()
+    backend = FakeBackend(vfs_per_gpu=1)
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
+    agent = Agent(host, timeline, backend)
+    first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
+    assert drive(first.data["operation"]["id"]).status == "succeeded"
+    inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
+    delete = world.client_a.delete(f"/api/v1/instances/{inst_a.pk}/")
+    assert drive(delete.data["operation"]["id"]).status == "succeeded"
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "dirty"
+
+    def busy(address):
+        from gpucloud_agent.backends.base import BackendError
+
+        raise BackendError(f"VF {address} reset failed: Device or resource busy", "vf_reset_failed")
+
+    reset, backend.reset_vf = backend.reset_vf, busy
+    assert agent.run() == ["reset_vf"]
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "scrub_failed"
+    assert gpu.scrub_reason.startswith("reset_vf failed: VF ")
+    refused = _create(world, world.client_b, world.project_b, vgpu, "b-1")
+    assert (refused.status_code, refused.data["code"]) == (409, "capacity_unavailable"), refused.data
+
+    backend.reset_vf = reset
+    retry = world.staff_client.post(f"/api/v1/gpus/{gpu.pk}/scrub/", {"reason": "VM gone"}, format="json")
+    assert (retry.status_code, retry.data["scrub_state"]) == (200, "dirty"), retry.data
+    assert agent.run() == ["reset_vf"]
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "clean"
+    assert _create(world, world.client_b, world.project_b, vgpu, "b-1").status_code == 202

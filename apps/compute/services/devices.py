@@ -180,8 +180,8 @@ def mdevs_delete(*, instance: Instance, driver) -> None:
 
 def devices_scrub(instance: Instance, *, reason: str) -> dict[str, str]:
     """Start the scrub of every GPU the instance had (`apps.inventory.services.scrub.gpus_scrub`): its GPUs are
-    `dirty` from this transaction on, so none is placed again before the agent destroyed its MIG GPU instance,
-    deactivated its NVSwitch partition and reset and health-checked its whole GPUs. Records the command ids in
+    `dirty` from this transaction on, so none is placed again before the agent reset its vGPUs' VFs, destroyed
+    its MIG GPU instance, deactivated its NVSwitch partition and reset and health-checked its whole GPUs. Records the command ids in
     `devices.agent_release` and `devices.scrub_queued_at`; a second call queues nothing. Returns the commands
     {name: id}. Every release path calls it before the ledger release (delete, failed create, vanished
     domain, local delete, lease end)."""
@@ -196,8 +196,9 @@ def devices_scrub(instance: Instance, *, reason: str) -> dict[str, str]:
     gi = d.get("gpu_instance")
     gis = [(gi["gpu_index"], gi["start"])] if gi else []
     parts = [d["partition"]] if d.get("partition") is not None else []
+    vfs = [(v["gpu_index"], v["address"]) for v in d.get("vfs", []) if "gpu_index" in v]
     names = gpus_scrub(actor=None, host=inst.host, gpu_indexes=indexes, gpu_instances=gis, partitions=parts,
-                       reason=f"instance {inst.pk} released its devices: {reason}")
+                       vfs=vfs, reason=f"instance {inst.pk} released its devices: {reason}")
     d["agent_release"] = {**d.get("agent_release", {}), **names}
     d["scrub_queued_at"] = now().isoformat()
     _save(inst, d)

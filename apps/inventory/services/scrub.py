@@ -2,15 +2,16 @@
 ADR 0501).
 
 `gpus_scrub` is the one way to start a scrub; every release path of the apps that hand GPUs to tenants calls it
-(compute: delete, failed create, vanished domain, local delete; reservations: lease end) before or in the same
-transaction as the ledger release. It marks the GPUs `dirty` and queues, in this order (the agent runs a host's
-commands oldest first):
+(compute: delete, failed create, vanished domain, local delete, re-create off a host; reservations: lease end)
+before or in the same transaction as the ledger release. It marks the GPUs `dirty` and queues, in this order (the
+agent runs a host's commands oldest first):
 
-1. `destroy_gpu_instance` for each of the tenant's MIG GPU instances that still exists;
-2. `deactivate_partition` for each of its NVSwitch partitions that is still active;
-3. `reset_gpu` (reset + health check) for each GPU not in MIG mode (a MIG GPU's other GPU instances may belong
-   to other tenants, so its scrub is the destroy of the tenant's GPU instance; a vGPU-mode GPU is shared the same
-   way and its VFs are reset by the function-level reset of the VFIO release).
+1. `reset_vf` for each SR-IOV VF the tenant's vGPU used (the agent clears the VF's vGPU type and resets the
+   function, then health-checks its GPU; ADR 0502), first because a GPU instance with a vGPU on it is in use;
+2. `destroy_gpu_instance` for each of the tenant's MIG GPU instances that still exists;
+3. `deactivate_partition` for each of its NVSwitch partitions that is still active;
+4. `reset_gpu` (reset + health check) for each GPU not in MIG or vGPU mode (a MIG or vGPU GPU's other GPU
+   instances or VFs may belong to other tenants, so its scrub is the destroy / reset of the tenant's own device).
 
 The agent's reports (`agent_command_report`) move the GPU with `gpu_scrub_progress`: all commands succeeded and
 every reset's health check said `ok` -> `clean`; a command failed or a health check did not pass ->
@@ -31,10 +32,11 @@ from apps.core.clock import now
 from apps.core.errors import Conflict
 
 from ..errors import Code
-from ..models import AgentCommand, Gpu, GpuInstance, Host
+from ..models import AgentCommand, Gpu, GpuInstance, Host, VirtualFunction
 from ..states import CommandKind, CommandStatus, GpuHealth, GpuMode, GpuScrub
 
 LIVE = (CommandStatus.QUEUED, CommandStatus.DISPATCHED)
+RESETS = (CommandKind.RESET_GPU, CommandKind.RESET_VF)  # each reports the GPU's health check after the reset
 _FIELDS = ["scrub_commands", "scrub_reason", "scrub_state", "scrub_changed_at", "updated_at"]
 
 
@@ -57,23 +59,31 @@ def _queue(host: Host, kind: str, payload: dict, match: dict) -> AgentCommand:
 
 
 def gpus_scrub(*, actor, host: Host, gpu_indexes: Iterable[int], gpu_instances: Iterable[tuple[int, int]] = (),
-               partitions: Iterable[int] = (), reason: str) -> dict[str, str]:
+               partitions: Iterable[int] = (), vfs: Iterable[tuple[int, str]] = (), reason: str) -> dict[str, str]:
     """Mark the host's GPUs `gpu_indexes` dirty and queue their scrub (see the module docstring).
 
     `gpu_instances`: (gpu index, start slice) of the tenant's MIG GPU instances; `partitions`: its NVSwitch
-    partition ids (their deactivation is a step of the scrub of every GPU in `gpu_indexes`). Idempotent: a
-    command already queued for the same device is reused. Returns {name: command id}, names
-    `gpu_instance_destroy_<index>_<start>`, `partition_deactivate_<id>`, `reset_<index>`. A GPU with nothing to
-    do (a vGPU-mode GPU, a GPU instance already gone) stays as it was.
+    partition ids (their deactivation is a step of the scrub of every GPU in `gpu_indexes`); `vfs`: (gpu index,
+    VF PCI address) of its vGPUs' SR-IOV VFs. Idempotent: a command already queued for the same device is reused.
+    Returns {name: command id}, names `vf_reset_<address>`, `gpu_instance_destroy_<index>_<start>`,
+    `partition_deactivate_<id>`, `reset_<index>`. A GPU with nothing to do (a GPU instance already gone, a VF
+    not in inventory) stays as it was.
     """
-    gpu_instances, partitions = sorted(set(gpu_instances)), sorted(set(partitions))
-    indexes = sorted(set(gpu_indexes) | {i for i, _ in gpu_instances})
+    gpu_instances, partitions, vfs = sorted(set(gpu_instances)), sorted(set(partitions)), sorted(set(vfs))
+    indexes = sorted(set(gpu_indexes) | {i for i, _ in gpu_instances} | {i for i, _ in vfs})
     with transaction.atomic():
         host = Host.objects.select_for_update().get(pk=host.pk)
         gpus = {g.index: g for g in Gpu.objects.select_for_update().filter(host=host, index__in=indexes)
                 .order_by("index")}
         per_gpu: dict[int, list[str]] = {i: [] for i in gpus}
         names: dict[str, str] = {}
+        for index, address in vfs:
+            gpu = gpus.get(index)
+            if gpu is not None and VirtualFunction.objects.filter(gpu=gpu, pci_address=address).exists():
+                cmd = _queue(host, CommandKind.RESET_VF, {"gpu_index": index, "vf_address": address},
+                             {"vf_address": address})
+                names[f"vf_reset_{address}"] = str(cmd.pk)
+                per_gpu[index].append(str(cmd.pk))
         for index, start in gpu_instances:
             gpu = gpus.get(index)
             if gpu is not None and GpuInstance.objects.filter(gpu=gpu, start=start).exists():
@@ -136,7 +146,7 @@ def _evaluate(gpu: Gpu) -> None:
     ok) -> `scrub_failed`; any still queued/dispatched -> `dirty`; else `clean` (the command list is emptied)."""
     cmds = list(AgentCommand.objects.filter(pk__in=gpu.scrub_commands).order_by("created_at"))
     failed = [c for c in cmds if c.status == CommandStatus.FAILED]
-    unhealthy = [c for c in cmds if c.status == CommandStatus.SUCCEEDED and c.kind == CommandKind.RESET_GPU
+    unhealthy = [c for c in cmds if c.status == CommandStatus.SUCCEEDED and c.kind in RESETS
                  and c.result.get("health", GpuHealth.UNKNOWN) != GpuHealth.OK]
     if failed:
         state, reason = GpuScrub.FAILED, f"{failed[0].kind} failed: {failed[0].error}"
@@ -181,7 +191,7 @@ def gpu_scrub_retry(*, actor, gpu: Gpu, reason: str) -> Gpu:
         keep, again = [], []
         for c in AgentCommand.objects.filter(pk__in=gpu.scrub_commands).order_by("created_at"):
             bad = c.status == CommandStatus.FAILED or (
-                c.kind == CommandKind.RESET_GPU and c.result.get("health", GpuHealth.UNKNOWN) != GpuHealth.OK)
+                c.kind in RESETS and c.result.get("health", GpuHealth.UNKNOWN) != GpuHealth.OK)
             (again if bad else keep).append(c)
         ids = [str(c.pk) for c in keep]
         for c in again:
@@ -191,9 +201,9 @@ def gpu_scrub_retry(*, actor, gpu: Gpu, reason: str) -> Gpu:
             if c.kind == CommandKind.DEACTIVATE_PARTITION and c.payload["partition_id"] not in \
                     gpu.host.active_partitions:
                 continue
-            match = {k: c.payload[k] for k in ("gpu_index", "start", "partition_id") if k in c.payload}
-            ids.append(str(_queue(gpu.host, c.kind, {k: v for k, v in c.payload.items()
-                                                     if k in ("gpu_index", "start", "partition_id")}, match).pk))
+            keys = ("gpu_index", "start", "partition_id", "vf_address")
+            match = {k: c.payload[k] for k in keys if k in c.payload}
+            ids.append(str(_queue(gpu.host, c.kind, {k: v for k, v in c.payload.items() if k in keys}, match).pk))
         audit_record(actor=actor, action="inventory.gpu.scrub_retry", target=gpu,
                      before={"scrub_state": gpu.scrub_state}, after={"reason": reason, "commands": ids})
         gpu.scrub_commands, gpu.scrub_state, gpu.scrub_changed_at = ids, GpuScrub.DIRTY, now()
