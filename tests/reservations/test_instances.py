@@ -337,3 +337,39 @@ def test_an_instance_stopped_at_its_lease_end_does_not_start_on_the_gpu_the_next
     r = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/", format="json")
     assert (r.status_code, r.json()["code"]) == (409, "capacity_released"), r.content
     assert (Instance.objects.get(pk=inst.pk).status, Operation.objects.count()) == ("stopped", ops)
+
+
+def test_a_cancelled_lease_s_gpu_is_dirty_until_the_agent_reset_it_and_only_then_another_tenant_s(world, clock):
+    """Lease cancel (the lease-end release path): the running instance's GPU is dirty from the cancel (held while
+    its VM still runs, the scrub queued by its delete), the other tenant's create is refused until the agent has
+    reset it, then placed on it."""
+    from gpucloud_agent.backends.fake import FakeBackend
+
+    from apps.reservations.services.leases import lease_cancel
+    from tests.compute.conftest import drive
+    from tests.compute.test_scrub import Agent
+
+    host = gpu_host(gpus=1)
+    agent = Agent(host, [], FakeBackend())
+    le = _active_lease(world, clock, kind="gpus", count=1, end_action="delete")
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    lease_cancel(actor=None, lease=le)
+    gpu = host.gpus.get()
+    assert gpu.scrub_state == "dirty"
+    delete = Operation.objects.get(target_id=inst.pk, kind="instance.delete")
+    assert drive(delete.pk).status == "succeeded"
+    gpu.refresh_from_db()
+    (reset,) = AgentCommand.objects.filter(host=host, kind="reset_gpu")
+    assert (gpu.scrub_state, gpu.scrub_commands, reset.status) == ("dirty", [str(reset.pk)], "queued")
+
+    r = world.client_b.post("/api/v1/instances/", {"project": str(world.project_b.pk), "name": "b-1", "flavor": str(
+        world.gpu1.pk), "image": str(world.image.pk)}, format="json")
+    assert (r.status_code, r.json()["code"]) == (409, "capacity_unavailable"), r.content
+    assert agent.run() == ["reset_gpu"]
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "clean"
+    other = _request(world, world.gpu1, "b-1", client=world.client_b, project=world.project_b)
+    assert finish(other["operation"]["id"]).status == "succeeded"
+    assert Instance.objects.get(pk=other["instance"]["id"]).host_id == host.pk
