@@ -262,6 +262,46 @@ describe('launch wizard', () => {
     expect(window.sessionStorage.getItem(`${draftKey(PROJECT.id)}.key`)).toBeNull()   // forgotten once launched
   }, 30_000)
 
+  it('says as the name is typed that it cannot be a hostname, and what the greyed-out Next still needs', async () => {
+    stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+    })
+    renderPage(<LaunchPage />)
+    fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    expect(await screen.findByTestId('step-needs', {}, LONG)).toHaveTextContent('Needs a name and an image')
+    fireEvent.change(await input(/^Name/), { target: { value: 'Bad_Name' } })
+    expect(await screen.findByText(/Only lower-case letters, digits and hyphens/)).toBeInTheDocument()
+    fireEvent.click(await input(/^Image/))
+    fireEvent.click(await screen.findByRole('option', { name: /ubuntu/, hidden: true }, LONG))
+    expect(screen.getByTestId('step-needs')).toHaveTextContent('Needs a valid name')
+    expect(screen.getByRole('button', { name: 'Next' })).toBeDisabled()
+    fireEvent.change(await input(/^Name/), { target: { value: 'good-name' } })
+    await waitFor(() => expect(screen.getByRole('button', { name: 'Next' })).toBeEnabled())
+    expect(screen.queryByTestId('step-needs')).toBeNull()
+  }, 15_000)
+
+  it('names each subnet\'s VPC, since two VPCs may hold subnets of the same name and CIDR', async () => {
+    const subnet = (id: string, vpc: string) => ({ id, name: 'app', cidr: '10.0.1.0/24', vpc })
+    stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([subnet('s1', 'v1'), subnet('s2', 'v2')])),
+      'GET /api/v1/vpcs/': () => json(page([{ id: 'v1', name: 'prod' }, { id: 'v2', name: 'staging' }])),
+      'POST /api/v1/instances/check/': () => json(CHECK),
+    })
+    renderPage(<LaunchPage />)
+    await toThirdStep('nb')
+    fireEvent.click(await input(/^Subnet/))
+    expect(await screen.findByRole('option', { name: 'app (10.0.1.0/24) in VPC prod', hidden: true }, LONG)).toBeInTheDocument()
+    expect(screen.getByRole('option', { name: 'app (10.0.1.0/24) in VPC staging', hidden: true })).toBeInTheDocument()
+  }, 15_000)
+
   it('keeps the choices across a reload in the middle, and forgets them once launched or cancelled', async () => {
     const seen = stubApi({
       'GET /api/v1/flavors/': () => json(page(FLAVORS)),

@@ -105,6 +105,18 @@ const FIELD_STEP: Record<string, number> = {
   size: 2, market: 2, lease: 2,
 }
 
+/** Why `name` cannot name an instance, or null (empty: null, the field is required). The name becomes the guest's
+ * hostname: a lower-case DNS label of at most 63 characters (RFC 1035 §2.3.4, RFC 1123 §2.1), the rule the API
+ * checks (400 `validation_error` on `name`), told here as it is typed rather than at the review. */
+export function hostnameProblem(name: string): string | null {
+  if (!name) return null
+  if (name.length > 63) return 'At most 63 characters (counting the -N a count adds)'
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/.test(name)) {
+    return 'Only lower-case letters, digits and hyphens, starting and ending with a letter or digit'
+  }
+  return null
+}
+
 /** The names of the instances the form launches: its name alone for one, `<name>-1` … `<name>-<count>` for more. */
 export function instanceNames(form: Pick<LaunchForm, 'name' | 'count' | 'shape'>): string[] {
   const name = form.name.trim()
@@ -332,6 +344,15 @@ export function LaunchPage() {
     queryFn: () => unwrap(api.GET('/api/v1/subnets/', { params: { query: { project: pid, page_size: 500 } } })),
   })
   const subnet = subnets.data?.results.find((s) => s.id === form.subnet)
+  const vpcs = useQuery({
+    queryKey: ['vpcs', pid, 'all'],
+    queryFn: () => unwrap(api.GET('/api/v1/vpcs/', { params: { query: { project: pid, page_size: 500 } } })),
+  })
+  // "gpu (10.40.1.0/24) in VPC prod": two VPCs may each have a subnet of the same name and CIDR
+  const subnetLabel = (s: { name: string, cidr: string, vpc: string }) => {
+    const vpc = vpcs.data?.results.find((v) => v.id === s.vpc)
+    return `${s.name} (${s.cidr})${vpc ? ` in VPC ${vpc.name}` : ''}`
+  }
   const partitions = useQuery({
     queryKey: ['ib-partitions', pid, 'all'],
     queryFn: () => unwrap(api.GET('/api/v1/ib-partitions/', { params: { query: { project: pid, page_size: 500 } } })),
@@ -433,7 +454,15 @@ export function LaunchPage() {
   const err = partial ? partial.cause : launch.error
 
   const countValid = Number.isInteger(form.count) && form.count >= 1 && form.count <= (cluster ? MAX_NODES : MAX_COUNT)
-  const stepValid = [Boolean(form.flavor), Boolean(form.name.trim() && form.image), countValid && (form.market !== 'lease' || Boolean(form.lease)), true]
+  const nameProblem = names.map(hostnameProblem).find(Boolean) ?? null
+  const stepValid = [Boolean(form.flavor), Boolean(form.name.trim() && form.image && !nameProblem), countValid && (form.market !== 'lease' || Boolean(form.lease)), true]
+  // what the step still needs, said beside its greyed-out Next
+  const stepNeeds = [
+    'Choose a flavor',
+    [!form.name.trim() && 'a name', nameProblem && 'a valid name', !form.image && 'an image'].filter(Boolean).join(' and '),
+    !countValid ? `A count from 1 to ${cluster ? MAX_NODES : MAX_COUNT}` : 'Choose the lease to launch in',
+    '',
+  ]
   const networked = form.market === 'on_demand'   // the request API (spot, lease) takes no subnet or partition
   const next = () => setStep((s) => Math.min(3, s + 1))
   const back = () => setStep((s) => Math.max(0, s - 1))
@@ -503,7 +532,7 @@ export function LaunchPage() {
               maxLength={63}
               value={form.name}
               onChange={(e) => set('name', e.currentTarget.value)}
-              error={fieldError(err, 'name')}
+              error={nameProblem ?? fieldError(err, 'name')}
             />
             <Select
               label="Image"
@@ -597,7 +626,7 @@ export function LaunchPage() {
               allowDeselect={false}
               disabled={!networked}
               description={!networked ? 'Spot and lease requests join no subnet (the request API takes none)' : 'The instance gets a port with a fixed IP'}
-              data={(subnets.data?.results ?? []).map((s) => ({ value: s.id, label: `${s.name} (${s.cidr})` }))}
+              data={(subnets.data?.results ?? []).map((s) => ({ value: s.id, label: subnetLabel(s) }))}
               value={form.subnet}
               onChange={(v) => setForm((f) => ({ ...f, subnet: v, securityGroups: [] }))}
               error={fieldError(err, 'subnet_id')}
@@ -645,9 +674,9 @@ export function LaunchPage() {
                     : names.length > 1 ? `${names.length} instances: ${names[0]} … ${names[names.length - 1]}` : 'one instance'}
                 </dd>
                 <dt>SSH keys</dt>
-                <dd>{form.sshKeys.length || 'none'}</dd>
+                <dd>{form.sshKeys.length ? (keys.data?.results ?? []).filter((k) => form.sshKeys.includes(k.id)).map((k) => k.name).join(', ') : 'none'}</dd>
                 <dt>Network</dt>
-                <dd>{subnet ? `${subnet.name} (${subnet.cidr})` : 'none'}</dd>
+                <dd>{subnet ? subnetLabel(subnet) : 'none'}</dd>
                 <dt>InfiniBand</dt>
                 <dd>{partition ? `${partition.name} (${partition.fabric}, ${partition.pkey_hex})` : 'none'}</dd>
                 <dt>Market</dt>
@@ -706,9 +735,16 @@ export function LaunchPage() {
           </Button>
         </Group>
         {step < 3 ? (
-          <Button onClick={next} disabled={!stepValid[step]}>
-            Next
-          </Button>
+          <Group gap="sm">
+            {!stepValid[step] && (
+              <Text size="sm" c="dimmed" data-testid="step-needs">
+                {step === 1 ? `Needs ${stepNeeds[1]}` : stepNeeds[step]}
+              </Text>
+            )}
+            <Button onClick={next} disabled={!stepValid[step]}>
+              Next
+            </Button>
+          </Group>
         ) : (
           <Group>
             {check.data && !check.data.placeable && check.data.code === 'capacity_unavailable' && form.market === 'on_demand' && (
@@ -719,7 +755,8 @@ export function LaunchPage() {
             <WriteButton
               onClick={() => launch.mutate(false)}
               loading={launch.isPending && !launch.variables}
-              disabled={!stepValid[0] || !stepValid[1] || !stepValid[2] || (check.data ? !check.data.placeable && form.market === 'on_demand' : false)}
+              disabled={!stepValid[0] || !stepValid[1] || !stepValid[2] || (check.data ? !check.data.placeable && form.market === 'on_demand' : false)
+                || (check.error instanceof ApiError && check.error.status === 400)}
             >
               {cluster ? `Launch a cluster of ${form.count}` : names.length > 1 ? `Launch ${names.length} instances` : 'Launch'}
             </WriteButton>

@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Anchor, Badge, Button, Group, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useDebouncedValue } from '@mantine/hooks'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
@@ -220,13 +220,13 @@ function OnDemandQueue({ project }: { project: string }) {
       <Stack gap="sm">
         <Title order={3} size="h4" id="queue-title">On-demand queue</Title>
         <Text size="sm" c="dimmed">
-          Instances and clusters launched with “queue when full” wait here, in queue order, until the capacity they
+          Instances and clusters launched with “Queue until it fits” (offered at the launch’s review when the fleet is full) wait here, in queue order, until the capacity they
           need frees up; each is placed as soon as it fits, or gives up at its deadline.
         </Text>
         <ProblemAlert error={queue.error ?? leave.error} title={leave.error ? 'The request was not cancelled' : undefined} />
         {queue.isSuccess && rows.length === 0 && !queue.hasPrevious ? (
           <Text size="sm" c="dimmed" data-testid="queue-empty">
-            Nothing of this project is waiting. When the fleet is full, launch with “queue when full” to wait here for
+            Nothing of this project is waiting. When the fleet is full, choose “Queue until it fits” at the launch’s review to wait here for
             capacity instead of being refused.
           </Text>
         ) : (
@@ -367,7 +367,14 @@ export function LeasesPage() {
   const [form, setForm] = useState<LeaseForm>({
     name: '', kind: 'gpus', gpuModel: '', migProfile: '', count: 1, start: '', end: '', timeZone: browserZone(),
   })
-  const set = <K extends keyof LeaseForm>(key: K, value: LeaseForm[K]) => setForm((f) => ({ ...f, [key]: value }))
+  // a change to the form clears the last refusal (its field errors described the values sent, not these) and the
+  // last "requested" notice
+  const set = <K extends keyof LeaseForm>(key: K, value: LeaseForm[K]) => {
+    setForm((f) => ({ ...f, [key]: value }))
+    if (create.error || requested) create.reset()
+    setRequested(null)
+  }
+  const [requested, setRequested] = useState<Lease | null>(null)
   const model = form.gpuModel || models[0] || ''
   const migProfiles = profiles.get(model) ?? []
   const create = useMutation({
@@ -376,8 +383,11 @@ export function LeasesPage() {
         params: { header: { 'Idempotency-Key': submitCreate.idempotencyKey.current } },
         body: leaseBody(pid, { ...form, gpuModel: model, migProfile: form.migProfile || migProfiles[0] || '' }),
       })),
-    onSuccess: () => {
-      setForm((f) => ({ ...f, name: '' }))
+    onSuccess: (lease) => {
+      // the window and size are cleared with the name, so the form is not read as unsent (and the check does not go
+      // on answering for a second, identical lease); the kind, model and time zone stay for the next request
+      setForm((f) => ({ ...f, name: '', count: 1, start: '', end: '' }))
+      setRequested(lease)
       void qc.invalidateQueries({ queryKey: ['leases'] })
     },
   })
@@ -407,6 +417,11 @@ export function LeasesPage() {
             </Title>
             <ProblemAlert error={create.error} title="The lease was not created"
               shownFields={['name', 'kind', 'gpu_model', 'mig_profile', 'count', 'start', 'end']} />
+            {requested && (
+              <Alert color="green" role="status" data-testid="lease-requested" title={`Lease “${requested.name}” requested`}>
+                It is {requested.status}; it appears in the list below{requested.status === 'requested' ? '; its capacity is held once it is confirmed' : ''}.
+              </Alert>
+            )}
             <SimpleGrid cols={{ base: 1, sm: 2, lg: 4 }}>
               <TextInput label="Name" required maxLength={63} value={form.name} onChange={(e) => set('name', e.currentTarget.value)}
                 error={fieldError(create.error, 'name')} disabled={!canWrite} />
