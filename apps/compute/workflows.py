@@ -36,7 +36,7 @@ from .services import devices as devsvc
 from .services import networks as netsvc
 from .services import volumes as volsvc
 from .services.hypervisor import driver_for_host
-from .services.instances import CREATE, DELETE, REBOOT, RECREATE, RESIZE, START, STOP
+from .services.instances import CREATE, DELETE, REBOOT, RECREATE, RESIZE, START, STOP, require_gpu_capacity
 from .services.placement import (
     CapacityTaken,
     instance_allocations_release,
@@ -163,6 +163,8 @@ def define(op) -> None:
 
 def start(op) -> None:
     inst = _instance(op)
+    if op.kind == START:  # its lease may have ended since the start was asked (the service checked then)
+        require_gpu_capacity(inst)
     info = _call(op, driver_for_host(inst.host).domain_start, inst.pk)
     _observe(inst, info.power_state)
 
@@ -314,10 +316,14 @@ def redefine(op) -> None:
 
 
 def action_failed(op, code: str, detail: str) -> None:
+    """on_error of stop, start, reboot, resize: the instance goes to `error`; a start that failed after its
+    capacity was released (a lease ended meanwhile: its GPUs are held dirty) queues the scrub of its GPUs."""
     inst = _instance(op)
     if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
         return
     transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
+    if op.kind == START:
+        devsvc.devices_scrub_if_released(inst)
 
 
 # ---- delete -------------------------------------------------------------------------------------------------

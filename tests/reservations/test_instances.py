@@ -373,3 +373,33 @@ def test_a_cancelled_lease_s_gpu_is_dirty_until_the_agent_reset_it_and_only_then
     other = _request(world, world.gpu1, "b-1", client=world.client_b, project=world.project_b)
     assert finish(other["operation"]["id"]).status == "succeeded"
     assert Instance.objects.get(pk=other["instance"]["id"]).host_id == host.pk
+
+
+def test_a_start_that_the_lease_end_overtakes_starts_nothing_and_scrubs_the_gpu(world, clock):
+    """The lease ends between a start's request and its `start` step: the GPU is held dirty at the lease end (the
+    VM may be coming up), the start fails with capacity_released before the domain starts, and its failure queues
+    the scrub; the GPU is clean only after the agent's reset."""
+    from apps.compute.services.instances import instance_start, instance_stop
+    from tests.compute.conftest import drive
+
+    host = gpu_host(gpus=1)
+    le = _active_lease(world, clock, kind="gpus", count=1, end_action="stop")
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    assert finish(instance_stop(actor=None, instance=inst).pk).status == "succeeded"
+    inst.refresh_from_db()
+    clock.move_to(at(11, 59))
+    start = instance_start(actor=None, instance=inst)
+    clock.move_to(at(12))
+    assert leases_advance()["ended"] == 1
+    gpu = host.gpus.get()
+    assert (gpu.scrub_state, list(AgentCommand.objects.filter(host=host, kind="reset_gpu"))) == ("dirty", [])
+
+    op = drive(start.pk)
+    inst.refresh_from_db()
+    assert (op.status, op.error_code, inst.status, inst.observed_state) == (
+        "failed", "capacity_released", "error", "shutoff")
+    (reset,) = AgentCommand.objects.filter(host=host, kind="reset_gpu")
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, gpu.scrub_commands, reset.status) == ("dirty", [str(reset.pk)], "queued")

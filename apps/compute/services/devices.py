@@ -220,11 +220,12 @@ def devices_hold(instance: Instance, *, reason: str) -> None:
 
 def devices_capacity_released(instance: Instance, *, reason: str) -> None:
     """The instance's allocations were released by someone else (its lease ended or was cancelled) while the
-    instance stays: a `deleting` or `stopping` instance's GPUs are held dirty until its workflow queues the
-    scrub (the VM may still run); any other instance's (stopped, error) scrub is queued now."""
+    instance stays: a `deleting`, `stopping` or `starting` instance's GPUs are held dirty until its workflow queues
+    the scrub (the VM may still run; a start refuses to start it and queues the scrub when it fails); any other
+    instance's (stopped, error) scrub is queued now."""
     if instance.host_id is None or instance.status == InstanceStatus.DELETED:
         return
-    if instance.status in (InstanceStatus.DELETING, InstanceStatus.STOPPING):
+    if instance.status in (InstanceStatus.DELETING, InstanceStatus.STOPPING, InstanceStatus.STARTING):
         devices_hold(instance, reason=f"{reason}; waiting for its {instance.status}")
     else:
         devices_scrub(instance, reason=reason)

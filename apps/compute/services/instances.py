@@ -270,7 +270,7 @@ def instance_stop(*, actor, instance: Instance, hard: bool = False) -> Operation
     return _act(actor, instance, "stop", STOP, {"hard": bool(hard)})
 
 
-def _require_gpu_capacity(instance: Instance) -> None:
+def require_gpu_capacity(instance: Instance) -> None:
     """A GPU instance starts only while it holds a GPU allocation: once its lease ended or was cancelled, its
     GPUs were released and scrubbed and may be another tenant's (start does not place again)."""
     from apps.scheduling.selectors import allocation_list_for_consumer
@@ -286,7 +286,7 @@ def _require_gpu_capacity(instance: Instance) -> None:
 def instance_start(*, actor, instance: Instance) -> Operation:
     """stopped → starting. 409 `capacity_released` for a GPU instance that holds no GPU allocation any more
     (docs/compute.md, "Scrub")."""
-    return _act(actor, instance, "start", START, guard=_require_gpu_capacity)
+    return _act(actor, instance, "start", START, guard=require_gpu_capacity)
 
 
 def instance_reboot(*, actor, instance: Instance, hard: bool = False) -> Operation:
