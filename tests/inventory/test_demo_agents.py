@@ -41,11 +41,15 @@ def test_demo_mig_host_enrolls_with_vfs_and_runs_commands(live_server):
     cmd = agent_command_enqueue(actor=None, host=mig, kind="create_gpu_instance",
                                 payload={"gpu_index": 1, "profile": "3g.40gb"})
     reset = agent_command_enqueue(actor=None, host=plain, kind="reset_gpu", payload={"gpu_index": 0})
+    vf = VirtualFunction.objects.filter(gpu__host=mig, gpu__index=0).order_by("index").last()
+    vf_reset = agent_command_enqueue(actor=None, host=mig, kind="reset_vf",
+                                     payload={"gpu_index": 0, "vf_address": vf.pci_address})
     foreign = agent_command_enqueue(actor=None, host=prod, kind="reset_gpu", payload={"gpu_index": 0})
     _run(live_server.url)
-    cmd.refresh_from_db()
-    reset.refresh_from_db()
-    assert (cmd.status, reset.status) == ("succeeded", "succeeded"), (cmd.result, reset.result)
+    for c in (cmd, reset, vf_reset):
+        c.refresh_from_db()
+    assert (cmd.status, reset.status, vf_reset.status) == ("succeeded",) * 3, (cmd.result, reset.result,
+                                                                                vf_reset.error)
     assert list(GpuInstance.objects.filter(gpu__host=mig).values_list("gpu__index", "profile")) == [(1, "3g.40gb")]
     assert AgentCommand.objects.get(pk=foreign.pk).status == "queued"  # not a demo host: its own agent runs it
 

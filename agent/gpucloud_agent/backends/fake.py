@@ -156,7 +156,10 @@ class FakeBackend:
         self._save()
 
     def reset_vf(self, pci_address: str) -> None:
-        if not any(v["pci_address"] == pci_address for g in self.gpus() for v in g.vfs):
+        """Count the reset of a VF this fake has: its own (`vfs_per_gpu`), or those in `state["vfs"]` (addresses a
+        harness reports as the host's VFs, e.g. `manage.py demo_agents`)."""
+        known = self.state.get("vfs") or [v["pci_address"] for g in self.gpus() for v in g.vfs]
+        if pci_address not in known:
             raise BackendError(f"no SR-IOV VF {pci_address}", "vf_not_found")
         resets = self.state.setdefault("vf_resets", {})
         resets[pci_address] = resets.get(pci_address, 0) + 1

@@ -92,6 +92,7 @@ class DemoAgent:
                 "mig": {"enabled": mig, "layout": [{k: x[k] for k in ("profile_id", "start", "size")}
                                                    for x in layout]},
                 "vfs": [{"index": v, "pci_address": f"{base}:{(v + 4) // 8:02x}.{(v + 4) % 8}"} for v in range(vfs)]})
+        backend.state["vfs"] = [v["pci_address"] for g in self.inventory["gpus"] for v in g["vfs"]]  # reset_vf's
         self.host_id, self.name = host.pk, host.name
         self.cp = ControlPlane(base_url)
         self.agent = Agent(backend, self.cp)
