@@ -22,5 +22,6 @@ class Code(StrEnum):
     AMOUNT_OUT_OF_RANGE = "amount_out_of_range"
     ZERO_AMOUNT = "zero_amount"
     INVOICE_HAS_CREDIT_NOTES = "invoice_has_credit_notes"
+    INCIDENT_ALREADY_CREDITED = "incident_already_credited"
     INVALID_COUNTRY = "invalid_country"
     TAX_RATE_OVERLAP = "tax_rate_overlap"

@@ -133,3 +133,65 @@ def test_an_operator_corrects_an_incident_and_bad_changes_write_nothing(host):
     assert (inc.reason, inc.provider_at_fault) == ("PSU failed", False)
     assert AuditEvent.objects.filter(action="inventory.incident.update").count() == 2
     assert _staff(StaffRole.BILLING_ADMIN).patch(url, {"reason": "x"}).status_code == 403
+
+
+def _june_with_a_9_hour_incident(fleet, host):
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 6, 1), utc(2026, 8, 1))
+    fleet.place(h.id, "vm1", utc(2026, 5, 31))
+    inc = incident(h, utc(2026, 6, 10, 3), utc(2026, 6, 10, 12))   # 9 h
+    collect(utc(2026, 6, 1), utc(2026, 7, 2))
+    return org, inc
+
+
+def test_an_incident_credited_on_a_finalized_invoice_is_not_corrected(tiers, fleet, host):
+    """June is finalized with the 9 h incident's credit computed (it waits on July's draft): moving its start is a
+    409 `incident_already_credited` naming the invoice and saying to issue a credit note; nothing changes."""
+    from apps.billing.models import Invoice, SlaReport
+
+    org, inc = _june_with_a_9_hour_incident(fleet, host)
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        invoice_run_execute(period="2026-07", finalize=False)
+        report = SlaReport.objects.get(period="2026-06")
+        assert report.downtime_minutes == 540 and report.credit_amount > 0
+        ops = _staff(StaffRole.OPERATOR)
+        r = ops.patch(f"/api/v1/incidents/{inc.pk}/", {"start": "2026-06-10T11:00:00Z"})
+        # the reason is not billed: it may still be corrected
+        reason = ops.patch(f"/api/v1/incidents/{inc.pk}/", {"reason": "PSU"})
+    june = Invoice.objects.get(organization=org, period="2026-06")
+    assert (r.status_code, r.headers["Content-Type"], r.json()["code"]) == (
+        409, "application/problem+json", "incident_already_credited")
+    assert r.json()["invoices"] == [june.display_number] and "credit note" in r.json()["detail"]
+    inc.refresh_from_db()
+    assert inc.start == utc(2026, 6, 10, 3)
+    assert SlaReport.objects.get(period="2026-06").downtime_minutes == 540
+    assert reason.status_code == 200
+    assert AuditEvent.objects.get(action="inventory.incident.update").after == {"reason": "PSU"}
+
+
+def test_correcting_an_incident_billed_on_a_draft_re_rates_the_draft(tiers, fleet, host):
+    """June is only drafted: moving the start from 03:00 to 11:00 re-rates June's draft in the same request, so the
+    SLA report, the draft's usage and the incident's impact all say 1 h (as a fresh run would)."""
+    from decimal import Decimal
+
+    from apps.billing.models import Invoice, SlaReport
+
+    org, inc = _june_with_a_9_hour_incident(fleet, host)
+    ops = _staff(StaffRole.OPERATOR)
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06", finalize=False)
+        before = Invoice.objects.get(organization=org, period="2026-06").subtotal
+        r = ops.patch(f"/api/v1/incidents/{inc.pk}/", {"start": "2026-06-10T11:00:00Z"})
+        assert r.status_code == 200, r.json()
+        impact = ops.get(f"/api/v1/incidents/{inc.pk}/impact/").json()
+    report = SlaReport.objects.get(period="2026-06")
+    june = Invoice.objects.get(organization=org, period="2026-06")
+    assert report.downtime_minutes == 60
+    assert june.subtotal - before == Decimal("32.00")   # 8 h more billed at $4.00/h
+    assert report.billed_amount == june.subtotal
+    [credit] = impact["resources"][0]["credits"]
+    assert credit["credit_amount"] == credit["report_credit_amount"] == str(report.credit_amount)
+    assert impact["downtime_s"] == 3600

@@ -112,7 +112,10 @@ class IncidentViewSet(_StaffReadOnly):
         400: "invalid_time: a naive or future time, a start not before the end, or a start before the end of the "
              "same host's (or GPU's) previous incident; validation_error: an empty reason.",
         403: "permission_denied: only operators change incidents.",
-        409: "incident_open: an end for an open incident (it ends when its host or GPU is marked available)."})},
+        409: "incident_open: an end for an open incident (it ends when its host or GPU is marked available); "
+             "incident_already_credited (with `invoices`): a change of start, end or provider fault once the "
+             "downtime is billed on a finalized or paid invoice (issue a credit note instead). While it is billed "
+             "on drafts only, a change re-rates them."})},
         summary="Correct an incident's times, reason or provider fault (audited)")
     def partial_update(self, request, pk=None):
         inc = host_services.incident_update(actor=request.user, incident=self.get_object(),

@@ -7,7 +7,9 @@ open incidents as SLA downtime (docs/fleet.md, docs/billing.md).
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
+from collections.abc import Callable
 
 from django.db import transaction
 
@@ -167,17 +169,33 @@ def gpu_mark_healthy(*, actor, gpu: Gpu, reason: str, at: dt.datetime | None = N
 
 
 INCIDENT_FIELDS = ("start", "end", "reason", "provider_at_fault")
+#: the fields whose change changes the downtime an incident stands for (billing reads them)
+INCIDENT_DOWNTIME_FIELDS = ("start", "end", "provider_at_fault")
+
+#: Called inside `incident_update`'s transaction after a change of `INCIDENT_DOWNTIME_FIELDS` is saved, with
+#: (actor, incident as it was, incident as it is now): may raise a DomainError to refuse the change (the
+#: transaction rolls back) or bring what it derives from the incident up to date. Registered by billing.
+IncidentChangeHook = Callable[[object, Incident, Incident], None]
+_INCIDENT_CHANGE_HOOKS: list[IncidentChangeHook] = []
+
+
+def register_incident_change_hook(fn: IncidentChangeHook) -> None:
+    if fn not in _INCIDENT_CHANGE_HOOKS:
+        _INCIDENT_CHANGE_HOOKS.append(fn)
 
 
 def incident_update(*, actor, incident: Incident, **changes) -> Incident:
     """Correct an incident: `start` (when the fault began), `end` (a closed incident's only: an open one ends when
     its host or GPU is marked available), `reason`, `provider_at_fault` (whether its downtime counts against the
     SLA of the resources that ran there). Only the keys given change; audited as `inventory.incident.update` with
-    the fields before and after. Billing derives downtime and credits from the incident on its next sync.
+    the fields before and after. A change of its window or fault is handed, in the same transaction, to the
+    registered incident change hooks (billing: refuses it once an invoice derived from the incident is finalized,
+    else re-rates the drafts it touches, docs/adr/0606-incident-corrections-after-billing.md).
 
     Raises ValidationFailed (400, on the field): `invalid_time` for a naive or future time, a start not before the
     end, or a start before the end of the same host's (or GPU's) previous incident (incidents never overlap);
-    `reason_required` for an empty reason; Conflict (409 `incident_open`) for an `end` on an open incident.
+    `reason_required` for an empty reason; Conflict (409 `incident_open`) for an `end` on an open incident; what a
+    hook raises (billing: 409 `incident_already_credited`).
     """
     changes = {k: v for k, v in changes.items() if k in INCIDENT_FIELDS}
     with transaction.atomic():
@@ -203,9 +221,13 @@ def incident_update(*, actor, incident: Incident, **changes) -> Incident:
         if previous is not None and start < previous:
             raise ValidationFailed(f"The start is before the end of the previous incident ({previous.isoformat()}).",
                                    code="invalid_time", errors={"start": ["before the previous incident's end"]})
+        was = copy.copy(inc)
         for key, value in changes.items():
             setattr(inc, key, value)
         inc.save(update_fields=[*changes, "updated_at"])
+        if any(getattr(was, k) != getattr(inc, k) for k in INCIDENT_DOWNTIME_FIELDS):
+            for hook in _INCIDENT_CHANGE_HOOKS:
+                hook(actor, was, inc)
         jsonable = lambda v: v.isoformat() if isinstance(v, dt.datetime) else v  # noqa: E731
         audit_record(actor=actor, action="inventory.incident.update", target=inc,
                      before={k: jsonable(v) for k, v in before.items()},
