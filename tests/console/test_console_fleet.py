@@ -280,6 +280,21 @@ def test_7b_one_gpu_marked_faulty_and_healthy_from_the_panel(fc, tab):
     expect(panel.locator('[data-testid="host-gpu"][data-index="3"]')).to_have_attribute("data-state", "free")
 
 
+def test_7c_on_a_narrow_screen_a_chosen_host_s_panel_is_scrolled_into_view(fc, tab):
+    """Below the map's two-column width the host panel sits under the whole map: choosing a host brings it into
+    view instead of seeming to do nothing."""
+    tab.set_viewport_size({"width": 900, "height": 800})
+    try:
+        tab.goto(f"{fc.base}/staff/fleet")          # the map unfiltered, from the top of the page
+        tab.locator(f'[data-testid="heatmap-host"][data-host="{fc.host}"]').click()
+        panel = tab.get_by_test_id("host-panel")
+        expect(panel).to_contain_text(fc.host)
+        expect(panel).to_be_in_viewport()
+        _shot(tab, "admin-fleet-narrow-host")
+    finally:
+        tab.set_viewport_size({"width": 1280, "height": 900})
+
+
 def test_8_tenant_gets_not_found_on_the_admin_routes(fc, browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()

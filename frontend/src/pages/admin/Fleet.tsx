@@ -1,6 +1,6 @@
 import { Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useCallback, useEffect, useState } from 'react'
+import { useCallback, useEffect, useRef, useState } from 'react'
 import { ApiError, api, unwrap, type FleetHost, type Gpu, type Host, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
@@ -311,6 +311,13 @@ export function AdminFleetPage() {
   const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null, gpuState: null })
   const [selected, setSelected] = useState<string | null>(null)
   const select = useCallback((h: FleetHost) => setSelected(h.id), [])   // stable: unchanged rows do not redraw
+  // on a narrow screen the panel is below the whole map: a chosen host's panel is scrolled into view (beside the map
+  // it is sticky and seen already)
+  const panel = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const box = panel.current?.getBoundingClientRect()
+    if (selected && box && (box.top >= window.innerHeight || box.bottom <= 0)) panel.current?.scrollIntoView?.({ block: 'start' })
+  }, [selected])
   if (me.isPending) return null
   if (!staff || (summary.error instanceof ApiError && summary.error.status === 404)) return <NotFoundPage />
   const data = summary.data
@@ -342,7 +349,7 @@ export function AdminFleetPage() {
               <HeatMap summary={data} filters={filters} selected={selected} onSelect={select} />
             </Grid.Col>
             {/* the panel stays in view beside a long map (a host far down the page opens it where it is seen) */}
-            <Grid.Col span={{ base: 12, md: 5 }} style={{ position: 'sticky', top: 80, alignSelf: 'flex-start' }}>
+            <Grid.Col span={{ base: 12, md: 5 }} style={{ position: 'sticky', top: 80, alignSelf: 'flex-start' }} ref={panel}>
               {row ? <HostPanel row={row} /> : <Text c="dimmed">Choose a host to see its GPUs and actions.</Text>}
             </Grid.Col>
           </Grid>
