@@ -4,6 +4,8 @@ import { Link, Navigate, Outlet, matchPath, useLocation, useNavigate, useNavigat
 import { isAdminPath, useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
 import { useIsStaff } from '../auth/staff'
+import { isOrganizationPath } from '../tenancy'
+import { NoProject } from './NoProject'
 import { READ_ONLY_HINT } from './WriteButton'
 
 const NAV = [
@@ -151,15 +153,14 @@ export function Layout() {
             {READ_ONLY_HINT} You can look at everything here; changes are disabled.
           </Alert>
         )}
-        {/* pages mount once the project is known: their lists filter by it (an empty id is a 400) */}
+        {/* a project's pages mount once the project is known: their lists filter by it (an empty id is a 400); the
+            organization's pages need only the organization */}
         {admin ? (
           <Outlet />
         ) : scope.loading ? null : !tenantNav ? (
           <Navigate to="/staff/fleet" replace />
-        ) : !scope.project ? (
-          <Alert color="blue" title="No project yet">
-            You are not a member of any project. Ask an organization owner or admin to invite you to one.
-          </Alert>
+        ) : !scope.project && !(scope.organization && isOrganizationPath(location.pathname)) ? (
+          <NoProject />
         ) : (
           <Outlet />
         )}

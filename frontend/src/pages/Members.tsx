@@ -107,7 +107,7 @@ export function MembersPage() {
             label="Member of"
             data={[
               { value: 'organization', label: `organization ${organization?.name ?? ''}`, disabled: !allowed && projectAllowed },
-              { value: 'project', label: `project ${project?.name ?? ''}` },
+              { value: 'project', label: project ? `project ${project.name}` : 'a project (none yet)', disabled: !project },
             ]}
             value={where}
             onChange={(v) => {

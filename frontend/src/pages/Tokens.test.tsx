@@ -1,5 +1,6 @@
 import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
+import type { Organization } from '../api/client'
 import { PROJECT, json, renderPage, scope, stubApi } from '../test/render'
 import { TokensPage, tokenBody } from './Tokens'
 
@@ -45,6 +46,24 @@ describe('API tokens', () => {
     expect(body).toMatchObject({ name: 'ci', scope: 'read', project: PROJECT.id })
     fireEvent.click(screen.getByRole('button', { name: 'Dismiss' }))
     await waitFor(() => expect(screen.queryByTestId('token-secret')).toBeNull())
+  })
+
+  it('binds a new token to the organization when it has no project yet', async () => {
+    const seen = stubApi({
+      'GET /api/v1/session/': () => json(SESSION),
+      'GET /api/v1/tokens/': () => json(page([])),
+      'POST /api/v1/tokens/': () => json({ ...TOKEN, project: null, organization: PROJECT.organization, token: 'gpc_x' }, 201),
+    })
+    const org = { id: PROJECT.organization, name: 'Acme' } as Organization
+    renderPage(<TokensPage />, { value: scope({ organizations: [org], organization: org, projects: [], project: null, canWrite: false }) })
+    expect(await screen.findByText('No API tokens yet', {}, { timeout: 5000 })).toBeInTheDocument()
+    expect(screen.getByRole('combobox', { name: /^Works in/ })).toHaveValue('organization Acme')
+    fireEvent.change(screen.getByLabelText(/^Name/), { target: { value: 'ci' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Create token' }))
+    expect(await screen.findByTestId('token-secret', {}, { timeout: 5000 })).toHaveTextContent('gpc_x')
+    const body = await seen.find((r) => r.method === 'POST')!.json()
+    expect(body).toMatchObject({ name: 'ci', organization: PROJECT.organization })
+    expect(body.project).toBeUndefined()
   })
 
   it('hides the new secret’s banner once that token is revoked (revoking another token leaves it)', async () => {

@@ -74,7 +74,7 @@ export function TokensPage() {
     mutationFn: (v, idempotencyKey): Promise<ApiTokenCreated> =>
       unwrap(api.POST('/api/v1/tokens/', {
         params: { header: { 'Idempotency-Key': idempotencyKey } },
-        body: tokenBody({ ...v, days: Number(v.days) },
+        body: tokenBody({ ...v, binding: project ? v.binding : 'organization', days: Number(v.days) },
           { project: project?.id ?? '', organization: project?.organization ?? organization?.id ?? '' }),
       })),
     invalidate: ['tokens'],
@@ -116,10 +116,10 @@ export function TokensPage() {
             label="Works in"
             description="One project, or the whole organization"
             data={[
-              { value: 'project', label: `project ${project?.name ?? ''}` },
+              { value: 'project', label: project ? `project ${project.name}` : 'a project (none yet)', disabled: !project },
               { value: 'organization', label: `organization ${orgName}` },
             ]}
-            value={create.values.binding}
+            value={project ? create.values.binding : 'organization'}
             onChange={(v) => v && create.set('binding', v as 'project' | 'organization')}
             allowDeselect={false}
             error={create.errorOf('project') ?? create.errorOf('organization')}
