@@ -263,7 +263,7 @@ class AgentCommandInput(Serializer):
 class AgentEnrollInput(Serializer):
     token = serializers.CharField()
     inventory = serializers.DictField(default=dict)
-    agent_version = serializers.CharField(default="", allow_blank=True)
+    agent_version = serializers.CharField(max_length=32, default="", allow_blank=True)
 
 
 class AgentEnrollOutput(Serializer):
@@ -274,7 +274,7 @@ class AgentEnrollOutput(Serializer):
 
 class AgentHeartbeatInput(Serializer):
     inventory = serializers.DictField(required=False)
-    agent_version = serializers.CharField(default="", allow_blank=True)
+    agent_version = serializers.CharField(max_length=32, default="", allow_blank=True)
 
 
 class AgentHeartbeatOutput(Serializer):

@@ -160,7 +160,7 @@ class InvitationAcceptInput(Serializer):
     token = serializers.CharField(help_text="The token of the e-mailed link.")
     password = serializers.CharField(required=False, allow_blank=True, write_only=True,
                                      help_text="For a new account (anonymous caller).")
-    full_name = serializers.CharField(required=False, allow_blank=True, default="")
+    full_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
 
 class QuotaWarning(Serializer):
