@@ -81,9 +81,11 @@ export class ApiError extends Error {
   code: string
   detail: string
   errors: Record<string, string[]>
+  /** The problem's `request_id` (else the answer's `X-Request-ID` header), for the person to quote to support. */
+  requestId: string | null
   body: Record<string, unknown>
 
-  constructor(status: number, body: Partial<Problem> & Record<string, unknown>) {
+  constructor(status: number, body: Partial<Problem> & Record<string, unknown>, headerRequestId: string | null = null) {
     const detail = typeof body.detail === 'string' && body.detail ? body.detail : `The server answered ${status}.`
     super(detail)
     this.status = status
@@ -92,6 +94,7 @@ export class ApiError extends Error {
     this.errors = flattenErrors(body.errors)
     const field = CODE_FIELDS[this.code]
     if (field && !this.errors[field]) this.errors[field] = [detail]
+    this.requestId = typeof body.request_id === 'string' && body.request_id ? body.request_id : headerRequestId || null
     this.body = body
   }
 }
@@ -124,7 +127,7 @@ export async function unwrap<T>(call: Promise<Result<T>>): Promise<T> {
   const { data, error, response } = await call
   if (!response.ok || error !== undefined) {
     const body = error && typeof error === 'object' ? (error as Record<string, unknown>) : {}
-    throw new ApiError(response.status, body)
+    throw new ApiError(response.status, body, response.headers?.get('X-Request-ID') ?? null)
   }
   return data as T
 }

@@ -30,4 +30,21 @@ describe('ProblemAlert', () => {
     renderPage(<ProblemAlert error={new TypeError('Failed to fetch')} />)
     expect(screen.getByRole('alert')).toHaveTextContent('The service could not be reached')
   })
+
+  it('shows the request id of a 5xx problem, to quote to support', () => {
+    const failure = new ApiError(500, { detail: 'An unexpected error occurred. Quote the request_id to support.',
+      code: 'internal_error', request_id: '0193a7c2-1f00-7abc-8def-0123456789ab' })
+    renderPage(<ProblemAlert error={failure} />)
+    expect(screen.getByTestId('problem-request-id')).toHaveTextContent('Request id: 0193a7c2-1f00-7abc-8def-0123456789ab')
+  })
+
+  it('takes the X-Request-ID header when the 5xx body carries no request_id (a proxy\'s page)', () => {
+    renderPage(<ProblemAlert error={new ApiError(502, {}, 'req-from-header')} />)
+    expect(screen.getByTestId('problem-request-id')).toHaveTextContent('Request id: req-from-header')
+  })
+
+  it('shows no request id for a refusal the person can fix', () => {
+    renderPage(<ProblemAlert error={new ApiError(400, { detail: 'Bad.', code: 'c', request_id: 'r-1' })} />)
+    expect(screen.queryByTestId('problem-request-id')).toBeNull()
+  })
 })

@@ -1,4 +1,4 @@
-import { Alert, List } from '@mantine/core'
+import { Alert, Code, List, Text } from '@mantine/core'
 import { ApiError } from '../api/client'
 import { useSignedInNow } from '../auth/session'
 import { isSignedOut } from '../queryClient'
@@ -40,6 +40,11 @@ export function ProblemAlert({ error, title, shownFields = [], color = 'red' }: 
             </List.Item>
           ))}
         </List>
+      )}
+      {problem && problem.status >= 500 && problem.requestId && (
+        <Text size="xs" mt="xs" c="dimmed" data-testid="problem-request-id">
+          Request id: <Code style={{ userSelect: 'all' }}>{problem.requestId}</Code>
+        </Text>
       )}
     </Alert>
   )
