@@ -39,6 +39,7 @@ describe('tenants', () => {
     fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }))
     const panel = await screen.findByTestId('tenant-panel')
     expect(await within(panel).findByTestId('quota-use')).toHaveTextContent('8 of 32 (25 %)')
+    expect(within(panel).queryByTestId('quota-read-only')).toBeNull()     // an operator changes them
     fireEvent.click(within(panel).getByRole('button', { name: 'Change the gpus quota of Delta Labs' }))
     const dialog = await screen.findByRole('dialog', { name: 'gpus quota of Delta Labs' })
     const field = within(dialog).getByLabelText(/^Limit/)
@@ -72,6 +73,8 @@ describe('tenants', () => {
     expect(change).toBeDisabled()
     expect(change).toHaveAttribute('title', 'Only operators change quotas; your staff role reads them.')
     expect(within(panel).getByRole('button', { name: 'Add quota' })).toBeDisabled()
+    // said on the screen too, not only on hovering a greyed-out button
+    expect(within(panel).getByTestId('quota-read-only')).toHaveTextContent('Only operators change quotas; your staff role reads them.')
   })
 
   it('shows the organization\'s month: spend to date, SLA standing and the open incidents that hit it', async () => {

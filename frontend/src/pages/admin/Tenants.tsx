@@ -231,6 +231,9 @@ function OrganizationPanel({ org }: { org: Organization }) {
         </dl>
         <TenantMonth org={org} />
         <Title order={4} size="h5">Quotas</Title>
+        {me.data && me.data.staff_role !== 'operator' && (
+          <Text size="sm" c="dimmed" data-testid="quota-read-only">{QUOTA_HINT}</Text>
+        )}
         {quotas.isError && <ProblemAlert error={quotas.error} />}
         <Table withTableBorder data-testid="tenant-quotas">
           <Table.Thead>
