@@ -403,3 +403,31 @@ def test_a_start_that_the_lease_end_overtakes_starts_nothing_and_scrubs_the_gpu(
     (reset,) = AgentCommand.objects.filter(host=host, kind="reset_gpu")
     gpu.refresh_from_db()
     assert (gpu.scrub_state, gpu.scrub_commands, reset.status) == ("dirty", [str(reset.pk)], "queued")
+
+
+def test_a_lease_end_during_a_reboot_holds_the_gpu_dirty_and_resets_it_only_once_the_vm_is_off(world, clock):
+    """The lease ends while its instance reboots (stop is refused then): the VM keeps running on the GPU, so no
+    reset is queued under it (a reset would fail, or clean a GPU a VM still uses); the GPU stays dirty until the
+    instance's delete turns the VM off and queues the reset."""
+    from apps.compute.services.instances import instance_reboot
+
+    host = gpu_host(gpus=1)
+    le = _active_lease(world, clock, kind="gpus", count=1, end_action="stop")
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    clock.move_to(at(11, 59))
+    reboot = instance_reboot(actor=None, instance=inst)
+    clock.move_to(at(12))
+    assert leases_advance()["ended"] == 1
+    gpu = host.gpus.get()
+    assert (gpu.scrub_state, AgentCommand.objects.filter(host=host).count()) == ("dirty", 0)
+    assert finish(reboot.pk).status == "succeeded"
+    gpu.refresh_from_db()
+    assert (Instance.objects.get(pk=inst.pk).status, gpu.scrub_state) == ("active", "dirty")
+    assert AgentCommand.objects.filter(host=host).count() == 0
+
+    assert finish(instance_delete(actor=None, instance=inst).pk).status == "succeeded"
+    (reset,) = AgentCommand.objects.filter(host=host, kind="reset_gpu")
+    gpu.refresh_from_db()
+    assert (reset.status, gpu.scrub_state) == ("succeeded", "clean")

@@ -27,7 +27,7 @@ from apps.inventory.services.agent import agent_command_enqueue
 from apps.inventory.services.scrub import gpus_hold_dirty, gpus_scrub
 from apps.inventory.states import CommandKind, CommandStatus, HostState, VgpuTypeKind
 
-from ..drivers.base import MdevHostdev
+from ..drivers.base import MdevHostdev, PowerState
 from ..models import Instance
 from ..states import GpuForm, InstanceStatus
 
@@ -220,15 +220,19 @@ def devices_hold(instance: Instance, *, reason: str) -> None:
 
 def devices_capacity_released(instance: Instance, *, reason: str) -> None:
     """The instance's allocations were released by someone else (its lease ended or was cancelled) while the
-    instance stays: a `deleting`, `stopping` or `starting` instance's GPUs are held dirty until its workflow queues
-    the scrub (the VM may still run; a start refuses to start it and queues the scrub when it fails); any other
-    instance's (stopped, error) scrub is queued now."""
+    instance stays. Its VM known to be off (`stopped`, or `error` with its domain shut off or gone): the scrub is
+    queued now. Any other (deleting, stopping, starting, rebooting, still being created, error with the domain
+    possibly running): its GPUs are held dirty, since a reset under a running VM either fails or cleans a GPU a VM
+    still uses; the delete or stop that turns the VM off queues the scrub (a start refuses to start it and its
+    failure queues the scrub)."""
     if instance.host_id is None or instance.status == InstanceStatus.DELETED:
         return
-    if instance.status in (InstanceStatus.DELETING, InstanceStatus.STOPPING, InstanceStatus.STARTING):
-        devices_hold(instance, reason=f"{reason}; waiting for its {instance.status}")
-    else:
+    off = instance.status == InstanceStatus.STOPPED or (
+        instance.status == InstanceStatus.ERROR and instance.observed_state in (PowerState.SHUTOFF, PowerState.MISSING))
+    if off:
         devices_scrub(instance, reason=reason)
+    else:
+        devices_hold(instance, reason=f"{reason}; waiting for its VM to be off ({instance.status})")
 
 
 def devices_scrub_if_released(instance: Instance) -> None:
