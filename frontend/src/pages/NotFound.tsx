@@ -2,6 +2,8 @@ import { Button } from '@mantine/core'
 import { Link } from 'react-router'
 import { EmptyState } from '../components/EmptyState'
 
+/** A page, or an object, that is not there for this account: missing, mistyped, or another organization's or
+ * project's (the API answers those alike, so the page does too). */
 export function NotFoundPage({ what = 'page' }: { what?: string }) {
   return (
     <EmptyState
@@ -12,7 +14,8 @@ export function NotFoundPage({ what = 'page' }: { what?: string }) {
         </Button>
       }
     >
-      This {what} does not exist, or it belongs to a project you are not a member of.
+      This {what} does not exist, or your account may not see it. Check the address, or choose the organization and
+      project it belongs to in the header.
     </EmptyState>
   )
 }
