@@ -203,7 +203,7 @@ def test_4_stop_it_with_confirmation(c, tab):
     assert lag <= LIVE_STATUS_S, f"the page showed the new status {lag:.2f} s after the API"
     expect(tab.get_by_role("button", name="Start", exact=True)).to_be_enabled()
     assert c.a.api.get(f"instances/{c.instance_id}").json()["status"] == "stopped"
-    expect(tab.get_by_test_id("operation")).to_contain_text("succeeded")
+    expect(tab.get_by_test_id("operation")).to_contain_text("done")
 
 
 def test_4b_resize_the_stopped_instance(c, tab):
@@ -228,7 +228,7 @@ def test_4b_resize_the_stopped_instance(c, tab):
     expect(refusal).to_have_count(0)     # another choice, a new question
     dialog.get_by_role("button", name="Resize to h100-mig-3g40-large").click()
     expect(dialog).to_have_count(0)
-    expect(tab.get_by_test_id("operation")).to_contain_text("instance.resize: succeeded", timeout=ACTIVE_TIMEOUT_MS)
+    expect(tab.get_by_test_id("operation")).to_contain_text("Resize: done", timeout=ACTIVE_TIMEOUT_MS)
     expect(tab.get_by_test_id("status")).to_have_text("stopped")
     expect(tab.get_by_test_id("flavor")).to_contain_text("h100-mig-3g40-large")
     expect(tab.get_by_test_id("size")).to_contain_text("16 vCPU")

@@ -97,7 +97,7 @@ describe('the instance detail screen', () => {
     expect(within(dialog).queryByTestId('problem')).toBeNull()     // another choice: the old refusal is gone
     fireEvent.click(within(dialog).getByRole('button', { name: 'Resize to mig-mid' }))
     await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull())
-    expect(await screen.findByTestId('operation')).toHaveTextContent('instance.resize: succeeded')
+    expect(await screen.findByTestId('operation')).toHaveTextContent('Last operation: Resize: done')
     await waitFor(() => expect(screen.getByTestId('flavor')).toHaveTextContent('mig-mid'))
     expect(screen.getByTestId('size')).toHaveTextContent('12 vCPU')
     const posts = seen.filter((r) => r.method === 'POST')

@@ -70,6 +70,26 @@ export function availabilityLabel(report: SlaReport | undefined): string {
 
 /** How often the detail asks the server: every second while something is changing, else every two, so a change
  * made anywhere shows at most about two seconds late. */
+/** An operation on an instance in words ("Stop", "Resize"); another kind as the API names it. */
+const OPERATION_WORDS: Record<string, string> = {
+  'instance.create': 'Launch', 'instance.start': 'Start', 'instance.stop': 'Stop', 'instance.reboot': 'Reboot',
+  'instance.delete': 'Delete', 'instance.resize': 'Resize',
+}
+const OPERATION_STATUS: Record<string, string> = {
+  pending: 'waiting to start', running: 'in progress', succeeded: 'done', failed: 'failed', cancelled: 'cancelled',
+}
+/** "Stop: done", "Resize: in progress (step define)": the instance's last operation, for its status line. */
+export function operationText(op: Pick<Operation, 'kind' | 'status' | 'step' | 'error_detail'>): string {
+  return `${OPERATION_WORDS[op.kind] ?? op.kind}: ${OPERATION_STATUS[op.status] ?? op.status}`
+    + (op.step ? ` (step ${op.step})` : '') + (op.error_detail ? ` — ${op.error_detail}` : '')
+}
+
+/** The power state the host last reported (libvirt's domain state), in words. */
+const POWER_WORDS: Record<string, string> = {
+  running: 'Running', shutoff: 'Off', paused: 'Paused', shutting_down: 'Shutting down', crashed: 'Crashed',
+  pmsuspended: 'Suspended', blocked: 'Running (blocked on I/O)', nostate: 'Unknown', missing: 'No VM on the host',
+}
+
 export function pollInterval(instance: Instance | undefined, operation: Operation | undefined): number {
   if (operation && (operation.status === 'pending' || operation.status === 'running')) return 1000
   return instance && TRANSITIONAL.has(instance.status) ? 1000 : 2000
@@ -335,9 +355,7 @@ export function InstanceDetailPage() {
       )}
       {op && (
         <Text size="sm" c="dimmed" aria-live="polite" data-testid="operation">
-          Operation {op.kind}: {op.status}
-          {op.step ? ` (step ${op.step})` : ''}
-          {op.error_detail ? ` — ${op.error_detail}` : ''}
+          Last operation: {operationText(op)}
         </Text>
       )}
       <Tabs value={tab} onChange={setTab} keepMounted={false}>
@@ -357,7 +375,7 @@ export function InstanceDetailPage() {
                 <dt>Image</dt>
                 <dd>{imageLabel(images.get(vm.image))}</dd>
                 <dt>Power state</dt>
-                <dd>{vm.observed_state || '—'}</dd>
+                <dd>{vm.observed_state ? POWER_WORDS[vm.observed_state] ?? vm.observed_state : '—'}</dd>
               </dl>
             </Paper>
             <Paper withBorder p="md">

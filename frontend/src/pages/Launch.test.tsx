@@ -61,7 +61,7 @@ describe('launch wizard', () => {
     renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
     fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
     fireEvent.click(screen.getByRole('button', { name: 'Next' }))
-    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('?step=1'))
+    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('?step=2'))
     expect(await input(/^Name/)).toBeInTheDocument()
     fireEvent.click(screen.getByTestId('go-back'))
     await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('/launch'))
@@ -320,9 +320,9 @@ describe('launch wizard', () => {
     renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
     await toThirdStep('nb')
     fireEvent.change(await input(/^Count/), { target: { value: '3' } })
-    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=2'))
+    await waitFor(() => expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=3'))
     await reload()
-    expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=2')     // the same step, with the choices
+    expect(screen.getByTestId('where')).toHaveTextContent('/launch?step=3')     // the same step, with the choices
     expect(await input(/^Count/)).toHaveValue('3')
     fireEvent.click(screen.getByRole('button', { name: 'Back' }))
     expect(await input(/^Name/)).toHaveValue('nb')

@@ -304,17 +304,17 @@ export function LaunchPage() {
   const pid = project?.id ?? ''
   const navigate = useNavigate()
   const qc = useQueryClient()
-  // The step is in the URL (`?step=2`), each move a history entry: the browser's Back goes to the previous step
-  // instead of leaving the wizard. The choices are kept in the tab's sessionStorage (per project), so a reload
+  // The step is in the URL as the stepper numbers it (`?step=2` is the second step; the first has none), each move a
+  // history entry: the browser's Back goes to the previous step instead of leaving the wizard. The choices are kept in the tab's sessionStorage (per project), so a reload
   // comes back to the same step with them; a launch or Cancel clears them.
   const [params, setParams] = useSearchParams()
-  const step = Math.min(3, Math.max(0, Number(params.get('step') ?? 0) || 0))
+  const step = Math.min(3, Math.max(0, (Number(params.get('step') ?? 1) || 1) - 1))
   const setStep = (next: number | ((s: number) => number)) => {
     const n = typeof next === 'function' ? next(step) : next
     if (n === step) return
     const p = new URLSearchParams(params)
     if (n === 0) p.delete('step')
-    else p.set('step', String(n))
+    else p.set('step', String(n + 1))
     setParams(p)
   }
   const [form, setForm] = useState<LaunchForm>(() => loadDraft(pid))
