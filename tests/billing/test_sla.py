@@ -6,7 +6,7 @@ import pytest
 import time_machine
 
 from apps.billing.models import Invoice, SlaReport, SlaTier
-from apps.billing.services import adjustment_create, invoice_run_execute, sla_tier_create
+from apps.billing.services import adjustment_create, invoice_preview, invoice_run_execute, sla_tier_create
 from apps.billing.services.sla import credit_pct_for, uptime_pct
 from apps.tenancy.models import Organization
 
@@ -134,8 +134,8 @@ def test_rw050_boundaries_end_to_end_with_upfront_fee_excluded(tiers, fleet, hos
 
 
 def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fleet, host):
-    """December's SLA credit belongs on January's invoice, once. A draft of a month far ahead that holds it (drafted
-    while the clock stood in that month) gives it up when January is rated: January is found by that credit alone
+    """December's SLA credit belongs on January's invoice, once. A draft of a month far ahead does not take it (the
+    months before it are to be invoiced first, ADR 0606); one that holds it (drafted before that rule) gives it up when January is rated: January is found by that credit alone
     (no January usage), carries it, and the later draft's line and totals drop; rating the later draft again does
     not take it back."""
     org, project = make_org("acme", tier="premium")
@@ -152,7 +152,12 @@ def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fl
     with time_machine.travel(utc(2099, 12, 2), tick=False):
         invoice_run_execute(period="2099-12", finalize=False)
     ahead = Invoice.objects.get(organization=org, period="2099-12")
-    assert ahead.credits == Decimal("-735.00")
+    assert ahead.credits == Decimal("0.00")  # January (and every month up to November 2099) is to be invoiced first
+    report.refresh_from_db()
+    ahead.lines.create(kind="sla_credit", description="held", quantity=1, unit="each", unit_price=Decimal("-735.00"),
+                       raw_amount=Decimal("-735.00"), amount=Decimal("-735.00"), tax_amount=0, sla_report=report)
+    SlaReport.objects.filter(pk=report.pk).update(applied_invoice=ahead)  # as a draft drafted before ADR 0606 held it
+    Invoice.objects.filter(pk=ahead.pk).update(credits=Decimal("-735.00"), total=Decimal("-735.00"))
 
     with time_machine.travel(utc(2027, 1, 15), tick=False):
         invoice_run_execute(period="2027-01", finalize=False)
@@ -170,6 +175,63 @@ def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fl
     report.refresh_from_db()
     assert report.applied_invoice_id == january.id
     assert Invoice.objects.get(pk=ahead.pk).credits == Decimal("0.00")
+
+
+def _december_credit(tiers, fleet, host):
+    """December 2026's SLA credit of $735.00, finalized on January 1st; the instance ran December only."""
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 12, 1), utc(2027, 1, 1))
+    fleet.place(h.id, "vm1", utc(2026, 11, 30))
+    incident(h, utc(2026, 12, 10, 3), utc(2026, 12, 10, 12))
+    with time_machine.travel(utc(2027, 1, 1, 1), tick=False):
+        collect(utc(2026, 12, 1), utc(2027, 1, 1))
+        invoice_run_execute(period="2026-12")
+    return org, SlaReport.objects.get(resource_id="vm1", period="2026-12")
+
+
+def _preview(org) -> dict:
+    return invoice_preview(organization=org, serialize=lambda i: {
+        "period": i.period, "credits": i.credits, "total": i.total,
+        "credit_lines": i.lines.filter(kind="sla_credit").count()})
+
+
+def test_a_pending_credit_waits_for_last_month_s_invoice_not_the_month_to_date(tiers, fleet, host):
+    """The demo tenant's case (ADR 0606): December's credit is pending ("on the next invoice") while January, the
+    month before the one in progress, is not invoiced yet. February's month to date (and a refresh of February's
+    draft) does not subtract it: January's closing run drafts January for the credit and carries it. A February
+    draft that held it before the rule gives it back to pending."""
+    org, report = _december_credit(tiers, fleet, host)
+    with time_machine.travel(utc(2027, 2, 10), tick=False):
+        adjustment_create(actor=None, organization=org, period="2027-02", amount=Decimal("100.00"),
+                          description="support plan")  # February's spend so far
+        assert _preview(org) == {"period": "2027-02", "credits": Decimal("0.00"), "total": Decimal("100.00"),
+                                 "credit_lines": 0, "usage_until": None}  # before: credits -735.00, total -635.00
+        invoice_run_execute(period="2027-02", finalize=False)
+        february = Invoice.objects.get(organization=org, period="2027-02")
+        SlaReport.objects.filter(pk=report.pk).update(applied_invoice=february)  # held before the rule
+        invoice_run_execute(period="2027-02", finalize=False)
+        report.refresh_from_db()
+        february.refresh_from_db()
+        assert (report.applied_invoice_id, february.credits, february.total) == (None, Decimal("0.00"),
+                                                                                 Decimal("100.00"))
+
+        invoice_run_execute(period="2027-01")  # last month's closing run: the credit alone brings the invoice
+        january = Invoice.objects.get(organization=org, period="2027-01")
+        assert (january.status, january.credits, january.total) == ("finalized", Decimal("-735.00"),
+                                                                    Decimal("-735.00"))
+        report.refresh_from_db()
+        assert report.applied_invoice_id == january.id
+        assert _preview(org)["credits"] == Decimal("0.00")  # applied once
+
+
+def test_a_pending_credit_goes_on_the_month_to_date_when_its_own_month_is_the_last(tiers, fleet, host):
+    """While January is in progress, December (the credit's own month, finalized) is the month before it: nothing
+    is left to invoice first, so January's month to date carries December's credit (January is its next invoice)."""
+    org, report = _december_credit(tiers, fleet, host)
+    with time_machine.travel(utc(2027, 1, 20), tick=False):  # January in progress, December just before it
+        assert _preview(org)["credits"] == Decimal("-735.00")
 
 
 def test_downtime_minutes_count_each_started_minute_whole():

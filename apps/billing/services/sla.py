@@ -93,15 +93,24 @@ def sla_reports_compute(*, period: str) -> int:
         return cursor.rowcount
 
 
-# A credit of period R goes to the organization's next invoice: the earliest open (draft) invoice of a period after R
-# that has started. The draft being rated takes the credits still pending, and those another draft of a later period
-# holds (a draft of a month after it, e.g. one drafted ahead of time): that draft is not the next invoice, and a
-# credit left on a draft of a month far ahead would wait there for years. A draft of a period that has not started
-# takes none.
+# A credit of period R goes to the organization's next invoice: the earliest invoice still to be issued of a period
+# after R that has started. The draft being rated takes the credits still pending, and those another draft of a
+# later period holds (a draft of a month after it, e.g. one drafted ahead of time): that draft is not the next
+# invoice, and a credit left on a draft of a month far ahead would wait there for years. A draft of a period that has
+# not started takes none, nor one with an earlier month after R still to be invoiced (ADR 0606): a draft of such a
+# month, or the month just before the draft's while it has no finalized or paid invoice (the month in progress while
+# last month is not invoiced yet: last month's closing run drafts it, as a candidate with a pending credit, and
+# takes the credit; the month in progress's estimate must not subtract it meanwhile).
 _ELIGIBLE = """r.organization_id = s.organization_id AND r.period < s.period AND r.credit_amount > 0
    AND r.currency = s.currency AND s.period_start <= %(now)s
    AND EXISTS (SELECT 1 FROM billing_invoice src WHERE src.id = r.source_invoice_id
-                                                 AND src.status IN ('finalized', 'paid'))"""
+                                                 AND src.status IN ('finalized', 'paid'))
+   AND NOT EXISTS (SELECT 1 FROM billing_invoice q WHERE q.organization_id = s.organization_id
+                     AND q.status = 'draft' AND q.period > r.period AND q.period < s.period)
+   AND (to_char(to_date(s.period, 'YYYY-MM') - interval '1 month', 'YYYY-MM') <= r.period
+        OR EXISTS (SELECT 1 FROM billing_invoice q WHERE q.organization_id = s.organization_id
+                     AND q.period = to_char(to_date(s.period, 'YYYY-MM') - interval '1 month', 'YYYY-MM')
+                     AND q.status IN ('finalized', 'paid')))"""
 
 RELEASE_SQL = f"""
 WITH taken AS (
@@ -140,6 +149,13 @@ WITH pending AS (
 UPDATE billing_slareport r SET applied_invoice_id = ins.invoice_id FROM ins WHERE r.id = ins.sla_report_id;
 """.replace("{resource}", wording.resource_sql())
 
+# A credit a draft in scope held and no longer takes (an earlier month is now to be invoiced first): pending again.
+UNHELD_SQL = """
+UPDATE billing_slareport r SET applied_invoice_id = NULL, updated_at = %(now)s FROM billing_scope s
+WHERE r.applied_invoice_id = s.invoice_id
+  AND NOT EXISTS (SELECT 1 FROM billing_invoiceline l WHERE l.sla_report_id = r.id AND l.invoice_id = s.invoice_id)
+"""
+
 
 def sla_credit_lines_add() -> list:
     """Add the pending SLA credits of earlier (finalized) periods to the invoices in `billing_scope` whose period
@@ -151,4 +167,5 @@ def sla_credit_lines_add() -> list:
         cursor.execute(RELEASE_SQL, params)
         released = [row[0] for row in cursor.fetchall()]
         cursor.execute(CREDIT_LINES_SQL, params)
+        cursor.execute(UNHELD_SQL, params)
     return released
