@@ -135,8 +135,8 @@ def test_rw050_boundaries_end_to_end_with_upfront_fee_excluded(tiers, fleet, hos
 
 def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fleet, host):
     """December's SLA credit belongs on January's invoice, once. A draft of a month far ahead does not take it (the
-    months before it are to be invoiced first, ADR 0606); one that holds it (drafted before that rule) gives it up when January is rated: January is found by that credit alone
-    (no January usage), carries it, and the later draft's line and totals drop; rating the later draft again does
+    months before it are to be invoiced first, ADR 0607); one that holds it (drafted before that rule) gives it up
+    when January is rated: January is found by that credit alone (no January usage), carries it, and the later draft's line and totals drop; rating the later draft again does
     not take it back."""
     org, project = make_org("acme", tier="premium")
     book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
@@ -156,7 +156,7 @@ def test_a_credit_drafted_onto_a_month_ahead_moves_to_the_next_invoice(tiers, fl
     report.refresh_from_db()
     ahead.lines.create(kind="sla_credit", description="held", quantity=1, unit="each", unit_price=Decimal("-735.00"),
                        raw_amount=Decimal("-735.00"), amount=Decimal("-735.00"), tax_amount=0, sla_report=report)
-    SlaReport.objects.filter(pk=report.pk).update(applied_invoice=ahead)  # as a draft drafted before ADR 0606 held it
+    SlaReport.objects.filter(pk=report.pk).update(applied_invoice=ahead)  # as a draft drafted before ADR 0607 held it
     Invoice.objects.filter(pk=ahead.pk).update(credits=Decimal("-735.00"), total=Decimal("-735.00"))
 
     with time_machine.travel(utc(2027, 1, 15), tick=False):
@@ -198,7 +198,7 @@ def _preview(org) -> dict:
 
 
 def test_a_pending_credit_waits_for_last_month_s_invoice_not_the_month_to_date(tiers, fleet, host):
-    """The demo tenant's case (ADR 0606): December's credit is pending ("on the next invoice") while January, the
+    """The demo tenant's case (ADR 0607): December's credit is pending ("on the next invoice") while January, the
     month before the one in progress, is not invoiced yet. February's month to date (and a refresh of February's
     draft) does not subtract it: January's closing run drafts January for the credit and carries it. A February
     draft that held it before the rule gives it back to pending."""

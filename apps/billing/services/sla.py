@@ -97,7 +97,7 @@ def sla_reports_compute(*, period: str) -> int:
 # after R that has started. The draft being rated takes the credits still pending, and those another draft of a
 # later period holds (a draft of a month after it, e.g. one drafted ahead of time): that draft is not the next
 # invoice, and a credit left on a draft of a month far ahead would wait there for years. A draft of a period that has
-# not started takes none, nor one with an earlier month after R still to be invoiced (ADR 0606): a draft of such a
+# not started takes none, nor one with an earlier month after R still to be invoiced (ADR 0607): a draft of such a
 # month, or the month just before the draft's while it has no finalized or paid invoice (the month in progress while
 # last month is not invoiced yet: last month's closing run drafts it, as a candidate with a pending credit, and
 # takes the credit; the month in progress's estimate must not subtract it meanwhile).
