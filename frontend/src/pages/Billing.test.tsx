@@ -2,7 +2,7 @@ import { fireEvent, screen, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import type { Organization } from '../api/client'
 import { PROJECT, json, problem, renderPage, scope, stubApi } from '../test/render'
-import { BillingPage, InvoiceDetailPage, duration, money, notForRole, pct, slaTotals } from './Billing'
+import { BillingPage, InvoiceDetailPage, duration, money, notForRole, pct, slaTotals, unitAfter } from './Billing'
 import { ApiError } from '../api/client'
 
 const ORG = { id: PROJECT.organization, name: 'Orbit', role: 'billing' } as Organization
@@ -47,8 +47,18 @@ describe('billing', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Usage behind h100-8x notebook' }))
     const records = await screen.findByRole('table', { name: 'Usage records' })
     expect(within(records).getByText('2 h')).toBeInTheDocument()
+    const lines = screen.getByRole('table', { name: /lines/i })
+    expect(within(lines).getByText('2 hours')).toBeInTheDocument()          // not "2 hour"
+    expect(within(lines).getByText('$19.92 / hour')).toBeInTheDocument()
     const ask = seen.find((r) => new URL(r.url).pathname === '/api/v1/usage/')!
     expect(new URL(ask.url).searchParams.get('invoice_line')).toBe(LINE.id)
+  })
+
+  it('says a line\'s unit in words: hours in the plural, a count (each) as the number alone', () => {
+    expect(unitAfter(735, 'hour')).toBe('hours')
+    expect(unitAfter(1, 'hour')).toBe('hour')
+    expect(unitAfter(1, 'each')).toBe('')
+    expect(unitAfter(3, 'GiB-month')).toBe('GiB-month')
   })
 
   it('formats money, durations and the role refusal', () => {

@@ -55,10 +55,16 @@ export function Totals({ invoice, currency }: { invoice: { subtotal?: string; cr
   )
 }
 
+/** An invoice line's unit after a quantity, in words: "735 hours", "1 hour"; a count ("each") is the number alone. */
+export function unitAfter(quantity: number, unit: string | null | undefined): string {
+  if (!unit || unit === 'each') return ''
+  return ['hour', 'day', 'month'].includes(unit) && quantity !== 1 ? `${unit}s` : unit
+}
+
 function quantity(line: InvoiceLine): string {
   if (line.quantity) {
-    const amount = Number(line.quantity).toLocaleString('en-US', { maximumFractionDigits: 3 })
-    return `${amount} ${line.unit ?? ''}`.trim()
+    const n = Number(line.quantity)
+    return `${n.toLocaleString('en-US', { maximumFractionDigits: 3 })} ${unitAfter(n, line.unit)}`.trim()
   }
   return line.billed_seconds ? duration(line.billed_seconds) : '—'
 }
@@ -101,7 +107,7 @@ export function Lines({ lines, currency, onUsage, label }: { lines: InvoiceLine[
               </Table.Td>
               <Table.Td>{line.sku ? <Code>{line.sku}</Code> : '—'}</Table.Td>
               <Table.Td>{quantity(line)}</Table.Td>
-              <Table.Td ta="right">{line.unit_price ? `${money(line.unit_price, currency)}${line.unit ? ` / ${line.unit}` : ''}` : '—'}</Table.Td>
+              <Table.Td ta="right">{line.unit_price ? `${money(line.unit_price, currency, 4)}${line.unit && line.unit !== 'each' ? ` / ${line.unit}` : ''}` : '—'}</Table.Td>
               <Table.Td ta="right">{money(line.amount, currency)}</Table.Td>
               {onUsage && (
                 <Table.Td ta="right">
