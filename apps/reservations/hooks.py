@@ -1,6 +1,7 @@
 """The functions reservations plugs into other apps (registered by `integrations.register`):
 
-* compute's placement hook (`apps.compute.services.placement.register_placement_hook`): an instance with
+* compute's placement hook (`apps.compute.services.placement.register_placement_hook`): leases whose end has
+  passed are finished first (their instances' GPUs held dirty, not free for the beat tick's lag); an instance with
   `InstanceTerms` draws from its lease (nested allocations, window up to the lease end; it waits while spot
   instances told to give the lease's GPUs back still hold them) or is placed as spot; an
   instance whose `QueuedRequest` is still waiting keeps its create operation waiting (StepWait) with its position
@@ -25,11 +26,15 @@ class QueueExpired(DomainError):
 
 
 def placement_hook(instance, request):
-    """Adjust compute's `PlacementRequest` for `instance` (see module doc). Raises `StepWait` while queued."""
+    """Adjust compute's `PlacementRequest` for `instance` (see module doc). Raises `StepWait` while queued. Leases
+    whose end has passed are finished first (`leases_end_due`), so their instances' GPUs are held, not free."""
     from apps.operations.workflows import StepWait
 
     from . import conf
     from .models import InstanceTerms, QueuedRequest
+    from .services.leases import leases_end_due
+
+    leases_end_due()
 
     q = QueuedRequest.objects.filter(instance_id=instance.pk).first()
     if q is not None and q.status == QueueStatus.EXPIRED:

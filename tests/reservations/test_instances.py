@@ -431,3 +431,32 @@ def test_a_lease_end_during_a_reboot_holds_the_gpu_dirty_and_resets_it_only_once
     (reset,) = AgentCommand.objects.filter(host=host, kind="reset_gpu")
     gpu.refresh_from_db()
     assert (reset.status, gpu.scrub_state) == ("succeeded", "clean")
+
+
+def test_between_a_lease_s_end_and_the_next_tick_its_running_gpu_is_not_placed_for_another_tenant(world, clock):
+    """A lease's rows end at its end, but its instances run until the beat tick stops them (up to 15 s later):
+    another tenant's create in that gap finishes the lease first (its GPU held dirty) and is not placed on the GPU
+    the lease's VM still runs on; it waits, and is placed there once the VM is off and the agent reset the GPU."""
+    from tests.compute.conftest import drive
+
+    host = gpu_host(gpus=1)
+    le = _active_lease(world, clock, kind="gpus", count=1, end_action="stop")
+    body = _request(world, world.gpu1, "in-lease", market="lease", lease=str(le.pk))
+    assert finish(body["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=body["instance"]["id"])
+    clock.move_to(at(12))  # the lease's end; no tick yet
+    other = _request(world, world.gpu1, "b-1", client=world.client_b, project=world.project_b)
+    drive(other["operation"]["id"])
+    b = Instance.objects.get(pk=other["instance"]["id"])
+    assert (b.status, b.host_id, Allocation.objects.filter(consumer_id=b.pk).exists()) == ("pending", None, False)
+    # the lease's finish was part of the create's step, which waits (rolled back): the tick finishes it for good
+    assert leases_advance()["ended"] == 1
+    gpu = host.gpus.get()
+    assert (gpu.scrub_state, Instance.objects.get(pk=inst.pk).status) == ("dirty", "stopping")
+
+    stop = Operation.objects.get(target_id=inst.pk, kind="instance.stop")
+    assert finish(stop.pk).status == "succeeded"  # the VM is off; the agent resets the GPU
+    gpu.refresh_from_db()
+    assert gpu.scrub_state == "clean"
+    assert finish(other["operation"]["id"]).status == "succeeded"
+    assert Instance.objects.get(pk=b.pk).host_id == host.pk

@@ -598,13 +598,14 @@ def _end_instances(lease: Lease) -> int:
     return n
 
 
-def _step(pk, action: str, fn) -> bool:
+def _step(pk, action: str, fn, *, wait: bool = False) -> bool:
     """Run one lease transition in its own transaction; a failure rolls it back whole (nothing half done, the
-    lease keeps its state and holding) and is retried on the next tick, without stopping the other leases."""
+    lease keeps its state and holding) and is retried on the next tick, without stopping the other leases.
+    A lease locked by another worker is skipped, or with `wait` waited for (then its state is read again)."""
     try:
         with transaction.atomic():
-            lease = (Lease.objects.select_for_update(skip_locked=True, of=("self",)).select_related("project__organization")
-                     .filter(pk=pk).first())
+            lease = (Lease.objects.select_for_update(skip_locked=not wait, of=("self",))
+                     .select_related("project__organization").filter(pk=pk).first())
             if lease is None or lease.status not in LEASE_TRANSITIONS[action][0]:
                 return False
             fn(lease)
@@ -653,6 +654,16 @@ def _finish(lease: Lease) -> None:
     event_record(actor=None, action="reservations.lease.finish", target=lease,
                  organization=lease.project.organization, before={"status": before}, after={"status": lease.status},
                  event=Event.LEASE_ENDED, payload=lease_payload(lease))
+
+
+def leases_end_due() -> int:
+    """Finish every started lease whose end has passed, as the next beat tick would (waiting for a tick that is
+    finishing one). Placement for a window that starts now calls it first (`hooks.placement_hook`): a lease's
+    rows end at its end while its instances run until the tick stops or deletes them, so without it their GPUs
+    would look free, and clean, for up to a tick. Finished, the lease holds its instances' GPUs dirty until they
+    are scrubbed (docs/compute.md, "Scrub"). Returns how many it finished."""
+    ended = Lease.objects.filter(status__in=LEASE_STARTED, end__lte=clock.now()).values_list("pk", flat=True)
+    return sum(_step(pk, "finish", _finish, wait=True) for pk in ended)
 
 
 def leases_advance() -> dict:
