@@ -15,6 +15,11 @@ that does not exist, and so does a malformed one: **400 `validation_error`**, `e
 
 `selector` is the owning app's `*_list_visible_to(user) -> QuerySet`; `narrow(queryset)` optionally narrows it
 further (e.g. only enabled service accounts).
+
+A required `project` member that a create leaves out is the caller's project when its API token is bound to one
+project (`request.auth.project_id`): the token can reach no other, so it need not name it. The id resolves through
+the selector like a sent one (a project the token no longer reaches is `Not found.`). Sessions, organization and
+staff tokens still must send it (400 `This field is required.`); a partial update never gets it.
 """
 from __future__ import annotations
 
@@ -29,11 +34,14 @@ from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
 from rest_framework.relations import MANY_RELATION_KWARGS
 
 from .errors import ValidationFailed
 
 NOT_FOUND = "Not found."
+PROJECT_DEFAULT_HELP = ("The project (id). Required, except with an API token bound to one project: left out, it is "
+                        "the token's project.")
 
 Selector = Callable[[object], QuerySet]
 
@@ -64,6 +72,19 @@ class VisibleField(serializers.PrimaryKeyRelatedField):
         request = self.context.get("request")
         queryset = _selector(self.selector)(getattr(request, "user", None))
         return self.narrow(queryset) if self.narrow else queryset
+
+    def bind(self, field_name, parent):
+        super().bind(field_name, parent)
+        if field_name == "project" and self.required and not self.help_text:
+            self.help_text = PROJECT_DEFAULT_HELP
+
+    def validate_empty_values(self, data):
+        if data is empty and self.required and self.field_name == "project" and not getattr(self.root, "partial",
+                                                                                            False):
+            bound = getattr(getattr(self.context.get("request"), "auth", None), "project_id", None)
+            if bound is not None:
+                return False, str(bound)
+        return super().validate_empty_values(data)
 
     def to_internal_value(self, data):
         try:
