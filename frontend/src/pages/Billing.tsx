@@ -13,6 +13,7 @@ import { money, notForRole, useInvoicePreview } from '../hooks/billing'
 import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
 import { NotFoundPage } from './NotFound'
+import { shortId } from '../shortId'
 
 export { money, notForRole }
 
@@ -261,8 +262,8 @@ function SlaReportSection({ organization, invoiceName, enabled }: { organization
                       <Table.Td>{r.period}</Table.Td>
                       <Table.Td>
                         {r.resource_type === 'instance'
-                          ? <Anchor component={Link} to={`/instances/${r.resource_id}`} size="sm">instance {r.resource_id.slice(0, 8)}</Anchor>
-                          : <>{r.resource_type} <Code>{r.resource_id.slice(0, 8)}</Code></>}
+                          ? <Anchor component={Link} to={`/instances/${r.resource_id}`} size="sm">instance {shortId(r.resource_id)}</Anchor>
+                          : <>{r.resource_type} <Code>{shortId(r.resource_id)}</Code></>}
                       </Table.Td>
                       <Table.Td>{r.sla_tier}</Table.Td>
                       <Table.Td ta="right">

@@ -29,7 +29,7 @@ describe('dashboard', () => {
     expect(event).toHaveTextContent('GPU lost')
     expect(event).toHaveTextContent('XID 79')
     expect(event).toHaveTextContent('provider fault')
-    expect(within(event).getByRole('link', { name: '0190a3b4' })).toHaveAttribute('href', `/health-events?instance=${EVENT.resource_id}`)
+    expect(within(event).getByRole('link', { name: '00000321' })).toHaveAttribute('href', `/health-events?instance=${EVENT.resource_id}`)
     const ask = new URL(seen.find((r) => r.url.includes('/health-events/'))!.url).searchParams
     expect(ask.get('project')).toBe(PROJECT.id)
     const since = Date.parse(ask.get('observed_after')!)

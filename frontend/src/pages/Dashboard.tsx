@@ -10,6 +10,7 @@ import { money, notForRole, useInvoicePreview } from '../hooks/billing'
 import { byId, useFlavors } from '../hooks/catalog'
 import { classLabel, signalLabel } from './HealthEvents'
 import { quotaAmount, quotaLabel, quotaScope } from '../quota'
+import { shortId } from '../shortId'
 
 /** How far back the dashboard looks for health events on the project's resources. */
 export const HEALTH_WINDOW_DAYS = 7
@@ -140,7 +141,7 @@ function RecentHealth({ project }: { project: string }) {
                 </Table.Td>
                 <Table.Td>
                   <Anchor component={Link} to={`/health-events?instance=${e.resource_id}`} size="sm">
-                    {e.resource_id.slice(0, 8)}
+                    {shortId(e.resource_id)}
                   </Anchor>
                 </Table.Td>
                 <Table.Td>{new Date(e.observed_at).toLocaleString()}</Table.Td>

@@ -20,6 +20,7 @@ import { usePaged } from '../hooks/usePaged'
 import { money } from '../hooks/billing'
 import { QuotaTable } from '../components/QuotaTable'
 import { CheckRefused } from './Launch'
+import { shortId } from '../shortId'
 
 type Kind = 'gpus' | 'hosts' | 'mig'
 const KINDS: { value: Kind; label: string }[] = [
@@ -243,7 +244,7 @@ function OnDemandQueue({ project }: { project: string }) {
             </Table.Thead>
             <Table.Tbody>
               {rows.map((q, i) => {
-                const name = names[i]?.data ?? (q.instance ?? q.cluster ?? '').slice(0, 8)
+                const name = names[i]?.data ?? shortId(q.instance ?? q.cluster)
                 const kind = q.instance ? 'instance' : 'cluster'
                 return (
                   <Table.Tr key={q.id} data-testid="queued-request">

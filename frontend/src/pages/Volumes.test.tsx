@@ -35,8 +35,8 @@ describe('volume logic', () => {
   it('names attachments and the guest disk', () => {
     const att = { instance: 'i1', device: 'vdb', boot: false, status: 'attached' as const, created_at: '' }
     expect(attachedTo({ attachments: [] }, new Map())).toBe('—')
-    expect(attachedTo({ attachments: [att, { ...att, instance: '0190ffff-aaaa', device: 'vdc' }] }, new Map([['i1', 'vm-1']])))
-      .toBe('vm-1 (vdb), 0190ffff (vdc)')
+    expect(attachedTo({ attachments: [att, { ...att, instance: '0190ffff-0000-7000-8000-0000aaaabbbb', device: 'vdc' }] }, new Map([['i1', 'vm-1']])))
+      .toBe('vm-1 (vdb), aaaabbbb (vdc)')
     expect(guestPath('0190a3b4-0000-7000-8000-000000000001')).toBe('/dev/disk/by-id/virtio-0190a3b4000070008000')
   })
 })

@@ -14,6 +14,7 @@ import { StatusBadge } from '../components/StatusBadge'
 import { WriteButton } from '../components/WriteButton'
 import { useListFilters } from '../hooks/useListFilters'
 import { usePaged } from '../hooks/usePaged'
+import { shortId } from '../shortId'
 
 export type Volume = Schemas['VolumeOutput']
 export type VolumeType = Schemas['VolumeTypeOutput']
@@ -47,7 +48,7 @@ export function createBody(project: string, form: CreateForm): Schemas['VolumeCr
 /** "vm-1 (vdb)" for each instance a volume is attached to (an instance not on this page: its id's first 8). */
 export function attachedTo(volume: Pick<Volume, 'attachments'>, names: Map<string, string>): string {
   if (!volume.attachments.length) return '—'
-  return volume.attachments.map((a) => `${names.get(a.instance) ?? a.instance.slice(0, 8)} (${a.device})`).join(', ')
+  return volume.attachments.map((a) => `${names.get(a.instance) ?? shortId(a.instance)} (${a.device})`).join(', ')
 }
 
 /** The guest's name for the disk: /dev/disk/by-id/virtio-<the volume id without dashes, first 20 characters>. */

@@ -7,6 +7,7 @@ import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
 import { money, pct } from '../Billing'
 import { NotFoundPage } from '../NotFound'
 import { fleetKey, fleetQuery } from './queries'
+import { shortId } from '../../shortId'
 
 type Incident = Schemas['IncidentOutput']
 type SlaReport = Schemas['SlaReportOutput']
@@ -172,7 +173,7 @@ function IncidentDetails({ incident, operator }: { incident: Incident; operator:
                 <Table.Tbody>
                   {data.resources.map((r) => (
                     <Table.Tr key={`${r.resource_type}:${r.resource_id}`} data-testid="incident-resource">
-                      <Table.Td>{r.resource_type} {r.resource_id.slice(0, 8)}{r.partial ? ' (part)' : ''}</Table.Td>
+                      <Table.Td>{r.resource_type} {shortId(r.resource_id)}{r.partial ? ' (part)' : ''}</Table.Td>
                       <Table.Td>{r.organization_name || '—'}</Table.Td>
                       <Table.Td ta="right">{durationText(r.downtime_s)}</Table.Td>
                       <Table.Td>{r.credits.length ? r.credits.map((c) => `${c.period}: ${money(c.credit_amount, c.currency)}`).join('; ') : '—'}</Table.Td>
@@ -290,13 +291,13 @@ export function AdminIncidentsPage() {
           {(sla.data?.results ?? []).map((r: SlaReport) => (
             <Table.Tr key={r.id} data-testid="sla-row">
               <Table.Td>{String(r.period)}</Table.Td>
-              <Table.Td>{r.resource_type} {String(r.resource_id).slice(0, 8)}</Table.Td>
+              <Table.Td>{r.resource_type} {shortId(r.resource_id)}</Table.Td>
               <Table.Td>{r.sla_tier}</Table.Td>
               <Table.Td ta="right">{r.downtime_minutes}</Table.Td>
               <Table.Td ta="right">{pct(r.uptime_pct)} (target {pct(r.target_uptime_pct)})</Table.Td>
               <Table.Td ta="right">{pct(r.credit_pct)}</Table.Td>
               <Table.Td ta="right">{money(r.credit_amount, r.currency)}</Table.Td>
-              <Table.Td>{r.applied_invoice ? String(r.applied_invoice).slice(0, 8) : 'next invoice'}</Table.Td>
+              <Table.Td>{r.applied_invoice ? shortId(r.applied_invoice) : 'next invoice'}</Table.Td>
             </Table.Tr>
           ))}
           {sla.data && !sla.data.results.length && (

@@ -1,6 +1,7 @@
 // Every organization, for the admin screens that name or choose one (staff read them all; one request, cached).
 import { useQuery } from '@tanstack/react-query'
 import { api, unwrap } from '../../api/client'
+import { shortId } from '../../shortId'
 
 export function useStaffOrganizations(enabled = true) {
   return useQuery({
@@ -13,5 +14,5 @@ export function useStaffOrganizations(enabled = true) {
 /** An organization's name from its id (the id's start until the list is in; "—" for none). */
 export function useOrgNames(enabled = true): (id: string | null | undefined) => string {
   const orgs = useStaffOrganizations(enabled)
-  return (id) => (id ? (orgs.data?.results.find((o) => o.id === id)?.name ?? id.slice(0, 8)) : '—')
+  return (id) => (id ? (orgs.data?.results.find((o) => o.id === id)?.name ?? shortId(id)) : '—')
 }
