@@ -367,7 +367,7 @@ def test_8_an_incident_under_a_premium_vm_becomes_an_sla_credit_for_the_next_inv
     assert credit > 0 and report["applied_invoice"] is None, report          # pending: the next invoice takes it
     amount = f"${credit:,.2f}"
     tab.reload()
-    sla = tab.get_by_test_id("sla-row").filter(has_text=vm["id"][:8])
+    sla = tab.get_by_test_id("sla-row").filter(has_text=vm["id"][-8:])
     expect(sla).to_have_count(1)
     expect(sla).to_contain_text("next invoice")
     expect(sla).to_contain_text(amount)
@@ -381,7 +381,7 @@ def test_8_an_incident_under_a_premium_vm_becomes_an_sla_credit_for_the_next_inv
     row.get_by_role("button", name=re.compile(rf"^Details of the incident of {host}")).click()
     details = tab.get_by_role("dialog", name=f"Incident of {host}")
     expect(details.get_by_test_id("incident-impact-summary")).to_contain_text(f"SLA credits {amount}")
-    expect(details.get_by_test_id("incident-resource").filter(has_text=vm["id"][:8])).to_contain_text(
+    expect(details.get_by_test_id("incident-resource").filter(has_text=vm["id"][-8:])).to_contain_text(
         f"{period}: {amount}")
     check_a11y(tab, "incident with its SLA credit")
     shot(tab, "admin-incident-sla-credit")
