@@ -72,7 +72,7 @@ def usage_record_list_visible_to(user) -> QuerySet[UsageRecord]:
 
 
 def sla_report_list_visible_to(user) -> QuerySet[SlaReport]:
-    return _usage_scope(user, SlaReport.objects.all())
+    return _usage_scope(user, SlaReport.objects.select_related("applied_invoice"))
 
 
 def invoice_list_visible_to(user) -> QuerySet[Invoice]:

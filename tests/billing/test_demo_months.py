@@ -17,6 +17,7 @@ from apps.billing.services import credit_note_create, invoice_finalize, invoice_
 from apps.compute.models import Instance
 from apps.inventory.models import Incident
 from apps.scheduling.models import Allocation
+from tests.tenancy.helpers import client_for, make_user, token_for
 
 from .conftest import utc
 
@@ -92,6 +93,11 @@ def test_demo_load_gives_last_month_s_invoice_run_usage_and_an_sla_credit_and_lo
     february.refresh_from_db()
     assert (february.status, february.total, february.credited, note.total) == (
         "finalized", Decimal("1490.26"), Decimal("100.00"), Decimal("100.00"))
+    # the SLA report names the invoice the credit went on by its number, as a person reads it
+    staff = client_for(token_for(make_user("billing@provider.test", staff_role="billing_admin"), staff=True))
+    [row] = staff.get("/api/v1/sla-reports/", {"period": "2026-01"}).json()["results"]
+    assert (row["applied_invoice"], row["applied_invoice_number"]) == (str(february.pk), february.display_number)
+    assert february.display_number.startswith("INV-")
 
 
 def test_a_later_month_s_load_adds_months_once_the_demo_s_instance_is_past_them(monkeypatch):

@@ -139,11 +139,17 @@ class CreditNoteCreateInput(Serializer):
 
 
 class SlaReportOutput(ModelSerializer):
+    applied_invoice_number = serializers.CharField(
+        source="applied_invoice.display_number", read_only=True, allow_null=True,
+        help_text="the number of the invoice the credit is on (e.g. INV-00000002); empty while that invoice is a "
+                  "draft, null before an invoice takes the credit")
+
     class Meta:
         model = SlaReport
         fields = ["id", "organization", "project", "resource_type", "resource_id", "sla_tier", "period",
                   "held_minutes", "downtime_minutes", "uptime_pct", "target_uptime_pct", "credit_pct",
-                  "billed_amount", "credit_amount", "currency", "source_invoice", "applied_invoice"]
+                  "billed_amount", "credit_amount", "currency", "source_invoice", "applied_invoice",
+                  "applied_invoice_number"]
 
 
 class CreditStep(Serializer):

@@ -65,14 +65,22 @@ describe('incidents', () => {
       'GET /api/v1/sla-reports/': () => json(page([{ id: 's-1', organization: 'o', project: 'p', resource_type: 'instance',
         resource_id: 'abcdef0123456789', sla_tier: 'premium', period: '2026-12', held_minutes: '43200', downtime_minutes: '10',
         uptime_pct: '99.97685185', target_uptime_pct: '99.5', credit_pct: '10', billed_amount: '4.00', credit_amount: '0.4',
-        currency: 'USD', source_invoice: 'inv', applied_invoice: null }])),
+        currency: 'USD', source_invoice: 'inv', applied_invoice: null, applied_invoice_number: null },
+      { id: 's-2', organization: 'o', project: 'p', resource_type: 'instance',
+        resource_id: '01a24712-0000-7000-8000-00008eba02c0', sla_tier: 'standard', period: '2026-10', held_minutes: '44640',
+        downtime_minutes: '540.0000', uptime_pct: '98.79032258', target_uptime_pct: '99.9', credit_pct: '10', billed_amount: '1830.15',
+        credit_amount: '183.02', currency: 'USD', source_invoice: 'inv', applied_invoice: 'inv-2', applied_invoice_number: 'INV-00000002' }])),
     })
     renderPage(<AdminIncidentsPage />)
-    const row = await screen.findByTestId('sla-row', {}, { timeout: 5000 })
+    const [row, credited] = await screen.findAllByTestId('sla-row', {}, { timeout: 5000 })
     expect(row).toHaveTextContent('99.9769 % (target 99.5 %)')
     expect(row).toHaveTextContent('10 %')
     expect(row).toHaveTextContent('$0.40')
     expect(row).toHaveTextContent('next invoice')
+    // a credited one names its invoice by number (a link), its downtime in minutes, its instance by the id's end
+    expect(within(credited).getByRole('link', { name: 'INV-00000002' })).toHaveAttribute('href', '/staff/billing/invoices/inv-2')
+    expect(credited).toHaveTextContent('540 min')
+    expect(credited).toHaveTextContent('instance 8eba02c0')
   }, 20_000)
 
   it('sends only the changed fields of an incident, an end only for a closed one', () => {

@@ -1,6 +1,7 @@
-import { Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core'
+import { Anchor, Button, Checkbox, Group, Modal, NativeSelect, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
+import { Link } from 'react-router'
 import { api, unwrap, type FleetSummary, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
@@ -293,11 +294,15 @@ export function AdminIncidentsPage() {
               <Table.Td>{String(r.period)}</Table.Td>
               <Table.Td>{r.resource_type} {shortId(r.resource_id)}</Table.Td>
               <Table.Td>{r.sla_tier}</Table.Td>
-              <Table.Td ta="right">{r.downtime_minutes}</Table.Td>
+              <Table.Td ta="right">{Number(r.downtime_minutes).toLocaleString('en-US', { maximumFractionDigits: 1 })} min</Table.Td>
               <Table.Td ta="right">{pct(r.uptime_pct)} (target {pct(r.target_uptime_pct)})</Table.Td>
               <Table.Td ta="right">{pct(r.credit_pct)}</Table.Td>
               <Table.Td ta="right">{money(r.credit_amount, r.currency)}</Table.Td>
-              <Table.Td>{r.applied_invoice ? shortId(r.applied_invoice) : 'next invoice'}</Table.Td>
+              <Table.Td>
+                {r.applied_invoice
+                  ? <Anchor component={Link} to={`/staff/billing/invoices/${r.applied_invoice}`} size="sm">{r.applied_invoice_number || 'a draft invoice'}</Anchor>
+                  : 'next invoice'}
+              </Table.Td>
             </Table.Tr>
           ))}
           {sla.data && !sla.data.results.length && (

@@ -117,7 +117,7 @@ describe('tenants', () => {
     expect(slaStanding('premium', [])).toEqual({ met: true, text: 'premium tier: met (no provider-caused downtime on record)' })
     const premium = { id: 'r2', organization: 'o1', project: 'p', resource_type: 'instance', resource_id: 'vm1', sla_tier: 'premium',
       period: '2026-12', held_minutes: '43200', downtime_minutes: '60', uptime_pct: '99.86', target_uptime_pct: '99.9000',
-      credit_pct: '10', billed_amount: '4.00', credit_amount: '0.40', currency: 'USD', source_invoice: 'i', applied_invoice: null }
+      credit_pct: '10', billed_amount: '4.00', credit_amount: '0.40', currency: 'USD', source_invoice: 'i', applied_invoice: null, applied_invoice_number: null }
     expect(slaStanding('standard', [premium]).text).toBe(
       'premium tier: missed for 1 resource-month; lowest uptime 99.860 % in 2026-12 (target 99.9 %); credits 0.40 USD')
     expect(spendText({ total: '0', currency: 'USD', lines: [] })).toBe('0.00 USD to date, 0 resources billed for 0 h')
