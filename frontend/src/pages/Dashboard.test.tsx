@@ -36,6 +36,27 @@ describe('dashboard', () => {
     expect(Math.abs(Date.now() - HEALTH_WINDOW_DAYS * 86_400_000 - since)).toBeLessThan(60_000)
   })
 
+  it('names the SLA credits on this month\'s invoice beside its total, with the charges', async () => {
+    stubApi({
+      ...common,
+      'GET /api/v1/invoices/preview/': () => json({ ...PREVIEW, subtotal: '100.00', credits: '-183.02', total: '-83.02' }),
+      'GET /api/v1/health-events/': () => json(page([])),
+    })
+    renderPage(<DashboardPage />, { value: scope({ organization: ORG }) })
+    expect(await screen.findByTestId('spend-credits')).toHaveTextContent('Charges $100.00, less $183.02 of SLA credits on this invoice')
+  })
+
+  it('names no credits when the invoice has none', async () => {
+    stubApi({
+      ...common,
+      'GET /api/v1/invoices/preview/': () => json({ ...PREVIEW, subtotal: '1234.50', credits: '0.00' }),
+      'GET /api/v1/health-events/': () => json(page([])),
+    })
+    renderPage(<DashboardPage />, { value: scope({ organization: ORG }) })
+    expect(await screen.findByTestId('stat-spend')).toHaveTextContent('$1,234.50')
+    expect(screen.queryByTestId('spend-credits')).toBeNull()
+  })
+
   it('says why the spend is not shown to a role that does not read the bills, and when nothing failed', async () => {
     stubApi({
       ...common,

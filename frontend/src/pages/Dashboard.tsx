@@ -62,7 +62,9 @@ function Stat({ label, value, to }: { label: string; value: string | number; to?
 }
 
 /** Spend this month to date: the organization's invoice preview total (the Billing screen's), or why it is not
- * shown (the server does not let this role read the bills). */
+ * shown (the server does not let this role read the bills). SLA credits on this month's invoice (an earlier month's
+ * credit whose next invoice this is, ADR 0607) are named beside it with the charges, so a total they bring down is
+ * not read as the month's spend. */
 function Spend({ organization }: { organization: string }) {
   const preview = useInvoicePreview(organization)
   const p = preview.data
@@ -82,6 +84,11 @@ function Spend({ organization }: { organization: string }) {
           <Text size="xs" c="dimmed">
             {p.period}, {p.status === 'draft' ? 'an estimate from the usage recorded so far' : 'invoiced'} (whole organization)
           </Text>
+          {Number(p.credits ?? 0) < 0 && (
+            <Text size="xs" c="dimmed" data-testid="spend-credits">
+              Charges {money(p.subtotal, p.currency)}, less {money(String(-Number(p.credits)), p.currency)} of SLA credits on this invoice
+            </Text>
+          )}
         </>
       )}
       {preview.isError && (
