@@ -9,7 +9,9 @@ import { READ_ONLY_HINT } from './WriteButton'
  * is writable, or when `allowed` (another answer of the server, e.g. an organization's `can_manage_members`) says
  * so; `deniedHint` is the reason shown otherwise. The dialog gives the focus back to the button; once confirmed,
  * while the button waits for its request or after it went with its row, the focus stays in its table (or section)
- * instead of falling to the top of the page. */
+ * instead of falling to the top of the page. Each opening of the dialog confirms once: the second click of a double
+ * click on the confirm button (the dialog is still closing) calls `onConfirm` no second time, so a confirmed action
+ * sends one request; pass the request's `loading` so the button stays busy (and cannot reopen) until it answers. */
 export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, loading, disabled, color, allowed, deniedHint, ...props }: ButtonProps & {
   label: string
   title: string
@@ -24,13 +26,14 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
   const scope = useScope()
   const canWrite = allowed ?? scope.canWrite
   const trigger = useRef<HTMLButtonElement>(null)
+  const confirmed = useRef(false)
   return (
     <>
       <Button
         {...props}
         ref={trigger}
         color={color}
-        onClick={open}
+        onClick={() => { confirmed.current = false; open() }}
         disabled={disabled || !canWrite}
         title={canWrite ? undefined : deniedHint ?? READ_ONLY_HINT}
         loading={loading}
@@ -47,6 +50,8 @@ export function ConfirmButton({ label, title, message, confirmLabel, onConfirm, 
             color={color}
             data-autofocus
             onClick={() => {
+              if (confirmed.current) return
+              confirmed.current = true
               if (trigger.current) keepFocusNear(trigger.current)
               close()
               onConfirm()

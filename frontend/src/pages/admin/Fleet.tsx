@@ -4,6 +4,7 @@ import { useCallback, useEffect, useRef, useState } from 'react'
 import { ApiError, api, unwrap, type FleetHost, type Gpu, type Host, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { useSubmitOnce } from '../../hooks/useSubmitOnce'
 import { NotFoundPage } from '../NotFound'
 import { fleetKey, fleetQuery } from './queries'
 import { CONDITION_COLORS, GPU_STATES, HeatMap, Legend, type HeatMapFilters } from './HeatMap'
@@ -63,6 +64,7 @@ function ReasonButton({ label, title, hint, color, note, action, onDone, ariaLab
       if (error instanceof ApiError && error.status === 409) onDone(undefined)
     },
   })
+  const submit = useSubmitOnce(run)
   return (
     <>
       <Button size={size} variant="filled" color={color ?? 'blue.8'} onClick={() => setOpened(true)} aria-label={ariaLabel}>
@@ -70,7 +72,7 @@ function ReasonButton({ label, title, hint, color, note, action, onDone, ariaLab
       </Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title={title} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); run.mutate() }}>
+        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
           <Stack>
             <Text size="sm">{hint}</Text>
             {note}

@@ -74,6 +74,31 @@ describe('fleet heat map', () => {
     expect(await post.json()).toEqual({ reason: 'PSU swap', provider_at_fault: true })
   }, 20_000)
 
+  it('a double click on "Mark healthy" of a faulty GPU sends one request', async () => {
+    const detail = { id: H1.id, name: H1.name, state: 'available', state_reason: '', serial: 'SER1',
+      allowed_actions: ['cordon', 'drain', 'maintenance', 'mark-faulty', 'retire'] }
+    const gpus = [{ id: 'g3', index: 3, health: 'faulty', scrub_state: 'clean', mode: 'exclusive' }]
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json(SUMMARY),
+      [`GET /api/v1/hosts/${H1.id}/`]: () => json(detail),
+      [`GET /api/v1/health/hosts/${H1.id}/workloads/`]: () => json({ workloads: [], remediations: [] }),
+      'GET /api/v1/gpus/': () => json({ results: gpus, next: null, previous: null }),
+      'POST /api/v1/gpus/g3/mark-healthy/': () => json({ ...gpus[0], health: 'ok' }),
+    })
+    renderPage(<AdminFleetPage />)
+    fireEvent.click(await screen.findByRole('button', { name: /^a-su1-n01\s*available/ }))
+    fireEvent.click(await within(await screen.findByTestId('host-panel')).findByRole('button', { name: 'Mark healthy: GPU 3' }))
+    const dialog = await screen.findByRole('dialog', { name: 'Mark GPU 3 of a-su1-n01 healthy?' })
+    fireEvent.change(within(dialog).getByLabelText(/^Reason/), { target: { value: 'reseated' } })
+    const button = within(dialog).getByRole('button', { name: 'Mark healthy' })
+    fireEvent.click(button)
+    fireEvent.click(button)
+    await waitFor(() => expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1))
+    await new Promise((r) => setTimeout(r, 50))
+    expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1)
+  }, 20_000)
+
   // the fleet is asked for beside /me/ (not after it, to save a round trip), and the API answers a tenant 404
   it('is not found for a tenant', async () => {
     const seen = stubApi({

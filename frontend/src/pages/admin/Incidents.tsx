@@ -5,6 +5,7 @@ import { Link } from 'react-router'
 import { api, unwrap, type FleetSummary, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
+import { useSubmitOnce } from '../../hooks/useSubmitOnce'
 import { money, pct } from '../Billing'
 import { NotFoundPage } from '../NotFound'
 import { fleetKey, fleetQuery } from './queries'
@@ -54,11 +55,12 @@ function OpenIncident({ hosts }: { hosts: Map<string, string> }) {
   const [reason, setReason] = useState('')
   const [fault, setFault] = useState(true)
   const open = useHostAction('/api/v1/hosts/{id}/mark-faulty/', () => { setOpened(false); setReason('') })
+  const submitOpen = useSubmitOnce(open)
   return (
     <>
       <Button onClick={() => { open.reset(); setOpened(true) }}>Open incident</Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title="Open an incident" centered closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); if (host) open.mutate({ id: hosts.get(host)!, reason, provider_at_fault: fault }) }}>
+        <form onSubmit={(e) => { e.preventDefault(); if (host) submitOpen({ id: hosts.get(host)!, reason, provider_at_fault: fault }) }}>
           <Stack>
             <Text size="sm">The host is marked faulty: nothing new is placed on it until it is marked available again, which closes the incident.</Text>
             <NativeSelect label="Host" required data={[{ value: '', label: 'Choose a host' }, ...[...hosts.keys()].sort()]}
@@ -83,6 +85,7 @@ function CloseIncident({ incident, hostId }: { incident: Incident; hostId: strin
   const [opened, setOpened] = useState(false)
   const [reason, setReason] = useState('')
   const close = useHostAction('/api/v1/hosts/{id}/mark-available/', () => setOpened(false))
+  const submitClose = useSubmitOnce(close)
   return (
     <>
       <Button size="xs" color="teal.9" onClick={() => { close.reset(); setOpened(true) }} aria-label={`Close the incident of ${incident.host}`}>
@@ -90,7 +93,7 @@ function CloseIncident({ incident, hostId }: { incident: Incident; hostId: strin
       </Button>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`Close the incident of ${incident.host}?`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); close.mutate({ id: hostId, reason, provider_at_fault: true }) }}>
+        <form onSubmit={(e) => { e.preventDefault(); submitClose({ id: hostId, reason, provider_at_fault: true }) }}>
           <Stack>
             <Text size="sm">The host is marked available (back in service); the incident ends now.</Text>
             <Textarea label="Reason" required minRows={2} maxLength={500} value={reason} data-autofocus
@@ -143,6 +146,7 @@ function IncidentDetails({ incident, operator }: { incident: Incident; operator:
       void qc.invalidateQueries({ queryKey: ['incident-impact', incident.id] })
     },
   })
+  const submitSave = useSubmitOnce(save)
   const changed = Object.keys(incidentChanges(incident, form)).length > 0
   const data: Impact | undefined = impact.data
   return (
@@ -188,7 +192,7 @@ function IncidentDetails({ incident, operator }: { incident: Incident; operator:
             </>
           )}
           {operator && (
-            <form onSubmit={(e) => { e.preventDefault(); save.mutate() }}>
+            <form onSubmit={(e) => { e.preventDefault(); submitSave(undefined) }}>
               <Stack gap="sm">
                 <Title order={3} size="h5">Correct the incident</Title>
                 <Group grow align="start">

@@ -5,6 +5,7 @@ import { Link, useParams } from 'react-router'
 import { ApiError, api, unwrap } from '../../../api/client'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
+import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { NotFoundPage } from '../../NotFound'
 import { InvoiceTable } from './Invoices'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
@@ -30,9 +31,13 @@ export function AdminInvoiceRunsPage() {
   const [period, setPeriod] = useState(lastMonth())
   const [finalize, setFinalize] = useState(true)
   const start = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v1/invoice-runs/', { body: { period, finalize } })),
+    mutationFn: (): Promise<InvoiceRun> => unwrap(api.POST('/api/v1/invoice-runs/', {
+      params: { header: { 'Idempotency-Key': submit.idempotencyKey.current } }, body: { period, finalize },
+    })),
     onSuccess: () => void qc.invalidateQueries({ queryKey: ['staff', 'invoice-runs'] }),
   })
+  // a double click on Start run starts one run (the second POST would answer 409 "in progress" over it)
+  const submit = useSubmitOnce(start)
   if (role.pending) return null
   if (!role.staff || (runs.error instanceof ApiError && runs.error.status === 404)) return <NotFoundPage />
   const rows = [...(runs.data?.results ?? [])].sort((a, b) => b.created_at.localeCompare(a.created_at))
@@ -41,7 +46,7 @@ export function AdminInvoiceRunsPage() {
       <Title order={2}>Billing: invoice runs</Title>
       <BillingTabs />
       <Paper withBorder p="md" component="section" aria-labelledby="start-run">
-        <form onSubmit={(e) => { e.preventDefault(); start.mutate() }}>
+        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
           <Stack gap="sm">
             <Title order={3} size="h4" id="start-run">Start a run</Title>
             <Text size="sm" c="dimmed">

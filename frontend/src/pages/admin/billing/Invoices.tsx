@@ -10,7 +10,7 @@ import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { CreditNoteTable, InvoiceStatus, Totals, duration, money } from '../../Billing'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
-import { creditable, explainLine, utcText } from './logic'
+import { creditable, explainLine, utcText, type CreditNote } from './logic'
 import { useOrgNames } from '../organizations'
 
 /** Invoices as rows: number (a link to the staff invoice), organization, period, status, total, balance. */
@@ -154,7 +154,8 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
   const [amount, setAmount] = useState<string | number>('')
   const [reason, setReason] = useState('')
   const issue = useMutation({
-    mutationFn: () => unwrap(api.POST('/api/v1/credit-notes/', {
+    mutationFn: (): Promise<CreditNote> => unwrap(api.POST('/api/v1/credit-notes/', {
+      params: { header: { 'Idempotency-Key': submit.idempotencyKey.current } },
       body: { invoice: invoice.id, amount: String(amount), reason },
     })),
     onSuccess: () => {
@@ -163,6 +164,7 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
       setOpened(false); setAmount(''); setReason('')
     },
   })
+  const submit = useSubmitOnce(issue)
   return (
     <>
       <WriteButton variant="default" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
@@ -170,7 +172,7 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
       </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`Credit note against ${invoice.display_number}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); issue.mutate() }}>
+        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
           <Stack>
             <NumberInput label={`Amount before tax (${invoice.currency})`} required min={0.01} decimalScale={2}
               description={`At most ${money(String(creditable(invoice)), invoice.currency)}; tax at the invoice’s rate is added.`}
@@ -249,6 +251,7 @@ function VoidButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }
       setOpened(false); setReason('')
     },
   })
+  const submit = useSubmitOnce(voidIt)
   return (
     <>
       <WriteButton variant="default" color="red" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
@@ -256,7 +259,7 @@ function VoidButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }
       </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`Void ${invoice.display_number || `the ${invoice.period} draft`}?`}
         centered closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); voidIt.mutate() }}>
+        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
           <Stack>
             <Text size="sm">A void invoice is owed no more; this cannot be undone.</Text>
             <Textarea label="Reason" required minRows={2} maxLength={500} value={reason} data-autofocus

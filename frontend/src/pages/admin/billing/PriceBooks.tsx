@@ -4,6 +4,7 @@ import { useMemo, useState } from 'react'
 import { ApiError, api, unwrap } from '../../../api/client'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
+import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import {
@@ -45,6 +46,7 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
     })),
     onSuccess: () => { void qc.invalidateQueries({ queryKey: booksKey }); onClose() },
   })
+  const submit = useSubmitOnce(publish)
   const changed = changedPrices(rows).length
   const priceError = (n: number) => {
     const e = publish.error instanceof ApiError ? publish.error.errors : {}
@@ -52,7 +54,7 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
   }
   const changedKeys = changedPrices(rows).map(priceKey)
   return (
-    <form onSubmit={(e) => { e.preventDefault(); publish.mutate() }}>
+    <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
       <Stack>
         <Group align="start" grow>
           <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)}
