@@ -13,6 +13,7 @@ class Code(StrEnum):
     PERIOD_CLOSED = "period_closed"
     PERIOD_NOT_ENDED = "period_not_ended"
     PERIOD_NOT_STARTED = "period_not_started"
+    PERIOD_TOO_EARLY = "period_too_early"
     INVALID_PERIOD = "invalid_period"
     PAYMENT_AMOUNT_MISMATCH = "payment_amount_mismatch"
     CREDIT_NOTE_EXCEEDS_BALANCE = "credit_note_exceeds_balance"

@@ -145,3 +145,29 @@ def test_a_run_for_a_month_not_started_or_a_finalizing_run_before_its_end_is_a_4
         assert not InvoiceRun.objects.exists() and not Operation.objects.exists() and not Invoice.objects.exists()
         preview = billing_client.post("/api/v1/invoice-runs", {"period": "2027-01", "finalize": False}, format="json")
         assert preview.status_code == 202  # the month in progress is drafted as a running preview
+
+
+def test_a_run_for_a_month_before_the_first_price_book_is_a_400_on_the_period(tiers, fleet, billing_client):
+    """"1999-01" (a typo for a month of the price books' era): 400 `period_too_early` on `period` naming the first
+    price book's month, nothing written; the month the first book starts in is invoiced. The refusal to finalize
+    the month in progress says its end in words and to untick Finalize, not a raw ISO timestamp."""
+    from apps.billing.models import PriceBook
+
+    _three_orgs(fleet, n=1)
+    first = PriceBook.objects.order_by("effective_from").first().effective_from
+    month = f"{first.year:04d}-{first.month:02d}"
+    with time_machine.travel(dt.datetime(2026, 12, 5, 12, tzinfo=dt.UTC), tick=False):
+        early = billing_client.post("/api/v1/invoice-runs", {"period": "1999-01", "finalize": False}, format="json")
+        assert (early.status_code, early["Content-Type"], early.json()["code"]) == (
+            400, "application/problem+json", "period_too_early")
+        assert early.json()["errors"] == {"period": [f"before the first price book ({month})"]}
+        assert early.json()["first_price_book_start"] == first.isoformat()
+        assert not InvoiceRun.objects.exists() and not Operation.objects.exists()
+        assert billing_client.post("/api/v1/invoice-runs", {"period": month, "finalize": False},
+                                   format="json").status_code == 202
+        now = billing_client.post("/api/v1/invoice-runs", {"period": "2026-12", "finalize": True}, format="json")
+    assert (now.status_code, now.json()["code"], now.json()["period_end"]) == (
+        409, "period_not_ended", "2027-01-01T00:00:00+00:00")
+    assert now.json()["detail"] == (
+        "The month 2026-12 ends on 2027-01-01 00:00 UTC; invoices are finalized once their month has ended. To "
+        "refresh the drafts of the month in progress now, untick Finalize (a run with `finalize` false).")

@@ -233,14 +233,17 @@ class InvoiceRunViewSet(_StaffBase):
     """Invoice runs. POST requests one for a period: 202 with the run (`pending`) and `Location:
     /api/v1/operations/{id}`; a worker runs it batch by batch (poll the run or the operation). Safe to repeat once
     finished (finalized invoices are never touched again); 409 `invoice_run_in_progress` while one for the same
-    period and `finalize` is unfinished; 409 `period_not_started` for a month that has not started, and with
-    `finalize` 409 `period_not_ended` for one that has not ended (UTC bounds)."""
+    period and `finalize` is unfinished; 400 `period_too_early` for a month that ended before the first price book
+    started; 409 `period_not_started` for a month that has not started, and with `finalize` 409 `period_not_ended`
+    for one that has not ended (UTC bounds)."""
 
     serializer_class = s.InvoiceRunOutput
     filterset_class = filters.InvoiceRunFilter
     queryset = InvoiceRun.objects.all()
 
     @extend_schema(request=s.InvoiceRunCreateInput, responses={202: s.InvoiceRunOutput, **problems({
+        400: "validation_error: a malformed period (YYYY-MM); period_too_early (on `period`, with "
+             "first_price_book_start, UTC): a month that ended before the first price book started.",
         409: "invoice_run_in_progress: a run for the same period and finalize is unfinished; period_not_started:"
              " the period has not started yet (period_start, UTC); period_not_ended: finalize for a period that has"
              " not ended yet (period_end, UTC)."})})

@@ -187,21 +187,42 @@ def _session_tune() -> None:
         pass
 
 
+def _utc_words(instant: dt.datetime) -> str:
+    """An instant as people read it: "2027-01-01 00:00 UTC"."""
+    return instant.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def run_period_floor_check(period: str) -> None:
+    """Refuse a run for a month that ended before the first price book started (nothing could be priced in it: a
+    typo such as "1999-01" or "2062-01" for "2026-01"); judged at the period's UTC end. 400 `period_too_early` on
+    `period`, with `first_price_book_start` (UTC, ISO 8601). Without any price book there is no floor."""
+    from ..models import PriceBook
+
+    first = PriceBook.objects.order_by("effective_from").values_list("effective_from", flat=True).first()
+    if first is not None and period_bounds(period, "UTC")[1] <= first:
+        first_month = period_of(first, "UTC")
+        raise ValidationFailed(f"The period {period} ended before the first price book started on "
+                               f"{_utc_words(first)}; invoice runs start at {first_month}.",
+                               code=Code.PERIOD_TOO_EARLY, first_price_book_start=first.isoformat(),
+                               errors={"period": [f"before the first price book ({first_month})"]})
+
+
 def run_period_check(period: str, finalize: bool) -> None:
     """Refuse a run for a month that has not started, or a finalizing run for one that has not ended, judged at the
     period's UTC bounds (the beat's runs name UTC months; within a run each organization is drafted once its own
     local month has started and finalized once it has ended). An invoice drafted ahead of its month would take the
     organization's pending SLA credits from its real next invoice; a finalizing run before the month's end would
     finalize nothing. 400 `invalid_period` for a malformed period; 409 `period_not_started` with `period_start`
-    (UTC, ISO 8601); 409 `period_not_ended` with `period_end`, as finalizing one draft by hand answers."""
+    (UTC, ISO 8601); 409 `period_not_ended` with `period_end`, as finalizing one draft by hand answers (the details
+    say the instants in words, "2027-01-01 00:00 UTC")."""
     start, end = period_bounds(period, "UTC")
     if now() < start:
-        raise Conflict(f"The period {period} starts at {start.isoformat()}; an invoice run drafts a period once it "
+        raise Conflict(f"The month {period} starts on {_utc_words(start)}; an invoice run drafts a month once it "
                        "has started.", code=Code.PERIOD_NOT_STARTED, period_start=start.isoformat())
     if finalize and now() < end:
-        raise Conflict(f"The period {period} ends at {end.isoformat()}; invoices are finalized once their period "
-                       "has ended (run with finalize false to refresh the drafts of the month in progress).",
-                       code=Code.PERIOD_NOT_ENDED, period_end=end.isoformat())
+        raise Conflict(f"The month {period} ends on {_utc_words(end)}; invoices are finalized once their month has "
+                       "ended. To refresh the drafts of the month in progress now, untick Finalize (a run with "
+                       "`finalize` false).", code=Code.PERIOD_NOT_ENDED, period_end=end.isoformat())
 
 
 def invoice_run_execute(*, actor=None, period: str, finalize: bool = True,
@@ -283,13 +304,15 @@ def invoice_run_request(*, actor, period: str, finalize: bool = True) -> Invoice
     pending; a worker runs it (`GET /api/v1/invoice-runs/{id}` or the operation shows progress). One transaction.
 
     409 `invoice_run_in_progress` while an operation-run for the same period and `finalize` is unfinished (its
-    id is in the detail); 400 `validation_error` for a malformed period; 409 `period_not_started` and
-    `period_not_ended` as `run_period_check` says."""
+    id is in the detail); 400 `validation_error` for a malformed period; 400 `period_too_early` for a month before
+    the first price book (`run_period_floor_check`); 409 `period_not_started` and `period_not_ended` as
+    `run_period_check` says."""
     from apps.operations.models import TERMINAL
     from apps.operations.runner import operation_start
 
     from ..workflows import INVOICE_RUN
 
+    run_period_floor_check(period)
     run_period_check(period, finalize)
     with transaction.atomic():
         with connection.cursor() as cursor:  # two concurrent requests for one period: the second waits, then sees it
@@ -382,8 +405,8 @@ def invoice_finalize(*, actor, invoice: Invoice) -> Invoice:
     with transaction.atomic():
         invoice = Invoice.objects.select_for_update().get(pk=invoice.pk)
         if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > now():
-            raise Conflict(f"The period {invoice.period} ends at {invoice.period_end.isoformat()}; an invoice is "
-                           "finalized once its period has ended.", code=Code.PERIOD_NOT_ENDED,
+            raise Conflict(f"The month {invoice.period} ends on {_utc_words(invoice.period_end)}; an invoice is "
+                           "finalized once its month has ended.", code=Code.PERIOD_NOT_ENDED,
                            period_end=invoice.period_end.isoformat())
         if rerate and invoice.status == InvoiceStatus.DRAFT:
             run = InvoiceRun.objects.create(period=invoice.period, finalize=False, requested_by=_user(actor))
