@@ -419,7 +419,8 @@ export function LeasesPage() {
             <ProblemAlert error={create.error} title="The lease was not created"
               shownFields={['name', 'kind', 'gpu_model', 'mig_profile', 'count', 'start', 'end']} />
             {requested && (
-              <Alert color="green" role="status" data-testid="lease-requested" title={`Lease “${requested.name}” requested`}>
+              <Alert color="green" role="status" data-testid="lease-requested"
+                title={<Text span fw={700} size="sm" c="var(--mantine-color-text)">{`Lease “${requested.name}” requested`}</Text>}>
                 It is {requested.status}; it appears in the list below{requested.status === 'requested' ? '; its capacity is held once it is confirmed' : ''}.
               </Alert>
             )}
