@@ -190,8 +190,9 @@ def api_token_revoke(*, actor, token: ApiToken) -> ApiToken:
     if actor is not None and token.user_id != actor.pk:
         service_account = ServiceAccount.objects.filter(user_id=token.user_id).select_related("organization").first()
         org_id = _token_organization_id(token)
-        if service_account is not None:
-            authz.authorize_org(actor, service_account.organization, (OrgRole.OWNER, OrgRole.ADMIN))
+        if service_account is not None:  # staff revoke any token (incident response; docs/adr/0104)
+            authz.authorize_org(actor, service_account.organization, (OrgRole.OWNER, OrgRole.ADMIN),
+                                staff_roles=authz.STAFF_WRITERS)
         elif org_id is not None and not selectors.is_staff(actor):
             authz.authorize_org(actor, Organization.objects.get(pk=org_id), (OrgRole.OWNER,))
         else:

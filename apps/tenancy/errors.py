@@ -19,6 +19,7 @@ class Gone(DomainError):
 class Code:
     PERMISSION_DENIED = "permission_denied"
     TOKEN_READ_ONLY = "token_read_only"
+    STAFF_NOT_MEMBER = "staff_not_member"
     UNKNOWN_ROLE = "unknown_role"
     DUPLICATE_MEMBERSHIP = "duplicate_membership"
     LAST_OWNER = "last_owner"

@@ -130,6 +130,12 @@ def project_role_of(user, project) -> str | None:
     return best
 
 
+def organization_has_active_owner(organization) -> bool:
+    """Whether an active user holds the owner role of `organization` (not so right after staff created it)."""
+    return Membership.objects.filter(organization=organization, project__isnull=True, role=OrgRole.OWNER,
+                                     user__is_active=True).exists()
+
+
 def membership_list_visible_to(user) -> QuerySet[Membership]:
     """Memberships of the organizations and projects `user` can see (organization-level rows only for
     organization members)."""

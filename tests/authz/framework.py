@@ -23,7 +23,9 @@ exactly what that column must show.
 
 Roles: anonymous (no credentials); other_org (write token of the owner of organization B); viewer, member, admin
 (write tokens of organization-A users with those organization roles); read_token (a read-scoped token of
-organization A's owner); staff (a staff-bound write token of a provider operator).
+organization A's owner); staff (a staff-bound write token of a provider operator who is no member of organization
+A: it reads everything, makes the provider's changes, and writes nothing in A's projects and members by staff
+status alone, 403 `staff_not_member`; docs/adr/0104).
 """
 from __future__ import annotations
 

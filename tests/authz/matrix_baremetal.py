@@ -11,7 +11,7 @@ from .framework import Case, Entry, expect
 STAFF = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 STAFF_ACCEPTED = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=202)
 PUBLIC = expect(anonymous=200, other_org=200)
-ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
+ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=403)
 
 
 def _host(name: str) -> Host:

@@ -11,11 +11,11 @@ LIST = expect(other_org=200)
 ANY_USER = expect(other_org=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
 # A body naming project A is "Not found." (400, as an id that does not exist) for another tenant (ADR 0010).
-CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
-ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
-DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204)
+CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=403)
+ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=403)
+DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=403)
 # The serial log can hold secrets: project members and admins only, with a write-scoped token.
-MEMBERS_READ = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
+MEMBERS_READ = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=403)
 
 
 def _image() -> Image:
@@ -102,7 +102,7 @@ def _cluster(world) -> Cluster:
     return Cluster.objects.create(project=world.project_a, name="cl", flavor=_flavor(world), image=_image(), size=0)
 
 
-CHECK = expect(other_org=400, viewer=403, member=200, admin=200, read_token=403, staff=200)
+CHECK = expect(other_org=400, viewer=403, member=200, admin=200, read_token=403, staff=403)
 
 ENTRIES = [
     Entry("GET", "/api/v1/flavors", LIST),
@@ -124,7 +124,7 @@ ENTRIES = [
     Entry("GET", "/api/v1/instances", LIST),
     Entry("GET", "/api/v1/instances/{pk}", expect(), _pk(_instance)),
     Entry("POST", "/api/v1/instances", expect(other_org=400, viewer=403, member=202, admin=202, read_token=403,
-                                              staff=202), _instance_body),
+                                              staff=403), _instance_body),
     # launch checks: the create's permission and references, a 200 answer, nothing written (not audited)
     Entry("POST", "/api/v1/instances/check", CHECK, _instance_body, audited=False),
     Entry("DELETE", "/api/v1/instances/{pk}", ACCEPTED, _pk(_instance)),

@@ -65,9 +65,9 @@ def _policy(world) -> Case:
 ENTRIES = [
     Entry("GET", "/api/v1/remediations", expect(other_org=200), _remediation),
     Entry("GET", "/api/v1/remediations/{pk}", expect(), _remediation),
-    Entry("POST", "/api/v1/remediations/{pk}/approve", mutation(member=200), _remediation),
+    Entry("POST", "/api/v1/remediations/{pk}/approve", mutation(member=200, staff=403), _remediation),
     Entry("GET", "/api/v1/projects/{project_id}/remediation-policy", expect(), _policy),
-    Entry("PUT", "/api/v1/projects/{project_id}/remediation-policy", mutation(), _policy),
+    Entry("PUT", "/api/v1/projects/{project_id}/remediation-policy", mutation(staff=403), _policy),
     Entry("GET", "/api/v1/health-events", expect(other_org=200), _impact),
     Entry("GET", "/api/v1/health/classification", STAFF_READ),
     Entry("GET", "/api/v1/health/hosts/{host_id}/workloads", STAFF_READ,

@@ -8,9 +8,9 @@ from .framework import Case, Entry, expect
 
 LIST = expect(other_org=200)
 # project members write; a body naming project A's objects is "not found" (400) for another tenant
-CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
-CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
-DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204)
+CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=403)
+CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=403)
+DELETE = expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=403)
 STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
 # provider-internal (IsStaffOperator): tenants get 404, as for what they may not see
@@ -154,7 +154,11 @@ ENTRIES = [
     Entry("POST", "/api/v1/ib-partitions/{pk}/members",
           expect(other_org=404, viewer=403, member=201, admin=201, read_token=403, staff=201),
           lambda w: _instance_guid_case(w, added=False)),
-    Entry("DELETE", "/api/v1/ib-partitions/{pk}/members/{guid}", DELETE, lambda w: _instance_guid_case(w, added=True)),
+    # a partition's members are the fabric's too: staff operators add and remove them (ADR 0704), the partition
+    # itself is the tenant's (staff 403 `staff_not_member` above, docs/adr/0104)
+    Entry("DELETE", "/api/v1/ib-partitions/{pk}/members/{guid}",
+          expect(other_org=404, viewer=403, member=204, admin=204, read_token=403, staff=204),
+          lambda w: _instance_guid_case(w, added=True)),
     Entry("GET", "/api/v1/pkey-pools", STAFF_READ),
     Entry("POST", "/api/v1/pkey-pools", STAFF_ONLY_CREATE,
           lambda w: Case(data={"fabric": _fabric().name, "first_pkey": "0x0100", "last_pkey": "0x01ff"})),

@@ -11,12 +11,12 @@ from tests.inventory.helpers import make_host
 from .framework import Case, Entry, expect
 
 LIST = expect(other_org=200)
-WRITE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
-ORG_ADMIN_DELETE = expect(other_org=404, viewer=403, member=403, admin=204, read_token=403, staff=204)
+WRITE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=403)
+ORG_ADMIN_DELETE = expect(other_org=404, viewer=403, member=403, admin=204, read_token=403, staff=403)
 # a body naming organization A's project or organization is "Not found." (400) for another tenant (ADR 0010)
-BODY_CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=201)
-BODY_ACCEPTED = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=202)
-ORG_ADMIN_BODY_CREATE = expect(other_org=400, viewer=403, member=403, admin=201, read_token=403, staff=201)
+BODY_CREATE = expect(other_org=400, viewer=403, member=201, admin=201, read_token=403, staff=403)
+BODY_ACCEPTED = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=403)
+ORG_ADMIN_BODY_CREATE = expect(other_org=400, viewer=403, member=403, admin=201, read_token=403, staff=403)
 STAFF_READ = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=200)
 STAFF_CREATE = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=201)
 STAFF_DELETE = expect(other_org=404, viewer=404, member=404, admin=404, read_token=404, staff=204)
@@ -93,7 +93,7 @@ ENTRIES = [
     Entry("GET", "/api/v1/leases", LIST),
     Entry("POST", "/api/v1/leases", BODY_CREATE, _lease_body),
     Entry("POST", "/api/v1/leases/check", expect(other_org=400, viewer=403, member=200, admin=200, read_token=403,
-                                                  staff=200), _lease_body, audited=False),
+                                                  staff=403), _lease_body, audited=False),
     Entry("GET", "/api/v1/leases/{pk}", expect(), _lease_case()),
     Entry("PATCH", "/api/v1/leases/{pk}", WRITE, _lease_case({"name": "renamed"})),
     Entry("DELETE", "/api/v1/leases/{pk}", WRITE, _lease_case()),

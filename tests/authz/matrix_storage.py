@@ -9,9 +9,9 @@ LIST = expect(other_org=200)
 STAFF_CREATE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=201)
 STAFF_CHANGE = expect(other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=200)
 # A body naming project A (or its volume) is "Not found." (400, as an id that does not exist) for another tenant.
-ACCEPTED_CREATE = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=202)
-ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=202)
-CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=200)
+ACCEPTED_CREATE = expect(other_org=400, viewer=403, member=202, admin=202, read_token=403, staff=403)
+ACCEPTED = expect(other_org=404, viewer=403, member=202, admin=202, read_token=403, staff=403)
+CHANGE = expect(other_org=404, viewer=403, member=200, admin=200, read_token=403, staff=403)
 
 
 def _type() -> VolumeType:

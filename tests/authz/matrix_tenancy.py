@@ -9,8 +9,9 @@ from tests.tenancy.helpers import make_project, make_user, member
 
 from .framework import Case, Entry, expect, mutation
 
-# a body that names organization A: another tenant's id is "does not exist" (400), never a 403
-CREATE_IN_A = mutation(other_org=400, admin=201, staff=201)
+# a body that names organization A: another tenant's id is "does not exist" (400), never a 403; staff, no member of
+# A, write nothing inside it (403 `staff_not_member`, docs/adr/0104) but its quotas
+CREATE_IN_A = mutation(other_org=400, admin=201, staff=403)
 
 
 def _org(world) -> Case:
@@ -73,29 +74,29 @@ ENTRIES = [
     Entry("POST", "/api/v1/projects", CREATE_IN_A,
           lambda w: Case(data={"organization": str(w.org_a.pk), "slug": "new-one", "name": "New"})),
     Entry("GET", "/api/v1/projects/{pk}", expect(), _project),
-    Entry("PATCH", "/api/v1/projects/{pk}", mutation(),
+    Entry("PATCH", "/api/v1/projects/{pk}", mutation(staff=403),
           lambda w: Case(kwargs={"pk": w.project_a.pk}, data={"description": "changed"})),
-    Entry("DELETE", "/api/v1/projects/{pk}", mutation(admin=204, staff=204), _empty_project),
+    Entry("DELETE", "/api/v1/projects/{pk}", mutation(admin=204, staff=403), _empty_project),
     Entry("GET", "/api/v1/memberships", LIST),
     # adding a user sends an invitation they accept: 202 with the pending invitation
-    Entry("POST", "/api/v1/memberships", mutation(other_org=400, admin=202, staff=202), _new_user),
+    Entry("POST", "/api/v1/memberships", mutation(other_org=400, admin=202, staff=403), _new_user),
     Entry("GET", "/api/v1/memberships/{pk}", expect(), _member_membership),
-    Entry("PATCH", "/api/v1/memberships/{pk}", mutation(), _member_membership),
-    Entry("DELETE", "/api/v1/memberships/{pk}", mutation(admin=204, staff=204), _extra_membership),
+    Entry("PATCH", "/api/v1/memberships/{pk}", mutation(staff=403), _member_membership),
+    Entry("DELETE", "/api/v1/memberships/{pk}", mutation(admin=204, staff=403), _extra_membership),
     Entry("GET", "/api/v1/invitations", LIST),
     Entry("POST", "/api/v1/invitations", CREATE_IN_A,
           lambda w: Case(data={"organization": str(w.org_a.pk), "email": "invitee@example.test", "role": "viewer"})),
     # invitations are visible to owners/admins only: a viewer or member gets 404 like another tenant
     Entry("GET", "/api/v1/invitations/{pk}", expect(viewer=404, member=404),
           lambda w: Case(kwargs={"pk": _invitation(w).pk})),
-    Entry("DELETE", "/api/v1/invitations/{pk}", mutation(viewer=404, member=404, admin=204, staff=204),
+    Entry("DELETE", "/api/v1/invitations/{pk}", mutation(viewer=404, member=404, admin=204, staff=403),
           lambda w: Case(kwargs={"pk": _invitation(w).pk})),
     # the token is the credential: anyone holding it may accept, but only as the invited e-mail
     Entry("POST", "/api/v1/invitations/accept",
           expect(anonymous=201, other_org=403, viewer=403, member=403, admin=403, read_token=403, staff=403),
           _accept),
     Entry("GET", "/api/v1/quotas", LIST),
-    Entry("POST", "/api/v1/quotas", CREATE_IN_A,
+    Entry("POST", "/api/v1/quotas", mutation(other_org=400, admin=201, staff=201),
           lambda w: Case(data={"organization": str(w.org_a.pk), "project": str(w.project_a.pk),
                                "resource": "gpus", "limit": 2})),
     Entry("GET", "/api/v1/quotas/{pk}", expect(), _org_quota),

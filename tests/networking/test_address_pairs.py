@@ -4,7 +4,8 @@ import pytest
 
 from apps.networking import services
 from apps.networking.models import Port
-from tests.tenancy.helpers import client_for, token_for
+from apps.tenancy.models import OrgRole
+from tests.tenancy.helpers import client_for, member, token_for
 
 from .helpers import operator
 
@@ -46,8 +47,14 @@ def test_accepted_pairs_are_canonical(tenant_a, vm1):
     assert r.json()["source_check_disabled"] is False
 
 
-def test_catch_all_only_by_the_provider_and_flagged(vm1):
-    staff = client_for(token_for(operator(), staff=True))
+def test_catch_all_only_by_the_provider_and_flagged(tenant_a, vm1):
+    """An operator sets it where it works by a membership (staff status alone writes in no project: ADR 0104)."""
+    outsider = client_for(token_for(operator(), staff=True))
+    r = _patch(outsider, vm1, ["0.0.0.0/0"])
+    assert (r.status_code, r.json()["code"]) == (403, "staff_not_member")
+    ops = operator()
+    member(ops, tenant_a.org, OrgRole.MEMBER)
+    staff = client_for(token_for(ops, staff=True))
     r = _patch(staff, vm1, ["0.0.0.0/0"])
     assert r.status_code == 200, r.json()
     assert r.json()["source_check_disabled"] is True

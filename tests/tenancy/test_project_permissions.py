@@ -53,11 +53,12 @@ def test_a_read_only_token_cannot_write_even_for_an_owner(acme):
     assert _project(client_for(token_for(owner, organization=org, scope="read")), project) == ("admin", False)
 
 
-def test_staff_writes_only_with_a_writing_staff_role(acme):
+def test_staff_without_a_membership_write_in_no_project(acme):
+    """Staff act in a customer's projects only by a membership (docs/adr/0104): no staff role writes there."""
     _org, project = acme
     operator = make_user("op@example.com", staff_role=StaffRole.OPERATOR)
     support = make_user("support@example.com", staff_role=StaffRole.SUPPORT)
-    assert _project(client_for(token_for(operator, staff=True)), project) == (None, True)
+    assert _project(client_for(token_for(operator, staff=True)), project) == (None, False)
     assert _project(client_for(token_for(support, staff=True)), project) == (None, False)
 
 
@@ -91,14 +92,14 @@ def test_can_manage_members_follows_the_organization_role_and_the_api_agrees(acm
     assert response.status_code == (201 if manages else 403), response.content
 
 
-def test_can_manage_members_is_false_for_a_read_token_and_read_only_staff(acme):
+def test_can_manage_members_is_false_for_a_read_token_and_staff_without_a_membership(acme):
     org, _project = acme
     owner = make_user("owner@acme.test")
     member(owner, org, OrgRole.OWNER)
     assert _org(client_for(token_for(owner, organization=org, scope="read")), org) == ("owner", False)
     operator = make_user("op@example.com", staff_role=StaffRole.OPERATOR)
     support = make_user("support@example.com", staff_role=StaffRole.SUPPORT)
-    assert _org(client_for(token_for(operator, staff=True)), org) == (None, True)
+    assert _org(client_for(token_for(operator, staff=True)), org) == (None, False)
     assert _org(client_for(token_for(support, staff=True)), org) == (None, False)
 
 

@@ -18,7 +18,13 @@ NETWORK_STAFF = frozenset({StaffRole.OPERATOR})
 
 
 def authorize_write(actor, project) -> None:
-    """Project admin/member or a staff operator may change the project's networks (else 404/403)."""
+    """Project admin/member may change the project's networks (else 404/403; staff by a membership only)."""
+    authz.authorize_project(actor, project, WRITERS)
+
+
+def authorize_partition_members(actor, project) -> None:
+    """An InfiniBand partition's members: project admin/member, or a staff operator (a fabric's ports and shared
+    service ports are the fleet's, ADR 0704; the partition itself is the tenant's, `authorize_write`)."""
     authz.authorize_project(actor, project, WRITERS, staff_roles=NETWORK_STAFF)
 
 

@@ -29,6 +29,7 @@ from ..states import IB_MTU_CODES, IB_RATE_CODES, Membership, VirtualGuidStatus
 from ._common import (
     NETWORK_STAFF,
     authorize_operator,
+    authorize_partition_members,
     authorize_write,
     fields_of,
     input_errors,
@@ -192,7 +193,7 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
     400 `wrong_fabric` when the port is cabled to another fabric (RW-046); 409 `guid_in_other_project` when the
     GUID is in another project's partition, unless this is a shared service port (`_shared_port_ok`); 409
     `pkey_limit_per_port` past `NETWORKING_MAX_PKEYS_PER_PORT` partitions per GUID (RW-043)."""
-    authorize_write(actor, partition.project)
+    authorize_partition_members(actor, partition.project)
     if (hca_port is None) == (virtual_guid is None):
         raise ValueError("give exactly one of hca_port, virtual_guid")
     port = hca_port or virtual_guid.pool.hca_port
@@ -291,7 +292,7 @@ def ib_partition_member_add(*, actor, partition: IbPartition, guid: str,
     `already_member` (the GUID is a member with the other membership; remove it first), `guid_in_other_project`
     (a full member next to another project's membership, or a project member extending a shared port),
     `pkey_limit_per_port`. The same GUID with the same membership again returns the member (idempotent)."""
-    authorize_write(actor, partition.project)
+    authorize_partition_members(actor, partition.project)
     if membership not in Membership.values:
         raise ValidationFailed("membership must be full or limited.", code="invalid_membership",
                                errors={"membership": ["full | limited"]})
@@ -315,7 +316,7 @@ def ib_partition_member_add(*, actor, partition: IbPartition, guid: str,
 def ib_partition_member_remove(*, actor, partition: IbPartition, guid: str) -> None:
     """Remove a member added through the API (`ib_partition_member_add`, service ports). 404 when `guid` is not
     a member of `partition`; 409 `in_use` for an instance's own membership (it leaves with the instance)."""
-    authorize_write(actor, partition.project)
+    authorize_partition_members(actor, partition.project)
     try:
         text = pkeys.format_guid(guid)
     except ValueError:
@@ -365,7 +366,7 @@ def ib_partition_members_leave_instance(*, actor, instance_id: uuid.UUID) -> int
         members = list(IbPartitionMember.objects.select_for_update().filter(instance_id=instance_id)
                        .select_related("partition__project"))
         for m in members:
-            authorize_write(actor, m.partition.project)
+            authorize_partition_members(actor, m.partition.project)
         fabrics = {m.partition.fabric_id for m in members}
         for m in members:
             audit_record(actor=actor, action="networking.ib_partition.member_leave", target=m.partition,

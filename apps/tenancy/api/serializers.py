@@ -19,12 +19,12 @@ def _caller(serializer):
 class OrganizationOutput(ModelSerializer):
     billing_email = serializers.CharField(read_only=True, help_text='an e-mail address, or "" when none is set')
     role = serializers.SerializerMethodField(
-        help_text="The caller's organization role (owner | admin | billing | member | viewer), or null (staff, a "
-                  "project-only member, a project-bound token).")
+        help_text="The caller's organization role (owner | admin | billing | member | viewer), or null (staff without "
+                  "a membership, a project-only member, a project-bound token).")
     can_manage_members = serializers.SerializerMethodField(
         help_text="Whether the caller may invite to the organization, change or remove its members and revoke its "
-                  "invitations (owner, admin, writing staff): false for billing, member and viewer roles, a "
-                  "read-only token and read-only staff.")
+                  "invitations (owner, admin): false for billing, member and viewer roles, a read-only token and "
+                  "provider staff without a membership (docs/adr/0104).")
 
     class Meta:
         model = Organization
@@ -69,14 +69,15 @@ class OrganizationUpdateInput(Serializer):
 class ProjectOutput(ModelSerializer):
     role = serializers.SerializerMethodField(
         help_text="The caller's effective project role (admin | member | viewer: the higher of the project "
-                  "membership and the organization role), or null (staff).")
+                  "membership and the organization role), or null (staff without a membership).")
     can_write = serializers.SerializerMethodField(
         help_text="Whether the caller may create and change this project's resources (instances, SSH keys, "
-                  "networks, leases): false for a viewer, a read-only token and read-only staff.")
+                  "networks, leases): false for a viewer, a read-only token and provider staff without a "
+                  "membership.")
     can_manage_members = serializers.SerializerMethodField(
         help_text="Whether the caller may invite to this project, change or remove its project memberships and "
-                  "revoke its invitations: true for the project's admins (an organization owner or admin is one), "
-                  "writing staff; false for a project member or viewer, a read-only token and read-only staff.")
+                  "revoke its invitations: true for the project's admins (an organization owner or admin is one); "
+                  "false for a project member or viewer, a read-only token and staff without a membership.")
 
     class Meta:
         model = Project

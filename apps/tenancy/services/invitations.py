@@ -22,9 +22,9 @@ from apps.audit.services import audit_record
 from apps.core.clock import now
 from apps.core.errors import Conflict, ValidationFailed
 
-from .. import authz, selectors
+from .. import authz
 from ..errors import Code, Forbidden, Gone
-from ..models import Invitation, Membership, Organization, OrgRole, Project, ProjectRole
+from ..models import Invitation, Membership, Organization, Project, ProjectRole
 from .memberships import membership_add, validate_role
 
 SALT = "gpucloud.invitation"
@@ -41,15 +41,13 @@ def invitation_accept_url(token: str) -> str:
 def invitation_create(*, actor, organization: Organization, email: str, role: str,
                       project: Project | None = None) -> Invitation:
     """Invite `email` with `role` (organization role, or project role when `project` is given) and e-mail the
-    link after commit. Organization invitations: owner/admin (owner invitations: owner or staff); project
-    invitations: the project's admins too (an organization owner/admin is one). 409 `duplicate_membership` if the
+    link after commit. Organization invitations: owner/admin (owner invitations: an owner; writing staff only the
+    first owner of an organization without an active owner, onboarding: docs/adr/0104); project invitations: the
+    project's admins too (an organization owner/admin is one). 409 `duplicate_membership` if the
     user is already a member, 409 `invitation_pending` if a pending invitation exists. The answer is the same
     whether or not the e-mail has an account (nothing reveals which e-mails are registered)."""
     validate_role(role, project=project)
-    _authorize(actor, organization, project)
-    if role == OrgRole.OWNER and project is None and actor is not None and not selectors.is_staff(actor) \
-            and selectors.org_role_of(actor, organization) != OrgRole.OWNER:
-        raise Forbidden("Only an owner can invite an owner.", code=Code.OWNER_REQUIRED)
+    _authorize(actor, organization, project, role)
     if project is not None and project.organization_id != organization.pk:
         raise ValidationFailed("The project is not in this organization.", errors={"project": ["not found"]})
     email = get_user_model().objects.normalize_email(email.strip()).lower()
@@ -74,9 +72,9 @@ def invitation_create(*, actor, organization: Organization, email: str, role: st
     return invitation
 
 
-def _authorize(actor, organization: Organization, project: Project | None) -> None:
+def _authorize(actor, organization: Organization, project: Project | None, role: str) -> None:
     if project is None:
-        authz.authorize_org(actor, organization, (OrgRole.OWNER, OrgRole.ADMIN))
+        authz.authorize_org_invitation(actor, organization, role)
     else:
         authz.authorize_project(actor, project, (ProjectRole.ADMIN,))
 
@@ -94,8 +92,9 @@ def _send(invitation: Invitation, token: str) -> None:
 
 def invitation_revoke(*, actor, invitation: Invitation) -> Invitation:
     """Revoke a pending invitation (owner/admin; a project's admins for its invitations). 409
-    `invitation_already_used` if accepted."""
-    _authorize(actor, invitation.organization, invitation.project)
+    `invitation_already_used` if accepted. Staff who invited an organization's first owner may revoke that
+    invitation while the organization has no active owner (a mistyped e-mail)."""
+    _authorize(actor, invitation.organization, invitation.project, invitation.role)
     with transaction.atomic():
         locked = Invitation.objects.select_for_update().get(pk=invitation.pk)
         if locked.accepted_at:

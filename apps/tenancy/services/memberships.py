@@ -2,7 +2,8 @@
 
 Rules (docs/tenancy.md): organization roles owner/admin/billing/member/viewer, project roles admin/member/viewer;
 one membership per user and scope (409 `duplicate_membership`); an unknown role is 400 `unknown_role`; only an
-owner (or staff) grants or removes the owner role (403 `owner_required`); an organization always keeps at least
+owner grants or removes the owner role (403 `owner_required`; provider staff only by a membership, except the
+first owner's invitation of an organization without one: docs/adr/0104); an organization always keeps at least
 one owner (409 `last_owner`, checked under the organization row lock).
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ def validate_role(role: str, *, project) -> None:
 def _authorize(actor, organization: Organization, project: Project | None, *roles_touched: str) -> None:
     if project is None:
         authz.authorize_org(actor, organization, ORG_ADMINS)
-        if OrgRole.OWNER in roles_touched and actor is not None and not selectors.is_staff(actor) \
+        if OrgRole.OWNER in roles_touched and actor is not None \
                 and selectors.org_role_of(actor, organization) != OrgRole.OWNER:
             raise Forbidden("Only an owner can grant or remove the owner role.", code=Code.OWNER_REQUIRED)
     else:
@@ -55,7 +56,10 @@ def membership_create(*, actor, organization: Organization, user_email: str, rol
     from .invitations import invitation_create
 
     validate_role(role, project=project)
-    _authorize(actor, organization, project, role)
+    if project is None:
+        authz.authorize_org_invitation(actor, organization, role)
+    else:
+        _authorize(actor, organization, project, role)
     if project is not None and project.organization_id != organization.pk:
         raise ValidationFailed("The project is not in this organization.", errors={"project": ["not found"]})
     return invitation_create(actor=actor, organization=organization, project=project, email=user_email, role=role)

@@ -1,4 +1,4 @@
-"""Organization writes. Organizations are created by provider staff, who invite the owner."""
+"""Organization writes. Organizations are created by provider staff, who invite the first owner."""
 from __future__ import annotations
 
 import re
@@ -19,6 +19,9 @@ EDITABLE = ("name", "legal_name", "billing_email", "currency", "billing_timezone
             "require_2fa")
 STAFF_ONLY = frozenset({"currency", "default_sla_tier", "plan"})
 BILLING_FIELDS = frozenset({"legal_name", "billing_email", "billing_timezone"})
+# what writing staff change on any organization, the billing account they run (docs/adr/0104); the rest (its
+# sign-in policy) is the customer's, changed by staff only through a membership
+PROVIDER_FIELDS = STAFF_ONLY | BILLING_FIELDS | {"name"}
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 
 
@@ -61,12 +64,13 @@ def organization_create(*, actor, slug: str, name: str, owner_email: str, **fiel
 
 
 def organization_update(*, actor, organization: Organization, **changes) -> Organization:
-    """Change organization fields. Staff: all; owner/admin: all but plan, currency, SLA tier; billing role:
+    """Change organization fields. Writing staff: the name, plan, currency, SLA tier and billing fields; owner/admin: all but plan, currency, SLA tier; billing role:
     legal name, billing e-mail, billing time zone. 403 `permission_denied` otherwise."""
     changes = {k: v for k, v in changes.items() if k in EDITABLE}
     roles = {OrgRole.OWNER, OrgRole.ADMIN} | ({OrgRole.BILLING} if set(changes) <= BILLING_FIELDS else set())
-    authz.authorize_org(actor, organization, roles)
-    if set(changes) & STAFF_ONLY and actor is not None and not getattr(actor, "staff_role", ""):
+    staff_roles = authz.STAFF_WRITERS if set(changes) <= PROVIDER_FIELDS else ()
+    authz.authorize_org(actor, organization, roles, staff_roles=staff_roles)
+    if set(changes) & STAFF_ONLY and actor is not None and getattr(actor, "staff_role", "") not in authz.STAFF_WRITERS:
         raise Forbidden("Plan, currency and SLA tier are set by the provider.", code=Code.PERMISSION_DENIED)
     _validate(changes)
     with transaction.atomic():
