@@ -113,6 +113,10 @@ def test_1_staff_sees_the_heat_map_of_the_sample_fleet(fc, tab):
     tab.get_by_role("button", name="Verify code").click()
     expect(tab.get_by_role("heading", name="Fleet", exact=True)).to_be_visible()
     expect(tab.get_by_test_id("admin-nav")).to_be_visible()
+    # the operator belongs to no organization: it reads every tenant, but gets no tenant screens (Members, API
+    # tokens...) where it could change nothing (docs/adr/0104)
+    expect(tab.get_by_test_id("tenant-nav")).to_have_count(0)
+    expect(tab.get_by_role("link", name="Members")).to_have_count(0)
     hosts = fc.ops.all("hosts")
     expect(tab.get_by_test_id("heatmap-host")).to_have_count(len([h for h in hosts if h["state"] != "retired"]))
     expect(tab.get_by_test_id("heatmap-legend")).to_contain_text("Scrub failed")

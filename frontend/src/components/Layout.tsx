@@ -3,7 +3,7 @@ import { useDisclosure } from '@mantine/hooks'
 import { Link, Navigate, Outlet, matchPath, useLocation, useNavigate, useNavigation } from 'react-router'
 import { isAdminPath, useScope } from '../auth/scope'
 import { useSession, useSignOut } from '../auth/session'
-import { useIsStaff } from '../auth/staff'
+import { useIsStaff, useMe } from '../auth/staff'
 import { isOrganizationPath } from '../tenancy'
 import { NoProject } from './NoProject'
 import { READ_ONLY_HINT } from './WriteButton'
@@ -48,8 +48,10 @@ export function Layout() {
   // admin screens work on the provider's fleet, not in a project: they show without one
   const admin = isAdminPath(location.pathname)
   // provider staff who belong to no organization have no tenant screens: only the admin ones (a staff member who
-  // is also a tenant sees both, each under its heading)
-  const tenantNav = !staff || scope.loading || scope.organizations.length > 0
+  // is also a tenant sees both, each under its heading). Staff read every organization, so the lists do not say it:
+  // `/me/`'s memberships do (docs/adr/0104: staff act in an organization only by a membership)
+  const memberships = useMe().data?.memberships ?? []
+  const tenantNav = !staff || memberships.length > 0
 
   const link = (item: { to: string; label: string; end: boolean }) => (
     <NavLink
