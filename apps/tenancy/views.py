@@ -55,6 +55,7 @@ def invitation_accept_page(request):
     except DomainError as exc:
         return _problem(request, "tenancy/invitation_accept.html", exc, context)
     context["invitation"] = invitation
+    context["full_name"] = request.POST.get("full_name", "")  # kept when the page comes back with a refusal
     if request.method != "POST":
         return render(request, "tenancy/invitation_accept.html", context)
     try:

@@ -49,6 +49,7 @@ def test_a_refusal_is_shown_in_words_with_the_code_only_in_a_details_element(dja
     assert page.status_code == 400, html
     shown = _visible_text(html)
     assert "validation_error" not in shown and "Reason code" not in shown, shown
+    assert re.search(r'<input name="full_name"[^>]*value="New"', html), html     # what was typed is kept
     assert 'role="alert"' in html
     assert re.search(r"<details[^>]*><summary>Details for support</summary>Reason code: <code>validation_error</code>",
                      html), html
