@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { quotaAmount, quotaLabel, quotaScope } from './quota'
+import { quotaAmount, quotaFits, quotaLabel, quotaScope } from './quota'
 
 describe('quota words', () => {
   it('labels the API keys for a person', () => {
@@ -17,5 +17,18 @@ describe('quota words', () => {
     expect(quotaAmount('volume_gib:ssd', 500)).toBe('500 GiB')
     expect(quotaAmount('vcpus', 64)).toBe('64')
     expect(quotaScope('project')).toBe('this project')
+  })
+})
+
+describe('quotaFits', () => {
+  const gpus = { resource: 'gpus', scope: 'organization', limit: 8, used: 0, requested: 8, exceeded: false }
+  it('counts how many of several identical creates the quota lets through, and the line that stops the rest', () => {
+    expect(quotaFits([gpus], 2)).toEqual({ fits: 1, line: gpus })
+    expect(quotaFits([gpus], 1)).toBeNull()
+    const roomy = { ...gpus, resource: 'instances', limit: 100, requested: 1 }
+    expect(quotaFits([roomy, { ...gpus, used: 4, requested: 2 }], 3)).toEqual({ fits: 2, line: { ...gpus, used: 4, requested: 2 } })
+  })
+  it('leaves a line the check already refuses to the check', () => {
+    expect(quotaFits([{ ...gpus, used: 4, exceeded: true }], 3)).toBeNull()
   })
 })

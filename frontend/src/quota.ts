@@ -32,3 +32,17 @@ export function quotaAmount(resource: string, n: number): string {
 export function quotaScope(scope: string): string {
   return scope === 'project' ? 'this project' : scope === 'organization' ? 'organization' : scope
 }
+
+/** How many of `count` identical creates the quota `lines` of one create's check let through, and the line that
+ * stops the rest (null: all fit, or the check already refuses the first). Each create adds its line's `requested`
+ * to `used`; a launch of several instances is made one by one, so the first ones take the room. */
+export function quotaFits(lines: { resource: string; scope: string; limit: number; used: number; requested: number; exceeded: boolean }[],
+  count: number): { fits: number; line: (typeof lines)[number] } | null {
+  let worst: { fits: number; line: (typeof lines)[number] } | null = null
+  for (const line of lines) {
+    if (line.exceeded || line.requested <= 0) continue
+    const fits = Math.max(0, Math.floor((line.limit - line.used) / line.requested))
+    if (fits < count && (!worst || fits < worst.fits)) worst = { fits, line }
+  }
+  return worst
+}

@@ -192,6 +192,32 @@ describe('launch wizard', () => {
     expect(await seen.filter((r) => r.url.endsWith('/clusters/')).at(-1)!.json()).toMatchObject({ name: 'train', size: 2, queue: false })
   }, 20_000)
 
+  it('says how many of N instances the quota allows and keeps Launch disabled until the count fits', async () => {
+    const quota = [{ resource: 'gpus', scope: 'organization', limit: 8, used: 0, requested: 8, exceeded: false }]
+    const seen = stubApi({
+      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+      'GET /api/v1/images/': () => json(page([IMAGE])),
+      'GET /api/v1/ssh-keys/': () => json(page([])),
+      'GET /api/v1/subnets/': () => json(page([])),
+      'POST /api/v1/instances/check/': () => json({ ...CHECK, quota }),
+    })
+    renderPage(<LaunchPage />, { path: '/launch', route: '/launch' })
+    await toThirdStep('nb')
+    fireEvent.change(await input(/^Count/), { target: { value: '2' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    const over = await screen.findByTestId('count-over-quota', {}, LONG)
+    expect(over).toHaveTextContent('The quota allows 1 of these 2 instances')
+    expect(over).toHaveTextContent('GPUs (organization): 0 used of 8, and each instance adds 8')
+    expect(screen.getByRole('button', { name: 'Launch 2 instances' })).toBeDisabled()
+    fireEvent.click(screen.getByRole('button', { name: 'Back' }))
+    fireEvent.change(await input(/^Count/), { target: { value: '1' } })
+    fireEvent.click(screen.getByRole('button', { name: 'Next' }))
+    const launch = await screen.findByRole('button', { name: 'Launch' }, LONG)
+    await waitFor(() => expect(launch).toBeEnabled(), LONG)
+    expect(screen.queryByTestId('count-over-quota')).toBeNull()
+    expect(seen.filter((r) => r.method === 'POST' && r.url.endsWith('/instances/'))).toHaveLength(0)
+  }, 20_000)
+
   it('launches N instances one by one; a refusal part-way says which were made, and a retry makes only the rest', async () => {
     let refuse = true
     const seen = stubApi({

@@ -14,6 +14,7 @@ import { WriteButton } from '../components/WriteButton'
 import { money } from '../hooks/billing'
 import { gpuLabel, imageLabel, sizeLabel, useFlavors, useImages } from '../hooks/catalog'
 import { isSignedOut } from '../queryClient'
+import { quotaAmount, quotaFits, quotaLabel, quotaScope } from '../quota'
 
 type Market = 'on_demand' | 'spot' | 'lease'
 /** Separate instances (`count` of them, each placed on its own) or one cluster of `count` nodes (placed together). */
@@ -455,6 +456,8 @@ export function LaunchPage() {
 
   const countValid = Number.isInteger(form.count) && form.count >= 1 && form.count <= (cluster ? MAX_NODES : MAX_COUNT)
   const nameProblem = names.map(hostnameProblem).find(Boolean) ?? null
+  // several instances are created one by one, each checked alone: the check's quota lines say how many fit
+  const countShort = check.data && !cluster && names.length > 1 ? quotaFits(check.data.quota, names.length) : null
   const stepValid = [Boolean(form.flavor), Boolean(form.name.trim() && form.image && !nameProblem), countValid && (form.market !== 'lease' || Boolean(form.lease)), true]
   // what the step still needs, said beside its greyed-out Next
   const stepNeeds = [
@@ -703,6 +706,14 @@ export function LaunchPage() {
                 </Text>
               )}
               {check.data && <CheckResult check={check.data} market={form.market} />}
+              {countShort && (
+                <Alert color="red" mt="xs" data-testid="count-over-quota"
+                  title={<Text span fw={700} size="sm" c="var(--mantine-color-text)">The quota allows {countShort.fits} of these {names.length} instances</Text>}>
+                  {quotaLabel(countShort.line.resource)} ({quotaScope(countShort.line.scope)}): {quotaAmount(countShort.line.resource, countShort.line.used)} used
+                  of {quotaAmount(countShort.line.resource, countShort.line.limit)}, and each instance adds {quotaAmount(countShort.line.resource, countShort.line.requested)}.
+                  Lower the count to {countShort.fits || 'fewer'}, or ask an owner to have the quota raised.
+                </Alert>
+              )}
               {check.data && names.length > 1 && (
                 <Text size="sm" c="dimmed" mt="xs" data-testid="count-note">
                   The check is for {names[0]}; each of the {names.length} instances is placed (and counted against the
@@ -756,7 +767,7 @@ export function LaunchPage() {
               onClick={() => launch.mutate(false)}
               loading={launch.isPending && !launch.variables}
               disabled={!stepValid[0] || !stepValid[1] || !stepValid[2] || (check.data ? !check.data.placeable && form.market === 'on_demand' : false)
-                || (check.error instanceof ApiError && check.error.status === 400)}
+                || (check.error instanceof ApiError && check.error.status === 400) || Boolean(countShort)}
             >
               {cluster ? `Launch a cluster of ${form.count}` : names.length > 1 ? `Launch ${names.length} instances` : 'Launch'}
             </WriteButton>
