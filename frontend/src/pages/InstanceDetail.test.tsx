@@ -80,31 +80,31 @@ describe('the instance detail screen', () => {
       'GET /api/v1/operations/op1/': () => json({ id: 'op1', kind: 'instance.resize', status: 'succeeded', step: '', error_detail: '' }),
     })
     show()
-    expect(await screen.findByTestId('flavor')).toHaveTextContent('mig-small')
-    fireEvent.click(await screen.findByRole('button', { name: 'Resize' }))
-    const dialog = await screen.findByRole('dialog')
+    expect(await screen.findByTestId('flavor', {}, { timeout: 5000 })).toHaveTextContent('mig-small')
+    fireEvent.click(await screen.findByRole('button', { name: 'Resize' }, { timeout: 5000 }))
+    const dialog = await screen.findByRole('dialog', {}, { timeout: 5000 })
     expect(dialog).toHaveTextContent('Resize notebook')
     const combo = () => within(dialog).getByRole('combobox', { name: 'New flavor' })
     fireEvent.click(combo())
     expect(within(dialog).queryByRole('option', { name: /mig-1g/, hidden: true })).toBeNull()
-    fireEvent.click(await within(dialog).findByRole('option', { name: /^mig-large/, hidden: true }))
+    fireEvent.click(await within(dialog).findByRole('option', { name: /^mig-large/, hidden: true }, { timeout: 5000 }))
     fireEvent.click(within(dialog).getByRole('button', { name: 'Resize to mig-large' }))
-    expect(await within(dialog).findByTestId('problem')).toHaveTextContent('has not enough free memory')
+    expect(await within(dialog).findByTestId('problem', {}, { timeout: 5000 })).toHaveTextContent('has not enough free memory')
     expect(within(dialog).getByRole('combobox', { name: 'New flavor' })).toHaveValue('mig-large — 16 vCPU · 128 GiB RAM · 100 GiB disk')
     refuse = false
     fireEvent.click(combo())
-    fireEvent.click(await within(dialog).findByRole('option', { name: /^mig-mid/, hidden: true }))
+    fireEvent.click(await within(dialog).findByRole('option', { name: /^mig-mid/, hidden: true }, { timeout: 5000 }))
     expect(within(dialog).queryByTestId('problem')).toBeNull()     // another choice: the old refusal is gone
     fireEvent.click(within(dialog).getByRole('button', { name: 'Resize to mig-mid' }))
-    await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull())
-    expect(await screen.findByTestId('operation')).toHaveTextContent('Last operation: Resize: done')
-    await waitFor(() => expect(screen.getByTestId('flavor')).toHaveTextContent('mig-mid'))
+    await waitFor(() => expect(screen.queryByRole('dialog')).toBeNull(), { timeout: 5000 })
+    expect(await screen.findByTestId('operation', {}, { timeout: 5000 })).toHaveTextContent('Last operation: Resize: done')
+    await waitFor(() => expect(screen.getByTestId('flavor')).toHaveTextContent('mig-mid'), { timeout: 5000 })
     expect(screen.getByTestId('size')).toHaveTextContent('12 vCPU')
     const posts = seen.filter((r) => r.method === 'POST')
     expect(posts).toHaveLength(2)
     expect(await posts[0].json()).toEqual({ flavor: 'f2' })
     expect(await posts[1].json()).toEqual({ flavor: 'f5' })
-  })
+  }, 20_000)
 
   it('disables Resize on a running instance and shows the rule', async () => {
     routes(() => ({ ...VM, status: 'active' }))
@@ -141,6 +141,19 @@ describe('the instance detail screen', () => {
     fireEvent.click(screen.getByRole('button', { name: 'Next' }))
     await waitFor(() => expect(screen.getAllByTestId('instance-audit-event')[0]).toHaveTextContent('compute.instance.create'))
     expect(screen.getByText('Page 2')).toBeInTheDocument()
+  })
+
+  it('names its subnet, security groups and SSH keys, not their ids', async () => {
+    const vm = { ...VM, ssh_keys: ['k1'], ports: [{ id: 'p1', subnet: 's1', mac_address: 'fa:16:3e:00:00:01', fixed_ips: ['10.40.1.5'], security_groups: ['g1', 'g2'] }] } as unknown as Instance
+    routes(() => vm, {
+      'GET /api/v1/subnets/': () => json(page([{ id: 's1', name: 'gpu', cidr: '10.40.1.0/24' }])),
+      'GET /api/v1/security-groups/': () => json(page([{ id: 'g1', name: 'default' }, { id: 'g2', name: 'ssh' }])),
+      'GET /api/v1/ssh-keys/': () => json(page([{ id: 'k1', name: 'laptop' }])),
+    })
+    show()
+    await waitFor(() => expect(screen.getByTestId('subnet')).toHaveTextContent('gpu (10.40.1.0/24)'))
+    await waitFor(() => expect(screen.getByTestId('security-groups')).toHaveTextContent('default, ssh'))
+    await waitFor(() => expect(screen.getByTestId('ssh-keys')).toHaveTextContent('laptop'))
   })
 
   it('opens the tab its URL names (a reload or a link keeps the console log open), and reads the log only there', async () => {

@@ -16,6 +16,7 @@ import { usePaged } from '../hooks/usePaged'
 import { useSubmitOnce } from '../hooks/useSubmitOnce'
 import { AuditTable } from './Audit'
 import { NotFoundPage } from './NotFound'
+import { shortId } from '../shortId'
 
 /** What the instance's planned move off failed hardware (`maintenance`, docs/health.md) means for the tenant. */
 export function maintenanceText(m: NonNullable<Instance['maintenance']>): string {
@@ -184,6 +185,33 @@ function InstanceAudit({ id }: { id: string }) {
       <Pager pageNumber={events.pageNumber} hasNext={events.hasNext} hasPrevious={events.hasPrevious}
         onNext={events.goNext} onPrevious={events.goPrevious} loading={events.isFetching} />
     </Stack>
+  )
+}
+
+/** The instance's subnet(s), security groups and SSH keys by name (the project's lists; an id is shown for one
+ * the caller cannot list any more). */
+function NetworkFacts({ vm }: { vm: Instance }) {
+  const project = vm.project
+  const list = <T,>(key: string, path: '/api/v1/subnets/' | '/api/v1/security-groups/' | '/api/v1/ssh-keys/') =>
+    ({ queryKey: [key, project, 'all'], queryFn: () => unwrap(api.GET(path, { params: { query: { project, page_size: 500 } } })) as Promise<{ results: T[] }> })
+  const subnets = useQuery(list<{ id: string; name: string; cidr: string }>('subnets', '/api/v1/subnets/'))
+  const groups = useQuery({ ...list<{ id: string; name: string }>('security-groups', '/api/v1/security-groups/'), enabled: vm.ports.length > 0 })
+  const keys = useQuery(list<{ id: string; name: string }>('ssh-keys', '/api/v1/ssh-keys/'))
+  const name = <T extends { id: string; name: string }>(rows: T[] | undefined, id: string, label = (r: T) => r.name) => {
+    const row = rows?.find((r) => r.id === id)
+    return row ? label(row) : shortId(id)
+  }
+  const portSubnets = [...new Set(vm.ports.map((p) => p.subnet))]
+  const portGroups = [...new Set(vm.ports.flatMap((p) => p.security_groups))]
+  return (
+    <>
+      <dt>Subnet</dt>
+      <dd data-testid="subnet">{portSubnets.map((id) => name(subnets.data?.results, id, (r) => `${r.name} (${r.cidr})`)).join(', ') || 'none'}</dd>
+      <dt>Security groups</dt>
+      <dd data-testid="security-groups">{portGroups.map((id) => name(groups.data?.results, id)).join(', ') || 'none'}</dd>
+      <dt>SSH keys</dt>
+      <dd data-testid="ssh-keys">{vm.ssh_keys.map((id) => name(keys.data?.results, id)).join(', ') || 'none'}</dd>
+    </>
   )
 }
 
@@ -386,6 +414,7 @@ export function InstanceDetailPage() {
                 </dd>
                 <dt>Addresses</dt>
                 <dd>{vm.ports.flatMap((p) => p.fixed_ips).join(', ') || 'none (no subnet)'}</dd>
+                <NetworkFacts vm={vm} />
                 <dt>Created</dt>
                 <dd>{new Date(vm.created_at).toLocaleString()}</dd>
                 <dt>Launched</dt>
