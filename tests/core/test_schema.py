@@ -79,9 +79,12 @@ def test_every_operation_documents_its_problem_responses():
             if "{" in path:
                 assert "404" in op["responses"], (method, path)
     assert checked > 100
-    # an endpoint's own description of a status is kept (the 202 of POST /invoice-runs stays, nothing replaced)
+    # an endpoint's own description of a status is kept (the 202 and the 400 that names period_too_early of POST
+    # /invoice-runs stay, nothing replaced by the generic ones); a status it does not describe gets the generic one
     run = doc["paths"]["/api/v1/invoice-runs/"]["post"]["responses"]
-    assert "202" in run and run["400"] == {"$ref": "#/components/responses/Problem400"}
+    assert "202" in run and "period_too_early" in run["400"]["description"]
+    assert run["400"]["content"]["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
+    assert run["401"] == {"$ref": "#/components/responses/Problem401"}
 
 
 def test_the_schema_states_what_the_code_enforces():

@@ -12,6 +12,8 @@ from django.core import mail
 from apps.audit.models import AuditEvent
 from apps.reservations.models import Notification, WebhookEndpoint
 from apps.reservations.services.notify import notifications_deliver
+from apps.tenancy.models import OrgRole
+from tests.tenancy.helpers import client_for, make_user, member, token_for
 
 from .conftest import at, gpu_host, lease
 
@@ -49,8 +51,12 @@ def test_webhook_signed_and_retried_with_backoff(world, clock, receiver, setting
     url, rx = receiver
     world.org_a.billing_email = "ops@a.example"
     world.org_a.save()
-    r = world.staff_client.post("/api/v1/webhooks", {"organization": str(world.org_a.pk), "url": url,
-                                                     "events": ["lease.confirmed"]}, format="json")
+    # the organization's admin adds it (provider staff act inside a customer's organization only as a member)
+    admin = make_user("admin@a.example")
+    member(admin, world.org_a, OrgRole.ADMIN)
+    admin_client = client_for(token_for(admin, organization=world.org_a))
+    r = admin_client.post("/api/v1/webhooks", {"organization": str(world.org_a.pk), "url": url,
+                                               "events": ["lease.confirmed"]}, format="json")
     assert r.status_code == 201, r.content
     secret = r.json()["secret"]
     assert "secret" not in world.client_a.get("/api/v1/webhooks").json()["results"][0]
