@@ -185,6 +185,21 @@ def test_failed_create_scrubs_and_a_failed_reset_keeps_the_gpu_out(world, timeli
     assert answer.status_code == 200, answer.data
 
 
+def _vgpu_host(*, vfs_per_gpu: int):
+    """A one-GPU host in vGPU mode with the fake backend's SR-IOV VFs recorded, and an H100 vGPU flavor:
+    (flavor, host, gpu, backend)."""
+    from apps.compute.models import Flavor
+
+    vgpu = Flavor.objects.create(name="v8-h100", vcpus=4, memory_mib=16384, gpu_form="vgpu",
+                                 gpu_model="H100-SXM5-80GB", vgpu_type="H100XM-8C")
+    host = gpu_host(gpus=1, mode="vgpu")
+    gpu = host.gpus.get()
+    backend = FakeBackend(vfs_per_gpu=vfs_per_gpu)
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
+    return vgpu, host, gpu, backend
+
+
 def test_recreate_off_a_host_scrubs_the_old_gpu_before_the_next_tenant_gets_it(world, timeline):
     """The path a drained or failing host's VM leaves by (health's remediation re-creates it elsewhere): the old
     GPU is dirty from the step that releases it until the old host's agent has reset it."""
@@ -217,15 +232,7 @@ def test_recreate_off_a_host_scrubs_the_old_gpu_before_the_next_tenant_gets_it(w
 def test_vanished_vgpu_vf_is_reset_before_the_next_tenant_gets_a_vgpu_on_its_gpu(world, timeline, monkeypatch):
     """A vGPU on an SR-IOV VF (Hopper): the VF's GPU is dirty until the agent cleared the VF's vGPU and reset it
     (ADR 0502); the other tenant's vGPU on that GPU is placed only after."""
-    from apps.compute.models import Flavor
-
-    vgpu = Flavor.objects.create(name="v8-h100", vcpus=4, memory_mib=16384, gpu_form="vgpu",
-                                 gpu_model="H100-SXM5-80GB", vgpu_type="H100XM-8C")
-    host = gpu_host(gpus=1, mode="vgpu")
-    gpu = host.gpus.get()
-    backend = FakeBackend(vfs_per_gpu=2)
-    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
-                                         for v in backend.gpus()[0].vfs])
+    vgpu, host, gpu, backend = _vgpu_host(vfs_per_gpu=2)
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
     assert drive(first.data["operation"]["id"]).status == "succeeded"
@@ -252,15 +259,7 @@ def test_vanished_vgpu_vf_is_reset_before_the_next_tenant_gets_a_vgpu_on_its_gpu
 def test_a_failed_vf_reset_keeps_the_gpu_out_until_staff_retry_it(world, timeline, monkeypatch):
     """A VF reset that fails (the VF still in use, or gone) makes its GPU `scrub_failed`; staff's retry queues the
     VF reset again and only its success makes the GPU clean."""
-    from apps.compute.models import Flavor
-
-    vgpu = Flavor.objects.create(name="v8-h100", vcpus=4, memory_mib=16384, gpu_form="vgpu",
-                                 gpu_model="H100-SXM5-80GB", vgpu_type="H100XM-8C")
-    host = gpu_host(gpus=1, mode="vgpu")
-    gpu = host.gpus.get()
-    backend = FakeBackend(vfs_per_gpu=1)
-    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
-                                         for v in backend.gpus()[0].vfs])
+    vgpu, host, gpu, backend = _vgpu_host(vfs_per_gpu=1)
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
     assert drive(first.data["operation"]["id"]).status == "succeeded"

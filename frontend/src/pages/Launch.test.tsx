@@ -124,6 +124,16 @@ describe('launch wizard', () => {
   const IMAGE = { id: 'img1', name: 'ubuntu-24-04', os: 'ubuntu', os_version: '24.04', arch: 'x86_64', is_active: true }
   const instance = (id: string, name: string) => ({ id, name, status: 'pending' })
   const accepted = (id: string, name: string) => json({ instance: instance(id, name), operation: { id: `op-${id}` } }, 202)
+  /** The API a wizard test talks to: a flavor, an image, no SSH keys or subnets, a check that places; `extra`
+   * adds or replaces routes. Returns the requests seen. */
+  const wizardRoutes = (extra: Parameters<typeof stubApi>[0] = {}) => stubApi({
+    'GET /api/v1/flavors/': () => json(page(FLAVORS)),
+    'GET /api/v1/images/': () => json(page([IMAGE])),
+    'GET /api/v1/ssh-keys/': () => json(page([])),
+    'GET /api/v1/subnets/': () => json(page([])),
+    'POST /api/v1/instances/check/': () => json(CHECK),
+    ...extra,
+  })
 
   /** Flavor, name and image chosen; on the "How many, market, network" step. */
   async function toThirdStep(name: string) {
@@ -194,13 +204,7 @@ describe('launch wizard', () => {
 
   it('says how many of N instances the quota allows and keeps Launch disabled until the count fits', async () => {
     const quota = [{ resource: 'gpus', scope: 'organization', limit: 8, used: 0, requested: 8, exceeded: false }]
-    const seen = stubApi({
-      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
-      'GET /api/v1/images/': () => json(page([IMAGE])),
-      'GET /api/v1/ssh-keys/': () => json(page([])),
-      'GET /api/v1/subnets/': () => json(page([])),
-      'POST /api/v1/instances/check/': () => json({ ...CHECK, quota }),
-    })
+    const seen = wizardRoutes({ 'POST /api/v1/instances/check/': () => json({ ...CHECK, quota }) })
     renderPage(<LaunchPage />, { path: '/launch', route: '/launch' })
     await toThirdStep('nb')
     fireEvent.change(await input(/^Count/), { target: { value: '2' } })
@@ -259,12 +263,7 @@ describe('launch wizard', () => {
 
   it('retries a launch after a reload with the same Idempotency-Key, so a lost answer does not make a second instance', async () => {
     let posts = 0
-    const seen = stubApi({
-      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
-      'GET /api/v1/images/': () => json(page([IMAGE])),
-      'GET /api/v1/ssh-keys/': () => json(page([])),
-      'GET /api/v1/subnets/': () => json(page([])),
-      'POST /api/v1/instances/check/': () => json(CHECK),
+    const seen = wizardRoutes({
       'POST /api/v1/instances/': () => (++posts === 1 ? problem(503, 'service_unavailable', 'Try again.') : accepted('i1', 'nb')),
     })
     renderPage(<><LaunchPage /><Where /></>, { path: '/launch', route: '/launch' })
@@ -289,13 +288,7 @@ describe('launch wizard', () => {
   }, 30_000)
 
   it('says as the name is typed that it cannot be a hostname, and what the greyed-out Next still needs', async () => {
-    stubApi({
-      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
-      'GET /api/v1/images/': () => json(page([IMAGE])),
-      'GET /api/v1/ssh-keys/': () => json(page([])),
-      'GET /api/v1/subnets/': () => json(page([])),
-      'POST /api/v1/instances/check/': () => json(CHECK),
-    })
+    wizardRoutes()
     renderPage(<LaunchPage />)
     fireEvent.click(await screen.findByLabelText(/h100-mig-3g40/, {}, LONG))
     fireEvent.click(screen.getByRole('button', { name: 'Next' }))
@@ -329,12 +322,7 @@ describe('launch wizard', () => {
   }, 15_000)
 
   it('keeps the choices across a reload in the middle, and forgets them once launched or cancelled', async () => {
-    const seen = stubApi({
-      'GET /api/v1/flavors/': () => json(page(FLAVORS)),
-      'GET /api/v1/images/': () => json(page([IMAGE])),
-      'GET /api/v1/ssh-keys/': () => json(page([])),
-      'GET /api/v1/subnets/': () => json(page([])),
-      'POST /api/v1/instances/check/': () => json(CHECK),
+    const seen = wizardRoutes({
       'POST /api/v1/instances/': () => accepted('i1', 'nb'),
     })
     const reload = async () => {
