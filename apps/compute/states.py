@@ -49,6 +49,8 @@ INSTANCE_TRANSITIONS = {
     # a VM on a failed GPU or host is re-created on healthy capacity (instance.recreate, apps.health's
     # remediation): it is provisioning again until the new domain runs
     "recreate": ({S.ACTIVE}, S.PROVISIONING),
+    # the re-create found no capacity before it left the old host: the VM runs there still
+    "recreate_undone": ({S.PROVISIONING}, S.ACTIVE),
 }
 
 LIVE_STATUSES = frozenset(set(S.values) - {S.DELETED})

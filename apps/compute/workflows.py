@@ -5,7 +5,7 @@ stop:    stop → wait_stopped            start: prepare_devices → wait_device
 reboot:  reboot                         resize: redefine
 delete:  destroy_domain → release_devices (queues the GPU scrub) → wait_devices_released (no-op) →
          release_volumes (storage's delete hook) → release_allocations
-recreate: release_old → place_and_claim → attach_networks → prepare_volumes (its attached volumes on the new
+recreate: claim_new → release_old → attach_networks → prepare_volumes (its attached volumes on the new
          host) → prepare_devices → wait_devices → define → start → wait_running (a VM off a failed GPU or host,
          `services.instances.instance_recreate`)
 cluster.create (services/clusters.py): claim_members → start_members
@@ -40,8 +40,11 @@ from .services.instances import CREATE, DELETE, REBOOT, RECREATE, RESIZE, START,
 from .services.placement import (
     CapacityTaken,
     instance_allocations_release,
+    instance_claim_replacement,
     instance_place_and_claim,
     instance_readmit,
+    instance_replacement_adopt,
+    instance_replacement_release,
 )
 from .states import INSTANCE_TRANSITIONS, InstanceStatus
 
@@ -218,45 +221,70 @@ def create_failed(op, code: str, detail: str) -> None:
 
 
 # ---- recreate (a VM off a failed GPU or host) ---------------------------------------------------------------
-def release_old(op) -> None:
-    """Leave the old host in one transaction: remove the domain and mdevs there (a host that stays unreachable
-    for `COMPUTE_TRANSIENT_RETRIES` tries is left as it is and cordoned: the reconciler reports the leftover
-    domain when it answers again), queue the old GPUs' scrub (`devices_scrub`), leave the InfiniBand partition
-    (its GUIDs are the old host's), release the old allocations and forget the host and devices. The ports stay.
-    A crash before the commit leaves all of it undone; after it, `host` is None and the step is a no-op."""
+def claim_new(op):
+    """Claim the capacity the VM moves to while it still runs on the old host and holds the old allocation
+    (`instance_claim_replacement`): a claim that finds no capacity fails the operation with the VM untouched
+    where it runs (`recreate_failed` puts it back to `active`), never hostless. A claim that lost a race to a
+    concurrent one places again when the fleet still holds the flavor elsewhere (as `place_and_claim`)."""
     inst = _instance(op)
-    if inst.host_id is None or str(inst.host_id) != op.state.get("from_host_id"):
-        return
-    drv = driver_for_host(inst.host)
+    if op.state.get("new_allocations") or op.state.get("old_released"):
+        return None
     try:
-        drv.domain_delete(inst.pk)
-        devsvc.mdevs_delete(instance=inst, driver=drv)
-    except DriverTransientError as exc:
-        if op.attempts + 1 < conf.transient_retries():
-            raise
-        op.state["old_host_unreachable"] = str(exc)[:500]
-        devsvc.host_cordon_unreachable(inst.host, str(exc))
-    except DriverError as exc:
-        op.state["old_domain_error"] = f"{exc.code or 'driver_error'}: {exc}"[:500]
-    devsvc.devices_scrub(inst, reason="re-created on other capacity (health remediation)")
+        with transaction.atomic():
+            instance_claim_replacement(actor=op.actor, instance=inst, operation=op)
+    except CapacityTaken as exc:
+        op.state["waiting_for_capacity"] = exc.detail[:500]
+        instance_readmit(actor=op.actor, instance=inst, operation=op, queue=False)  # raises when it cannot fit
+        return AGAIN
+    return None
+
+
+def release_old(op) -> None:
+    """Leave the old host in one transaction, once the new capacity is claimed: remove the domain and mdevs
+    there (a host that stays unreachable for `COMPUTE_TRANSIENT_RETRIES` tries is left as it is and cordoned: the
+    reconciler reports the leftover domain when it answers again), queue the old GPUs' scrub (`devices_scrub`),
+    leave the InfiniBand partition (its GUIDs are the old host's), end every allocation but the new claim and
+    record the new host and placement (`instance_replacement_adopt`). The ports stay. A crash before the commit
+    leaves all of it undone; after it, ``old_released`` is set and the step is a no-op."""
+    inst = _instance(op)
+    if op.state.get("old_released"):
+        return
+    if inst.host_id is not None and str(inst.host_id) == op.state.get("from_host_id"):
+        drv = driver_for_host(inst.host)
+        try:
+            drv.domain_delete(inst.pk)
+            devsvc.mdevs_delete(instance=inst, driver=drv)
+        except DriverTransientError as exc:
+            if op.attempts + 1 < conf.transient_retries():
+                raise
+            op.state["old_host_unreachable"] = str(exc)[:500]
+            devsvc.host_cordon_unreachable(inst.host, str(exc))
+        except DriverError as exc:
+            op.state["old_domain_error"] = f"{exc.code or 'driver_error'}: {exc}"[:500]
+        devsvc.devices_scrub(inst, reason="re-created on other capacity (health remediation)")
     from apps.networking.services import ib_partition_members_leave_instance
 
     ib_partition_members_leave_instance(actor=None, instance_id=inst.pk)
-    instance_allocations_release(instance=inst)
     op.state["old_placement"] = (inst.devices or {}).get("placement", {})
-    Instance.objects.filter(pk=inst.pk).update(host=None, devices={})
-    inst.host_id, inst.devices = None, {}
+    instance_replacement_adopt(instance=inst, operation=op)
+    op.state["old_released"] = True
 
 
 def recreate_failed(op, code: str, detail: str) -> None:
-    """on_error of recreate: the instance goes to `error`; a new domain, devices and allocation it got are
-    removed (ports kept for the tenant's delete). Failed before leaving the old host: it stays there."""
+    """on_error of recreate. Before the old host was left (the claim failed): the new claim, if any, is ended
+    and the instance is `active` again where it runs. After: the instance goes to `error`; a new domain, devices
+    and allocation it got are removed (ports kept for the tenant's delete)."""
     inst = _instance(op)
     if inst.status in (InstanceStatus.DELETING, InstanceStatus.DELETED):
         return
+    if not op.state.get("old_released"):
+        instance_replacement_release(instance=inst, operation=op)
+        if inst.status == InstanceStatus.PROVISIONING:
+            transition(inst, "recreate_undone", INSTANCE_TRANSITIONS)
+        return
     transition(inst, "fail", INSTANCE_TRANSITIONS,
                extra={"error_code": code[:64], "error_reason": f"re-create failed: {detail}"[:1000]})
-    if inst.host_id is None or str(inst.host_id) == op.state.get("from_host_id"):
+    if inst.host_id is None:
         return
     try:
         drv = driver_for_host(inst.host)
@@ -402,7 +430,7 @@ wf.register(wf.Workflow(kind=CREATE, steps=(
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=create_failed, deadline_seconds=900.0, max_backoff_seconds=10.0))
 wf.register(wf.Workflow(kind=RECREATE, steps=(
-    ("release_old", release_old), ("place_and_claim", place_and_claim), ("attach_networks", attach_networks),
+    ("claim_new", claim_new), ("release_old", release_old), ("attach_networks", attach_networks),
     ("prepare_volumes", prepare_volumes), ("prepare_devices", prepare_devices), ("wait_devices", wait_devices),
     ("define", define), ("start", start), ("wait_running", wait_running)),
     on_error=recreate_failed, deadline_seconds=1800.0, max_backoff_seconds=10.0))

@@ -69,5 +69,7 @@ REMEDIATION_TRANSITIONS = {
     "start": ({R.NOTICE, R.APPROVED}, R.RUNNING),
     "succeed": ({R.RUNNING}, R.SUCCEEDED),
     "fail": ({R.RUNNING}, R.FAILED),
+    # the re-create found no capacity before it left the old host (the VM runs there still): wait again
+    "requeue": ({R.RUNNING}, R.APPROVED),
     "cancel": (_OPEN | {R.RUNNING}, R.CANCELLED),
 }

@@ -176,7 +176,7 @@ def test_auto_moves_after_the_checkpoint_deadline_keeps_networks_and_credits(wor
         assert rem.status == "running"
         op = _finish(rem.operation_id, s.hosts)
         assert op.status == "succeeded", (op.error_code, op.error_detail)
-        assert op.kind == "instance.recreate" and op.steps_done[0] == "release_old"
+        assert op.kind == "instance.recreate" and op.steps_done[:2] == ["claim_new", "release_old"]
         assert remediations_advance() == {"started": 0, "finished": 1}
     rem.refresh_from_db()
     inst.refresh_from_db()
@@ -308,3 +308,44 @@ def test_staff_see_what_runs_on_a_host_and_the_vms_health_moves_off_it(world, se
         # a tenant (even the instance's own) gets 404, as for a host that does not exist
         assert world.client_a.get(url).status_code == 404
         assert staff.get(f"/api/v1/health/hosts/{world.project_a.pk}/workloads/").status_code == 404
+
+
+def test_a_claim_that_finds_no_capacity_leaves_the_vm_where_it_runs_and_waits(world, setup):
+    """The re-create claims its new capacity before it leaves the old host: when the capacity it was started on
+    is gone at the claim (here staff cordon the only healthy host in between), the VM keeps running on its old
+    host with its allocation, nothing new is held, and the remediation waits for capacity again instead of
+    leaving a hostless VM in `error`."""
+    from apps.inventory.services.hosts import host_cordon, host_mark_available
+
+    s = setup
+    _policy(world, "auto", notice=60)
+    inst = _launch(world, s)
+    old_host = inst.host
+    (new_host,) = [h for h in s.hosts if h.pk != old_host.pk]
+    (rem_id,) = _xid79(old_host)["applied"]["remediations"]
+    old_live = set(Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True).values_list("pk", flat=True))
+    at = FAULT + dt.timedelta(seconds=60)
+    with time_machine.travel(at, tick=False):
+        assert remediations_advance()["started"] == 1
+        op_id = Remediation.objects.get(pk=rem_id).operation_id
+        host_cordon(actor=None, host=new_host, reason="staff took it for a test")
+        op = _finish(op_id, s.hosts)
+        assert (op.status, op.error_code) == ("failed", "capacity_unavailable"), op.error_detail
+        inst.refresh_from_db()
+        assert (inst.status, inst.host_id) == ("active", old_host.pk)
+        live = set(Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True).values_list("pk", flat=True))
+        assert live == old_live
+        assert remediations_advance()["started"] == 0  # back to waiting, not started again onto nothing
+        rem = Remediation.objects.get(pk=rem_id)
+        assert rem.status == "approved" and rem.reason.startswith("waiting for capacity"), rem.reason
+    with time_machine.travel(at + dt.timedelta(minutes=5), tick=False):
+        host_mark_available(actor=None, host=new_host, reason="back")
+        assert remediations_advance()["started"] == 1
+        rem.refresh_from_db()
+        assert _finish(rem.operation_id, s.hosts).status == "succeeded"
+        remediations_advance()
+    rem.refresh_from_db()
+    inst.refresh_from_db()
+    assert (rem.status, inst.status, inst.host_id) == ("succeeded", "active", new_host.pk)
+    live = Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True)
+    assert {a.host_id for a in live} == {new_host.pk}

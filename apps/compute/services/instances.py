@@ -338,15 +338,15 @@ def instance_rebuild(*, actor, instance: Instance, image_id=None) -> Operation:
 
 def instance_recreate(*, actor, instance: Instance, reason: str) -> Operation:
     """Re-create an `active` VM on healthy capacity (its GPU or host failed; apps.health's remediation starts it):
-    `active` → `provisioning` → `active`, one `instance.recreate` operation (workflows: release_old →
-    place_and_claim → attach_networks → prepare_volumes → prepare_devices → wait_devices → define → start →
+    `active` → `provisioning` → `active`, one `instance.recreate` operation (workflows: claim_new →
+    release_old → attach_networks → prepare_volumes → prepare_devices → wait_devices → define → start →
     wait_running).
 
     The instance keeps its id, name, flavor, image, SSH keys, user data, ports (MAC, fixed IPs, security groups:
     they are keyed by the instance, not the host), its InfiniBand partition (joined again with the new host's
     GUIDs) and its shared-tier volumes (placed in their zone, their pools ensured on the new host, the same disks
-    in the new domain: `services.volumes`); it gets a new allocation, the old one is released in the same step that
-    queues the old GPUs' scrub. 409 `invalid_state` unless `active`; 409 `not_supported_for_flavor_kind` for a
+    in the new domain: `services.volumes`); it claims a new allocation first, then the old one is released in the
+    step that queues the old GPUs' scrub (a claim that fails leaves it `active` where it runs). 409 `invalid_state` unless `active`; 409 `not_supported_for_flavor_kind` for a
     bare-metal instance. `actor` None: the system."""
     with transaction.atomic():
         inst = Instance.objects.select_for_update().select_related("flavor").get(pk=instance.pk)

@@ -175,33 +175,70 @@ def instance_placement_request(instance: Instance, flavor: Flavor | None = None)
     return request
 
 
+def _claim(*, actor, instance: Instance):
+    """Place and claim for the instance (consumer id = instance id) after the GPU quota re-check; returns the
+    `Placed`. Raises as `instance_place_and_claim` says."""
+    from .instances import gpu_quota_keys
+
+    request = instance_placement_request(instance)
+    if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
+        # the create request already holds this instance's GPUs (it counts as unplaced until the claim
+        # below; a re-created one holds them on its old host), so the re-check adds nothing: it only fails if
+        # the limit was lowered in between
+        for key, _amount in gpu_quota_keys(instance.flavor):
+            quota_check(scope=instance.project, resource=key, requested=0)
+    try:
+        return placement_claim(actor=actor, request=request,
+                               consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
+                                                     project_id=instance.project_id))
+    except CapacityUnavailable as exc:
+        if request.lease_id is None and not request.spot:
+            raise CapacityTaken(exc.detail, explanation=exc.explanation) from exc
+        raise
+
+
 def instance_place_and_claim(*, actor, instance: Instance, operation) -> None:
     """Re-check the GPU quotas (held since the create request), then place and claim for the instance (consumer id = instance
     id) in this transaction, and record the host and the placement's choice on the instance.
     Raises `CapacityTaken` (409, on-demand: the create step waits and places again), `CapacityUnavailable`
     (409, inside a lease or spot) or `QuotaExceeded` (422): the last two are terminal for the create."""
-    from .instances import gpu_quota_keys
-
     with transaction.atomic():
-        request = instance_placement_request(instance)
-        if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
-            # the create request already holds this instance's GPUs (it counts as unplaced until the claim
-            # below), so the re-check adds nothing: it only fails if the limit was lowered in between
-            for key, _amount in gpu_quota_keys(instance.flavor):
-                quota_check(scope=instance.project, resource=key, requested=0)
-        try:
-            placed = placement_claim(actor=actor, request=request,
-                                     consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
-                                                           project_id=instance.project_id))
-        except CapacityUnavailable as exc:
-            if request.lease_id is None and not request.spot:
-                raise CapacityTaken(exc.detail, explanation=exc.explanation) from exc
-            raise
+        placed = _claim(actor=actor, instance=instance)
         choice = placed.candidate.hosts[0]
         instance.host_id = choice.host_id
         instance.devices = {**(instance.devices or {}), "placement": choice.as_dict()}
         Instance.objects.filter(pk=instance.pk).update(host_id=choice.host_id, devices=instance.devices)
         operation.state["host_id"] = str(choice.host_id)
+
+
+def instance_claim_replacement(*, actor, instance: Instance, operation) -> None:
+    """A re-create's first step: claim the new capacity while the instance still holds its old allocation and
+    host (both stay recorded on the instance until `instance_replacement_adopt`), so a claim that fails leaves
+    the VM where it runs. Records ``new_host_id``, ``new_placement`` and ``new_allocations`` (ids) in the
+    operation's state. Raises as `instance_place_and_claim`."""
+    with transaction.atomic():
+        placed = _claim(actor=actor, instance=instance)
+        choice = placed.candidate.hosts[0]
+        operation.state["new_host_id"] = str(choice.host_id)
+        operation.state["new_placement"] = choice.as_dict()
+        operation.state["new_allocations"] = [str(a.pk) for a in placed.allocations]
+
+
+def instance_replacement_adopt(*, instance: Instance, operation) -> None:
+    """End every allocation of the instance but the re-create's new claim, and record the new host and
+    placement on the instance (the old host's domain, devices and partition memberships are the caller's to
+    remove first)."""
+    allocations_release(consumer_id=instance.pk, keep=operation.state.get("new_allocations") or ())
+    instance.host_id = operation.state["new_host_id"]
+    instance.devices = {"placement": operation.state["new_placement"]}
+    Instance.objects.filter(pk=instance.pk).update(host_id=instance.host_id, devices=instance.devices)
+    operation.state["host_id"] = operation.state["new_host_id"]
+
+
+def instance_replacement_release(*, instance: Instance, operation) -> int:
+    """Undo a re-create's claim that was not adopted: end the allocations of ``new_allocations`` only."""
+    ids = operation.state.get("new_allocations") or ()
+    return allocations_release(consumer_id=instance.pk, only=list(ids)) if ids else 0
 
 
 def instance_allocations_release(*, instance: Instance) -> int:

@@ -241,6 +241,20 @@ def _finish(rem: Remediation) -> None:
             REMEDIATION_TRANSITIONS,
             extra={"finished_at": now(), "to_host_id": inst.host_id if inst else None},
         )
+    elif (
+        op.error_code == "capacity_unavailable"
+        and inst is not None
+        and inst.status == InstanceStatus.ACTIVE
+        and inst.host_id == rem.from_host_id
+    ):  # the claim failed before the VM left the old host: it runs there still; wait for capacity again
+        transition(
+            rem,
+            "requeue",
+            REMEDIATION_TRANSITIONS,
+            extra={"reason": f"waiting for capacity: {op.error_detail}"[:500]},
+        )
+        _notify(rem, inst, "health.remediation.requeue", "")
+        return
     elif op.status == OperationStatus.CANCELLED:
         transition(
             rem,

@@ -301,9 +301,12 @@ def _end_rows(qs, at: dt.datetime) -> int:
 
 
 def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None,
-                        expected_generation: int | None = None) -> int:
+                        expected_generation: int | None = None, keep: Sequence[uuid.UUID] = (),
+                        only: Sequence[uuid.UUID] | None = None) -> int:
     """End every live allocation of the consumer at `at` (default now), with rows nested in them; rows that
-    had not started yet are deleted. Idempotent: releasing twice changes nothing. Returns the rows changed."""
+    had not started yet are deleted. `keep`: allocation ids left live (a VM re-created elsewhere holds its new
+    claim beside the old one until the old is released); `only`: these ids alone (that claim undone). Idempotent: releasing twice changes nothing. Returns
+    the rows changed."""
     at = at or clock.now()
     with transaction.atomic():
         c = Consumer.objects.select_for_update().filter(id=consumer_id).first()
@@ -312,9 +315,11 @@ def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None
         if expected_generation is not None and c.generation != expected_generation:
             raise ConsumerGenerationConflict(f"consumer generation is {c.generation}, not {expected_generation}",
                                              generation=c.generation)
-        qs = Allocation.objects.filter(consumer=c)
+        qs = Allocation.objects.filter(consumer=c).exclude(id__in=list(keep))
+        if only is not None:
+            qs = qs.filter(id__in=list(only))
         host_ids = set(qs.values_list("host_id", flat=True))
-        host_ids |= set(Allocation.objects.filter(parent__consumer=c).values_list("host_id", flat=True))
+        host_ids |= set(Allocation.objects.filter(parent__in=qs).values_list("host_id", flat=True))
         if not host_ids:
             return 0
         hosts = lock_hosts(list(host_ids), at)
