@@ -5,11 +5,16 @@ unreachable receiver occupies only the workers consuming it, never the ones runn
 
 The beat schedule is collected from the apps: every installed app under `apps.` may define
 `BEAT_SCHEDULE` (a dict in Celery's beat format) in its `schedule.py`.
+
+Every message carries a `sent_at` header (Unix seconds at publish), from which /metrics tells the age of the
+oldest message of each queue (`gpucloud_celery_queue_oldest_age_seconds`).
 """
 import importlib
 import os
+import time
 
 from celery import Celery
+from celery.signals import before_task_publish
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpucloud.settings")
@@ -20,6 +25,13 @@ app.conf.task_queues = [Queue(name) for name in ("default", "provisioning", "rec
                                                     "notifications")]
 app.conf.task_routes = {"reservations.notification*": {"queue": "notifications"}}
 app.autodiscover_tasks()
+
+
+@before_task_publish.connect
+def _stamp_sent_at(headers=None, **kwargs):
+    """Stamp the message's publish time (Unix seconds) in its headers; a re-sent message gets a new one."""
+    if headers is not None:
+        headers["sent_at"] = time.time()
 
 
 def collect_beat_schedule() -> dict:

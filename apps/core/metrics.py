@@ -20,3 +20,43 @@ TASK_SEND_FAILURES = Counter(
     "gpucloud_task_send_failures_total", "Tasks not sent after commit because the broker was unreachable "
     "(the operations resumer and the periodic reconciles send the work again).", ["task"], registry=REGISTRY,
 )
+CELERY_QUEUE_OLDEST_AGE = Gauge(
+    "gpucloud_celery_queue_oldest_age_seconds", "Age in seconds of the oldest message waiting in each Celery queue "
+    "(from the `sent_at` header stamped at publish; 0 when the queue is empty; Redis broker only).",
+    ["queue"], registry=REGISTRY,
+)
+
+
+class ScrapeTimeCollector:
+    """Base of the collectors that compute business metrics from the database when /metrics is scraped.
+
+    The HTTP counters above live in each process's memory, so with several gunicorn processes each scrape sees
+    one process's share. What the database holds is the same whichever process answers: an app's collector
+    yields gauges and histograms computed from its rows (one or two grouped queries per scrape), so any web
+    process reports the fleet's totals. Subclasses implement `families()`; a database error yields nothing for
+    this collector instead of failing the whole scrape.
+    """
+
+    def families(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def collect(self):
+        from django.db import DatabaseError
+
+        try:
+            families = list(self.families())
+        except DatabaseError:
+            return
+        yield from families
+
+    def describe(self):
+        return []
+
+
+def register_collector(collector) -> None:
+    """Add an app's collector to REGISTRY once (an app's `ready()` may run twice in one process: tests)."""
+    try:
+        REGISTRY.unregister(collector)
+    except KeyError:
+        pass
+    REGISTRY.register(collector)

@@ -1,4 +1,7 @@
 """Operational endpoints: /healthz (liveness), /readyz (dependencies), /metrics (Prometheus)."""
+import json
+import time
+
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -7,7 +10,7 @@ from django.http import HttpResponse, JsonResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .errors import problem_response
-from .metrics import CELERY_QUEUE_DEPTH, REGISTRY
+from .metrics import CELERY_QUEUE_DEPTH, CELERY_QUEUE_OLDEST_AGE, REGISTRY
 
 CELERY_QUEUES = ("default", "provisioning", "reconcile", "billing")
 
@@ -52,12 +55,29 @@ def readyz(request):
     return JsonResponse({"status": "ready", "checks": {name: "ok" for name in checks}})
 
 
-def metrics(request):
-    """Prometheus text format: request counts, latency histograms, Celery queue depths."""
+def _oldest_message_age(client: redis.Redis, queue: str) -> float:
+    """Seconds since the oldest message of a Redis-brokered queue was sent (kombu pushes on the left and pops on
+    the right, so the oldest is the last element); 0 when empty or the message has no `sent_at` header."""
+    raw = client.lindex(queue, -1)
+    if raw is None:
+        return 0.0
     try:
-        client = _redis_client()
-        for queue in CELERY_QUEUES:
+        sent_at = float(json.loads(raw)["headers"]["sent_at"])
+    except (ValueError, KeyError, TypeError):
+        return 0.0
+    return max(time.time() - sent_at, 0.0)
+
+
+def metrics(request):
+    """Prometheus text format: this process's request counts and latency histograms; Celery queue depths and the
+    age of each queue's oldest message (Redis broker); the business metrics the apps' collectors compute from the
+    database at scrape time (the same from every process)."""
+    try:
+        broker = settings.CELERY_BROKER_URL
+        client = redis.Redis.from_url(broker, socket_connect_timeout=1, socket_timeout=1)
+        for queue in CELERY_QUEUES if broker.startswith(("redis://", "rediss://")) else ():
             CELERY_QUEUE_DEPTH.labels(queue).set(client.llen(queue))
+            CELERY_QUEUE_OLDEST_AGE.labels(queue).set(_oldest_message_age(client, queue))
     except redis.RedisError:
         pass
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

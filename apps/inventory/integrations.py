@@ -1,11 +1,13 @@
 """What inventory plugs into other apps, registered once from `InventoryConfig.ready`: the names tenancy's
 quota resources may be qualified with, from the GPU catalog (`gpus:<model key>`, `mig_slices:<MIG profile>`,
-`vgpus:<vGPU type>`), and the fleet's capacity for quota warnings (`selectors.fleet_capacity`)."""
+`vgpus:<vGPU type>`), the fleet's capacity for quota warnings (`selectors.fleet_capacity`), and the
+Prometheus collector of hosts and agents seen (`metrics.HostCollector`) in core's registry."""
 from __future__ import annotations
 
+from apps.core.metrics import register_collector
 from apps.tenancy.quotas import register_fleet_capacity, register_quota_qualifiers
 
-from . import selectors
+from . import metrics, selectors
 from .catalog import gpu_model_list
 
 
@@ -26,3 +28,4 @@ def register() -> None:
     register_quota_qualifiers("mig_slices", _mig_profiles)
     register_quota_qualifiers("vgpus", _vgpu_types)
     register_fleet_capacity(selectors.fleet_capacity)
+    register_collector(metrics.COLLECTOR)

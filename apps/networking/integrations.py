@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from apps.billing.registry import register_usage_source
-from apps.core.metrics import REGISTRY
+from apps.core.metrics import register_collector
 from apps.tenancy.quotas import register_usage_counter
 
 from . import metrics, selectors
@@ -17,8 +17,4 @@ def register() -> None:
     for resource, counter in selectors.quota_counters().items():
         register_usage_counter(resource, counter)
     register_usage_source("networking.public_ip", selectors.public_ip_usage)
-    try:
-        REGISTRY.unregister(metrics.COLLECTOR)   # register() may run twice in one process (tests)
-    except KeyError:
-        pass
-    REGISTRY.register(metrics.COLLECTOR)
+    register_collector(metrics.COLLECTOR)

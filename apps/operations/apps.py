@@ -6,4 +6,8 @@ class OperationsConfig(AppConfig):
     label = "operations"
 
     def ready(self):
-        from . import signals  # noqa: F401  (worker_ready hook resumes unfinished operations)
+        from apps.core.metrics import register_collector
+
+        from . import metrics, signals  # noqa: F401  (signals: worker_ready hook resumes unfinished operations)
+
+        register_collector(metrics.COLLECTOR)

@@ -7,7 +7,8 @@
 * compute's queue-position hook (`services.queue.queue_position_for`): the place a launch check reports;
 * tenancy's quota counter ``leases`` (`hooks.lease_quota_usage`);
 * billing's usage source ``reservations.lease`` (`selectors.lease_usage`) and placement resolver of the same
-  name (`selectors.lease_placements`: provider-fault downtime of a leased host or GPU).
+  name (`selectors.lease_placements`: provider-fault downtime of a leased host or GPU);
+* the Prometheus collector of the on-demand queue (`metrics.QueueCollector`) in core's registry.
 """
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from apps.compute.services.placement import (
     register_queue_hook,
     register_queue_position_hook,
 )
+from apps.core.metrics import register_collector
 from apps.tenancy.quotas import register_usage_counter
 
-from . import hooks, selectors
+from . import hooks, metrics, selectors
 from .services.queue import cluster_queue_join, queue_join, queue_position_for
 
 
@@ -32,3 +34,4 @@ def register() -> None:
     register_usage_counter("leases", hooks.lease_quota_usage)
     register_usage_source("reservations.lease", selectors.lease_usage)
     register_placement_resolver("reservations.lease", selectors.lease_placements)
+    register_collector(metrics.COLLECTOR)
