@@ -18,6 +18,8 @@ class Code(StrEnum):
     COMMAND_INVALID = "agent_command_invalid"
     GPU_SCRUB_PENDING = "gpu_scrub_pending"
     GPU_SCRUB_NOT_FAILED = "gpu_scrub_not_failed"
+    GPU_ALLOCATED = "gpu_allocated"
+    MIG_LAYOUT_MISMATCH = "mig_layout_mismatch"
 
 
 class FleetInvalid(ValidationFailed):
@@ -42,3 +44,9 @@ class GpuScrubPending(Conflict):
     """The host has GPUs that are not `clean` (their scrub is queued or failed); `gpus` lists them."""
 
     code = Code.GPU_SCRUB_PENDING
+
+
+class GpuAllocated(Conflict):
+    """A change of the GPU's slicing or mode while an allocation in the ledger holds it; `holders` lists them."""
+
+    code = Code.GPU_ALLOCATED

@@ -42,7 +42,8 @@ def _save(inst: Instance, d: dict) -> None:
 def _enqueue(inst: Instance, d: dict, bucket: str, name: str, kind: str, payload: dict) -> None:
     if name in d.setdefault(bucket, {}):
         return
-    cmd = agent_command_enqueue(actor=None, host=inst.host, kind=kind, payload=payload)
+    cmd = agent_command_enqueue(actor=None, host=inst.host, kind=kind, payload=payload,
+                                ledger_guard=False)  # the GPU instance of its own claim
     d[bucket][name] = str(cmd.pk)
 
 

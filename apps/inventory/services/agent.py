@@ -47,6 +47,7 @@ from ..models import (
 )
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
 from . import last_seen
+from .holders import gpu_guard_free
 from .scrub import gpu_scrub_progress
 
 log = logging.getLogger("gpucloud.inventory")
@@ -344,7 +345,7 @@ def _mig_restore(host: Host, gpu: Gpu) -> None:
         return
     layout = [{"profile": gi.profile_id, "start": gi.start} for gi in gpu.gpu_instances.order_by("start")]
     agent_command_enqueue(actor=None, host=host, kind=CommandKind.APPLY_MIG_LAYOUT,
-                          payload={"gpu_index": gpu.index, "layout": layout})
+                          payload={"gpu_index": gpu.index, "layout": layout}, ledger_guard=False)
 
 
 def _layout_replace(gpu: Gpu, layout: list[dict]) -> None:
@@ -393,12 +394,6 @@ def _validate_mig_apply(host: Host, payload: dict) -> dict:
                            for i in items], driver_version=host.driver_version or None)
     if not plan.ok:
         raise _reject(plan)
-    in_use = gpu.gpu_instances.filter(vgpu_devices__isnull=False).distinct()
-    new = {(p.profile_id, p.start) for p in plan.layout}
-    busy = [f"{gi.profile}@{gi.start}" for gi in in_use if (gi.profile_id, gi.start) not in new]
-    if busy:
-        raise Conflict(f"GPU instances {', '.join(busy)} hold vGPUs; drain them before changing the layout.",
-                       code="gpu_instance_in_use", instances=busy)
     return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "layout": [p.as_dict() for p in plan.layout]}
 
 
@@ -420,7 +415,8 @@ def _validate_gi_destroy(host: Host, payload: dict) -> dict:
     if gi is None:
         raise NotFound(f"GPU {gpu.index} has no GPU instance at start slice {payload.get('start')!r}.",
                        code=Code.GPU_INSTANCE_NOT_FOUND)
-    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "profile_id": gi.profile_id, "start": gi.start}
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "profile_id": gi.profile_id, "start": gi.start,
+            "size": gi.size}
 
 
 def _validate_reset(host: Host, payload: dict) -> dict:
@@ -479,10 +475,26 @@ VALIDATORS = {
 }
 
 
-def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict) -> AgentCommand:
+#: The commands that change a GPU's slicing or mode, and the memory slices each touches (None: the whole GPU).
+GUARDED = {
+    CommandKind.APPLY_MIG_LAYOUT: lambda p: None,
+    CommandKind.CREATE_GPU_INSTANCE: lambda p: (p["start"], p["start"] + p["size"]),
+    CommandKind.DESTROY_GPU_INSTANCE: lambda p: (p["start"], p["start"] + p["size"]),
+}
+
+
+def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger_guard: bool = True) -> AgentCommand:
     """Validate and queue a command for the host's agent; the payload stored is the normalised, planned one.
 
-    Raises MigLayoutRejected (400, `rejections`), GpuNotFound (404), PartitionConflict (409), ValidationFailed.
+    With `ledger_guard` (the default, and always for staff), a command of `GUARDED` is refused while an allocation
+    in the ledger holds the GPU (a MIG layout or mode change: any allocation; a GPU instance's create or destroy:
+    one on its memory slices), read under the host's ledger lock in the command's transaction (ADR 0503). The
+    platform's own steps on slices they hold pass `ledger_guard=False`: compute creating the GPU instance its
+    claim placed, the scrub destroying a released tenant's instance, the restore of a recorded layout after a
+    reboot.
+
+    Raises MigLayoutRejected (400, `rejections`), GpuNotFound (404), PartitionConflict (409), GpuAllocated (409
+    `gpu_allocated`, `holders`), ValidationFailed.
     """
     if kind not in VALIDATORS:
         raise ValidationFailed(f"Unknown command kind {kind!r}.", code=Code.COMMAND_INVALID)
@@ -490,6 +502,8 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict) -> Age
     with transaction.atomic():
         gpu = Gpu.objects.filter(host=host, index=normalised.get("gpu_index")).first() \
             if "gpu_index" in normalised else None
+        if ledger_guard and kind in GUARDED and gpu is not None:
+            gpu_guard_free(gpu, action=f"{kind} on GPU {gpu.index}", slices=GUARDED[kind](normalised))
         cmd = AgentCommand.objects.create(host=host, gpu=gpu, kind=kind, payload=normalised, created_by=actor)
         audit_record(actor=actor, action=f"inventory.agent.command.{kind}", target=host,
                      after={"command_id": cmd.id, **normalised})

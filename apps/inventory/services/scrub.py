@@ -55,7 +55,8 @@ def _pending(host: Host, kind: str, **match) -> AgentCommand | None:
 def _queue(host: Host, kind: str, payload: dict, match: dict) -> AgentCommand:
     from .agent import agent_command_enqueue
 
-    return _pending(host, kind, **match) or agent_command_enqueue(actor=None, host=host, kind=kind, payload=payload)
+    return _pending(host, kind, **match) or agent_command_enqueue(  # the released tenant's own devices
+        actor=None, host=host, kind=kind, payload=payload, ledger_guard=False)
 
 
 def gpus_scrub(*, actor, host: Host, gpu_indexes: Iterable[int], gpu_instances: Iterable[tuple[int, int]] = (),

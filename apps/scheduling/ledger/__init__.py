@@ -4,9 +4,10 @@ from .core import (
     ConsumerRef,
     allocations_claim,
     allocations_release,
+    gpu_holders,
     lock_hosts,
     refresh_usage,
 )
 
-__all__ = ["AllocationSpec", "ConsumerRef", "allocations_claim", "allocations_release", "lock_hosts",
+__all__ = ["AllocationSpec", "ConsumerRef", "allocations_claim", "allocations_release", "gpu_holders", "lock_hosts",
            "refresh_usage"]

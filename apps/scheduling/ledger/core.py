@@ -328,3 +328,28 @@ def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None
             refresh_usage(list(hosts), clock.now())
             Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=at)
         return n
+
+
+def gpu_holders(*, host_id: uuid.UUID, gpu_ids: Sequence[uuid.UUID], lock: bool = True) -> dict[uuid.UUID, list[dict]]:
+    """Who holds each of `gpu_ids` (GPUs of `host_id`) in the ledger now or later: every allocation on them whose
+    period has not ended (running on-demand work, spot, leases, instances in leases, and future leases).
+
+    With `lock` the host's ledger row is locked first (`lock_hosts`), so a claim on the host waits for the caller's
+    transaction: a re-slice decided on this answer cannot race a claim (call inside a transaction). Returns
+    {gpu id: [{"allocation_id", "consumer_type", "consumer_id", "resource_class", "slices": [lo, hi] | None,
+    "profile", "start" (ISO time), "end" (ISO time | None)}]}, GPUs that nobody holds left out."""
+    at = clock.now()
+    if lock:
+        lock_hosts([host_id], at)
+    rows = (Allocation.objects.filter(host_id=host_id, gpu_id__in=list(gpu_ids))
+            .filter(Q(period__upper_inf=True) | Q(period__endswith__gt=at))
+            .order_by("gpu_id", "created_at")
+            .values_list("id", "gpu_id", "consumer_type", "consumer_id", "resource_class", "slices", "profile",
+                         "period"))
+    out: dict[uuid.UUID, list[dict]] = {}
+    for aid, gpu_id, ctype, cid, rc, slices, profile, period in rows:
+        out.setdefault(gpu_id, []).append({
+            "allocation_id": str(aid), "consumer_type": ctype, "consumer_id": str(cid), "resource_class": rc,
+            "slices": [slices.lower, slices.upper] if slices is not None else None, "profile": profile,
+            "start": period.lower.isoformat(), "end": period.upper.isoformat() if period.upper else None})
+    return out

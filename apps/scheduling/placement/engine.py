@@ -414,13 +414,24 @@ def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explan
 
 
 def _occupancy(ctx: _Ctx, host_ids: list) -> dict:
-    gpu_ok = "TRUE" if ctx.ideal else "g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s)"
+    """{host id: [GpuRow]}: each GPU's allocations over the window, plus, for the fleet as it is (not the ideal
+    one), the GPU instances recorded on it that no allocation accounts for (made outside placement, e.g. by a
+    staff command): they occupy their slices as ``mig`` rows marked ``outside``, so the MIG planner places next
+    to them and a request that cannot fit is refused here, not later by the agent command's planner. A GPU with a
+    layout change queued for its agent is left out until the agent reports it."""
+    gpu_ok = "TRUE" if ctx.ideal else (
+        "g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s) AND "
+        + sql.NO_LAYOUT_CHANGE_PENDING)
     query = sql.GPU_OCCUPANCY.format(model_ok=ctx.model_ok, conflict=ctx.conflict, lease_gpu=ctx.lease_gpu,
-                                     gpu_ok=gpu_ok)
+                                     gpu_ok=gpu_ok, gpu_instances="'[]'::json" if ctx.ideal else sql.GPU_INSTANCES)
     out: dict = {}
     with connection.cursor() as cur:
         cur.execute(query, {**ctx.params, "hosts": host_ids})
-        for host_id, gid, index, numa, model, occ in cur.fetchall():
+        for host_id, gid, index, numa, model, occ, gis in cur.fetchall():
+            held = {(a["profile"], a["lo"]) for a in occ if a["rc"] == "mig"}
+            occ = occ + [{"rc": "mig", "lo": gi["start"], "hi": gi["start"] + gi["size"], "amount": 1,
+                          "profile": gi["profile"], "parent": None, "outside": True}
+                         for gi in gis if (gi["profile"], gi["start"]) not in held]
             out.setdefault(host_id, []).append(devices.GpuRow(gid, index, numa, model, tuple(occ)))
     return out
 
@@ -440,7 +451,7 @@ def _vf_filter(req, occ: dict):
     def ok(g) -> bool:
         if g.id not in sriov_ids:
             return True
-        held = sum(1 for a in g.occupancy if a["rc"] in ("mig", "vgpu"))
+        held = sum(1 for a in g.occupancy if a["rc"] in ("mig", "vgpu") and not a.get("outside"))
         return counts.get(g.id, 0) > held
 
     return ok

@@ -121,19 +121,30 @@ WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'o
 ORDER BY g.host_id, g.index
 """
 
-#: GPUs of some hosts in one mode with the allocations that overlap the window (MIG, vGPU, share steps);
+#: GPUs of some hosts in one mode with the allocations that overlap the window (MIG, vGPU, share steps) and the
+#: GPU instances recorded on the host (``{gpu_instances}``: the subquery, or ``'[]'::json`` for the ideal fleet);
 #: ``{gpu_ok}`` is the mode and health predicate (TRUE for the ideal fleet).
 GPU_OCCUPANCY = """
 SELECT g.host_id, g.id, g.index, g.numa_node, g.model,
   coalesce(json_agg(json_build_object('rc', a.resource_class, 'lo', lower(a.slices), 'hi', upper(a.slices),
                                       'amount', a.amount, 'profile', a.profile, 'parent', a.parent_id))
-           FILTER (WHERE a.id IS NOT NULL), '[]')
+           FILTER (WHERE a.id IS NOT NULL), '[]'),
+  {gpu_instances}
 FROM inventory_gpu g
 LEFT JOIN scheduling_allocation a ON a.gpu_id = g.id AND a.period && %(window)s AND ({conflict})
 WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND {gpu_ok} AND {model_ok} {lease_gpu}
 GROUP BY g.id
 ORDER BY g.host_id, g.index
 """
+
+#: The GPU instances recorded on a GPU (`inventory.GpuInstance`: made by placement's claims, by staff commands or
+#: adopted from the agent's report) as [{profile, start, size}].
+GPU_INSTANCES = """(SELECT coalesce(json_agg(json_build_object('profile', gi.profile, 'start', gi.start, 'size', gi.size)),
+  '[]') FROM inventory_gpuinstance gi WHERE gi.gpu_id = g.id)"""
+
+#: A GPU whose MIG layout change is queued for its agent is not placed on until the agent reported it.
+NO_LAYOUT_CHANGE_PENDING = """NOT EXISTS (SELECT 1 FROM inventory_agentcommand c WHERE c.gpu_id = g.id
+  AND c.kind = 'apply_mig_layout' AND c.status IN ('queued', 'dispatched'))"""
 
 #: Hosts with a live allocation of an affinity group's consumers.
 GROUP_HOSTS = """

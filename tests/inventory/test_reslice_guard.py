@@ -1,0 +1,102 @@
+"""Re-slicing guarded by the allocation ledger: a staff MIG layout, GPU instance create or destroy is refused
+(409 `gpu_allocated`) while an allocation holds the GPU (or the slices), whatever holds it; the platform's own
+steps (the restore after a reboot, the scrub) are not."""
+import datetime as dt
+import uuid
+
+import pytest
+
+from apps.core.clock import now
+from apps.identity.models import StaffRole
+from apps.inventory.models import AgentCommand, GpuInstance
+from apps.scheduling.ledger import AllocationSpec, ConsumerRef, allocations_claim, allocations_release
+from tests.scheduling import fleet
+from tests.tenancy.helpers import client_for, make_user, token_for
+
+from .helpers import make_host
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def ops():
+    return client_for(token_for(make_user("ops@provider.test", staff_role=StaffRole.OPERATOR), staff=True))
+
+
+def _command(ops, host, kind, **payload):
+    return ops.post("/api/v1/agent-commands/", {"host": str(host.pk), "kind": kind, "payload": payload},
+                    format="json")
+
+
+def _mig_host():
+    host = make_host("g1", gpus=2)
+    for g in host.gpus.all():
+        g.mode = "mig"
+        g.save(update_fields=["mode"])
+    gpu = host.gpus.get(index=0)
+    GpuInstance.objects.create(gpu=gpu, profile_id=9, profile="3g.40gb", start=4, size=4)
+    return host, gpu
+
+
+def test_a_mig_layout_under_a_held_gpu_instance_is_refused_with_the_holders():
+    host, gpu = _mig_host()
+    ops = client_for(token_for(make_user("ops@provider.test", staff_role=StaffRole.OPERATOR), staff=True))
+    consumer = uuid.uuid4()
+    allocations_claim(consumer=ConsumerRef(consumer, "instance", fleet.project("a").id),
+                      specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(4, 8), profile="3g.40gb")])
+
+    resp = _command(ops, host, "apply_mig_layout", gpu_index=0, layout=[{"profile": "7g.80gb"}])
+    assert resp.status_code == 409, resp.content
+    assert resp["Content-Type"].startswith("application/problem+json")
+    body = resp.json()
+    assert body["code"] == "gpu_allocated" and body["gpu_index"] == 0
+    assert [(h["consumer_id"], h["resource_class"], h["slices"]) for h in body["holders"]] == [
+        (str(consumer), "mig", [4, 8])]
+    # the same layout as recorded is a change too (the agent re-creates what differs): refused while held
+    assert _command(ops, host, "apply_mig_layout", gpu_index=0,
+                    layout=[{"profile": "3g.40gb", "start": 4}]).status_code == 409
+    # the held GPU instance cannot be destroyed; a GPU instance beside it, on free slices, can be made
+    assert _command(ops, host, "destroy_gpu_instance", gpu_index=0, start=4).json()["code"] == "gpu_allocated"
+    ok = _command(ops, host, "create_gpu_instance", gpu_index=0, profile="3g.40gb", start=0)
+    assert ok.status_code == 201, ok.content
+    # the other GPU is free
+    assert _command(ops, host, "apply_mig_layout", gpu_index=1, layout=[{"profile": "7g.80gb"}]).status_code == 201
+    assert list(AgentCommand.objects.filter(host=host).values_list("kind", "payload__gpu_index")) == [
+        ("create_gpu_instance", 0), ("apply_mig_layout", 1)]
+
+    allocations_release(consumer_id=consumer)
+    assert _command(ops, host, "apply_mig_layout", gpu_index=0, layout=[{"profile": "7g.80gb"}]).status_code == 201
+
+
+def test_a_whole_gpu_held_or_leased_later_refuses_a_mode_change(ops):
+    host = make_host("g2", gpus=2)
+    g0, g1 = host.gpus.order_by("index")
+    project = fleet.project("a")
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", project.id),
+                      specs=[AllocationSpec(host.id, "gpu", gpu_id=g0.id)])
+    start = now() + dt.timedelta(days=2)
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "lease", project.id),
+                      specs=[AllocationSpec(host.id, "gpu", gpu_id=g1.id)], start=start,
+                      end=start + dt.timedelta(days=1))
+    for index in (0, 1):  # exclusive -> MIG under running work, or under a lease that starts in two days
+        resp = _command(ops, host, "apply_mig_layout", gpu_index=index, layout=[{"profile": "7g.80gb"}])
+        assert resp.status_code == 409 and resp.json()["code"] == "gpu_allocated", resp.content
+    assert resp.json()["holders"][0]["consumer_type"] == "lease"
+    assert not AgentCommand.objects.exists()
+
+
+def test_the_platforms_own_restore_and_scrub_pass_the_guard():
+    """The restore of a recorded layout after a reboot and the scrub's destroy run while the ledger still holds
+    the slices (the scrub is queued before the release): they are the platform's, not a re-slice."""
+    from apps.inventory.services.agent import host_inventory_sync
+    from apps.inventory.services.scrub import gpus_scrub
+
+    host, gpu = _mig_host()
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", fleet.project("a").id),
+                      specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(4, 8), profile="3g.40gb")])
+    host_inventory_sync(host=host, inventory={"gpus": [
+        {"index": 0, "uuid": gpu.uuid, "model": gpu.model, "mig": {"enabled": True, "layout": []}}]})
+    gpus_scrub(actor=None, host=host, gpu_indexes={0}, gpu_instances=[(0, 4)], partitions=[], vfs=[],
+               reason="test")
+    assert sorted(AgentCommand.objects.filter(host=host).values_list("kind", flat=True)) == [
+        "apply_mig_layout", "destroy_gpu_instance"]
