@@ -48,7 +48,7 @@ class Executor:
                 raise BackendError(f"unknown command kind {command['kind']!r}", "unknown_command")
             outcome = {"succeeded": True, "result": handler(command["payload"]), "error": ""}
         except BackendError as exc:
-            outcome = {"succeeded": False, "result": {"code": exc.code}, "error": str(exc)}
+            outcome = {"succeeded": False, "result": {**exc.details, "code": exc.code}, "error": str(exc)}
         self.executions += 1
         self.journal.put(command["id"], outcome)
         return outcome
@@ -56,20 +56,51 @@ class Executor:
     def _layout(self, index: int) -> list[dict]:
         return [vars(g) for g in self.backend.gpu_instances(index)]
 
-    def _apply_mig_layout(self, p: dict) -> dict:
-        index = p["gpu_index"]
-        target = {(i["profile_id"], i["start"]) for i in p["layout"]}
-        if not any(g.get("index") == index and g.get("mig", {}).get("enabled") for g in
-                   (x.as_dict() for x in self.backend.gpus())):
-            self.backend.set_mig_mode(index, True)
-        current = self.backend.gpu_instances(index)
-        for gi in current:
+    def _mig_enabled(self, index: int) -> bool:
+        return any(g.get("index") == index and g.get("mig", {}).get("enabled")
+                   for g in (x.as_dict() for x in self.backend.gpus()))
+
+    def _reslice(self, index: int, layout: list[dict]) -> None:
+        """Make GPU `index`'s GPU instances exactly `layout` ([{profile_id, start, size}]): destroy the others,
+        then create the missing ones, largest first."""
+        target = {(i["profile_id"], i["start"]) for i in layout}
+        for gi in self.backend.gpu_instances(index):
             if (gi.profile_id, gi.start) not in target:
                 self.backend.destroy_gpu_instance(index, gi.start)
         have = {(g.profile_id, g.start) for g in self.backend.gpu_instances(index)}
-        for item in sorted(p["layout"], key=lambda i: (-i["size"], i["start"])):
+        for item in sorted(layout, key=lambda i: (-i["size"], i["start"])):
             if (item["profile_id"], item["start"]) not in have:
                 self.backend.create_gpu_instance(index, item["profile_id"], item["start"])
+
+    def _apply_mig_layout(self, p: dict) -> dict:
+        """Transactional: note the GPU's MIG mode and layout, apply the new layout, read it back and compare it
+        with the asked one; on any device error or a read-back that differs, put the previous layout (and MIG
+        mode) back and fail with the error's code (`mig_layout_mismatch` for a wrong read-back), reporting
+        `rolled_back` and the layout read after the rollback. -> {"layout": [...]} (read back)."""
+        index = p["gpu_index"]
+        target = {(i["profile_id"], i["start"]) for i in p["layout"]}
+        was_enabled = self._mig_enabled(index)
+        previous = [vars(g) for g in self.backend.gpu_instances(index)] if was_enabled else []
+        try:
+            if not was_enabled:
+                self.backend.set_mig_mode(index, True)
+            self._reslice(index, p["layout"])
+            got = {(g.profile_id, g.start) for g in self.backend.gpu_instances(index)}
+            if got != target:
+                raise BackendError(f"GPU {index} reads back GPU instances {sorted(got)}, not {sorted(target)}",
+                                   "mig_layout_mismatch")
+        except BackendError as exc:
+            rolled_back, detail = True, ""
+            try:
+                self._reslice(index, previous)
+                if not was_enabled:
+                    self.backend.set_mig_mode(index, False)
+                rolled_back = {(g.profile_id, g.start) for g in self.backend.gpu_instances(index)} == {
+                    (g["profile_id"], g["start"]) for g in previous}
+            except BackendError as again:
+                rolled_back, detail = False, f"; the rollback failed too: {again}"
+            raise BackendError(f"{exc}{detail}", exc.code, {
+                "rolled_back": rolled_back, "previous_layout": previous, "layout": self._layout(index)}) from exc
         return {"layout": self._layout(index)}
 
     def _create_gpu_instance(self, p: dict) -> dict:

@@ -4,6 +4,7 @@ import json
 import pytest
 from gpucloud_agent import cli, sysfs
 from gpucloud_agent.backends import BackendError, get_backend
+from gpucloud_agent.backends.fake import FakeBackend
 from gpucloud_agent.executor import Executor, Journal
 
 
@@ -102,3 +103,48 @@ def test_executor_reset_vf_reports_the_gpus_health_check():
     assert (out["succeeded"], out["result"]["health"], fake.state["vf_resets"]) == (True, "ok", {address: 1})
     gone = ex.execute({"id": "v2", "kind": "reset_vf", "payload": {"gpu_index": 1, "vf_address": "0000:00:00.7"}})
     assert (gone["succeeded"], gone["result"]["code"]) == (False, "vf_not_found")
+
+
+class _FailingCreate(FakeBackend):
+    """The fake with one device fault: creating a GPU instance of `profile_id` fails as NVML does when it runs out."""
+
+    def __init__(self, profile_id: int):
+        super().__init__()
+        self.failing = profile_id
+
+    def create_gpu_instance(self, index, profile_id, start):
+        if profile_id == self.failing:
+            raise BackendError("Insufficient Resources", "NVML_ERROR_INSUFFICIENT_RESOURCES")
+        return super().create_gpu_instance(index, profile_id, start)
+
+
+class _Misplacing(FakeBackend):
+    """The fake with a driver that puts a 1g.10gb GPU instance asked at slice 0 on slice 6 (no error)."""
+
+    def create_gpu_instance(self, index, profile_id, start):
+        return super().create_gpu_instance(index, profile_id, 6 if (profile_id, start) == (19, 0) else start)
+
+
+def _apply(ex, cid, index, layout):
+    return ex.execute({"id": cid, "kind": "apply_mig_layout", "payload": {"gpu_index": index, "layout": layout}})
+
+
+def test_a_failed_apply_puts_the_previous_layout_back():
+    backend = _FailingCreate(profile_id=0)
+    ex = Executor(backend)
+    two = [{"profile_id": 9, "start": 0, "size": 4}, {"profile_id": 9, "start": 4, "size": 4}]
+    assert _apply(ex, "c1", 0, two)["succeeded"]
+    out = _apply(ex, "c2", 0, [{"profile_id": 0, "start": 0, "size": 8}])  # destroys both, then 7g fails
+    assert out["succeeded"] is False and out["result"]["code"] == "NVML_ERROR_INSUFFICIENT_RESOURCES"
+    assert out["result"]["rolled_back"] is True
+    assert [(g["profile_id"], g["start"]) for g in out["result"]["layout"]] == [(9, 0), (9, 4)]
+    assert [(g.profile_id, g.start) for g in backend.gpu_instances(0)] == [(9, 0), (9, 4)]
+
+
+def test_an_apply_that_reads_back_another_layout_fails_and_rolls_back_the_mig_mode_too():
+    backend = _Misplacing()
+    out = _apply(Executor(backend), "c1", 0, [{"profile_id": 19, "start": 0, "size": 1}])
+    assert out["succeeded"] is False and out["result"]["code"] == "mig_layout_mismatch", out
+    assert "reads back GPU instances [(19, 6)]" in out["error"]
+    assert out["result"]["rolled_back"] is True and out["result"]["layout"] == []
+    assert backend.gpu_instances(0) == [] and backend.state["mig"]["0"] is False

@@ -100,3 +100,49 @@ def test_the_platforms_own_restore_and_scrub_pass_the_guard():
                reason="test")
     assert sorted(AgentCommand.objects.filter(host=host).values_list("kind", flat=True)) == [
         "apply_mig_layout", "destroy_gpu_instance"]
+
+
+def _report(host, cmd, succeeded=True, result=None, error=""):
+    from apps.inventory.models import AgentCredential
+    from apps.inventory.services.agent import agent_command_report
+
+    cred = AgentCredential.objects.filter(host=host).first() or AgentCredential.objects.create(
+        host=host, prefix=f"t{host.pk.hex[:12]}", secret_hash="x")
+    agent_command_report(credential=cred, command_id=cmd.pk, succeeded=succeeded, result=result or {}, error=error)
+    cmd.refresh_from_db()
+    return cmd
+
+
+def test_an_apply_is_asserted_against_the_layout_read_back_and_the_previous_one_restored(ops):
+    host, gpu = _mig_host()  # recorded: 3g.40gb at slice 4
+    cmd = AgentCommand.objects.get(pk=_command(ops, host, "apply_mig_layout", gpu_index=0,
+                                               layout=[{"profile": "7g.80gb"}]).json()["id"])
+    # the agent says it succeeded but reads back another layout: not a success, the record keeps the old layout
+    cmd = _report(host, cmd, result={"layout": [{"profile_id": 9, "start": 0, "size": 4, "gi_id": 3}]})
+    assert (cmd.status, cmd.result["code"]) == ("failed", "mig_layout_mismatch")
+    assert "reads back [9@0], not [0@0]" in cmd.error
+    assert list(GpuInstance.objects.filter(gpu=gpu).values_list("profile", "start")) == [("3g.40gb", 4)]
+    gpu.refresh_from_db()
+    assert gpu.observed["mig_restore_pending"] is True and gpu.mode == "mig"
+    (restore,) = AgentCommand.objects.filter(host=host, status="queued")
+    assert (restore.kind, [(i["profile_id"], i["start"]) for i in restore.payload["layout"]]) == (
+        "apply_mig_layout", [(9, 4)])
+    # a success without a read-back is not verified either
+    assert _report(host, restore, result={}).status == "failed"
+
+
+def test_a_failed_apply_rolled_back_by_the_agent_changes_nothing(ops):
+    host, gpu = _mig_host()
+    cmd = AgentCommand.objects.get(pk=_command(ops, host, "apply_mig_layout", gpu_index=0,
+                                               layout=[{"profile": "7g.80gb"}]).json()["id"])
+    _report(host, cmd, succeeded=False, error="Insufficient Resources", result={
+        "code": "NVML_ERROR_INSUFFICIENT_RESOURCES", "rolled_back": True,
+        "layout": [{"profile_id": 9, "start": 4, "size": 4, "gi_id": 1}]})
+    assert list(GpuInstance.objects.filter(gpu=gpu).values_list("profile", "start")) == [("3g.40gb", 4)]
+    assert not AgentCommand.objects.filter(host=host, status="queued").exists()
+    # a rollback that did not happen: the previous layout is queued again
+    cmd2 = AgentCommand.objects.get(pk=_command(ops, host, "apply_mig_layout", gpu_index=0,
+                                                layout=[{"profile": "7g.80gb"}]).json()["id"])
+    _report(host, cmd2, succeeded=False, error="rollback failed", result={"code": "x", "rolled_back": False,
+                                                                          "layout": []})
+    assert AgentCommand.objects.filter(host=host, status="queued", kind="apply_mig_layout").count() == 1

@@ -8,9 +8,10 @@ from typing import Protocol
 class BackendError(Exception):
     """A driver/NVML/Fabric Manager call failed. `code` mirrors the NVML error name where there is one."""
 
-    def __init__(self, message: str, code: str = "backend_error"):
+    def __init__(self, message: str, code: str = "backend_error", details: dict | None = None):
         super().__init__(message)
         self.code = code
+        self.details = details or {}  # reported with the code, e.g. the layout read back after a rollback
 
 
 @dataclass

@@ -542,15 +542,53 @@ def agent_command_report(*, credential: AgentCredential, command_id, succeeded: 
         if cmd.status in (CommandStatus.SUCCEEDED, CommandStatus.FAILED):
             return cmd
         result = result or {}
+        if succeeded and cmd.kind == CommandKind.APPLY_MIG_LAYOUT:
+            mismatch = _mig_readback_mismatch(cmd, result)
+            if mismatch:
+                succeeded, error, result = False, mismatch, {**result, "code": Code.MIG_LAYOUT_MISMATCH}
         cmd.status = CommandStatus.SUCCEEDED if succeeded else CommandStatus.FAILED
         cmd.result, cmd.error, cmd.completed_at = result, (error or "")[:500], now()
         cmd.save(update_fields=["status", "result", "error", "completed_at"])
         if succeeded:
             _apply_result(cmd, result)
+        elif cmd.kind == CommandKind.APPLY_MIG_LAYOUT:
+            _mig_apply_failed(cmd, result)
         gpu_scrub_progress(cmd)
         audit_record(actor=None, action="inventory.agent.command_report", target=cmd.host,
                      after={"command_id": cmd.id, "kind": cmd.kind, "status": cmd.status, "error": cmd.error})
     return cmd
+
+
+def _pairs(layout) -> set[tuple[int, int]]:
+    return {(int(i["profile_id"]), int(i["start"])) for i in layout or []}
+
+
+def _mig_readback_mismatch(cmd: AgentCommand, result: dict) -> str:
+    """'' when the layout the agent read back after an apply is the one asked; else why not (the apply is then
+    recorded as failed: a success the control plane cannot verify is not one)."""
+    if not isinstance(result.get("layout"), list):
+        return "mig_layout_mismatch: the agent reported no layout read back after the apply"
+    asked, got = _pairs(cmd.payload.get("layout")), _pairs(result["layout"])
+    if asked == got:
+        return ""
+    label = lambda pairs: ", ".join(f"{p}@{s}" for p, s in sorted(pairs, key=lambda t: t[1])) or "none"  # noqa: E731
+    return f"mig_layout_mismatch: GPU {cmd.payload.get('gpu_index')} reads back [{label(got)}], not [{label(asked)}]"
+
+
+def _mig_apply_failed(cmd: AgentCommand, result: dict) -> None:
+    """A failed apply keeps the recorded (previous) layout: placement goes on seeing it. When the host does not
+    have it (the agent's rollback failed, or it reported success with another layout), the GPU is flagged
+    `observed.mig_restore_pending` and the previous layout is queued again, as after a reboot."""
+    gpu = Gpu.objects.filter(host_id=cmd.host_id, index=cmd.payload.get("gpu_index")).first()
+    if gpu is None:
+        return
+    recorded = {(gi.profile_id, gi.start) for gi in gpu.gpu_instances.all()}
+    reported = result.get("layout")
+    if result.get("rolled_back") is True and isinstance(reported, list) and _pairs(reported) == recorded:
+        return
+    gpu.observed = {**gpu.observed, "mig_restore_pending": True}
+    gpu.save(update_fields=["observed", "updated_at"])
+    _mig_restore(gpu.host, gpu)
 
 
 def _apply_result(cmd: AgentCommand, result: dict) -> None:
