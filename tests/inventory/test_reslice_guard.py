@@ -146,3 +146,28 @@ def test_a_failed_apply_rolled_back_by_the_agent_changes_nothing(ops):
     _report(host, cmd2, succeeded=False, error="rollback failed", result={"code": "x", "rolled_back": False,
                                                                           "layout": []})
     assert AgentCommand.objects.filter(host=host, status="queued", kind="apply_mig_layout").count() == 1
+
+
+def test_a_fleet_import_that_changes_a_held_gpus_mode_is_refused(ops):
+    import yaml
+
+    from apps.inventory.models import Gpu
+    from tests.inventory.test_api import SAMPLE
+
+    assert ops.post("/api/v1/fleet/import/", {"document": SAMPLE, "dry_run": False}, format="json").status_code == 200
+    doc = yaml.safe_load(ops.get("/api/v1/fleet/export/").json()["document"])
+    host_doc = next(h for h in doc["hosts"] if h.get("gpus"))
+    gpu = Gpu.objects.get(host__name=host_doc["name"], index=host_doc["gpus"][0]["index"])
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", fleet.project("a").id),
+                      specs=[AllocationSpec(gpu.host_id, "gpu", gpu_id=gpu.id)])
+    host_doc["gpus"][0]["mode"] = "mig"
+    changed = yaml.safe_dump(doc, sort_keys=False)
+    resp = ops.post("/api/v1/fleet/import/", {"document": changed, "dry_run": False}, format="json")
+    assert resp.status_code == 409 and resp.json()["code"] == "gpu_allocated", resp.content
+    gpu.refresh_from_db()
+    assert gpu.mode == "exclusive"
+    host_doc["gpus"][0]["mode"] = "exclusive"
+    host_doc["gpus"][1]["mode"] = "mig"  # a GPU nobody holds may change
+    resp = ops.post("/api/v1/fleet/import/", {"document": yaml.safe_dump(doc, sort_keys=False), "dry_run": False},
+                    format="json")
+    assert resp.status_code == 200 and resp.json()["applied"], resp.content
