@@ -171,3 +171,54 @@ def test_a_fleet_import_that_changes_a_held_gpus_mode_is_refused(ops):
     resp = ops.post("/api/v1/fleet/import/", {"document": yaml.safe_dump(doc, sort_keys=False), "dry_run": False},
                     format="json")
     assert resp.status_code == 200 and resp.json()["applied"], resp.content
+
+
+def test_the_drift_reconciler_compares_the_ledger_with_the_agents_report():
+    from apps.audit.models import AuditEvent
+    from apps.core import clock
+    from apps.inventory.models import Gpu
+    from apps.inventory.services.agent import host_inventory_sync
+    from apps.inventory.services.mig_drift import DRIFT_GRACE, mig_drift_reconcile
+    from gpucloud.celery import collect_beat_schedule
+
+    host, gpu = _mig_host()  # recorded: 3g.40gb at slice 4
+    project = fleet.project("a")
+    held, other = uuid.uuid4(), uuid.uuid4()
+    past = now() - DRIFT_GRACE - dt.timedelta(minutes=1)
+    allocations_claim(consumer=ConsumerRef(held, "instance", project.id), start=past,
+                      specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(4, 8), profile="3g.40gb")])
+    allocations_claim(consumer=ConsumerRef(other, "instance", project.id), start=past,
+                      specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(0, 2), profile="2g.20gb")])
+
+    def report(layout):
+        host_inventory_sync(host=host, inventory={"gpus": [{"index": 0, "uuid": gpu.uuid, "model": gpu.model,
+                                                            "mig": {"enabled": True, "layout": layout}}]})
+
+    # the host has the 3g.40gb and, made by hand, a 1g.10gb on slice 0 where the ledger holds a 2g.20gb
+    report([{"profile_id": 9, "start": 4, "size": 4}, {"profile_id": 19, "start": 0, "size": 1}])
+    assert mig_drift_reconcile() == {"gpus": 1, "drifting": 1, "changed": 1}
+    drift = Gpu.objects.get(pk=gpu.pk).observed["mig_drift"]
+    assert [(d["code"], d.get("consumer_id"), d.get("reported")) for d in drift] == [
+        ("instance_differs", str(other), ["1g.10gb@0"]), ("instance_unrecorded", None, None)]
+    assert AuditEvent.objects.filter(action="inventory.gpu.mig_drift").count() == 1
+    # an unchanged picture records nothing new, and the next inventory report keeps the drift
+    report([{"profile_id": 9, "start": 4, "size": 4}, {"profile_id": 19, "start": 0, "size": 1}])
+    assert Gpu.objects.get(pk=gpu.pk).observed["mig_drift"] == drift
+    assert mig_drift_reconcile()["changed"] == 0
+
+    # after a reboot the host has nothing: both allocations miss their GPU instance
+    report([])
+    mig_drift_reconcile()
+    assert [(d["code"], d["slices"]) for d in Gpu.objects.get(pk=gpu.pk).observed["mig_drift"]] == [
+        ("instance_missing", [0, 2]), ("instance_missing", [4, 8])]
+    # the ledger releases the 2g.20gb and the host has the 3g.40gb again: no drift, and that is audited too
+    allocations_release(consumer_id=other)
+    report([{"profile_id": 9, "start": 4, "size": 4}])
+    assert mig_drift_reconcile() == {"gpus": 1, "drifting": 0, "changed": 1}
+    assert Gpu.objects.get(pk=gpu.pk).observed["mig_drift"] == []
+    assert AuditEvent.objects.filter(action="inventory.gpu.mig_drift").count() == 3
+    # a fresh claim gets its grace period; the reconciler runs from beat
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", project.id), start=clock.now(),
+                      specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(0, 4), profile="3g.40gb")])
+    assert mig_drift_reconcile()["drifting"] == 0
+    assert collect_beat_schedule()["inventory-mig-drift-reconcile"]["task"] == "inventory.mig_drift_reconcile_task"

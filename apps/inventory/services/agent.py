@@ -228,6 +228,7 @@ def agent_heartbeat(*, credential: AgentCredential, inventory: dict | None = Non
 # --- inventory sync -------------------------------------------------------------------------------------------
 _GPU_OBSERVED = ("name", "memory_mib", "pcie", "ecc", "nvlink", "mig", "module_id", "driver_version")
 # mig: {enabled, layout}; vfs: [{index, pci_address}] (SR-IOV VFs the kernel created)
+_GPU_KEPT = ("mig_drift",)  # written by the MIG drift reconciler (services.mig_drift), not by the report
 
 
 _HOST_SYNCED = ("cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib", "numa_nodes", "driver_version",
@@ -299,7 +300,8 @@ def _gpu_sync(host: Host, g: dict) -> None:
     gpu.uuid, gpu.serial = g["uuid"], g.get("serial") or g["uuid"]
     gpu.model = g.get("model") or gpu.model
     gpu.pci_address, gpu.numa_node = g.get("pci_address", gpu.pci_address), g.get("numa_node", gpu.numa_node)
-    gpu.observed = {k: g[k] for k in _GPU_OBSERVED if k in g}
+    kept = {k: gpu.observed[k] for k in _GPU_KEPT if k in (gpu.observed or {})}
+    gpu.observed = {**{k: g[k] for k in _GPU_OBSERVED if k in g}, **kept}
     mig = g.get("mig") or {}
     recorded = {(gi.profile_id, gi.start) for gi in gpu.gpu_instances.all()} if gpu.pk else set()
     if mig.get("enabled"):
