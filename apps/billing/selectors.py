@@ -255,15 +255,16 @@ def _months(start: dt.datetime, end: dt.datetime) -> list[tuple[str, dt.datetime
     return out
 
 
-def _union_seconds(spans: list[tuple[dt.datetime, dt.datetime]], lo: dt.datetime, hi: dt.datetime) -> int:
-    """Seconds of `[lo, hi)` covered by the union of `spans`."""
-    total, reach = 0.0, lo
+def _union_seconds(spans: list[tuple[dt.datetime, dt.datetime]], lo: dt.datetime, hi: dt.datetime) -> Decimal:
+    """Seconds of `[lo, hi)` covered by the union of `spans`, exact to the microsecond (the SLA report rounds
+    minutes up from exact seconds, so cutting them to whole seconds first would lose a sub-second incident)."""
+    total, reach = 0, lo
     for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans):
         if e <= reach:
             continue
-        total += (e - max(s, reach)).total_seconds()
+        total += (e - max(s, reach)) // dt.timedelta(microseconds=1)
         reach = e
-    return int(total)
+    return Decimal(total) / 1_000_000
 
 
 def incident_impact(incident) -> dict:
@@ -325,7 +326,7 @@ def incident_impact(incident) -> dict:
             _, lo, hi = next(m for m in months if m[0] == rep.period)
             # minutes as the report counts them (each started minute whole), so an incident that is the month's
             # only downtime carries the whole credit, not its exact seconds over the rounded-up minutes
-            down_min = downtime_minutes(Decimal(_union_seconds(row["spans"], lo, hi)))
+            down_min = downtime_minutes(_union_seconds(row["spans"], lo, hi))
             share = min(Decimal(1), down_min / rep.downtime_minutes) if rep.downtime_minutes else Decimal(0)
             amount = (rep.credit_amount * share).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
             totals[rep.currency] = totals.get(rep.currency, Decimal(0)) + amount
@@ -337,7 +338,7 @@ def incident_impact(incident) -> dict:
                           "organization": str(owner["organization_id"]) if owner else None,
                           "organization_name": owner.get("organization__name", ""),
                           "project": str(owner["project_id"]) if owner else None,
-                          "downtime_s": _union_seconds(row["spans"], incident.start, end), "credits": credits})
+                          "downtime_s": int(_union_seconds(row["spans"], incident.start, end)), "credits": credits})
     return {"incident": str(incident.pk), "open": incident.end is None,
             "counts_for_sla": incident.provider_at_fault,
             "downtime_s": sum(r["downtime_s"] for r in resources), "resources": resources,

@@ -79,6 +79,28 @@ def test_the_month_s_only_incident_carries_the_whole_credit(tiers, fleet, host):
     assert credit["credit_amount"] == credit["report_credit_amount"]
 
 
+def test_an_incident_shorter_than_a_second_carries_the_minute_the_report_counts(tiers, fleet, host):
+    """An operator opens and closes an incident within 0.6 s: the SLA report counts one minute of downtime (each
+    started minute whole); the incident's impact counts the same minute, so it carries the whole credit instead of
+    a share of 0 from its seconds cut to a whole 0."""
+    from decimal import Decimal
+
+    org, project = make_org("acme", tier="premium")
+    book(utc(2026, 1, 1), {(H100, "premium", "on_demand"): "4.00"})
+    h = host("gpu-node-1")
+    fleet.run(org, project, "vm1", utc(2026, 6, 10, 3), utc(2026, 6, 10, 3, 10))  # 10 min: 1 min down is 90 %
+    fleet.place(h.id, "vm1", utc(2026, 6, 10, 3), utc(2026, 6, 10, 3, 10))
+    start = utc(2026, 6, 10, 3, 5)
+    inc = incident(h, start, start + dt.timedelta(milliseconds=600))
+    collect(utc(2026, 6, 1), utc(2026, 7, 1))
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        body = _staff(StaffRole.SUPPORT).get(f"/api/v1/incidents/{inc.pk}/impact/").json()
+    [credit] = body["resources"][0]["credits"]
+    assert Decimal(credit["report_credit_amount"]) > 0
+    assert credit["credit_amount"] == credit["report_credit_amount"]
+
+
 def test_a_resource_not_metered_yet_is_named_with_its_project_s_organization(tiers, fleet, host):
     """The incident comes minutes after the launch, before the first usage period is metered: the impact still
     names the tenant (from the placement's project), so the tenant panel shows the open incident."""
