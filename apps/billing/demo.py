@@ -1,8 +1,8 @@
-"""Demo price book for `manage.py demo_load` (idempotent): illustrative USD list prices, effective 2020-01-01, for
-the demo flavors (compute's demo catalog), per-GPU reserved and spot prices for lease and spot usage, public IPs
-and the demo volume type's storage (storage's demo catalog: `ssd`, per GiB-month), on both default SLA tiers
-(premium = standard + 20 %). The figures are examples, not recommendations. A demo book loaded before a price was
-added here gets the missing prices on the next load; prices it has are never changed.
+"""Demo price book for `manage.py demo_load` (idempotent): illustrative USD list prices, effective 2020-01-01, for the
+demo flavors (compute's demo catalog, and bare metal's `bm-h100-8x`), per-GPU reserved and spot prices for lease and
+spot usage, public IPs and the demo volume type's storage (storage's demo catalog: `ssd`, per GiB-month), on both
+default SLA tiers (premium = standard + 20 %). The figures are examples, not recommendations. A demo book loaded
+before a price was added here gets the missing prices on the next load; prices it has are never changed.
 
 Then the demo tenant's closed months (`load_demo_months`): the usage of the two calendar months before the load's
 (compute's demo instance that ran through them, its GPU down 9 h by a provider fault in the first) is metered into
@@ -29,6 +29,7 @@ ON_DEMAND = {  # USD per hour
     sku_for("flavor", name="h100-mig-3g40"): "0.99",
     sku_for("flavor", name="h200-mig-3g71"): "1.39",
     sku_for("flavor", name="l40s-vgpu-4q"): "0.35",
+    sku_for("flavor", name="bm-h100-8x"): "21.12",  # bare metal's demo flavor (apps.baremetal.demo): a whole host
     sku_for("public_ip"): "0.005",
 }
 PER_GPU = {"H100-SXM5-80GB": ("1.79", "1.10"), "H200-SXM-141GB": ("2.29", "1.45"), "L40S": ("0.69", "0.45")}

@@ -70,7 +70,8 @@ class FakeBaremetalDriver:
     def __init__(self, shared: dict | None = None, automated_clean: bool = False, **_: Any):
         self._nodes: dict[str, dict[str, Any]] = shared if shared is not None else {}
         self.automated_clean = automated_clean  # the conductor's [conductor]automated_clean
-        self.service_up = True  # test hook: False while the service "is starting" (`available` answers False)
+        self.service_up = True  # test hook: False while the service "is starting" (`available` answers False,
+        # every other call raises `baremetal_unreachable`, as the Ironic driver's do)
         self._lock = threading.Lock()
         self._fail: dict[tuple[str, str], str] = {}
         self._down: dict[str, int] = {}
@@ -90,7 +91,13 @@ class FakeBaremetalDriver:
         self._row(node, check=False)["properties"].update(properties)
 
     # --- reads ---------------------------------------------------------------------------------------------
+    def _answering(self) -> None:
+        if not self.service_up:
+            raise DriverTransientError("the provisioning service does not answer", code="baremetal_unreachable")
+
     def _row(self, node: str, check: bool = True) -> dict[str, Any]:
+        if check:
+            self._answering()
         row = self._nodes.get(node) or next((r for r in self._nodes.values() if r["name"] == node), None)
         if row is None:
             raise DriverNotFound(f"no bare-metal node {node!r}")
@@ -131,10 +138,12 @@ class FakeBaremetalDriver:
         return self._node(self._row(node))
 
     def list(self) -> list[Node]:
+        self._answering()
         return [self._node(r) for r in self._nodes.values()]
 
     # --- writes --------------------------------------------------------------------------------------------
     def enroll(self, request: EnrollRequest) -> Node:
+        self._answering()
         with self._lock:
             existing = next((r for r in self._nodes.values() if r["name"] == request.name), None)
             if existing is not None:

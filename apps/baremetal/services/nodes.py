@@ -35,8 +35,11 @@ HARDWARE_TYPES = ("redfish", "ipmi", "fake-hardware")
 
 
 def node_enroll(*, actor, host: Host, driver: str, bmc_address: str = "", bmc_system_id: str = "",
-                bmc_username: str = "", bmc_password: str = "", request_id: str = ""):
-    """Enroll `host` as a bare-metal node; returns (node, operation). See the module docstring for errors."""
+                bmc_username: str = "", bmc_password: str = "", request_id: str = "",
+                service_starting: bool = False):
+    """Enroll `host` as a bare-metal node; returns (node, operation). See the module docstring for errors.
+    `service_starting` (the demo load of `make run`, which starts Ironic after it): not refused while Ironic
+    does not answer; the operation's first step is retried with backoff until it does (its hour's deadline)."""
     if host.provisioning_kind != ProvisioningKind.BAREMETAL:
         raise ValidationFailed(f"Host {host.name} is a hypervisor; set its provisioning_kind to baremetal.",
                                code=Code.HOST_NOT_BAREMETAL, errors={"host": ["not a bare-metal host"]})
@@ -48,7 +51,8 @@ def node_enroll(*, actor, host: Host, driver: str, bmc_address: str = "", bmc_sy
                                        ("bmc_username", bmc_username), ("bmc_password", bmc_password)) if not v})
     if host.state == HostState.RETIRED:
         raise Conflict(f"Host {host.name} is retired.", code="invalid_state")
-    baremetal_service_require()
+    if not service_starting:
+        baremetal_service_require()
     with transaction.atomic():
         if BaremetalNode.objects.filter(host=host).exists():
             raise Conflict(f"Host {host.name} already has a bare-metal node.", code=Code.NODE_EXISTS)
