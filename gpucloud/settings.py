@@ -274,6 +274,8 @@ BAREMETAL_IRONIC_ENDPOINT = env.str("BAREMETAL_IRONIC_ENDPOINT", default="http:/
 BAREMETAL_CREDENTIALS_KEYS = env.str("BAREMETAL_CREDENTIALS_KEYS", default="")
 BAREMETAL_RECEIPT_SIGNING_KEY = env.str("BAREMETAL_RECEIPT_SIGNING_KEY", default="")
 BAREMETAL_DEPLOY_POLL_S = env.float("BAREMETAL_DEPLOY_POLL_S", default=2.0)
+# `manage.py demo_load` enrolls the demo bare-metal hosts into Ironic only when the run starts one (scripts/run.sh)
+BAREMETAL_DEMO_ENROLL = env.bool("BAREMETAL_DEMO_ENROLL", default=False)
 
 # Celery: queues default, provisioning, reconcile, billing; beat schedule collected from the apps
 # (each app may define BEAT_SCHEDULE in apps/<app>/schedule.py; see gpucloud/celery.py).

@@ -18,7 +18,8 @@ mkdir -p var/log var/run
 SECRET_KEY=${SECRET_KEY:-$(scripts/secret-key.sh)}
 export SECRET_KEY
 $PY manage.py migrate --noinput >var/log/migrate.log
-$PY manage.py demo_load
+# the demo bare-metal hosts are enrolled into the Ironic started below (their enrollment waits for it)
+BAREMETAL_DEMO_ENROLL=$([ "${IRONIC:-1}" != 0 ] && echo true || echo false) $PY manage.py demo_load
 
 IRONIC_PORT=${IRONIC_PORT:-6385}
 export BAREMETAL_IRONIC_ENDPOINT=${BAREMETAL_IRONIC_ENDPOINT:-http://127.0.0.1:${IRONIC_PORT}}

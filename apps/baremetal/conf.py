@@ -7,6 +7,8 @@
   its own and publishes its public key.
 - `BAREMETAL_DEPLOY_POLL_S` (default 2.0): seconds between reads of a deploying/cleaning node.
 - `BAREMETAL_IRONIC_ENDPOINT` (default http://127.0.0.1:6385): the Ironic API the `ironic` driver talks to.
+- `BAREMETAL_DEMO_ENROLL` (default false; `make run` sets it unless IRONIC=0): `manage.py demo_load` enrolls the
+  demo bare-metal hosts into that Ironic (without it they are imported and left `enrolling`).
 """
 from django.conf import settings
 
@@ -26,3 +28,7 @@ def deploy_poll_s() -> float:
 
 def ironic_endpoint() -> str:
     return getattr(settings, "BAREMETAL_IRONIC_ENDPOINT", "") or "http://127.0.0.1:6385"
+
+
+def demo_enroll() -> bool:
+    return bool(getattr(settings, "BAREMETAL_DEMO_ENROLL", False))

@@ -3,12 +3,16 @@ imported after the sample fleet), each enrolled as a `fake-hardware` node into t
 background, and the public bare-metal flavor `bm-h100-8x` (a whole host: its 8 H100s, 224 CPU threads, 2 TiB;
 billing's demo prices it). The load runs before Ironic answers: each enroll operation waits for it (its first step
 retried with backoff), and the host stays `enrolling`, out of placement, until its node is `available`. A load
-finding a host's node adds nothing for it (whatever state the node is in: staff recover a held one)."""
+finding a host's node adds nothing for it (whatever state the node is in: staff recover a held one). Hosts are
+enrolled only where the run starts Ironic (`BAREMETAL_DEMO_ENROLL`, set by scripts/run.sh unless IRONIC=0);
+otherwise they are imported and stay `enrolling`, and a create of the flavor answers 503 `baremetal_unavailable`."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from django.db import transaction
+
+from . import conf
 
 FLEET = Path(__file__).resolve().parent / "fleets" / "demo.yaml"
 FLAVOR = {"name": "bm-h100-8x", "kind": "baremetal", "vcpus": 224, "memory_mib": 2097152, "disk_gib": 3500,
@@ -33,8 +37,10 @@ def load_demo(stdout) -> None:
         flavor_created = Flavor.objects.get_or_create(name=FLAVOR["name"], defaults=FLAVOR)[1]
     names = sorted(key[0] for key in plan.desired["host"])
     enrolled = []
-    for host in Host.objects.filter(name__in=names, baremetal_node__isnull=True).order_by("name"):
+    pending = Host.objects.filter(name__in=names, baremetal_node__isnull=True).order_by("name")
+    for host in pending if conf.demo_enroll() else ():
         node_enroll(actor=None, host=host, driver=DRIVER, service_starting=True)
         enrolled.append(host.name)
-    stdout.write(f"baremetal: {len(names)} demo hosts ({', '.join(enrolled) or 'none'} enrolling into "
-                 f"Ironic, {DRIVER}); flavor {FLAVOR['name']} {'created' if flavor_created else 'present'}\n")
+    into = f"{', '.join(enrolled) or 'none'} enrolling into Ironic, {DRIVER}" if conf.demo_enroll() else \
+        "not enrolled: no Ironic in this run"
+    stdout.write(f"baremetal: {len(names)} demo hosts ({into}); flavor {FLAVOR['name']} {'created' if flavor_created else 'present'}\n")

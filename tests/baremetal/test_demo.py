@@ -26,13 +26,24 @@ pytestmark = pytest.mark.django_db
 HOSTS = ["b-bm-n01", "b-bm-n02"]
 
 
+def test_without_ironic_in_the_run_the_demo_hosts_are_imported_not_enrolled(bm_driver, tiers, monkeypatch):  # noqa: F811
+    monkeypatch.setenv("DEMO_PASSWORD", "demo-bare-metal-test")
+    out = io.StringIO()
+    call_command("demo_load", stdout=out)
+    assert "baremetal: 2 demo hosts (not enrolled: no Ironic in this run); flavor bm-h100-8x created" \
+        in out.getvalue(), out.getvalue()
+    assert set(Host.objects.filter(name__in=HOSTS).values_list("state", flat=True)) == {"enrolling"}
+    assert not BaremetalNode.objects.exists() and not _enroll_ops()
+
+
 def _enroll_ops():
     return list(Operation.objects.filter(kind="baremetal.node.enroll").order_by("created_at"))
 
 
 def test_make_run_demo_enrolls_hosts_while_ironic_starts_and_the_demo_tenant_deploys_one(
-        bm_driver, tiers, monkeypatch):  # noqa: F811
+        bm_driver, tiers, monkeypatch, settings):  # noqa: F811
     monkeypatch.setenv("DEMO_PASSWORD", "demo-bare-metal-test")
+    settings.BAREMETAL_DEMO_ENROLL = True  # scripts/run.sh: this run starts Ironic
     bm_driver.service_up = False  # `make run` loads the demo before its Ironic answers
     out = io.StringIO()
     call_command("demo_load", stdout=out)
