@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+import environ
 import psycopg
 from celery.beat import PersistentScheduler
 from django.conf import settings
@@ -22,7 +23,11 @@ LOCK_KEY = int.from_bytes(b"gpucbeat", "big", signed=True)
 
 
 def _connect() -> psycopg.Connection:
-    db = settings.DATABASES["default"]
+    """A session of its own on PostgreSQL: `BEAT_DATABASE_URL` when set, else the default database. Never through
+    a transaction pooler (PgBouncer `pool_mode = transaction`): the lock would stay on a pooled server session
+    that other clients, other beats among them, then use (ADR 1140)."""
+    db = environ.Env.db_url_config(settings.BEAT_DATABASE_URL) if settings.BEAT_DATABASE_URL \
+        else settings.DATABASES["default"]
     params = {
         "dbname": db["NAME"],
         "user": db.get("USER") or None,

@@ -2,6 +2,8 @@
 
 Environment variables (all optional):
   DATABASE_URL   postgres://127.0.0.1:5432/gpucloud
+  DB_TRANSACTION_POOLING  false (true when DATABASE_URL is PgBouncer in transaction pooling; ADR 1140)
+  BEAT_DATABASE_URL  DATABASE_URL (beat's lock connection: straight to PostgreSQL, never a transaction pooler)
   REDIS_URL      redis://127.0.0.1:6379/0 (cache, agent last-seen batch; Celery broker and results by default)
   CELERY_BROKER_URL  REDIS_URL; or RabbitMQ, e.g. amqp://user:password@rabbitmq:5672// (docs/deployment.md)
   CELERY_RESULT_BACKEND  REDIS_URL
@@ -114,6 +116,13 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", defau
 # share one; TEST_DATABASE_NAME overrides it.
 DATABASES["default"].setdefault("TEST", {"NAME": env.str("TEST_DATABASE_NAME",
                                                          default=f"test_{DATABASES['default']['NAME']}")})
+# Through PgBouncer in transaction pooling (ADR 1140) each transaction may run on another server session: no
+# server-side cursors (a DECLAREd cursor lives in one session; Django's `.iterator()` then fetches in chunks).
+if env.bool("DB_TRANSACTION_POOLING", default=False):
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+# Beat's singleton lock is a session-level advisory lock (gpucloud/beat.py): its connection must be a session of
+# its own on PostgreSQL, so with a transaction pooler in DATABASE_URL point this straight at PostgreSQL.
+BEAT_DATABASE_URL = env.str("BEAT_DATABASE_URL", default="")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)
