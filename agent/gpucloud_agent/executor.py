@@ -126,6 +126,10 @@ class Executor:
         self.backend.reset_vf(p["vf_address"])
         return self.backend.health_check(p["gpu_index"])
 
+    def _set_vf_vgpu_type(self, p: dict) -> dict:
+        self.backend.set_vf_vgpu_type(p["vf_address"], p["vgpu_type"])
+        return {"vf_address": p["vf_address"], "vgpu_type": p["vgpu_type"]}
+
     def _activate_partition(self, p: dict) -> dict:
         if p["partition_id"] not in self.backend.partitions().get("active", []):
             self.backend.activate_partition(p["partition_id"])

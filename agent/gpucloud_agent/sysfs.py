@@ -70,6 +70,45 @@ def pci_vf_reset(sysfs_root: Path | str, pci_address: str) -> None:
     (dev / "reset").write_text("1")
 
 
+def _vgpu_type_ids(text: str) -> dict[str, str]:
+    """`nvidia/creatable_vgpu_types` of a VF (NVIDIA vGPU user guide, "Creating an NVIDIA vGPU on a Linux with
+    KVM Hypervisor", vendor-specific VFIO): a header, then `<id> : <name>` lines, the name as `NVIDIA L40S-4Q`.
+    -> {type name without the vendor prefix: id}."""
+    out = {}
+    for line in text.splitlines():
+        head, sep, name = line.partition(":")
+        if sep and head.strip().isdigit():
+            out[name.strip().removeprefix("NVIDIA ").strip()] = head.strip()
+    return out
+
+
+def pci_vf_set_vgpu_type(sysfs_root: Path | str, pci_address: str, vgpu_type: str) -> str:
+    """Give an SR-IOV VF the vGPU type `vgpu_type` (a catalog name, e.g. `L40S-4Q`) before its VM starts: the id
+    from the VF's `nvidia/creatable_vgpu_types` is written to `nvidia/current_vgpu_type` and read back. A VF that
+    already has the type is left as it is. Returns the id. Raises OSError (the VF or the vendor VFIO interface is
+    absent), LookupError (the VF cannot create that type now), ValueError (the VF has another type: it must be
+    reset first, or the read-back differs)."""
+    dev = Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address
+    if not dev.exists():
+        raise FileNotFoundError(f"no PCI device {pci_address}")
+    current = dev / "nvidia" / "current_vgpu_type"
+    if not current.exists():
+        raise FileNotFoundError(f"{pci_address} has no nvidia/current_vgpu_type (vendor VFIO vGPU manager absent)")
+    ids = _vgpu_type_ids(_read(dev / "nvidia" / "creatable_vgpu_types"))
+    have = _read(current, "0")
+    if have != "0":  # a VF in use lists nothing creatable: its supported types name the id it has
+        known = {**_vgpu_type_ids(_read(dev / "nvidia" / "supported_vgpu_types")), **ids}
+        if known.get(vgpu_type) == have:
+            return have
+        raise ValueError(f"{pci_address} has vGPU type {have}; reset the VF before giving it {vgpu_type}")
+    if vgpu_type not in ids:
+        raise LookupError(f"{pci_address} cannot create vGPU type {vgpu_type} now (creatable: {sorted(ids)})")
+    current.write_text(ids[vgpu_type])
+    if _read(current, "0") != ids[vgpu_type]:
+        raise ValueError(f"{pci_address} reads back vGPU type {_read(current, '0')}, not {ids[vgpu_type]}")
+    return ids[vgpu_type]
+
+
 def host_facts(sysfs_root: Path | str = "/sys", proc_root: Path | str = "/proc") -> dict:
     """CPU sockets/cores/threads (topology), memory (MemTotal) and NUMA node count."""
     cpus = Path(sysfs_root) / "devices" / "system" / "cpu"

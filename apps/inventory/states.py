@@ -84,6 +84,7 @@ class CommandKind(models.TextChoices):
     DESTROY_GPU_INSTANCE = "destroy_gpu_instance", "Destroy GPU instance"
     RESET_GPU = "reset_gpu", "Reset GPU and health check"
     RESET_VF = "reset_vf", "Reset SR-IOV VF (vGPU) and health check"
+    SET_VF_VGPU_TYPE = "set_vf_vgpu_type", "Set an SR-IOV VF's vGPU type"
     ACTIVATE_PARTITION = "activate_partition", "Activate NVSwitch partition"
     DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
 

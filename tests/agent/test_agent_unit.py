@@ -148,3 +148,39 @@ def test_an_apply_that_reads_back_another_layout_fails_and_rolls_back_the_mig_mo
     assert "reads back GPU instances [(19, 6)]" in out["error"]
     assert out["result"]["rolled_back"] is True and out["result"]["layout"] == []
     assert backend.gpu_instances(0) == [] and backend.state["mig"]["0"] is False
+
+
+def test_sysfs_sets_a_vfs_vgpu_type_by_name_and_reads_it_back(tmp_path):
+    """NVIDIA's vendor VFIO interface (vGPU user guide, Ada/Hopper SR-IOV): `creatable_vgpu_types` lists
+    `id : NVIDIA <name>`; the id goes to `current_vgpu_type`."""
+    vf = tmp_path / "bus/pci/devices/0000:1b:00.4"
+    (vf / "nvidia").mkdir(parents=True)
+    (vf / "nvidia/current_vgpu_type").write_text("0\n")
+    (vf / "nvidia/creatable_vgpu_types").write_text(
+        "ID    : vGPU Name\n1150  : NVIDIA L40S-1Q\n1153  : NVIDIA L40S-4Q\n1154  : NVIDIA L40S-6Q\n")
+    (vf / "nvidia/supported_vgpu_types").write_text("ID    : vGPU Name\n1153  : NVIDIA L40S-4Q\n1155  : NVIDIA L40S-8Q\n")
+    with pytest.raises(LookupError):
+        sysfs.pci_vf_set_vgpu_type(tmp_path, "0000:1b:00.4", "L40S-48Q")
+    assert sysfs.pci_vf_set_vgpu_type(tmp_path, "0000:1b:00.4", "L40S-4Q") == "1153"
+    assert (vf / "nvidia/current_vgpu_type").read_text() == "1153"
+    assert sysfs.pci_vf_set_vgpu_type(tmp_path, "0000:1b:00.4", "L40S-4Q") == "1153"  # already so: unchanged
+    with pytest.raises(ValueError, match="reset the VF"):
+        sysfs.pci_vf_set_vgpu_type(tmp_path, "0000:1b:00.4", "L40S-8Q")  # another type: a reset comes first
+    sysfs.pci_vf_reset(tmp_path, "0000:1b:00.4")
+    assert (vf / "nvidia/current_vgpu_type").read_text() == "0"
+    with pytest.raises(FileNotFoundError):
+        sysfs.pci_vf_set_vgpu_type(tmp_path, "0000:1b:00.5", "L40S-4Q")
+
+
+def test_executor_sets_and_the_reset_clears_a_vfs_vgpu_type():
+    fake = FakeBackend(vfs_per_gpu=2)
+    address = fake.gpus()[0].vfs[0]["pci_address"]
+    ex = Executor(fake)
+    out = ex.execute({"id": "t1", "kind": "set_vf_vgpu_type",
+                      "payload": {"gpu_index": 0, "vf_address": address, "vgpu_type": "H100XM-8C"}})
+    assert out == {"succeeded": True, "result": {"vf_address": address, "vgpu_type": "H100XM-8C"}, "error": ""}
+    other = ex.execute({"id": "t2", "kind": "set_vf_vgpu_type",
+                        "payload": {"gpu_index": 0, "vf_address": address, "vgpu_type": "H100XM-4C"}})
+    assert (other["succeeded"], other["result"]["code"]) == (False, "vf_vgpu_type_failed")
+    ex.execute({"id": "t3", "kind": "reset_vf", "payload": {"gpu_index": 0, "vf_address": address}})
+    assert fake.state["vf_types"] == {}

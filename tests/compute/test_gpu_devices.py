@@ -31,10 +31,15 @@ def test_mig_on_hopper_uses_a_vf_and_the_agent(world):
     op_id = resp.data["operation"]["id"]
     op = drive(op_id)
     assert (op.status, op.step) == ("running", "wait_devices")
-    (cmd,) = host.agent_commands.all()
+    cmd, vf_type = host.agent_commands.order_by("created_at")
     assert (cmd.kind, cmd.payload["gpu_index"], cmd.payload["profile"], cmd.payload["start"]) == (
         "create_gpu_instance", 0, "3g.40gb", 4)  # the planner's start slice (best fit: the top half first)
+    # then the VF's vGPU type (the MIG-backed type of the profile), set by the agent before define
+    assert (vf_type.kind, vf_type.payload["vf_address"], vf_type.payload["vgpu_type"]) == (
+        "set_vf_vgpu_type", "0000:00:00.4", "H100XM-3-40C")
     _agent_complete(host, [cmd], {"gi_id": 2})
+    assert drive(op_id).step == "wait_devices"
+    _agent_complete(host, [vf_type])
     op = drive(op_id)
     inst = Instance.objects.get(pk=resp.data["instance"]["id"])
     assert (op.status, inst.status) == ("succeeded", "active")
@@ -48,7 +53,7 @@ def test_mig_on_hopper_uses_a_vf_and_the_agent(world):
     second = world.client_a.post("/api/v1/instances/", create_body(world, world.mig, name="vm-2"), format="json")
     drive(second.data["operation"]["id"])
     cmd2 = host.agent_commands.get(kind="create_gpu_instance", status="queued")
-    _agent_complete(host, [cmd2], {"gi_id": 1})
+    _agent_complete(host, [cmd2, host.agent_commands.get(kind="set_vf_vgpu_type", status="queued")], {"gi_id": 1})
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     other = Instance.objects.get(pk=second.data["instance"]["id"])
     assert other.devices["vfs"][0]["address"] == "0000:00:00.5"

@@ -74,7 +74,7 @@ def test_a_gpu_instance_made_outside_placement_is_seen_by_placement(world):
     drive(first.data["operation"]["id"])
     (create,) = host.agent_commands.filter(kind="create_gpu_instance", status="queued")
     assert create.payload["start"] == 4
-    _agent_complete(host, [create], {"gi_id": 2})
+    _agent_complete(host, list(host.agent_commands.filter(status="queued")), {"gi_id": 2})
     assert drive(first.data["operation"]["id"]).status == "succeeded"
 
     # a second one has no room next to the hand-made instance and the first VM's: refused before anything is

@@ -109,10 +109,11 @@ def test_vanished_mig_instance_is_destroyed_and_the_next_tenant_gets_a_new_one(w
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, world.mig, "a-1")
     drive(first.data["operation"]["id"])
-    assert agent.run() == ["create_gpu_instance"]
+    assert agent.run() == ["create_gpu_instance", "set_vf_vgpu_type"]  # the GPU instance, then the VF's type
     assert drive(first.data["operation"]["id"]).status == "succeeded"
     inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
     (gi_a,) = backend.gpu_instances(0)
+    assert backend.state["vf_types"] == {inst_a.devices["vfs"][0]["address"]: "H100XM-3-40C"}
     _vanish(inst_a, monkeypatch)
     gpu.refresh_from_db()
     assert gpu.scrub_state == "dirty"
@@ -126,16 +127,17 @@ def test_vanished_mig_instance_is_destroyed_and_the_next_tenant_gets_a_new_one(w
     gpu.refresh_from_db()
     vf = inst_a.devices["vfs"][0]["address"]
     assert (gpu.scrub_state, backend.gpu_instances(0), backend.state["vf_resets"]) == ("clean", [], {vf: 1})
+    assert backend.state["vf_types"] == {}  # the reset cleared the VF's vGPU type
     second = _create(world, world.client_b, world.project_b, world.mig, "b-1")
     assert second.status_code == 202, second.data
     drive(second.data["operation"]["id"])
-    assert agent.run() == ["create_gpu_instance"]  # a new GPU instance, never the leftover one
+    assert agent.run() == ["create_gpu_instance", "set_vf_vgpu_type"]  # a new GPU instance, never the leftover one
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     (gi_b,) = backend.gpu_instances(0)
     assert gi_b.gi_id != gi_a.gi_id
-    assert timeline == [("create_gpu_instance", 0), ("define", str(world.project_a.pk)), ("reset_vf", 0),
-                        ("destroy_gpu_instance", 0), ("create_gpu_instance", 0),
-                        ("define", str(world.project_b.pk))]
+    assert timeline == [("create_gpu_instance", 0), ("set_vf_vgpu_type", 0), ("define", str(world.project_a.pk)),
+                        ("reset_vf", 0), ("destroy_gpu_instance", 0), ("create_gpu_instance", 0),
+                        ("set_vf_vgpu_type", 0), ("define", str(world.project_b.pk))]
 
 
 def test_failed_create_scrubs_and_a_failed_reset_keeps_the_gpu_out(world, timeline, monkeypatch):
@@ -235,9 +237,12 @@ def test_vanished_vgpu_vf_is_reset_before_the_next_tenant_gets_a_vgpu_on_its_gpu
     vgpu, host, gpu, backend = _vgpu_host(vfs_per_gpu=2)
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
+    assert drive(first.data["operation"]["id"]).status == "running"  # waits for the VF's vGPU type
+    assert agent.run() == ["set_vf_vgpu_type"]
     assert drive(first.data["operation"]["id"]).status == "succeeded"
     inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
     (vf,) = inst_a.devices["vfs"]
+    assert backend.state["vf_types"] == {vf["address"]: "H100XM-8C"}
     _vanish(inst_a, monkeypatch)
     gpu.refresh_from_db()
     assert gpu.scrub_state == "dirty"
@@ -248,12 +253,16 @@ def test_vanished_vgpu_vf_is_reset_before_the_next_tenant_gets_a_vgpu_on_its_gpu
 
     assert agent.run() == ["reset_vf"]
     gpu.refresh_from_db()
-    assert (gpu.scrub_state, backend.state["vf_resets"]) == ("clean", {vf["address"]: 1})
+    assert (gpu.scrub_state, backend.state["vf_resets"], backend.state["vf_types"]) == (
+        "clean", {vf["address"]: 1}, {})
     second = _create(world, world.client_b, world.project_b, vgpu, "b-1")
     assert second.status_code == 202, second.data
+    drive(second.data["operation"]["id"])
+    assert agent.run() == ["set_vf_vgpu_type"]
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     assert Instance.objects.get(pk=second.data["instance"]["id"]).host_id == host.pk
-    assert timeline == [("define", str(world.project_a.pk)), ("reset_vf", 0), ("define", str(world.project_b.pk))]
+    assert timeline == [("set_vf_vgpu_type", 0), ("define", str(world.project_a.pk)), ("reset_vf", 0),
+                        ("set_vf_vgpu_type", 0), ("define", str(world.project_b.pk))]
 
 
 def test_a_failed_vf_reset_keeps_the_gpu_out_until_staff_retry_it(world, timeline, monkeypatch):
@@ -262,6 +271,8 @@ def test_a_failed_vf_reset_keeps_the_gpu_out_until_staff_retry_it(world, timelin
     vgpu, host, gpu, backend = _vgpu_host(vfs_per_gpu=1)
     agent = Agent(host, timeline, backend)
     first = _create(world, world.client_a, world.project_a, vgpu, "a-1")
+    drive(first.data["operation"]["id"])
+    assert agent.run() == ["set_vf_vgpu_type"]
     assert drive(first.data["operation"]["id"]).status == "succeeded"
     inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
     delete = world.client_a.delete(f"/api/v1/instances/{inst_a.pk}/")

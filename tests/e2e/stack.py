@@ -332,6 +332,8 @@ class Agents:
             host = ops.all("hosts", name=host_name)[0]
             token = ops.post(f"hosts/{host['id']}/enrollment-token", {"ttl_s": 600}, expect=201).json()["token"]
             agent = HostAgent(self.base, host_name, mig=mig, gpu_count=len(gpus))
+            # the fake driver's VFs are the ones reported (it sets their vGPU types and resets them)
+            agent.executor.backend.state["vfs"] = [v["pci_address"] for g in inventory["gpus"] for v in g["vfs"]]
             agent.cp.enroll(token, inventory, "e2e")
             agent.start()
             self.agents[host_name] = agent

@@ -44,12 +44,14 @@ def test_demo_mig_host_enrolls_with_vfs_and_runs_commands(live_server):
     vf = VirtualFunction.objects.filter(gpu__host=mig, gpu__index=0).order_by("index").last()
     vf_reset = agent_command_enqueue(actor=None, host=mig, kind="reset_vf",
                                      payload={"gpu_index": 0, "vf_address": vf.pci_address})
+    vf_type = agent_command_enqueue(actor=None, host=mig, kind="set_vf_vgpu_type", payload={
+        "gpu_index": 0, "vf_address": vf.pci_address, "vgpu_type": "H100XM-3-40C"})  # before a VM gets the VF
     foreign = agent_command_enqueue(actor=None, host=prod, kind="reset_gpu", payload={"gpu_index": 0})
     _run(live_server.url)
-    for c in (cmd, reset, vf_reset):
+    for c in (cmd, reset, vf_reset, vf_type):
         c.refresh_from_db()
-    assert (cmd.status, reset.status, vf_reset.status) == ("succeeded",) * 3, (cmd.result, reset.result,
-                                                                                vf_reset.error)
+    assert (cmd.status, reset.status, vf_reset.status, vf_type.status) == ("succeeded",) * 4, (
+        cmd.result, reset.result, vf_reset.error, vf_type.error)
     assert list(GpuInstance.objects.filter(gpu__host=mig).values_list("gpu__index", "profile")) == [(1, "3g.40gb")]
     assert AgentCommand.objects.get(pk=foreign.pk).status == "queued"  # not a demo host: its own agent runs it
 

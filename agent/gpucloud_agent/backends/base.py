@@ -65,6 +65,9 @@ class GpuBackend(Protocol):
     def reset_vf(self, pci_address: str) -> None:
         """Clear the SR-IOV VF's vGPU and reset the function (the scrub of a vGPU on a VF)."""
 
+    def set_vf_vgpu_type(self, pci_address: str, vgpu_type: str) -> None:
+        """Give an SR-IOV VF a vGPU type (catalog name) before its VM starts; `reset_vf` clears it."""
+
     def health_check(self, index: int) -> dict:
         """{"health": "ok" | "degraded" | "faulty", "checks": {...}}."""
 

@@ -158,11 +158,25 @@ class FakeBackend:
     def reset_vf(self, pci_address: str) -> None:
         """Count the reset of a VF this fake has: its own (`vfs_per_gpu`), or those in `state["vfs"]` (addresses a
         harness reports as the host's VFs, e.g. `manage.py demo_agents`)."""
+        self._check_vf(pci_address)
+        resets = self.state.setdefault("vf_resets", {})
+        resets[pci_address] = resets.get(pci_address, 0) + 1
+        self.state.setdefault("vf_types", {}).pop(pci_address, None)  # the reset clears the VF's vGPU type
+        self._save()
+
+    def _check_vf(self, pci_address: str) -> None:
         known = self.state.get("vfs") or [v["pci_address"] for g in self.gpus() for v in g.vfs]
         if pci_address not in known:
             raise BackendError(f"no SR-IOV VF {pci_address}", "vf_not_found")
-        resets = self.state.setdefault("vf_resets", {})
-        resets[pci_address] = resets.get(pci_address, 0) + 1
+
+    def set_vf_vgpu_type(self, pci_address: str, vgpu_type: str) -> None:
+        """`state["vf_types"][address]` := the type, as the vendor VFIO `current_vgpu_type` would hold it; a VF with
+        another type must be reset first (NVIDIA's driver refuses the write)."""
+        self._check_vf(pci_address)
+        types = self.state.setdefault("vf_types", {})
+        if types.get(pci_address, vgpu_type) != vgpu_type:
+            raise BackendError(f"VF {pci_address} has vGPU type {types[pci_address]}", "vf_vgpu_type_failed")
+        types[pci_address] = vgpu_type
         self._save()
 
     def health_check(self, index: int) -> dict:

@@ -175,6 +175,15 @@ class NvmlBackend:
         except OSError as exc:
             raise BackendError(f"VF {pci_address} reset failed: {exc}", "vf_reset_failed") from exc
 
+    def set_vf_vgpu_type(self, pci_address: str, vgpu_type: str) -> None:
+        try:
+            sysfs.pci_vf_set_vgpu_type(self.sysfs_root, pci_address, vgpu_type)
+        except LookupError as exc:
+            raise BackendError(str(exc), "vgpu_type_not_creatable") from exc
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"VF {pci_address}: setting vGPU type {vgpu_type} failed: {exc}",
+                               "vf_vgpu_type_failed") from exc
+
     def health_check(self, index: int) -> dict:
         nv, h = self.nv, self._handle(index)
         uncorrected = self._opt(nv.nvmlDeviceGetTotalEccErrors, h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,

@@ -6,7 +6,8 @@ Recorded in `Instance.devices` (JSON), written in the step's transaction:
   pci          whole-GPU PCI addresses (hostdev passthrough)
   partition    NVSwitch partition id (HGX, shared NVSwitch multitenancy), activated through the agent
   gpu_instance {gpu_index, start, profile}: the MIG GPU instance the agent creates at the planner's start slice
-  vfs          [{address, vgpu_type, gpu_index}]: SR-IOV VFs (vGPU on NVIDIA's vendor VFIO driver, Hopper+)
+  vfs          [{address, vgpu_type, gpu_index}]: SR-IOV VFs (vGPU on NVIDIA's vendor VFIO driver, Ada and
+               Hopper+), each given its vGPU type by the agent (`set_vf_vgpu_type`) before define
   mdevs        [{uuid, mdev_type, parent, gpu_instance_start}]: mediated devices (vGPU on mdev drivers)
   agent        {name: command id} of commands to finish before define; `agent_release` the GPU scrub's commands
   scrub_queued_at  when the scrub of the instance's GPUs was queued (set once, by `devices_scrub`)
@@ -76,6 +77,10 @@ def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | Non
             raise DriverError(f"GPU {gpu.index} on {inst.host.name} has no free SR-IOV VF in inventory",
                               code="no_free_vf")
         d["vfs"] = [{"address": vf.pci_address, "vgpu_type": vgpu_type, "gpu_index": gpu.index}]
+        # the VF gets its vGPU type from the agent before the VM is defined (after the MIG GPU instance, queued
+        # first); the scrub's `reset_vf` clears it on release
+        _enqueue(inst, d, "agent", "vf_vgpu_type", CommandKind.SET_VF_VGPU_TYPE,
+                 {"gpu_index": gpu.index, "vf_address": vf.pci_address, "vgpu_type": vgpu_type})
     elif backing == "mdev":
         mdev_uuid = str(uuid.uuid5(inst.pk, f"mdev-{gpu.index}"))
         d["mdevs"] = [{"uuid": mdev_uuid, "vgpu_type": vgpu_type, "mdev_type": "", "parent": gpu.pci_address,

@@ -435,6 +435,25 @@ def _validate_reset_vf(host: Host, payload: dict) -> dict:
     return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "vf_address": vf.pci_address}
 
 
+def _validate_set_vf_type(host: Host, payload: dict) -> dict:
+    """An SR-IOV VF of the GPU in inventory, on a model whose catalog backs vGPUs with VFs, and a vGPU type of that
+    model (time-sliced or MIG-backed)."""
+    gpu = _gpu(host, payload)
+    spec = gpu_model_get(gpu.model)
+    if spec is None or spec.vgpu_backing != "sriov_vf":
+        raise ValidationFailed(f"{gpu.model} does not hand vGPUs out on SR-IOV VFs.", code=Code.COMMAND_INVALID,
+                               errors={"gpu_index": ["no SR-IOV vGPU"]})
+    vgpu_type = payload.get("vgpu_type")
+    if vgpu_type not in {t.name for t in spec.vgpu_types}:
+        raise ValidationFailed(f"{gpu.model} has no vGPU type {vgpu_type!r}.", code=Code.COMMAND_INVALID,
+                               errors={"vgpu_type": ["not a vGPU type of this GPU model"]})
+    vf = VirtualFunction.objects.filter(gpu=gpu, pci_address=payload.get("vf_address") or "").first()
+    if vf is None:
+        raise ValidationFailed(f"GPU {gpu.index} has no SR-IOV VF {payload.get('vf_address')!r}.",
+                               code=Code.COMMAND_INVALID, errors={"vf_address": ["not a VF of this GPU"]})
+    return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "vf_address": vf.pci_address, "vgpu_type": vgpu_type}
+
+
 def host_nvswitch_system(host: Host) -> str:
     if host.nvswitch_system:
         return host.nvswitch_system
@@ -472,7 +491,7 @@ def _validate_deactivate(host: Host, payload: dict) -> dict:
 VALIDATORS = {
     CommandKind.APPLY_MIG_LAYOUT: _validate_mig_apply, CommandKind.CREATE_GPU_INSTANCE: _validate_gi_create,
     CommandKind.DESTROY_GPU_INSTANCE: _validate_gi_destroy, CommandKind.RESET_GPU: _validate_reset,
-    CommandKind.RESET_VF: _validate_reset_vf,
+    CommandKind.RESET_VF: _validate_reset_vf, CommandKind.SET_VF_VGPU_TYPE: _validate_set_vf_type,
     CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
 }
 
