@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL and Redis answer on 127.0.0.1; start them when they are installed but stopped,
-# and create the application database when it is missing. Honours DATABASE_URL and REDIS_URL.
+# Make sure PostgreSQL and Redis (and RabbitMQ, where installed) answer on 127.0.0.1; start them when they are
+# installed but stopped, and create the application database when it is missing. Honours DATABASE_URL and
+# REDIS_URL.
 set -euo pipefail
 DB_URL=${DATABASE_URL:-postgres://127.0.0.1:5432/gpucloud}
 REDIS=${REDIS_URL:-redis://127.0.0.1:6379/0}
@@ -22,6 +23,15 @@ if ! redis_up; then
   fi
   for _ in $(seq 1 30); do redis_up && break; sleep 1; done
   redis_up || { echo "Redis is not reachable at $REDIS" >&2; exit 1; }
+fi
+
+# RabbitMQ (the alternative Celery broker; the operation tests run on it too): started when installed but stopped
+rabbit_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+if command -v rabbitmq-server >/dev/null 2>&1 && ! rabbit_up; then
+  if command -v service >/dev/null 2>&1; then service rabbitmq-server start >/dev/null 2>&1 || true; fi
+  rabbit_up || rabbitmq-server -detached >/dev/null 2>&1 || true
+  for _ in $(seq 1 60); do rabbit_up && break; sleep 1; done
+  rabbit_up || echo "RabbitMQ is installed but not reachable on 127.0.0.1:5672" >&2
 fi
 
 db_name=${DB_URL##*/}; db_name=${db_name%%\?*}

@@ -1,5 +1,5 @@
 """A real Celery worker is SIGKILLed in the middle of step two; a new worker resumes at step two and never
-runs the finished step one again."""
+runs the finished step one again. With each broker: Redis and RabbitMQ (`brokers`)."""
 import os
 import signal
 import subprocess
@@ -9,15 +9,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
 from django.db import connection
 
 from apps.operations.models import Operation
 
 from . import killable  # noqa: F401  (registers the workflow in this process too)
-
-BROKER_DB = 14
+from .brokers import BROKER_DB, empty_broker
 
 
 def _worker_env(tmp_path: Path) -> dict:
@@ -61,11 +59,13 @@ def _lines(tmp_path: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_step_runner_resumes_after_worker_sigkill_without_rerunning_finished_step(tmp_path):
-    redis.Redis(port=6379, db=BROKER_DB).flushdb()
+@pytest.mark.parametrize("broker", ["redis", "rabbitmq"])
+def test_step_runner_resumes_after_worker_sigkill_without_rerunning_finished_step(tmp_path, broker):
+    broker_url = empty_broker(broker)
     op = Operation.objects.create(kind="test.killable", target_type="test.thing", target_id=uuid.uuid4(),
                                   step="one")
     env = _worker_env(tmp_path)
+    env["CELERY_BROKER_URL"] = broker_url
     first = _start_worker(env, tmp_path, "first")
     try:
         _wait(lambda: "two:start" in _lines(tmp_path), 60, "step two to start")
@@ -83,6 +83,8 @@ def test_step_runner_resumes_after_worker_sigkill_without_rerunning_finished_ste
         os.killpg(second.pid, signal.SIGTERM)
         second.wait(15)
     op.refresh_from_db()
+    shown = broker_url.replace("guest:guest@", "guest:**@")   # the worker's banner names its transport
+    assert all(shown in (tmp_path / f"{n}.log").read_text() for n in ("first", "second"))
     assert op.steps_done == ["one", "two", "three"]
     lines = _lines(tmp_path)
     assert lines.count("one") == 1
