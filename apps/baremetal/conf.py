@@ -7,6 +7,8 @@
   its own and publishes its public key.
 - `BAREMETAL_DEPLOY_POLL_S` (default 2.0): seconds between reads of a deploying/cleaning node.
 - `BAREMETAL_IRONIC_ENDPOINT` (default http://127.0.0.1:6385): the Ironic API the `ironic` driver talks to.
+- `BAREMETAL_FABRIC_VERIFY_S` (default 600): how long a delete waits for the subnet manager to apply the removal
+  of the host's GUIDs from the tenant's InfiniBand partitions before it records a failure and holds the node.
 - `BAREMETAL_DEMO_ENROLL` (default false; `make run` sets it unless IRONIC=0): `manage.py demo_load` enrolls the
   demo bare-metal hosts into that Ironic (without it they are imported and left `enrolling`).
 """
@@ -32,3 +34,7 @@ def ironic_endpoint() -> str:
 
 def demo_enroll() -> bool:
     return bool(getattr(settings, "BAREMETAL_DEMO_ENROLL", False))
+
+
+def fabric_verify_s() -> float:
+    return float(getattr(settings, "BAREMETAL_FABRIC_VERIFY_S", 600.0))

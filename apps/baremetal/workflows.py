@@ -4,9 +4,10 @@ Nodes (staff):
   baremetal.node.enroll:   enroll → manage → inspect (compared with the host's catalog) → provide
   baremetal.node.recover:  recover (Ironic's way out of the failed state) → provide → return_to_service
 Instances of `baremetal` flavors (registered with compute, `integrations`; the same /instances API and states):
-  create:  place_and_claim → deploy (image + config drive) → wait_active
-  delete:  undeploy → wait_cleaned (Ironic's automated cleaning) → detach_networks → sign_receipt →
-           release_allocations
+  create:  place_and_claim → attach_networks (IB partition: the host's HCA GUIDs) → deploy (image + config
+           drive) → wait_active
+  delete:  undeploy → detach_networks (GUIDs leave the partitions) → verify_fabric (the subnet manager applied
+           it) → wait_cleaned (Ironic's automated cleaning) → sign_receipt → release_allocations
   reboot:  reboot     stop: power_off     start: power_on     rebuild: rebuild → wait_rebuilt
 
 Every step is idempotent: the node is keyed by our instance id (Ironic's `instance_uuid`), so a deploy or an
@@ -181,6 +182,18 @@ def place_and_claim(op):
     return None
 
 
+def attach_networks(op) -> None:
+    """The tenant networks the instance asked for, once the host is known (compute's
+    `instance_networks_attach`, idempotent): an InfiniBand partition is joined by every physical HCA port GUID of
+    the host on the partition's fabric (a bare-metal instance takes the whole host), as full members; the
+    fabric's reconcile applies it to the subnet manager (scheduled on commit)."""
+    from apps.compute.services.networks import instance_networks_attach
+
+    inst = _instance(op)
+    if inst.network:
+        instance_networks_attach(actor=None, instance=inst)
+
+
 def config_drive(inst: Instance, node: BaremetalNode) -> ConfigDrive:
     """cloud-init's ConfigDrive (OpenStack format): meta_data with the instance's UUID, hostname and the
     project's SSH keys it was created with; the tenant's user_data; network_data with one DHCP link per NIC of
@@ -244,6 +257,7 @@ def create_failed(op, code: str, detail: str) -> None:
     transition(inst, "fail", INSTANCE_TRANSITIONS, extra={"error_code": code[:64], "error_reason": detail[:1000]})
     node = _instance_node(inst)
     instance_allocations_release(instance=inst)
+    _networks_detach(op, inst)
     if node is not None and op.state.get("node"):
         nodesvc.node_hold(node=node, reason=f"recovering after a failed deploy ({code})")
         nodesvc.node_recover_start(node=node, reason=f"deploy of instance {inst.pk} failed: {code}")
@@ -364,12 +378,73 @@ def wait_cleaned(op) -> None:
         nodesvc.node_return_to_service(node=node, reason="bare-metal node cleaned and available")
 
 
-def detach_networks(op) -> None:
+def _networks_detach(op, inst: Instance) -> None:
+    """Leave the instance's networks, keeping in the operation's state what left (for the receipt): the
+    InfiniBand members (`pkey_members_removed`: partition, P_Key, GUID, fabric) and when (`networks_detached_at`).
+    Idempotent: a retry finds nothing left to remove and keeps the first record."""
     from apps.compute.services.networks import instance_networks_detach
+    from apps.networking.models import IbPartitionMember
 
+    if "networks_detached_at" not in op.state:
+        op.state["pkey_members_removed"] = [
+            {"partition": str(m.partition_id), "pkey": f"{m.partition.pkey:#06x}", "guid": m.guid,
+             "fabric": m.partition.fabric.name}
+            for m in IbPartitionMember.objects.filter(instance_id=inst.pk).select_related("partition__fabric")
+            .order_by("partition__pkey", "guid")]
+    instance_networks_detach(actor=None, instance_id=inst.pk)
+    op.state.setdefault("networks_detached_at", now().isoformat())
+
+
+def detach_networks(op) -> None:
+    """Right after the undeploy (the tenant's OS is gone), before the host can return to service: its HCA GUIDs
+    leave the tenant's partitions (the fabric's reconcile is scheduled on commit), its ports are removed."""
     inst = _instance(op)
     op.state["had_networks"] = bool(inst.network)
-    instance_networks_detach(actor=None, instance_id=inst.pk)
+    _networks_detach(op, inst)
+
+
+def verify_fabric(op) -> None:
+    """Wait until each InfiniBand fabric the host's GUIDs left has been reconciled after they left: its subnet
+    manager applied (and, for OpenSM, read back on a sample of ports) a partitions file without them
+    (networking's `FabricSyncState` for ``ib:<fabric>``, `last_ok_at` after `networks_detached_at`). A fabric
+    with no subnet manager configured cannot be checked: recorded as unverified. One that is not applied within
+    `BAREMETAL_FABRIC_VERIFY_S` is recorded as failed and the node is held (never handed to the next tenant
+    while its GUIDs may still be in another tenant's partition). Result in `op.state["fabric"]` per fabric."""
+    import datetime as dt
+
+    from apps.networking import conf as netconf
+    from apps.networking.models import FabricSyncState
+
+    removed = op.state.get("pkey_members_removed") or []
+    fabrics = sorted({m["fabric"] for m in removed})
+    if not fabrics or "fabric" in op.state:
+        return
+    detached = dt.datetime.fromisoformat(op.state["networks_detached_at"])
+    configured = netconf.ib_fabrics()
+    out, waiting = {}, []
+    for name in fabrics:
+        if name not in configured:
+            out[name] = {"result": "unknown", "how": f"unverified: fabric {name} has no subnet manager configured "
+                         "(NETWORKING_IB_FABRICS)", "at": None}
+            continue
+        state = FabricSyncState.objects.filter(key=f"ib:{name}").first()
+        if state is not None and state.last_ok_at is not None and state.last_ok_at >= detached:
+            out[name] = {"result": "succeeded", "how": "executed", "at": state.last_ok_at.isoformat()}
+        elif (now() - detached).total_seconds() > conf.fabric_verify_s():
+            out[name] = {"result": "failed", "how": "executed", "at": None,
+                         "detail": f"not applied within {conf.fabric_verify_s():.0f} s: "
+                                   f"{(state.last_error if state else '') or 'no reconcile ran'}"[:500]}
+        else:
+            waiting.append(name)
+    if waiting:
+        raise StepWait(conf.deploy_poll_s(), f"waiting for the subnet manager of {', '.join(waiting)}")
+    op.state["fabric"] = out
+    if any(v["result"] == "failed" for v in out.values()):
+        inst = _instance(op)
+        node = _instance_node(inst)
+        if node is not None:
+            nodesvc.node_hold(node=node, reason="bare-metal: P_Key removal not applied by the subnet manager of "
+                              + ", ".join(k for k, v in out.items() if v["result"] == "failed"))
 
 
 def sign_receipt(op) -> None:
@@ -399,11 +474,12 @@ def register() -> None:
 
     register_provisioner(KIND, KINDS, ready=baremetal_service_require)
     wf.register(wf.Workflow(kind=KINDS[CREATE], steps=(
-        ("place_and_claim", place_and_claim), ("deploy", deploy), ("wait_active", wait_active)),
+        ("place_and_claim", place_and_claim), ("attach_networks", attach_networks), ("deploy", deploy),
+        ("wait_active", wait_active)),
         on_error=create_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
     wf.register(wf.Workflow(kind=KINDS[DELETE], steps=(
-        ("undeploy", undeploy), ("wait_cleaned", wait_cleaned), ("detach_networks", detach_networks),
-        ("sign_receipt", sign_receipt), ("release_allocations", release_allocations)),
+        ("undeploy", undeploy), ("detach_networks", detach_networks), ("verify_fabric", verify_fabric),
+        ("wait_cleaned", wait_cleaned), ("sign_receipt", sign_receipt), ("release_allocations", release_allocations)),
         on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
     wf.register(wf.Workflow(kind=KINDS[REBOOT], steps=(("reboot", reboot),), on_error=action_failed,
                             deadline_seconds=600.0))

@@ -45,6 +45,8 @@ def test_usage_is_the_whole_host_from_active_to_delete_and_cleaning_is_not_bille
         op_id = world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"]
         operation_run_step(op_id)  # undeploy, first commit: the allocation ends, the host leaves placement
         operation_run_step(op_id)  # undeploy, second: Ironic is asked; cleaning starts
+        operation_run_step(op_id)  # detach_networks (none)
+        operation_run_step(op_id)  # verify_fabric (no fabric to check)
         assert Operation.objects.get(pk=op_id).step == "wait_cleaned"
         assert Host.objects.get(pk=node.host_id).state == "maintenance"  # nobody placed on it while cleaning
     with time_machine.travel(utc(2026, 6, 3, 0, 40), tick=False):  # cleaning took 40 minutes
@@ -76,6 +78,7 @@ def test_reconcile_mirrors_ironic_and_notices_an_out_of_band_power_off(world, bm
 def test_a_delete_during_the_deploy_cancels_it_and_leaves_nothing(world, bm_driver, bm_flavor, node):
     inst_id, op_id = _create(world, bm_flavor)
     operation_run_step(op_id)  # place_and_claim
+    operation_run_step(op_id)  # attach_networks (none)
     operation_run_step(op_id)  # deploy requested
     assert bm_driver.get(node.ironic_id).instance_id == inst_id
     delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")

@@ -51,7 +51,7 @@ def test_deploy_reboot_stop_start_rebuild_delete_with_a_verified_receipt(world, 
     inst_id, op_id = _create(world, bm_flavor, ssh_keys=[str(key.pk)], user_data="#cloud-config\n{}\n")
     op = drive(op_id)
     assert (op.status, op.kind, op.steps_done) == ("succeeded", "baremetal.instance.create",
-                                                   ["place_and_claim", "deploy", "wait_active"])
+                                                   ["place_and_claim", "attach_networks", "deploy", "wait_active"])
     inst = Instance.objects.get(pk=inst_id)
     assert (inst.status, inst.host_id, inst.observed_state) == ("active", node.host_id, "on")
     assert _gpus(inst_id) == 8  # the whole host: all its GPUs in the ledger
@@ -83,8 +83,8 @@ def test_deploy_reboot_stop_start_rebuild_delete_with_a_verified_receipt(world, 
     delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
     assert delete.status_code == 202
     op = drive(delete.data["operation"]["id"])
-    assert (op.status, op.steps_done) == ("succeeded", ["undeploy", "wait_cleaned", "detach_networks",
-                                                        "sign_receipt", "release_allocations"])
+    assert (op.status, op.steps_done) == ("succeeded", ["undeploy", "detach_networks", "verify_fabric",
+                                                        "wait_cleaned", "sign_receipt", "release_allocations"])
     assert Instance.objects.get(pk=inst_id).status == "deleted" and _live(inst_id) == []
     seen = bm_driver.get(node.ironic_id)
     assert (seen.state.provision, seen.instance_id) == ("available", "")
@@ -208,7 +208,7 @@ def test_no_node_ready_no_deploy_and_a_vm_cannot_be_rebuilt(world, bm_driver, bm
     assert (refused.status_code, refused.data["code"]) == (409, "not_supported_for_flavor_kind")
 
 
-def test_bare_metal_refuses_tenant_networks_for_now(world, bm_driver, bm_flavor, node):
+def test_bare_metal_refuses_subnets_for_now(world, bm_driver, bm_flavor, node):
     from apps.networking import services as net
 
     vpc = net.vpc_create(actor=world.member_a, project=world.project_a, name="main", cidr="10.10.0.0/16")

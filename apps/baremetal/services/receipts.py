@@ -7,6 +7,10 @@ The document (``payload``, canonical JSON: sorted keys, separators ``,`` and ``:
      "key_id", "instance": {"id", "name", "project"}, "node": {"id", "name", "host", "hardware_type"},
      "steps": [{"step", "result", "how", "started_at", "finished_at", "detail"}, ...]}
 
+`tenant_networks_detached` also lists ``pkey_members_removed`` (``fabric``, ``pkey`` as ``0x0101``, ``guid``: the
+host's HCA port GUIDs that left the tenant's InfiniBand partitions); one ``pkey_removal_verified`` step per fabric
+(with ``fabric``) says whether its subnet manager applied the removal (`workflows.verify_fabric`).
+
 Each step says how it ran (`how`): ``executed``; ``simulated by fake-hardware`` (Ironic's fake-hardware type
 reports the step done without touching hardware); ``skipped: <reason>``; or ``unverified: <reason>`` (Ironic
 kept no record that would show whether it ran; `result` is then ``unknown``). A receipt never claims a step that
@@ -117,8 +121,16 @@ def _steps(node: BaremetalNode, state: dict) -> list[dict]:
          "finished_at": None, "detail": ""},
         {"step": "tenant_networks_detached", "result": "succeeded",
          "how": "executed" if state.get("had_networks") else "skipped: the instance had no tenant network",
-         "started_at": None, "finished_at": None, "detail": ""},
+         "started_at": None, "finished_at": state.get("networks_detached_at") if state.get("had_networks") else None,
+         "detail": "", "pkey_members_removed": [
+             {k: m[k] for k in ("fabric", "pkey", "guid")} for m in state.get("pkey_members_removed") or []]},
     ]
+    for fabric, check in sorted((state.get("fabric") or {}).items()):
+        steps.append({"step": "pkey_removal_verified", "fabric": fabric, "result": check["result"],
+                      "how": check["how"], "started_at": state.get("networks_detached_at"),
+                      "finished_at": check.get("at"), "detail": check.get("detail") or (
+                          f"the subnet manager of {fabric} applied partitions without the host's GUIDs"
+                          if check["result"] == "succeeded" else "")})
     return steps
 
 

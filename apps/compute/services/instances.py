@@ -151,11 +151,13 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids, image_optional=partial)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
-    if network and flavor.kind == ProvisioningKind.BAREMETAL:
-        # a bare-metal host's ports are physical: joining a VPC or a partition is switch-side work not done yet
-        raise ValidationFailed("Tenant networks are not attached to bare-metal instances yet.",
+    unsupported = [k for k in network if k != "ib_partition"] if flavor.kind == ProvisioningKind.BAREMETAL else []
+    if unsupported:
+        # a bare-metal host joins an InfiniBand partition with its physical HCA GUIDs (the bare-metal workflow);
+        # its Ethernet port in a VPC is switch-side work not done here
+        raise ValidationFailed("Subnets and security groups are not attached to bare-metal instances yet.",
                                code=Code.BAREMETAL_NETWORK_UNSUPPORTED,
-                               errors={_NETWORK_FIELDS[k]: ["not for a bare-metal flavor"] for k in network})
+                               errors={_NETWORK_FIELDS[k]: ["not for a bare-metal flavor"] for k in unsupported})
     return flavor, image, keys, network
 
 
