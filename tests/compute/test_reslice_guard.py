@@ -95,3 +95,24 @@ def test_placement_waits_for_a_queued_layout_change(world):
                     {"layout": [{"profile_id": 0, "start": 0, "size": 8}]})
     assert world.client_a.post("/api/v1/instances/", create_body(world, world.mig),
                                format="json").status_code == 409  # 7g.80gb fills the GPU now
+
+
+def test_a_whole_gpu_is_not_placed_while_a_mode_change_is_queued_for_it(world):
+    """The guard at enqueue refuses a re-slice of a held GPU; the other way round, a GPU whose switch to MIG is
+    queued for its agent is not claimed whole before the agent reports (every whole-GPU placement path)."""
+    host = gpu_host(gpus=1)
+    queued = _command(world, host, "apply_mig_layout", gpu_index=0, layout=[{"profile": "7g.80gb"}])
+    assert queued.status_code == 201, queued.content
+    for _ in range(2):  # the fast path, then the exact one (with a check first)
+        refused = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+        assert refused.status_code == 409 and refused.json()["code"] == "capacity_unavailable", refused.content
+    assert not Instance.objects.exists()
+    # the agent could not switch it and rolled back: the GPU is a whole GPU again
+    from apps.inventory.models import AgentCredential
+    from apps.inventory.services.agent import agent_command_report
+
+    cred = AgentCredential.objects.create(host=host, prefix=f"t{host.pk.hex[:12]}", secret_hash="x")
+    agent_command_report(credential=cred, command_id=queued.json()["id"], succeeded=False, error="in use",
+                         result={"code": "NVML_ERROR_IN_USE", "rolled_back": True, "layout": []})
+    placed = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    assert placed.status_code == 202, placed.content

@@ -59,13 +59,19 @@ class ExactHostRow(NamedTuple):
     dedicated_project_id: uuid.UUID | None
 
 
+#: GPUs with an `apply_mig_layout` queued for (or dispatched to) their agent: not placed on until the agent reports
+#: (their mode or layout is about to change; docs/adr/0503). Few rows, read through the command status index.
+_LAYOUT_CHANGING = """SELECT c.gpu_id FROM inventory_agentcommand c
+  WHERE c.status IN ('queued', 'dispatched') AND c.kind = 'apply_mig_layout' AND c.gpu_id IS NOT NULL"""
+
 #: One row per host (`ExactHostRow`): state, capacity left over the window and, for whole-GPU requests, the free
 #: GPUs' indexes and NUMA nodes (small integers: cheap to ship for 10,000 hosts; GPU ids are resolved for the
 #: winners only).
 EXACT_HOSTS = """
 WITH busy AS (
-  SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
+  SELECT a.gpu_id FROM scheduling_allocation a
   WHERE a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict})
+  UNION """ + _LAYOUT_CHANGING + """
 ), gg AS (
   SELECT g.host_id,
     count(*) FILTER (WHERE {model_ok}) AS n_model,
@@ -116,6 +122,7 @@ LIMIT %(limit)s
 FREE_GPUS = """
 SELECT g.host_id, g.id, g.index, g.numa_node, g.model FROM inventory_gpu g
 WHERE g.host_id = ANY(%(hosts)s::uuid[]) AND g.mode = %(mode)s AND g.health = 'ok' AND (g.scrub_state = 'clean' OR NOT %(starts_now)s) AND {model_ok}
+  AND g.id NOT IN (""" + _LAYOUT_CHANGING + """)
   AND NOT EXISTS (SELECT 1 FROM scheduling_allocation a
                   WHERE a.gpu_id = g.id AND a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict}))
 ORDER BY g.host_id, g.index
@@ -194,8 +201,9 @@ WITH cand AS (
     AND (u.dedicated_project_id IS NULL OR u.dedicated_project_id = %(project)s::uuid)
     AND (NOT %(dedicated)s OR coalesce(u.projects, '{{}}') <@ ARRAY[%(project)s::uuid])
 ), busy AS (
-  SELECT DISTINCT a.gpu_id FROM scheduling_allocation a
+  SELECT a.gpu_id FROM scheduling_allocation a
   WHERE a.slices IS NOT NULL AND a.period && %(window)s AND ({conflict})
+  UNION """ + _LAYOUT_CHANGING + """
 ), free AS (
   SELECT g.host_id, count(*) AS n, bit_or(1::bigint << g.index) AS mask
   FROM inventory_gpu g LEFT JOIN busy b ON b.gpu_id = g.id
