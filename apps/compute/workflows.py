@@ -110,7 +110,8 @@ def prepare_volumes(op) -> None:
 def prepare_devices(op) -> None:
     inst = _instance(op)
     devsvc.devices_prepare(instance=inst, driver=driver_for_host(inst.host),
-                           call=lambda f, *a, **k: _call(op, f, *a, **k))
+                           call=lambda f, *a, **k: _call(op, f, *a, **k),
+                           start_op_id=str(op.pk) if op.kind == START else None)
 
 
 def wait_devices(op) -> None:

@@ -72,3 +72,75 @@ def test_a_vf_left_with_another_type_fails_the_create_and_is_scrubbed(world, tim
     assert agent.run() == ["reset_vf"]
     assert backend.state["vf_types"] == {}
     assert host.gpus.get().scrub_state == "clean"
+
+
+def _hopper_mig(world, timeline):  # noqa: F811
+    """An active MIG `3g.40gb` VM on a Hopper host (its MIG-backed vGPU on a VF), made through the agent:
+    (instance, host, gpu, backend, agent)."""
+    host = gpu_host(gpus=1, mode="mig")
+    gpu = host.gpus.get()
+    backend = FakeBackend(vfs_per_gpu=2)
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
+    backend.set_mig_mode(0, True)
+    agent = Agent(host, timeline, backend)
+    resp = _create(world, world.client_a, world.project_a, world.mig, "m-1")
+    drive(resp.data["operation"]["id"])
+    assert agent.run() == ["create_gpu_instance", "set_vf_vgpu_type"]
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    return Instance.objects.get(pk=resp.data["instance"]["id"]), host, gpu, backend, agent
+
+
+def _stop_and_reboot(world, inst, host, gpu, backend):
+    from apps.inventory.services.agent import host_inventory_sync
+
+    stop = world.client_a.post(f"/api/v1/instances/{inst.pk}/stop/", {"hard": True}, format="json")
+    assert drive(stop.data["operation"]["id"]).status == "succeeded"
+    backend.state["gis"]["0"], backend.state["vf_types"] = [], {}  # the host rebooted: both are gone
+    host_inventory_sync(host=host, inventory={"gpus": [{"index": 0, "uuid": gpu.uuid, "model": gpu.model,
+                                                        "mig": {"enabled": True, "layout": []}}]})
+
+
+def test_a_start_after_a_reboot_waits_for_the_mig_restore_and_sets_the_vfs_type_again(world, timeline):  # noqa: F811
+    inst, host, gpu, backend, agent = _hopper_mig(world, timeline)
+    _stop_and_reboot(world, inst, host, gpu, backend)
+    start = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")
+    op = drive(start.data["operation"]["id"])
+    assert (op.status, op.step) == ("running", "wait_devices")  # not started without its GPU instance and type
+    assert agent.run() == ["apply_mig_layout", "set_vf_vgpu_type"]  # the recorded layout, then the VF's type
+    assert drive(start.data["operation"]["id"]).status == "succeeded"
+    inst.refresh_from_db()
+    assert inst.status == "active"
+    assert [(g.profile_id, g.start) for g in backend.gpu_instances(0)] == [(9, inst.devices["gpu_instance"]["start"])]
+    assert backend.state["vf_types"] == {inst.devices["vfs"][0]["address"]: "H100XM-3-40C"}
+    # a second start (after another stop, no reboot) sets the type again; the agent finds it there
+    stop = world.client_a.post(f"/api/v1/instances/{inst.pk}/stop/", {"hard": True}, format="json")
+    drive(stop.data["operation"]["id"])
+    again = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")
+    drive(again.data["operation"]["id"])
+    assert agent.run() == ["set_vf_vgpu_type"]
+    assert drive(again.data["operation"]["id"]).status == "succeeded"
+
+
+def test_a_start_whose_gpu_instance_did_not_come_back_fails_and_keeps_the_allocation(world, timeline,  # noqa: F811
+                                                                                    monkeypatch):
+    from gpucloud_agent.backends.base import BackendError
+
+    from .test_instance_lifecycle import _live_allocations
+
+    inst, host, gpu, backend, agent = _hopper_mig(world, timeline)
+    _stop_and_reboot(world, inst, host, gpu, backend)
+
+    def lost(index, profile_id, start):
+        raise BackendError("Insufficient Resources", "NVML_ERROR_INSUFFICIENT_RESOURCES")
+
+    monkeypatch.setattr(backend, "create_gpu_instance", lost)
+    start = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")
+    drive(start.data["operation"]["id"])
+    assert agent.run()[0] == "apply_mig_layout"
+    op = drive(start.data["operation"]["id"])
+    inst.refresh_from_db()
+    assert (op.status, op.error_code, inst.status) == ("failed", "agent_command_failed", "error")
+    assert "apply_mig_layout failed" in op.error_detail
+    assert op.step == "wait_devices"  # failed before the domain was started
+    assert ("mig", 1) in _live_allocations(inst.pk)  # kept until the tenant acts

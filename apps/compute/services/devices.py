@@ -64,7 +64,10 @@ def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | Non
     spec = gpu_model_get(gpu.model)
     backing = spec.vgpu_backing if spec else ""
     if backing == "sriov_vf":
-        if d.get("vfs"):
+        if d.get("vfs"):  # chosen already: (again, on a start) the agent gives it its type before the VM runs
+            vf = d["vfs"][0]
+            _enqueue(inst, d, "agent", "vf_vgpu_type", CommandKind.SET_VF_VGPU_TYPE,
+                     {"gpu_index": vf["gpu_index"], "vf_address": vf["address"], "vgpu_type": vf["vgpu_type"]})
             return
         Gpu.objects.select_for_update().filter(pk=gpu.pk).first()  # serialise VF choice per GPU
         used = set()
@@ -89,11 +92,38 @@ def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | Non
         raise DriverError(f"GPU model {gpu.model} has no vGPU backing in the catalog", code="vgpu_unsupported")
 
 
-def devices_prepare(*, instance: Instance, driver, call) -> None:
+def _devices_again(inst: Instance, d: dict, op_id: str) -> None:
+    """A start (once per start operation): the host may have rebooted since the devices were made, and neither a
+    VF's vGPU type nor a MIG GPU instance survives that. The VF's type is queued again (the agent leaves a VF that
+    has it as it is), and the restore of the GPU's recorded MIG layout, when one is pending, is waited for: the VM
+    starts with its devices or the start fails naming the command (`agent_command_failed`), never without them."""
+    from apps.inventory.models import AgentCommand
+
+    if d.get("started_by") == op_id:
+        return
+    d["started_by"] = op_id
+    agent = d.setdefault("agent", {})
+    agent.pop("vf_vgpu_type", None)
+    agent.pop("mig_restore", None)
+    gi = d.get("gpu_instance")
+    if gi:
+        restore = (AgentCommand.objects.filter(host_id=inst.host_id, gpu__index=gi["gpu_index"],
+                                               kind=CommandKind.APPLY_MIG_LAYOUT,
+                                               status__in=[CommandStatus.QUEUED, CommandStatus.DISPATCHED])
+                   .order_by("created_at").values_list("pk", flat=True).first())
+        if restore is not None:
+            agent["mig_restore"] = str(restore)
+
+
+def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None = None) -> None:
     """Decide the instance's devices from its placement and queue the agent commands they need (MIG GPU
-    instance, NVSwitch partition). Idempotent. Raises `DriverError` (terminal) when a device cannot exist."""
+    instance, NVSwitch partition, a VF's vGPU type). Idempotent. With `start_op_id` (a start of a stopped
+    instance) the commands a host reboot makes necessary again are queued or waited for (`_devices_again`).
+    Raises `DriverError` (terminal) when a device cannot exist."""
     inst = instance
     d = dict(inst.devices or {})
+    if start_op_id is not None:
+        _devices_again(inst, d, start_op_id)
     resources = [r for r in d.get("placement", {}).get("resources", []) if r["resource_class"] in GPU_CLASSES]
     gpus = {str(g.pk): g for g in Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources])}
     ordered = [gpus[r["gpu_id"]] for r in resources]
