@@ -13,7 +13,8 @@ HTTP_LATENCY = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 CELERY_QUEUE_DEPTH = Gauge(
-    "gpucloud_celery_queue_depth", "Messages waiting in each Celery queue (Redis list length).",
+    "gpucloud_celery_queue_depth", "Messages waiting in each Celery queue (Redis list length, or RabbitMQ's "
+    "ready count).",
     ["queue"], registry=REGISTRY,
 )
 TASK_SEND_FAILURES = Counter(

@@ -2,6 +2,8 @@
 import json
 import time
 
+import kombu
+import kombu.exceptions
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -68,16 +70,41 @@ def _oldest_message_age(client: redis.Redis, queue: str) -> float:
     return max(time.time() - sent_at, 0.0)
 
 
-def metrics(request):
-    """Prometheus text format: this process's request counts and latency histograms; Celery queue depths and the
-    age of each queue's oldest message (Redis broker); the business metrics the apps' collectors compute from the
-    database at scrape time (the same from every process)."""
+def _redis_queue_figures(broker: str) -> None:
     try:
-        broker = settings.CELERY_BROKER_URL
         client = redis.Redis.from_url(broker, socket_connect_timeout=1, socket_timeout=1)
-        for queue in CELERY_QUEUES if broker.startswith(("redis://", "rediss://")) else ():
+        for queue in CELERY_QUEUES:
             CELERY_QUEUE_DEPTH.labels(queue).set(client.llen(queue))
             CELERY_QUEUE_OLDEST_AGE.labels(queue).set(_oldest_message_age(client, queue))
     except redis.RedisError:
         pass
+
+
+def _amqp_queue_depths(broker: str) -> None:
+    """Messages ready in each queue of a RabbitMQ broker (a passive declare answers the count without touching
+    the queue). The age of the oldest is not readable without taking the message, so that gauge is not set."""
+    conn = kombu.Connection(broker, connect_timeout=1, transport_options={"max_retries": 0, "socket_timeout": 1})
+    try:
+        with conn:
+            conn.ensure_connection(max_retries=1)
+            channel = conn.channel()
+            for queue in CELERY_QUEUES:
+                try:
+                    CELERY_QUEUE_DEPTH.labels(queue).set(channel.queue_declare(queue, passive=True).message_count)
+                except conn.channel_errors:   # not declared yet (no worker ever consumed it): closes the channel
+                    CELERY_QUEUE_DEPTH.labels(queue).set(0)
+                    channel = conn.channel()
+    except (OSError, kombu.exceptions.KombuError, *conn.connection_errors, *conn.channel_errors):
+        pass
+
+
+def metrics(request):
+    """Prometheus text format: this process's request counts and latency histograms; Celery queue depths (Redis
+    or RabbitMQ) and the age of each queue's oldest message (Redis); the business metrics the apps' collectors
+    compute from the database at scrape time (the same from every process)."""
+    broker = settings.CELERY_BROKER_URL
+    if broker.startswith(("redis://", "rediss://")):
+        _redis_queue_figures(broker)
+    elif broker.startswith(("amqp://", "amqps://", "pyamqp://")):
+        _amqp_queue_depths(broker)
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

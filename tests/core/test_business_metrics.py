@@ -172,3 +172,37 @@ def test_on_demand_queue_depth_and_age(client):
     assert m[("gpucloud_ondemand_queue_waiting", (("kind", "cluster"),))] == 0
     assert m[("gpucloud_ondemand_queue_waiting_gpus", ())] == 10
     assert m[("gpucloud_ondemand_queue_oldest_age_seconds", ())] == pytest.approx(600, abs=2)
+
+
+def test_celery_queue_depth_with_rabbitmq_as_the_broker(client, settings):
+    import kombu
+
+    from tests.operations.brokers import AMQP_URL, rabbitmq_connection
+
+    with rabbitmq_connection() as conn:
+        queue = kombu.Queue("billing", channel=conn.default_channel)
+        queue.declare()
+        conn.default_channel.queue_purge("billing")
+        producer = conn.Producer()
+        for n in range(3):
+            producer.publish({"n": n}, routing_key="billing")
+        settings.CELERY_BROKER_URL = AMQP_URL
+        try:
+            m = scrape(client)
+        finally:
+            conn.default_channel.queue_purge("billing")
+    assert m[("gpucloud_celery_queue_depth", (("queue", "billing"),))] == 3
+
+
+def test_metrics_answer_at_once_when_the_broker_is_down(client, settings):
+    import time
+
+    settings.CELERY_BROKER_URL = "amqp://guest:guest@127.0.0.1:1//"   # nothing listens on port 1
+    started = time.monotonic()
+    resp = client.get("/metrics")
+    assert resp.status_code == 200 and time.monotonic() - started < 5
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    started = time.monotonic()
+    resp = client.get("/metrics")
+    assert resp.status_code == 200 and time.monotonic() - started < 5
+    assert b"gpucloud_gpus" in resp.content or b"# TYPE gpucloud_gpus gauge" in resp.content
