@@ -12,6 +12,9 @@
        "ib-storage": {"driver": "ufm", "url": "https://ufm.example", "username": "...", "password": "..."}}
 
   A fabric not listed is not reconciled.
+- `NETWORKING_BAREMETAL_VLANS` (env `GPUCLOUD_BAREMETAL_VLANS`, default `100-3999`): the VLAN ids given to subnets
+  that bare-metal servers join (one per subnet, the tag of its localnet ports; the switches must carry them to the
+  servers' ports, ADR 1212).
 """
 from __future__ import annotations
 
@@ -35,3 +38,10 @@ def ib_fabrics() -> dict[str, dict]:
     if value is None:
         value = json.loads(os.environ.get("GPUCLOUD_IB_FABRICS", "") or "{}")
     return dict(value)
+
+
+def baremetal_vlans() -> tuple[int, int]:
+    raw = getattr(settings, "NETWORKING_BAREMETAL_VLANS", None) or os.environ.get("GPUCLOUD_BAREMETAL_VLANS",
+                                                                                    "100-3999")
+    first, _, last = str(raw).partition("-")
+    return int(first), int(last or first)

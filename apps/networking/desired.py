@@ -108,6 +108,7 @@ class _PortRow(NamedTuple):
     subnet_id: uuid.UUID
     mac_address: str
     allowed_address_pairs: list
+    physical_network: str
 
 
 def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
@@ -121,7 +122,8 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
     port_groups = defaultdict(list)
     # plain tuples, not model instances: this runs for every port on every reconcile
     all_ports = [_PortRow(*row) for row in
-                 Port.objects.order_by("id").values_list("id", "subnet_id", "mac_address", "allowed_address_pairs")]
+                 Port.objects.order_by("id").values_list("id", "subnet_id", "mac_address", "allowed_address_pairs",
+                                                         "physical_network")]
     for p in all_ports:
         ports[p.subnet_id].append(p)
     for port_id, address in IpAllocation.objects.order_by("port_id", "address").values_list("port_id", "address"):
@@ -155,7 +157,9 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
                 entry = " ".join([p.mac_address, *addresses[p.id]])
                 security = " ".join([p.mac_address, *addresses[p.id], *p.allowed_address_pairs])
                 lsps.append(LogicalSwitchPort(lsp_name(p.id), (entry,), (security,), dhcpv4_options=v4_key,
-                                              dhcpv6_options=v6_key))
+                                              dhcpv6_options=v6_key,
+                                              type="external" if p.physical_network else ""))
+            lsps += _localnet_ports(s, ports[s.id])
             switches.append(LogicalSwitch(switch_name(s.id), tuple(lsps),
                                           external_ids=_pairs(subnet=s.id, vpc=vpc.id, project=vpc.project_id)))
         gateway = next((p for p in pips[vpc.id] if p.kind == PublicIpKind.ROUTER_GATEWAY), None)
@@ -177,6 +181,21 @@ def ovn_topology(*, gateway_chassis: str) -> OvnTopology:
               for sg in SecurityGroup.objects.all().order_by("id")]
     groups.append(_drop_group([lsp_name(p.id) for p in all_ports]))
     return OvnTopology(tuple(routers), tuple(switches), tuple(groups), tuple(dhcp))
+
+
+def localnet_name(subnet_id, physical_network: str) -> str:
+    return f"gpc-ln-{subnet_id}-{physical_network}"
+
+
+def _localnet_ports(subnet: Subnet, ports: list) -> list[LogicalSwitchPort]:
+    """Bare metal (ADR 1212): one localnet port per physical network a bare-metal port of the subnet is on,
+    `network_name` that network (the chassis' ovn-bridge-mappings name it), `tag_request` the subnet's VLAN id;
+    the servers' own ports are `external` LSPs (OVN answers their DHCP from the chassis serving them)."""
+    nets = sorted({p.physical_network for p in ports if p.physical_network})
+    if not nets or subnet.baremetal_vlan is None:
+        return []
+    return [LogicalSwitchPort(localnet_name(subnet.id, n), ("unknown",), (), "localnet", (("network_name", n),),
+                              tag_request=subnet.baremetal_vlan) for n in nets]
 
 
 def _dhcp_options(subnet: Subnet, router_mac: str) -> DhcpOptions:

@@ -208,18 +208,6 @@ def test_no_node_ready_no_deploy_and_a_vm_cannot_be_rebuilt(world, bm_driver, bm
     assert (refused.status_code, refused.data["code"]) == (409, "not_supported_for_flavor_kind")
 
 
-def test_bare_metal_refuses_subnets_for_now(world, bm_driver, bm_flavor, node):
-    from apps.networking import services as net
-
-    vpc = net.vpc_create(actor=world.member_a, project=world.project_a, name="main", cidr="10.10.0.0/16")
-    subnet = net.subnet_create(actor=world.member_a, vpc=vpc, name="nodes", cidr="10.10.1.0/24")
-    resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, subnet_id=str(subnet.pk)),
-                               format="json")
-    assert (resp.status_code, resp.data["code"]) == (400, "baremetal_network_unsupported")
-    assert resp.data["errors"]["subnet_id"] == ["not for a bare-metal flavor"]
-    assert not Instance.objects.exists() and not Allocation.objects.exists()
-
-
 def test_a_cluster_of_a_bare_metal_flavor_is_refused_before_anything_is_written(world, bm_driver, bm_flavor, node):
     from apps.compute.models import Cluster
 

@@ -22,6 +22,7 @@ from apps.operations.models import Operation
 from tests.scheduling import fleet
 
 from .conftest import bm_body, bm_host, drive, enroll
+from .test_instances_api import node  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +122,62 @@ def test_a_removal_the_subnet_manager_never_applies_holds_the_node(world, bm_fla
         "bare-metal: P_Key removal not applied")
     assert Host.objects.get(pk=ib.host.pk).state == "maintenance"
     assert Operation.objects.filter(kind="baremetal.instance.delete", status="succeeded").count() == 1
+
+
+@pytest.fixture
+def vpc(world, node):  # noqa: F811
+    """Tenant A's VPC and subnet; the node's host NIC cabled to the Ethernet fabric `eth-tenant`."""
+    from apps.inventory.models import Fabric, Nic, Region
+
+    eth = Fabric.objects.create(name="eth-tenant", kind="ethernet", region=Region.objects.get_or_create(name="r1")[0])
+    Nic.objects.filter(host=node.host).update(fabric=eth, mac_address="52:54:00:bb:00:01")  # a unicast MAC
+    v = net.vpc_create(actor=world.member_a, project=world.project_a, name="main", cidr="10.10.0.0/16")
+    subnet = net.subnet_create(actor=world.member_a, vpc=v, name="nodes", cidr="10.10.1.0/24")
+    return type("Vpc", (), dict(vpc=v, subnet=subnet, nic=Nic.objects.get(host=node.host)))
+
+
+def _switch(subnet):
+    from apps.networking.desired import ovn_topology, switch_name
+
+    (sw,) = [s for s in ovn_topology(gateway_chassis="gw-1").switches if s.name == switch_name(subnet.pk)]
+    return {p.name: p for p in sw.ports}
+
+
+def test_the_hosts_nic_joins_the_subnet_through_a_localnet_port_with_the_subnets_vlan(
+        world, bm_flavor, node, vpc):  # noqa: F811
+    from apps.networking.desired import localnet_name, lsp_name
+    from apps.networking.models import Port, Subnet
+
+    resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, subnet_id=str(vpc.subnet.pk)),
+                               format="json")
+    assert resp.status_code == 202, resp.content
+    inst_id = resp.data["instance"]["id"]
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    port = Port.objects.get(instance_id=inst_id)
+    assert (port.mac_address, port.physical_network, port.security_groups.count()) == (
+        vpc.nic.mac_address, "eth-tenant", 0)
+    assert Subnet.objects.get(pk=vpc.subnet.pk).baremetal_vlan == 100  # the first of the default range
+    lsps = _switch(vpc.subnet)
+    ln = lsps[localnet_name(vpc.subnet.pk, "eth-tenant")]
+    assert (ln.type, ln.options, ln.tag_request, ln.addresses) == (
+        "localnet", (("network_name", "eth-tenant"),), 100, ("unknown",))
+    server = lsps[lsp_name(port.pk)]
+    assert server.type == "external" and server.addresses[0].startswith(f"{vpc.nic.mac_address} 10.10.1.")
+    shown = world.client_a.get(f"/api/v1/instances/{inst_id}/").json()["ports"]
+    assert [p["mac_address"] for p in shown] == [vpc.nic.mac_address]
+
+    resp = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    assert not Port.objects.filter(instance_id=inst_id).exists()
+    assert localnet_name(vpc.subnet.pk, "eth-tenant") not in _switch(vpc.subnet)  # no server left on it
+
+
+def test_security_groups_are_refused_for_bare_metal(world, bm_flavor, node, vpc):  # noqa: F811
+    from apps.compute.models import Instance
+
+    sg = net.security_group_create(actor=world.member_a, vpc=vpc.vpc, name="ssh")
+    resp = world.client_a.post("/api/v1/instances/", bm_body(
+        world, bm_flavor, subnet_id=str(vpc.subnet.pk), security_group_ids=[str(sg.pk)]), format="json")
+    assert (resp.status_code, resp.data["code"]) == (400, "baremetal_network_unsupported")
+    assert resp.data["errors"]["security_group_ids"] == ["not for a bare-metal flavor"]
+    assert not Instance.objects.exists()

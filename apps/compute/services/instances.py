@@ -151,11 +151,11 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids, image_optional=partial)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
-    unsupported = [k for k in network if k != "ib_partition"] if flavor.kind == ProvisioningKind.BAREMETAL else []
+    unsupported = [k for k in network if k == "security_groups"] if flavor.kind == ProvisioningKind.BAREMETAL else []
     if unsupported:
-        # a bare-metal host joins an InfiniBand partition with its physical HCA GUIDs (the bare-metal workflow);
-        # its Ethernet port in a VPC is switch-side work not done here
-        raise ValidationFailed("Subnets and security groups are not attached to bare-metal instances yet.",
+        # a bare-metal host joins a partition with its HCA GUIDs and a subnet with its NIC through a localnet port
+        # (ADR 1212); OVN's ACLs never see a physical server's traffic, so a security group would promise nothing
+        raise ValidationFailed("Security groups do not apply to bare-metal instances.",
                                code=Code.BAREMETAL_NETWORK_UNSUPPORTED,
                                errors={_NETWORK_FIELDS[k]: ["not for a bare-metal flavor"] for k in unsupported})
     return flavor, image, keys, network

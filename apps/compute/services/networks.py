@@ -7,6 +7,8 @@ services, keyed by the instance id so a retried step finds what the last try mad
 
 - `port_create_for_instance`: one port with a fixed IP from the subnet's IPAM and the security groups (default:
   the VPC's default group); the domain gets a virtio NIC with the port's MAC on the host's OVS bridge.
+- Bare metal: the host's physical NIC joins the subnet (`port_create_for_baremetal`: its own MAC, on its Ethernet
+  fabric's physical network, reached through the subnet's localnet port with the subnet's VLAN id; ADR 1212).
 - InfiniBand: an instance that takes a whole host (a `gpu` flavor with every GPU of the host, e.g. an
   8-GPU HGX node) joins with the host's physical HCA port GUIDs as full members (`ib_partition_join_whole_host`);
   a VM that shares its host gets one SR-IOV VF virtual GUID per HCA port of its GPUs' rails
@@ -37,10 +39,11 @@ from apps.inventory.models import Gpu, HcaPort
 from apps.scheduling.placement import HostFilterResult, HostNeed, PlacementRequest
 
 from ..drivers.base import NetInterface
-from ..states import GpuForm
+from ..states import GpuForm, ProvisioningKind
 
 INVALID_SECURITY_GROUP = "invalid_security_group"
 IB_VF_UNAVAILABLE = "ib_vf_unavailable"
+NO_TENANT_NIC = "no_tenant_nic"
 #: The placement need (and explanation filter) of an instance that joins an InfiniBand partition.
 IB_PARTITION_FILTER = "ib_partition"
 
@@ -185,7 +188,10 @@ def instance_networks_attach(*, actor, instance) -> None:
     )
 
     net = instance.network or {}
-    if net.get("subnet") and not Port.objects.filter(instance_id=instance.pk).exists():
+    if net.get("subnet") and not Port.objects.filter(instance_id=instance.pk).exists() \
+            and instance.flavor.kind == ProvisioningKind.BAREMETAL:
+        _baremetal_port(actor, instance, Subnet.objects.get(pk=net["subnet"]))
+    elif net.get("subnet") and not Port.objects.filter(instance_id=instance.pk).exists():
         subnet = Subnet.objects.get(pk=net["subnet"])
         groups = list(SecurityGroup.objects.filter(pk__in=net["security_groups"])) \
             if net.get("security_groups") else None
@@ -199,6 +205,21 @@ def instance_networks_attach(*, actor, instance) -> None:
         else:
             for port in _vf_ports(instance, partition):
                 ib_partition_join_vf(actor=actor, partition=partition, hca_port=port, instance_id=instance.pk)
+
+
+def _baremetal_port(actor, instance, subnet) -> None:
+    """A bare-metal server joins `subnet` with its physical NIC: the host's first NIC (by name) on an Ethernet
+    fabric joins as a port with its own MAC on that fabric's physical network (networking's
+    `port_create_for_baremetal`, ADR 1212). 409 `no_tenant_nic` when the host has none cabled to a fabric."""
+    from apps.inventory.models import Nic
+    from apps.networking.services import port_create_for_baremetal
+
+    nic = (Nic.objects.filter(host_id=instance.host_id, fabric__kind="ethernet").select_related("fabric")
+           .order_by("name").first())
+    if nic is None:
+        raise Conflict(f"Host {instance.host.name} has no NIC on an Ethernet fabric.", code=NO_TENANT_NIC)
+    port_create_for_baremetal(actor=actor, subnet=subnet, instance_id=instance.pk, mac_address=nic.mac_address,
+                              physical_network=nic.fabric.name, name=f"{instance.name}-{nic.name}"[:63])
 
 
 def instance_networks_detach(*, actor, instance_id: uuid.UUID) -> None:

@@ -80,7 +80,7 @@ class SubnetOutput(ModelSerializer):
     class Meta:
         model = Subnet
         fields = ["id", "project", "vpc", "name", "cidr", "ip_version", "gateway_ip", "dhcp_start", "dhcp_end",
-                  "enable_dhcp", "dns_nameservers", "created_at", "updated_at"]
+                  "enable_dhcp", "dns_nameservers", "baremetal_vlan", "created_at", "updated_at"]
         read_only_fields = fields
 
 
@@ -153,7 +153,8 @@ class PortOutput(ModelSerializer):
     class Meta:
         model = Port
         fields = ["id", "project", "vpc", "subnet", "name", "mac_address", "fixed_ips", "security_groups",
-                  "allowed_address_pairs", "source_check_disabled", "instance_id", "created_at", "updated_at"]
+                  "allowed_address_pairs", "source_check_disabled", "instance_id", "physical_network", "created_at",
+                  "updated_at"]
         read_only_fields = fields
 
 

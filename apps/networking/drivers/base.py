@@ -29,6 +29,7 @@ class LogicalSwitchPort:
     options: tuple[tuple[str, str], ...] = ()
     dhcpv4_options: str = ""            # key of a DhcpOptions in the topology ("" = none)
     dhcpv6_options: str = ""
+    tag_request: int | None = None      # a localnet port's VLAN id (ovn-nb(5) tag_request)
 
 
 @dataclass(frozen=True)

@@ -245,12 +245,14 @@ class OvnDriver:
     def _lsp_state(self, row) -> tuple:
         v4 = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv4_options), "")
         v6 = next((d.external_ids.get(self.DHCP_KEY, "") for d in row.dhcpv6_options), "")
-        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())), v4, v6)
+        tag = next(iter(row.tag_request), None) if row.tag_request else None
+        return (tuple(row.addresses), tuple(row.port_security), row.type, tuple(sorted(row.options.items())), v4, v6,
+                tag)
 
     @staticmethod
     def _lsp_wanted(p: LogicalSwitchPort) -> tuple:
         return (tuple(p.addresses), tuple(p.port_security), p.type, tuple(sorted(p.options)), p.dhcpv4_options,
-                p.dhcpv6_options)
+                p.dhcpv6_options, p.tag_request)
 
     def _plan_switch(self, sw: LogicalSwitch, row, lsp_rows: dict, dhcp_refs: dict, out: list,
                      result: SyncResult) -> None:
@@ -284,6 +286,8 @@ class OvnDriver:
                 result.created += 1
             extra = {f"dhcpv{v}_options": [dhcp_refs[key]]
                      for v, key in ((4, port.dhcpv4_options), (6, port.dhcpv6_options)) if key}
+            if port.tag_request is not None:
+                extra["tag_request"] = port.tag_request
             out.append(nb.lsp_add(sw.name, name, addresses=list(port.addresses),
                                   port_security=list(port.port_security), type=port.type,
                                   options=dict(port.options), **extra))

@@ -38,6 +38,10 @@ class Subnet(ProjectOwned):
     dhcp_end = models.GenericIPAddressField()
     enable_dhcp = models.BooleanField(default=True)
     dns_nameservers = ArrayField(models.GenericIPAddressField(), default=list, blank=True)
+    baremetal_vlan = models.PositiveSmallIntegerField(
+        null=True, blank=True, unique=True,
+        help_text="802.1Q VLAN id carrying the subnet on the bare-metal physical networks (set when the first "
+                  "bare-metal server joins; the tag of the subnet's localnet ports)")
 
     class Meta:
         ordering = ["vpc", "name"]
@@ -88,7 +92,9 @@ class SecurityGroupRule(ProjectOwned):
 
 
 class Port(ProjectOwned):
-    """A virtual NIC in one subnet (an OVN logical switch port): MAC, fixed IPs, bound instance, groups."""
+    """A virtual NIC in one subnet (an OVN logical switch port): MAC, fixed IPs, bound instance, groups.
+    `physical_network` set: the port is a bare-metal server's physical NIC (its MAC) on that physical network,
+    reached through the subnet's localnet port (ADR 1212)."""
 
     vpc = models.ForeignKey(Vpc, on_delete=models.PROTECT, related_name="ports")
     subnet = models.ForeignKey(Subnet, on_delete=models.PROTECT, related_name="ports")
@@ -99,6 +105,8 @@ class Port(ProjectOwned):
     security_groups = models.ManyToManyField(SecurityGroup, related_name="ports", blank=True)
     allowed_address_pairs = ArrayField(models.CharField(max_length=43), default=list, blank=True,
                                        help_text="extra source prefixes the port may send from (with its MAC)")
+    physical_network = models.CharField(max_length=64, blank=True,
+                                        help_text="bare-metal NIC: the physical network (Ethernet fabric) it is on")
 
     class Meta:
         ordering = ["created_at"]

@@ -15,7 +15,7 @@ from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.errors import Forbidden
 
-from .. import ipam
+from .. import conf, ipam
 from ..errors import Code
 from ..models import IpAllocation, Port, PublicIp, SecurityGroup, Subnet
 from ._common import authorize_write, input_errors, schedule_ovn_reconcile
@@ -121,6 +121,37 @@ def port_create_for_instance(*, actor, subnet: Subnet, instance_id: uuid.UUID, n
     """For compute: the NIC of instance `instance_id` in `subnet` (same rules as `port_create`)."""
     return port_create(actor=actor, subnet=subnet, name=name, ip_addresses=ip_addresses,
                        security_groups=security_groups, instance_id=instance_id)
+
+
+def _subnet_vlan(subnet: Subnet) -> int:
+    """The subnet's bare-metal VLAN id, given on first use: the lowest free id of `conf.baremetal_vlans()` (the
+    subnet row is locked by the caller; the unique column refuses a concurrent double). 409 `vlan_exhausted`."""
+    if subnet.baremetal_vlan is not None:
+        return subnet.baremetal_vlan
+    first, last = conf.baremetal_vlans()
+    used = set(Subnet.objects.filter(baremetal_vlan__isnull=False).values_list("baremetal_vlan", flat=True))
+    vlan = next((v for v in range(first, last + 1) if v not in used), None)
+    if vlan is None:
+        raise Conflict(f"No free bare-metal VLAN id in {first}-{last}.", code="vlan_exhausted")
+    Subnet.objects.filter(pk=subnet.pk).update(baremetal_vlan=vlan)
+    subnet.baremetal_vlan = vlan
+    return vlan
+
+
+def port_create_for_baremetal(*, actor, subnet: Subnet, instance_id: uuid.UUID, mac_address: str,
+                              physical_network: str, name: str = "") -> Port:
+    """For bare metal: the server's physical NIC (`mac_address`) joins `subnet` on `physical_network`: a port with
+    that MAC and a fixed IP from the subnet's IPAM (no security groups: OVN's ACLs never see a physical server's
+    traffic, ADR 1212), and the subnet gets its VLAN id (`_subnet_vlan`), the tag of its localnet port on that
+    physical network (`desired.ovn_topology`). 409 `mac_in_use`, `subnet_exhausted`, `vlan_exhausted`."""
+    with transaction.atomic():
+        locked = Subnet.objects.select_for_update().get(pk=subnet.pk)
+        _subnet_vlan(locked)
+        port = port_create(actor=actor, subnet=locked, name=name, security_groups=[], mac_address=mac_address,
+                           instance_id=instance_id)
+        Port.objects.filter(pk=port.pk).update(physical_network=physical_network)
+        port.physical_network = physical_network
+    return port
 
 
 def port_update(*, actor, port: Port, name: str | None = None, security_groups: list[SecurityGroup] | None = None,
