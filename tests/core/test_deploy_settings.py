@@ -133,3 +133,26 @@ def test_systemd_units_get_the_settings_the_layout_needs(tmp_path):
         assert s["proxy_ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"], unit   # behind deploy/nginx
         workdir = re.search(r"^WorkingDirectory=(\S+)$", (DEPLOY / "systemd" / unit).read_text(), re.M).group(1)
         assert s["console_dist"] == f"{workdir}/frontend/dist", unit
+
+
+def test_shutdown_grace_matches_between_compose_and_systemd():
+    """SIGTERM is a warm shutdown for a worker (running steps finish; tests/operations/test_worker_kill.py) and a
+    graceful one for gunicorn (requests in flight finish within `graceful_timeout`): the SIGKILL that follows must
+    come later, in compose as in systemd."""
+    services = yaml.safe_load((DEPLOY / "compose.yml").read_text())["services"]
+
+    def seconds(value: str) -> int:
+        m = re.fullmatch(r"(\d+)s", value)
+        assert m, value
+        return int(m.group(1))
+
+    for name, unit in (("worker", "gpucloud-worker@.service"), ("notify", "gpucloud-notify.service")):
+        stop = re.search(r"^TimeoutStopSec=(\d+)$", (DEPLOY / "systemd" / unit).read_text(), re.M)
+        assert stop and seconds(services[name]["stop_grace_period"]) == int(stop.group(1)), name
+    conf = (DEPLOY / "gunicorn.conf.py").read_text()
+    m = re.search(r"^graceful_timeout = (\d+)", conf, re.M)
+    graceful = int(m.group(1)) if m else 30   # gunicorn's default
+    assert seconds(services["web"]["stop_grace_period"]) > graceful
+    web_unit = (DEPLOY / "systemd" / "gpucloud-web.service").read_text()
+    m = re.search(r"^TimeoutStopSec=(\d+)$", web_unit, re.M)
+    assert (int(m.group(1)) if m else 90) > graceful   # systemd's default DefaultTimeoutStopSec is 90 s

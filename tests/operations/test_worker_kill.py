@@ -34,8 +34,8 @@ def _worker_env(tmp_path: Path) -> dict:
     return env
 
 
-def _start_worker(env: dict, tmp_path: Path, name: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "celery", "-A", "gpucloud", "worker", "--pool", "solo", "-Q", "provisioning",
+def _start_worker(env: dict, tmp_path: Path, name: str, pool: str = "solo") -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "celery", "-A", "gpucloud", "worker", "--pool", pool, "-Q", "provisioning",
            "--include", "tests.operations.killable", "-n", f"{name}@%h", "--without-gossip",
            "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"]
     log = open(tmp_path / f"{name}.log", "w")
@@ -92,3 +92,39 @@ def test_step_runner_resumes_after_worker_sigkill_without_rerunning_finished_ste
     assert lines.count("two:done") == 1
     assert lines.count("three") == 1
     assert op.state == {"one": True, "two": True, "three": True}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_sigterm_lets_the_running_step_finish_then_the_next_worker_goes_on(tmp_path):
+    """A warm shutdown (SIGTERM, what systemd and Docker send first) with the production pool (threads): the worker
+    takes no new task, finishes the step it runs, commits it and exits; the next step waits in the broker for the
+    next worker, and no step runs twice."""
+    broker_url = empty_broker("redis")
+    op = Operation.objects.create(kind="test.killable", target_type="test.thing", target_id=uuid.uuid4(),
+                                  step="one")
+    env = _worker_env(tmp_path)
+    env["CELERY_BROKER_URL"] = broker_url
+    first = _start_worker(env, tmp_path, "first", pool="threads")
+    try:
+        _wait(lambda: "two:start" in _lines(tmp_path), 60, "step two to start")
+        os.killpg(first.pid, signal.SIGTERM)
+        time.sleep(1.0)                       # step two is still waiting for its go-file when the signal comes
+        assert first.poll() is None, "the worker left before its running step finished"
+        (tmp_path / "go").touch()
+        assert first.wait(30) == 0
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait(10)
+    assert _lines(tmp_path) == ["one", "two:start", "two:done"]
+    op.refresh_from_db()
+    assert (op.status, op.step, op.steps_done) == ("running", "three", ["one", "two"])
+
+    second = _start_worker(env, tmp_path, "second", pool="threads")
+    try:
+        _wait(lambda: Operation.objects.get(id=op.id).status == "succeeded", 60, "operation to succeed")
+    finally:
+        os.killpg(second.pid, signal.SIGTERM)
+        second.wait(15)
+    assert _lines(tmp_path) == ["one", "two:start", "two:done", "three"]
