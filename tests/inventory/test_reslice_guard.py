@@ -222,3 +222,19 @@ def test_the_drift_reconciler_compares_the_ledger_with_the_agents_report():
                       specs=[AllocationSpec(host.id, "mig", gpu_id=gpu.id, slices=(0, 4), profile="3g.40gb")])
     assert mig_drift_reconcile()["drifting"] == 0
     assert collect_beat_schedule()["inventory-mig-drift-reconcile"]["task"] == "inventory.mig_drift_reconcile_task"
+
+
+def test_a_staff_reset_or_partition_deactivation_under_a_tenant_is_refused(ops):
+    host = make_host("g3", gpus=8, nvswitch_system="hgx-h100-8gpu", active_partitions=[1])
+    g2 = host.gpus.get(index=2)
+    consumer = uuid.uuid4()
+    allocations_claim(consumer=ConsumerRef(consumer, "instance", fleet.project("a").id),
+                      specs=[AllocationSpec(host.id, "gpu", gpu_id=g2.id)])
+    reset = _command(ops, host, "reset_gpu", gpu_index=2)
+    assert (reset.status_code, reset.json()["code"], reset.json()["gpu_index"]) == (409, "gpu_allocated", 2)
+    assert _command(ops, host, "reset_gpu", gpu_index=3).status_code == 201
+    # partition 1 is all eight GPUs: its NVLink is the tenant's GPU 2's too
+    deactivate = _command(ops, host, "deactivate_partition", partition_id=1)
+    assert (deactivate.status_code, deactivate.json()["code"]) == (409, "gpu_allocated"), deactivate.content
+    allocations_release(consumer_id=consumer)
+    assert _command(ops, host, "deactivate_partition", partition_id=1).status_code == 201

@@ -203,7 +203,7 @@ def partition_deactivate(inst: Instance) -> None:
         return
     d.get("agent", {}).pop("partition_activate", None)  # a later start activates it again
     cmd = agent_command_enqueue(actor=None, host=inst.host, kind=CommandKind.DEACTIVATE_PARTITION,
-                                payload={"partition_id": part})
+                                payload={"partition_id": part}, ledger_guard=False)  # its own stopped VM's
     d.setdefault("agent_stop", {})["partition_deactivate"] = str(cmd.pk)
     _save(inst, d)
 

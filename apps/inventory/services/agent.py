@@ -496,23 +496,28 @@ VALIDATORS = {
 }
 
 
-#: The commands that change a GPU's slicing or mode, and the memory slices each touches (None: the whole GPU).
+#: The commands that change a GPU's slicing or mode, or take it from a VM (a reset), and the memory slices each
+#: touches (None: the whole GPU).
 GUARDED = {
     CommandKind.APPLY_MIG_LAYOUT: lambda p: None,
     CommandKind.CREATE_GPU_INSTANCE: lambda p: (p["start"], p["start"] + p["size"]),
     CommandKind.DESTROY_GPU_INSTANCE: lambda p: (p["start"], p["start"] + p["size"]),
+    CommandKind.RESET_GPU: lambda p: None,
 }
+#: The commands that take an NVSwitch partition's NVLink from its GPUs (guarded on each of them).
+GUARDED_PARTITIONS = (CommandKind.DEACTIVATE_PARTITION,)
 
 
 def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger_guard: bool = True) -> AgentCommand:
     """Validate and queue a command for the host's agent; the payload stored is the normalised, planned one.
 
     With `ledger_guard` (the default, and always for staff), a command of `GUARDED` is refused while an allocation
-    in the ledger holds the GPU (a MIG layout or mode change: any allocation; a GPU instance's create or destroy:
-    one on its memory slices), read under the host's ledger lock in the command's transaction (ADR 0503). The
-    platform's own steps on slices they hold pass `ledger_guard=False`: compute creating the GPU instance its
-    claim placed, the scrub destroying a released tenant's instance, the restore of a recorded layout after a
-    reboot.
+    in the ledger holds the GPU (a MIG layout or mode change, a GPU reset: any allocation; a GPU instance's create
+    or destroy: one on its memory slices), and a partition deactivation while one holds any of its GPUs, read
+    under the host's ledger lock in the command's transaction (ADR 0503). The platform's own steps on devices
+    they hold pass `ledger_guard=False`: compute creating the GPU instance its claim placed and deactivating its
+    stopped VM's partition, the scrub's destroy and resets of a released tenant's devices, the restore of a
+    recorded layout after a reboot.
 
     Raises MigLayoutRejected (400, `rejections`), GpuNotFound (404), PartitionConflict (409), GpuAllocated (409
     `gpu_allocated`, `holders`), ValidationFailed.
@@ -525,6 +530,9 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
             if "gpu_index" in normalised else None
         if ledger_guard and kind in GUARDED and gpu is not None:
             gpu_guard_free(gpu, action=f"{kind} on GPU {gpu.index}", slices=GUARDED[kind](normalised))
+        if ledger_guard and kind in GUARDED_PARTITIONS:  # physical GPU id = index + 1
+            for g in Gpu.objects.filter(host=host, index__in=[p - 1 for p in normalised["gpus"]]).order_by("index"):
+                gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}")
         cmd = AgentCommand.objects.create(host=host, gpu=gpu, kind=kind, payload=normalised, created_by=actor)
         audit_record(actor=actor, action=f"inventory.agent.command.{kind}", target=host,
                      after={"command_id": cmd.id, **normalised})
