@@ -144,3 +144,29 @@ def test_a_start_whose_gpu_instance_did_not_come_back_fails_and_keeps_the_alloca
     assert "apply_mig_layout failed" in op.error_detail
     assert op.step == "wait_devices"  # failed before the domain was started
     assert ("mig", 1) in _live_allocations(inst.pk)  # kept until the tenant acts
+
+
+def test_a_running_vm_whose_host_rebooted_comes_back_only_with_its_devices(world, timeline):  # noqa: F811
+    """The host reboots under a running MIG VM: its domain is shut off (the reconciler makes the instance
+    `stopped`, GPU held), the agent's next report has no GPU instances (the recorded layout is queued again) and
+    the VF has no type. The tenant's start brings the GPU instance and the VF's type back before the VM runs."""
+    from apps.compute.services.reconcile import instances_reconcile
+    from apps.inventory.services.agent import host_inventory_sync
+
+    inst, host, gpu, backend, agent = _hopper_mig(world, timeline)
+    driver_for_host(host).domain_stop(inst.pk, hard=True)  # the reboot took the VM down
+    backend.state["gis"]["0"], backend.state["vf_types"] = [], {}
+    instances_reconcile()
+    inst.refresh_from_db()
+    assert inst.status == "stopped"
+    host_inventory_sync(host=host, inventory={"gpus": [{"index": 0, "uuid": gpu.uuid, "model": gpu.model,
+                                                        "mig": {"enabled": True, "layout": []}}]})
+    gpu.refresh_from_db()
+    assert gpu.observed["mig_restore_pending"] is True
+    start = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")
+    assert drive(start.data["operation"]["id"]).step == "wait_devices"
+    assert agent.run() == ["apply_mig_layout", "set_vf_vgpu_type"]
+    assert drive(start.data["operation"]["id"]).status == "succeeded"
+    gpu.refresh_from_db()
+    assert gpu.observed["mig_restore_pending"] is False and len(backend.gpu_instances(0)) == 1
+    assert backend.state["vf_types"] == {inst.devices["vfs"][0]["address"]: "H100XM-3-40C"}
