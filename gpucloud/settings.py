@@ -182,6 +182,13 @@ HEALTH_NOTICE_SECONDS_DEFAULT = env.int("HEALTH_NOTICE_SECONDS_DEFAULT", default
 HEALTH_BREAKER_WINDOW_SECONDS = env.int("HEALTH_BREAKER_WINDOW_SECONDS", default=900)
 HEALTH_BREAKER_MAX_SHARE = env.float("HEALTH_BREAKER_MAX_SHARE", default=0.25)
 HEALTH_BREAKER_MIN_HOSTS = env.int("HEALTH_BREAKER_MIN_HOSTS", default=1)
+# Repair and return to service (apps.health, docs/health.md "Repair"): the check's DCGM run level; a device whose
+# repairs failed this many times within the window gets an RMA record instead of another attempt; a newly enrolled
+# host stays `enrolling` (out of placement) until it passed the same check (acceptance).
+HEALTH_CHECK_LEVEL = env.int("HEALTH_CHECK_LEVEL", default=2)
+HEALTH_RMA_AFTER_FAILED_REPAIRS = env.int("HEALTH_RMA_AFTER_FAILED_REPAIRS", default=3)
+HEALTH_RMA_WINDOW_SECONDS = env.int("HEALTH_RMA_WINDOW_SECONDS", default=7 * 86400)
+HOST_ACCEPTANCE_CHECK = env.bool("HOST_ACCEPTANCE_CHECK", default=True)
 # Webhook destinations (apps.core.outbound): ports a tenant's URL may use, and networks an operator opens despite
 # the refusal of internal addresses (CIDRs, comma separated; any port inside them).
 WEBHOOK_ALLOWED_PORTS = env.list("WEBHOOK_ALLOWED_PORTS", cast=int, default=[80, 443])

@@ -1,4 +1,4 @@
-"""`gpucloud-agent` command line: discover | enroll | run."""
+"""`gpucloud-agent` command line: discover | enroll | run (fake backend: inject | diag-set)."""
 from __future__ import annotations
 
 import argparse
@@ -61,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     inject.add_argument("--gpu", type=int)
     inject.add_argument("--hca-device", default="")
     inject.add_argument("--count", type=int, default=1)
+    diag = sub.add_parser("diag-set", help="fake backend: what the next return-to-service checks answer")
+    diag.add_argument("--state", required=True)
+    diag.add_argument("--result", default="pass", choices=["pass", "fail", "error"])
+    diag.add_argument("--error", action="append", default=[], help="an error the tool logged (repeatable)")
+    diag.add_argument("--times", type=int, default=0, help="how many checks answer so (0: until set again)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     backend = _backend(args)
@@ -77,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("inject needs --backend fake (a real driver raises its own signals)")
         print(json.dumps(backend.inject(args.kind, xid=args.xid, gpu=args.gpu, hca_device=args.hca_device,
                                         count=args.count)))
+        return 0
+    if args.cmd == "diag-set":
+        if args.backend != "fake":
+            parser.error("diag-set needs --backend fake")
+        backend.set_diagnostics(args.result, args.error, args.times)
         return 0
     saved = json.loads((Path(args.state) / "credential.json").read_text())
     url = saved["url"].removesuffix("/api/v1/agent")

@@ -43,6 +43,7 @@ class Executor:
         if stored is not None:
             return stored
         handler = getattr(self, f"_{command['kind']}", None)
+        self._command_id = command["id"]
         try:
             if handler is None:
                 raise BackendError(f"unknown command kind {command['kind']!r}", "unknown_command")
@@ -129,6 +130,26 @@ class Executor:
     def _set_vf_vgpu_type(self, p: dict) -> dict:
         self.backend.set_vf_vgpu_type(p["vf_address"], p["vgpu_type"])
         return {"vf_address": p["vf_address"], "vgpu_type": p["vgpu_type"]}
+
+    def _run_diagnostics(self, p: dict) -> dict:
+        return self.backend.diagnostics(list(p.get("gpu_indexes") or []), int(p.get("level", 2)))
+
+    def _reboot_host(self, p: dict) -> dict:
+        """Two phases across the reboot: record this boot's id under the command (journal key ``reboot:<id>``),
+        then reboot. The process dies with the host; after it comes back the control plane sends the command
+        again (it was never reported), the boot id differs, and the command succeeds. Same boot id after the
+        backend returned: the reboot did not happen (failure)."""
+        key = f"reboot:{self._command_id}"
+        marker = self.journal.get(key)
+        current = self.backend.boot_id()
+        if marker is None:
+            self.journal.put(key, {"boot_id": current})
+            self.backend.reboot_host()
+            current = self.backend.boot_id()
+            marker = {"boot_id": self.journal.get(key)["boot_id"]}
+        if current == marker["boot_id"]:
+            raise BackendError("the host did not reboot (same boot id)", "reboot_not_observed")
+        return {"previous_boot_id": marker["boot_id"], "boot_id": current}
 
     def _activate_partition(self, p: dict) -> dict:
         if p["partition_id"] not in self.backend.partitions().get("active", []):

@@ -4,6 +4,11 @@ BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"queue": "reconcile"},
     },
+    "health-repairs-advance": {
+        "task": "health.repairs_advance_task",
+        "schedule": 15.0,
+        "options": {"queue": "reconcile"},
+    },
     "health-remediations-advance": {
         "task": "health.remediations_advance_task",
         "schedule": 15.0,

@@ -30,6 +30,20 @@ def component_incident_list() -> QuerySet:
     return ComponentIncident.objects.select_related("switch")
 
 
+def repair_list() -> QuerySet:
+    """Every repair and acceptance, newest first (staff only)."""
+    from .models import Repair
+
+    return Repair.objects.select_related("host", "gpu")
+
+
+def rma_list() -> QuerySet:
+    """Every RMA record, newest first (staff only)."""
+    from .models import Rma
+
+    return Rma.objects.select_related("host", "gpu")
+
+
 def maintenance_by_instance(instance_ids) -> dict:
     """Compute's maintenance provider: for each instance, its open remediation, else a `held` one while the
     instance still sits on the host it names (one query). ``{id: {remediation, status, consent_mode,

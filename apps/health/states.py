@@ -73,3 +73,31 @@ REMEDIATION_TRANSITIONS = {
     "requeue": ({R.RUNNING}, R.APPROVED),
     "cancel": (_OPEN | {R.RUNNING}, R.CANCELLED),
 }
+
+
+class RepairKind(models.TextChoices):
+    REPAIR = "repair", "Repair after a fault (reset or reboot, then the check)"
+    ACCEPTANCE = "acceptance", "Acceptance of a newly enrolled host (the check only)"
+
+
+class RepairAction(models.TextChoices):
+    RESET_GPU = "reset_gpu", "GPU reset"
+    REBOOT_HOST = "reboot_host", "Host reboot"
+    NONE = "none", "None (the check only)"
+
+
+class RepairStatus(models.TextChoices):
+    WAITING = "waiting", "Waiting for the device to hold no tenant"
+    REPAIRING = "repairing", "The reset or reboot is queued for the agent"
+    CHECKING = "checking", "The return-to-service check is queued for the agent"
+    PASSED = "passed", "Passed: back in service"
+    FAILED = "failed", "Failed (the next attempt, or an RMA, follows)"
+    CANCELLED = "cancelled", "Cancelled (the host was retired)"
+
+
+OPEN_REPAIR = (RepairStatus.WAITING, RepairStatus.REPAIRING, RepairStatus.CHECKING)
+
+
+class RmaPart(models.TextChoices):
+    GPU = "gpu", "GPU"
+    HOST = "host", "Host (server)"

@@ -17,3 +17,11 @@ def remediations_advance_task() -> dict:
     from .services.remediation import remediations_advance
 
     return remediations_advance()
+
+
+@shared_task(name="health.repairs_advance_task")
+def repairs_advance_task() -> dict:
+    """Open acceptances and move repairs one step (beat, queue `reconcile`; idempotent)."""
+    from .services.repair import repairs_advance
+
+    return repairs_advance()

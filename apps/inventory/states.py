@@ -87,6 +87,8 @@ class CommandKind(models.TextChoices):
     SET_VF_VGPU_TYPE = "set_vf_vgpu_type", "Set an SR-IOV VF's vGPU type"
     ACTIVATE_PARTITION = "activate_partition", "Activate NVSwitch partition"
     DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
+    REBOOT_HOST = "reboot_host", "Reboot the host (repair)"
+    RUN_DIAGNOSTICS = "run_diagnostics", "Run the return-to-service check (DCGM diagnostics or the validation command)"
 
 
 class CommandStatus(models.TextChoices):

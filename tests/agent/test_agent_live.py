@@ -5,6 +5,7 @@ from gpucloud_agent.backends.fake import HCA_DEVICES, FakeBackend
 from gpucloud_agent.client import ControlPlane, ControlPlaneError
 
 from apps.core.errors import Conflict, ValidationFailed
+from apps.health.services.repair import repairs_advance
 from apps.identity.models import StaffRole, User
 from apps.inventory.errors import MigLayoutRejected
 from apps.inventory.models import AgentCommand, Fabric, Gpu, HcaPort, Host, Region, Switch, Zone
@@ -38,6 +39,14 @@ def enrolled(live_server, host, staff):
     _, token = enrollment_token_create(actor=staff, host=host)
     agent = Agent(backend, ControlPlane(live_server.url))
     agent.enroll(token)
+    host.refresh_from_db()
+    assert host.state == "enrolling"  # out of placement until the acceptance check passed
+    repairs_advance()  # opens the acceptance and queues the check
+    assert [r["kind"] for r in agent.run_once()] == ["run_diagnostics"]
+    repairs_advance()
+    host.refresh_from_db()
+    assert host.state == "available"
+    agent.executor.executions = 0  # the tests count their own commands
     yield agent, backend
     agent.cp.http.close()  # drop keep-alive connections so the server thread releases its DB session
 

@@ -184,3 +184,74 @@ def test_executor_sets_and_the_reset_clears_a_vfs_vgpu_type():
     assert (other["succeeded"], other["result"]["code"]) == (False, "vf_vgpu_type_failed")
     ex.execute({"id": "t3", "kind": "reset_vf", "payload": {"gpu_index": 0, "vf_address": address}})
     assert fake.state["vf_types"] == {}
+
+def test_dcgm_report_a_pass_with_logged_errors_keeps_the_errors_and_a_fail_is_a_fail():
+    from gpucloud_agent.diagnostics import dcgm_report_parse, run_check
+
+    report = {"version": "3.3.9", "DCGM GPU Diagnostic": {"test_categories": [
+        {"category": "Deployment", "tests": [{"name": "Blacklist", "results": [{"gpu_ids": "0", "status": "Pass"}]}]},
+        {"category": "Hardware", "tests": [{"name": "Memory", "results": [
+            {"gpu_ids": "0", "status": "Pass", "warnings": [{"warning": "GPU 0: 2 uncorrectable ECC errors"}]},
+            {"gpu_ids": "1", "status": "Pass", "error": "GPU 1: row remap pending"}]}]}]}}
+    parsed = dcgm_report_parse(json.dumps(report))
+    assert (parsed["result"], parsed["errors"], parsed["warnings"], parsed["tool_version"]) == (
+        "pass", ["GPU 1: row remap pending"], ["GPU 0: 2 uncorrectable ECC errors"], "3.3.9")
+    report["DCGM GPU Diagnostic"]["test_categories"][1]["tests"][0]["results"][0]["status"] = "Fail"
+    assert dcgm_report_parse(json.dumps(report))["result"] == "fail"
+    assert dcgm_report_parse("dcgmi: error connecting to host engine")["result"] == "error"
+    # no DCGM and no validation command: never a pass
+    assert run_check([0], 2, "", dcgmi="no-such-dcgmi")["result"] == "error"
+
+
+def test_validation_command_exit_code_and_error_lines_decide(tmp_path):
+    from gpucloud_agent.diagnostics import run_check
+
+    ok = run_check([0, 3], 2, 'echo "GPUCLOUD_TOOL_VERSION=burn-1.2"; echo "gpus=$GPUCLOUD_GPU_INDEXES"',
+                   dcgmi="no-such-dcgmi")
+    assert (ok["tool"], ok["tool_version"], ok["result"], ok["errors"]) == ("command", "burn-1.2", "pass", [])
+    assert "gpus=0,3" in ok["output_tail"]
+    flaky = run_check([0], 2, 'echo "ERROR: NCCL all-reduce 12% below baseline"; exit 0', dcgmi="no-such-dcgmi")
+    assert (flaky["result"], flaky["errors"]) == ("pass", ["ERROR: NCCL all-reduce 12% below baseline"])
+    assert run_check([0], 2, "exit 3", dcgmi="no-such-dcgmi")["result"] == "fail"
+
+
+def test_reboot_command_succeeds_after_the_host_came_back(tmp_path):
+    """The reboot kills the agent before it can report; after the restart the control plane sends the command
+    again and the changed boot id says the reboot happened."""
+    backend = get_backend("fake", host="hgx-h100", host_id=3, state_path=str(tmp_path / "driver.json"))
+
+    class Died(BaseException):
+        pass
+
+    def reboot_and_die():
+        backend.state["boots"] = backend.state.get("boots", 0) + 1
+        backend._save()
+        raise Died()
+
+    backend.reboot_host = reboot_and_die
+    journal = tmp_path / "journal.json"
+    command = {"id": "c-reboot", "kind": "reboot_host", "payload": {}}
+    with pytest.raises(Died):
+        Executor(backend, Journal(journal)).execute(command)
+    after = get_backend("fake", host="hgx-h100", host_id=3, state_path=str(tmp_path / "driver.json"))
+    out = Executor(after, Journal(journal)).execute(command)
+    assert out["succeeded"] and out["result"] == {"previous_boot_id": "fake-boot-3-0", "boot_id": "fake-boot-3-1"}
+
+    class Stuck:  # the reboot did not happen: the same boot id after the backend returned
+        def boot_id(self):
+            return "same"
+
+        def reboot_host(self):
+            return None
+
+    out = Executor(Stuck(), Journal()).execute({"id": "c2", "kind": "reboot_host", "payload": {}})
+    assert (out["succeeded"], out["result"]) == (False, {"code": "reboot_not_observed"})
+
+
+def test_fake_diagnostics_set_from_the_cli(tmp_path):
+    state = tmp_path / "agent"
+    assert cli.main(["--backend", "fake", "--fake-host-id", "4", "diag-set", "--state", str(state), "--result",
+                     "pass", "--error", "EUD: 1 error", "--times", "1"]) == 0
+    backend = get_backend("fake", host="hgx-h100", host_id=4, state_path=str(state / "fake-driver.json"))
+    first, second = backend.diagnostics([0], 2), backend.diagnostics([0], 2)
+    assert (first["result"], first["errors"], second["errors"]) == ("pass", ["EUD: 1 error"], [])

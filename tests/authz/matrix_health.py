@@ -97,3 +97,32 @@ ENTRIES += [
     Entry("GET", "/api/v1/health/breakers/{pk}", STAFF_READ, _breaker),
     Entry("POST", "/api/v1/health/breakers/{pk}/release", STAFF_WRITE(), _breaker),
 ]
+
+
+def _repair(world) -> Case:
+    from apps.health.models import Repair
+
+    host = Host.objects.filter(name="authz-h1").first() or make_host("authz-h1", gpus=1)
+    row = Repair.objects.filter(host=host).first() or Repair.objects.create(
+        host=host, gpu=host.gpus.first(), action="reset_gpu", status="waiting"
+    )
+    return Case(kwargs={"pk": str(row.pk)})
+
+
+def _rma(world) -> Case:
+    from apps.health.models import Rma
+
+    host = Host.objects.filter(name="authz-h1").first() or make_host("authz-h1", gpus=1)
+    gpu = host.gpus.first()
+    row = Rma.objects.filter(host=host).first() or Rma.objects.create(
+        host=host, gpu=gpu, part="gpu", serial=gpu.serial, reason="authz", opened_at=host.created_at
+    )
+    return Case(kwargs={"pk": str(row.pk)})
+
+
+ENTRIES += [
+    Entry("GET", "/api/v1/health/repairs", STAFF_READ, _repair),
+    Entry("GET", "/api/v1/health/repairs/{pk}", STAFF_READ, _repair),
+    Entry("GET", "/api/v1/health/rmas", STAFF_READ, _rma),
+    Entry("GET", "/api/v1/health/rmas/{pk}", STAFF_READ, _rma),
+]

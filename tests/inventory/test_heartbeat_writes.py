@@ -32,7 +32,8 @@ def _rows_written() -> int:
 
 
 @pytest.fixture
-def enrolled():
+def enrolled(settings):
+    settings.HOST_ACCEPTANCE_CHECK = False  # enrolled straight to available: acceptance is tests/health/test_repair.py's
     last_seen.redis_client().delete(last_seen.KEY, f"{last_seen.KEY}:flushing")
     staff = User.objects.create_user("ops@provider.test", staff_role=StaffRole.OPERATOR)
     zone = Zone.objects.create(name="z1", region=Region.objects.create(name="r1"))

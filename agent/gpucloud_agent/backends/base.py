@@ -71,6 +71,16 @@ class GpuBackend(Protocol):
     def health_check(self, index: int) -> dict:
         """{"health": "ok" | "degraded" | "faulty", "checks": {...}}."""
 
+    def diagnostics(self, gpu_indexes: list[int], level: int) -> dict:
+        """The return-to-service check (`gpucloud_agent.diagnostics`: DCGM, else the validation command):
+        {"tool", "tool_version", "driver_version", "result", "errors", "warnings", "exit_code", "output_tail"}."""
+
+    def boot_id(self) -> str:
+        """This boot's id (Linux: /proc/sys/kernel/random/boot_id): a reboot changes it."""
+
+    def reboot_host(self) -> None:
+        """Reboot the host (returns only if the reboot did not happen, raising BackendError)."""
+
     def partitions(self) -> dict:
         """Fabric Manager state: {"supported": [{"id", "gpus"}], "active": [ids]} ({} without NVSwitch)."""
 

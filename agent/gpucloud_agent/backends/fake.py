@@ -184,6 +184,38 @@ class FakeBackend:
         return {"health": "ok", "checks": {"ecc_volatile_uncorrected": 0, "retired_pages_pending": False,
                                            "nvlink_active": 18, "pcie_link": "gen5 x16"}}
 
+    # --- repair: return-to-service check and reboot --------------------------------------------------------------
+    def set_diagnostics(self, result: str = "pass", errors: list[str] | None = None, times: int = 0) -> None:
+        """What the next diagnostics answer (`times` of them, 0: every one until set again): ``result`` pass / fail
+        / error and the errors the tool logged (a pass with errors is how DCGM reports a flaky GPU)."""
+        self.state["diag"] = {"result": result, "errors": list(errors or []), "times": times}
+        self._save()
+
+    def diagnostics(self, gpu_indexes: list[int], level: int) -> dict:
+        for i in gpu_indexes:
+            self._check_index(i)
+        diag = self.state.get("diag") or {"result": "pass", "errors": [], "times": 0}
+        if diag.get("times"):
+            diag["times"] -= 1
+            if not diag["times"]:
+                self.state["diag"] = None
+        runs = self.state.setdefault("diag_runs", [])
+        runs.append({"gpu_indexes": gpu_indexes, "level": level})
+        self._save()
+        return {"tool": "dcgm", "tool_version": "3.3.9", "driver_version": DRIVER_VERSION, "result": diag["result"],
+                "errors": diag["errors"], "warnings": [], "exit_code": 0 if diag["result"] == "pass" else 226,
+                "output_tail": f"fake dcgmi diag -r {level}: {diag['result']}"}
+
+    def boot_id(self) -> str:
+        return f"fake-boot-{self.host_id}-{self.state.get('boots', 0)}"
+
+    def reboot_host(self) -> None:
+        """A reboot as the driver sees it: GPU instances and active partitions are gone (MIG mode stays)."""
+        self.state["boots"] = self.state.get("boots", 0) + 1
+        self.state["gis"] = {k: [] for k in self.state["gis"]}
+        self.state["active_partitions"] = []
+        self._save()
+
     # --- Fabric Manager ----------------------------------------------------------------------------------------
     def partitions(self) -> dict:
         return {"supported": HGX_PARTITIONS, "active": sorted(self.state["active_partitions"])}

@@ -43,6 +43,8 @@ class NvmlBackend:
             raise BackendError(f"NVML init failed: {exc}", "NVML_ERROR_UNINITIALIZED") from exc
         self.sysfs_root, self.proc_root = Path(sysfs_root), Path(proc_root)
         self.fmpm = fmpm or os.environ.get("GPUCLOUD_FMPM", "fmpm")
+        #: the return-to-service check where DCGM is not installed (`gpucloud_agent.diagnostics`)
+        self.validation_command = os.environ.get("GPUCLOUD_VALIDATION_COMMAND", "")
 
     def _call(self, fn, *args):
         try:
@@ -196,6 +198,25 @@ class NvmlBackend:
         degraded = gpu.nvlink["active"] < gpu.nvlink["links"] or bool(pending)
         health = "faulty" if checks["ecc_volatile_uncorrected"] else ("degraded" if degraded else "ok")
         return {"health": health, "checks": checks}
+
+    # --- repair: return-to-service check and reboot --------------------------------------------------------------
+    def diagnostics(self, gpu_indexes: list[int], level: int) -> dict:
+        from ..diagnostics import run_check
+
+        out = run_check(gpu_indexes, level, self.validation_command)
+        driver = self._opt(self.nv.nvmlSystemGetDriverVersion, default="")
+        return {**out, "driver_version": _text(driver) if driver else ""}
+
+    def boot_id(self) -> str:
+        return (self.proc_root / "sys/kernel/random/boot_id").read_text().strip()
+
+    def reboot_host(self) -> None:  # pragma: no cover - reboots the machine
+        import time
+
+        proc = subprocess.run(["systemctl", "reboot"], capture_output=True, text=True, timeout=60, check=False)
+        if proc.returncode != 0:
+            raise BackendError(proc.stderr.strip() or "systemctl reboot failed", "reboot_failed")
+        time.sleep(600)  # the reboot kills this process; still here after 10 minutes: it did not happen
 
     # --- Fabric Manager (NVIDIA Fabric-Manager-Client `fmpm`) ---------------------------------------------------
     def _fmpm(self, *args: str) -> str:

@@ -4,8 +4,8 @@ from apps.core.filters import FilterSet
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
-from ..models import HealthEventImpact, Remediation
-from ..states import EventKind, RemediationStatus
+from ..models import HealthEventImpact, Remediation, Repair
+from ..states import EventKind, RemediationStatus, RepairKind, RepairStatus
 
 
 class HealthEventFilter(FilterSet):
@@ -25,3 +25,13 @@ class RemediationFilter(FilterSet):
     class Meta:
         model = Remediation
         fields = ["project", "resource_id", "status"]
+
+
+class RepairFilter(FilterSet):
+    host = django_filters.CharFilter(field_name="host__name")
+    status = django_filters.ChoiceFilter(choices=RepairStatus.choices)
+    kind = django_filters.ChoiceFilter(choices=RepairKind.choices)
+
+    class Meta:
+        model = Repair
+        fields = ["host", "status", "kind"]

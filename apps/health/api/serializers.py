@@ -146,6 +146,42 @@ class ComponentIncidentOutput(Serializer):
     reason = serializers.CharField()
 
 
+class RepairOutput(Serializer):
+    """One repair (or acceptance) attempt of a GPU or host and its return-to-service check (docs/health.md,
+    "Repair"). `result`: what the check answered ({tool, tool_version, driver_version, result, errors, warnings,
+    exit_code, output_tail, passed}); `passed` only when the tool said pass and logged no error."""
+
+    id = serializers.UUIDField()
+    host = serializers.CharField(source="host.name")
+    gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
+    event = serializers.UUIDField(source="event_id", allow_null=True)
+    kind = serializers.CharField()
+    action = serializers.CharField()
+    status = serializers.CharField()
+    attempt = serializers.IntegerField()
+    result = serializers.JSONField()
+    reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+class RmaOutput(Serializer):
+    """An RMA record: the part (a GPU or the host), its serial and model, why, and its dates."""
+
+    id = serializers.UUIDField()
+    host = serializers.CharField(source="host.name")
+    gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
+    part = serializers.CharField()
+    serial = serializers.CharField()
+    model = serializers.CharField()
+    reason = serializers.CharField()
+    failed_repairs = serializers.IntegerField()
+    opened_at = serializers.DateTimeField()
+    shipped_at = serializers.DateTimeField(allow_null=True)
+    closed_at = serializers.DateTimeField(allow_null=True)
+
+
 class _Named(Serializer):
     id = serializers.UUIDField()
     slug = serializers.CharField()

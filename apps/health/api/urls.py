@@ -8,6 +8,8 @@ router = ApiRouter()
 router.register("health-events", views.HealthEventViewSet, basename="health-event")
 router.register("remediations", views.RemediationViewSet, basename="remediation")
 router.register("health/breakers", views.BreakerViewSet, basename="health-breaker")
+router.register("health/repairs", views.RepairViewSet, basename="health-repair")
+router.register("health/rmas", views.RmaViewSet, basename="health-rma")
 
 urlpatterns = [
     re_path(r"^agent/health-events/?$", views.AgentHealthEventView.as_view(), name="agent-health-events"),

@@ -211,3 +211,25 @@ class BreakerViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMi
     def release(self, request, pk=None):
         row = breaker_release(actor=request.user, incident=self.get_object())
         return self._out(selectors.component_incident_list().get(pk=row.pk))
+
+
+class RepairViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Staff: repairs and acceptances of GPUs and hosts with their return-to-service check (newest first;
+    filters `host` (name), `status`, `kind`)."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.RepairOutput
+    filterset_class = filters.RepairFilter
+
+    def get_queryset(self):
+        return selectors.repair_list()
+
+
+class RmaViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Staff: RMA records (newest first)."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.RmaOutput
+
+    def get_queryset(self):
+        return selectors.rma_list()

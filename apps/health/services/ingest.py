@@ -15,7 +15,9 @@ staff preview (`health_event_preview`, the same plan with no writes). Effects:
   and `applied.breaker` names the component incident.
 - `recreate_vm`: a remediation per VM the event touched (`services.remediation`, under the project's consent
   mode); `applied.remediations` lists them.
-- `reset_gpu`, `reboot_host`, `rma`: recorded in `applied.pending` for the host's repair (not in this slice).
+- `reset_gpu`, `reboot_host`: a repair of the GPU / host (`services.repair`: once the device holds no tenant,
+  the reset or reboot through the agent, then the return-to-service check); `rma`: an RMA record at once.
+  `applied.repair` / `applied.rma` name them (`applied.pending` lists the row's hooks).
 """
 
 from __future__ import annotations
@@ -316,6 +318,10 @@ def health_event_ingest(
             from .remediation import remediations_open
 
             event.applied["remediations"] = [str(r.pk) for r in remediations_open(event=event)]
+        if plan.pending and breaker is None:
+            from .repair import repairs_open_for_event
+
+            event.applied.update(repairs_open_for_event(event=event, pending=plan.pending))
         event.save(update_fields=["applied"])
         audit_record(
             actor=actor,

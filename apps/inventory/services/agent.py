@@ -4,7 +4,8 @@ Protocol (docs/fleet.md, "Node agent"):
 
 1. Staff create a one-time enrollment token for a host (`enrollment_token_create`), valid `ttl_s` seconds.
 2. The agent POSTs it with its discovered inventory to `/api/v1/agent/enroll`; `agent_enroll` spends the token,
-   syncs the inventory, moves the host `enrolling -> available` and returns an agent credential
+   syncs the inventory and returns an agent credential; an `enrolling` host stays so until apps.health's acceptance
+   check passed (`HOST_ACCEPTANCE_CHECK`; off: it moves `enrolling -> available` here)
    (`<prefix>.<secret>`, shown once; only its SHA-256 is stored).
 3. The agent heartbeats and polls `/api/v1/agent/commands` with `Authorization: Agent <credential>`.
 4. Staff (or other services) queue commands with `agent_command_enqueue`: every MIG change is validated by the
@@ -83,7 +84,9 @@ def enrollment_token_create(*, actor, host: Host, ttl_s: int = 3600) -> tuple[En
 
 
 def agent_enroll(*, token: str, inventory: dict, agent_version: str = "") -> tuple[AgentCredential, str]:
-    """Spend an enrollment token: sync inventory, mark the host available, return (credential, clear secret).
+    """Spend an enrollment token: sync inventory, return (credential, clear secret). An `enrolling` host becomes
+    available now when `HOST_ACCEPTANCE_CHECK` is off; with it on (the default) it stays `enrolling` until the
+    acceptance check passes (apps.health, docs/health.md "Repair").
 
     Raises ValidationFailed (`enrollment_token_invalid`) for an unknown, spent or expired token.
     """
@@ -104,7 +107,10 @@ def agent_enroll(*, token: str, inventory: dict, agent_version: str = "") -> tup
         credential = AgentCredential.objects.create(host=host, prefix=cprefix, secret_hash=_hash(csecret),
                                                     last_seen_at=now())
         host_inventory_sync(host=host, inventory=inventory or {}, agent_version=agent_version)
-        if host.state == HostState.ENROLLING:
+        if host.state == HostState.ENROLLING and getattr(settings, "HOST_ACCEPTANCE_CHECK", True):
+            # stays out of placement until it passed the acceptance check (apps.health completes the enrollment)
+            Host.objects.filter(pk=host.pk).update(state_reason="agent enrolled; acceptance check pending")
+        elif host.state == HostState.ENROLLING:
             transition(host, "enroll_complete", HOST_TRANSITIONS, field="state",
                        extra={"state_reason": "agent enrolled", "state_changed_at": now()})
         audit_record(actor=None, action="inventory.agent.enroll", target=host,
@@ -488,11 +494,33 @@ def _validate_deactivate(host: Host, payload: dict) -> dict:
     return {"partition_id": part["id"], "gpus": part["gpus"]}
 
 
+def _validate_reboot(host: Host, payload: dict) -> dict:
+    return {}
+
+
+def _validate_diagnostics(host: Host, payload: dict) -> dict:
+    """``{"gpu_indexes": [...] (empty: every GPU), "level": 1..4}`` (DCGM's run levels; the validation command
+    ignores it)."""
+    indexes = payload.get("gpu_indexes") or []
+    if not isinstance(indexes, list) or any(not isinstance(i, int) for i in indexes):
+        raise ValidationFailed("gpu_indexes must be a list of GPU indexes.", code=Code.COMMAND_INVALID,
+                               errors={"gpu_indexes": ["a list of integers"]})
+    known = set(Gpu.objects.filter(host=host).values_list("index", flat=True))
+    if set(indexes) - known:
+        raise ValidationFailed(f"Host {host.name} has no GPU {sorted(set(indexes) - known)}.",
+                               code=Code.COMMAND_INVALID, errors={"gpu_indexes": ["unknown GPU"]})
+    level = payload.get("level", 2)
+    if level not in (1, 2, 3, 4):
+        raise ValidationFailed("level must be 1, 2, 3 or 4.", code=Code.COMMAND_INVALID, errors={"level": ["1-4"]})
+    return {"gpu_indexes": sorted(indexes), "level": level}
+
+
 VALIDATORS = {
     CommandKind.APPLY_MIG_LAYOUT: _validate_mig_apply, CommandKind.CREATE_GPU_INSTANCE: _validate_gi_create,
     CommandKind.DESTROY_GPU_INSTANCE: _validate_gi_destroy, CommandKind.RESET_GPU: _validate_reset,
     CommandKind.RESET_VF: _validate_reset_vf, CommandKind.SET_VF_VGPU_TYPE: _validate_set_vf_type,
     CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
+    CommandKind.REBOOT_HOST: _validate_reboot, CommandKind.RUN_DIAGNOSTICS: _validate_diagnostics,
 }
 
 
