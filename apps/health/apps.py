@@ -15,3 +15,9 @@ class HealthConfig(AppConfig):
         from .selectors import maintenance_by_instance
 
         register_maintenance_provider(maintenance_by_instance)  # the instance's `maintenance` field
+
+        from apps.core.metrics import register_collector
+
+        from . import metrics
+
+        register_collector(metrics.COLLECTOR)  # /metrics: events by class, GPUs in repair, drain/recover times

@@ -98,3 +98,8 @@ class Event(models.TextChoices):
     REMEDIATION_PROPOSED = "remediation.proposed"
     REMEDIATION_HELD = "remediation.held"
     REMEDIATION_FINISHED = "remediation.finished"
+    # apps.health: a health event on a device that held the organization's resources, and the provider-fault
+    # incident it opened / the repair that closed it (docs/health.md, "Visibility")
+    HEALTH_EVENT = "health.event"
+    HEALTH_INCIDENT_OPENED = "health.incident.opened"
+    HEALTH_INCIDENT_CLOSED = "health.incident.closed"

@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.test import Client
 
 from apps.billing.services import downtime_sync, invoice_run_execute, usage_record_collect
 from apps.billing.skus import sku_for
@@ -195,6 +196,14 @@ def test_auto_moves_after_the_checkpoint_deadline_keeps_networks_and_credits(wor
     assert Incident.objects.filter(host=old_host, end__isnull=True, provider_at_fault=True).exists()
     assert world.client_a.get(f"/api/v1/remediations/{rem_id}").json()["status"] == "succeeded"
     assert world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()["maintenance"] is None
+    # /metrics: the time to drain runs from the event's record to the VM re-created (the 3 h notice included)
+    from tests.core.test_business_metrics import scrape
+
+    m = scrape(Client())
+    assert (m[("gpucloud_health_time_to_drain_seconds_count", ())],
+            m[("gpucloud_health_time_to_drain_seconds_sum", ())],
+            m[("gpucloud_health_time_to_drain_seconds_bucket", (("le", "3600.0"),))],
+            m[("gpucloud_health_time_to_drain_seconds_bucket", (("le", "14400.0"),))]) == (1, 3 * 3600.0, 0, 1)
 
     # billing: the 3 h on the failed GPU (fault to move) are provider-fault downtime, not charged; uptime
     # 237 / 240 h = 98.75 % is below the standard tier's 99 %: 10 % of June's $3,792.00 is credited
@@ -349,3 +358,34 @@ def test_a_claim_that_finds_no_capacity_leaves_the_vm_where_it_runs_and_waits(wo
     assert (rem.status, inst.status, inst.host_id) == ("succeeded", "active", new_host.pk)
     live = Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True)
     assert {a.host_id for a in live} == {new_host.pk}
+
+
+def test_a_spot_vm_on_the_failed_gpu_is_preempted_at_once_not_moved(world, setup):
+    """Spot is stopped, never moved: the fault interrupts it through the spot market's preemption with no grace
+    (the owner's spot.preemption_notice), whatever the consent mode, and the reservations beat deletes it, which
+    releases its allocation on the failed host."""
+    from apps.reservations.models import InstanceTerms
+    from apps.reservations.services.spot import spot_preempt_due
+
+    s = setup
+    _policy(world, "propose")
+    inst = _launch(world, s, name="spot-0")
+    InstanceTerms.objects.create(instance=inst, project=world.project_a, market="spot")
+    body = _xid79(inst.host)
+    (rem_id,) = body["applied"]["remediations"]
+    rem = Remediation.objects.get(pk=rem_id)
+    assert (rem.status, rem.reason) == ("held", "spot: preempted now (the spot market's interruption), not moved")
+    terms = InstanceTerms.objects.get(instance=inst)
+    assert terms.interruption_at == FAULT and terms.interruption_reason.startswith("health: gpu_lost")
+    (notice,) = Notification.objects.filter(event="spot.preemption_notice")
+    assert notice.payload["data"]["instance"] == str(inst.pk)
+    with time_machine.travel(FAULT + dt.timedelta(seconds=15), tick=False):
+        assert spot_preempt_due() == 1
+        inst.refresh_from_db()
+        assert inst.status == "deleting"
+        op = Operation.objects.filter(target_id=inst.pk, kind="instance.delete").get()
+        assert _finish(op.pk, s.hosts).status == "succeeded"
+        remediations_advance()
+    assert Instance.objects.get(pk=inst.pk).status == "deleted"
+    assert not Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True).exists()
+    assert Remediation.objects.filter(resource_id=inst.pk).count() == 1  # moved by nobody, recorded once

@@ -5,6 +5,7 @@ with explicit times."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 import time_machine
@@ -22,7 +23,9 @@ from apps.inventory.services.agent import (
     agent_enroll,
     enrollment_token_create,
 )
+from apps.reservations.models import Notification
 from tests.compute.conftest import gpu_host
+from tests.core.test_business_metrics import scrape
 
 from .test_api import _agent, _staff
 from .test_remediation import FAULT, _finish, _launch, _policy, _xid79, setup  # noqa: F401
@@ -63,7 +66,7 @@ def _step(at, node=None) -> list[str]:
     return ran
 
 
-def test_gpu_reset_then_the_check_returns_the_gpu_and_ends_its_incident(world):
+def test_gpu_reset_then_the_check_returns_the_gpu_and_ends_its_incident(world, client):
     host = gpu_host(gpus=8)
     body = _event(host, {"kind": "xid", "xid": 48, "gpu_index": 2}, FAULT)  # double-bit ECC: reset, then check
     repair = Repair.objects.get(pk=body["applied"]["repair"])
@@ -90,6 +93,14 @@ def test_gpu_reset_then_the_check_returns_the_gpu_and_ends_its_incident(world):
     assert (incident.start, incident.end) == (FAULT, t2)  # the SLA downtime ends with the passed check
     assert node.backend.state["resets"]["2"] == 1 and node.backend.state["diag_runs"] == [
         {"gpu_indexes": [2], "level": 2}]
+    # /metrics: the event by class, the repair's outcome and the time to recover (30 s)
+    m = scrape(client)
+    assert m[("gpucloud_health_events_total", (("class", "gpu_memory_uncorrectable"),))] == 1
+    assert m[("gpucloud_health_repairs", (("status", "passed"),))] == 1
+    assert m[("gpucloud_health_gpus", (("condition", "faulty"),))] == 0
+    assert (m[("gpucloud_health_time_to_recover_seconds_count", ())],
+            m[("gpucloud_health_time_to_recover_seconds_sum", ())],
+            m[("gpucloud_health_time_to_recover_seconds_bucket", (("le", "60.0"),))]) == (1, 30.0, 1)
 
 
 def test_a_pass_that_logged_errors_fails_and_three_failures_open_an_rma(world, settings):
@@ -164,6 +175,19 @@ def test_a_reboot_waits_for_the_tenant_to_leave_then_returns_the_host(world, set
     assert reboot.result["previous_boot_id"] != reboot.result["boot_id"]
     assert (repair.status, old.state, gpu3.health) == ("passed", "available", "ok")
     assert AgentCommand.objects.get(pk=repair.check_command_id).payload == {"gpu_indexes": [3], "level": 2}
+    # the tenant was told (webhooks / billing e-mail): the event on its VM, the incident opened, then closed by the
+    # repair; nothing names the host, and the other tenant hears nothing
+    sent = {n.event: n for n in Notification.objects.filter(event__startswith="health.")}
+    assert set(sent) == {"health.event", "health.incident.opened", "health.incident.closed"}
+    assert {n.organization_id for n in sent.values()} == {world.org_a.pk}
+    assert sent["health.event"].payload["data"] == {
+        "event": body["id"], "kind": "xid", "xid": 79, "class": "gpu_lost", "provider_at_fault": True,
+        "observed_at": FAULT.isoformat(), "resources": [{"type": "instance", "id": str(inst.pk),
+                                                          "project": str(world.project_a.pk)}]}
+    closed = sent["health.incident.closed"].payload["data"]
+    assert (closed["start"], closed["end"]) == (FAULT.isoformat(), at.isoformat())
+    assert closed["incident"] == sent["health.incident.opened"].payload["data"]["incident"]
+    assert old.name not in json.dumps([n.payload for n in sent.values()])
 
 
 def test_a_new_host_takes_no_tenant_before_its_acceptance_check_passes(world, settings):

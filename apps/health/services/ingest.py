@@ -309,6 +309,7 @@ def health_event_ingest(
         if breaker is not None:  # keep the GPU's own containment; take no host out, move no VM
             held = [a for a, _ in plan.actions if a in HOST_TAKE_OUT]
             plan.actions = [(a, d) for a, d in plan.actions if a not in HOST_TAKE_OUT]
+        open_before = set(ev.host.incidents.filter(end__isnull=True).values_list("pk", flat=True))
         event.applied = _apply(actor=actor, ev=ev, plan=plan)
         if breaker is not None:
             event.applied.update(breaker=str(breaker.pk), held_actions=held, takes_host_out=False)
@@ -323,6 +324,11 @@ def health_event_ingest(
 
             event.applied.update(repairs_open_for_event(event=event, pending=plan.pending))
         event.save(update_fields=["applied"])
+        from .notify import health_event_notify, incident_notify
+
+        health_event_notify(event)  # webhooks + e-mail of the organizations it touched
+        for incident in ev.host.incidents.filter(end__isnull=True).exclude(pk__in=open_before):
+            incident_notify(event, incident, closed=False)
         audit_record(
             actor=actor,
             action="health.event.ingest",

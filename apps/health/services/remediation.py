@@ -11,9 +11,10 @@ Opened at ingest (`remediations_open`, in the event's transaction) for every ins
 - `off`: `held` (notice `remediation.held`): never moved; the instance stays on the failed device and its
   downtime counts against the SLA until staff return the device to service.
 
-Also `held`: an instance with a volume on a host-local tier (it cannot follow), one inside a lease or on spot
-(not on-demand; the lease's spare pool and spot preemption are theirs), and any while the blast-radius breaker
-of the host's component is open. The move is compute's `instance.recreate` operation
+Also `held`: an instance with a volume on a host-local tier (it cannot follow), one inside a lease (not
+on-demand; the lease's spare pool is not built), and any while the blast-radius breaker of the host's component is
+open. A spot instance is `held` too, and interrupted at once through the spot market's preemption
+(`_spot_preempt`): spot is stopped, never moved. The move is compute's `instance.recreate` operation
 (`apps.compute.services.instances.instance_recreate`); `remediations_advance` records how it finished.
 """
 
@@ -114,6 +115,21 @@ def _notify(
     )
 
 
+SPOT_REASON = "spot: preempted now (the spot market's interruption), not moved"
+
+
+def _spot_preempt(inst: Instance, event: HealthEvent) -> None:
+    """A spot VM on the failed device is interrupted now through the spot market's own mechanism
+    (`spot_interrupt`: the owner's `spot.preemption_notice`, the instance's `interruption_at`), with no grace:
+    its GPU or host is gone. The reservations beat (`spot_preempt_due`) deletes it, which releases the
+    allocation and queues the scrub; its downtime until then is the incident's."""
+    from apps.reservations.models import InstanceTerms
+    from apps.reservations.services.spot import spot_interrupt
+
+    terms = InstanceTerms.objects.select_related("instance__project__organization").get(instance_id=inst.pk)
+    spot_interrupt(terms, at=now(), reason=f"health: {event.classification} on the instance's GPU or host")
+
+
 def _hold_reason(inst: Instance) -> str:
     from apps.storage.models import VolumeAttachment
 
@@ -124,7 +140,7 @@ def _hold_reason(inst: Instance) -> str:
     from apps.reservations.models import InstanceTerms
 
     if InstanceTerms.objects.filter(instance_id=inst.pk, market="spot").exists():
-        return "spot: not an on-demand VM"
+        return SPOT_REASON
     if VolumeAttachment.objects.filter(instance_id=inst.pk, volume__volume_type__host_local=True).exists():
         return "a volume on a host-local tier cannot follow the VM"
     return ""
@@ -153,6 +169,8 @@ def remediations_open(*, event: HealthEvent, held_reason: str = "") -> list[Reme
             status, deadline, what = S.PROPOSED, None, Event.REMEDIATION_PROPOSED
         else:
             status, deadline, what = S.NOTICE, at + dt.timedelta(seconds=notice), Event.REMEDIATION_NOTICE
+        if reason == SPOT_REASON and not held_reason:
+            _spot_preempt(inst, event)
         rem = Remediation.objects.create(
             project=inst.project,
             event=event,

@@ -181,8 +181,11 @@ def _step_checking(row: Repair) -> None:
 
 
 def _return_to_service(row: Repair) -> None:
+    from apps.inventory.models import Incident
+
     host = Host.objects.get(pk=row.host_id)
     reason = f"health: return-to-service check passed ({row.kind} {row.pk})"
+    open_before = set(Incident.objects.filter(host=host, end__isnull=True).values_list("pk", flat=True))
     try:
         with transaction.atomic():
             if row.kind == RepairKind.ACCEPTANCE:
@@ -202,6 +205,11 @@ def _return_to_service(row: Repair) -> None:
         return
     row.status, row.finished_at, row.reason = R.PASSED, now(), ""
     row.save(update_fields=["status", "finished_at", "reason", "updated_at"])
+    if row.event is not None:
+        from .notify import incident_notify
+
+        for incident in Incident.objects.filter(pk__in=open_before, end__isnull=False):
+            incident_notify(row.event, incident, closed=True)
     _audit("health.repair.pass", row, after={"check": {k: row.result.get(k) for k in ("tool", "tool_version",
                                                                                      "result")}})
 
