@@ -252,23 +252,32 @@ def repairs_advance(*, limit: int = 200) -> dict:
     ids = list(Repair.objects.filter(status__in=OPEN_REPAIR).order_by("created_at").values_list("pk", flat=True)
                [:limit])
     for pk in ids:
-        with transaction.atomic():
-            row = (Repair.objects.select_for_update(skip_locked=True, of=("self",))
-                   .select_related("host", "gpu", "event", "repair_command", "check_command").filter(pk=pk).first())
-            if row is None or row.status not in OPEN_REPAIR:
-                continue
-            before = row.status
-            if row.host.state == HostState.RETIRED:
-                row.status, row.finished_at, row.reason = R.CANCELLED, now(), "the host was retired"
-                row.save(update_fields=["status", "finished_at", "reason", "updated_at"])
-            elif row.status == R.WAITING:
-                _step_waiting(row)
-            elif row.status == R.REPAIRING:
-                _step_repairing(row)
-            else:
-                _step_checking(row)
-            advanced += row.status != before
+        try:
+            advanced += _advance_one(pk)
+        except DomainError as exc:  # e.g. 409 gpu_allocated: a tenant took the device meanwhile; the next beat retries
+            log.warning("repair %s not advanced: %s", pk, exc.detail)
+            Repair.objects.filter(pk=pk).update(reason=f"not advanced: {exc.detail}"[:500])
     return {"opened": opened, "advanced": advanced}
+
+
+def _advance_one(pk) -> int:
+    """Move one open repair a step in its own transaction (row locked, SKIP LOCKED); 1 when its status changed."""
+    with transaction.atomic():
+        row = (Repair.objects.select_for_update(skip_locked=True, of=("self",))
+               .select_related("host", "gpu", "event", "repair_command", "check_command").filter(pk=pk).first())
+        if row is None or row.status not in OPEN_REPAIR:
+            return 0
+        before = row.status
+        if row.host.state == HostState.RETIRED:
+            row.status, row.finished_at, row.reason = R.CANCELLED, now(), "the host was retired"
+            row.save(update_fields=["status", "finished_at", "reason", "updated_at"])
+        elif row.status == R.WAITING:
+            _step_waiting(row)
+        elif row.status == R.REPAIRING:
+            _step_repairing(row)
+        else:
+            _step_checking(row)
+        return int(row.status != before)
 
 
 __all__ = ["check_passed", "repair_open", "repairs_advance", "repairs_open_for_event", "rma_open"]
