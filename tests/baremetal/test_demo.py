@@ -92,3 +92,12 @@ def test_make_run_demo_enrolls_hosts_while_ironic_starts_and_the_demo_tenant_dep
     assert client.get(f"/api/v1/instances/{inst_id}/").json()["status"] == "deleted"
     assert ExitReceipt.objects.filter(instance_id=inst_id).count() == 1
     assert set(Host.objects.filter(name__in=HOSTS).values_list("state", flat=True)) == {"available"}
+
+    # the demo hosts have no InfiniBand HCA: the demo partition is refused by placement, nothing written
+    from apps.networking.models import IbPartition
+
+    part = IbPartition.objects.get(project=project, name="demo-train")
+    resp = client.post("/api/v1/instances/", {"name": "bm-ib", "flavor": flavors[0]["id"], "ib_partition_id": str(
+        part.pk), "image": str(Image.objects.get(name="ubuntu-24-04").pk)}, format="json")
+    assert (resp.status_code, resp.json()["code"]) == (422, "unplaceable"), resp.content
+    assert not Instance.objects.filter(name="bm-ib").exists()
