@@ -15,6 +15,7 @@ Environment variables (all optional):
   OIDC_RP_CLIENT_ID / OIDC_RP_CLIENT_SECRET / OIDC_OP_*_ENDPOINT  OIDC login, off unless set
   CONSOLE_DIST_DIR  frontend/dist (the built web console served at /)
   BEHIND_TLS_PROXY  false (true behind deploy/nginx: trust its X-Forwarded-Proto)
+  PROMETHEUS_MULTIPROC_DIR  unset (web under gunicorn with several workers: where they keep their metric values)
 Any of them may be given as NAME_FILE instead: the path of a file holding the value (secrets; deploy/).
 """
 from pathlib import Path
@@ -123,6 +124,8 @@ if env.bool("DB_TRANSACTION_POOLING", default=False):
 # Beat's singleton lock is a session-level advisory lock (gpucloud/beat.py): its connection must be a session of
 # its own on PostgreSQL, so with a transaction pooler in DATABASE_URL point this straight at PostgreSQL.
 BEAT_DATABASE_URL = env.str("BEAT_DATABASE_URL", default="")
+# Read by prometheus_client itself when it is imported (apps/core/metrics.py); named here so it is documented.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default=DEFAULT_REDIS_URL)

@@ -1,7 +1,19 @@
-"""Prometheus metrics served at /metrics (text exposition format)."""
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+"""Prometheus metrics served at /metrics (text exposition format).
+
+The series below are counted in each process. Under gunicorn with several worker processes, set
+`PROMETHEUS_MULTIPROC_DIR` (the web unit and the compose web service do; gunicorn.conf.py empties it at start):
+prometheus_client then keeps each process's values in files there and `exposition()` sums them, so every scrape
+reports the whole web server whichever worker answers. The business series come from the apps' scrape-time
+collectors (`ScrapeTimeCollector`) and are the same from every process either way.
+"""
+import os
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+#: the apps' scrape-time collectors (`register_collector`), served beside the per-process series
+_SCRAPE_COLLECTORS: list = []
 
 HTTP_REQUESTS = Counter(
     "gpucloud_http_requests_total", "HTTP requests by method, route and status.",
@@ -15,7 +27,7 @@ HTTP_LATENCY = Histogram(
 CELERY_QUEUE_DEPTH = Gauge(
     "gpucloud_celery_queue_depth", "Messages waiting in each Celery queue (Redis list length, or RabbitMQ's "
     "ready count).",
-    ["queue"], registry=REGISTRY,
+    ["queue"], registry=REGISTRY, multiprocess_mode="mostrecent",
 )
 TASK_SEND_FAILURES = Counter(
     "gpucloud_task_send_failures_total", "Tasks not sent after commit because the broker was unreachable "
@@ -24,7 +36,7 @@ TASK_SEND_FAILURES = Counter(
 CELERY_QUEUE_OLDEST_AGE = Gauge(
     "gpucloud_celery_queue_oldest_age_seconds", "Age in seconds of the oldest message waiting in each Celery queue "
     "(from the `sent_at` header stamped at publish; 0 when the queue is empty; Redis broker only).",
-    ["queue"], registry=REGISTRY,
+    ["queue"], registry=REGISTRY, multiprocess_mode="mostrecent",
 )
 
 
@@ -61,3 +73,18 @@ def register_collector(collector) -> None:
     except KeyError:
         pass
     REGISTRY.register(collector)
+    if collector not in _SCRAPE_COLLECTORS:
+        _SCRAPE_COLLECTORS.append(collector)
+
+
+def exposition() -> bytes:
+    """The text /metrics serves: with `PROMETHEUS_MULTIPROC_DIR` set, the per-process series summed over every
+    process that wrote them there (prometheus_client's multiprocess mode) plus the scrape-time collectors;
+    otherwise this process's REGISTRY."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return generate_latest(REGISTRY)
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry)
+    for collector in _SCRAPE_COLLECTORS:
+        registry.register(collector)
+    return generate_latest(registry)

@@ -9,10 +9,10 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpResponse, JsonResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from .errors import problem_response
-from .metrics import CELERY_QUEUE_DEPTH, CELERY_QUEUE_OLDEST_AGE, REGISTRY
+from .metrics import CELERY_QUEUE_DEPTH, CELERY_QUEUE_OLDEST_AGE, exposition
 
 CELERY_QUEUES = ("default", "provisioning", "reconcile", "billing")
 
@@ -107,4 +107,4 @@ def metrics(request):
         _redis_queue_figures(broker)
     elif broker.startswith(("amqp://", "amqps://", "pyamqp://")):
         _amqp_queue_depths(broker)
-    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)

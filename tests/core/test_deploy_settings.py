@@ -88,6 +88,12 @@ def test_compose_processes_get_the_settings_the_layout_needs(tmp_path):
     assert "nginx" in services and "proxy_set_header X-Forwarded-Proto https;" in site
     assert s["proxy_ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"] and s["secure_cookies"] == [True, True]
     assert s["console_dist"] == "/app/frontend/dist"
+    # web alone sums its gunicorn workers' metrics through files (apps/core/metrics.py), with every app variable
+    web_env = services["web"]["environment"]
+    assert {k: web_env[k] for k in doc["x-app"]["environment"]} == doc["x-app"]["environment"]
+    assert web_env["PROMETHEUS_MULTIPROC_DIR"].startswith("/tmp/")
+    assert all("PROMETHEUS_MULTIPROC_DIR" not in (services[n].get("environment") or {})
+               for n in ("worker", "notify", "beat", "migrate"))
 
 
 def test_compose_rabbitmq_profile_gives_the_workers_rabbitmq(tmp_path):
@@ -133,6 +139,11 @@ def test_systemd_units_get_the_settings_the_layout_needs(tmp_path):
         assert s["proxy_ssl_header"] == ["HTTP_X_FORWARDED_PROTO", "https"], unit   # behind deploy/nginx
         workdir = re.search(r"^WorkingDirectory=(\S+)$", (DEPLOY / "systemd" / unit).read_text(), re.M).group(1)
         assert s["console_dist"] == f"{workdir}/frontend/dist", unit
+        runtime = re.search(r"^RuntimeDirectory=(\S+)$", (DEPLOY / "systemd" / unit).read_text(), re.M)
+        if unit == "gpucloud-web.service":   # its gunicorn workers' metric files, in its own runtime directory
+            assert env["PROMETHEUS_MULTIPROC_DIR"].startswith(f"/run/{runtime.group(1)}/")
+        else:
+            assert "PROMETHEUS_MULTIPROC_DIR" not in env, unit
 
 
 def test_shutdown_grace_matches_between_compose_and_systemd():
