@@ -1,12 +1,16 @@
 """Read-only check of the agent's NVML backend and the GPU catalog on a real NVIDIA host.
 
-Usage: PYTHONPATH=agent python3 agent/tools/nvml_check.py [--catalog apps/inventory/catalog] [--out DIR]
+Usage: PYTHONPATH=agent python3 agent/tools/nvml_check.py [--catalog apps/inventory/catalog] [--out DIR] [--signals]
 
 Prints the inventory the agent would report (`gpucloud_agent.inventory.collect` on `NvmlBackend`) and, per GPU,
 compares the driver's MIG GPU-instance profiles (NVML `nvmlDeviceGetGpuInstanceProfileInfo` per profile index, and
 `nvmlDeviceGetGpuInstancePossiblePlacements` per profile) with the catalog entry of the GPU's model: profile id,
 compute slices, memory size, maximum instances and allowed start slices. Changes nothing on the GPU. The last line
 is one JSON object: {"gpus": n, "model": key, "profiles_checked": n, "mismatches": [...], "mig_query": "ok"|error}.
+With `--signals` it also reads the health signals as the agent does (`NvmlBackend.health_read`: XID event set,
+volatile ECC counts, remapped rows, NVLink states, PCIe link, clock event reasons, temperature, power), prints the
+values read per GPU and the events the agent would send, and adds ``"signals"`` (the values) and ``"events"`` to
+the last line. Nothing is injected and nothing is sent.
 """
 from __future__ import annotations
 
@@ -73,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--catalog", default="apps/inventory/catalog")
     ap.add_argument("--out", default="")
+    ap.add_argument("--signals", action="store_true", help="read the health signals too (read-only)")
     args = ap.parse_args(argv)
     backend = NvmlBackend()
     inventory = collect(backend)
@@ -99,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
             mismatches += [f"GPU {index}: {m}" for m in _compare(catalog, driver)]
     result = {"gpus": len(inventory["gpus"]), "model": model, "profiles_checked": checked,
               "mismatches": mismatches, "mig_query": status}
+    if args.signals:
+        result["signals"] = backend.health_read()
+        result["events"] = backend.health_events()
+        print(f"health signals read: {json.dumps(result['signals'], default=str)}")
     if args.out:
         Path(args.out, "inventory.json").write_text(json.dumps(inventory, indent=1, default=str))
     print(json.dumps(result))

@@ -242,10 +242,127 @@ class NvmlBackend:
     def deactivate_partition(self, partition_id: int) -> None:
         self._fmpm("-d", str(partition_id))
 
-    # Health signals: XID collection (NVML event sets, nvmlEventTypeXidCriticalError) and ECC / row-remap / NVLink
-    # counters are not read yet; the control plane accepts them when a backend reports them (docs/health.md).
+    # --- health signals (docs/health.md, "Signals") -------------------------------------------------------------
+    #: clock event reasons that mean a thermal or hardware slowdown (NVML nvmlClocksEventReason*: HW slowdown,
+    #: SW thermal, HW thermal, HW power brake)
+    THERMAL_REASONS = 0x08 | 0x20 | 0x40 | 0x80
+
+    def _signal(self, kind: str, key: str, *, gpu: int | None, xid: int | None = None, count: int = 1,
+                message: str = "") -> None:
+        import datetime as dt
+
+        pending = self.__dict__.setdefault("_pending", {})
+        if key in pending or key in self.__dict__.setdefault("_acked", set()):
+            return
+        pending[key] = {"kind": kind, "xid": xid, "gpu_index": gpu, "hca_device": "", "hca_port_number": None,
+                        "count": count, "message": message[:500],
+                        "observed_at": dt.datetime.now(dt.UTC).isoformat(), "dedup_key": key[:128]}
+
+    def _boot(self) -> str:
+        try:
+            return self.boot_id()[:8]
+        except OSError:
+            return "noboot"
+
+    def _xid_events(self) -> None:
+        """Drain the XID event set (nvmlEventTypeXidCriticalError on every GPU, registered once)."""
+        nv = self.nv
+        if "_event_set" not in self.__dict__:
+            self._event_set = self._opt(nv.nvmlEventSetCreate)
+            for index in range(self._call(nv.nvmlDeviceGetCount)):
+                if self._event_set is not None:
+                    self._opt(nv.nvmlDeviceRegisterEvents, self._handle(index), nv.nvmlEventTypeXidCriticalError,
+                              self._event_set)
+        if self._event_set is None:
+            return
+        seq = self.__dict__.setdefault("_xid_seq", 0)
+        while True:
+            try:
+                data = nv.nvmlEventSetWait_v2(self._event_set, 0)
+            except nv.NVMLError:  # NVML_ERROR_TIMEOUT: nothing more now
+                return
+            if not int(data.eventType) & int(nv.nvmlEventTypeXidCriticalError):
+                continue
+            index = int(self._opt(nv.nvmlDeviceGetIndex, data.device, default=-1))
+            seq += 1
+            self._xid_seq = seq
+            self._signal("xid", f"nvml-{self._boot()}-xid-{index}-{int(data.eventData)}-{seq}",
+                         gpu=index if index >= 0 else None, xid=int(data.eventData))
+
+    def _device_signals(self, index: int) -> dict:
+        """Read one GPU's counters and states; queue a signal for each fault; return what was read."""
+        nv = self.nv
+        try:
+            h = nv.nvmlDeviceGetHandleByIndex(index)
+            uuid = _text(nv.nvmlDeviceGetUUID(h))
+        except nv.NVMLError as exc:
+            if "lost" in str(exc).lower():
+                self._signal("fallen_off_bus", f"nvml-{self._boot()}-lost-{index}", gpu=index, message=str(exc))
+            return {"index": index, "error": str(exc)}
+        read = {"index": index, "uuid": uuid}
+        for kind, etype in (("ecc_dbe", "NVML_MEMORY_ERROR_TYPE_UNCORRECTED"),
+                            ("ecc_sbe", "NVML_MEMORY_ERROR_TYPE_CORRECTED")):
+            total = self._opt(nv.nvmlDeviceGetTotalEccErrors, h, getattr(nv, etype), nv.NVML_VOLATILE_ECC)
+            read[kind] = total
+            seen = self.__dict__.setdefault("_ecc_seen", {}).get((uuid, kind), 0)
+            if total is not None and int(total) > seen:  # volatile: since the driver loaded; keyed by the total
+                self._ecc_seen[(uuid, kind)] = int(total)
+                self._signal(kind, f"nvml-{uuid}-{kind}-{self._boot()}-{int(total)}", gpu=index,
+                             count=int(total) - seen)
+        remap = self._opt(nv.nvmlDeviceGetRemappedRows, h)
+        read["row_remap"] = list(remap) if remap is not None else None
+        if remap is not None and bool(remap[3]):
+            self._signal("row_remap_failure", f"nvml-{uuid}-row-remap-failure", gpu=index)
+        down = []
+        for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+            state = self._opt(nv.nvmlDeviceGetNvLinkState, h, link)
+            if state is not None and int(state) != 1:
+                down.append(link)
+        read["nvlink_down"] = down
+        if down:
+            self._signal("nvlink_down", f"nvml-{uuid}-nvlink-{self._boot()}-{'.'.join(map(str, down))}", gpu=index,
+                         count=len(down), message=f"NVLink links down: {down}")
+        pcie = (self._opt(nv.nvmlDeviceGetCurrPcieLinkGeneration, h), self._opt(nv.nvmlDeviceGetCurrPcieLinkWidth, h),
+                self._opt(nv.nvmlDeviceGetMaxPcieLinkGeneration, h), self._opt(nv.nvmlDeviceGetMaxPcieLinkWidth, h))
+        read["pcie"] = list(pcie)
+        if None not in pcie and (pcie[0] < pcie[2] or pcie[1] < pcie[3]):
+            # an idle GPU may train its link down to save power: only the width is a fault on its own
+            if pcie[1] < pcie[3]:
+                self._signal("pcie_degraded", f"nvml-{uuid}-pcie-{self._boot()}-x{pcie[1]}", gpu=index,
+                             message=f"PCIe gen{pcie[0]} x{pcie[1]} of gen{pcie[2]} x{pcie[3]}")
+        reasons = self._opt(getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                            or nv.nvmlDeviceGetCurrentClocksThrottleReasons, h)
+        read["clock_event_reasons"] = reasons
+        throttled = self.__dict__.setdefault("_throttled", set())
+        if reasons is not None and int(reasons) & self.THERMAL_REASONS:
+            if uuid not in throttled:
+                throttled.add(uuid)
+                import time
+
+                self._signal("thermal", f"nvml-{uuid}-thermal-{int(time.time())}", gpu=index,
+                             message=f"clock event reasons 0x{int(reasons):x}")
+        else:
+            throttled.discard(uuid)
+        read["temperature_c"] = self._opt(nv.nvmlDeviceGetTemperature, h, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
+        read["power_mw"] = self._opt(nv.nvmlDeviceGetPowerUsage, h)
+        return read
+
+    def health_read(self) -> list[dict]:
+        """Collect now (XID events, then every GPU's counters and states) and return what was read per GPU
+        (`agent/tools/nvml_check.py` prints it)."""
+        self._xid_events()
+        return [self._device_signals(i) for i in range(self._call(self.nv.nvmlDeviceGetCount))]
+
     def health_events(self) -> list[dict]:
-        return []
+        """Signals from NVML not yet acknowledged, oldest first (collected on each call): XID events (event set),
+        volatile ECC uncorrected / corrected counts (keyed by the running total, so a restart re-reports the same
+        key, which the control plane de-duplicates), row remapping failure, NVLink links not active, PCIe link
+        narrower than its maximum, thermal or hardware slowdown (on entering it), a GPU that is lost."""
+        self.health_read()
+        return [dict(e) for e in self.__dict__.get("_pending", {}).values()]
 
     def health_events_ack(self, dedup_keys: list[str]) -> None:
-        return None
+        pending = self.__dict__.setdefault("_pending", {})
+        for key in dedup_keys:
+            if pending.pop(key, None) is not None:
+                self.__dict__.setdefault("_acked", set()).add(key)
