@@ -170,3 +170,19 @@ def test_a_running_vm_whose_host_rebooted_comes_back_only_with_its_devices(world
     gpu.refresh_from_db()
     assert gpu.observed["mig_restore_pending"] is False and len(backend.gpu_instances(0)) == 1
     assert backend.state["vf_types"] == {inst.devices["vfs"][0]["address"]: "H100XM-3-40C"}
+
+
+def test_a_start_after_a_failed_restore_fails_at_once(world, timeline, monkeypatch):  # noqa: F811
+    from gpucloud_agent.backends.base import BackendError
+
+    inst, host, gpu, backend, agent = _hopper_mig(world, timeline)
+    _stop_and_reboot(world, inst, host, gpu, backend)
+
+    def lost(index, profile_id, start):
+        raise BackendError("Insufficient Resources", "NVML_ERROR_INSUFFICIENT_RESOURCES")
+
+    monkeypatch.setattr(backend, "create_gpu_instance", lost)
+    assert agent.run() == ["apply_mig_layout"]  # the restore fails before the tenant starts the VM
+    start = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")
+    op = drive(start.data["operation"]["id"])
+    assert (op.status, op.error_code) == ("failed", "gpu_instance_missing"), op.error_detail

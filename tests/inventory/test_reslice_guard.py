@@ -238,3 +238,22 @@ def test_a_staff_reset_or_partition_deactivation_under_a_tenant_is_refused(ops):
     assert (deactivate.status_code, deactivate.json()["code"]) == (409, "gpu_allocated"), deactivate.content
     allocations_release(consumer_id=consumer)
     assert _command(ops, host, "deactivate_partition", partition_id=1).status_code == 201
+
+
+def test_a_failed_restore_is_not_queued_again_at_once(ops):
+    """A restore of the recorded layout that fails is left to the next inventory report (which queues it again):
+    re-queuing it on its own failure would loop while the device keeps refusing."""
+    from apps.inventory.services.agent import host_inventory_sync
+
+    host, gpu = _mig_host()
+    host_inventory_sync(host=host, inventory={"gpus": [
+        {"index": 0, "uuid": gpu.uuid, "model": gpu.model, "mig": {"enabled": True, "layout": []}}]})
+    (restore,) = AgentCommand.objects.filter(host=host, status="queued")
+    _report(host, restore, succeeded=False, error="Insufficient Resources",
+            result={"code": "NVML_ERROR_INSUFFICIENT_RESOURCES", "rolled_back": True, "layout": []})
+    assert not AgentCommand.objects.filter(host=host, status="queued").exists()
+    gpu.refresh_from_db()
+    assert gpu.observed["mig_restore_pending"] is True
+    host_inventory_sync(host=host, inventory={"gpus": [
+        {"index": 0, "uuid": gpu.uuid, "model": gpu.model, "mig": {"enabled": True, "layout": []}}]})
+    assert AgentCommand.objects.filter(host=host, status="queued", kind="apply_mig_layout").count() == 1

@@ -96,7 +96,8 @@ def _devices_again(inst: Instance, d: dict, op_id: str) -> None:
     """A start (once per start operation): the host may have rebooted since the devices were made, and neither a
     VF's vGPU type nor a MIG GPU instance survives that. The VF's type is queued again (the agent leaves a VF that
     has it as it is), and the restore of the GPU's recorded MIG layout, when one is pending, is waited for: the VM
-    starts with its devices or the start fails naming the command (`agent_command_failed`), never without them."""
+    starts with its devices or the start fails naming the command (`agent_command_failed`), never without them. A
+    GPU whose restore failed and is not queued again yet fails the start at once (`gpu_instance_missing`)."""
     from apps.inventory.models import AgentCommand
 
     if d.get("started_by") == op_id:
@@ -113,6 +114,11 @@ def _devices_again(inst: Instance, d: dict, op_id: str) -> None:
                    .order_by("created_at").values_list("pk", flat=True).first())
         if restore is not None:
             agent["mig_restore"] = str(restore)
+        elif Gpu.objects.filter(host_id=inst.host_id, index=gi["gpu_index"],
+                                observed__mig_restore_pending=True).exists():
+            raise DriverError(f"GPU {gi['gpu_index']} on {inst.host.name} has not got its MIG GPU instances back "
+                              "(the restore of its recorded layout failed; the agent's next inventory report "
+                              "queues it again)", code="gpu_instance_missing")
 
 
 def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None = None) -> None:

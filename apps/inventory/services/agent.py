@@ -645,7 +645,8 @@ def _mig_apply_failed(cmd: AgentCommand, result: dict) -> None:
         return
     gpu.observed = {**gpu.observed, "mig_restore_pending": True}
     gpu.save(update_fields=["observed", "updated_at"])
-    _mig_restore(gpu.host, gpu)
+    if _pairs(cmd.payload.get("layout")) != recorded:  # a failed restore is not queued again here (no loop): the
+        _mig_restore(gpu.host, gpu)                     # next inventory report retries it
 
 
 def _apply_result(cmd: AgentCommand, result: dict) -> None:
