@@ -257,3 +257,15 @@ def test_a_failed_restore_is_not_queued_again_at_once(ops):
     host_inventory_sync(host=host, inventory={"gpus": [
         {"index": 0, "uuid": gpu.uuid, "model": gpu.model, "mig": {"enabled": True, "layout": []}}]})
     assert AgentCommand.objects.filter(host=host, status="queued", kind="apply_mig_layout").count() == 1
+
+
+def test_a_lease_that_starts_later_does_not_block_a_reset(ops):
+    """A reset or a partition deactivation harms only running work; a re-slice also what is sold for later."""
+    host = make_host("g4", gpus=1)
+    gpu = host.gpus.get()
+    start = now() + dt.timedelta(days=1)
+    allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "lease", fleet.project("a").id),
+                      specs=[AllocationSpec(host.id, "gpu", gpu_id=gpu.id)], start=start,
+                      end=start + dt.timedelta(days=1))
+    assert _command(ops, host, "reset_gpu", gpu_index=0).status_code == 201
+    assert _command(ops, host, "apply_mig_layout", gpu_index=0, layout=[{"profile": "7g.80gb"}]).status_code == 409

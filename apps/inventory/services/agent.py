@@ -534,6 +534,8 @@ GUARDED = {
 }
 #: The commands that take an NVSwitch partition's NVLink from its GPUs (guarded on each of them).
 GUARDED_PARTITIONS = (CommandKind.DEACTIVATE_PARTITION,)
+#: Guarded against running work only (allocations whose period has begun): they harm no lease that starts later.
+GUARDED_STARTED_ONLY = (CommandKind.RESET_GPU, CommandKind.DEACTIVATE_PARTITION)
 
 
 def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger_guard: bool = True) -> AgentCommand:
@@ -557,10 +559,11 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
         gpu = Gpu.objects.filter(host=host, index=normalised.get("gpu_index")).first() \
             if "gpu_index" in normalised else None
         if ledger_guard and kind in GUARDED and gpu is not None:
-            gpu_guard_free(gpu, action=f"{kind} on GPU {gpu.index}", slices=GUARDED[kind](normalised))
+            gpu_guard_free(gpu, action=f"{kind} on GPU {gpu.index}", slices=GUARDED[kind](normalised),
+                           started_only=kind in GUARDED_STARTED_ONLY)
         if ledger_guard and kind in GUARDED_PARTITIONS:  # physical GPU id = index + 1
             for g in Gpu.objects.filter(host=host, index__in=[p - 1 for p in normalised["gpus"]]).order_by("index"):
-                gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}")
+                gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}", started_only=True)
         cmd = AgentCommand.objects.create(host=host, gpu=gpu, kind=kind, payload=normalised, created_by=actor)
         audit_record(actor=actor, action=f"inventory.agent.command.{kind}", target=host,
                      after={"command_id": cmd.id, **normalised})

@@ -11,7 +11,10 @@ never the vGPU rows compute does not write.
 """
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Sequence
+
+from apps.core.clock import now
 
 from ..errors import GpuAllocated
 from ..models import Gpu
@@ -51,11 +54,14 @@ def _label(h: dict) -> str:
     return f"{h['consumer_type']} {h['consumer_id']} ({what}{where}, from {h['start']}, {until})"
 
 
-def gpu_guard_free(gpu: Gpu, *, action: str, slices: tuple[int, int] | None = None) -> None:
+def gpu_guard_free(gpu: Gpu, *, action: str, slices: tuple[int, int] | None = None, started_only: bool = False) -> None:
     """Refuse `action` on `gpu` while an allocation holds it (or, with `slices` = memory slices [lo, hi), holds
-    slices that overlap them). Call inside the transaction that records the change: the host's ledger row stays
+    slices that overlap them; with `started_only`, only allocations whose period has begun: a reset harms no
+    lease that starts later). Call inside the transaction that records the change: the host's ledger row stays
     locked until it ends. Raises GpuAllocated (409 `gpu_allocated`, `gpu_index`, `holders`)."""
-    held = [h for h in gpu_holders(host_id=gpu.host_id, gpu_ids=[gpu.pk]).get(gpu.pk, []) if _overlaps(h, slices)]
+    at = now()
+    held = [h for h in gpu_holders(host_id=gpu.host_id, gpu_ids=[gpu.pk]).get(gpu.pk, [])
+            if _overlaps(h, slices) and not (started_only and dt.datetime.fromisoformat(h["start"]) > at)]
     if held:
         raise GpuAllocated(
             f"GPU {gpu.index} of host {gpu.host.name} is held by {len(held)} allocation(s): "
