@@ -101,3 +101,9 @@ OPEN_REPAIR = (RepairStatus.WAITING, RepairStatus.REPAIRING, RepairStatus.CHECKI
 class RmaPart(models.TextChoices):
     GPU = "gpu", "GPU"
     HOST = "host", "Host (server)"
+
+
+class RmaOutcome(models.TextChoices):
+    REPLACED = "replaced", "The vendor replaced the part"
+    REPAIRED = "repaired", "The vendor repaired the part"
+    REJECTED = "rejected", "The vendor found no fault"

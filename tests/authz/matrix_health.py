@@ -120,9 +120,16 @@ def _rma(world) -> Case:
     return Case(kwargs={"pk": str(row.pk)})
 
 
+def _rma_close(world) -> Case:
+    case = _rma(world)
+    return Case(kwargs=case.kwargs, data={"outcome": "replaced"})
+
+
 ENTRIES += [
     Entry("GET", "/api/v1/health/repairs", STAFF_READ, _repair),
     Entry("GET", "/api/v1/health/repairs/{pk}", STAFF_READ, _repair),
     Entry("GET", "/api/v1/health/rmas", STAFF_READ, _rma),
     Entry("GET", "/api/v1/health/rmas/{pk}", STAFF_READ, _rma),
+    Entry("POST", "/api/v1/health/rmas/{pk}/ship", STAFF_WRITE(), _rma),
+    Entry("POST", "/api/v1/health/rmas/{pk}/close", STAFF_WRITE(), _rma_close),
 ]

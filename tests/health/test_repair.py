@@ -135,6 +135,16 @@ def test_a_pass_that_logged_errors_fails_and_three_failures_open_an_rma(world, s
     assert [(r["attempt"], r["result"]["passed"], r["result"]["tool_version"]) for r in repairs] == [
         (3, False, "3.3.9"), (2, False, "3.3.9"), (1, False, "3.3.9")]
     assert world.client_a.get("/api/v1/health/rmas").status_code == 404
+    assert world.client_a.post(f"/api/v1/health/rmas/{rma.pk}/ship").status_code == 404
+    with time_machine.travel(at + dt.timedelta(days=1), tick=False):
+        assert staff.post(f"/api/v1/health/rmas/{rma.pk}/ship").json()["shipped_at"] == "2026-06-06T00:01:30Z"
+        assert staff.post(f"/api/v1/health/rmas/{rma.pk}/ship").status_code == 409
+    with time_machine.travel(at + dt.timedelta(days=9), tick=False):
+        r = staff.post(f"/api/v1/health/rmas/{rma.pk}/close", {"outcome": "replaced"}, format="json")
+        assert (r.status_code, r.json()["outcome"], r.json()["closed_at"]) == (200, "replaced",
+                                                                               "2026-06-14T00:01:30Z")
+        assert staff.post(f"/api/v1/health/rmas/{rma.pk}/close", {"outcome": "replaced"},
+                          format="json").status_code == 409
     assert world.client_a.get("/api/v1/health/repairs").status_code == 404
 
 

@@ -6,7 +6,7 @@ from apps.core.references import VisibleField
 from apps.core.serializers import Serializer
 from apps.inventory.selectors import host_list_visible_to
 
-from ..states import ConsentMode, EventKind
+from ..states import ConsentMode, EventKind, RmaOutcome
 
 
 class _EventFields(Serializer):
@@ -180,6 +180,11 @@ class RmaOutput(Serializer):
     opened_at = serializers.DateTimeField()
     shipped_at = serializers.DateTimeField(allow_null=True)
     closed_at = serializers.DateTimeField(allow_null=True)
+    outcome = serializers.CharField(help_text="replaced | repaired | rejected once closed, else empty")
+
+
+class RmaCloseInput(Serializer):
+    outcome = serializers.ChoiceField(choices=RmaOutcome.choices)
 
 
 class _Named(Serializer):

@@ -22,6 +22,7 @@ from ..classification import classification_load
 from ..services import health_event_ingest, health_event_preview
 from ..services.breaker import breaker_release
 from ..services.remediation import policy_for, remediation_approve, remediation_policy_set
+from ..services.repair import rma_close, rma_ship
 from ..states import EventSource
 from . import filters
 from . import serializers as s
@@ -226,10 +227,24 @@ class RepairViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMix
 
 
 class RmaViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Staff: RMA records (newest first)."""
+    """Staff: RMA records (newest first); `ship` records the part sent to its vendor, `close` the vendor's outcome."""
 
     permission_classes = [IsStaffOperator]
     serializer_class = s.RmaOutput
 
     def get_queryset(self):
         return selectors.rma_list()
+
+    @extend_schema(request=None, responses={200: s.RmaOutput, **problems({409: "invalid_state: shipped or closed"})})
+    @action(detail=True, methods=["post"])
+    def ship(self, request, pk=None):
+        row = rma_ship(actor=request.user, rma=self.get_object())
+        return self._out(selectors.rma_list().get(pk=row.pk))
+
+    @extend_schema(request=s.RmaCloseInput,
+                   responses={200: s.RmaOutput, **problems({409: "invalid_state: closed already"})})
+    @action(detail=True, methods=["post"])
+    def close(self, request, pk=None):
+        data = validated(s.RmaCloseInput(data=request.data))
+        row = rma_close(actor=request.user, rma=self.get_object(), outcome=data["outcome"])
+        return self._out(selectors.rma_list().get(pk=row.pk))

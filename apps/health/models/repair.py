@@ -4,7 +4,7 @@ from django.db import models
 
 from apps.core.models import TimestampedModel
 
-from ..states import OPEN_REPAIR, RepairAction, RepairKind, RepairStatus, RmaPart
+from ..states import OPEN_REPAIR, RepairAction, RepairKind, RepairStatus, RmaOutcome, RmaPart
 
 
 class Repair(TimestampedModel):
@@ -64,6 +64,7 @@ class Rma(TimestampedModel):
     opened_at = models.DateTimeField()
     shipped_at = models.DateTimeField(null=True, blank=True)
     closed_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=12, choices=RmaOutcome.choices, blank=True)
 
     class Meta:
         ordering = ["-opened_at"]

@@ -34,7 +34,7 @@ from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
-from apps.core.errors import DomainError
+from apps.core.errors import DomainError, InvalidState
 from apps.inventory.models import AgentCommand, Gpu, Host
 from apps.inventory.services import hosts as host_services
 from apps.inventory.services.agent import agent_command_enqueue
@@ -280,4 +280,35 @@ def _advance_one(pk) -> int:
         return int(row.status != before)
 
 
-__all__ = ["check_passed", "repair_open", "repairs_advance", "repairs_open_for_event", "rma_open"]
+def rma_ship(*, actor, rma: Rma) -> Rma:
+    """Staff record the part shipped to its vendor (`shipped_at` = now). 409 `invalid_state` when shipped or
+    closed already. Audited."""
+    with transaction.atomic():
+        row = Rma.objects.select_for_update().get(pk=rma.pk)
+        if row.shipped_at is not None or row.closed_at is not None:
+            state = "closed" if row.closed_at else "shipped"
+            raise InvalidState(f"The RMA is {state} already.", current_state=state, allowed_states=["open"])
+        row.shipped_at = now()
+        row.save(update_fields=["shipped_at", "updated_at"])
+        audit_record(actor=actor, action="health.rma.ship", target=row, after={"shipped_at": row.shipped_at})
+    return row
+
+
+def rma_close(*, actor, rma: Rma, outcome: str) -> Rma:
+    """Staff close the RMA with the vendor's `outcome` (replaced / repaired / rejected; `closed_at` = now). The
+    device does not return to service by this: a replaced or repaired part is checked like any (staff mark it
+    healthy, or a new host enrolls through acceptance). 409 `invalid_state` when closed already. Audited."""
+    with transaction.atomic():
+        row = Rma.objects.select_for_update().get(pk=rma.pk)
+        if row.closed_at is not None:
+            raise InvalidState("The RMA is closed already.", current_state="closed",
+                               allowed_states=["open", "shipped"])
+        row.closed_at, row.outcome = now(), outcome
+        row.save(update_fields=["closed_at", "outcome", "updated_at"])
+        audit_record(actor=actor, action="health.rma.close", target=row,
+                     after={"closed_at": row.closed_at, "outcome": outcome})
+    return row
+
+
+__all__ = ["check_passed", "repair_open", "repairs_advance", "repairs_open_for_event", "rma_close", "rma_open",
+           "rma_ship"]
