@@ -40,3 +40,16 @@ def test_silent_host_times_out_as_transient():
 ])
 def test_is_remote(uri, remote):
     assert is_remote(uri) is remote
+
+
+def test_test_driver_behind_a_daemon_keeps_seeds_as_files(tmp_path):
+    """`test+unix://` (libvirt's test driver in a libvirtd every process shares) goes over a socket, but the test
+    driver takes no volume uploads: its seeds stay in `seed_dir`, like `test:///default`'s."""
+    from apps.compute.drivers.libvirt.connection import is_test_driver
+
+    shared = "test+unix:///default?socket=/tmp/x/libvirt-sock"
+    assert is_remote(shared) and is_test_driver(shared) and is_test_driver("test:///default")
+    assert not is_test_driver("qemu+tls://h/system")
+    assert LibvirtDriver(shared, seed_dir=str(tmp_path)).local_files
+    assert LibvirtDriver("test:///default", seed_dir=str(tmp_path)).local_files
+    assert not LibvirtDriver("qemu+tls://h/system", seed_dir=str(tmp_path)).local_files

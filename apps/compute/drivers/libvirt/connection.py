@@ -55,6 +55,13 @@ def is_remote(uri: str) -> bool:
     return "+" in parts.scheme or bool(parts.netloc)
 
 
+def is_test_driver(uri: str) -> bool:
+    """True for libvirt's test driver, in this process (``test:///default``) or hosted by a libvirtd that every
+    process shares (``test+unix:///default?socket=/dir/libvirt-sock``): it keeps no files and takes no volume
+    uploads."""
+    return urlsplit(uri).scheme.split("+", 1)[0] == "test"
+
+
 def _open(uri: str, timeout: float) -> libvirt.virConnect:
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="libvirt-open")
     future = pool.submit(libvirt.open, uri)

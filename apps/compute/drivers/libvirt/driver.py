@@ -1,7 +1,9 @@
 """`LibvirtDriver`: the compute port over libvirt-python, one instance per host URI.
 
 URIs: `qemu+tls://host/system` in production (docs/host-preparation.md), `qemu:///embed?root=/dir` for
-daemonless tests with QEMU under TCG, `test:///default` for the demo fleet and fast contract tests.
+daemonless tests with QEMU under TCG, `test:///default` for the demo fleet and fast contract tests, and
+`test+unix:///default?socket=DIR/libvirt-sock` (the test driver in a libvirtd, shared by every process) for tests
+with several worker processes.
 
 Errors (see `apps.compute.drivers.base`): connection/RPC failures → `DriverTransientError` (code
 `host_unreachable`, and the cached connection is dropped); invalid XML → `DriverError` `invalid_domain_xml`;
@@ -21,7 +23,7 @@ from apps.core.drivers import DriverConflict, DriverError, DriverNotFound, Drive
 from .. import seed as seedmod
 from ..base import DomainInfo, DomainSpec, MdevHostdev, MdevTypeInfo, PowerState
 from . import xml as domxml
-from .connection import drop_connection, get_connection, is_remote
+from .connection import drop_connection, get_connection, is_remote, is_test_driver
 
 _POWER = {
     libvirt.VIR_DOMAIN_NOSTATE: PowerState.NOSTATE,
@@ -53,7 +55,8 @@ class LibvirtDriver:
 
     `seed_dir`: where NoCloud seed ISOs and serial logs are written for local URIs (default: a `gpucloud`
     folder under the embed root, or /var/lib/libvirt/gpucloud for qemu:///system). Remote URIs upload seeds
-    into the storage pool `pool` instead.
+    into the storage pool `pool` instead, except the test driver's (it takes no uploads and reads no files, so
+    its seeds stay in `seed_dir` like a local URI's).
     """
 
     def __init__(self, uri: str, *, seed_dir: str | None = None, pool: str = "default",
@@ -62,6 +65,8 @@ class LibvirtDriver:
         self.pool = pool
         self.timeout = timeout
         self.seed_dir = seed_dir or self._default_seed_dir(uri)
+        #: seeds and serial logs are files in `seed_dir` (not volumes of `pool`)
+        self.local_files = not is_remote(uri) or is_test_driver(uri)
 
     # -- plumbing -----------------------------------------------------------------------------------
     @staticmethod
@@ -116,7 +121,7 @@ class LibvirtDriver:
     def _store_seed(self, spec: DomainSpec) -> str:
         data = seedmod.seed_iso(spec.seed)
         name = f"{spec.name}-seed.iso"
-        if not is_remote(self.uri):
+        if self.local_files:
             path = self._local_path(name)
             Path(path).write_bytes(data)
             return path
@@ -172,7 +177,7 @@ class LibvirtDriver:
 
     # -- domains --------------------------------------------------------------------------------------
     def domain_xml(self, spec: DomainSpec, *, disk_path: str = "", seed_path: str = "") -> str:
-        log = "" if is_remote(self.uri) else os.path.join(self.seed_dir, f"{spec.name}-serial.log")
+        log = "" if not self.local_files else os.path.join(self.seed_dir, f"{spec.name}-serial.log")
         if spec.seed and not seed_path:
             seed_path = os.path.join(self.seed_dir, f"{spec.name}-seed.iso")
         return domxml.domain_xml(spec, disk_path=disk_path, seed_path=seed_path, serial_log_path=log)
@@ -191,7 +196,7 @@ class LibvirtDriver:
                 raise self._error(exc, f"lookup {spec.name}") from exc
         seed_path = self._store_seed(spec) if spec.seed else ""
         disk_path = self._disk_path(spec)
-        if not is_remote(self.uri):
+        if self.local_files:
             Path(self.seed_dir).mkdir(parents=True, exist_ok=True)
         xml = self.domain_xml(spec, disk_path=disk_path, seed_path=seed_path)
         try:
@@ -268,12 +273,12 @@ class LibvirtDriver:
                 if exc.get_error_code() != libvirt.VIR_ERR_NO_DOMAIN:
                     raise self._error(exc, f"delete {domain_uuid}") from exc
         name = str(domain_uuid)
-        if is_remote(self.uri):
+        if not self.local_files:
             self._delete_volumes(name)
         else:
             for suffix in ("-seed.iso", "-serial.log"):
                 Path(self.seed_dir, name + suffix).unlink(missing_ok=True)
-            if "test://" not in self.uri:
+            if not is_test_driver(self.uri):
                 self._delete_volumes(name)
 
     def domain_get(self, domain_uuid: uuid.UUID) -> DomainInfo:
@@ -304,7 +309,7 @@ class LibvirtDriver:
         remote hosts serve it through the node agent, so this raises `DriverError`
         (code `console_log_unavailable`)."""
         path = domxml.serial_log_file(self.domain_xml_get(domain_uuid))
-        if is_remote(self.uri) or not path:
+        if not self.local_files or not path:
             raise DriverError("the serial log of a remote host is read through its node agent",
                               code="console_log_unavailable")
         try:
