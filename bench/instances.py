@@ -99,21 +99,28 @@ def _prepare(hosts: int) -> dict:
 
 
 def _agent_stand_in(stop: threading.Event) -> None:
-    from django.db import close_old_connections
+    from django.db import close_old_connections, connection
 
     from apps.inventory.models import AgentCommand, AgentCredential
     from apps.inventory.services.agent import agent_command_report
 
-    while not stop.is_set():
-        close_old_connections()
-        for cmd in AgentCommand.objects.filter(status="queued").select_related("host")[:50]:
-            cred = AgentCredential.objects.get(host=cmd.host)
-            agent_command_report(credential=cred, command_id=cmd.pk, succeeded=True, result={"health": "ok"})
-        stop.wait(0.05)
+    try:
+        while not stop.is_set():
+            close_old_connections()
+            for cmd in AgentCommand.objects.filter(status="queued").select_related("host")[:50]:
+                cred = AgentCredential.objects.get(host=cmd.host)
+                agent_command_report(credential=cred, command_id=cmd.pk, succeeded=True, result={"health": "ok"})
+            stop.wait(0.05)
+    finally:
+        connection.close()   # this thread's own connection (a test database must be droppable afterwards)
 
 
-def _start(cmd: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _start(cmd: list[str], env: dict, *, log: Path | None = None, new_session: bool = False) -> subprocess.Popen:
+    """Start `cmd` in the repository root; its output goes to `log` (default: nowhere). `new_session`: in a
+    process group of its own, so `os.killpg(proc.pid, ...)` reaches its children too (a prefork worker's pool)."""
+    out = open(log, "w") if log else subprocess.DEVNULL
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=new_session)
 
 
 def _wait_http(base: str) -> None:

@@ -13,7 +13,8 @@ BENCH_DATABASE_URL) and REDIS_URL (default Redis db 7).
    over the time from the first POST to the last instance active (database timestamps). An operation's steps are
    separate tasks that any worker process may run, so W > 1 needs a compute driver whose state every process
    sees: with libvirt's `test:///` driver (the default; its domains live in one process) W > 1 is skipped and
-   its key is null, with the reason under `limits`. Pass a shared one (`--libvirt-uri qemu:///system`) to measure.
+   its key is null, with the reason under `limits`. Pass a shared one to measure: `qemu:///system`, or the test
+   driver hosted by a libvirtd (`test+unix:///default?socket=DIR/libvirt-sock`, as tests/operations/test_scale_out.py).
    The node agent's commands (none on a plain create) are answered by a thread here, as in bench/instances.py.
 2. **Tenant reads beside agents**: gunicorn (4 x 4 threads, the image's command) serves `--agents` simulated
    agents heartbeating every 15 s (bench/agents.py's load) and, at the same time, `GET /api/v1/instances/` of the

@@ -30,15 +30,11 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
         os.chown(path, uid, gid)
 
 
-@pytest.fixture(scope="session")
-def libvirt_session():
-    """(URI, root dir) of a private libvirtd session daemon; the daemon stops when the session ends."""
-    if not Path(LIBVIRTD).exists():
-        pytest.skip("libvirtd is not installed (Debian package libvirt-daemon)")
-    if not Path(QEMU).exists():
-        pytest.skip("qemu-system-x86_64 is not installed (Debian package qemu-system-x86)")
-    if not (shutil.which("qemu-img") and shutil.which("qemu-io")):
-        pytest.skip("qemu-img and qemu-io are not installed (Debian package qemu-utils)")
+def session_daemon_start() -> tuple[subprocess.Popen, Path, Path]:
+    """Start a private libvirtd session daemon (as `nobody` when run as root; HOME and XDG directories in one
+    temp dir). Returns (process, root dir, socket path); fails the test when it does not come up in 15 s. Stop it
+    with `session_daemon_stop`. Its sockets, unlike a system daemon's, never meet another daemon's `/run/libvirt`.
+    """
     root = Path(tempfile.mkdtemp(prefix="gc-lvs-", dir="/tmp"))  # UNIX socket paths must stay short
     for sub in ("home", "run", "cache", "config/libvirt", "pools"):
         (root / sub).mkdir(parents=True)
@@ -62,6 +58,19 @@ def libvirt_session():
         log = (root / "libvirtd.log").read_text() if (root / "libvirtd.log").exists() else ""
         shutil.rmtree(root, ignore_errors=True)
         pytest.fail(f"libvirtd did not come up: {log[-2000:]}")
+    return proc, root, sock
+
+
+@pytest.fixture(scope="session")
+def libvirt_session():
+    """(URI, root dir) of a private libvirtd session daemon; the daemon stops when the session ends."""
+    if not Path(LIBVIRTD).exists():
+        pytest.skip("libvirtd is not installed (Debian package libvirt-daemon)")
+    if not Path(QEMU).exists():
+        pytest.skip("qemu-system-x86_64 is not installed (Debian package qemu-system-x86)")
+    if not (shutil.which("qemu-img") and shutil.which("qemu-io")):
+        pytest.skip("qemu-img and qemu-io are not installed (Debian package qemu-utils)")
+    proc, root, sock = session_daemon_start()
     uri = f"qemu+unix:///session?socket={sock}"
     yield uri, root
     from apps.compute.drivers.libvirt.connection import drop_connection, get_connection
@@ -72,9 +81,14 @@ def libvirt_session():
                 dom.destroy()
     finally:
         drop_connection(uri)
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(root, ignore_errors=True)
+        session_daemon_stop(proc, root)
+
+
+def session_daemon_stop(proc: subprocess.Popen, root: Path) -> None:
+    """Stop a daemon of `session_daemon_start` and remove its directory."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(root, ignore_errors=True)
