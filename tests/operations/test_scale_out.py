@@ -8,9 +8,9 @@ its domains when its last connection closes). The workers run `tests.operations.
 committed step and each periodic task sent, received and run, in two tables of the test database.
 
 Count: 300 single-GPU instances and 30 clusters of 2 members (`GPUCLOUD_SCALE_INSTANCES`, `GPUCLOUD_SCALE_CLUSTERS`
-change them for a measurement). On the 2-core CI machine, shared with other work (load average about 11), the
-creates settled in about 215 s with 19 workers killed and the test took about 4 minutes (docs/deployment.md,
-"Processes"); `DEADLINE_S` (480 s) bounds the wait so the test stays within 10 minutes.
+change them for a measurement). On the 2-core CI machine, shared with other work (load average up to 11), the
+creates settled in 127 s to 213 s with 11 to 19 workers killed and the test took 3 to 4 minutes
+(docs/deployment.md, "Processes"); `DEADLINE_S` (480 s) bounds the wait so the test stays within 10 minutes.
 """
 from __future__ import annotations
 
