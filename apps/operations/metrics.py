@@ -9,8 +9,7 @@ every web process reports the same figures whichever worker ran the steps.
 - ``gpucloud_operation_duration_seconds{kind, status}``: histogram of finished operations (``succeeded``,
   ``failed``, ``cancelled``) from creation to `finished_at`; ``_count`` is how many finished, so
   ``increase(gpucloud_operation_duration_seconds_count{status="failed"}[1h])`` counts the failures of the
-  hour. Computed by one grouped query over the finished operations (a sequential scan: about 0.1 s per million
-  rows, once per scrape).
+  hour. Computed by one grouped query over the finished operations (a sequential scan, once per scrape).
 """
 from __future__ import annotations
 

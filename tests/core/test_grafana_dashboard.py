@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 
-from apps.billing.models import InvoiceRun
-from apps.core import clock
-from apps.networking.models import FabricDriftEvent
-from apps.operations.models import Operation
-from tests.scheduling import fleet
+from tests.core.metrics_served import ADDED_LABELS, served_series
 
 DASHBOARD = Path(settings.BASE_DIR) / "deploy" / "grafana" / "gpucloud-dashboard.json"
-#: the series of a family from its `# TYPE` line (a counter's line already names it with `_total`)
-SUFFIXES = {"histogram": ("_bucket", "_count", "_sum"), "summary": ("_count", "_sum", "")}
-#: labels Prometheus adds to every scraped series, and the histogram bucket bound
-ADDED_LABELS = {"job", "instance", "le"}
 
 
 def _dashboard() -> dict:
@@ -38,32 +29,6 @@ def _panels(dash: dict) -> list[dict]:
 
 def _exprs(dash: dict) -> list[str]:
     return [t["expr"] for p in _panels(dash) for t in p.get("targets", [])]
-
-
-def _served() -> tuple[set[str], dict[str, dict[str, set[str]]]]:
-    """(every series name /metrics serves, {series name: {label: values seen}}) after making one row of each
-    kind the collectors count, so that every family has samples."""
-    from django.test import Client
-
-    fleet.host(gpus=1)
-    now = clock.now()
-    Operation.objects.create(kind="k", target_type="t", target_id=uuid.uuid4(), status="running")
-    Operation.objects.create(kind="k", target_type="t", target_id=uuid.uuid4(), status="succeeded", finished_at=now)
-    InvoiceRun.objects.create(period="2030-01", status="completed", finished_at=now)
-    FabricDriftEvent.objects.create(key="ib:x", fabric=fleet.ib_fabric("x"), reason="missing")
-    from apps.core.metrics import TASK_SEND_FAILURES
-    TASK_SEND_FAILURES.labels("grafana.test").inc(0)
-    client = Client()
-    client.get("/healthz")
-    text = client.get("/metrics").content.decode()
-    names = set()
-    for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):
-        names |= {name + s for s in SUFFIXES.get(kind, ("",))}
-    labels: dict[str, dict[str, set[str]]] = {}
-    for name, body in re.findall(r"^([a-z_:][a-z0-9_:]*)\{([^}]*)\}", text, re.M):
-        for key, value in re.findall(r'([a-z_]+)="([^"]*)"', body):
-            labels.setdefault(name, {}).setdefault(key, set()).add(value)
-    return names, labels
 
 
 def test_dashboard_is_valid_grafana_json():
@@ -89,7 +54,7 @@ def test_dashboard_is_valid_grafana_json():
 @pytest.mark.django_db
 def test_every_metric_label_and_value_the_dashboard_names_is_served():
     dash = _dashboard()
-    names, labels = _served()
+    names, labels = served_series()
     exprs = _exprs(dash) + [v["query"] for v in dash["templating"]["list"] if v["type"] == "query"]
     used = set()
     for e in exprs:
