@@ -11,7 +11,8 @@ Opened at ingest (`remediations_open`, in the event's transaction) for every ins
 - `off`: `held` (notice `remediation.held`): never moved; the instance stays on the failed device and its
   downtime counts against the SLA until staff return the device to service.
 
-Also `held`: an instance with a volume on a host-local tier (it cannot follow), one inside a lease (not
+Also `held`: a cluster member (its gang re-place on the same fabric is not built; a lone re-create would claim
+it as a plain instance), an instance with a volume on a host-local tier (it cannot follow), one inside a lease (not
 on-demand; the lease's spare pool is not built), and any while the blast-radius breaker of the host's component is
 open. A spot instance is `held` too, and interrupted at once through the spot market's preemption
 (`_spot_preempt`): spot is stopped, never moved. The move is compute's `instance.recreate` operation
@@ -135,6 +136,8 @@ def _hold_reason(inst: Instance) -> str:
 
     if inst.flavor.kind != "vm":
         return f"a {inst.flavor.kind} instance: only VMs are re-created"
+    if inst.cluster_id is not None:
+        return "a cluster member: its gang re-place on the cluster's fabric is not built (staff move it)"
     if Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True, parent__isnull=False).exists():
         return "inside a lease: not an on-demand VM"
     from apps.reservations.models import InstanceTerms
