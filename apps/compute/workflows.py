@@ -29,7 +29,7 @@ from apps.operations import workflows as wf
 from apps.operations.workflows import AGAIN, StepWait
 
 from . import conf
-from .drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, PciHostdev, PowerState
+from .drivers.base import CloudInitSeed, DiskSpec, DomainSpec, MdevHostdev, NumaCell, PciHostdev, PowerState
 from .models import Instance
 from .services import clusters as _clusters  # noqa: F401  (registers cluster.create)
 from .services import devices as devsvc
@@ -150,8 +150,12 @@ def _spec(inst: Instance) -> DomainSpec:
                              ssh_authorized_keys=tuple(k.public_key for k in inst.ssh_keys.order_by("name")),
                              user_data=inst.user_data, network_config=_network_config(nics))
     flavor = inst.flavor
+    numa = d.get("numa") or {}
+    cells = tuple(NumaCell(c["host_node"], tuple(range(c["vcpus"][0], c["vcpus"][1] + 1)), tuple(c["cpus"]),
+                           c["memory_mib"]) for c in numa.get("cells", []))
     return DomainSpec(uuid=inst.pk, vcpus=flavor.vcpus, memory_mib=flavor.memory_mib, project_id=str(inst.project_id),
                       numa_node=d.get("numa_node"), cpuset=tuple(d.get("cpuset", ())), hugepages=flavor.hugepages,
+                      numa_cells=cells, emulator_cpuset=tuple(numa.get("emulator_cpus", ())),
                       uefi=conf.uefi(), secure_boot=image.secure_boot, machine=conf.machine(),
                       virt_type=conf.virt_type(), hostdevs=tuple(hostdevs), interfaces=nics, disk=disk,
                       volumes=volumes, seed=seed, labels=(("flavor", flavor.name), ("image", image.name)))

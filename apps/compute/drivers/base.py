@@ -130,13 +130,26 @@ class VolumeDisk:
 
 
 @dataclass(frozen=True)
+class NumaCell:
+    """One guest NUMA node: guest vCPUs `vcpus` (ids), pinned to host CPUs `cpuset`, `memory_mib` MiB bound
+    strictly to host NUMA node `host_node`."""
+
+    host_node: int
+    vcpus: tuple[int, ...]
+    cpuset: tuple[int, ...]
+    memory_mib: int
+
+
+@dataclass(frozen=True)
 class DomainSpec:
     """Everything needed to define one VM.
 
     Units: `memory_mib` MiB; `vcpus` count. `numa_node` is the host NUMA node of the VM's GPUs (memory is bound
     there and vCPUs run on `cpuset`, host CPU ids; with `dedicated_cpus` each vCPU is pinned 1:1 to one of them,
     which needs a scheduler that hands out CPUs exclusively); `hugepages` backs memory with 1 GiB pages (the flavor
-    must then be a multiple of 1024 MiB). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
+    must then be a multiple of 1024 MiB). `numa_cells`, when given, replace `numa_node`/`cpuset`: one guest NUMA
+    node each (their vCPUs and memory add up to `vcpus` and `memory_mib`), with the emulator's threads pinned to
+    `emulator_cpuset` (host CPU ids kept apart from the vCPUs'). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
     `uefi` selects firmware autoselection (`<os firmware='efi'>`), without Secure Boot unless `secure_boot` (the
     image's property: unsigned kernel modules such as a DKMS-built NVIDIA driver do not load under it); `interfaces` are the VM's NICs in
     tenant subnets, in order (the first is the guest's first NIC); `volumes` the attached volumes, after the root disk. `project_id` and `labels` travel in the
@@ -150,6 +163,8 @@ class DomainSpec:
     numa_node: int | None = None
     cpuset: tuple[int, ...] = ()
     dedicated_cpus: bool = False
+    numa_cells: tuple[NumaCell, ...] = ()
+    emulator_cpuset: tuple[int, ...] = ()
     hugepages: bool = False
     uefi: bool = True
     secure_boot: bool = False

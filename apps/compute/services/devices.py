@@ -2,7 +2,8 @@
 
 Recorded in `Instance.devices` (JSON), written in the step's transaction:
   placement    the placement engine's host choice (`HostChoice.as_dict()`: resources, gpu_index, mig_start, ...)
-  numa_node    host NUMA node of the GPUs (memory binding)
+  numa_node    host NUMA node of the first GPU (kept for instances made before `numa`)
+  numa         the guest NUMA layout that follows the GPUs' host NUMA nodes (`apps.compute.services.numa`)
   pci          whole-GPU PCI addresses (hostdev passthrough)
   partition    NVSwitch partition id (HGX, shared NVSwitch multitenancy), activated through the agent
   gpu_instance {gpu_index, start, profile}: the MIG GPU instance the agent creates at the planner's start slice
@@ -31,6 +32,7 @@ from apps.inventory.states import CommandKind, CommandStatus, HostState, VgpuTyp
 from ..drivers.base import MdevHostdev, PowerState
 from ..models import Instance
 from ..states import GpuForm, InstanceStatus
+from .numa import guest_numa
 
 GPU_CLASSES = ("gpu", "mig", "vgpu", "share")
 
@@ -135,6 +137,8 @@ def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None
     ordered = [gpus[r["gpu_id"]] for r in resources]
     if ordered:
         d["numa_node"] = ordered[0].numa_node
+        d["numa"] = guest_numa(host=inst.host, gpu_nodes=[g.numa_node for g in ordered], vcpus=inst.flavor.vcpus,
+                               memory_mib=inst.flavor.memory_mib)
     form = inst.flavor.gpu_form
     if form == GpuForm.GPU:
         d["pci"] = [g.pci_address for g in ordered]

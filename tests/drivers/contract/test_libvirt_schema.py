@@ -14,6 +14,7 @@ from apps.compute.drivers.base import (
     DomainSpec,
     MdevHostdev,
     NetInterface,
+    NumaCell,
     PciHostdev,
 )
 from apps.compute.drivers.libvirt import LibvirtDriver
@@ -58,6 +59,22 @@ def test_gpu_domain_validates_and_round_trips(driver):
         ("0", "16"), ("1", "17"), ("2", "18"), ("3", "19")]
     assert root.find("memoryBacking/hugepages/page").attrib == {"size": "1048576", "unit": "KiB"}
     assert root.find("devices/disk[@device='cdrom']/source").get("file").endswith(f"{spec.uuid}-seed.iso")
+
+
+def test_two_guest_numa_nodes_validate_and_round_trip(driver):
+    """kvm (host-passthrough CPU) with two guest NUMA nodes, 1 GiB pages, vCPUs pinned per node, emulator apart."""
+    spec = _gpu_spec(numa_node=0, cpuset=(), dedicated_cpus=False, vcpus=4, memory_mib=8192,
+                     numa_cells=(NumaCell(0, (0, 1), (1, 2, 3), 4096), NumaCell(1, (2, 3), (5, 6, 7), 4096)),
+                     emulator_cpuset=(0, 4))
+    driver.domain_define(spec)
+    root = ET.fromstring(driver.domain_xml_get(spec.uuid))
+    assert root.find("cpu").get("mode") == "host-passthrough"
+    assert [(c.get("id"), c.get("cpus"), c.get("memory")) for c in root.iterfind("cpu/numa/cell")] == [
+        ("0", "0-1", "4194304"), ("1", "2-3", "4194304")]
+    assert [(p.get("vcpu"), p.get("cpuset")) for p in root.iterfind("cputune/vcpupin")] == [
+        ("0", "1-3"), ("1", "1-3"), ("2", "5-7"), ("3", "5-7")]
+    assert root.find("cputune/emulatorpin").get("cpuset") == "0,4"
+    assert [(m.get("cellid"), m.get("nodeset")) for m in root.iterfind("numatune/memnode")] == [("0", "0"), ("1", "1")]
 
 
 def test_ovs_interface_validates_and_round_trips(driver):

@@ -46,6 +46,55 @@ def _cpuset(cpus: tuple[int, ...]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
+def _ranges(ids) -> str:
+    """(0, 1, 2, 5) → '0-2,5' (libvirt's cpuset syntax)."""
+    out: list[str] = []
+    ids = sorted(set(ids))
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _numa_cells(root: ET.Element, spec: DomainSpec) -> None:
+    """vCPU and emulator pinning, strict per-node memory binding (formatdomain "CPU Tuning", "NUMA Node Tuning")
+    for `spec.numa_cells`; the guest topology itself goes into `<cpu><numa>` (`_guest_numa`)."""
+    cells = spec.numa_cells
+    if sum(c.memory_mib for c in cells) != spec.memory_mib or sorted(v for c in cells for v in c.vcpus) != list(
+            range(spec.vcpus)):
+        raise DriverError("NUMA cells do not add up to the VM's vCPUs and memory", code="invalid_numa_cells")
+    if spec.hugepages and any(c.memory_mib % 1024 for c in cells):
+        raise DriverError("hugepages need every NUMA cell in whole GiB", code="invalid_memory_for_hugepages")
+    tune = _sub(root, "cputune")
+    for c in cells:
+        for v in c.vcpus:
+            if c.cpuset:
+                _sub(tune, "vcpupin", vcpu=str(v), cpuset=_ranges(c.cpuset))
+    if spec.emulator_cpuset:
+        _sub(tune, "emulatorpin", cpuset=_ranges(spec.emulator_cpuset))
+    if not len(tune):
+        root.remove(tune)
+    nt = _sub(root, "numatune")
+    _sub(nt, "memory", mode="strict", nodeset=_ranges(c.host_node for c in cells))
+    for i, c in enumerate(cells):
+        _sub(nt, "memnode", cellid=str(i), mode="strict", nodeset=str(c.host_node))
+
+
+def _guest_numa(root: ET.Element, spec: DomainSpec) -> None:
+    if not spec.numa_cells:
+        return
+    cpu = root.find("cpu")
+    if cpu is None:
+        cpu = _sub(root, "cpu")
+    numa = _sub(cpu, "numa")
+    for i, c in enumerate(spec.numa_cells):
+        _sub(numa, "cell", id=str(i), cpus=_ranges(c.vcpus), memory=str(c.memory_mib), unit="MiB")
+
+
 def _metadata(root: ET.Element, spec: DomainSpec) -> None:
     md = _sub(root, "metadata")
     inst = ET.SubElement(md, f"{{{METADATA_NS}}}instance")
@@ -64,6 +113,11 @@ def _cpu_and_memory(root: ET.Element, spec: DomainSpec) -> None:
         mb = _sub(root, "memoryBacking")
         _sub(_sub(mb, "hugepages"), "page", size="1", unit="G")
     vcpu = _sub(root, "vcpu", str(spec.vcpus), placement="static")
+    if spec.numa_cells:
+        if any(c.cpuset for c in spec.numa_cells):
+            vcpu.set("cpuset", _ranges(x for c in spec.numa_cells for x in c.cpuset))
+        _numa_cells(root, spec)
+        return
     if spec.cpuset:
         vcpu.set("cpuset", _cpuset(spec.cpuset))
     if spec.cpuset and spec.dedicated_cpus:
@@ -175,7 +229,8 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
     """The `<domain>` document for `spec`. Raises `DriverError` for an invalid PCI address, cpuset or memory.
 
     Shape: q35 (or `spec.machine`), UEFI when `spec.uefi` (Secure Boot off unless `spec.secure_boot`), vCPUs pinned 1:1 to `spec.cpuset`, memory bound to
-    the GPUs' NUMA node, optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
+    the GPUs' NUMA node (or, with `spec.numa_cells`, one guest NUMA node per cell with its vCPUs pinned to the cell's
+    host CPUs, its memory bound to the cell's host node and the emulator threads pinned apart), optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
     a serial console whose output is also logged to `serial_log_path`.
     """
     root = ET.Element("domain", {"type": spec.virt_type, **(extra_root_attrs or {})})
@@ -184,6 +239,7 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
     _metadata(root, spec)
     _cpu_and_memory(root, spec)
     _os_and_features(root, spec)
+    _guest_numa(root, spec)
     devices = _sub(root, "devices")
     if spec.emulator:
         _sub(devices, "emulator", spec.emulator)

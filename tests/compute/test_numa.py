@@ -1,0 +1,108 @@
+"""Guest NUMA topology follows the GPUs' host NUMA nodes: checked in the XML that the create defines on libvirt's
+test driver, for 1-, 2-, 4- and 8-GPU flavors on a 2-socket HGX host (2 x 56 cores, SMT 2, 1 TiB per node; GPUs
+0-3 on node 0, 4-7 on node 1)."""
+from __future__ import annotations
+
+import shutil
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from apps.compute.drivers.base import DomainSpec, NumaCell
+from apps.compute.drivers.libvirt.connection import drop_connection
+from apps.compute.drivers.libvirt.xml import domain_xml
+from apps.compute.models import Flavor, Instance
+from apps.compute.services.hypervisor import driver_for_host, forget_drivers
+from apps.core.drivers import DriverError
+
+from .conftest import create_body, drive, gpu_host
+
+pytestmark = pytest.mark.django_db
+
+NODE0_EMU, NODE1_EMU = "0,112", "56,168"
+NODE0_CPUS, NODE1_CPUS = "1-55,113-167", "57-111,169-223"
+
+
+@pytest.fixture
+def libvirt_host(settings, tmp_path, monkeypatch):
+    monkeypatch.setenv("COMPUTE_SEED_DIR", str(tmp_path / "seeds"))
+    settings.DRIVERS = {"compute": "apps.compute.drivers.libvirt:LibvirtDriver"}
+    forget_drivers()
+    node = tmp_path / "node.xml"
+    shutil.copy(Path(__file__).parents[1] / "drivers" / "contract" / "data" / "gpu-node.xml", node)
+    uri = f"test://{node}"
+    host = gpu_host(uri=uri, gpus=8, numa_split=4, memory_mib=2 * 1024 * 1024, nvswitch="")
+    host.cpu_sockets, host.cpu_cores, host.cpu_threads = 2, 112, 224
+    host.save(update_fields=["cpu_sockets", "cpu_cores", "cpu_threads"])
+    yield host
+    drop_connection(uri)
+    forget_drivers()
+
+
+def _create(world, host, gpus: int, vcpus: int, gib: int, hugepages: bool = False):
+    flavor = Flavor.objects.create(name=f"numa-g{gpus}-{vcpus}", vcpus=vcpus, memory_mib=gib * 1024, disk_gib=100,
+                                   gpu_form="gpu", gpu_model="H100-SXM5-80GB", gpu_count=gpus, hugepages=hugepages)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, flavor), format="json")
+    assert resp.status_code == 202, resp.content
+    op = drive(resp.data["operation"]["id"], max_steps=200)
+    return op, Instance.objects.get(pk=resp.data["instance"]["id"])
+
+
+def _mib(cell: ET.Element) -> int:
+    """A cell's memory in MiB (libvirt writes it back in KiB)."""
+    return int(cell.get("memory")) // {"KiB": 1024, "MiB": 1}[cell.get("unit", "KiB")]
+
+
+def _layout(root: ET.Element) -> dict:
+    return {
+        "cells": [(c.get("cpus"), _mib(c)) for c in root.iterfind("cpu/numa/cell")],
+        "memnodes": [(m.get("cellid"), m.get("mode"), m.get("nodeset")) for m in root.iterfind("numatune/memnode")],
+        "memory": root.find("numatune/memory").get("nodeset"),
+        "pins": sorted({p.get("cpuset") for p in root.iterfind("cputune/vcpupin")}),
+        "npins": len(root.findall("cputune/vcpupin")),
+        "emulator": root.find("cputune/emulatorpin").get("cpuset"),
+        "hugepages": root.find("memoryBacking/hugepages/page") is not None,
+    }
+
+
+@pytest.mark.parametrize("gpus,vcpus,gib,hugepages,expected", [
+    (1, 26, 240, False, {"cells": [("0-25", 240 * 1024)], "memnodes": [("0", "strict", "0")],
+                         "memory": "0", "pins": [NODE0_CPUS], "npins": 26, "emulator": NODE0_EMU,
+                         "hugepages": False}),
+    (2, 52, 480, True, {"cells": [("0-51", 480 * 1024)], "memnodes": [("0", "strict", "0")],
+                        "memory": "0", "pins": [NODE0_CPUS], "npins": 52, "emulator": NODE0_EMU,
+                        "hugepages": True}),
+    (4, 104, 960, True, {"cells": [("0-103", 960 * 1024)], "memnodes": [("0", "strict", "0")],
+                         "memory": "0", "pins": [NODE0_CPUS], "npins": 104, "emulator": NODE0_EMU,
+                         "hugepages": True}),
+    (8, 208, 1920, True, {"cells": [("0-103", 960 * 1024), ("104-207", 960 * 1024)],
+                          "memnodes": [("0", "strict", "0"), ("1", "strict", "1")], "memory": "0-1",
+                          "pins": [NODE0_CPUS, NODE1_CPUS], "npins": 208, "emulator": "0,56,112,168",
+                          "hugepages": True}),
+])
+def test_guest_numa_follows_the_gpus(world, libvirt_host, gpus, vcpus, gib, hugepages, expected):
+    op, inst = _create(world, libvirt_host, gpus, vcpus, gib, hugepages)
+    assert (op.status, op.error_detail) == ("succeeded", "")
+    root = ET.fromstring(driver_for_host(libvirt_host).domain_xml_get(inst.pk))
+    assert _layout(root) == expected
+    assert len(root.findall("devices/hostdev")) == gpus
+    if gpus == 8:  # each guest node's vCPUs sit on its own host node's cores
+        pins = {p.get("vcpu"): p.get("cpuset") for p in root.iterfind("cputune/vcpupin")}
+        assert (pins["0"], pins["103"], pins["104"], pins["207"]) == (NODE0_CPUS,) * 2 + (NODE1_CPUS,) * 2
+
+
+def test_a_guest_node_never_gets_more_memory_than_its_host_node(world, libvirt_host):
+    """4 GPUs fit on node 0, whose 1 TiB cannot hold 1.5 TiB: the create fails with the reason, nothing defined."""
+    op, inst = _create(world, libvirt_host, 4, 64, 1536)
+    assert op.status == "failed" and "numa_memory_exceeded" in (op.error_code + op.error_detail)
+    assert driver_for_host(libvirt_host).domain_list() == [] or all(
+        d.uuid != inst.pk for d in driver_for_host(libvirt_host).domain_list())
+
+
+def test_cells_must_add_up():
+    with pytest.raises(DriverError) as exc:
+        domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=4, memory_mib=4096,
+                              numa_cells=(NumaCell(0, (0, 1), (1, 2), 2048),)))
+    assert exc.value.code == "invalid_numa_cells"
