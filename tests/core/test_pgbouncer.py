@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import connection
 
 from gpucloud.beat import SingletonScheduler
+from tests.e2e.stack import poll
 from tests.scheduling import fleet
 
 PGBOUNCER = shutil.which("pgbouncer") or ("/usr/sbin/pgbouncer" if Path("/usr/sbin/pgbouncer").exists() else None)
@@ -166,9 +167,10 @@ def test_beat_lock_needs_its_own_session_not_a_transaction_pooler(pgbouncer, set
     _admin(port, user, "KILL beatpool")   # the operator's way out: drop the pooler's sessions of that database
     a, b = _beat(), _beat()
     try:
-        assert a._holds_lock() is True and b._holds_lock() is False   # straight to PostgreSQL: one leader
+        poll(a._holds_lock, timeout=5, what="a beat to take the lock once the pooled session is gone")
+        assert b._holds_lock() is False   # straight to PostgreSQL: one leader
         assert a._conn.info.port == int(db.get("PORT") or 5432)
-        _close(a)                                                       # the leader dies: the standby takes over
-        assert b._holds_lock() is True
+        _close(a)   # the leader dies: the standby takes over once PostgreSQL has ended the leader's session
+        poll(b._holds_lock, timeout=5, what="the standby to take the lock")
     finally:
         _close(a, b)
