@@ -314,12 +314,11 @@ class Replay:
         Host.objects.exclude(pk__in=list(self.dead)).update(last_heartbeat_at=at)
 
     def busy(self) -> bool:
-        from apps.health.models import Remediation
-        from apps.inventory.models import AgentCommand
-
         from django.db.models import Q
 
         from apps.core.clock import now
+        from apps.health.models import Remediation
+        from apps.inventory.models import AgentCommand
 
         # a remediation past its deadline that waits for capacity is retried at every beat, but nothing frees
         # capacity in this replay except another remediation (counted here) or a repair (none yet): not due
