@@ -106,9 +106,9 @@ describe('tenants', () => {
     renderPage(<AdminTenantsPage />)
     fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }, { timeout: 5000 }))
     const panel = await screen.findByTestId('tenant-panel')
-    await waitFor(() => expect(within(panel).getByTestId('tenant-spend')).toHaveTextContent('1,234.50 EUR to date, 2 resources billed for 3.5 h'))
+    await waitFor(() => expect(within(panel).getByTestId('tenant-spend')).toHaveTextContent('€1,234.50 to date, 2 resources billed for 3.5 h'))
     expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('missed')
-    expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('lowest uptime 98.750 % in 2026-11 (target 99 %); credits 10.00 EUR')
+    expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('lowest uptime 98.750 % in 2026-11 (target 99 %); credits €10.00')
     await waitFor(() => expect(within(panel).getByTestId('tenant-incidents')).toHaveTextContent('a-su1-n01: PSU failed (1 resource down 2 h 00 min so far)'))
     expect(within(panel).getByTestId('tenant-incidents')).not.toHaveTextContent('b-n02')
   }, 20_000)
@@ -119,8 +119,8 @@ describe('tenants', () => {
       period: '2026-12', held_minutes: '43200', downtime_minutes: '60', uptime_pct: '99.86', target_uptime_pct: '99.9000',
       credit_pct: '10', billed_amount: '4.00', credit_amount: '0.40', currency: 'USD', source_invoice: 'i', applied_invoice: null, applied_invoice_number: null }
     expect(slaStanding('standard', [premium]).text).toBe(
-      'premium tier: missed for 1 resource-month; lowest uptime 99.860 % in 2026-12 (target 99.9 %); credits 0.40 USD')
-    expect(spendText({ total: '0', currency: 'USD', lines: [] })).toBe('0.00 USD to date, 0 resources billed for 0 h')
+      'premium tier: missed for 1 resource-month; lowest uptime 99.860 % in 2026-12 (target 99.9 %); credits $0.40')
+    expect(spendText({ total: '0', currency: 'USD', lines: [] })).toBe('$0.00 to date, 0 resources billed for 0 h')
   })
 
   it('is not found for a tenant, who never gets the organizations asked for', async () => {

@@ -5,7 +5,7 @@ import { api, unwrap, type Organization, type Project, type Schemas } from '../.
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
 import { WriteButton } from '../../components/WriteButton'
-import { useInvoicePreview } from '../../hooks/billing'
+import { money, useInvoicePreview } from '../../hooks/billing'
 import { NotFoundPage } from '../NotFound'
 import { durationText } from './Incidents'
 
@@ -13,13 +13,12 @@ type Quota = Schemas['QuotaOutput']
 type SlaReport = Schemas['SlaReportOutput']
 type Preview = Schemas['InvoicePreviewOutput']
 
-/** "1,234.50 USD to date, 3 resources billed for 96 h" — the organization's month so far (the invoice preview). */
+/** "$1,234.50 to date, 3 resources billed for 96 h" — the organization's month so far (the invoice preview). */
 export function spendText(p: Pick<Preview, 'total' | 'currency' | 'lines'>): string {
   const usage = p.lines.filter((l) => l.kind === 'usage')
   const hours = usage.reduce((sum, l) => sum + Number(l.billed_seconds ?? 0), 0) / 3600
-  const total = Number(p.total).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })
   const resources = new Set(usage.map((l) => `${l.resource_type}:${l.resource_id}`)).size
-  return `${total} ${p.currency} to date, ${resources} resource${resources === 1 ? '' : 's'} billed for ${Math.round(hours * 10) / 10} h`
+  return `${money(p.total, p.currency)} to date, ${resources} resource${resources === 1 ? '' : 's'} billed for ${Math.round(hours * 10) / 10} h`
 }
 
 /** The SLA standing from the organization's SLA reports (each a resource-month with provider-caused downtime):
@@ -31,11 +30,11 @@ export function slaStanding(tier: string, reports: SlaReport[]): { met: boolean;
   const credits = new Map<string, number>()
   for (const r of reports) credits.set(r.currency, (credits.get(r.currency) ?? 0) + Number(r.credit_amount))
   const breached = reports.filter((r) => Number(r.credit_pct) > 0)
-  const money = [...credits].map(([c, v]) => `${v.toFixed(2)} ${c}`).join(', ')
+  const credited = [...credits].map(([c, v]) => money(v.toFixed(2), c)).join(', ')
   return {
     met: !breached.length,
     text: `${worst.sla_tier || tier || 'no'} tier: ${breached.length ? `missed for ${breached.length} resource-month${breached.length === 1 ? '' : 's'}` : 'met'}; `
-      + `lowest uptime ${Number(worst.uptime_pct).toFixed(3)} % in ${worst.period} (target ${Number(worst.target_uptime_pct)} %); credits ${money}`,
+      + `lowest uptime ${Number(worst.uptime_pct).toFixed(3)} % in ${worst.period} (target ${Number(worst.target_uptime_pct)} %); credits ${credited}`,
   }
 }
 

@@ -28,7 +28,7 @@ describe('admin price books', () => {
     const dialog = await screen.findByRole('dialog', { name: 'New price book version' })
     expect(within(dialog).getByLabelText(/^Starts \(UTC\)/)).toHaveValue(nextMonthStart().slice(0, 16))
     const row = within(dialog).getAllByTestId('price-row')[0]
-    expect(row).toHaveTextContent('19.92 / hour')
+    expect(row).toHaveTextContent('$19.92 / hour')
     const publish = within(dialog).getByRole('button', { name: 'Publish version' })
     expect(publish).toBeDisabled()   // nothing changed yet
     fireEvent.change(within(row).getByRole('textbox'), { target: { value: '17.50' } })

@@ -4,11 +4,12 @@ import { useMemo, useState } from 'react'
 import { ApiError, api, unwrap } from '../../../api/client'
 import { ProblemAlert, fieldError } from '../../../components/ProblemAlert'
 import { WriteButton } from '../../../components/WriteButton'
+import { money } from '../../../hooks/billing'
 import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import {
-  bookState, changedPrices, localInputToUtc, nextMonthStart, priceBefore, priceKey, priceRows, trimPrice, type PriceBook, type PriceRow,
+  bookState, changedPrices, localInputToUtc, nextMonthStart, priceBefore, priceKey, priceRows, type PriceBook, type PriceRow,
 } from './logic'
 
 const booksKey = ['staff', 'price-books'] as const
@@ -82,7 +83,7 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
                   <Table.Td><Code>{r.sku}</Code></Table.Td>
                   <Table.Td>{r.sla_tier}</Table.Td>
                   <Table.Td>{r.pricing_model.replace('_', '-')}</Table.Td>
-                  <Table.Td ta="right">{r.old ? `${trimPrice(r.old)} / ${r.unit}` : '—'}</Table.Td>
+                  <Table.Td ta="right">{r.old ? `${money(r.old, currency, 6)} / ${r.unit}` : '—'}</Table.Td>
                   <Table.Td ta="right">
                     <TextInput size="xs" w={120} ml="auto" inputMode="decimal" value={r.next}
                       aria-label={`New price of ${r.sku} (${r.sla_tier}, ${r.pricing_model})`}
@@ -176,8 +177,8 @@ export function AdminPriceBooksPage() {
                       <Table.Td><Code>{p.sku}</Code></Table.Td>
                       <Table.Td>{p.sla_tier}</Table.Td>
                       <Table.Td>{p.pricing_model.replace('_', '-')}</Table.Td>
-                      <Table.Td ta="right">{before ? trimPrice(before.unit_price) : '—'}</Table.Td>
-                      <Table.Td ta="right">{trimPrice(p.unit_price)} / {p.unit}</Table.Td>
+                      <Table.Td ta="right">{before ? money(before.unit_price, book.currency, 6) : '—'}</Table.Td>
+                      <Table.Td ta="right">{money(p.unit_price, book.currency, 6)} / {p.unit}</Table.Td>
                     </Table.Tr>
                   )
                 })}
