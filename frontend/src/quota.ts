@@ -7,6 +7,11 @@ const LABELS: Record<string, string> = {
   leases: 'Leases', volumes: 'Volumes', volume_gib: 'Volume storage', snapshots: 'Snapshots',
 }
 
+/** The resource keys a quota may name, in the API's order, and those that take a qualifier after ":" (a GPU model,
+ * a MIG profile, a vGPU type, a volume type). */
+export const QUOTA_RESOURCES = Object.keys(LABELS)
+export const QUALIFIABLE = new Set(['gpus', 'mig_slices', 'vgpus', 'volume_gib'])
+
 /** `gpus:H100-SXM5-80GB` → "H100-SXM5-80GB GPUs", `memory_mib` → "Memory", `volume_gib:ssd` → "Volume storage
  * (ssd)"; an unknown key is shown as it is. */
 export function quotaLabel(resource: string): string {

@@ -160,7 +160,10 @@ def test_3_add_a_quota_to_an_organization(pc, tab):
     tab.get_by_role("button", name=pc.a.org["name"]).click()
     panel = tab.get_by_test_id("tenant-panel")
     expect(panel.get_by_test_id("tenant-projects")).to_have_text("Research")
-    panel.get_by_label("Resource").fill(f"gpus:{H100}")     # the plan's quotas are there already
+    # the plan's quotas are there already; a resource is chosen by its name, the model typed beside it
+    panel.get_by_role("combobox", name="Resource").click()
+    tab.get_by_role("option", name="GPUs", exact=True).click()
+    panel.get_by_label(re.compile(r"^GPU model")).fill(H100)
     panel.get_by_label(re.compile(r"^New limit")).fill("16")
     panel.get_by_role("button", name="Add quota").click()
     row = panel.locator(f'[data-testid="quota-row"][data-resource="gpus:{H100}"]')
@@ -178,8 +181,8 @@ def test_3_add_a_quota_to_an_organization(pc, tab):
 
 def test_4_change_the_quota_the_servers_refusal_on_the_field(pc, tab):
     panel = tab.get_by_test_id("tenant-panel")
-    panel.get_by_role("button", name=f"Change the gpus:{H100} quota of {pc.a.org['name']}").click()
-    dialog = tab.get_by_role("dialog", name=f"gpus:{H100} quota of {pc.a.org['name']}")
+    panel.get_by_role("button", name=f"Change the {H100} GPUs quota of {pc.a.org['name']}").click()
+    dialog = tab.get_by_role("dialog", name=f"{H100} GPUs quota of {pc.a.org['name']}")
     field = dialog.get_by_label(re.compile(r"^Limit"))
     field.fill("-1")
     dialog.get_by_role("button", name="Save limit").click()

@@ -40,8 +40,8 @@ describe('tenants', () => {
     const panel = await screen.findByTestId('tenant-panel')
     expect(await within(panel).findByTestId('quota-use')).toHaveTextContent('8 of 32 (25 %)')
     expect(within(panel).queryByTestId('quota-read-only')).toBeNull()     // an operator changes them
-    fireEvent.click(within(panel).getByRole('button', { name: 'Change the gpus quota of Delta Labs' }))
-    const dialog = await screen.findByRole('dialog', { name: 'gpus quota of Delta Labs' })
+    fireEvent.click(within(panel).getByRole('button', { name: 'Change the GPUs quota of Delta Labs' }))
+    const dialog = await screen.findByRole('dialog', { name: 'GPUs quota of Delta Labs' })
     const field = within(dialog).getByLabelText(/^Limit/)
     fireEvent.change(field, { target: { value: '1.5' } })      // kept as typed, refused before sending
     fireEvent.click(within(dialog).getByRole('button', { name: 'Save limit' }))
@@ -69,7 +69,7 @@ describe('tenants', () => {
     renderPage(<AdminTenantsPage />)
     fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }))
     const panel = await screen.findByTestId('tenant-panel')
-    const change = await within(panel).findByRole('button', { name: 'Change the gpus quota of Delta Labs' })
+    const change = await within(panel).findByRole('button', { name: 'Change the GPUs quota of Delta Labs' })
     expect(change).toBeDisabled()
     expect(change).toHaveAttribute('title', 'Only operators change quotas; your staff role reads them.')
     expect(within(panel).getByRole('button', { name: 'Add quota' })).toBeDisabled()
@@ -111,6 +111,42 @@ describe('tenants', () => {
     expect(within(panel).getByTestId('tenant-sla')).toHaveTextContent('lowest uptime 98.750 % in 2026-11 (target 99 %); credits €10.00')
     await waitFor(() => expect(within(panel).getByTestId('tenant-incidents')).toHaveTextContent('a-su1-n01: PSU failed (1 resource down 2 h 00 min so far)'))
     expect(within(panel).getByTestId('tenant-incidents')).not.toHaveTextContent('b-n02')
+  }, 20_000)
+
+  it('names quotas in words with their units, and adds one chosen by name with a GPU model', async () => {
+    const rows = [{ id: 'q2', organization: 'o1', project: null, scope: 'organization', resource: 'memory_mib', limit: 524288,
+      usage: 65536, warnings: [], allowed_actions: ['update'], updated_at: '' }]
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/organizations/': () => json(page(ORGS)),
+      'GET /api/v1/projects/': () => json(page([])),
+      'GET /api/v1/quotas/': () => json(page(rows)),
+      'POST /api/v1/quotas/': async (r) => {
+        const body = await r.json()
+        rows.push({ ...rows[0], id: 'q3', resource: body.resource, limit: body.limit, usage: 0 })
+        return json(rows.at(-1), 201)
+      },
+    })
+    renderPage(<AdminTenantsPage />)
+    fireEvent.click(await screen.findByRole('button', { name: 'Delta Labs' }, { timeout: 5000 }))
+    const panel = await screen.findByTestId('tenant-panel')
+    const memory = await within(panel).findByTestId('quota-row', {}, { timeout: 5000 })
+    expect(memory).toHaveTextContent('Memory')
+    expect(memory).not.toHaveTextContent('memory_mib')
+    expect(within(memory).getByTestId('quota-use')).toHaveTextContent('64 GiB of 512 GiB (13 %)')
+    fireEvent.click(within(memory).getByRole('button', { name: 'Change the Memory quota of Delta Labs' }))
+    const dialog = await screen.findByRole('dialog', { name: 'Memory quota of Delta Labs' })
+    expect(dialog).toHaveTextContent('In use now: 64 GiB')
+    expect(dialog).toHaveTextContent('In MiB')
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Cancel' }))
+    fireEvent.click(within(panel).getByRole('combobox', { name: 'Resource' }))
+    fireEvent.click(await screen.findByRole('option', { name: 'GPUs', hidden: true }))
+    fireEvent.change(within(panel).getByRole('textbox', { name: /^GPU model/ }), { target: { value: 'H100-SXM5-80GB' } })
+    fireEvent.change(within(panel).getByRole('textbox', { name: /^New limit/ }), { target: { value: '16' } })
+    fireEvent.click(within(panel).getByRole('button', { name: 'Add quota' }))
+    await waitFor(() => expect(within(panel).getAllByTestId('quota-row')).toHaveLength(2), { timeout: 5000 })
+    expect(await seen.find((r) => r.method === 'POST')!.json()).toEqual({ organization: 'o1', resource: 'gpus:H100-SXM5-80GB', limit: 16 })
+    expect(within(panel).getAllByTestId('quota-row')[1]).toHaveTextContent('H100-SXM5-80GB GPUs0 of 16 (0 %)')
   }, 20_000)
 
   it('says the SLA is met without provider-caused downtime', () => {

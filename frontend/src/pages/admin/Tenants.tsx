@@ -1,4 +1,4 @@
-import { Badge, Button, Grid, Group, Modal, NumberInput, Paper, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Badge, Button, Grid, Group, Modal, NumberInput, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQueries, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState, type FormEvent } from 'react'
 import { api, unwrap, type Organization, type Project, type Schemas } from '../../api/client'
@@ -6,6 +6,7 @@ import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
 import { WriteButton } from '../../components/WriteButton'
 import { money, useInvoicePreview } from '../../hooks/billing'
+import { QUALIFIABLE, QUOTA_RESOURCES, quotaAmount, quotaLabel } from '../../quota'
 import { NotFoundPage } from '../NotFound'
 import { durationText } from './Incidents'
 
@@ -93,11 +94,21 @@ export function matchOrganizations(orgs: Organization[], q: string): Organizatio
   return s ? orgs.filter((o) => o.name.toLowerCase().includes(s) || o.slug.toLowerCase().includes(s)) : orgs
 }
 
-/** "12 of 64 (19 %)", "12 (no limit counted)" — a quota's use beside its limit. */
-export function quotaUseText(q: Pick<Quota, 'usage' | 'limit'>): string {
+/** "12 of 64 (19 %)", "not counted" — a quota's use beside its limit, in the resource's unit when it has one
+ * ("64 GiB of 512 GiB (13 %)" for `memory_mib`). */
+export function quotaUseText(q: Pick<Quota, 'usage' | 'limit'> & { resource?: string }): string {
   if (q.usage === null || q.usage === undefined) return 'not counted'
-  if (!q.limit) return `${q.usage} of 0`
-  return `${q.usage} of ${q.limit} (${Math.round((100 * q.usage) / q.limit)} %)`
+  const amount = (n: number) => (q.resource ? quotaAmount(q.resource, n) : String(n))
+  if (!q.limit) return `${amount(q.usage)} of ${amount(0)}`
+  return `${amount(q.usage)} of ${amount(q.limit)} (${Math.round((100 * q.usage) / q.limit)} %)`
+}
+
+/** What a limit of `resource` counts, under the limit field: its unit where the API's is not a plain count. */
+function limitUnit(resource: string): string | undefined {
+  const base = resource.split(':')[0]
+  if (base === 'memory_mib') return 'In MiB (1 GiB = 1,024 MiB).'
+  if (base === 'volume_gib') return 'In GiB.'
+  return undefined
 }
 
 /** Change one quota's limit (PATCH /quotas/{id}/, audited as quota.update); the API's refusal is shown on the
@@ -146,15 +157,19 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
     <>
       <WriteButton size="xs" variant="default" allowed={(quota.allowed_actions ?? []).includes('update')}
         deniedHint={QUOTA_HINT} onClick={() => { limit.set(quota.limit); save.reset(); setOpened(true) }}
-        aria-label={`Change the ${quota.resource} quota of ${scope}`}>
+        aria-label={`Change the ${quotaLabel(quota.resource)} quota of ${scope}`}>
         Change
       </WriteButton>
-      <Modal opened={opened} onClose={() => setOpened(false)} title={`${quota.resource} quota of ${scope}`} centered
+      <Modal opened={opened} onClose={() => setOpened(false)} title={`${quotaLabel(quota.resource)} quota of ${scope}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
         <form onSubmit={limit.submit(() => save.mutate())} noValidate>
           <Stack>
-            <Text size="sm">In use now: {quota.usage ?? 'not counted'}. A limit below that blocks new requests only.</Text>
+            <Text size="sm">
+              In use now: {quota.usage === null || quota.usage === undefined ? 'not counted' : quotaAmount(quota.resource, quota.usage)}.
+              A limit below that blocks new requests only.
+            </Text>
             <NumberInput label="Limit" value={limit.value} onChange={limit.set} required data-autofocus
+              description={limitUnit(quota.resource)}
               error={limit.problem ?? fieldError(save.error, 'limit')} />
             {/* a refusal of the limit is shown on the field; the alert is for any other */}
             {!fieldError(save.error, 'limit') && <ProblemAlert error={save.error} shownFields={['limit']} />}
@@ -169,28 +184,41 @@ function EditQuota({ quota, scope }: { quota: Quota; scope: string }) {
   )
 }
 
-/** Set a new organization-level limit (POST /quotas/): e.g. `gpus`, `gpus:H100-SXM5-80GB`, `vcpus`. */
+/** Set a new organization-level limit (POST /quotas/): a resource chosen by its name ("GPUs", "vCPUs"), with a
+ * qualifier where it takes one (a GPU model: `gpus:H100-SXM5-80GB`). */
+const QUALIFIER_LABELS: Record<string, string> = {
+  gpus: 'GPU model', mig_slices: 'MIG profile', vgpus: 'vGPU type', volume_gib: 'Volume type',
+}
+
 function AddQuota({ org, allowed }: { org: Organization; allowed: boolean }) {
   const qc = useQueryClient()
-  const [resource, setResource] = useState('')
+  const [base, setBase] = useState<string | null>(null)
+  const [qualifier, setQualifier] = useState('')
+  const resource = base ? (qualifier.trim() && QUALIFIABLE.has(base) ? `${base}:${qualifier.trim()}` : base) : ''
   const limit = useLimitField('')
   const add = useMutation({
     mutationFn: () =>
       unwrap(api.POST('/api/v1/quotas/', { body: { organization: org.id, resource, limit: Number(limit.value) } })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ['staff-quotas', org.id] })
-      setResource('')
+      setBase(null)
+      setQualifier('')
       limit.set('')
     },
   })
   return (
     <form onSubmit={limit.submit(() => add.mutate())} noValidate>
-      <Group align="start">
-        <TextInput label="Resource" placeholder="gpus:H100-SXM5-80GB" value={resource} w={220} disabled={!allowed}
-          onChange={(e) => setResource(e.currentTarget.value)} error={fieldError(add.error, 'resource')} />
-        <NumberInput label="New limit" value={limit.value} onChange={limit.set} w={140}
+      <Group align="flex-end">
+        <Select label="Resource" placeholder="Choose" value={base} w={200} disabled={!allowed} searchable
+          data={QUOTA_RESOURCES.map((r) => ({ value: r, label: quotaLabel(r) }))}
+          onChange={(v) => { setBase(v); if (!v || !QUALIFIABLE.has(v)) setQualifier('') }}
+          error={fieldError(add.error, 'resource')} />
+        <TextInput label={QUALIFIER_LABELS[base ?? ''] ?? 'Of one kind'} description="Optional: empty limits them all"
+          placeholder={base === 'gpus' ? 'H100-SXM5-80GB' : undefined} value={qualifier} w={200} disabled={!allowed || !base || !QUALIFIABLE.has(base)}
+          onChange={(e) => setQualifier(e.currentTarget.value)} />
+        <NumberInput label="New limit" value={limit.value} onChange={limit.set} w={140} description={base ? limitUnit(base) : undefined}
           disabled={!allowed} error={limit.problem ?? fieldError(add.error, 'limit')} />
-        <WriteButton type="submit" mt={25} variant="default" loading={add.isPending} allowed={allowed} deniedHint={QUOTA_HINT}
+        <WriteButton type="submit" variant="default" loading={add.isPending} allowed={allowed} deniedHint={QUOTA_HINT}
           disabled={!resource.trim() || limit.value === ''}>
           Add quota
         </WriteButton>
@@ -249,7 +277,7 @@ function OrganizationPanel({ org }: { org: Organization }) {
               return (
                 <Table.Tr key={q.id} data-testid="quota-row" data-resource={q.resource} data-scope={q.scope}>
                   <Table.Td>{q.project ? `project ${scope}` : 'organization'}</Table.Td>
-                  <Table.Td>{q.resource}</Table.Td>
+                  <Table.Td>{quotaLabel(q.resource)}</Table.Td>
                   <Table.Td data-testid="quota-use">{quotaUseText(q)}</Table.Td>
                   <Table.Td><EditQuota quota={q} scope={scope} /></Table.Td>
                 </Table.Tr>
