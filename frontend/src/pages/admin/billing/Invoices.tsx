@@ -1,4 +1,4 @@
-import { Anchor, Button, Code, Group, List, Modal, NumberInput, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core'
+import { Anchor, Button, Code, Group, List, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, TextInput, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useState } from 'react'
 import { Link, useParams } from 'react-router'
@@ -11,7 +11,7 @@ import { money } from '../../../hooks/billing'
 import { CreditNoteTable, InvoiceStatus, Totals, duration } from '../../Billing'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
-import { creditable, explainLine, utcText, type CreditNote } from './logic'
+import { amountProblem, creditable, explainLine, utcText, type CreditNote } from './logic'
 import { useOrgNames } from '../organizations'
 
 /** Invoices as rows: number (a link to the staff invoice), organization, period, status, total, balance. */
@@ -152,12 +152,13 @@ function Explain({ invoice, line, onClose }: { invoice: Invoice; line: InvoiceLi
 function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }) {
   const qc = useQueryClient()
   const [opened, setOpened] = useState(false)
-  const [amount, setAmount] = useState<string | number>('')
+  const [amount, setAmount] = useState('')
+  const [amountError, setAmountError] = useState<string | undefined>()
   const [reason, setReason] = useState('')
   const issue = useMutation({
     mutationFn: (): Promise<CreditNote> => unwrap(api.POST('/api/v1/credit-notes/', {
       params: { header: { 'Idempotency-Key': submit.idempotencyKey.current } },
-      body: { invoice: invoice.id, amount: String(amount), reason },
+      body: { invoice: invoice.id, amount: amount.trim(), reason },
     })),
     onSuccess: () => {
       void qc.invalidateQueries({ queryKey: ['staff', 'invoice', invoice.id] })
@@ -166,6 +167,11 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
     },
   })
   const submit = useSubmitOnce(issue)
+  const send = () => {
+    const problem = amountProblem(amount, invoice.currency)
+    setAmountError(problem)
+    if (!problem) submit(undefined)
+  }
   return (
     <>
       <WriteButton variant="default" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
@@ -173,18 +179,19 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
       </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`Credit note against ${invoice.display_number}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
+        <form onSubmit={(e) => { e.preventDefault(); send() }} noValidate>
           <Stack>
-            <NumberInput label={`Amount before tax (${invoice.currency})`} required min={0.01} decimalScale={2}
+            <TextInput label={`Amount before tax (${invoice.currency})`} required inputMode="decimal"
               description={`At most ${money(String(creditable(invoice)), invoice.currency)}; tax at the invoice’s rate is added.`}
-              value={amount} onChange={setAmount} error={fieldError(issue.error, 'amount')} data-autofocus />
+              value={amount} onChange={(e) => { setAmount(e.currentTarget.value); setAmountError(undefined) }}
+              error={amountError ?? fieldError(issue.error, 'amount')} data-autofocus />
             <Textarea label="Reason" required minRows={2} maxLength={500} value={reason}
               description="Printed on the credit note." onChange={(e) => setReason(e.currentTarget.value)}
               error={fieldError(issue.error, 'reason')} />
             <ProblemAlert error={issue.error} shownFields={['amount', 'reason']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
-              <Button type="submit" loading={issue.isPending} disabled={!reason.trim() || !amount}>Issue</Button>
+              <Button type="submit" loading={issue.isPending} disabled={!reason.trim() || !amount.trim()}>Issue</Button>
             </Group>
           </Stack>
         </form>
@@ -198,12 +205,13 @@ function CreditNoteButton({ invoice, allowed }: { invoice: Invoice; allowed: boo
 function PayButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean }) {
   const qc = useQueryClient()
   const [opened, setOpened] = useState(false)
-  const [amount, setAmount] = useState<string | number>(Number(invoice.balance_due))
+  const [amount, setAmount] = useState(invoice.balance_due)
+  const [amountError, setAmountError] = useState<string | undefined>()
   const [reference, setReference] = useState('')
   const pay = useMutation({
     mutationFn: (): Promise<Invoice> => unwrap(api.POST('/api/v1/invoices/{id}/pay/', {
       params: { path: { id: invoice.id }, header: { 'Idempotency-Key': submit.idempotencyKey.current } },
-      body: { amount: String(amount), reference },
+      body: { amount: amount.trim(), reference },
     })),
     onSuccess: (updated) => {
       qc.setQueryData(['staff', 'invoice', invoice.id], updated)
@@ -212,6 +220,11 @@ function PayButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean })
     },
   })
   const submit = useSubmitOnce(pay)
+  const send = () => {
+    const problem = amountProblem(amount, invoice.currency)
+    setAmountError(problem)
+    if (!problem) submit(undefined)
+  }
   return (
     <>
       <WriteButton variant="default" allowed={allowed} deniedHint={READ_ONLY_STAFF} onClick={() => setOpened(true)}>
@@ -219,18 +232,19 @@ function PayButton({ invoice, allowed }: { invoice: Invoice; allowed: boolean })
       </WriteButton>
       <Modal opened={opened} onClose={() => setOpened(false)} title={`Record a payment of ${invoice.display_number}`} centered
         closeButtonProps={{ 'aria-label': 'Close' }}>
-        <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
+        <form onSubmit={(e) => { e.preventDefault(); send() }} noValidate>
           <Stack>
-            <NumberInput label={`Amount received (${invoice.currency})`} required min={0.01} decimalScale={2}
+            <TextInput label={`Amount received (${invoice.currency})`} required inputMode="decimal"
               description={`Balance due ${money(invoice.balance_due, invoice.currency)}.`}
-              value={amount} onChange={setAmount} error={fieldError(pay.error, 'amount')} data-autofocus />
+              value={amount} onChange={(e) => { setAmount(e.currentTarget.value); setAmountError(undefined) }}
+              error={amountError ?? fieldError(pay.error, 'amount')} data-autofocus />
             <TextInput label="Reference" required maxLength={200} value={reference}
               description="The payment's reference (bank transfer, receipt), kept in the audit log."
               onChange={(e) => setReference(e.currentTarget.value)} error={fieldError(pay.error, 'reference')} />
             <ProblemAlert error={pay.error} shownFields={['amount', 'reference']} />
             <Group justify="flex-end">
               <Button variant="default" onClick={() => setOpened(false)}>Cancel</Button>
-              <Button type="submit" loading={pay.isPending} disabled={!reference.trim() || !amount}>Record payment</Button>
+              <Button type="submit" loading={pay.isPending} disabled={!reference.trim() || !amount.trim()}>Record payment</Button>
             </Group>
           </Stack>
         </form>

@@ -160,6 +160,6 @@ describe('admin invoice', () => {
     expect(screen.queryByRole('button', { name: 'Void' })).not.toBeInTheDocument()
     const post = seen.find((r) => r.url.endsWith('/pay/'))!
     expect(post.headers.get('Idempotency-Key')).toBeTruthy()
-    expect(await post.json()).toEqual({ amount: '10', reference: 'SEPA 4711' })
+    expect(await post.json()).toEqual({ amount: '10.00', reference: 'SEPA 4711' })
   })
 })

@@ -158,3 +158,28 @@ export function explainLine(line: Line, fmt: (amount: string) => string): string
 export function creditable(invoice: { total?: string; credited?: string }): number {
   return Math.max(0, Number(invoice.total ?? 0) - Number(invoice.credited ?? 0))
 }
+
+/** The decimals of `currency`'s minor unit (USD and EUR 2, JPY 0; 2 for a code Intl does not know). */
+export function minorDigits(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en-US', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2
+  } catch {
+    return 2
+  }
+}
+
+/** Why an amount typed for a credit note or a payment cannot be sent as it is, or undefined: it must be a plain
+ * decimal above 0 in the currency's minor unit ("10.001 USD" is refused, never rounded to 10.00 behind the
+ * person's back). The rest (more than the invoice allows) is the server's to refuse. */
+export function amountProblem(value: string, currency: string): string | undefined {
+  const v = value.trim()
+  if (!v) return 'Enter an amount.'
+  if (!/^\d+(\.\d+)?$/.test(v)) return `An amount is a number such as 120.50 (${v} is not).`
+  if (Number(v) <= 0) return 'An amount is more than 0.'
+  const digits = minorDigits(currency)
+  const given = (v.split('.')[1] ?? '').replace(/0+$/, '').length
+  if (given > digits)
+    return digits === 0 ? `${currency} amounts have no decimals (${v} has ${given}).`
+      : `${currency} amounts have at most ${digits} decimals (${v} has ${given}); nothing is rounded: type the amount to the cent.`
+  return undefined
+}
