@@ -41,6 +41,39 @@ describe('admin price books', () => {
     await waitFor(() => expect(screen.queryByRole('dialog')).not.toBeInTheDocument(), { timeout: 5_000 })
   }, 20_000)   // a modal and a table of inputs: slow on a loaded machine
 
+  it('asks to confirm a price of 0 before publishing it (Enter in a field does not skip the question)', async () => {
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json(ME('billing_admin')),
+      'GET /api/v1/price-books/': () => json({ results: [BOOK], next: null, previous: null }),
+      'POST /api/v1/price-books/': () => json({ ...BOOK, id: 'b2' }, 201),
+    })
+    renderPage(<AdminPriceBooksPage />)
+    await screen.findByTestId('price-book', {}, { timeout: 5000 })
+    fireEvent.click(screen.getByRole('button', { name: 'New version' }))
+    const dialog = await screen.findByRole('dialog', { name: 'New price book version' })
+    const input = within(within(dialog).getAllByTestId('price-row')[0]).getByRole('textbox')
+    const publish = within(dialog).getByRole('button', { name: 'Publish version' })
+    fireEvent.change(input, { target: { value: '0' } })
+    const warning = await within(dialog).findByTestId('free-prices')
+    expect(warning).toHaveTextContent('One price is 0')
+    expect(warning).toHaveTextContent('flavor:name=h100-8x (standard, on-demand)')
+    expect(publish).toBeDisabled()
+    fireEvent.submit(publish.closest('form')!)              // Enter in a field does not get past it either
+    const confirm = within(warning).getByRole('checkbox', { name: 'It is free on purpose' })
+    fireEvent.click(confirm)
+    expect(publish).toBeEnabled()
+    fireEvent.change(input, { target: { value: '0.00' } })  // still the same free price: still confirmed
+    expect(publish).toBeEnabled()
+    fireEvent.change(input, { target: { value: '1.50' } })
+    expect(within(dialog).queryByTestId('free-prices')).toBeNull()
+    fireEvent.change(input, { target: { value: '0' } })
+    expect(publish).toBeEnabled()                           // the same SKU made free again: confirmed for it already
+    expect(seen.filter((r) => r.method === 'POST')).toHaveLength(0)
+    fireEvent.click(publish)
+    await waitFor(() => expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1), { timeout: 5000 })
+    expect(await seen.find((r) => r.method === 'POST')!.json()).toMatchObject({ prices: [{ sku: 'flavor:name=h100-8x', unit_price: '0' }] })
+  }, 20_000)
+
   it('shows support staff the books with New version disabled', async () => {
     stubApi({
       'GET /api/v1/me/': () => json(ME('support')),

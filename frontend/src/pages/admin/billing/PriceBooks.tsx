@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Code, Group, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Anchor, Badge, Button, Checkbox, Code, Group, List, Modal, Paper, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useMemo, useState } from 'react'
 import { ApiError, api, unwrap } from '../../../api/client'
@@ -9,7 +9,7 @@ import { useSubmitOnce } from '../../../hooks/useSubmitOnce'
 import { NotFoundPage } from '../../NotFound'
 import { BillingTabs, READ_ONLY_STAFF, useBillingRole } from './common'
 import {
-  bookState, changedPrices, localInputToUtc, nextMonthStart, priceBefore, priceKey, priceRows, type PriceBook, type PriceRow,
+  bookState, changedPrices, freePrices, localInputToUtc, nextMonthStart, priceBefore, priceKey, priceRows, type PriceBook, type PriceRow,
 } from './logic'
 
 const booksKey = ['staff', 'price-books'] as const
@@ -41,6 +41,10 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
   const base = useMemo(() => priceRows(books, currency, at || nextMonthStart()), [books, currency, at])
   const [edits, setEdits] = useState<Record<string, string>>({})
   const rows: PriceRow[] = base.map((r) => ({ ...r, next: edits[r.key] ?? r.next }))
+  const free = freePrices(rows)
+  const freeKeys = free.map(priceKey).join(' ')
+  // the confirmation holds for the free prices it was given for: another free price asks again
+  const [freeConfirmed, setFreeConfirmed] = useState('')
   const publish = useMutation({
     mutationFn: () => unwrap(api.POST('/api/v1/price-books/', {
       body: { name, currency, effective_from: at, prices: changedPrices(rows) } as never,
@@ -55,7 +59,7 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
   }
   const changedKeys = changedPrices(rows).map(priceKey)
   return (
-    <form onSubmit={(e) => { e.preventDefault(); submit(undefined) }}>
+    <form onSubmit={(e) => { e.preventDefault(); if (!free.length || freeConfirmed === freeKeys) submit(undefined) }}>
       <Stack>
         <Group align="start" grow>
           <TextInput label="Name" required value={name} onChange={(e) => setName(e.currentTarget.value)}
@@ -97,11 +101,25 @@ function NewVersion({ books, onClose }: { books: PriceBook[]; onClose: () => voi
         </Table>
         {rows.length === 0 && <Text size="sm" c="dimmed">No price of {currency} is in force before that start.</Text>}
         <Text size="sm" data-testid="changed-count">{changed} price{changed === 1 ? '' : 's'} change; the others stay in force.</Text>
+        {free.length > 0 && (
+          <Alert color="yellow" variant="light" data-testid="free-prices"
+            title={<Text fw={700} c="var(--mantine-color-text)">{free.length === 1 ? 'One price is 0' : `${free.length} prices are 0`}</Text>}>
+            <Stack gap="xs">
+              <Text size="sm">From the start, customers are not charged for:</Text>
+              <List size="sm">
+                {free.map((p) => <List.Item key={priceKey(p)}><Code>{p.sku}</Code> ({p.sla_tier}, {p.pricing_model.replace('_', '-')})</List.Item>)}
+              </List>
+              <Checkbox label={free.length === 1 ? 'It is free on purpose' : 'They are free on purpose'}
+                checked={freeConfirmed === freeKeys} onChange={(e) => setFreeConfirmed(e.currentTarget.checked ? freeKeys : '')} />
+            </Stack>
+          </Alert>
+        )}
         <ProblemAlert error={publish.error} shownFields={['name', 'currency', 'effective_from',
           ...Object.keys(publish.error instanceof ApiError ? publish.error.errors : {}).filter((k) => k.startsWith('prices.'))]} />
         <Group justify="flex-end">
           <Button variant="default" onClick={onClose}>Cancel</Button>
-          <Button type="submit" loading={publish.isPending} disabled={changed === 0}>Publish version</Button>
+          <Button type="submit" loading={publish.isPending}
+            disabled={changed === 0 || (free.length > 0 && freeConfirmed !== freeKeys)}>Publish version</Button>
         </Group>
       </Stack>
     </form>

@@ -105,6 +105,12 @@ export function changedPrices(rows: PriceRow[]) {
                    unit: r.unit as Price['unit'], unit_price: r.next.trim() }))
 }
 
+/** The changed prices that would make their SKU free from the new version's start (a price of 0): the form asks
+ * the billing admin to confirm them (a free SKU is a choice a provider makes, not a slip of the keyboard). */
+export function freePrices(rows: PriceRow[]) {
+  return changedPrices(rows).filter((p) => /^\d+(\.\d+)?$/.test(p.unit_price) && Number(p.unit_price) === 0)
+}
+
 /** An invoice run's progress in words, from its status and counts. */
 export function runProgress(run: InvoiceRun): string {
   const counts = `${run.invoices_drafted ?? 0} drafted, ${run.invoices_finalized ?? 0} finalized`
