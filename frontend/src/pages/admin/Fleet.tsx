@@ -155,6 +155,38 @@ export function moveText(r: Workloads['remediations'][number]): string {
   }
 }
 
+type GpuInstance = Gpu['gpu_instances'][number]
+
+/** One GPU's MIG layout: its GPU instances by first memory slice, each with its profile name and the memory slices
+ * it holds of the GPU's 8 (`[start, start + size)`), drawn as a strip of 8 with the free slices left blank and
+ * listed in words beside it. `mig` (the fleet summary's "3g.40gb×2") stands in until the GPU itself is read. */
+export function MigLayout({ gpu, instances, mode, summary }: {
+  gpu: number; instances: GpuInstance[] | null; mode: string; summary: string
+}) {
+  if (instances === null) return <>{summary || '—'}</>
+  if (!instances.length) return <>{mode === 'mig' ? 'MIG on, no GPU instance' : '—'}</>
+  const sorted = [...instances].sort((a, b) => a.start - b.start)
+  const used = sorted.reduce((n, gi) => n + gi.size, 0)
+  return (
+    <Stack gap={2}>
+      <div className="mig-strip" aria-hidden="true">
+        {sorted.map((gi) => (
+          <span key={gi.start} className="mig-gi" style={{ gridColumn: `${gi.start + 1} / span ${gi.size}` }}
+            title={`${gi.profile}: slices ${gi.start}–${gi.start + gi.size - 1}`}>{gi.profile}</span>
+        ))}
+      </div>
+      <ul className="mig-list" aria-label={`MIG layout of GPU ${gpu}`}>
+        {sorted.map((gi) => (
+          <li key={gi.start} data-testid="mig-gi" data-profile={gi.profile} data-start={gi.start}>
+            {gi.profile} <Text span size="xs" c="dimmed">slices {gi.start}–{gi.start + gi.size - 1}{gi.gi_id != null ? `, GI ${gi.gi_id}` : ''}</Text>
+          </li>
+        ))}
+        {used < 8 && <li><Text span size="xs" c="dimmed">{8 - used} of 8 slices free</Text></li>}
+      </ul>
+    </Stack>
+  )
+}
+
 /** The chosen host: its condition and agent, its GPUs, and the actions the server allows now. */
 export function HostPanel({ row }: { row: FleetHost }) {
   const host = useQuery({
@@ -246,7 +278,9 @@ export function HostPanel({ row }: { row: FleetHost }) {
                   </Group>
                 </Table.Td>
                 <Table.Td>{g.mode}</Table.Td>
-                <Table.Td>{g.mig || '—'}</Table.Td>
+                <Table.Td>
+                  <MigLayout gpu={g.index} mode={g.mode} summary={g.mig} instances={g.gpu ? (g.gpu.gpu_instances ?? []) : null} />
+                </Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>

@@ -99,6 +99,34 @@ describe('fleet heat map', () => {
     expect(seen.filter((r) => r.method === 'POST')).toHaveLength(1)
   }, 20_000)
 
+  it('shows each GPU\'s MIG layout: its GPU instances with their profile names and slices, and what is free', async () => {
+    const detail = { id: H2.id, name: H2.name, state: 'cordoned', state_reason: '', serial: 'SER2', allowed_actions: [] }
+    const gpus = [
+      { id: 'g0', index: 0, health: 'ok', scrub_state: 'clean', mode: 'mig', gpu_instances: [
+        { profile_id: 9, profile: '3g.40gb', start: 4, size: 4, gi_id: 2 },
+        { profile_id: 14, profile: '2g.20gb', start: 0, size: 2, gi_id: 1 }] },
+      { id: 'g1', index: 1, health: 'ok', scrub_state: 'clean', mode: 'mig', gpu_instances: [] },
+      { id: 'g2', index: 2, health: 'ok', scrub_state: 'clean', mode: 'exclusive', gpu_instances: [] },
+    ]
+    const h2 = { ...H2, gpus: [gpu(0, 'free', '3g.40gb×1 2g.20gb×1'), gpu(1, 'free'), gpu(2, 'free')] }
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'support@provider.example', staff_role: 'support' }),
+      'GET /api/v1/fleet/summary/': () => json({ ...SUMMARY, regions: [{ name: 'eu-west', zones: [{ name: 'eu-west-a', racks: [{ name: 'r01', hosts: [h2] }] }] }] }),
+      [`GET /api/v1/hosts/${H2.id}/`]: () => json(detail),
+      [`GET /api/v1/health/hosts/${H2.id}/workloads/`]: () => json({ workloads: [], remediations: [] }),
+      'GET /api/v1/gpus/': () => json({ results: gpus, next: null, previous: null }),
+    })
+    renderPage(<AdminFleetPage />)
+    fireEvent.click(await screen.findByRole('button', { name: /^a-su1-n02\s*cordoned/ }, { timeout: 5000 }))
+    const panel = await screen.findByTestId('host-panel')
+    const layout = await within(panel).findByRole('list', { name: 'MIG layout of GPU 0' }, { timeout: 5000 })
+    expect(within(layout).getAllByTestId('mig-gi').map((li) => li.textContent)).toEqual(['2g.20gb slices 0–1, GI 1', '3g.40gb slices 4–7, GI 2'])
+    expect(layout).toHaveTextContent('2 of 8 slices free')
+    const rows = within(panel).getAllByTestId('host-gpu')
+    expect(rows[1]).toHaveTextContent('MIG on, no GPU instance')
+    expect(within(rows[2]).queryByRole('list')).toBeNull()
+  }, 20_000)
+
   // the fleet is asked for beside /me/ (not after it, to save a round trip), and the API answers a tenant 404
   it('is not found for a tenant', async () => {
     const seen = stubApi({
