@@ -34,6 +34,47 @@ def audit_event_list_visible_to(user) -> QuerySet[AuditEvent]:
     return qs.filter(Q(organization_id__in=org_ids) | Q(project_id__in=project_ids))
 
 
+# --- the targets' names -----------------------------------------------------------------------------------------
+
+#: The field that names an object, by the first of these its model has: a host's or a project's `name`, an
+#: invoice's `display_number`, a user's `email`, an organization's `slug` when it had no name.
+NAME_FIELDS = ("name", "display_number", "email", "slug")
+
+
+def audit_target_names(events) -> dict[tuple[str, str], str]:
+    """`{(target_type, target_id): name}` for the events' targets that still exist and have a name field
+    (`NAME_FIELDS`): one query per target type of the page, whatever its length. A type that is no model, a
+    model without a name field, an id that is not its primary key's kind, or a deleted object is left out (the
+    caller shows the id). Names are read as they are now, not as they were at the event."""
+    from django.apps import apps
+    from django.core.exceptions import ValidationError
+
+    wanted: dict[str, set[str]] = {}
+    for event in events:
+        if event.target_type and event.target_id:
+            wanted.setdefault(event.target_type, set()).add(event.target_id)
+    names: dict[tuple[str, str], str] = {}
+    for target_type, ids in wanted.items():
+        try:
+            model = apps.get_model(target_type)
+        except (LookupError, ValueError):
+            continue
+        concrete = {f.name for f in model._meta.concrete_fields}
+        field = next((f for f in NAME_FIELDS if f in concrete), None)
+        if field is None:
+            continue
+        keys = []
+        for raw in ids:
+            try:
+                keys.append(model._meta.pk.to_python(raw))
+            except ValidationError:
+                continue
+        for pk, name in model._base_manager.filter(pk__in=keys).values_list("pk", field):
+            if name:
+                names[(target_type, str(pk))] = str(name)
+    return names
+
+
 # --- the hash chain (ADR 0111) --------------------------------------------------------------------------------
 
 GENESIS_HASH = "0" * 64

@@ -83,3 +83,43 @@ def test_staff_filter_the_whole_log_by_organization_staff_actor_and_target_app(t
         "organization.update:", "project.create:db", "project.create:ml", "project.create:web"]
     bad = client.get("/api/v1/audit-events/", {"actor_is_staff": "perhaps"})
     assert bad.status_code == 400 and "actor_is_staff" in bad.json()["errors"]
+
+
+def test_staff_read_each_targets_name_in_one_query_per_type_tenants_do_not(two_tenants, django_assert_max_num_queries):
+    """The admin portal names what an event touched: the project's name, the organization's, a user's e-mail; an
+    object since deleted, a target that is no model or an id of the wrong kind has none. Tenants get null."""
+    from apps.audit.services import audit_record
+
+    a, b, ca, cb = two_tenants
+    staff = make_user("ops@provider.test", staff_role=StaffRole.OPERATOR)
+    client = client_for(token_for(staff, staff=True))
+    assert client.patch(f"/api/v1/organizations/{a.pk}/", {"plan": "enterprise"}).status_code == 200
+    gone = Project.objects.create(organization=b, slug="gone", name="Gone")
+    audit_record(actor=None, action="project.delete", target=gone)
+    gone_id = str(gone.pk)
+    gone.delete()
+    audit_record(actor=None, action="x.y", target_type="nosuch.model", target_id="1")
+    audit_record(actor=None, action="x.z", target_type="tenancy.project", target_id="not-a-uuid")
+    with django_assert_max_num_queries(12):
+        events = client.get("/api/v1/audit-events/", {"page_size": 500}).json()["results"]
+    named = {(e["action"], e["target_id"]): e["target_name"] for e in events}
+    web = Project.objects.get(slug="web")
+    assert named[("project.create", str(web.pk))] == "web"
+    assert named[("organization.update", str(a.pk))] == "Alpha"
+    assert named[("project.delete", gone_id)] is None
+    assert named[("x.y", "1")] is None and named[("x.z", "not-a-uuid")] is None
+    one = client.get(f"/api/v1/audit-events/{next(e['id'] for e in events if e['action'] == 'organization.update')}/")
+    assert one.json()["target_name"] == "Alpha"
+    # the tenant reads the same events without names
+    assert {e["target_name"] for e in ca.get("/api/v1/audit-events/").json()["results"]} == {None}
+
+
+def test_target_names_take_one_query_per_type_whatever_the_page(two_tenants, django_assert_num_queries):
+    from apps.audit.models import AuditEvent as Event
+    from apps.audit.selectors import audit_target_names
+
+    events = list(Event.objects.all())
+    types = {e.target_type for e in events if e.target_type}
+    with django_assert_num_queries(len(types)):
+        names = audit_target_names(events)
+    assert "web" in names.values()

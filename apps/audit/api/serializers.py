@@ -6,11 +6,19 @@ from ..models import AuditEvent
 
 
 class AuditEventOutput(ModelSerializer):
+    target_name = serializers.SerializerMethodField(
+        help_text="The target's name now (a host's or project's name, an invoice's number, a user's e-mail); "
+                  "null when it has none, is gone, or the caller is not provider staff.")
+
     class Meta:
         model = AuditEvent
         fields = ["id", "created_at", "actor", "actor_email", "actor_is_staff", "token_prefix", "organization",
-                  "project", "action", "target_type", "target_id", "before", "after", "request_id", "source_ip"]
+                  "project", "action", "target_type", "target_id", "target_name", "before", "after", "request_id",
+                  "source_ip"]
         read_only_fields = fields
+
+    def get_target_name(self, obj) -> str | None:
+        return self.context.get("target_names", {}).get((obj.target_type, obj.target_id))
 
 
 class AuditChainBreakOutput(Serializer):

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from apps.core.errors import ValidationFailed
 from apps.identity.permissions import IsStaffOperator
 
-from ..selectors import audit_chain_verify, audit_event_list_visible_to, audit_export_lines
+from ..selectors import audit_chain_verify, audit_event_list_visible_to, audit_export_lines, audit_target_names
 from .filters import AuditEventFilter
 from .serializers import AuditChainReportOutput, AuditEventOutput
 
@@ -36,6 +36,26 @@ class AuditEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def get_queryset(self):
         return audit_event_list_visible_to(self.request.user)
+
+    # The targets' names, for provider staff only (a tenant's event may name fleet objects, whose names are the
+    # provider's): one query per target type of the page or the one event.
+    def _names_for(self, events):
+        from apps.tenancy.selectors import is_staff
+
+        self._target_names = audit_target_names(events) if is_staff(self.request.user) else {}
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        self._names_for(page if page is not None else queryset)
+        return page
+
+    def get_object(self):
+        event = super().get_object()
+        self._names_for([event])
+        return event
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "target_names": getattr(self, "_target_names", {})}
 
     def get_permissions(self):
         if self.action in ("export", "verify"):
