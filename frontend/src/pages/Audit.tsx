@@ -6,6 +6,7 @@ import { EmptyState } from '../components/EmptyState'
 import { Pager } from '../components/Pager'
 import { ProblemAlert, fieldError } from '../components/ProblemAlert'
 import { usePaged } from '../hooks/usePaged'
+import { shortId } from '../shortId'
 
 export interface AuditFilters {
   action: string
@@ -37,6 +38,96 @@ export function auditResult(action: string): 'refused' | 'failed' | 'done' {
   return 'done'
 }
 
+/** The fields an event's own `before`/`after` may name its object by, in order: what the object was called when
+ * it changed (a deleted object's name survives here). */
+const NAME_KEYS = ['name', 'display_number', 'hostname', 'email', 'slug']
+
+/** The object's name: the server's `target_name` (staff: its name now), else a name the event recorded in
+ * `after` or `before`, else null (the table shows the id). */
+export function auditTargetName(event: Pick<AuditEvent, 'before' | 'after'> & { target_name?: string | null }): string | null {
+  if (event.target_name) return event.target_name
+  for (const side of [event.after, event.before]) {
+    if (!side || typeof side !== 'object') continue
+    for (const key of NAME_KEYS) {
+      const v = (side as Record<string, unknown>)[key]
+      if (typeof v === 'string' && v) return v
+    }
+  }
+  return null
+}
+
+/** "host: cordon", "session: login failed" — an action code (`inventory.host.cordon`) in words: its object, then
+ * what was done. */
+export function actionText(action: string): string {
+  const parts = action.split('.')
+  const words = (w: string) => w.replace(/_/g, ' ')
+  if (parts.length < 2) return words(action)
+  return `${words(parts[parts.length - 2])}: ${words(parts[parts.length - 1])}`
+}
+
+export interface AuditChange {
+  field: string
+  /** 'changed' (both sides), 'set' (after only: a create, or a new field), 'removed' (before only) */
+  kind: 'changed' | 'set' | 'removed'
+  before: string
+  after: string
+}
+
+function valueText(v: unknown): string {
+  if (v === null || v === undefined || v === '') return '—'
+  if (typeof v === 'string') return v
+  return JSON.stringify(v)
+}
+
+/** What changed, field by field, from the event's `before` and `after` (the changed fields the service recorded,
+ * never secrets): a field on both sides with another value is "changed", on one side only "set" or "removed";
+ * a field with the same value on both sides is left out. In the order the fields first appear. */
+export function auditChanges(event: Pick<AuditEvent, 'before' | 'after'>): AuditChange[] {
+  const before = (event.before && typeof event.before === 'object' ? event.before : {}) as Record<string, unknown>
+  const after = (event.after && typeof event.after === 'object' ? event.after : {}) as Record<string, unknown>
+  const out: AuditChange[] = []
+  for (const field of [...new Set([...Object.keys(before), ...Object.keys(after)])]) {
+    const inBefore = field in before
+    const inAfter = field in after
+    if (inBefore && inAfter && JSON.stringify(before[field]) === JSON.stringify(after[field])) continue
+    out.push({ field, kind: inBefore && inAfter ? 'changed' : inAfter ? 'set' : 'removed',
+      before: valueText(before[field]), after: valueText(after[field]) })
+  }
+  return out
+}
+
+const SHOWN_CHANGES = 4
+
+/** The event's changes as a short list: "limit 8 → 16", "reason: PSU swap"; past four, a count of the rest. */
+function Changes({ event }: { event: AuditEvent }) {
+  const changes = auditChanges(event)
+  if (!changes.length) return <Text size="sm" c="dimmed">—</Text>
+  const cut = (v: string) => (v.length > 60 ? `${v.slice(0, 59)}…` : v)
+  return (
+    <ul className="audit-changes" data-testid="audit-changes">
+      {changes.slice(0, SHOWN_CHANGES).map((c) => (
+        <li key={c.field} data-field={c.field} data-kind={c.kind}
+          title={c.kind === 'changed' ? `${c.field}: ${c.before} → ${c.after}` : `${c.field}: ${c.kind === 'removed' ? c.before : c.after}`}>
+          <Text span size="sm" fw={600}>{c.field.replace(/_/g, ' ')}</Text>{' '}
+          {c.kind === 'changed' ? (
+            <>
+              <Text span size="sm" td="line-through" c="dimmed">{cut(c.before)}</Text>
+              <Text span size="sm"> → {cut(c.after)}</Text>
+            </>
+          ) : c.kind === 'removed' ? (
+            <Text span size="sm" c="dimmed">(was {cut(c.before)})</Text>
+          ) : (
+            <Text span size="sm">{cut(c.after)}</Text>
+          )}
+        </li>
+      ))}
+      {changes.length > SHOWN_CHANGES && (
+        <li><Text span size="xs" c="dimmed">and {changes.length - SHOWN_CHANGES} more field{changes.length - SHOWN_CHANGES === 1 ? '' : 's'}</Text></li>
+      )}
+    </ul>
+  )
+}
+
 function actorLabel(event: AuditEvent): string {
   if (!event.actor && !event.actor_email) return 'system'
   return event.actor_email || event.actor || ''
@@ -61,6 +152,7 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
           {organizationName && <Table.Th>Organization</Table.Th>}
           <Table.Th>Action</Table.Th>
           {!compact && <Table.Th>Object</Table.Th>}
+          {!compact && <Table.Th>Change</Table.Th>}
           <Table.Th>Result</Table.Th>
           {!compact && <Table.Th>Source</Table.Th>}
         </Table.Tr>
@@ -68,6 +160,7 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
       <Table.Tbody>
         {events.map((e) => {
           const result = auditResult(e.action)
+          const name = compact ? null : auditTargetName(e)
           return (
             <Table.Tr key={e.id} data-testid={testId}>
               <Table.Td style={{ whiteSpace: 'nowrap' }}>{e.created_at.replace('T', ' ').slice(0, 19)}</Table.Td>
@@ -86,14 +179,21 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
               </Table.Td>
               {organizationName && <Table.Td>{organizationName(e.organization)}</Table.Td>}
               <Table.Td>
+                {!compact && <Text size="sm">{actionText(e.action)}</Text>}
                 <Code>{e.action}</Code>
               </Table.Td>
               {!compact && (
-                <Table.Td>
-                  <Text size="sm">{e.target_type}</Text>
-                  <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }}>
-                    {e.target_id}
+                <Table.Td data-testid="audit-object">
+                  {name && <Text size="sm" fw={600} style={{ wordBreak: 'break-word' }}>{name}</Text>}
+                  <Text size={name ? 'xs' : 'sm'} c={name ? 'dimmed' : undefined}>{e.target_type}</Text>
+                  <Text size="xs" c="dimmed" style={{ wordBreak: 'break-all' }} title={e.target_id}>
+                    {name ? shortId(e.target_id) : e.target_id}
                   </Text>
+                </Table.Td>
+              )}
+              {!compact && (
+                <Table.Td miw={180}>
+                  <Changes event={e} />
                 </Table.Td>
               )}
               <Table.Td miw={84}>

@@ -1,6 +1,7 @@
-import { fireEvent, screen, waitFor } from '@testing-library/react'
+import { fireEvent, screen, waitFor, within } from '@testing-library/react'
 import { describe, expect, it } from 'vitest'
 import { json, problem, renderPage, stubApi } from '../../test/render'
+import { actionText, auditChanges, auditTargetName } from '../Audit'
 import { AdminAuditPage, NO_STAFF_FILTERS, staffAuditQuery } from './Audit'
 
 const page = <T,>(results: T[]) => ({ next: null, previous: null, results })
@@ -46,6 +47,43 @@ describe('staff audit log', () => {
     const q = new URL(seen.filter((r) => r.url.includes('audit-events')).at(-1)!.url).searchParams
     expect(q.get('organization')).toBe(ACME.id)
     expect(q.get('actor_is_staff')).toBe('true')
+  })
+
+  it('names the object and says what changed, field by field', () => {
+    expect(auditTargetName({ target_name: 'a-su1-n01', before: null, after: { name: 'old' } })).toBe('a-su1-n01')
+    expect(auditTargetName({ target_name: null, before: { name: 'trainer' }, after: { status: 'deleted' } })).toBe('trainer')
+    expect(auditTargetName({ before: null, after: { display_number: 'INV-00000007' } })).toBe('INV-00000007')
+    expect(auditTargetName({ target_name: null, before: { limit: 8 }, after: { limit: 16 } })).toBeNull()
+    expect(actionText('inventory.host.cordon')).toBe('host: cordon')
+    expect(actionText('session.login_failed')).toBe('session: login failed')
+    expect(auditChanges({ before: { state: 'available', reason: '', same: 1 }, after: { state: 'cordoned', reason: 'PSU swap', same: 1, by: { id: 2 } } }))
+      .toEqual([
+        { field: 'state', kind: 'changed', before: 'available', after: 'cordoned' },
+        { field: 'reason', kind: 'changed', before: '—', after: 'PSU swap' },
+        { field: 'by', kind: 'set', before: '—', after: '{"id":2}' },
+      ])
+    expect(auditChanges({ before: { port: 'p1' }, after: null })).toEqual([{ field: 'port', kind: 'removed', before: 'p1', after: '—' }])
+    expect(auditChanges({ before: null, after: null })).toEqual([])
+  })
+
+  it('shows each event\'s object by name and its before → after in the table', async () => {
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'support@provider.example', staff_role: 'support' }),
+      'GET /api/v1/organizations/': () => json(page([ACME])),
+      'GET /api/v1/audit-events/': () => json(page([
+        { ...FLEET_EVENT, target_name: 'a-su1-n01', before: { state: 'available' }, after: { state: 'cordoned', reason: 'PSU swap' } },
+        { ...EVENT, target_name: null },
+      ])),
+    })
+    renderPage(<AdminAuditPage />)
+    const rows = await screen.findAllByTestId('audit-event', {}, LONG)
+    expect(within(rows[0]).getByTestId('audit-object')).toHaveTextContent(/^a-su1-n01inventory\.host/)
+    expect(rows[0]).toHaveTextContent('host: cordon')
+    const changes = within(rows[0]).getByTestId('audit-changes')
+    expect(changes).toHaveTextContent('state available → cordoned')
+    expect(changes).toHaveTextContent('reason PSU swap')
+    expect(within(rows[1]).getByTestId('audit-changes')).toHaveTextContent('limit 8 → 16')
+    expect(within(rows[1]).getByTestId('audit-object')).toHaveTextContent('tenancy.quotaq1')   // no name: its id
   })
 
   it('is Not found for a tenant', async () => {
