@@ -14,6 +14,16 @@ def health_event_impact_list_visible_to(user) -> QuerySet[HealthEventImpact]:
     return HealthEventImpact.objects.filter(project__in=project_list_visible_to(user)).select_related("event")
 
 
+def health_event_list() -> QuerySet:
+    """Every health event (staff only: hosts, GPUs and ports are the provider's), newest observed first, with its
+    host, GPU and port joined and `impact_count` (the tenant resources it touched) annotated: one query a page."""
+    from django.db.models import Count
+
+    from .models import HealthEvent
+
+    return HealthEvent.objects.select_related("host", "gpu", "hca_port").annotate(impact_count=Count("impacts"))
+
+
 def remediation_list_visible_to(user) -> QuerySet:
     """Remediations of the caller's projects (staff: all); another tenant's are never returned (404)."""
     from .models import Remediation

@@ -23,7 +23,7 @@ from tests.billing.conftest import book, utc
 from tests.compute.conftest import create_body, drive, gpu_host
 from tests.compute.test_instance_lifecycle import _agent_complete
 from tests.inventory.helpers import make_host
-from tests.tenancy.helpers import client_for, make_user, member, token_for
+from tests.tenancy.helpers import client_for, make_org, make_user, member, token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -184,3 +184,44 @@ def test_xid79_under_a_tenant_instance_cordons_opens_incident_and_credits(world,
     with time_machine.travel(utc(2026, 7, 10), tick=False):
         body = billing.get("/api/v1/invoices/preview/", {"organization": str(world.org_a.pk)}).json()
         assert [ln["amount"] for ln in body["lines"] if ln["kind"] == "sla_credit"] == ["-46.20"]
+
+
+def test_staff_list_every_health_event_filtered_by_host_kind_and_class_tenants_get_404(django_assert_max_num_queries):
+    """The admin portal's health events: any staff role reads the fleet's events with where, what, when, the
+    class the rules gave them and what ingest did; filters narrow by host, GPU, kind, class and time."""
+    h1, h2 = make_host("hs1", gpus=2), make_host("hs2", gpus=1)
+    a1, a2 = _agent(h1), _agent(h2)
+    assert a1.post("/api/v1/agent/health-events", {"kind": "xid", "xid": 48, "gpu_index": 1, "dedup_key": "k1",
+                                                   "observed_at": "2026-12-01T10:00:00Z"}, format="json").status_code == 201
+    assert a1.post("/api/v1/agent/health-events", {"kind": "thermal", "gpu_index": 0, "dedup_key": "k2",
+                                                   "observed_at": "2026-12-01T11:00:00Z"}, format="json").status_code == 201
+    assert a2.post("/api/v1/agent/health-events", {"kind": "xid", "xid": 48, "gpu_index": 0, "dedup_key": "k3",
+                                                   "observed_at": "2026-12-01T12:00:00Z"}, format="json").status_code == 201
+    support = client_for(token_for(make_user("support@health.test", staff_role="support"), staff=True))
+    with django_assert_max_num_queries(8):
+        r = support.get("/api/v1/health/events/")
+    assert r.status_code == 200, r.content
+    rows = r.json()["results"]
+    assert [(e["host"], e["gpu_index"], e["kind"]) for e in rows] == [("hs2", 0, "xid"), ("hs1", 0, "thermal"),
+                                                                      ("hs1", 1, "xid")]
+    dbe = rows[2]
+    assert (dbe["xid"], dbe["classification"], dbe["actions"], dbe["source"]) == (
+        48, "gpu_memory_uncorrectable", ["gpu_mark_faulty"], "agent")
+    assert dbe["incident"] and dbe["impact_count"] == 0 and dbe["needs_return_to_service"] is True
+
+    def hosts(**q):
+        got = support.get("/api/v1/health/events/", q)
+        assert got.status_code == 200, got.content
+        return [(e["host"], e["kind"]) for e in got.json()["results"]]
+
+    assert hosts(host="hs1") == [("hs1", "thermal"), ("hs1", "xid")]
+    assert hosts(host_id=str(h2.pk)) == [("hs2", "xid")]
+    assert hosts(kind="xid") == [("hs2", "xid"), ("hs1", "xid")]
+    assert hosts(classification="gpu_memory_uncorrectable", host="hs1", gpu_index=1) == [("hs1", "xid")]
+    assert hosts(observed_after="2026-12-01T10:30:00Z", observed_before="2026-12-01T12:00:00Z") == [("hs1", "thermal")]
+    bad = support.get("/api/v1/health/events/", {"kind": "meltdown"})
+    assert bad.status_code == 400 and "kind" in bad.json()["errors"]
+    assert support.get(f"/api/v1/health/events/{dbe['id']}/").json()["host"] == "hs1"
+    owner, org = make_user("owner@health.test"), make_org("healthy")
+    member(owner, org, OrgRole.OWNER)
+    assert client_for(token_for(owner, organization=org)).get("/api/v1/health/events/").status_code == 404

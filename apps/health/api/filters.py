@@ -4,8 +4,8 @@ from apps.core.filters import FilterSet
 from apps.core.references import VisibleFilter
 from apps.tenancy.selectors import project_list_visible_to
 
-from ..models import HealthEventImpact, Remediation, Repair
-from ..states import EventKind, RemediationStatus, RepairKind, RepairStatus
+from ..models import HealthEvent, HealthEventImpact, Remediation, Repair
+from ..states import EventKind, EventSource, RemediationStatus, RepairKind, RepairStatus
 
 
 class HealthEventFilter(FilterSet):
@@ -35,3 +35,22 @@ class RepairFilter(FilterSet):
     class Meta:
         model = Repair
         fields = ["host", "status", "kind"]
+
+
+class StaffHealthEventFilter(FilterSet):
+    """The staff event list's filters: the host by name (exact) or id, a GPU index on it, kind, classification
+    (`class` of the rule that matched, exact), source and an observed-at range (inclusive from, exclusive to)."""
+
+    host = django_filters.CharFilter(field_name="host__name")
+    host_id = django_filters.UUIDFilter(field_name="host_id")
+    gpu_index = django_filters.NumberFilter(field_name="gpu__index")
+    kind = django_filters.ChoiceFilter(choices=EventKind.choices)
+    classification = django_filters.CharFilter()
+    source = django_filters.ChoiceFilter(choices=EventSource.choices)
+    observed_after = django_filters.IsoDateTimeFilter(field_name="observed_at", lookup_expr="gte")
+    observed_before = django_filters.IsoDateTimeFilter(field_name="observed_at", lookup_expr="lt")
+
+    class Meta:
+        model = HealthEvent
+        fields = ["host", "host_id", "gpu_index", "kind", "classification", "source", "observed_after",
+                  "observed_before"]

@@ -90,6 +90,41 @@ class HealthEventOutput(Serializer):
         return "provider_at_fault" in (obj.event.effects or [])
 
 
+class StaffHealthEventOutput(Serializer):
+    """One fault signal as the provider's staff read it: where (host, GPU, port), what (kind, XID, message), when,
+    what the classification made of it, what ingest did, and how many tenant resources it touched."""
+
+    id = serializers.UUIDField()
+    host = serializers.CharField(source="host.name")
+    host_id = serializers.UUIDField()
+    gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
+    hca_port = serializers.CharField(source="hca_port.device", allow_null=True, default=None,
+                                     help_text="the InfiniBand port's device (mlx5_0), for port events")
+    kind = serializers.CharField()
+    xid = serializers.IntegerField(allow_null=True)
+    count = serializers.IntegerField()
+    observed_at = serializers.DateTimeField()
+    source = serializers.CharField(help_text="agent | staff | control_plane")
+    message = serializers.CharField()
+    classification = serializers.CharField(help_text="the class of the rule that matched ('' when none did)")
+    classification_version = serializers.IntegerField()
+    effects = serializers.ListField(child=serializers.CharField(), help_text="the effects the matched rule names")
+    actions = serializers.SerializerMethodField(help_text="what ingest applied (host_cordon, gpu_mark_faulty, ...)")
+    pending = serializers.SerializerMethodField(help_text="repairs recorded for later (reset_gpu, rma, ...)")
+    incident = serializers.SerializerMethodField(help_text="the incident ingest opened or found open, if any")
+    needs_return_to_service = serializers.BooleanField()
+    impact_count = serializers.IntegerField(help_text="tenant resources that held the device when it was observed")
+
+    def get_actions(self, obj) -> list[str]:
+        return list((obj.applied or {}).get("actions") or [])
+
+    def get_pending(self, obj) -> list[str]:
+        return list((obj.applied or {}).get("pending") or [])
+
+    def get_incident(self, obj) -> str | None:
+        return (obj.applied or {}).get("incident") or None
+
+
 class RemediationOutput(Serializer):
     """One VM to move off a failed GPU or host (docs/health.md, "Remediation")."""
 

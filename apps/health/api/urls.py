@@ -10,6 +10,7 @@ router.register("remediations", views.RemediationViewSet, basename="remediation"
 router.register("health/breakers", views.BreakerViewSet, basename="health-breaker")
 router.register("health/repairs", views.RepairViewSet, basename="health-repair")
 router.register("health/rmas", views.RmaViewSet, basename="health-rma")
+router.register("health/events", views.StaffHealthEventViewSet, basename="health-staff-event")
 
 urlpatterns = [
     re_path(r"^agent/health-events/?$", views.AgentHealthEventView.as_view(), name="agent-health-events"),

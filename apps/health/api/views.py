@@ -4,7 +4,7 @@ remediations (list, approve) and the project's remediation policy (consent mode)
 Views parse, authorize, call one service or selector, and format (docs/health.md).
 """
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import IsAuthenticated
@@ -115,6 +115,21 @@ class HealthEventViewSet(ApiViewMixin, mixins.ListModelMixin, viewsets.GenericVi
 
     def get_queryset(self):
         return selectors.health_event_impact_list_visible_to(self.request.user)
+
+
+@extend_schema_view(list=extend_schema(operation_id="health_staff_events_list"),
+                    retrieve=extend_schema(operation_id="health_staff_events_retrieve"))
+class StaffHealthEventViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Staff (any role reads): every health event of the fleet, newest observed first, filtered by host, GPU,
+    kind, classification, source and time; anyone else gets 404. The admin portal's health events screen."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.StaffHealthEventOutput
+    filterset_class = filters.StaffHealthEventFilter
+    lookup_value_regex = "[0-9a-fA-F-]{36}"
+
+    def get_queryset(self):
+        return selectors.health_event_list()
 
 
 class RemediationViewSet(
