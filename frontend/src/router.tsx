@@ -45,6 +45,7 @@ const pages = {
   adminTenants: screen(() => import('./pages/admin/Tenants'), (m) => m.AdminTenantsPage),
   adminIncidents: screen(() => import('./pages/admin/Incidents'), (m) => m.AdminIncidentsPage),
   adminAudit: screen(() => import('./pages/admin/Audit'), (m) => m.AdminAuditPage),
+  adminHealth: screen(() => import('./pages/admin/HealthEvents'), (m) => m.AdminHealthEventsPage),
 }
 
 const loading = (
@@ -139,6 +140,7 @@ export const router = createBrowserRouter([
           { path: 'staff/audit-log', lazy: pages.adminAudit },
           { path: 'staff/tenants', lazy: pages.adminTenants },
           { path: 'staff/incidents', lazy: pages.adminIncidents },
+          { path: 'staff/health-events', lazy: pages.adminHealth },
           { path: '*', element: <NotFoundPage /> },
         ],
       },

@@ -31,6 +31,7 @@ const ADMIN_NAV = [
   { to: '/staff/capacity', label: 'Capacity', end: true },
   { to: '/staff/tenants', label: 'Tenants', end: true },
   { to: '/staff/incidents', label: 'Incidents', end: true },
+  { to: '/staff/health-events', label: 'Health events', end: true },
   { to: '/staff/audit-log', label: 'Audit', end: true },
 ]
 

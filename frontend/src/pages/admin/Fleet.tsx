@@ -1,6 +1,7 @@
-import { Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useCallback, useEffect, useRef, useState } from 'react'
+import { Link } from 'react-router'
 import { ApiError, api, unwrap, type FleetHost, type Gpu, type Host, type Schemas } from '../../api/client'
 import { useMe } from '../../auth/staff'
 import { ProblemAlert, fieldError } from '../../components/ProblemAlert'
@@ -285,6 +286,10 @@ export function HostPanel({ row }: { row: FleetHost }) {
             ))}
           </Table.Tbody>
         </Table>
+        <Anchor component={Link} to={`/staff/health-events?host=${encodeURIComponent(row.name)}`} size="sm" c="indigo.9"
+          data-testid="host-health-events">
+          Health events of {row.name}
+        </Anchor>
         <Title order={3} size="h5">Workloads on this host</Title>
         {workloads.isError && <ProblemAlert error={workloads.error} />}
         {w && (w.workloads.length ? (

@@ -125,6 +125,7 @@ describe('fleet heat map', () => {
     const rows = within(panel).getAllByTestId('host-gpu')
     expect(rows[1]).toHaveTextContent('MIG on, no GPU instance')
     expect(within(rows[2]).queryByRole('list')).toBeNull()
+    expect(within(panel).getByTestId('host-health-events')).toHaveAttribute('href', '/staff/health-events?host=a-su1-n02')
   }, 20_000)
 
   // the fleet is asked for beside /me/ (not after it, to save a round trip), and the API answers a tenant 404
