@@ -132,6 +132,7 @@ def test_1_capacity_by_model_and_zone(pc, tab):
 def test_2_a_cordoned_host_is_out_of_service_and_the_csv_says_so(pc, tab):
     host = sorted((h for h in pc.ops.all("hosts", state="available", zone=P.zone)), key=lambda h: h["name"])[0]
     pc.ops.post(f"hosts/{host['id']}/cordon", {"reason": "capacity screen test"}, expect=200)
+    P.cordoned = host["name"]
     tab.reload()
     expect(tab.get_by_test_id("capacity-table")).to_have_attribute("data-ready", "true")
     gpus = [len(h["gpus"]) for r in pc.ops.get("fleet/summary").json()["regions"] for z in r["zones"]
@@ -286,6 +287,38 @@ def test_7_the_whole_audit_log_filtered(pc, tab):
     tab.get_by_role("button", name="Apply filters").click()
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text(OPS)
+    # the cordon of step 2: the host by its name, the action in words, what changed before → after
+    tab.get_by_role("button", name="Clear").click()
+    tab.get_by_label(re.compile(r"^Action")).fill("inventory.host.cordon")
+    tab.get_by_role("button", name="Apply filters").click()
+    cordon = rows.filter(has_text="capacity screen test").first
+    expect(cordon.get_by_test_id("audit-object")).to_contain_text(P.cordoned)
+    expect(cordon).to_contain_text("host: cordon")
+    expect(cordon.get_by_test_id("audit-changes")).to_contain_text("state available → cordoned")
+    check_a11y(tab, "admin audit log with names and changes")
+    shot(tab, "admin-audit-changes")
+
+
+def test_7b_health_events_of_the_fleet_filtered_by_host_and_kind(pc, tab):
+    """Staff read the fleet's health events: one reported by the host's agent shows with its host, GPU, class and
+    what ingest did; filtered to another kind it is gone."""
+    host = {"name": P.cordoned}      # step 2's host, out of service already: a single correctable ECC changes nothing
+    pc.stack.agents.start(pc.ops, host["name"])
+    pc.stack.agents.agents[host["name"]].cp.health_event({"kind": "ecc_sbe", "gpu_index": 0, "dedup_key": "portal-sbe",
+                                                         "message": "correctable ECC on GPU 0"})
+    tab.get_by_role("link", name="Health events", exact=True).click()
+    expect(tab.get_by_role("heading", name="Health events", exact=True)).to_be_visible()
+    tab.get_by_label(re.compile(r"^Host")).fill(host["name"])
+    tab.get_by_role("button", name="Apply filters").click()
+    row = tab.locator(f'[data-testid="health-event"][data-host="{host["name"]}"][data-kind="ecc_sbe"]')
+    expect(row).to_contain_text("GPU 0")
+    expect(row).to_contain_text("correctable ECC on GPU 0")
+    check_a11y(tab, "admin health events")
+    shot(tab, "admin-health-events")
+    tab.get_by_role("combobox", name=re.compile(r"^Kind")).click()
+    tab.get_by_role("option", name="Thermal violation").click()
+    tab.get_by_role("button", name="Apply filters").click()
+    expect(row).to_have_count(0)
 
 
 def _host_of(instance_id: str) -> dict:
@@ -399,7 +432,7 @@ def test_8_an_incident_under_a_premium_vm_becomes_an_sla_credit_for_the_next_inv
     standing = tab.get_by_test_id("tenant-sla")
     expect(standing).to_contain_text("missed")
     expect(standing).to_contain_text("premium tier")
-    expect(standing).to_contain_text(f"credits {credit:.2f} USD")
+    expect(standing).to_contain_text(f"credits {amount}")
 
 
 def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
@@ -408,7 +441,7 @@ def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
     page.set_default_timeout(15_000)
     try:
         sign_in(page, pc.base, pc.a.email)
-        for route in ("capacity", "tenants", "incidents", "audit-log"):
+        for route in ("capacity", "tenants", "incidents", "health-events", "audit-log"):
             page.goto(f"{pc.base}/staff/{route}")
             expect(page.get_by_role("heading", name="Not found")).to_be_visible()
         expect(page.get_by_test_id("incident-list")).to_have_count(0)
