@@ -280,7 +280,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
                 </Table.Td>
                 <Table.Td>{g.mode}</Table.Td>
                 <Table.Td>
-                  <MigLayout gpu={g.index} mode={g.mode} summary={g.mig} instances={g.gpu ? (g.gpu.gpu_instances ?? []) : null} />
+                  <MigLayout gpu={g.index} mode={g.mode ?? ''} summary={g.mig ?? ''} instances={g.gpu ? (g.gpu.gpu_instances ?? []) : null} />
                 </Table.Td>
               </Table.Tr>
             ))}

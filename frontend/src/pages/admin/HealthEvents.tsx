@@ -3,6 +3,7 @@ import { useQuery } from '@tanstack/react-query'
 import { useState, type FormEvent } from 'react'
 import { useSearchParams } from 'react-router'
 import { ApiError, api, unwrap, type Schemas } from '../../api/client'
+import type { paths } from '../../api/schema'
 import { useMe } from '../../auth/staff'
 import { EmptyState } from '../../components/EmptyState'
 import { Pager } from '../../components/Pager'
@@ -11,6 +12,7 @@ import { usePaged } from '../../hooks/usePaged'
 import { NotFoundPage } from '../NotFound'
 
 type StaffHealthEvent = Schemas['StaffHealthEventOutput']
+type EventKind = NonNullable<NonNullable<paths['/api/v1/health/events/']['get']['parameters']['query']>['kind']>
 
 /** The kinds of signal the API knows (apps/health/states.py EventKind), in words. */
 export const EVENT_KINDS: Record<string, string> = {
@@ -36,7 +38,7 @@ export function healthQuery(f: HealthFilters) {
   const iso = (local: string) => new Date(`${local}Z`).toISOString()
   return {
     ...(f.host.trim() ? { host: f.host.trim() } : {}),
-    ...(f.kind ? { kind: f.kind as StaffHealthEvent['kind'] } : {}),
+    ...(f.kind ? { kind: f.kind as EventKind } : {}),
     ...(f.classification ? { classification: f.classification } : {}),
     ...(f.after ? { observed_after: iso(f.after) } : {}),
     ...(f.before ? { observed_before: iso(f.before) } : {}),
