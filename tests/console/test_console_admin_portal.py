@@ -449,3 +449,28 @@ def test_9_tenant_gets_not_found_on_the_admin_routes(pc, browser):
         check_a11y(page, "admin tenants for a tenant")
     finally:
         context.close()
+
+
+def test_10_the_host_panel_shows_each_gpu_s_mig_layout(pc, tab):
+    """A tenant's MIG instance gets a 3g.40gb GPU instance on the MIG host; the operator's host panel shows that
+    GPU's layout: the instance's profile name over its slices, and what is free."""
+    cat = catalog(pc.stack)
+    vm = pc.a.api.post("instances", {"project": pc.a.project["id"], "name": "mig-notebook", "flavor": cat.flavor_mig["id"],
+                                     "image": cat.image["id"]},
+                       headers={"Idempotency-Key": "portal-mig-vm"}, expect=202).json()["instance"]
+    poll(lambda: pc.a.api.get(f"instances/{vm['id']}").json()["status"] == "active", timeout=300,
+         what="the MIG instance active")
+    host = _host_of(vm["id"])["name"]
+    assert host == MIG_HOST, host
+    gpus = [g for g in pc.ops.all("gpus", host=host) if g["gpu_instances"]]
+    assert gpus, "no GPU instance recorded on the MIG host"
+    tab.goto(f"{pc.base}/staff/fleet")
+    tab.locator(f'[data-testid="heatmap-host"][data-host="{host}"]').click()
+    panel = tab.get_by_test_id("host-panel")
+    layout = panel.get_by_role("list", name=f"MIG layout of GPU {gpus[0]['index']}")
+    expect(layout.locator('[data-testid="mig-gi"][data-profile="3g.40gb"]')).to_be_visible()
+    expect(layout).to_contain_text("of 8 slices free")
+    panel.scroll_into_view_if_needed()
+    check_a11y(tab, "host panel with a MIG layout")
+    tab.evaluate("window.scrollTo(0, 0)")
+    shot(tab, "admin-fleet-mig-layout")

@@ -133,9 +133,11 @@ function actorLabel(event: AuditEvent): string {
   return event.actor_email || event.actor || ''
 }
 
-/** Audit events, newest first as given: time, actor (staff marked, with the token's prefix), action, object, result
- * and source address; with `organizationName`, an Organization column too (the admin portal's whole log); `compact`
- * (one object's events): time, actor, action and result only. The table is named `label`; rows carry `testId`. */
+/** Audit events, newest first as given: time, actor (staff marked, with the token's prefix and the source address),
+ * action (in words over its code), object (by name), what changed and result; with `organizationName`, an
+ * Organization column too (the admin portal's whole log); `compact` (one object's events): time, actor, action and
+ * result only. Wider than the screen (a narrow window), the table scrolls in its own box, not the page. The table
+ * is named `label`; rows carry `testId`. */
 export function AuditTable({ events, organizationName, label = 'Audit events', testId = 'audit-event', compact = false }: {
   events: AuditEvent[]
   organizationName?: (id: string | null | undefined) => string
@@ -144,6 +146,7 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
   compact?: boolean
 }) {
   return (
+    <Table.ScrollContainer minWidth={compact ? 0 : 960} type="native">
     <Table striped highlightOnHover={!compact} aria-label={label}>
       <Table.Thead>
         <Table.Tr>
@@ -154,7 +157,6 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
           {!compact && <Table.Th>Object</Table.Th>}
           {!compact && <Table.Th>Change</Table.Th>}
           <Table.Th>Result</Table.Th>
-          {!compact && <Table.Th>Source</Table.Th>}
         </Table.Tr>
       </Table.Thead>
       <Table.Tbody>
@@ -174,6 +176,11 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
                 {!compact && e.token_prefix && (
                   <Text size="xs" c="dimmed">
                     token <Code>{e.token_prefix}</Code>
+                  </Text>
+                )}
+                {!compact && (
+                  <Text size="xs" c="dimmed" data-testid="audit-source">
+                    from {e.source_ip ?? 'no address'}
                   </Text>
                 )}
               </Table.Td>
@@ -201,12 +208,12 @@ export function AuditTable({ events, organizationName, label = 'Audit events', t
                   {result}
                 </Badge>
               </Table.Td>
-              {!compact && <Table.Td>{e.source_ip ?? '—'}</Table.Td>}
             </Table.Tr>
           )
         })}
       </Table.Tbody>
     </Table>
+    </Table.ScrollContainer>
   )
 }
 
