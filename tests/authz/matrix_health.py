@@ -92,7 +92,16 @@ def _breaker(world) -> Case:
     return Case(kwargs={"pk": str(row.pk)})
 
 
+def _event(world) -> Case:
+    """One health event of the fleet (staff read every one; tenants, even the one whose resource it touched, 404)."""
+    if not HealthEvent.objects.filter(dedup_key="authz").exists():
+        _impact(world)
+    return Case(kwargs={"pk": str(HealthEvent.objects.get(dedup_key="authz").pk)})
+
+
 ENTRIES += [
+    Entry("GET", "/api/v1/health/events", STAFF_READ, _event),
+    Entry("GET", "/api/v1/health/events/{pk}", STAFF_READ, _event),
     Entry("GET", "/api/v1/health/breakers", STAFF_READ, _breaker),
     Entry("GET", "/api/v1/health/breakers/{pk}", STAFF_READ, _breaker),
     Entry("POST", "/api/v1/health/breakers/{pk}/release", STAFF_WRITE(), _breaker),

@@ -46,7 +46,7 @@ def _state(w):
 
 
 READS = ["fleet/summary/", "hosts/", "hosts/{host}/", "gpus/", "price-books/", "prices/", "invoice-runs/",
-         "invoices/{invoice}/", "credit-notes/", "sla-tiers/", "audit-events/export/"]
+         "invoices/{invoice}/", "credit-notes/", "sla-tiers/", "audit-events/export/", "health/events/"]
 
 
 @pytest.mark.parametrize("role", ROLES)
