@@ -251,6 +251,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
             </>
           )}
         </SimpleGrid>
+        <Table.ScrollContainer minWidth={0} type="native">
         <Table striped withTableBorder verticalSpacing={2} horizontalSpacing="xs" aria-label={`GPUs of ${row.name}`}>
           <Table.Thead>
             <Table.Tr>
@@ -286,6 +287,7 @@ export function HostPanel({ row }: { row: FleetHost }) {
             ))}
           </Table.Tbody>
         </Table>
+        </Table.ScrollContainer>
         <Anchor component={Link} to={`/staff/health-events?host=${encodeURIComponent(row.name)}`} size="sm" c="indigo.9"
           data-testid="host-health-events">
           Health events of {row.name}
