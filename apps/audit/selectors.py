@@ -36,9 +36,10 @@ def audit_event_list_visible_to(user) -> QuerySet[AuditEvent]:
 
 # --- the targets' names -----------------------------------------------------------------------------------------
 
-#: The field that names an object, by the first of these its model has: a host's or a project's `name`, an
-#: invoice's `display_number`, a user's `email`, an organization's `slug` when it had no name.
-NAME_FIELDS = ("name", "display_number", "email", "slug")
+#: The field that names an object, by the first of these its model has as a column: a host's or a project's
+#: `name`, a user's `email`, a `slug`, a quota's `resource` (`gpus:H100-SXM5-80GB`). Objects named by a computed
+#: number (an invoice's `display_number`) are left out: their number is in the event's `after`.
+NAME_FIELDS = ("name", "email", "slug", "resource")
 
 
 def audit_target_names(events) -> dict[tuple[str, str], str]:

@@ -6,7 +6,7 @@ import pytest
 
 from apps.audit.models import AuditEvent
 from apps.identity.models import StaffRole
-from apps.tenancy.models import OrgRole, Project
+from apps.tenancy.models import OrgRole, Project, Quota
 from tests.tenancy.helpers import client_for, make_org, make_user, member, token_for
 
 
@@ -98,6 +98,8 @@ def test_staff_read_each_targets_name_in_one_query_per_type_tenants_do_not(two_t
     audit_record(actor=None, action="project.delete", target=gone)
     gone_id = str(gone.pk)
     gone.delete()
+    quota = Quota.objects.filter(organization=a).first()
+    audit_record(actor=None, action="quota.update", target=quota, before={"limit": 1}, after={"limit": 2})
     audit_record(actor=None, action="x.y", target_type="nosuch.model", target_id="1")
     audit_record(actor=None, action="x.z", target_type="tenancy.project", target_id="not-a-uuid")
     with django_assert_max_num_queries(12):
@@ -106,6 +108,7 @@ def test_staff_read_each_targets_name_in_one_query_per_type_tenants_do_not(two_t
     web = Project.objects.get(slug="web")
     assert named[("project.create", str(web.pk))] == "web"
     assert named[("organization.update", str(a.pk))] == "Alpha"
+    assert named[("quota.update", str(quota.pk))] == quota.resource
     assert named[("project.delete", gone_id)] is None
     assert named[("x.y", "1")] is None and named[("x.z", "not-a-uuid")] is None
     one = client.get(f"/api/v1/audit-events/{next(e['id'] for e in events if e['action'] == 'organization.update')}/")

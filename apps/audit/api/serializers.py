@@ -7,7 +7,7 @@ from ..models import AuditEvent
 
 class AuditEventOutput(ModelSerializer):
     target_name = serializers.SerializerMethodField(
-        help_text="The target's name now (a host's or project's name, an invoice's number, a user's e-mail); "
+        help_text="The target's name now (a host's or project's name, a user's e-mail, a quota's resource); "
                   "null when it has none, is gone, or the caller is not provider staff.")
 
     class Meta:
