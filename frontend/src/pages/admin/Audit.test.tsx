@@ -47,7 +47,7 @@ describe('staff audit log', () => {
     const q = new URL(seen.filter((r) => r.url.includes('audit-events')).at(-1)!.url).searchParams
     expect(q.get('organization')).toBe(ACME.id)
     expect(q.get('actor_is_staff')).toBe('true')
-  })
+  }, 20_000)   // two pickers and a wide table: slow on a loaded machine
 
   it('names the object and says what changed, field by field', () => {
     expect(auditTargetName({ target_name: 'a-su1-n01', before: null, after: { name: 'old' } })).toBe('a-su1-n01')
@@ -84,7 +84,7 @@ describe('staff audit log', () => {
     expect(changes).toHaveTextContent('reason PSU swap')
     expect(within(rows[1]).getByTestId('audit-changes')).toHaveTextContent('limit 8 → 16')
     expect(within(rows[1]).getByTestId('audit-object')).toHaveTextContent('tenancy.quotaq1')   // no name: its id
-  })
+  }, 20_000)
 
   it('is Not found for a tenant', async () => {
     stubApi({
