@@ -162,8 +162,12 @@ def test_3_add_a_quota_to_an_organization(pc, tab):
     panel = tab.get_by_test_id("tenant-panel")
     expect(panel.get_by_test_id("tenant-projects")).to_have_text("Research")
     # the plan's quotas are there already; a resource is chosen by its name, the model typed beside it
-    panel.get_by_role("combobox", name="Resource").fill("GPUs")     # typed: the list narrows to the GPU kinds
-    tab.get_by_role("option", name="GPUs", exact=True).click()
+    # by keyboard, as the list (near the page's foot) opens upwards and may move while the page scrolls to it
+    resource = panel.get_by_role("combobox", name="Resource")
+    resource.fill("GPUs")            # typed: the list narrows to "GPUs" and "vGPUs", in that order
+    resource.press("ArrowDown")
+    resource.press("Enter")
+    expect(resource).to_have_value("GPUs")
     panel.get_by_label(re.compile(r"^GPU model")).fill(H100)
     panel.get_by_label(re.compile(r"^New limit")).fill("16")
     panel.get_by_role("button", name="Add quota").click()
