@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.db import transaction
-
 from . import conf
 
 FLEET = Path(__file__).resolve().parent / "fleets" / "demo.yaml"
@@ -23,6 +21,7 @@ DRIVER = "fake-hardware"
 
 def load_demo(stdout) -> None:
     from apps.compute.models import Flavor
+    from apps.compute.services.catalog import flavor_create
     from apps.inventory.fleet.sync import fleet_apply, fleet_plan
     from apps.inventory.models import Host
 
@@ -33,8 +32,9 @@ def load_demo(stdout) -> None:
         raise RuntimeError("demo bare-metal fleet invalid: " + "; ".join(map(str, plan.errors)))
     if plan.changes:
         fleet_apply(plan)
-    with transaction.atomic():
-        flavor_created = Flavor.objects.get_or_create(name=FLAVOR["name"], defaults=FLAVOR)[1]
+    flavor_created = not Flavor.objects.filter(name=FLAVOR["name"]).exists()
+    if flavor_created:  # through compute's service (audited; compute owns the catalog)
+        flavor_create(actor=None, **FLAVOR)
     names = sorted(key[0] for key in plan.desired["host"])
     enrolled = []
     pending = Host.objects.filter(name__in=names, baremetal_node__isnull=True).order_by("name")

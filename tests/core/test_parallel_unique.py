@@ -184,6 +184,8 @@ NOT_A_TENANT_CREATE = {
     ("reservations.QueuePriority", "project"): "set by staff per project",
     ("networking.IbPartitionMember", "networking_ibm_partition_guid_uniq"): "written by the attach workflow",
     ("networking.SecurityGroup", "networking_sg_one_default"): "the default group, written by the VPC create",
+    ("networking.Subnet", "baremetal_vlan"): "allocated by the service on a subnet's first bare-metal port (lowest "
+                                             "free id, serialized by an advisory lock)",
     ("networking.PublicIp", "networking_pip_one_gateway_per_vpc"): "the router's address, written by the service",
     ("networking.PublicIp", "port"): "set by associating (an update), not by a create",
     ("networking.PublicIpHolding", "networking_piph_one_open"): "billing history the service writes",

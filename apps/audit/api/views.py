@@ -10,7 +10,12 @@ from rest_framework.response import Response
 from apps.core.errors import ValidationFailed
 from apps.identity.permissions import IsStaffOperator
 
-from ..selectors import audit_chain_verify, audit_event_list_visible_to, audit_export_lines, audit_target_names
+from ..selectors import (
+    audit_chain_verify,
+    audit_event_list_visible_to,
+    audit_export_lines,
+    audit_target_names,
+)
 from .filters import AuditEventFilter
 from .serializers import AuditChainReportOutput, AuditEventOutput
 

@@ -9,7 +9,7 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from apps.audit.services import audit_record
 from apps.core.errors import Conflict, ValidationFailed
@@ -125,10 +125,12 @@ def port_create_for_instance(*, actor, subnet: Subnet, instance_id: uuid.UUID, n
 
 def _subnet_vlan(subnet: Subnet) -> int:
     """The subnet's bare-metal VLAN id, given on first use: the lowest free id of `conf.baremetal_vlans()` (the
-    subnet row is locked by the caller; the unique column refuses a concurrent double). 409 `vlan_exhausted`."""
+    subnet row is locked by the caller, the choice serialized by a transaction advisory lock). 409 `vlan_exhausted`."""
     if subnet.baremetal_vlan is not None:
         return subnet.baremetal_vlan
     first, last = conf.baremetal_vlans()
+    with connection.cursor() as cur:  # two subnets' first joins at once would both pick the lowest free id
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["networking:baremetal_vlan"])
     used = set(Subnet.objects.filter(baremetal_vlan__isnull=False).values_list("baremetal_vlan", flat=True))
     vlan = next((v for v in range(first, last + 1) if v not in used), None)
     if vlan is None:
