@@ -263,8 +263,15 @@ class InstanceVolumeInput(Serializer):
                                               "new boot volume starts as a copy-on-write child of the image")
 
 
+PLACEMENT_POLICY_HELP = ("placement hint: pack (fill the fullest hosts that fit first) or spread (the emptiest "
+                         "first); omitted: the zone's or the fleet's default (docs/placement.md)")
+
+
 class InstanceCreateInput(NetworkFieldsInput):
     """`name` becomes the guest hostname (a DNS label, <= 63 characters; checked by the service)."""
+
+    placement_policy = serializers.ChoiceField(choices=["pack", "spread"], required=False,
+                                               help_text=PLACEMENT_POLICY_HELP)
 
     sla_tier = serializers.CharField(
         max_length=32, required=False, default="", allow_blank=True,
@@ -346,7 +353,23 @@ class ClusterOutput(ModelSerializer):
         return [str(m.pk) for m in obj.members.all()]
 
 
+class ClusterTopologyInput(Serializer):
+    """A cluster's topology constraint (the placement engine's `TopologyConstraint`); every limit is optional."""
+
+    max_leaves_per_rail = serializers.IntegerField(
+        min_value=1, max_value=1024, required=False,
+        help_text="the most leaf switches the members' hosts may use on any rail (1: one leaf per rail)")
+    max_spine_groups = serializers.IntegerField(min_value=1, max_value=1024, required=False,
+                                                help_text="the most spine groups the members' leaves may span")
+
+
 class ClusterCreateInput(NetworkFieldsInput):
+    placement_policy = serializers.ChoiceField(choices=["pack", "spread"], required=False,
+                                               help_text=PLACEMENT_POLICY_HELP)
+    topology = ClusterTopologyInput(
+        required=False,
+        help_text="topology constraint on the members' hosts (always one InfiniBand fabric); one that no set of "
+                  "the fleet's hosts could meet answers 400 topology_constraint_impossible with the reason")
     project = VisibleField(project_list_visible_to)
     name = serializers.CharField(max_length=255)
     flavor = VisibleField(flavor_list_visible_to)

@@ -154,7 +154,7 @@ class InstanceViewSet(_Base):
         data = self._input(s.InstanceCreateInput)
         inst, op = instances.instance_create(actor=request.user, request_id=get_request_id(),
                                              sla_tier=data["sla_tier"], volumes=_volume_requests(data),
-                                             **_launch_fields(data))
+                                             placement_policy=data.get("placement_policy", ""), **_launch_fields(data))
         return _accepted(inst, op)
 
     @extend_schema(request=s.InstanceCheckInput, responses={200: PlacementCheckOutput},
@@ -253,7 +253,8 @@ class ClusterViewSet(_Base):
     def create(self, request):
         data = self._input(s.ClusterCreateInput)
         cluster = clusters.cluster_create(actor=request.user, request_id=get_request_id(), size=data["size"],
-                                          sla_tier=data["sla_tier"], **_launch_fields(data))
+                                          sla_tier=data["sla_tier"], placement_policy=data.get("placement_policy", ""),
+                                          topology=dict(data.get("topology") or {}), **_launch_fields(data))
         return Response(s.ClusterOutput(cluster).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=s.ClusterCreateInput, responses={200: PlacementCheckOutput}, description=CHECK_DOC)
@@ -263,7 +264,7 @@ class ClusterViewSet(_Base):
         data = self._input(s.ClusterCreateInput)
         return Response(PlacementCheckOutput(
             launch.cluster_check(actor=request.user, size=data["size"], sla_tier=data["sla_tier"],
-                                 **_launch_fields(data))).data)
+                                 topology=dict(data.get("topology") or {}), **_launch_fields(data))).data)
 
     @extend_schema(request=None, responses={202: s.ClusterOutput, **problems({
         409: "invalid_state: not allowed in the current state (allowed_states lists those that are); "

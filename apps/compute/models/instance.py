@@ -34,6 +34,11 @@ class Cluster(ProjectOwned):
     size = models.PositiveSmallIntegerField()
     sla_tier = models.CharField(max_length=32, blank=True, help_text=(
         "SLA tier code the cluster (every member) is bought at; '' = the organization's default tier"))
+    placement_policy = models.CharField(max_length=8, blank=True, default="", db_default="", help_text=(
+        "the tenant's hint: pack (fill the fullest hosts) | spread (the emptiest) | '' = the zone's or default"))
+    topology = models.JSONField(default=dict, db_default={}, blank=True, help_text=(
+        "the tenant's topology constraint on the members' hosts: {max_leaves_per_rail, max_spine_groups} "
+        "(placement.TopologyConstraint); the members are always on one InfiniBand fabric"))
     status = models.CharField(max_length=16, choices=ClusterStatus.choices, default=ClusterStatus.PENDING)
     error_code = models.CharField(max_length=64, blank=True)
     error_reason = models.CharField(max_length=1000, blank=True)
@@ -71,6 +76,8 @@ in `apps.networking`, keyed by the instance id). `user_data` is the tenant's clo
     launched_at = models.DateTimeField(null=True, blank=True)
     sla_tier = models.CharField(max_length=32, blank=True, help_text=(
         "SLA tier code the instance is bought at (its usage records carry it); '' = the organization's default"))
+    placement_policy = models.CharField(max_length=8, blank=True, default="", db_default="", help_text=(
+        "the tenant's hint: pack (fill the fullest hosts) | spread (the emptiest) | '' = the zone's or default"))
     deleted_at = models.DateTimeField(null=True, blank=True)
     holds_gpu_quota = models.BooleanField(default=True, help_text=(
         "until placed, the instance holds its flavor's GPUs against the GPU quotas (false inside a lease, "

@@ -31,6 +31,7 @@ from apps.operations.workflows import StepWait
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef
 from apps.scheduling.placement.request import TopologyConstraint
+from apps.scheduling.services import Unplaceable
 from apps.scheduling.services.placement import placement_claim
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.quotas import quota_check, quota_check_all
@@ -65,7 +66,36 @@ def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: in
     return flavor, image, keys, network
 
 
-def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False, network: dict | None = None):
+def cluster_topology(topology: dict | None) -> TopologyConstraint:
+    """The engine's constraint for a cluster's stated `topology` ({max_leaves_per_rail, max_spine_groups}; the
+    members are always on one fabric)."""
+    t = topology or {}
+    return TopologyConstraint(one_fabric=True, max_leaves_per_rail=t.get("max_leaves_per_rail"),
+                              max_spine_groups=t.get("max_spine_groups"))
+
+
+def _admit_stated(flavor, project, *, size: int, topology: dict | None, **kw):
+    """The placement rule for the gang; a topology constraint the tenant stated that no set of hosts of the
+    fleet could ever meet (422 `unplaceable`, reason `topology` or the constraint's name, while the same gang without it could be placed)
+    is the request's fault: 400 `topology_constraint_impossible` with the engine's reason."""
+    try:
+        return placement_admit_for(flavor, project.pk, hosts=size, topology=cluster_topology(topology), **kw)
+    except Unplaceable as exc:
+        if not (topology and exc.reason in ("topology", *topology)):  # the engine names the constraint
+            raise
+        try:
+            placement_admit_for(flavor, project.pk, hosts=size, topology=cluster_topology(None), **kw)
+        except (Unplaceable, CapacityUnavailable):
+            raise exc from None
+        notes = [f.get("note") for f in (exc.explanation or {}).get("filters", []) if f.get("filter") == "topology"]
+        raise ValidationFailed(
+            "No set of hosts in the fleet can meet the cluster's topology constraint.",
+            code="topology_constraint_impossible",
+            errors={"topology": [n for n in notes if n] or [exc.detail]}) from None
+
+
+def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False, network: dict | None = None,
+                  topology: dict | None = None):
     """The create's decisions on quota (422), name (409 `name_taken`, also a member's name) and placement (the whole
     gang on one fabric, on hosts that can join the members' InfiniBand partition in `network`: 422 `unplaceable`,
     409 `capacity_unavailable`), in the create's order and transaction. Returns the `Admission`. Writes nothing;
@@ -77,21 +107,23 @@ def cluster_admit(*, project, flavor, name: str, size: int, queue: bool = False,
              .exclude(status=InstanceStatus.DELETED).order_by("name").values_list("name", flat=True).first())
     if taken:
         raise Conflict(f"An instance named {taken!r} exists in this project.", code=Code.NAME_TAKEN)
-    return placement_admit_for(flavor, project.pk, hosts=size, topology=TopologyConstraint(one_fabric=True),
-                               queue=queue, network=network)
+    return _admit_stated(flavor, project, size=size, topology=topology, queue=queue, network=network)
 
 
 @atomic_with_retry
 def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                    user_data: str = "", request_id: str = "", subnet_id=None, security_group_ids: Sequence = (),
-                   ib_partition_id=None, queue: bool = False, sla_tier: str | None = None) -> Cluster:
+                   ib_partition_id=None, queue: bool = False, sla_tier: str | None = None,
+                   placement_policy: str = "", topology: dict | None = None) -> Cluster:
     """Create a cluster of `size` members named ``<name>-<i>`` (i from 0). 400 when a member name would not be
     a DNS label; otherwise the errors of `instance_create`. Every member gets its own port in `subnet_id` and
     joins `ib_partition_id` (the members share the partition). 422 `unplaceable` / 409 `capacity_unavailable`
     (with ``earliest_start``) by the placement rule (module doc); with `queue` a cluster that cannot be held now
     waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing.
     `sla_tier`: the SLA tier code the cluster and every member are bought at (default: the organization's default
-    tier; 400 `unknown_sla_tier`)."""
+    tier; 400 `unknown_sla_tier`). `placement_policy` (`pack` | `spread`) and `topology` ({max_leaves_per_rail,
+    max_spine_groups}): the tenant's hints, kept on the cluster and given to the engine on every claim of the gang;
+    a `topology` no set of the fleet's hosts could meet answers 400 `topology_constraint_impossible`."""
     from apps.billing.selectors import sla_tier_resolve
 
     flavor, image, keys, network = _cluster_prepare(
@@ -101,16 +133,17 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     tier = sla_tier_resolve(organization=project.organization, code=sla_tier)
     with transaction.atomic():
         admission = cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue,
-                                  network=network)
+                                  network=network, topology=topology)
         with unique_conflict(f"A cluster named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             cluster = Cluster.objects.create(project=project, name=name, flavor=flavor, image=image, size=size,
-                                             sla_tier=tier)
+                                             sla_tier=tier, placement_policy=placement_policy,
+                                             topology=topology or {})
         for i in range(size):
             member_name = f"{name}-{i}"
             with unique_conflict(f"An instance named {member_name!r} exists in this project.", code=Code.NAME_TAKEN):
                 inst = Instance.objects.create(project=project, name=member_name, flavor=flavor, image=image,
                                                user_data=user_data, cluster=cluster, network=network,
-                                               sla_tier=tier)
+                                               sla_tier=tier, placement_policy=placement_policy)
             inst.ssh_keys.set(keys)
         op = operation_start(kind=CLUSTER_CREATE, target_type="compute.cluster", target_id=cluster.pk,
                              project=project, actor=actor, request_id=request_id,
@@ -138,7 +171,8 @@ def cluster_members_claim(*, actor, cluster: Cluster) -> bool:
     for key, _amount in gpu_quota_keys(cluster.flavor):  # held since the create request: only a lowered limit fails
         quota_check(scope=cluster.project, resource=key, requested=0)
     req = placement_request_for(cluster.flavor, cluster.project_id, hosts=len(members), consumer_type=MEMBER,
-                                topology=TopologyConstraint(one_fabric=True), network=members[0].network)
+                                topology=cluster_topology(cluster.topology), network=members[0].network,
+                                policy=cluster.placement_policy)
     with transaction.atomic():
         placed = placement_claim(actor=actor, request=req, consumers=[
             ConsumerRef(id=m.pk, consumer_type=MEMBER, project_id=cluster.project_id, group=str(cluster.pk))
@@ -159,8 +193,9 @@ def _claim_members(op):
         op.state["waiting_for_capacity"] = exc.detail[:500]
         if "queued" not in op.state:  # admitted now and lost the race: the rule again (module doc)
             admission = placement_admit_for(cluster.flavor, cluster.project_id, hosts=len(members),
-                                            topology=TopologyConstraint(one_fabric=True),
-                                            queue=bool(op.state.get("queue")), network=members[0].network)
+                                            topology=cluster_topology(cluster.topology),
+                                            queue=bool(op.state.get("queue")), network=members[0].network,
+                                            policy=cluster.placement_policy)
             if admission.queued:
                 op.state["queued"] = admission.reason
                 if not cluster_queue(actor=op.actor, cluster=cluster, operation=op, reason=admission.reason):

@@ -162,7 +162,8 @@ def _instance_prepare(*, actor, project, name: str, flavor_id, image_id, ssh_key
 
 
 def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True, admit: bool = True,
-                   cluster=None, queue: bool = False, pins: dict | None = None, network: dict | None = None):
+                   cluster=None, queue: bool = False, pins: dict | None = None, network: dict | None = None,
+                   placement_policy: str = ""):
     """The create's decisions that depend on the tenant's quota and the fleet, in the create's transaction and
     order: quotas (422 `quota_exceeded`), the name (409 `name_taken`), the placement rule (422 `unplaceable`, 409
     `capacity_unavailable`). Returns the `Admission` (None when `admit` is off or inside a cluster). Writes
@@ -175,7 +176,8 @@ def instance_admit(*, project, flavor: Flavor, name: str, gpu_quota: bool = True
                                              if key not in gpu_keys], window=(now(), None))
     if Instance.objects.filter(project=project, name=name).exclude(status=InstanceStatus.DELETED).exists():
         raise Conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN)
-    return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins, network=network)
+    return (placement_admit_for(flavor, project.pk, queue=queue, pins=pins, network=network,
+                                policy=placement_policy)
             if admit and cluster is None
             else None)
 
@@ -190,7 +192,7 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
                     user_data: str = "", request_id: str = "", cluster=None, gpu_quota: bool = True,
                     subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None, queue: bool = False,
                     admit: bool = True, sla_tier: str | None = None,
-                    volumes: Sequence[dict] = ()) -> tuple[Instance, Operation]:
+                    volumes: Sequence[dict] = (), placement_policy: str = "") -> tuple[Instance, Operation]:
     """Create an instance (`pending`) and start its `instance.create` operation. Returns (instance, operation).
     A retried request is answered by the API's `Idempotency-Key` layer (`apps.core.idempotency`), not here.
     The GPU quotas are checked and held here, in the request's transaction (the unplaced instance counts,
@@ -207,6 +209,8 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
     decided by `_instance_prepare` and `instance_admit`, which `launch.instance_check` runs without writing.
     `sla_tier`: the SLA tier code it is bought at (default: the cluster's, else the organization's default tier;
     `apps.billing.selectors.sla_tier_resolve`, 400 `unknown_sla_tier`); its usage is priced and credited at it.
+    `placement_policy`: the tenant's hint, `pack` | `spread` ('' = the zone's or the default; a member: the
+    cluster's), kept on the instance and given to the placement engine's weigher on every placement of it.
 
     `volumes`: the volumes to attach, new (``size_gib``, ``volume_type``, ``name``, ``delete_on_termination``,
     ``boot``) or existing (``id``, ``delete_on_termination``, ``boot``), checked by storage before anything is
@@ -231,11 +235,14 @@ def instance_create(*, actor, project, name: str, flavor_id, image_id, ssh_key_i
         plan = instance_volumes_check(actor=actor, project=project, image=image, flavor=flavor, requests=volumes,
                                       name=name)
         admission = instance_admit(project=project, flavor=flavor, name=name, gpu_quota=gpu_quota, admit=admit,
-                                   cluster=cluster, queue=queue, pins=volume_pins(plan), network=network)
+                                   cluster=cluster, queue=queue, pins=volume_pins(plan), network=network,
+                                   placement_policy=placement_policy)
         with unique_conflict(f"An instance named {name!r} exists in this project.", code=Code.NAME_TAKEN):
             inst = Instance.objects.create(project=project, name=name, flavor=flavor, image=image,
                                            user_data=user_data, cluster=cluster, network=network,
-                                           holds_gpu_quota=gpu_quota, sla_tier=tier)
+                                           holds_gpu_quota=gpu_quota, sla_tier=tier,
+                                           placement_policy=placement_policy or (
+                                               cluster.placement_policy if cluster is not None else ""))
         inst.ssh_keys.set(keys)
         op = operation_start(kind=operation_kind(flavor, CREATE), target_type=TARGET, target_id=inst.pk,
                              project=project, actor=actor,

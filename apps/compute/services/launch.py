@@ -93,8 +93,8 @@ def instance_check(*, actor, project, name: str, flavor_id, image_id, ssh_key_id
 
 def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, ssh_key_ids: Sequence = (),
                   user_data: str = "", subnet_id=None, security_group_ids: Sequence = (), ib_partition_id=None,
-                  queue: bool = False, sla_tier: str | None = None) -> dict:
-    """What `cluster_create` would answer (the whole gang, one fabric), as a `check_answer` body; raises its 403
+                  queue: bool = False, sla_tier: str | None = None, topology: dict | None = None) -> dict:
+    """What `cluster_create` would answer (the whole gang, one fabric, under the stated `topology`), as a `check_answer` body; raises its 403
     and 400 errors as it does. Writes nothing. ``queue.position`` is null: a cluster waits in its own operation,
     not in the on-demand queue (docs/adr/0404-placement-admission.md)."""
     flavor, _image, _keys, network = _cluster_prepare(
@@ -103,7 +103,8 @@ def cluster_check(*, actor, project, name: str, flavor_id, image_id, size: int, 
         ib_partition_id=ib_partition_id)
 
     def gang():
-        return cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue, network=network)
+        return cluster_admit(project=project, flavor=flavor, name=name, size=size, queue=queue, network=network,
+                             topology=topology)
 
     return _check(project=project, flavor=flavor, hosts=size, queue=queue, decide=gang, cluster=True,
                   sla_tier=sla_tier, network=network)

@@ -110,7 +110,8 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
     from .volumes import instance_placement_pins
 
     admission = placement_admit_for(instance.flavor, instance.project_id, queue=queue,
-                                    pins=instance_placement_pins(instance), network=instance.network)
+                                    pins=instance_placement_pins(instance), network=instance.network,
+                                    policy=instance.placement_policy)
     if not admission.queued:
         return False
     if not instance_queue(actor=actor, instance=instance, operation=operation, reason=admission.reason):
@@ -118,8 +119,12 @@ def instance_readmit(*, actor, instance: Instance, operation, queue: bool) -> bo
     return True
 
 
+#: the tenant's placement hint (`Instance.placement_policy`, `Cluster.placement_policy`) -> the engine's weigher
+TENANT_POLICIES = {"pack": "binpack", "spread": "spread"}
+
+
 def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=None, queue: bool = False,
-                        pins: dict | None = None, network: dict | None = None):
+                        pins: dict | None = None, network: dict | None = None, policy: str = ""):
     """The placement rule (`apps.scheduling.services.placement_admit`) for `hosts` instances of `flavor`:
     raises 422 `unplaceable` / 409 `capacity_unavailable` (with ``earliest_start``) or returns the Admission
     (``queued`` when `queue` and the fleet cannot hold it now). `pins`: ``host_id`` / ``zone`` the instance is
@@ -129,17 +134,19 @@ def placement_admit_for(flavor: Flavor, project_id, *, hosts: int = 1, topology=
 
     req = placement_request_for(flavor, project_id, hosts=hosts, topology=topology,
                                 consumer_type=CONSUMER_TYPE if hosts == 1 else "cluster_member", pins=pins,
-                                network=network)
+                                network=network, policy=policy)
     return placement_admit(request=req, queue=queue)
 
 
 def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consumer_type: str = CONSUMER_TYPE,
-                          topology=None, pins: dict | None = None, network: dict | None = None) -> PlacementRequest:
+                          topology=None, pins: dict | None = None, network: dict | None = None,
+                          policy: str = "") -> PlacementRequest:
     """The `PlacementRequest` of `hosts` instances of `flavor`: on hypervisors, or, for a bare-metal flavor, on
     bare-metal hosts, all of the flavor's GPUs on one host and the host dedicated to the project (nobody else's
     allocation beside it). `pins` (``host_id``, ``zone``): where the instance's volumes bind it to. `network`
     (`Instance.network`): its needs (`services.networks.placement_needs`: joining an InfiniBand partition
-    needs a host that can give it a GUID on the partition's fabric)."""
+    needs a host that can give it a GUID on the partition's fabric). `policy`: the tenant's hint (`pack` |
+    `spread`, `TENANT_POLICIES`), passed to the engine's weigher; '' leaves it to the zone or the default."""
     from .networks import placement_needs
 
     baremetal = flavor.kind == ProvisioningKind.BAREMETAL
@@ -158,6 +165,8 @@ def placement_request_for(flavor: Flavor, project_id, *, hosts: int = 1, consume
         kw["share_milli"] = flavor.share_milli
     if topology is not None:
         kw["topology"] = topology
+    if policy:
+        kw["policy"] = TENANT_POLICIES[policy]
     return PlacementRequest(**kw)
 
 
@@ -169,7 +178,8 @@ def instance_placement_request(instance: Instance, flavor: Flavor | None = None)
     from .volumes import instance_placement_pins
 
     request = placement_request_for(flavor or instance.flavor, instance.project_id,
-                                    pins=instance_placement_pins(instance), network=instance.network)
+                                    pins=instance_placement_pins(instance), network=instance.network,
+                                    policy=instance.placement_policy)
     for hook in _PLACEMENT_HOOKS:
         request = hook(instance, request)
     return request
