@@ -381,7 +381,8 @@ class Replay:
 
         if "recreate_vm" in (event.effects or []):
             for ep in self.open_ep.values():
-                ep["recreate"] |= ep["host"] == event.host_id
+                if ep["host"] == event.host_id and not ep["recreate"]:
+                    ep["recreate"], ep["recreate_from"] = True, event.observed_at
         if applied.get("incident") and Incident.objects.filter(pk=applied["incident"], provider_at_fault=True).exists():
             inc = Incident.objects.get(pk=applied["incident"])
             vms = list(event.impacts.filter(resource_type="instance").values_list("resource_id", flat=True))
@@ -501,8 +502,8 @@ def replay(*, hosts: int, days: float, rate: float = 1.0, seed: int = 1, log_pat
         recreate_ok += ok and ep["recreate"]
         by_cause[ep["cause"]][0] += 1
         by_cause[ep["cause"]][1] += ok
-        if ok:
-            r.moves.append((ep["moved"] - ep["at"]).total_seconds())
+        if ok:  # from the fault whose row re-creates the VM (an earlier one on the host may not have moved it)
+            r.moves.append((ep["moved"] - ep.get("recreate_from", ep["at"])).total_seconds())
     for cause, (n, ok) in sorted(by_cause.items()):
         out(f"  {cause:26s} affected VMs {n:4d} recovered {ok:4d}")
     rem = Counter(Remediation.objects.values_list("status", flat=True))
