@@ -45,7 +45,7 @@ WITH b AS (
 ), g AS (
   SELECT g.id, g.host_id, g.model, z.name AS zone FROM inventory_gpu g
   JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
-  WHERE h.state = 'available' AND g.health = 'ok' AND g.mode = 'exclusive'
+  WHERE h.state = 'available' AND NOT h.spare AND g.health = 'ok' AND g.mode = 'exclusive'
     AND (%(model)s = '' OR g.model = %(model)s) AND (%(zone)s = '' OR z.name = %(zone)s)
 ), a AS (
   SELECT a.gpu_id, b.t,
@@ -71,7 +71,7 @@ MAX_BUCKETS = 24 * 31
 FRACTIONAL_SQL = """
 SELECT g.id, g.model, z.name AS zone, g.mode FROM inventory_gpu g
 JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
-WHERE h.state = 'available' AND g.health = 'ok' AND g.mode IN ('mig', 'vgpu', 'shared')
+WHERE h.state = 'available' AND NOT h.spare AND g.health = 'ok' AND g.mode IN ('mig', 'vgpu', 'shared')
   AND (%(model)s = '' OR g.model = %(model)s) AND (%(zone)s = '' OR z.name = %(zone)s)
 """
 FRACTIONAL_ROWS_SQL = """
@@ -354,7 +354,7 @@ SELECT g.model, z.name, g.host_id,
       AND a.period @> %(now)s::timestamptz)) AS free,
   count(*) AS gpus
 FROM inventory_gpu g JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
-WHERE h.state = 'available' AND g.health = 'ok' AND g.mode = 'exclusive'
+WHERE h.state = 'available' AND NOT h.spare AND g.health = 'ok' AND g.mode = 'exclusive'
 GROUP BY g.model, z.name, g.host_id
 """
 #: the whole-GPU requests running now: GPUs per consumer and host (a multi-host cluster counts once per host),

@@ -96,6 +96,7 @@ ENTRIES = [
     Entry("POST", "/api/v1/hosts/{pk}/mark-faulty", STAFF_WRITE(), _host()),
     Entry("POST", "/api/v1/hosts/{pk}/mark-available", STAFF_WRITE(), _host(state="cordoned")),
     Entry("POST", "/api/v1/hosts/{pk}/retire", STAFF_WRITE(), _host(state="maintenance")),
+    Entry("POST", "/api/v1/hosts/{pk}/spare", STAFF_WRITE(), _host(data={"spare": True, "reason": "authz matrix"})),
     Entry("POST", "/api/v1/hosts/{pk}/enrollment-token", STAFF_WRITE(201), _host(state="enrolling", data={})),
     Entry("POST", "/api/v1/gpus/{pk}/mark-faulty", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),
     Entry("POST", "/api/v1/gpus/{pk}/mark-healthy", STAFF_WRITE(), _obj(lambda h: h.gpus.first())),

@@ -96,7 +96,7 @@ class HostOutput(ModelSerializer):
         fields = ["id", "name", "zone", "scalable_unit", "rack", "rack_unit", "vendor", "model", "serial",
                   "bmc_address", "bmc_credentials_ref", "cpu_sockets", "cpu_cores", "cpu_threads", "memory_mib",
                   "numa_nodes", "provisioning_kind", "libvirt_uri", "nvswitch_system", "driver_version", "state",
-                  "state_reason", "state_changed_at", "active_partitions", "last_heartbeat_at", "agent_version",
+                  "state_reason", "state_changed_at", "spare", "active_partitions", "last_heartbeat_at", "agent_version",
                   "allowed_actions", "created_at", "updated_at"]
 
     def get_allowed_actions(self, host) -> list[str]:
@@ -113,6 +113,11 @@ class HostActionInput(Serializer):
     at = serializers.DateTimeField(required=False, help_text=(
         "When the condition took effect (RFC 3339, with offset); default now. Not in the future, not before the "
         "host's last condition change. Lets staff record a fault noticed after the fact."))
+
+
+class HostSpareInput(Serializer):
+    spare = serializers.BooleanField(help_text="true: into the spare pool (held out of placement); false: back out")
+    reason = serializers.CharField(max_length=500)
 
 
 class IncidentUpdateInput(Serializer):

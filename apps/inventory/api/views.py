@@ -160,6 +160,16 @@ class HostViewSet(_StaffReadOnly):
                                   "Back to available (closes an open incident)")
     retire = _host_action("retire", host_services.host_retire, "Retire the host (terminal)")
 
+    @extend_schema(request=s.HostSpareInput, responses={200: s.HostOutput, **problems({
+        400: "reason_required / validation_error: no reason, or no `spare`.",
+        409: "host_retired: a retired host cannot go into the spare pool."})},
+        summary="Put the host in the spare pool or take it out (audited; spares take no new placement)")
+    @action(detail=True, methods=["post"], url_path="spare")
+    def spare(self, request, pk=None):
+        host = host_services.host_spare_set(actor=request.user, host=self.get_object(),
+                                            **self._input(s.HostSpareInput))
+        return self._out(self.get_queryset().get(pk=host.pk))
+
     @extend_schema(request=s.EnrollmentTokenInput, responses={201: s.EnrollmentTokenOutput},
                    summary="Create a one-time agent enrollment token (shown once)")
     @action(detail=True, methods=["post"], url_path="enrollment-token")

@@ -47,6 +47,9 @@ class Host(TimestampedModel):
     last_heartbeat_at = models.DateTimeField(null=True, blank=True)
     agent_version = models.CharField(max_length=32, blank=True)
     observed = models.JSONField(default=dict, blank=True)
+    spare = models.BooleanField(default=False, help_text=(
+        "held in the provider's spare pool: never used by on-demand, spot, queued or lease placement; only a "
+        "lease's host replacement claims it (docs/health.md, \"Spare hosts\")"))
 
     class Meta:
         ordering = ["name"]

@@ -79,6 +79,28 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
     return host
 
 
+def host_spare_set(*, actor, host: Host, spare: bool, reason: str) -> Host:
+    """Put `host` in the provider's spare pool (`spare=True`) or take it out (docs/health.md, "Spare hosts").
+
+    A spare is held out of every placement (on-demand, spot, queued, lease and capacity views); only a lease's
+    host replacement (`apps.health.services.lease_spares`) claims one, which takes it out of the pool. Work already
+    on the host stays. Idempotent: the same value again changes nothing and records nothing. Audited
+    (`inventory.host.spare`). Raises ValidationFailed 400 `reason_required`; Conflict 409 `host_retired` when
+    putting a retired host in the pool."""
+    reason = _reason(reason)
+    with transaction.atomic():
+        row = Host.objects.select_for_update().get(pk=host.pk)
+        if row.spare == spare:
+            return row
+        if spare and row.state == HostState.RETIRED:
+            raise Conflict("A retired host cannot be a spare.", code="host_retired")
+        row.spare = spare
+        row.save(update_fields=["spare", "updated_at"])
+        audit_record(actor=actor, action="inventory.host.spare", target=row,
+                     before={"spare": not spare}, after={"spare": spare, "reason": reason})
+    return row
+
+
 def _require_scrubbed(host: Host) -> None:
     dirty = host_dirty_gpus(host)
     if dirty:

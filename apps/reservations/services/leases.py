@@ -67,7 +67,7 @@ MAX_NOTICE_S = 7 * 86400
 RESERVE_SQL = """
 WITH g AS (
   SELECT g.id FROM inventory_gpu g JOIN inventory_host h ON h.id = g.host_id JOIN inventory_zone z ON z.id = h.zone_id
-  WHERE g.model = %(model)s AND (%(zone)s = '' OR z.name = %(zone)s) AND h.state = 'available' AND g.health = 'ok'
+  WHERE g.model = %(model)s AND (%(zone)s = '' OR z.name = %(zone)s) AND h.state = 'available' AND NOT h.spare AND g.health = 'ok'
 ), r AS (
   SELECT a.gpu_id, a.period FROM scheduling_allocation a
   WHERE a.gpu_id IN (SELECT id FROM g) AND a.slices IS NOT NULL AND a.parent_id IS NULL AND NOT a.spot

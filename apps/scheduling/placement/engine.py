@@ -323,6 +323,7 @@ def _host_filters(ctx: _Ctx, row: sql.ExactHostRow, exp: Explanation, lease_host
         return _first_failed(checks, exp)
     checks = [
         ("host_state", state != HostState.AVAILABLE, state),
+        ("host_state", row.spare, "spare"),  # the spare pool: only a lease's host replacement claims it
         ("provisioning_kind", bool(req.provisioning_kind) and kind != req.provisioning_kind, kind),
         ("zone", ctx.zone_id is not None and zone_id != ctx.zone_id, "outside the requested zone"),
         ("host", req.host_id is not None and hid != req.host_id, "not the pinned host"),

@@ -36,7 +36,7 @@ class ExactHostRow(NamedTuple):
     ``mem_w``: by workloads; ``n_model``/``n_mode``/``n_healthy``: the host's GPUs of a requested model, of them in
     the requested mode, of those healthy; ``free_idx``/``free_numa``: index and NUMA node of each free GPU
     (ascending index); ``projects``: projects with live work on the host; ``dedicated_project_id``: the project
-    the host is dedicated to, if any."""
+    the host is dedicated to, if any; ``spare``: held in the spare pool (never placed on)."""
 
     id: uuid.UUID
     name: str
@@ -57,6 +57,7 @@ class ExactHostRow(NamedTuple):
     free_numa: list[int]
     projects: list[uuid.UUID]
     dedicated_project_id: uuid.UUID | None
+    spare: bool
 
 
 #: GPUs with an `apply_mig_layout` queued for (or dispatched to) their agent: not placed on until the agent reports
@@ -85,7 +86,7 @@ WITH busy AS (
 SELECT h.id, h.name, h.state, h.zone_id, h.provisioning_kind, h.cpu_threads, h.memory_mib, h.nvswitch_system,
   coalesce(cc.vcpu_h, 0), coalesce(cc.vcpu_w, 0), coalesce(cc.mem_h, 0), coalesce(cc.mem_w, 0),
   coalesce(gg.n_model, 0), coalesce(gg.n_mode, 0), coalesce(gg.n_healthy, 0), coalesce(gg.free_idx, '{{}}'), coalesce(gg.free_numa, '{{}}'),
-  coalesce(u.projects, '{{}}'), u.dedicated_project_id
+  coalesce(u.projects, '{{}}'), u.dedicated_project_id, h.spare
 FROM inventory_host h
 LEFT JOIN gg ON gg.host_id = h.id
 LEFT JOIN cc ON cc.host_id = h.id
@@ -106,7 +107,7 @@ class FastHostRow(NamedTuple):
 FAST_HOSTS = """
 SELECT h.id, h.name, h.nvswitch_system FROM scheduling_hostusage u JOIN inventory_host h ON h.id = u.host_id
 WHERE {model_filter} u.gpus_free >= %(gpus)s
-  AND h.state = 'available'
+  AND h.state = 'available' AND NOT h.spare
   AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
   AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
   AND (cardinality(%(exclude)s::uuid[]) = 0 OR NOT (h.id = ANY(%(exclude)s::uuid[])))
@@ -194,7 +195,7 @@ WINDOW_HOSTS = """
 WITH cand AS (
   SELECT h.id, h.name, h.nvswitch_system, h.cpu_threads, h.memory_mib FROM inventory_host h
   LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
-  WHERE h.state = 'available'
+  WHERE h.state = 'available' AND NOT h.spare
     AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
     AND (%(zone)s::uuid IS NULL OR h.zone_id = %(zone)s::uuid)
     AND (cardinality(%(exclude)s::uuid[]) = 0 OR NOT (h.id = ANY(%(exclude)s::uuid[])))
