@@ -133,7 +133,7 @@ def _network_config(nics) -> str:
 
 def _spec(inst: Instance) -> DomainSpec:
     d = inst.devices or {}
-    hostdevs: list = [PciHostdev(a) for a in d.get("pci", [])]
+    hostdevs: list = [PciHostdev(a) for a in d.get("pci", []) + d.get("hca", [])]
     hostdevs += [PciHostdev(v["address"], vgpu_type=v.get("vgpu_type", ""), is_vf=True) for v in d.get("vfs", [])]
     hostdevs += [MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start"))
                  for m in d.get("mdevs", [])]

@@ -5,9 +5,11 @@ with the fake compute driver."""
 from __future__ import annotations
 
 import ipaddress
+import xml.etree.ElementTree as ET
 
 import pytest
 
+from apps.compute.drivers.libvirt.xml import domain_xml
 from apps.compute.models import Cluster, Flavor, Instance
 from apps.compute.services.hypervisor import driver_for_host
 from apps.inventory.models import HcaPort, VirtualFunction
@@ -104,6 +106,14 @@ def test_cluster_members_get_ports_and_their_hosts_hca_guids_join_the_pkey(world
             (g, "full", nets.part.pk, None) for g in guids}
         # the domain has a NIC with the port's MAC; OVN's iface-id is the networking port name
         spec = driver_for_host(m.host).host.specs[m.pk]
+        # RDMA inside the VM: the 8 HCA physical functions whose GUIDs joined the P_Key are hostdevs beside the
+        # 8 GPUs, in rail order, in the libvirt XML
+        hca = list(HcaPort.objects.filter(host=m.host, fabric=nets.fabric).order_by("rail")
+                   .values_list("pci_address", flat=True))
+        assert [h.address for h in spec.hostdevs][8:] == hca and len(spec.hostdevs) == 16
+        buses = [a.get("bus") for a in ET.fromstring(domain_xml(spec)).iterfind(
+            "devices/hostdev[@type='pci']/source/address")]
+        assert buses[8:] == [f"0x{0x80 + r:02x}" for r in range(8)]
         assert [(n.mac_address, n.port_id, n.iface_id) for n in spec.interfaces] == [
             (port.mac_address, port.pk, f"gpc-p-{port.pk.hex}")]
         assert port.mac_address in spec.seed.network_config

@@ -49,9 +49,9 @@ def su_with_leaves(name: str, *, rails: int = 2, fabric: Fabric | None = None, z
 
 
 def cable(h: Host, leaves: dict, fabric: Fabric | None = None) -> None:
-    """One HCA port per rail, cabled to that rail's leaf."""
+    """One HCA port per rail, cabled to that rail's leaf (rail r's HCA at PCI 0000:(0x80+r):00.0)."""
     fabric = fabric or ib_fabric()
     for r, leaf in leaves.items():
         HcaPort.objects.create(host=h, device=f"mlx5_{r}", port_guid=f"0x{uuid.uuid4().int & (2**64 - 1):016x}",
-                               fabric=fabric, rail=r, leaf_switch=leaf,
+                               fabric=fabric, rail=r, leaf_switch=leaf, pci_address=f"0000:{0x80 + r:02x}:00.0",
                                leaf_port=next(_seq) % 60000)

@@ -10,6 +10,8 @@ Recorded in `Instance.devices` (JSON), written in the step's transaction:
   vfs          [{address, vgpu_type, gpu_index}]: SR-IOV VFs (vGPU on NVIDIA's vendor VFIO driver, Ada and
                Hopper+), each given its vGPU type by the agent (`set_vf_vgpu_type`) before define
   mdevs        [{uuid, mdev_type, parent, gpu_instance_start}]: mediated devices (vGPU on mdev drivers)
+  hca          PCI addresses of the HCA physical functions passed through for RDMA (an instance that takes its
+               whole host and joined an InfiniBand partition with the host's port GUIDs)
   agent        {name: command id} of commands to finish before define; `agent_release` the GPU scrub's commands
   scrub_queued_at  when the scrub of the instance's GPUs was queued (set once, by `devices_scrub`)
 
@@ -123,6 +125,26 @@ def _devices_again(inst: Instance, d: dict, op_id: str) -> None:
                               "queues it again)", code="gpu_instance_missing")
 
 
+def _hca(inst: Instance, d: dict) -> None:
+    """RDMA inside the VM: an instance whose InfiniBand partition membership is its host's physical port GUIDs
+    (it takes the whole host: `networks.ib_partition_join_whole_host`) gets those ports' HCA physical functions as
+    PCI hostdevs, one per rail it joined, so the guest's mlx5 driver sees the same GUIDs the partition holds.
+    `DriverError` `hca_pci_address_unknown` when the inventory has no PCI address for such a port (the VM would
+    boot without the RDMA it asked for). A VM that shares its host joins with SR-IOV VF virtual GUIDs; their VFs
+    are not passed through yet (docs/compute.md, "RDMA inside the VM")."""
+    from apps.networking.models import IbPartitionMember
+
+    if not (inst.network or {}).get("ib_partition") or "hca" in d:
+        return
+    ports = [m.hca_port for m in IbPartitionMember.objects.filter(instance_id=inst.pk, hca_port__isnull=False)
+             .select_related("hca_port").order_by("hca_port__rail", "hca_port__device", "hca_port__port_number")]
+    missing = [f"{p.device}/{p.port_number}" for p in ports if not p.pci_address]
+    if missing:
+        raise DriverError(f"HCA port(s) {', '.join(missing)} on {inst.host.name} have no PCI address in the "
+                          "inventory (fleet file hca_ports[].pci_address)", code="hca_pci_address_unknown")
+    d["hca"] = list(dict.fromkeys(p.pci_address for p in ports))
+
+
 def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None = None) -> None:
     """Decide the instance's devices from its placement and queue the agent commands they need (MIG GPU
     instance, NVSwitch partition, a VF's vGPU type). Idempotent. With `start_op_id` (a start of a stopped
@@ -139,6 +161,7 @@ def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None
         d["numa_node"] = ordered[0].numa_node
         d["numa"] = guest_numa(host=inst.host, gpu_nodes=[g.numa_node for g in ordered], vcpus=inst.flavor.vcpus,
                                memory_mib=inst.flavor.memory_mib)
+    _hca(inst, d)
     form = inst.flavor.gpu_form
     if form == GpuForm.GPU:
         d["pci"] = [g.pci_address for g in ordered]
