@@ -109,18 +109,56 @@ def pci_vf_set_vgpu_type(sysfs_root: Path | str, pci_address: str, vgpu_type: st
     return ids[vgpu_type]
 
 
+def _cpulist(text: str) -> list[int]:
+    """Linux cpulist syntax ('0-3,8,10-11') -> sorted CPU ids."""
+    out: set[int] = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            a, b = part.split("-", 1)
+            out.update(range(int(a), int(b) + 1))
+        elif part:
+            out.add(int(part))
+    return sorted(out)
+
+
+def _numa(sysfs_root: Path, core_of: dict[int, tuple[str, str]]) -> list[dict] | None:
+    """Per NUMA node: its CPUs (node*/cpulist), those CPUs grouped by physical core, its memory (node*/meminfo
+    `Node N MemTotal`, MiB). None when a node has no cpulist (old kernels, test trees)."""
+    out = []
+    for node in sorted((sysfs_root / "devices" / "system" / "node").glob("node[0-9]*"),
+                       key=lambda p: int(p.name[4:])):
+        if not (node / "cpulist").exists():
+            return None
+        cpus = _cpulist(_read(node / "cpulist"))
+        cores: dict[tuple[str, str], list[int]] = {}
+        for c in cpus:
+            cores.setdefault(core_of.get(c, ("", str(c))), []).append(c)
+        mem = re.search(r"MemTotal:\s+(\d+) kB", _read(node / "meminfo"))
+        out.append({"node": int(node.name[4:]), "cpus": cpus, "cores": sorted(cores.values()),
+                    "memory_mib": int(mem.group(1)) // 1024 if mem else 0})
+    return out or None
+
+
 def host_facts(sysfs_root: Path | str = "/sys", proc_root: Path | str = "/proc") -> dict:
-    """CPU sockets/cores/threads (topology), memory (MemTotal) and NUMA node count."""
+    """CPU sockets/cores/threads (topology), memory (MemTotal), NUMA node count and, where the kernel lists them,
+    each node's CPUs, cores and memory (`numa`: [{node, cpus, cores, memory_mib}]; the control plane pins guest
+    vCPUs by it)."""
     cpus = Path(sysfs_root) / "devices" / "system" / "cpu"
     packages, cores, threads = set(), set(), 0
+    core_of: dict[int, tuple[str, str]] = {}
     for cpu in cpus.glob("cpu[0-9]*"):
         pkg = _read(cpu / "topology" / "physical_package_id")
         if not pkg:
             continue
         threads += 1
         packages.add(pkg)
-        cores.add((pkg, _read(cpu / "topology" / "core_id")))
+        core_of[int(cpu.name[3:])] = (pkg, _read(cpu / "topology" / "core_id"))
+        cores.add(core_of[int(cpu.name[3:])])
     mem = re.search(r"MemTotal:\s+(\d+) kB", _read(Path(proc_root) / "meminfo"))
     nodes = len(list((Path(sysfs_root) / "devices" / "system" / "node").glob("node[0-9]*")))
-    return {"cpu_sockets": len(packages) or 1, "cpu_cores": len(cores) or threads or 1, "cpu_threads": threads or 1,
-            "memory_mib": int(mem.group(1)) // 1024 if mem else 0, "numa_nodes": nodes or 1}
+    facts = {"cpu_sockets": len(packages) or 1, "cpu_cores": len(cores) or threads or 1, "cpu_threads": threads or 1,
+             "memory_mib": int(mem.group(1)) // 1024 if mem else 0, "numa_nodes": nodes or 1}
+    numa = _numa(Path(sysfs_root), core_of)
+    if numa:
+        facts["numa"] = numa
+    return facts

@@ -2,7 +2,8 @@
 
 Source, in order:
   1. what the agent reports in its host facts, `Host.observed["host"]["numa"]`: [{"node": int, "cpus": [int],
-     "memory_mib": int}] (from /sys/devices/system/node/node*/cpulist and meminfo);
+     "cores": [[int]] (the node's CPUs by physical core), "memory_mib": int}] (from
+     /sys/devices/system/node/node*/cpulist and meminfo, and the CPUs' topology);
   2. else derived from the recorded counts (`cpu_sockets`, `cpu_cores`, `cpu_threads`, `memory_mib`, `numa_nodes`)
      with Linux's usual x86 enumeration: the first hardware thread of every core first, node by node, then the
      SMT siblings in the same order (CPU `c` and `c + cpu_cores` are one core's two threads); memory split evenly.
@@ -43,8 +44,11 @@ def _derived(host) -> list[HostNode]:
 def _reported(raw: list) -> list[HostNode]:
     out = []
     for rec in sorted(raw, key=lambda r: int(r["node"])):
-        cpus = sorted(int(c) for c in rec["cpus"])
-        out.append(HostNode(int(rec["node"]), tuple((c,) for c in cpus), int(rec.get("memory_mib") or 0)))
+        if rec.get("cores"):
+            cores = tuple(tuple(sorted(int(c) for c in core)) for core in rec["cores"])
+        else:
+            cores = tuple((c,) for c in sorted(int(c) for c in rec["cpus"]))
+        out.append(HostNode(int(rec["node"]), tuple(sorted(cores)), int(rec.get("memory_mib") or 0)))
     return out
 
 

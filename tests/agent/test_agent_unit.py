@@ -34,6 +34,23 @@ def test_sysfs_hca_ports_and_host_facts(tmp_path):
                                                              "memory_mib": 2064, "numa_nodes": 2}
 
 
+def test_host_facts_list_each_numa_nodes_cpus_cores_and_memory(tmp_path):
+    """2 sockets x 2 cores x SMT 2, Linux's numbering (siblings +4): node 0 has CPUs 0,1,4,5."""
+    for cpu in range(8):
+        write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/physical_package_id", str((cpu % 4) // 2))
+        write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/core_id", str(cpu % 2))
+    write(tmp_path / "devices/system/node/node0/cpulist", "0-1,4-5\n")
+    write(tmp_path / "devices/system/node/node0/meminfo", "Node 0 MemTotal:       1048576 kB\n")
+    write(tmp_path / "devices/system/node/node1/cpulist", "2-3,6-7\n")
+    write(tmp_path / "devices/system/node/node1/meminfo", "Node 1 MemTotal:       2097152 kB\n")
+    write(tmp_path / "proc/meminfo", "MemTotal:       3145728 kB\n")
+    facts = sysfs.host_facts(tmp_path, tmp_path / "proc")
+    assert (facts["cpu_sockets"], facts["cpu_cores"], facts["cpu_threads"], facts["numa_nodes"]) == (2, 4, 8, 2)
+    assert facts["numa"] == [
+        {"node": 0, "cpus": [0, 1, 4, 5], "cores": [[0, 4], [1, 5]], "memory_mib": 1024},
+        {"node": 1, "cpus": [2, 3, 6, 7], "cores": [[2, 6], [3, 7]], "memory_mib": 2048}]
+
+
 def test_fake_driver_refuses_what_the_driver_refuses():
     fake = get_backend("fake", host="hgx-h200")
     with pytest.raises(BackendError) as exc:

@@ -106,3 +106,20 @@ def test_cells_must_add_up():
         domain_xml(DomainSpec(uuid=uuid.uuid4(), vcpus=4, memory_mib=4096,
                               numa_cells=(NumaCell(0, (0, 1), (1, 2), 2048),)))
     assert exc.value.code == "invalid_numa_cells"
+
+
+def test_the_agents_reported_numa_map_decides_the_pinning(world, libvirt_host):
+    """A host whose kernel numbers CPUs round-robin over the sockets (even CPUs on node 0): the agent's report
+    (`observed.host.numa`), not the derived numbering, decides the pins; the emulator gets each node's first core."""
+    node0 = [[c, c + 8] for c in (0, 2, 4, 6)]
+    node1 = [[c, c + 8] for c in (1, 3, 5, 7)]
+    libvirt_host.observed = {"host": {"numa": [
+        {"node": 0, "cpus": sorted(sum(node0, [])), "cores": node0, "memory_mib": 65536},
+        {"node": 1, "cpus": sorted(sum(node1, [])), "cores": node1, "memory_mib": 65536}]}}
+    libvirt_host.save(update_fields=["observed"])
+    op, inst = _create(world, libvirt_host, 8, 8, 64, hugepages=True)
+    assert (op.status, op.error_detail) == ("succeeded", "")
+    layout = _layout(ET.fromstring(driver_for_host(libvirt_host).domain_xml_get(inst.pk)))
+    assert layout["cells"] == [("0-3", 32 * 1024), ("4-7", 32 * 1024)]
+    assert layout["pins"] == ["2,4,6,10,12,14", "3,5,7,11,13,15"]
+    assert layout["emulator"] == "0-1,8-9"
