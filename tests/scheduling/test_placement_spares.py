@@ -82,3 +82,29 @@ def test_staff_mark_and_unmark_a_spare_through_the_api_audited():
     Host.objects.filter(pk=host.pk).update(state="retired")
     resp = ops.post(url, {"spare": True, "reason": "x"}, format="json")
     assert resp.status_code == 409 and resp.json()["code"] == "host_retired"
+
+
+def test_a_lease_move_to_another_host_is_all_or_nothing():
+    from apps.scheduling.ledger import allocations_move_host
+
+    p = fleet.project("a")
+    h1, h2, h3 = fleet.host(nvswitch=""), fleet.host(nvswitch=""), fleet.host(nvswitch="")
+    start = clock.now()
+    le = consumer(p, "lease")
+    placement_claim(actor=None, request=req(p, gpus_per_host=8, consumer_type="lease", start=start,
+                                            end=start + DAY, host_id=h1.id), consumers=le)
+    placement_claim(actor=None, request=req(p, host_id=h2.id), consumers=consumer(p))  # one GPU of h2 is taken
+    old = {a.gpu_id: a for a in Allocation.objects.filter(consumer_id=le.id)}
+    to_h2 = dict(zip(sorted(old, key=lambda g: old[g].gpu.index), h2.gpus.order_by("index").values_list("pk", flat=True),
+                     strict=True))
+    with pytest.raises(CapacityUnavailable):
+        allocations_move_host(consumer_id=le.id, from_host_id=h1.id, to_host_id=h2.id, gpu_map=to_h2)
+    assert {a.host_id for a in Allocation.objects.filter(consumer_id=le.id)} == {h1.id}  # nothing changed
+    assert all(a.period.upper == start + DAY for a in Allocation.objects.filter(consumer_id=le.id))
+    to_h3 = dict(zip(sorted(old, key=lambda g: old[g].gpu.index), h3.gpus.order_by("index").values_list("pk", flat=True),
+                     strict=True))
+    at = clock.now()
+    rows = allocations_move_host(consumer_id=le.id, from_host_id=h1.id, to_host_id=h3.id, gpu_map=to_h3, at=at)
+    assert len(rows) == len(old) and {r.host_id for r in rows} == {h3.id}
+    assert {r.period.upper for r in rows} == {start + DAY}
+    assert {a.period.upper for a in Allocation.objects.filter(consumer_id=le.id, host=h1)} == {at}

@@ -13,7 +13,8 @@ staff preview (`health_event_preview`, the same plan with no writes). Effects:
 - The breaker (`services.breaker`): before a host is taken out (drain, cordon, mark faulty) or its VMs moved,
   the event's leaf switch is asked; when it is open (or this host opens it) only the GPU's containment applies
   and `applied.breaker` names the component incident.
-- `recreate_vm`: a remediation per VM the event touched (`services.remediation`, under the project's consent
+- `recreate_vm`: a lease the event touched moves to a free spare host first (`services.lease_spares`;
+  `applied.lease_spares` says where, or why it stays held), then a remediation per VM the event touched (`services.remediation`, under the project's consent
   mode); `applied.remediations` lists them.
 - `reset_gpu`, `reboot_host`: a repair of the GPU / host (`services.repair`: once the device holds no tenant,
   the reset or reboot through the agent, then the return-to-service check); `rma`: an RMA record at once.
@@ -316,7 +317,12 @@ def health_event_ingest(
         elif takes_out:
             event.applied["takes_host_out"] = True
         if "recreate_vm" in plan.rule.effects and breaker is None:
+            from .lease_spares import lease_spares_replace
             from .remediation import remediations_open
+
+            swaps = lease_spares_replace(event=event)  # first: the leases' VMs then re-create onto the spare
+            if swaps:
+                event.applied["lease_spares"] = swaps
 
             event.applied["remediations"] = [str(r.pk) for r in remediations_open(event=event)]
         if plan.pending and breaker is None:

@@ -12,8 +12,9 @@ Opened at ingest (`remediations_open`, in the event's transaction) for every ins
   downtime counts against the SLA until staff return the device to service.
 
 Also `held`: a cluster member (its gang re-place on the same fabric is not built; a lone re-create would claim
-it as a plain instance), an instance with a volume on a host-local tier (it cannot follow), one inside a lease (not
-on-demand; the lease's spare pool is not built), and any while the blast-radius breaker of the host's component is
+it as a plain instance), an instance with a volume on a host-local tier (it cannot follow), one inside a lease whose
+capacity on the failed host no spare host replaced (`services.lease_spares`, run first at ingest; a lease that got
+a spare re-creates its VMs there as on-demand ones move), and any while the blast-radius breaker of the host's component is
 open. A spot instance is `held` too, and interrupted at once through the spot market's preemption
 (`_spot_preempt`): spot is stopped, never moved. The move is compute's `instance.recreate` operation
 (`apps.compute.services.instances.instance_recreate`); `remediations_advance` records how it finished.
@@ -26,10 +27,11 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from apps.compute.models import Instance
 from apps.compute.services.instances import instance_recreate
-from apps.compute.services.placement import placement_admit_for
+from apps.compute.services.placement import instance_placement_request, placement_admit_for
 from apps.compute.services.volumes import instance_placement_pins
 from apps.compute.states import InstanceStatus
 from apps.core.clock import now
@@ -38,12 +40,15 @@ from apps.core.transitions import transition
 from apps.operations.models import TERMINAL, OperationStatus
 from apps.reservations.services.notify import event_record
 from apps.reservations.states import Event
+from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.models import Allocation
+from apps.scheduling.placement import place
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 
 from ..models import HealthEvent, Remediation, RemediationPolicy
 from ..states import REMEDIATION_TRANSITIONS, ConsentMode, RemediationStatus
+from .lease_spares import NO_SPARE, lease_held_on
 
 log = logging.getLogger("gpucloud.health")
 WRITERS = (ProjectRole.ADMIN, ProjectRole.MEMBER)
@@ -131,6 +136,16 @@ def _spot_preempt(inst: Instance, event: HealthEvent) -> None:
     spot_interrupt(terms, at=now(), reason=f"health: {event.classification} on the instance's GPU or host")
 
 
+def _lease_of(inst: Instance):
+    """The lease the instance draws from (its live rows nest in the lease's), else None."""
+    return (
+        Allocation.objects.filter(consumer_id=inst.pk, parent__isnull=False)
+        .filter(Q(period__upper_inf=True) | Q(period__endswith__gt=now()))
+        .values_list("parent__consumer_id", flat=True)
+        .first()
+    )
+
+
 def _hold_reason(inst: Instance) -> str:
     from apps.storage.models import VolumeAttachment
 
@@ -138,8 +153,9 @@ def _hold_reason(inst: Instance) -> str:
         return f"a {inst.flavor.kind} instance: only VMs are re-created"
     if inst.cluster_id is not None:
         return "a cluster member: its gang re-place on the cluster's fabric is not built (staff move it)"
-    if Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True, parent__isnull=False).exists():
-        return "inside a lease: not an on-demand VM"
+    lease_id = _lease_of(inst)
+    if lease_id is not None and lease_held_on(lease_id, inst.host_id):
+        return f"inside a lease: {NO_SPARE} replaced the failed one (the lease stays held)"
     from apps.reservations.models import InstanceTerms
 
     if InstanceTerms.objects.filter(instance_id=inst.pk, market="spot").exists():
@@ -235,8 +251,15 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         )
         _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
         return False
-    try:  # where its volumes let it go (a zoned volume: its zone)
-        placement_admit_for(inst.flavor, inst.project_id, pins=instance_placement_pins(inst), network=inst.network)
+    try:  # where its volumes let it go (a zoned volume: its zone); inside a lease: on the lease's capacity
+        if _lease_of(inst) is not None:
+            request = instance_placement_request(inst)
+            if not place(request, limit=1).placeable:
+                raise CapacityUnavailable("the lease holds no free capacity for the VM")
+        else:
+            placement_admit_for(
+                inst.flavor, inst.project_id, pins=instance_placement_pins(inst), network=inst.network
+            )
     except DomainError as exc:
         if rem.reason != f"waiting for capacity: {exc.detail}"[:500]:
             Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {exc.detail}"[:500])

@@ -3,11 +3,12 @@ from .core import (
     AllocationSpec,
     ConsumerRef,
     allocations_claim,
+    allocations_move_host,
     allocations_release,
     gpu_holders,
     lock_hosts,
     refresh_usage,
 )
 
-__all__ = ["AllocationSpec", "ConsumerRef", "allocations_claim", "allocations_release", "gpu_holders", "lock_hosts",
+__all__ = ["AllocationSpec", "ConsumerRef", "allocations_claim", "allocations_move_host", "allocations_release", "gpu_holders", "lock_hosts",
            "refresh_usage"]

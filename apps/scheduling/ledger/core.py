@@ -330,6 +330,60 @@ def allocations_release(*, consumer_id: uuid.UUID, at: dt.datetime | None = None
         return n
 
 
+def allocations_move_host(*, consumer_id: uuid.UUID, from_host_id: uuid.UUID, to_host_id: uuid.UUID,
+                          gpu_map: dict[uuid.UUID, uuid.UUID], at: dt.datetime | None = None) -> list[Allocation]:
+    """Move a lease's capacity off a failed host (its host replacement from the spare pool): in one transaction,
+    every live row of the consumer on `from_host_id` ends at `at` (default now; rows not started yet are deleted)
+    and a row like it is created on `to_host_id` over ``[max(at, old start), old end)``: a whole-GPU row on
+    ``gpu_map[old gpu id]`` (a GPU of the new host), a vCPU or memory row with the same amount. Rows nested in
+    the old rows are left as they are: the workloads still run on the old host until they are re-created (each
+    leaves through its own release), so the old GPUs stay busy for everyone else meanwhile. The consumer's
+    generation is bumped. Raises `InvalidAllocation` (400) for a row this cannot move (a MIG, vGPU, VF or share
+    row, a GPU missing from `gpu_map`) and `CapacityUnavailable` (409, ``slice_overlap``) when a new GPU is held
+    over the period; either way nothing changes. Returns the created rows."""
+    at = at or clock.now()
+    try:
+        with transaction.atomic():
+            c = Consumer.objects.select_for_update().filter(id=consumer_id).first()
+            if c is None:
+                return []
+            hosts = lock_hosts([from_host_id, to_host_id], at)
+            old = list(Allocation.objects.filter(consumer=c, host_id=from_host_id)
+                       .filter(Q(period__upper_inf=True) | Q(period__endswith__gt=at)))
+            if not old:
+                return []
+            rows = []
+            for a in old:
+                if a.resource_class == ResourceClass.GPU and a.gpu_id in gpu_map:
+                    gpu_id = gpu_map[a.gpu_id]
+                elif a.resource_class in (ResourceClass.VCPU, ResourceClass.MEMORY):
+                    gpu_id = None
+                else:
+                    raise InvalidAllocation(f"a {a.resource_class} row cannot move to another host",
+                                            code="allocation_not_movable")
+                start = max(at, a.period.lower)
+                period = DateTimeTZRange(start, a.period.upper, "[)")
+                rows.append(Allocation(
+                    consumer=c, consumer_type=c.consumer_type, project_id=c.project_id, host_id=to_host_id,
+                    gpu_id=gpu_id, resource_class=a.resource_class, slices=a.slices, amount=a.amount,
+                    profile=a.profile, period=period, parent=None, spot=a.spot, created_at=start))
+            ids = [a.pk for a in old]
+            Allocation.objects.filter(id__in=ids, period__startswith__gte=at).delete()
+            for a in Allocation.objects.filter(id__in=ids):
+                a.period = DateTimeTZRange(a.period.lower, at, "[)")
+                a.save(update_fields=["period"])
+            Allocation.objects.bulk_create(rows)
+            _check_countables(rows, hosts, rows[0].period)
+            refresh_usage(list(hosts), clock.now())
+            Consumer.objects.filter(id=c.id).update(generation=F("generation") + 1, updated_at=at)
+            return rows
+    except IntegrityError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == EXCLUSION_VIOLATION:
+            raise CapacityUnavailable("a GPU of the new host is already allocated for an overlapping period",
+                                      reason="slice_overlap")
+        raise
+
+
 def gpu_holders(*, host_id: uuid.UUID, gpu_ids: Sequence[uuid.UUID], lock: bool = True) -> dict[uuid.UUID, list[dict]]:
     """Who holds each of `gpu_ids` (GPUs of `host_id`) in the ledger now or later: every allocation on them whose
     period has not ended (running on-demand work, spot, leases, instances in leases, and future leases).

@@ -1,0 +1,118 @@
+"""A lease's host replacement from the spare pool, end to end through the fake backends with explicit times: an
+XID 79 reported by the node agent on the GPU of a VM inside a lease → the lease's capacity on the failed host
+moves to a free spare host of the same GPU model (same count) in the event's transaction, the spare leaves the
+pool → the VM's ordinary remediation (checkpoint notice, `auto` after the deadline) re-creates it on the spare,
+inside the lease. Without a free spare the lease stays held and the event and the remediation say so."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from apps.compute.models import Instance
+from apps.health.models import Remediation
+from apps.health.services.remediation import remediations_advance
+from apps.inventory.models import Host
+from apps.inventory.services.hosts import host_spare_set
+from apps.reservations.services.leases import leases_advance
+from apps.scheduling.models import Allocation
+from tests.reservations.conftest import at, clock, finish, gpu_host, lease  # noqa: F401  (fixture)
+
+from .test_api import _agent
+
+pytestmark = pytest.mark.django_db
+FAULT = at(10)
+
+
+def _lease_with_vm(world, clock):  # noqa: F811
+    le = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    clock.move_to(at(9))
+    leases_advance()
+    r = world.client_a.post(
+        "/api/v1/instance-requests",
+        {"project": str(world.project_a.pk), "name": "in-lease", "flavor": str(world.gpu1.pk),
+         "image": str(world.image.pk), "market": "lease", "lease": str(le.pk)},
+        format="json",
+    )
+    assert r.status_code == 202, r.content
+    assert finish(r.json()["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.select_related("host").get(pk=r.json()["instance"]["id"])
+    return le, inst
+
+
+def _xid79(host, gpu_index):
+    r = _agent(host).post(
+        "/api/v1/agent/health-events",
+        {"kind": "xid", "xid": 79, "gpu_index": gpu_index, "observed_at": FAULT.isoformat()},
+        format="json",
+    )
+    assert r.status_code == 201, r.content
+    return r.json()
+
+
+def _live_hosts(consumer_id, now=FAULT):
+    return {a.host_id for a in Allocation.objects.filter(consumer_id=consumer_id, period__endswith__gt=now)}
+
+
+def test_a_lease_on_a_failed_host_moves_to_a_free_spare_and_its_vm_follows(world, clock):  # noqa: F811
+    gpu_host(), gpu_host()
+    spare = gpu_host()
+    host_spare_set(actor=None, host=spare, spare=True, reason="spare pool")
+    le, inst = _lease_with_vm(world, clock)
+    failed = inst.host
+    assert failed.pk != spare.pk and _live_hosts(le.pk) == {failed.pk}  # leases never take a spare
+
+    clock.move_to(FAULT)
+    gpu_index = Allocation.objects.get(consumer_id=inst.pk, resource_class="gpu").gpu.index
+    body = _xid79(failed, gpu_index)
+    assert body["applied"]["lease_spares"] == [
+        {"lease": str(le.pk), "from_host": failed.name, "to_host": spare.name, "gpus": 8, "reason": ""}
+    ]
+    # the lease's capacity moved in the event's transaction: old rows end at the fault, new ones on the spare
+    # up to the lease's end; the spare left the pool; the VM still runs on the failed host until it moves
+    assert _live_hosts(le.pk) == {spare.pk}
+    moved = Allocation.objects.filter(consumer_id=le.pk, host=spare)
+    assert moved.count() == 8 and {(a.period.lower, a.period.upper) for a in moved} == {(FAULT, at(12))}
+    assert {a.period.upper for a in Allocation.objects.filter(consumer_id=le.pk, host=failed)} == {FAULT}
+    assert Host.objects.get(pk=spare.pk).spare is False
+    (rem_id,) = body["applied"]["remediations"]
+    rem = Remediation.objects.get(pk=rem_id)
+    assert (rem.status, rem.reason) == ("notice", "")  # an ordinary remediation, under the consent mode
+    assert _live_hosts(inst.pk) == {failed.pk}
+
+    clock.move_to(rem.deadline_at)
+    assert remediations_advance()["started"] == 1
+    rem.refresh_from_db()
+    assert finish(rem.operation_id).status == "succeeded"
+    assert remediations_advance()["finished"] == 1
+    rem.refresh_from_db()
+    inst.refresh_from_db()
+    assert (rem.status, rem.to_host_id, inst.status, inst.host_id) == ("succeeded", spare.pk, "active", spare.pk)
+    row = Allocation.objects.get(consumer_id=inst.pk, resource_class="gpu", period__upper_inf=False,
+                                 host=spare)
+    assert row.parent.consumer_id == le.pk and row.parent.host_id == spare.pk  # inside the lease, on the spare
+    assert _live_hosts(inst.pk, rem.started_at) == {spare.pk}  # the old allocation on the failed host ended
+
+
+def test_without_a_free_spare_the_lease_stays_held_and_the_event_says_so(world, clock):  # noqa: F811
+    gpu_host(), gpu_host()
+    le, inst = _lease_with_vm(world, clock)
+    failed = inst.host
+    busy_spare = gpu_host(model="A100-SXM4-80GB")  # a spare of another model does not fit
+    host_spare_set(actor=None, host=busy_spare, spare=True, reason="spare pool")
+
+    clock.move_to(FAULT)
+    gpu_index = Allocation.objects.get(consumer_id=inst.pk, resource_class="gpu").gpu.index
+    body = _xid79(failed, gpu_index)
+    (swap,) = body["applied"]["lease_spares"]
+    assert (swap["to_host"], swap["gpus"]) == (None, 8)
+    assert swap["reason"] == "no free spare host with 8 H100-SXM5-80GB GPUs: the lease stays held"
+    assert _live_hosts(le.pk) == {failed.pk}
+    rem = Remediation.objects.get(pk=body["applied"]["remediations"][0])
+    assert rem.status == "held" and rem.reason.startswith("inside a lease: no free spare host")
+    assert Host.objects.get(pk=busy_spare.pk).spare is True
+    clock.move_to(FAULT + dt.timedelta(hours=1))
+    assert remediations_advance() == {"started": 0, "finished": 0}
+    inst.refresh_from_db()
+    assert inst.host_id == failed.pk
