@@ -31,6 +31,7 @@ def test_spread_takes_the_emptier_host_and_pack_the_fuller(world):
     empty = ({h1.pk, h2.pk} - {full}).pop()
     c = _placed(world, "c", placement_policy="spread")
     assert (c.host_id, c.placement_policy) == (empty, "spread")
+    assert world.client_a.get(f"/api/v1/instances/{c.pk}/").json()["placement_policy"] == "spread"
     d = _placed(world, "d", placement_policy="pack")
     assert (d.host_id, d.placement_policy) == (full, "pack")
 
@@ -82,6 +83,7 @@ def test_a_stated_topology_keeps_the_gang_under_one_leaf_per_rail(world):
     assert r.status_code == 201, r.content
     cluster = Cluster.objects.get(pk=r.data["id"])
     assert (cluster.topology, cluster.placement_policy) == ({"max_leaves_per_rail": 1}, "spread")
+    assert (r.json()["topology"], r.json()["placement_policy"]) == ({"max_leaves_per_rail": 1}, "spread")
     assert drive(Operation.objects.get(kind="cluster.create").pk).status == "succeeded"
     members = list(cluster.members.all())
     assert len({by_su[m.host_id] for m in members}) == 1 and len({m.host_id for m in members}) == 2

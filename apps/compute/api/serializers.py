@@ -190,7 +190,8 @@ class InstanceOutput(ModelSerializer):
         model = Instance
         fields = ["id", "project", "name", "flavor", "image", "ssh_keys", "cluster", "status", "observed_state",
                   "observed_at", "network", "ports", "ib_partitions", "error_code", "error_reason", "launched_at",
-                  "deleted_at", "sla_tier", "maintenance", "user_data_sha256", "created_at", "updated_at"]
+                  "deleted_at", "sla_tier", "maintenance", "user_data_sha256", "placement_policy", "created_at",
+                  "updated_at"]
         read_only_fields = fields
 
     def get_user_data_sha256(self, obj) -> str:
@@ -343,7 +344,7 @@ class ClusterOutput(ModelSerializer):
     class Meta:
         model = Cluster
         fields = ["id", "project", "name", "flavor", "image", "size", "status", "error_code", "error_reason",
-                  "members", "sla_tier", "created_at"]
+                  "members", "sla_tier", "placement_policy", "topology", "created_at"]
         read_only_fields = fields
 
     def get_sla_tier(self, obj) -> str:
