@@ -43,5 +43,7 @@ if getattr(settings, "OIDC_ENABLED", False):  # OIDC login, off unless configure
 # The web console (frontend/, built by `make console`): its files, and index.html for its client routes.
 urlpatterns.append(re_path(console_views.ROUTE, console_views.console, name="console"))
 
+handler400 = "apps.core.handlers.bad_request"
+handler403 = "apps.core.handlers.permission_denied"
 handler404 = "apps.core.handlers.not_found"
 handler500 = "apps.core.handlers.server_error"

@@ -66,7 +66,7 @@ LOG_FILE=var/log/app.log .venv/bin/gunicorn --config deploy/gunicorn.conf.py gpu
   --error-logfile var/log/web.log &
 web=$!
 for _ in $(seq 1 60); do curl -sf "http://127.0.0.1:${PORT}/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
-# Fake node agents for the demo hosts (test:/// URIs only), one per host, all enrolled at start (docs/admin-portal.md,
+# Fake node agents for the demo hosts (libvirt test-driver URIs only), one per host, all enrolled at start (docs/admin-portal.md,
 # "The demo fleet"). The Celery worker and beat start once they have: the `heartbeat_lost` watch (beat, or a check
 # left queued by an earlier run) would otherwise judge the hosts by the last heartbeat of an earlier `make run`.
 rm -f var/run/agents.ready

@@ -29,6 +29,11 @@ CELERY_QUEUE_DEPTH = Gauge(
     "ready count).",
     ["queue"], registry=REGISTRY, multiprocess_mode="mostrecent",
 )
+BROKER_UP = Gauge(
+    "gpucloud_broker_up", "1 when this scrape reached the Celery broker (Redis or RabbitMQ), 0 when it did not "
+    "(the queue figures then keep their last values).",
+    registry=REGISTRY, multiprocess_mode="mostrecent",
+)
 TASK_SEND_FAILURES = Counter(
     "gpucloud_task_send_failures_total", "Tasks not sent after commit because the broker was unreachable "
     "(the operations resumer and the periodic reconciles send the work again).", ["task"], registry=REGISTRY,

@@ -12,7 +12,7 @@ from django.http import HttpResponse, JsonResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from .errors import problem_response
-from .metrics import CELERY_QUEUE_DEPTH, CELERY_QUEUE_OLDEST_AGE, exposition
+from .metrics import BROKER_UP, CELERY_QUEUE_DEPTH, CELERY_QUEUE_OLDEST_AGE, exposition
 
 CELERY_QUEUES = ("default", "provisioning", "reconcile", "billing")
 
@@ -77,7 +77,9 @@ def _redis_queue_figures(broker: str) -> None:
             CELERY_QUEUE_DEPTH.labels(queue).set(client.llen(queue))
             CELERY_QUEUE_OLDEST_AGE.labels(queue).set(_oldest_message_age(client, queue))
     except redis.RedisError:
-        pass
+        BROKER_UP.set(0)
+    else:
+        BROKER_UP.set(1)
 
 
 def _amqp_queue_depths(broker: str) -> None:
@@ -95,7 +97,9 @@ def _amqp_queue_depths(broker: str) -> None:
                     CELERY_QUEUE_DEPTH.labels(queue).set(0)
                     channel = conn.channel()
     except (OSError, kombu.exceptions.KombuError, *conn.connection_errors, *conn.channel_errors):
-        pass
+        BROKER_UP.set(0)
+    else:
+        BROKER_UP.set(1)
 
 
 def metrics(request):

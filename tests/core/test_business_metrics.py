@@ -148,6 +148,7 @@ def test_celery_queue_depth_and_age_of_its_oldest_message(client):
         celery_app.conf.task_always_eager = True
         r.delete("billing")
     assert m[("gpucloud_celery_queue_depth", (("queue", "billing"),))] == 2
+    assert m[("gpucloud_broker_up", ())] == 1
     assert m[("gpucloud_celery_queue_oldest_age_seconds", (("queue", "billing"),))] == pytest.approx(42, abs=2)
 
 
@@ -201,8 +202,10 @@ def test_metrics_answer_at_once_when_the_broker_is_down(client, settings):
     started = time.monotonic()
     resp = client.get("/metrics")
     assert resp.status_code == 200 and time.monotonic() - started < 5
+    assert scrape(client)[("gpucloud_broker_up", ())] == 0     # the outage shows, not only missing samples
     settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
     started = time.monotonic()
     resp = client.get("/metrics")
     assert resp.status_code == 200 and time.monotonic() - started < 5
+    assert scrape(client)[("gpucloud_broker_up", ())] == 0
     assert b"gpucloud_gpus" in resp.content or b"# TYPE gpucloud_gpus gauge" in resp.content

@@ -40,6 +40,16 @@ def test_unknown_route_is_404_problem(client):
     assert resp.json()["code"] == "not_found"
 
 
+def test_a_host_header_this_deployment_does_not_serve_is_400_problem(client, settings):
+    """Behind a proxy that forwards every name (its default server), a request for a foreign host gets the API's
+    problem document, not Django's HTML page."""
+    settings.ALLOWED_HOSTS = ["cloud.example"]
+    response = client.get("/api/v1/instances/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "disallowed_host"
+
+
 def test_domain_error_carries_extra_members(client):
     resp = client.post("/test/quota", {}, format="json")
     assert resp.status_code == 422

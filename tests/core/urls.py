@@ -64,5 +64,7 @@ urlpatterns = [
     path("test/page", OperationPage.as_view()),
     path("", include("gpucloud.urls")),
 ]
+handler400 = "apps.core.handlers.bad_request"
+handler403 = "apps.core.handlers.permission_denied"
 handler404 = "apps.core.handlers.not_found"
 handler500 = "apps.core.handlers.server_error"

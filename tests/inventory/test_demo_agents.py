@@ -24,18 +24,21 @@ def test_demo_mig_host_enrolls_with_vfs_and_runs_commands(live_server):
     mig = make_host("demo-mig", gpus=2, libvirt_uri="test:///default", driver_version="550.90.07")
     mig.gpus.update(mode="mig")
     plain = make_host("demo-plain", gpus=2, libvirt_uri="test:///default")
+    # a demo host on the test driver a libvirtd hosts for several worker processes (docs/deployment.md)
+    shared = make_host("demo-shared", gpus=1, libvirt_uri="test+unix:///default?socket=/tmp/x/libvirt-sock")
     prod = make_host("prod-mig", gpus=2, libvirt_uri="qemu+tls://prod-mig/system", driver_version="550.90.07")
     prod.gpus.update(mode="mig")
 
     out = _run(live_server.url)
     assert "agent enrolled on demo-mig (2 GPUs with SR-IOV VFs)" in out and "prod-mig" not in out
     assert "agent enrolled on demo-plain" in out   # every demo host has an agent from the start
+    assert "agent enrolled on demo-shared" in out
     assert out.index("demo-mig") < out.index("demo-plain")   # the hosts the MIG flavors need first
     assert VirtualFunction.objects.filter(gpu__host=mig).count() == 2 * 4
     assert not VirtualFunction.objects.filter(gpu__host__in=[plain, prod]).exists()
     assert not VirtualFunction.objects.filter(gpu__host=prod).exists()
     assert set(mig.gpus.values_list("mode", flat=True)) == {"mig"}
-    assert AgentCredential.objects.filter(host=plain).exists()
+    assert AgentCredential.objects.filter(host=plain).exists() and AgentCredential.objects.filter(host=shared).exists()
     assert not AgentCredential.objects.filter(host=prod).exists()
 
     cmd = agent_command_enqueue(actor=None, host=mig, kind="create_gpu_instance",

@@ -34,8 +34,11 @@ from __future__ import annotations
 import time
 
 from django.core.management.base import BaseCommand
+from django.db.models import Q
 
-DEMO_URI_PREFIX = "test:///"
+#: libvirt's test driver, in process (`test:///default`) or hosted by a libvirtd every process shares
+#: (`test+unix:///default?socket=...`, docs/deployment.md): the hypervisors of the demo hosts
+DEMO_URI_PREFIXES = ("test:///", "test+unix://")
 
 
 #: the demo host whose agent reports a GPU fault at start: host, GPU index, XID (79: the GPU fell off the bus)
@@ -168,7 +171,8 @@ class Command(BaseCommand):
                         self.stderr.write(f"{host.name}: fault report failed: {exc}")
             return agents[host.pk]
 
-        demo = Host.objects.filter(libvirt_uri__startswith=DEMO_URI_PREFIX)
+        demo = Host.objects.filter(Q(libvirt_uri__startswith=DEMO_URI_PREFIXES[0])
+                                   | Q(libvirt_uri__startswith=DEMO_URI_PREFIXES[1]))
 
         def enroll_all() -> None:
             # hosts whose VFs the MIG and vGPU flavors need first, then the rest
