@@ -35,6 +35,9 @@ def test_shipped_classification_validates_and_cites_every_row():
     assert classify("xid", 64, {}).effects == ("cordon_gpu", "rma", "provider_at_fault", "recreate_vm")
     assert [classify("xid", x, {}).klass for x in (13, 31, 43)] == ["application"] * 3
     assert classify("xid", 94, {}).effects == () and classify("xid", 95, {}).provider_at_fault
+    # the GPU System Processor stopped (the Llama 3 run's "GPU system processor" interruptions): reset and move
+    assert [classify("xid", x, {}).klass for x in (119, 120)] == ["gsp_error"] * 2
+    assert classify("xid", 119, {}).effects == ("cordon_gpu", "reset_gpu", "provider_at_fault", "recreate_vm")
     assert classify("xid", 9999, {}).klass == "unclassified"
 
 

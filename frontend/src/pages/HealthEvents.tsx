@@ -27,6 +27,7 @@ const CLASS_WORDS: Record<string, string> = {
   ecc_uncontained: 'GPU memory error (not contained)',
   fabric_degraded: 'InfiniBand fabric degraded',
   gpu_degraded: 'GPU degraded',
+  gsp_error: 'GPU System Processor error',
   gpu_lost: 'GPU lost',
   gpu_memory_degrading: 'GPU memory degrading',
   gpu_memory_remap_failed: 'GPU memory row remap failed',
