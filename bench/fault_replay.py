@@ -23,12 +23,12 @@ What runs (all product code, in this process, time from `apps.core.clock` moved 
 - faults: each root cause is mapped to the signal the node agent (or the control plane) reports for it (`CAUSES`
   below). A GPU/NIC signal is reported by the agent at its next 15 s cycle (`agent.run_forever`'s interval)
   through `health_event_ingest` (the agent API's service); a host that dies (PSU, CPU, memory, SSD, chassis,
-  unplanned host maintenance) stops heartbeating and the `heartbeat_lost` beat (60 s) reports it once the
+  unplanned host maintenance) stops heartbeating and the `heartbeat_lost` beat (its period in apps/health/schedule.py) reports it once the
   last heartbeat is older than `HEALTH_HEARTBEAT_LOST_SECONDS`; silent data corruption and software faults send
   no device signal (nothing for the product to see).
 - while anything is due the clock advances on a 15 s grid: the agents' cycle (queued agent commands answered,
-  e.g. the scrub of a released GPU), `remediations_advance` (beat, 15 s), `heartbeat_lost_detect` (beat, 60 s),
-  the batched last-seen flush (60 s) and every runnable operation step; the checkpoint notice is the project's
+  e.g. the scrub of a released GPU), `remediations_advance` (beat, 15 s), `heartbeat_lost_detect` (beat, its
+  schedule's period), the batched last-seen flush (`AGENT_LAST_SEEN_FLUSH_SECONDS`) and every runnable operation step; the checkpoint notice is the project's
   (default `HEALTH_NOTICE_SECONDS_DEFAULT`, 900 s). Time jumps to the next fault only when no remediation,
   operation or agent command is open and no silent host is waiting for its heartbeat-lost event (then every
   periodic task would do nothing).
@@ -400,13 +400,20 @@ class Replay:
                 self.write(type="vm_moved", t=t, vm=vm, from_host=self.host_names[ep["host"]])
 
     def tick(self, t) -> None:
+        from django.conf import settings
+
+        from apps.health.schedule import BEAT_SCHEDULE
         from apps.health.services.heartbeat import heartbeat_lost_detect
         from apps.health.services.remediation import remediations_advance
 
+        # the production periods: the batched last-seen flush and the heartbeat-lost beat (both multiples of 15 s)
+        flush_s = settings.AGENT_LAST_SEEN_FLUSH_SECONDS
+        lost_s = int(BEAT_SCHEDULE["health-heartbeat-lost-detect"]["schedule"])
         with self.clock(t):
             secs = int((t - T0).total_seconds())
-            if secs % 60 == 0:
+            if secs % flush_s == 0:
                 self.flush_heartbeats(t)
+            if secs % lost_s == 0:
                 for event in heartbeat_lost_detect():
                     self.waiting_silent.discard(event.host_id)
                     self.after_event(event, None)

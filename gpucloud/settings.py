@@ -174,7 +174,7 @@ AGENT_LAST_SEEN_FLUSH_SECONDS = env.int("AGENT_LAST_SEEN_FLUSH_SECONDS", default
 # a re-enrollment drops the old one's entry on commit (apps/inventory/services/agent.py, agent_authenticate).
 AGENT_CREDENTIAL_CACHE_SECONDS = env.int("AGENT_CREDENTIAL_CACHE_SECONDS", default=30)
 # A host whose agent has not heartbeated for this long gets a `heartbeat_lost` health event (apps.health, beat
-# every 60 s); keep it well above the heartbeat interval plus the flush lag above.
+# every 15 s); keep it well above the heartbeat interval plus the flush lag above.
 HEALTH_HEARTBEAT_LOST_SECONDS = env.int("HEALTH_HEARTBEAT_LOST_SECONDS", default=300)
 # Remediation of VMs on a failed GPU or host (apps.health, docs/health.md): a project's consent mode when it set
 # none (auto | propose | off) and the checkpoint notice before an auto move (seconds).
