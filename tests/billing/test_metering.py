@@ -75,5 +75,5 @@ def test_demo_price_book_loads_once(tiers):
     out = io.StringIO()
     load_demo(out)
     load_demo(out)
-    assert Price.objects.count() == 2 * (7 + 3 * 2 + 1)
+    assert Price.objects.count() == 2 * (7 + 3 * 2 + 1 + 1)   # both tiers: the demo flavors' SKUs and bare metal's
     assert "present" in out.getvalue()

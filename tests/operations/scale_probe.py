@@ -27,6 +27,9 @@ SCHEMA = (
     " node text NOT NULL DEFAULT '', at timestamptz NOT NULL DEFAULT clock_timestamp())",
 )
 _BEAT = {"on": False}
+#: set in the test's worker processes only (worker_init, inherited by the pool's children): this module is
+#: imported by the pytest process too (for its table names), whose eager task runs must not record anything
+_WORKER = {"on": False}
 _WRAPPED: dict = {}
 
 
@@ -71,6 +74,7 @@ def _install_step_counters() -> None:
 @worker_init.connect
 def _worker_started(**_kwargs):
     """In the worker's main process, before the pool forks: its children inherit the counted steps."""
+    _WORKER["on"] = True
     _install_step_counters()
 
 
@@ -92,13 +96,13 @@ def _beat_sent(sender=None, headers=None, **_kwargs):
 
 @task_received.connect
 def _worker_received(request=None, **_kwargs):
-    if request is not None and request.name in _periodic_names():
+    if _WORKER["on"] and request is not None and request.name in _periodic_names():
         _insert(f"INSERT INTO {PERIODIC_TABLE} (event, task_id, task, node) VALUES ('received', %s, %s, %s)",
                 [request.id, request.name, request.hostname or ""])
 
 
 @task_prerun.connect
 def _worker_ran(sender=None, task_id=None, **_kwargs):
-    if sender is not None and sender.name in _periodic_names():
+    if _WORKER["on"] and sender is not None and sender.name in _periodic_names():
         _insert(f"INSERT INTO {PERIODIC_TABLE} (event, task_id, task, node) VALUES ('ran', %s, %s, %s)",
                 [task_id, sender.name, sender.request.hostname or ""])

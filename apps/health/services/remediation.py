@@ -40,7 +40,6 @@ from apps.core.transitions import transition
 from apps.operations.models import TERMINAL, OperationStatus
 from apps.reservations.services.notify import event_record
 from apps.reservations.states import Event
-from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.models import Allocation
 from apps.scheduling.placement import place
 from apps.tenancy.authz import authorize_project
@@ -251,18 +250,20 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         )
         _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
         return False
-    try:  # where its volumes let it go (a zoned volume: its zone); inside a lease: on the lease's capacity
-        if _lease_of(inst) is not None:
-            request = instance_placement_request(inst)
-            if not place(request, limit=1).placeable:
-                raise CapacityUnavailable("the lease holds no free capacity for the VM")
-        else:
+    waiting = None  # where its volumes let it go (a zoned volume: its zone); inside a lease: on the lease's capacity
+    if _lease_of(inst) is not None:
+        if not place(instance_placement_request(inst), limit=1).placeable:
+            waiting = "the lease holds no free capacity for the VM"
+    else:
+        try:
             placement_admit_for(
                 inst.flavor, inst.project_id, pins=instance_placement_pins(inst), network=inst.network
             )
-    except DomainError as exc:
-        if rem.reason != f"waiting for capacity: {exc.detail}"[:500]:
-            Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {exc.detail}"[:500])
+        except DomainError as exc:
+            waiting = exc.detail
+    if waiting is not None:
+        if rem.reason != f"waiting for capacity: {waiting}"[:500]:
+            Remediation.objects.filter(pk=rem.pk).update(reason=f"waiting for capacity: {waiting}"[:500])
         return False
     op = instance_recreate(
         actor=actor, instance=inst, reason=f"health: {rem.event.classification} ({rem.pk})"
