@@ -341,8 +341,10 @@ def reboot(op) -> None:
 
 
 def redefine(op) -> None:
-    """Resize: define the stopped domain again with the new flavor's vCPUs and memory."""
+    """Resize: define the stopped domain again with the new flavor's vCPUs and memory (and its guest NUMA layout
+    worked out again for them)."""
     inst = _instance(op)
+    devsvc.devices_numa_refresh(inst)
     info = _call(op, driver_for_host(inst.host).domain_define, _spec(inst))
     _observe(inst, info.power_state)
     transition(inst, "resized", INSTANCE_TRANSITIONS)

@@ -95,6 +95,24 @@ def test_guest_numa_follows_the_gpus(world, libvirt_host, gpus, vcpus, gib, huge
         assert (pins["0"], pins["103"], pins["104"], pins["207"]) == (NODE0_CPUS,) * 2 + (NODE1_CPUS,) * 2
 
 
+def test_a_resize_lays_the_guest_nodes_out_again_for_the_new_flavor(world, libvirt_host):
+    """Stopped and resized to more vCPUs and memory on the same GPU: the domain is defined again with one guest node
+    holding all the new vCPUs and memory (the old flavor's layout no longer adds up: the resize failed)."""
+    op, inst = _create(world, libvirt_host, 1, 26, 240)
+    assert op.status == "succeeded"
+    bigger = Flavor.objects.create(name="numa-g1-big", vcpus=52, memory_mib=480 * 1024, disk_gib=100,
+                                   gpu_form="gpu", gpu_model="H100-SXM5-80GB", gpu_count=1)
+    url = f"/api/v1/instances/{inst.pk}"
+    stop = world.client_a.post(f"{url}/stop/", {"hard": True}, format="json")
+    assert drive(stop.data["operation"]["id"]).status == "succeeded"
+    resize = world.client_a.post(f"{url}/resize/", {"flavor": str(bigger.pk)}, format="json")
+    assert resize.status_code == 202, resize.content
+    done = drive(resize.data["operation"]["id"])
+    assert (done.status, done.error_detail) == ("succeeded", "")
+    root = ET.fromstring(driver_for_host(libvirt_host).domain_xml_get(inst.pk))
+    assert _layout(root)["cells"] == [("0-51", 480 * 1024)] and _layout(root)["npins"] == 52
+
+
 def test_a_guest_node_never_gets_more_memory_than_its_host_node(world, libvirt_host):
     """4 GPUs fit on node 0, whose 1 TiB cannot hold 1.5 TiB: the create fails with the reason, nothing defined."""
     op, inst = _create(world, libvirt_host, 4, 64, 1536)

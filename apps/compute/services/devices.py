@@ -145,6 +145,29 @@ def _hca(inst: Instance, d: dict) -> None:
     d["hca"] = list(dict.fromkeys(p.pci_address for p in ports))
 
 
+def _numa(inst: Instance, d: dict) -> tuple[list[dict], list[Gpu]]:
+    """Set `d`'s guest NUMA layout (`numa_node`, `numa`) for the instance's placed GPUs and its flavor's vCPUs and
+    memory; returns the placement's GPU resources and their GPUs in that order."""
+    resources = [r for r in d.get("placement", {}).get("resources", []) if r["resource_class"] in GPU_CLASSES]
+    gpus = {str(g.pk): g for g in Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources])}
+    ordered = [gpus[r["gpu_id"]] for r in resources]
+    if ordered:
+        d["numa_node"] = ordered[0].numa_node
+        d["numa"] = guest_numa(host=inst.host, gpu_nodes=[g.numa_node for g in ordered], vcpus=inst.flavor.vcpus,
+                               memory_mib=inst.flavor.memory_mib)
+    return resources, ordered
+
+
+def devices_numa_refresh(instance: Instance) -> None:
+    """After a resize: the guest NUMA layout again for the new flavor's vCPUs and memory on the same GPUs (the
+    layout of the old flavor no longer adds up). Raises `DriverError` `numa_memory_exceeded` (terminal)."""
+    d = dict(instance.devices or {})
+    _numa(instance, d)
+    if d != (instance.devices or {}):
+        instance.devices = d
+        Instance.objects.filter(pk=instance.pk).update(devices=d)
+
+
 def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None = None) -> None:
     """Decide the instance's devices from its placement and queue the agent commands they need (MIG GPU
     instance, NVSwitch partition, a VF's vGPU type). Idempotent. With `start_op_id` (a start of a stopped
@@ -154,13 +177,7 @@ def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None
     d = dict(inst.devices or {})
     if start_op_id is not None:
         _devices_again(inst, d, start_op_id)
-    resources = [r for r in d.get("placement", {}).get("resources", []) if r["resource_class"] in GPU_CLASSES]
-    gpus = {str(g.pk): g for g in Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources])}
-    ordered = [gpus[r["gpu_id"]] for r in resources]
-    if ordered:
-        d["numa_node"] = ordered[0].numa_node
-        d["numa"] = guest_numa(host=inst.host, gpu_nodes=[g.numa_node for g in ordered], vcpus=inst.flavor.vcpus,
-                               memory_mib=inst.flavor.memory_mib)
+    resources, ordered = _numa(inst, d)
     _hca(inst, d)
     form = inst.flavor.gpu_form
     if form == GpuForm.GPU:
