@@ -215,7 +215,7 @@ def test_delete_during_create_cancels_it_and_cleans_up(world):
 def test_resize_when_stopped_to_a_flavor_that_fits(world):
     from apps.compute.models import Flavor
 
-    host = gpu_host(gpus=2, threads=16, memory_mib=131072)
+    host = gpu_host(gpus=2, threads=16, memory_mib=229376)  # 112 GiB per NUMA node: 96 GiB fits its GPU's node
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
     drive(resp.data["operation"]["id"])
     inst_id = resp.data["instance"]["id"]
