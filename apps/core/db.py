@@ -140,3 +140,11 @@ def rolled_back() -> Iterator[None]:
             raise _RollBack
     except _RollBack:
         pass
+
+
+def advisory_xact_lock(key: str) -> None:
+    """Take PostgreSQL's transaction-level advisory lock named by `key` (hashed with ``hashtextextended``), held
+    until the surrounding transaction ends: serializes choices no row can lock (the lowest free VLAN id, a GUID
+    not yet inserted, a model's reserve). Call inside ``transaction.atomic()``."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [key])

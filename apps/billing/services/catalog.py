@@ -4,10 +4,11 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal, InvalidOperation
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
+from apps.core.db import advisory_xact_lock
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.authz import authorize_staff
 
@@ -185,8 +186,7 @@ def tax_rate_create(*, actor, country: str, name: str, rate: Decimal, effective_
         raise ValidationFailed("effective_to must be after effective_from.")
     with transaction.atomic():
         # One writer per (country, region) at a time, so two overlapping creates cannot both pass the check.
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"billing:tax:{country}:{region}"])
+        advisory_xact_lock(f"billing:tax:{country}:{region}")
         overlapping = TaxRate.objects.filter(country=country, region=region).exclude(
             effective_to__isnull=False, effective_to__lte=effective_from)
         if effective_to is not None:

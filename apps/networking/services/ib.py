@@ -10,11 +10,11 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from apps.audit.services import audit_record
 from apps.core.clock import now
-from apps.core.db import unique_conflict
+from apps.core.db import advisory_xact_lock, unique_conflict
 from apps.core.errors import Conflict, NotFound, ValidationFailed
 from apps.core.references import reference_not_found
 from apps.inventory.models import Fabric, HcaPort, Host
@@ -229,8 +229,7 @@ def ib_partition_member_join(*, actor, partition: IbPartition, hca_port: HcaPort
 
 def _guid_lock(guid: str) -> None:
     """Serialise joins of one GUID (two projects' concurrent joins cannot both pass the checks)."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"networking:guid:{guid}"])
+    advisory_xact_lock(f"networking:guid:{guid}")
 
 
 def _shared_port_ok(actor, membership: str, existing) -> bool:

@@ -9,9 +9,10 @@ import secrets
 import uuid
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from apps.audit.services import audit_record
+from apps.core.db import advisory_xact_lock
 from apps.core.errors import Conflict, ValidationFailed
 from apps.tenancy.errors import Forbidden
 
@@ -129,8 +130,7 @@ def _subnet_vlan(subnet: Subnet) -> int:
     if subnet.baremetal_vlan is not None:
         return subnet.baremetal_vlan
     first, last = conf.baremetal_vlans()
-    with connection.cursor() as cur:  # two subnets' first joins at once would both pick the lowest free id
-        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", ["networking:baremetal_vlan"])
+    advisory_xact_lock("networking:baremetal_vlan")  # two subnets' first joins at once: both the lowest free id
     used = set(Subnet.objects.filter(baremetal_vlan__isnull=False).values_list("baremetal_vlan", flat=True))
     vlan = next((v for v in range(first, last + 1) if v not in used), None)
     if vlan is None:

@@ -29,7 +29,7 @@ from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
 from apps.compute.states import GONE_STATUSES, InstanceStatus
 from apps.core import clock
-from apps.core.db import atomic_with_retry
+from apps.core.db import advisory_xact_lock, atomic_with_retry
 from apps.core.errors import QuotaExceeded, ValidationFailed
 from apps.core.transitions import transition
 from apps.inventory.catalog import gpu_model_get
@@ -232,8 +232,7 @@ def _reserves(model: str):
 
 def _reserve_lock(model: str) -> None:
     if _reserves(model):
-        with connection.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"reservations:reserve:{model}"])
+        advisory_xact_lock(f"reservations:reserve:{model}")
 
 
 def _check_reserve(lease: Lease, start: dt.datetime) -> None:
