@@ -95,14 +95,27 @@ class Executor:
             try:
                 self._reslice(index, previous)
                 if not was_enabled:
-                    self.backend.set_mig_mode(index, False)
+                    self._mig_mode_back_off(index)
                 rolled_back = {(g.profile_id, g.start) for g in self.backend.gpu_instances(index)} == {
-                    (g["profile_id"], g["start"]) for g in previous}
+                    (g["profile_id"], g["start"]) for g in previous} and self._mig_enabled(index) == was_enabled
             except BackendError as again:
                 rolled_back, detail = False, f"; the rollback failed too: {again}"
             raise BackendError(f"{exc}{detail}", exc.code, {
-                "rolled_back": rolled_back, "previous_layout": previous, "layout": self._layout(index)}) from exc
+                "rolled_back": rolled_back, "previous_layout": previous, "layout": self._layout(index),
+                "mig_enabled": self._mig_enabled(index)}) from exc
         return {"layout": self._layout(index)}
+
+    def _mig_mode_back_off(self, index: int) -> None:
+        """Turn MIG mode off again on a GPU the apply had turned it on for. The driver may only mark the change
+        pending (NVML `nvmlDeviceSetMigMode` answers an activation status; a pending mode takes effect at the
+        next GPU reset, MIG User Guide "Enable MIG Mode"): the current mode is read back and, while it is still
+        on and the GPU has no GPU instance left, the GPU is reset so the rollback does not leave MIG mode on.
+        Raises BackendError (`mig_mode_not_restored`) when it stays on."""
+        self.backend.set_mig_mode(index, False)
+        if self._mig_enabled(index) and not self.backend.gpu_instances(index):
+            self.backend.reset_gpu(index)
+        if self._mig_enabled(index):
+            raise BackendError(f"GPU {index} is still in MIG mode after turning it off", "mig_mode_not_restored")
 
     def _create_gpu_instance(self, p: dict) -> dict:
         index = p["gpu_index"]

@@ -167,6 +167,33 @@ def test_an_apply_that_reads_back_another_layout_fails_and_rolls_back_the_mig_mo
     assert backend.gpu_instances(0) == [] and backend.state["mig"]["0"] is False
 
 
+class _PendingDisable(_FailingCreate):
+    """The fake whose driver only marks a MIG mode disable pending (NVML's activation status): the GPU stays in
+    MIG mode until it is reset, as a GPU the driver cannot switch at once does."""
+
+    def set_mig_mode(self, index, enabled):
+        if enabled:
+            return super().set_mig_mode(index, True)
+        self.state.setdefault("pending_off", []).append(index)
+
+    def reset_gpu(self, index):
+        super().reset_gpu(index)
+        if index in self.state.get("pending_off", []):
+            self.state["pending_off"].remove(index)
+            super().set_mig_mode(index, False)
+
+
+def test_a_failed_restore_on_a_gpu_not_in_mig_mode_leaves_it_out_of_mig_mode():
+    """After a reboot the GPU reports MIG mode off; the restore of its recorded layout turns it on, fails, and the
+    rollback must turn it off again even where the driver only marks that pending (a reset applies it)."""
+    backend = _PendingDisable(profile_id=9)
+    out = _apply(Executor(backend), "c1", 0, [{"profile_id": 9, "start": 0, "size": 4}])
+    assert out["succeeded"] is False and out["result"]["code"] == "NVML_ERROR_INSUFFICIENT_RESOURCES"
+    assert backend.state["mig"]["0"] is False  # the mode it had before
+    assert out["result"]["rolled_back"] is True and out["result"]["mig_enabled"] is False
+    assert backend.state["resets"]["0"] == 1
+
+
 def test_sysfs_sets_a_vfs_vgpu_type_by_name_and_reads_it_back(tmp_path):
     """NVIDIA's vendor VFIO interface (vGPU user guide, Ada/Hopper SR-IOV): `creatable_vgpu_types` lists
     `id : NVIDIA <name>`; the id goes to `current_vgpu_type`."""
