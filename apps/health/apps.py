@@ -21,3 +21,9 @@ class HealthConfig(AppConfig):
         from . import metrics
 
         register_collector(metrics.COLLECTOR)  # /metrics: events by class, GPUs in repair, drain/recover times
+
+        from apps.inventory.services.hosts import register_spare_ready_hook
+
+        from .services.lease_spares import spare_ready
+
+        register_spare_ready_hook(spare_ready)  # a new or returned spare goes to the oldest lease held for one

@@ -16,4 +16,11 @@ BEAT_SCHEDULE = {
         "schedule": 15.0,
         "options": {"queue": "reconcile"},
     },
+    "health-lease-spares-sweep": {
+        "task": "health.lease_spares_sweep_task",
+        # a lease held for want of a spare gets one at once when staff add it (the spare-ready hook); the sweep
+        # catches the rest (a spare's GPU healthy again, a hook's transaction lost)
+        "schedule": 60.0,
+        "options": {"queue": "reconcile"},
+    },
 }

@@ -25,3 +25,12 @@ def repairs_advance_task() -> dict:
     from .services.repair import repairs_advance
 
     return repairs_advance()
+
+
+@shared_task(name="health.lease_spares_sweep_task")
+def lease_spares_sweep_task() -> int:
+    """Give free spare hosts to leases held for want of one, oldest first (beat, queue `reconcile`; idempotent).
+    Returns how many leases moved."""
+    from .services.lease_spares import lease_spares_backfill
+
+    return len(lease_spares_backfill())

@@ -19,7 +19,7 @@ from apps.reservations.services.leases import leases_advance
 from apps.scheduling.models import Allocation
 from tests.reservations.conftest import at, clock, finish, gpu_host, lease  # noqa: F401  (fixture)
 
-from .test_api import _agent
+from .test_api import _agent, _staff
 
 pytestmark = pytest.mark.django_db
 FAULT = at(10)
@@ -116,3 +116,66 @@ def test_without_a_free_spare_the_lease_stays_held_and_the_event_says_so(world, 
     assert remediations_advance() == {"started": 0, "finished": 0}
     inst.refresh_from_db()
     assert inst.host_id == failed.pk
+
+
+def _held_lease(world, clock):  # noqa: F811
+    """A lease whose host failed with no free spare: held, its VM's remediation held."""
+    gpu_host(), gpu_host()
+    le, inst = _lease_with_vm(world, clock)
+    clock.move_to(FAULT)
+    gpu_index = Allocation.objects.get(consumer_id=inst.pk, resource_class="gpu").gpu.index
+    body = _xid79(inst.host, gpu_index)
+    assert body["applied"]["lease_spares"][0]["held"] is True
+    return le, inst, body
+
+
+def test_a_host_staff_mark_spare_goes_to_the_oldest_held_lease_and_its_vm_moves(world, clock):  # noqa: F811
+    le, inst, body = _held_lease(world, clock)
+    failed = inst.host
+    clock.move_to(FAULT + dt.timedelta(minutes=5))
+    new = gpu_host()
+    r = _staff().post(f"/api/v1/hosts/{new.pk}/spare/", {"spare": True, "reason": "new spare"}, format="json")
+    assert r.status_code == 200, r.content
+    # in the same transaction the held lease took it: the host left the pool again, the lease's rows moved
+    assert r.json()["spare"] is False and Host.objects.get(pk=new.pk).spare is False
+    assert _live_hosts(le.pk, FAULT + dt.timedelta(minutes=5)) == {new.pk}
+    from apps.audit.models import AuditEvent
+    from apps.health.models import HealthEvent
+
+    (record,) = HealthEvent.objects.get(pk=body["id"]).applied["lease_spares"]
+    assert (record["to_host"], record["held"], record["reason"]) == (new.name, False, "")
+    audit = AuditEvent.objects.filter(action="health.lease.replace_host", target_id=str(le.pk)).order_by("-created_at")[0]
+    assert audit.after["late"] is True and audit.after["to_host"] == new.name
+    # the VM's held remediation is followed by an ordinary one, under the consent mode; it moves onto the spare
+    rem = Remediation.objects.get(resource_id=inst.pk, status="notice")
+    assert str(rem.event_id) == body["id"]
+    clock.move_to(rem.deadline_at)
+    assert remediations_advance()["started"] == 1
+    rem.refresh_from_db()
+    assert finish(rem.operation_id).status == "succeeded"
+    remediations_advance()
+    inst.refresh_from_db()
+    assert (inst.status, inst.host_id) == ("active", new.pk) and failed.pk != new.pk
+    # idempotent: another spare and the beat's sweep move nothing more
+    from apps.health.tasks import lease_spares_sweep_task
+
+    other = gpu_host()
+    host_spare_set(actor=None, host=other, spare=True, reason="pool")
+    assert lease_spares_sweep_task() == 0 and Host.objects.get(pk=other.pk).spare is True
+
+
+def test_a_spare_back_in_service_goes_to_the_held_lease(world, clock):  # noqa: F811
+    from apps.health.services.lease_spares import lease_spares_backfill
+    from apps.health.tasks import lease_spares_sweep_task
+    from apps.inventory.services.hosts import host_cordon, host_mark_available
+
+    le, inst, _body = _held_lease(world, clock)
+    spare = gpu_host()
+    host_cordon(actor=None, host=spare, reason="burn-in")
+    host_spare_set(actor=None, host=spare, spare=True, reason="pool")  # not available: nothing moves yet
+    assert Host.objects.get(pk=spare.pk).spare is True and lease_spares_backfill() == []
+    assert _live_hosts(le.pk) == {inst.host_id}
+    host_mark_available(actor=None, host=spare, reason="burn-in passed")  # a spare back in service: taken
+    assert Host.objects.get(pk=spare.pk).spare is False
+    assert _live_hosts(le.pk, now=FAULT + dt.timedelta(seconds=1)) == {spare.pk}
+    assert lease_spares_sweep_task() == 0

@@ -164,9 +164,11 @@ def _hold_reason(inst: Instance) -> str:
     return ""
 
 
-def remediations_open(*, event: HealthEvent, held_reason: str = "") -> list[Remediation]:
+def remediations_open(*, event: HealthEvent, held_reason: str = "", lease_id=None) -> list[Remediation]:
     """Open one remediation per active instance the event touched (none when one is open already). Call in
-    the ingest's transaction. `held_reason` (e.g. the breaker) holds them all. Returns those opened."""
+    the ingest's transaction. `held_reason` (e.g. the breaker) holds them all. `lease_id`: only the instances
+    inside that lease (a lease that got its spare after the event, `lease_spares_backfill`). Returns those
+    opened."""
     opened = []
     ids = list(event.impacts.filter(resource_type="instance").values_list("resource_id", flat=True))
     for inst in Instance.objects.filter(
@@ -175,6 +177,8 @@ def remediations_open(*, event: HealthEvent, held_reason: str = "") -> list[Reme
         if Remediation.objects.filter(
             resource_id=inst.pk, status__in=[S.NOTICE, S.PROPOSED, S.APPROVED, S.RUNNING]
         ).exists():
+            continue
+        if lease_id is not None and _lease_of(inst) != lease_id:
             continue
         mode, notice = policy_for(inst.project)
         reason = held_reason or _hold_reason(inst)

@@ -76,7 +76,26 @@ def host_condition_set(*, actor, host: Host, action: str, reason: str, provider_
             Incident.objects.create(host=host, start=at, reason=reason, provider_at_fault=provider_at_fault)
         audit_record(actor=actor, action=AUDIT_ACTIONS[action], target=host,
                      before={"state": before}, after={"state": host.state, "reason": reason})
+        if host.state == HostState.AVAILABLE and Host.objects.filter(pk=host.pk, spare=True).exists():
+            _spare_ready(host)  # a spare back in service
     return host
+
+
+#: Called inside the transaction that made a host a free spare candidate: staff put it in the spare pool
+#: (`host_spare_set`), or a spare came back to `available` (`host_condition_set`), with the host. Registered by
+#: health (a lease held for want of a spare gets it now, docs/health.md "Spare hosts"); may raise a DomainError
+#: (the transaction rolls back).
+_SPARE_READY_HOOKS: list[Callable[[Host], None]] = []
+
+
+def register_spare_ready_hook(fn: Callable[[Host], None]) -> None:
+    if fn not in _SPARE_READY_HOOKS:
+        _SPARE_READY_HOOKS.append(fn)
+
+
+def _spare_ready(host: Host) -> None:
+    for hook in _SPARE_READY_HOOKS:
+        hook(host)
 
 
 def host_spare_set(*, actor, host: Host, spare: bool, reason: str) -> Host:
@@ -84,7 +103,8 @@ def host_spare_set(*, actor, host: Host, spare: bool, reason: str) -> Host:
 
     A spare is held out of every placement (on-demand, spot, queued, lease and capacity views); only a lease's
     host replacement (`apps.health.services.lease_spares`) claims one, which takes it out of the pool. Work already
-    on the host stays. Idempotent: the same value again changes nothing and records nothing. Audited
+    on the host stays. An `available` host put in the pool goes, in this transaction, to the oldest lease held for
+    want of a spare that it fits (the spare-ready hooks): the host returned then is out of the pool again. Idempotent: the same value again changes nothing and records nothing. Audited
     (`inventory.host.spare`). Raises ValidationFailed 400 `reason_required`; Conflict 409 `host_retired` when
     putting a retired host in the pool."""
     reason = _reason(reason)
@@ -98,6 +118,9 @@ def host_spare_set(*, actor, host: Host, spare: bool, reason: str) -> Host:
         row.save(update_fields=["spare", "updated_at"])
         audit_record(actor=actor, action="inventory.host.spare", target=row,
                      before={"spare": not spare}, after={"spare": spare, "reason": reason})
+        if spare and row.state == HostState.AVAILABLE:
+            _spare_ready(row)  # a lease held for want of a spare may take it now (it then leaves the pool)
+            row.refresh_from_db()
     return row
 
 
