@@ -36,6 +36,7 @@ class Agent:
         The commands are fetched only when the heartbeat's answer counts some (`pending_commands` > 0, or an
         answer that does not say) or a health signal was just recorded (its effects may queue one), so an idle
         host costs the control plane one request per cycle."""
+        send_inventory = self.new_boot() or send_inventory
         beat = self.cp.heartbeat(__version__, collect(self.backend) if send_inventory else None)
         pending = beat.get("pending_commands", 1) if isinstance(beat, dict) else 1
         recorded = self.report_health()
@@ -47,6 +48,26 @@ class Agent:
             self.cp.report(command["id"], outcome["succeeded"], outcome["result"], outcome["error"])
             reports.append({"id": command["id"], "kind": command["kind"], **outcome})
         return reports
+
+    def new_boot(self) -> bool:
+        """True once per boot of the host (the first cycle after it, and the first of this process): the cycle then
+        sends the inventory, whose `boot_id` tells the control plane the host rebooted, at once rather than at the
+        next periodic report. The last boot id is kept in the state directory (`boot_id`)."""
+        try:
+            current = self.backend.boot_id()
+        except OSError:
+            return False
+        path = self.state_dir / "boot_id" if self.state_dir else None
+        last = getattr(self, "_boot_id", None)
+        if last is None and path is not None and path.exists():
+            last = path.read_text().strip()
+        self._boot_id = current
+        if current == last:
+            return False
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(current)
+        return True
 
     def report_health(self) -> int:
         """Send every pending health signal, acknowledging each the control plane answered (recorded now or

@@ -164,6 +164,31 @@ class Executor:
             raise BackendError("the host did not reboot (same boot id)", "reboot_not_observed")
         return {"previous_boot_id": marker["boot_id"], "boot_id": current}
 
+    def _restore_devices(self, p: dict) -> dict:
+        """After a host reboot, put back what the kernel forgot: the SR-IOV VFs of each physical function
+        (`sriov`: [{"pci_address", "num_vfs"}]) and the vfio-pci binding of each function a VM gets by passthrough
+        (`vfio`: [{"pci_address"}]). Every device is tried; those that fail are reported, each with its code
+        (`device_missing`: the device did not come back). -> {"restored": [address], "missing": []}; raises
+        BackendError `devices_missing` with {"restored", "missing": [{"pci_address", "step", "code", "error"}]}
+        when any failed. (MIG GPU instances come back through `apply_mig_layout`, vGPU types through
+        `set_vf_vgpu_type`, both queued by the control plane.)"""
+        restored, missing = [], []
+        steps = [("sriov", d["pci_address"], lambda d=d: self.backend.sriov_enable(d["pci_address"], d["num_vfs"]))
+                 for d in p.get("sriov") or []]
+        steps += [("vfio", d["pci_address"], lambda d=d: self.backend.vfio_bind(d["pci_address"]))
+                  for d in p.get("vfio") or []]
+        for step, address, run in steps:
+            try:
+                run()
+                restored.append(address)
+            except BackendError as exc:
+                missing.append({"pci_address": address, "step": step, "code": exc.code, "error": str(exc)})
+        if missing:
+            raise BackendError(f"{len(missing)} device(s) did not come back: "
+                               + ", ".join(m["pci_address"] for m in missing), "devices_missing",
+                               {"restored": restored, "missing": missing})
+        return {"restored": restored, "missing": []}
+
     def _activate_partition(self, p: dict) -> dict:
         if p["partition_id"] not in self.backend.partitions().get("active", []):
             self.backend.activate_partition(p["partition_id"])

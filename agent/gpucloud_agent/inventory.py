@@ -5,12 +5,16 @@ from .backends.base import GpuBackend
 
 
 def collect(backend: GpuBackend) -> dict:
-    """{"host": {...facts}, "gpus": [...], "hca_ports": [...], "nvswitch": {"active_partitions": [...]}}."""
+    """{"host": {...facts, "boot_id"}, "gpus": [...], "hca_ports": [...], "nvswitch": {"active_partitions": [...]}}."""
     partitions = backend.partitions() or {}
     doc = {"host": backend.host_facts(), "gpus": [g.as_dict() for g in backend.gpus()],
            "hca_ports": backend.hca_ports(), "nvswitch": {}}
     if partitions:
         doc["nvswitch"] = {"active_partitions": partitions.get("active", [])}
+    try:
+        doc["host"]["boot_id"] = backend.boot_id()  # a new one tells the control plane the host rebooted
+    except (OSError, AttributeError):
+        pass
     for g in doc["gpus"]:
         g["driver_version"] = doc["host"].get("driver_version", "")
     return doc

@@ -70,6 +70,47 @@ def pci_vf_reset(sysfs_root: Path | str, pci_address: str) -> None:
     (dev / "reset").write_text("1")
 
 
+def pci_sriov_enable(sysfs_root: Path | str, pci_address: str, num_vfs: int) -> int:
+    """Enable `num_vfs` SR-IOV VFs on a physical function (`sriov_numvfs`, kernel PCI sysfs ABI; the kernel forgets
+    them at every boot). A function that has that many already is left as it is; one with another non-zero count
+    is set to 0 first (the kernel refuses a change between two non-zero counts). The count is read back from the
+    `virtfnN` links the kernel made (a vendor tool may claim VFs it did not create). Returns the count. Raises
+    OSError (the device is absent, e.g. it did not come back after a reboot, or the kernel refused) and ValueError
+    (fewer VFs than asked read back)."""
+    dev = Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address
+    if not dev.exists():
+        raise FileNotFoundError(f"no PCI device {pci_address}")
+    numvfs = dev / "sriov_numvfs"
+    if _read(numvfs, "0") != str(num_vfs):
+        if _read(numvfs, "0") != "0":
+            numvfs.write_text("0")
+        numvfs.write_text(str(num_vfs))
+    got = len(pci_virtual_functions(sysfs_root, pci_address))
+    if got < num_vfs:
+        raise ValueError(f"{pci_address} has {got} VFs after enabling {num_vfs}")
+    return got
+
+
+def pci_bind_vfio(sysfs_root: Path | str, pci_address: str) -> None:
+    """Bind a PCI function to `vfio-pci` for passthrough (kernel PCI sysfs ABI: `driver_override` := vfio-pci,
+    unbind from its current driver, `drivers_probe`), read back through its `driver` link. A function already on
+    vfio-pci is left as it is. Raises OSError (the device is absent or the kernel refused) and ValueError (another
+    driver holds it after the probe)."""
+    dev = Path(sysfs_root) / "bus" / "pci" / "devices" / pci_address
+    if not dev.exists():
+        raise FileNotFoundError(f"no PCI device {pci_address}")
+    driver = dev / "driver"
+    if driver.exists() and Path(os.readlink(driver)).name == "vfio-pci":
+        return
+    (dev / "driver_override").write_text("vfio-pci")
+    if driver.exists():
+        (driver / "unbind").write_text(pci_address)
+    (Path(sysfs_root) / "bus" / "pci" / "drivers_probe").write_text(pci_address)
+    bound = Path(os.readlink(driver)).name if driver.exists() else ""
+    if bound != "vfio-pci":
+        raise ValueError(f"{pci_address} is bound to {bound or 'no driver'}, not vfio-pci, after the probe")
+
+
 def _vgpu_type_ids(text: str) -> dict[str, str]:
     """`nvidia/creatable_vgpu_types` of a VF (NVIDIA vGPU user guide, "Creating an NVIDIA vGPU on a Linux with
     KVM Hypervisor", vendor-specific VFIO): a header, then `<id> : <name>` lines, the name as `NVIDIA L40S-4Q`.

@@ -299,3 +299,80 @@ def test_fake_diagnostics_set_from_the_cli(tmp_path):
     backend = get_backend("fake", host="hgx-h100", host_id=4, state_path=str(state / "fake-driver.json"))
     first, second = backend.diagnostics([0], 2), backend.diagnostics([0], 2)
     assert (first["result"], first["errors"], second["errors"]) == ("pass", ["EUD: 1 error"], [])
+
+
+def test_sysfs_enables_vfs_and_binds_vfio_and_reads_both_back(tmp_path):
+    """The kernel PCI sysfs ABI after a reboot: `sriov_numvfs` is 0 and the VFs' `virtfnN` links are gone; a
+    passthrough function is on its default driver. The tree here has no kernel behind it, so what the kernel would
+    make is laid out beforehand where the test wants the read-back to pass."""
+    pf = tmp_path / "bus/pci/devices/0000:1b:00.0"
+    write(pf / "sriov_numvfs", "0")
+    with pytest.raises(ValueError, match="0 VFs after enabling 2"):  # the kernel created none
+        sysfs.pci_sriov_enable(tmp_path, "0000:1b:00.0", 2)
+    assert (pf / "sriov_numvfs").read_text() == "2"
+    for v in range(2):
+        (tmp_path / f"bus/pci/devices/0000:1b:00.{v + 4}").mkdir(parents=True)
+        (pf / f"virtfn{v}").symlink_to(tmp_path / f"bus/pci/devices/0000:1b:00.{v + 4}")
+    assert sysfs.pci_sriov_enable(tmp_path, "0000:1b:00.0", 2) == 2
+    with pytest.raises(FileNotFoundError):
+        sysfs.pci_sriov_enable(tmp_path, "0000:43:00.0", 2)  # did not come back
+    gpu = tmp_path / "bus/pci/devices/0000:52:00.0"
+    gpu.mkdir(parents=True)
+    write(tmp_path / "bus/pci/drivers/nvidia/unbind", "")
+    write(tmp_path / "bus/pci/drivers_probe", "")
+    (gpu / "driver").symlink_to(tmp_path / "bus/pci/drivers/nvidia")
+    with pytest.raises(ValueError, match="bound to nvidia, not vfio-pci"):
+        sysfs.pci_bind_vfio(tmp_path, "0000:52:00.0")
+    assert (gpu / "driver_override").read_text() == "vfio-pci"
+    assert (tmp_path / "bus/pci/drivers/nvidia/unbind").read_text() == "0000:52:00.0"
+    assert (tmp_path / "bus/pci/drivers_probe").read_text() == "0000:52:00.0"
+    (gpu / "driver").unlink()
+    (tmp_path / "bus/pci/drivers/vfio-pci").mkdir()
+    (gpu / "driver").symlink_to(tmp_path / "bus/pci/drivers/vfio-pci")
+    sysfs.pci_bind_vfio(tmp_path, "0000:52:00.0")  # already there: nothing written
+    with pytest.raises(FileNotFoundError):
+        sysfs.pci_bind_vfio(tmp_path, "0000:61:00.0")
+
+
+def test_after_a_reboot_the_executor_restores_vfs_and_vfio_and_names_what_did_not_come_back():
+    fake = FakeBackend(vfs_per_gpu=2)
+    assert len(fake.gpus()[0].vfs) == 2
+    fake.reboot_host()
+    assert fake.gpus()[0].vfs == [] and fake.gpus()[1].vfs == []  # the kernel forgot them
+    fake.state["lost"] = ["0000:43:00.0"]  # GPU 1 fell off the bus during the reboot
+    ex = Executor(fake)
+    out = ex.execute({"id": "r1", "kind": "restore_devices", "payload": {
+        "sriov": [{"pci_address": "0000:1b:00.0", "num_vfs": 2}, {"pci_address": "0000:43:00.0", "num_vfs": 2}],
+        "vfio": [{"pci_address": "0000:52:00.0"}]}})
+    assert out["succeeded"] is False and out["result"]["code"] == "devices_missing"
+    assert out["result"]["restored"] == ["0000:1b:00.0", "0000:52:00.0"]
+    assert [(m["pci_address"], m["step"], m["code"]) for m in out["result"]["missing"]] == [
+        ("0000:43:00.0", "sriov", "device_missing")]
+    assert len(fake.gpus()[0].vfs) == 2 and fake.gpus()[1].vfs == [] and fake.state["vfio"] == ["0000:52:00.0"]
+    again = ex.execute({"id": "r2", "kind": "restore_devices", "payload": {
+        "sriov": [{"pci_address": "0000:1b:00.0", "num_vfs": 2}], "vfio": []}})
+    assert again == {"succeeded": True, "result": {"restored": ["0000:1b:00.0"], "missing": []}, "error": ""}
+
+
+def test_the_agent_sends_its_inventory_with_the_boot_id_once_per_boot(tmp_path):
+    from gpucloud_agent.agent import Agent
+
+    class Cp:
+        def __init__(self):
+            self.beats = []
+
+        def heartbeat(self, version, inventory):
+            self.beats.append(inventory)
+            return {"pending_commands": 0}
+
+    fake, cp = FakeBackend(host_id=3), Cp()
+    agent = Agent(fake, cp, state_dir=str(tmp_path))
+    agent.run_once()
+    agent.run_once()
+    assert cp.beats[0]["host"]["boot_id"] == "fake-boot-3-0" and cp.beats[1] is None
+    Agent(fake, cp, state_dir=str(tmp_path)).run_once()  # the agent restarted, the host did not
+    assert cp.beats[2] is None
+    fake.reboot_host()
+    agent = Agent(fake, cp, state_dir=str(tmp_path))
+    agent.run_once()
+    assert cp.beats[3]["host"]["boot_id"] == "fake-boot-3-1"

@@ -68,6 +68,12 @@ class GpuBackend(Protocol):
     def set_vf_vgpu_type(self, pci_address: str, vgpu_type: str) -> None:
         """Give an SR-IOV VF a vGPU type (catalog name) before its VM starts; `reset_vf` clears it."""
 
+    def sriov_enable(self, pci_address: str, num_vfs: int) -> None:
+        """Enable `num_vfs` SR-IOV VFs on a physical function (a GPU's or an HCA's) again after a reboot."""
+
+    def vfio_bind(self, pci_address: str) -> None:
+        """Bind a PCI function a VM gets by passthrough to vfio-pci again after a reboot."""
+
     def health_check(self, index: int) -> dict:
         """{"health": "ok" | "degraded" | "faulty", "checks": {...}}."""
 

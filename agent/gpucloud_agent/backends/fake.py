@@ -94,7 +94,8 @@ class FakeBackend:
                 mig={"enabled": self.state["mig"][str(i)],
                      "layout": [vars(g) for g in self.gpu_instances(i)]},
                 vfs=[{"index": v, "pci_address": f"0000:{PCI_BUSES[i]}:{(v + 4) // 8:02x}.{(v + 4) % 8}"}
-                     for v in range(self.vfs_per_gpu)]))
+                     for v in range(self.state.get("sriov", {}).get(f"0000:{PCI_BUSES[i]}:00.0",
+                                                                     self.vfs_per_gpu))]))
         return out
 
     def hca_ports(self) -> list[dict]:
@@ -210,10 +211,33 @@ class FakeBackend:
         return f"fake-boot-{self.host_id}-{self.state.get('boots', 0)}"
 
     def reboot_host(self) -> None:
-        """A reboot as the driver sees it: GPU instances and active partitions are gone (MIG mode stays)."""
+        """A reboot as the driver and the kernel see it: GPU instances and active partitions are gone (MIG mode
+        stays), the SR-IOV VFs too (`sriov_numvfs` is 0 at boot) and with them their vGPU types, and no function
+        is bound to vfio-pci. The PCI addresses in `state["lost"]` (set by a test) do not come back: enabling
+        their VFs or binding them fails with `device_missing`."""
         self.state["boots"] = self.state.get("boots", 0) + 1
         self.state["gis"] = {k: [] for k in self.state["gis"]}
         self.state["active_partitions"] = []
+        self.state["sriov"] = {**{pci: 0 for pci in self.state.get("sriov", {})},
+                               **({f"0000:{b}:00.0": 0 for b in PCI_BUSES} if self.vfs_per_gpu else {})}
+        self.state["vf_types"], self.state["vfio"] = {}, []
+        self._save()
+
+    def _check_present(self, pci_address: str) -> None:
+        if pci_address in self.state.get("lost", []):
+            raise BackendError(f"no PCI device {pci_address} (it did not come back)", "device_missing")
+
+    def sriov_enable(self, pci_address: str, num_vfs: int) -> None:
+        """`state["sriov"][address]` := the count, as `sriov_numvfs` would hold it (a GPU's VFs in `gpus()`)."""
+        self._check_present(pci_address)
+        self.state.setdefault("sriov", {})[pci_address] = num_vfs
+        self._save()
+
+    def vfio_bind(self, pci_address: str) -> None:
+        self._check_present(pci_address)
+        bound = self.state.setdefault("vfio", [])
+        if pci_address not in bound:
+            bound.append(pci_address)
         self._save()
 
     # --- Fabric Manager ----------------------------------------------------------------------------------------

@@ -186,6 +186,22 @@ class NvmlBackend:
             raise BackendError(f"VF {pci_address}: setting vGPU type {vgpu_type} failed: {exc}",
                                "vf_vgpu_type_failed") from exc
 
+    def sriov_enable(self, pci_address: str, num_vfs: int) -> None:
+        try:
+            sysfs.pci_sriov_enable(self.sysfs_root, pci_address, num_vfs)
+        except FileNotFoundError as exc:
+            raise BackendError(f"{pci_address}: {exc}", "device_missing") from exc
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"{pci_address}: enabling {num_vfs} VFs failed: {exc}", "sriov_enable_failed") from exc
+
+    def vfio_bind(self, pci_address: str) -> None:
+        try:
+            sysfs.pci_bind_vfio(self.sysfs_root, pci_address)
+        except FileNotFoundError as exc:
+            raise BackendError(f"{pci_address}: {exc}", "device_missing") from exc
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"{pci_address}: binding to vfio-pci failed: {exc}", "vfio_bind_failed") from exc
+
     def health_check(self, index: int) -> dict:
         nv, h = self.nv, self._handle(index)
         uncorrected = self._opt(nv.nvmlDeviceGetTotalEccErrors, h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
