@@ -60,3 +60,18 @@ class IdempotencyKey(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["caller", "endpoint", "key"], name="core_idempotency_unique")]
+
+
+class BeatLastRun(models.Model):
+    """When the beat that held the lock last sent a periodic task: one row per beat schedule entry (`name`).
+
+    Written by the leading beat each time it sends an entry (`gpucloud.beat.SingletonScheduler.reserve`); a standby
+    that takes the lock over starts every entry from these times instead of its own, so a task is not sent again
+    within its period because the beat holding the lock died (ADR 1100).
+    """
+
+    name = models.CharField(max_length=200, primary_key=True)
+    last_run_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "core_beat_last_run"

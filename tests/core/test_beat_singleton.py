@@ -17,20 +17,20 @@ from django.db import connection
 TASK = "core.idempotency_keys_purge_task"  # scheduled every IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS (1 s here)
 
 
-def _env() -> dict:
+def _env(period: int = 1) -> dict:
     db = connection.settings_dict
     user = f"{db['USER']}@" if db.get("USER") else ""
     env = dict(
         os.environ,
         PYTHONPATH=str(settings.BASE_DIR),
-        IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS="1",
+        IDEMPOTENCY_KEY_PURGE_INTERVAL_SECONDS=str(period),
         BEAT_STANDBY_RETRY_SECONDS="1",
         DATABASE_URL=f"postgres://{user}{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{db['NAME']}",
     )
     return env
 
 
-def _beat(tmp_path: Path, name: str) -> subprocess.Popen:
+def _beat(tmp_path: Path, name: str, period: int = 1) -> subprocess.Popen:
     cmd = [
         sys.executable,
         "-m",
@@ -45,7 +45,7 @@ def _beat(tmp_path: Path, name: str) -> subprocess.Popen:
     ]
     log = open(tmp_path / f"{name}.log", "w")
     return subprocess.Popen(
-        cmd, env=_env(), cwd=settings.BASE_DIR, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        cmd, env=_env(period), cwd=settings.BASE_DIR, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
 
 
@@ -61,7 +61,7 @@ def _wait_for_more(r: redis.Redis, than: int, timeout: float) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_two_beats_send_each_periodic_task_once_per_period(tmp_path):
     r = redis.Redis.from_url(settings.CELERY_BROKER_URL)
     r.delete("default")
@@ -88,6 +88,49 @@ def test_two_beats_send_each_periodic_task_once_per_period(tmp_path):
         _wait_for_more(r, before, 30)  # the standby takes over
         time.sleep(3)
         assert _sent(r) - before <= 3 + 3  # at most the takeover's catch-up send plus one per second
+    finally:
+        for b in beats:
+            if b.poll() is None:
+                os.killpg(b.pid, signal.SIGTERM)
+                b.wait(15)
+        r.delete("default")
+
+
+def _send_times(r: redis.Redis, seen: list[float], until: float, stop_after: int) -> None:
+    """Poll the queue every 0.1 s until `until` (monotonic) and append the time each new send of TASK was seen;
+    return early once `stop_after` sends have been seen in all."""
+    count = _sent(r)
+    while time.monotonic() < until and len(seen) < stop_after:
+        n = _sent(r)
+        seen.extend([time.monotonic()] * (n - count))
+        count = n
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_standby_taking_over_keeps_the_period_of_a_task_the_dead_leader_just_sent(tmp_path):
+    """The leader is SIGKILLed a moment after it sent the task; the standby takes the lock within a second but sends
+    the task only when the period since the leader's send is up (it used to send it at once, from its own never-run
+    schedule)."""
+    period = 8
+    r = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    r.delete("default")
+    beats = [_beat(tmp_path, "a", period), _beat(tmp_path, "b", period)]
+    try:
+        seen: list[float] = []
+        _send_times(r, seen, time.monotonic() + 60, stop_after=1)
+        assert seen, "the leader never sent the task"
+        leader = next(b for b, n in zip(beats, "ab", strict=True)
+                      if "beat_lock_acquired" in (tmp_path / f"{n}.log").read_text())
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait(10)
+        killed_at = time.monotonic()
+        _send_times(r, seen, killed_at + 3 * period, stop_after=2)
+        assert len(seen) == 2, "the standby never took over"
+        standby = "b" if leader is beats[0] else "a"
+        assert "beat_lock_acquired" in (tmp_path / f"{standby}.log").read_text()
+        assert seen[1] - seen[0] >= period - 1.5, (seen[1] - seen[0], killed_at - seen[0])
     finally:
         for b in beats:
             if b.poll() is None:
