@@ -56,10 +56,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--interval", type=float, default=15.0)
     inject = sub.add_parser("inject", help="fake backend: queue a health signal for the next run to report")
     inject.add_argument("--state", required=True)
-    inject.add_argument("--kind", required=True, help="xid, ecc_dbe, ecc_sbe, nvlink_down, ... (docs/health.md)")
+    inject.add_argument("--kind", default="", help="xid, ecc_dbe, ecc_sbe, nvlink_down, ... (docs/health.md)")
     inject.add_argument("--xid", type=int)
     inject.add_argument("--gpu", type=int)
     inject.add_argument("--hca-device", default="")
+    inject.add_argument("--hca-port", type=int, help="HCA port number (default 1)")
+    inject.add_argument("--nvswitch", default="", help="NVSwitch PCI address (kinds nvswitch_*; --xid: the SXid)")
+    inject.add_argument("--nvswitch-port", type=int, help="NVSwitch port (link) number")
+    inject.add_argument("--kernel-log", default="",
+                        help="a kernel log line instead of --kind: an NVSwitch SXid line as the driver prints it")
     inject.add_argument("--count", type=int, default=1)
     diag = sub.add_parser("diag-set", help="fake backend: what the next return-to-service checks answer")
     diag.add_argument("--state", required=True)
@@ -80,8 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "inject":
         if args.backend != "fake":
             parser.error("inject needs --backend fake (a real driver raises its own signals)")
-        print(json.dumps(backend.inject(args.kind, xid=args.xid, gpu=args.gpu, hca_device=args.hca_device,
-                                        count=args.count)))
+        if bool(args.kind) == bool(args.kernel_log):
+            parser.error("inject needs --kind or --kernel-log (one of them)")
+        if args.kernel_log:
+            event = backend.inject_kernel_log(args.kernel_log)
+            if event is None:
+                parser.error("--kernel-log: not an NVSwitch SXid line")
+        else:
+            event = backend.inject(args.kind, xid=args.xid, gpu=args.gpu, hca_device=args.hca_device,
+                                   hca_port_number=args.hca_port, nvswitch=args.nvswitch,
+                                   nvswitch_port=args.nvswitch_port, count=args.count)
+        print(json.dumps(event))
         return 0
     if args.cmd == "diag-set":
         if args.backend != "fake":

@@ -1,7 +1,8 @@
 """Host facts and InfiniBand HCA ports from sysfs/procfs (Linux kernel ABI: Documentation/ABI/stable/sysfs-class-infiniband).
 
 `/sys/class/infiniband/<dev>/ports/<n>/`: `gids/0` is the port GID 0 (subnet prefix + port GUID), `lid` (hex),
-`rate` ("400 Gb/sec (4X NDR)"), `state` ("4: ACTIVE"), `link_layer` ("InfiniBand" | "Ethernet").
+`rate` ("400 Gb/sec (4X NDR)"), `state` ("4: ACTIVE"), `phys_state` ("5: LinkUp"), `link_layer` ("InfiniBand" |
+"Ethernet"), `counters/<name>` (error counters, decimal).
 Roots are parameters so tests can point them at a fake tree.
 """
 from __future__ import annotations
@@ -18,22 +19,62 @@ def _read(path: Path, default: str = "") -> str:
         return default
 
 
-def hca_ports(sysfs_root: Path | str = "/sys") -> list[dict]:
-    """InfiniBand ports (link layer InfiniBand only): device, port number, port GUID, LID, rate, state."""
+def _ib_ports(sysfs_root: Path | str):
+    """The `ports/<n>` directories of every HCA whose link layer is InfiniBand, by device then port number."""
     base = Path(sysfs_root) / "class" / "infiniband"
-    out = []
     for dev in sorted(base.glob("*")) if base.exists() else []:
         for port in sorted((dev / "ports").glob("*"), key=lambda p: int(p.name) if p.name.isdigit() else 0):
-            if _read(port / "link_layer", "InfiniBand") != "InfiniBand":
-                continue
-            gid = _read(port / "gids" / "0")
-            guid = "0x" + gid.replace(":", "")[-16:] if gid else ""
-            rate = re.match(r"(\d+)", _read(port / "rate"))
-            state = _read(port / "state")
-            out.append({"device": dev.name, "port_number": int(port.name), "port_guid": guid,
-                        "lid": int(_read(port / "lid", "0x0"), 16),
-                        "rate_gbps": int(rate.group(1)) if rate else 0,
-                        "state": state.split(":", 1)[-1].strip() if state else ""})
+            if port.name.isdigit() and _read(port / "link_layer", "InfiniBand") == "InfiniBand":
+                yield dev.name, port
+
+
+def _port_state(port: Path, name: str) -> str:
+    """`state` ("4: ACTIVE") / `phys_state` ("5: LinkUp") -> the name after the number."""
+    value = _read(port / name)
+    return value.split(":", 1)[-1].strip() if value else ""
+
+
+def _rate_gbps(port: Path) -> int:
+    rate = re.match(r"(\d+)", _read(port / "rate"))
+    return int(rate.group(1)) if rate else 0
+
+
+def hca_ports(sysfs_root: Path | str = "/sys") -> list[dict]:
+    """InfiniBand ports (link layer InfiniBand only): device, port number, port GUID, LID, rate, state."""
+    out = []
+    for dev, port in _ib_ports(sysfs_root):
+        gid = _read(port / "gids" / "0")
+        guid = "0x" + gid.replace(":", "")[-16:] if gid else ""
+        out.append({"device": dev, "port_number": int(port.name), "port_guid": guid,
+                    "lid": int(_read(port / "lid", "0x0"), 16), "rate_gbps": _rate_gbps(port),
+                    "state": _port_state(port, "state")})
+    return out
+
+
+#: InfiniBand port error counters read for health (`ports/<n>/counters/`, the PortCounters attribute of the IBTA
+#: specification as the kernel exposes it). `link_downed` (the link went down and retraining failed or a flap) is
+#: read too, but reported as link flaps, not errors.
+IB_ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "port_rcv_errors", "port_rcv_remote_physical_errors",
+                     "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors",
+                     "port_rcv_constraint_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+                     "VL15_dropped")
+
+
+def ib_port_health(sysfs_root: Path | str = "/sys") -> list[dict]:
+    """Every InfiniBand port's link and error counters now: [{"device", "port_number", "state" ("ACTIVE", "DOWN",
+    "INIT", ...), "phys_state" ("LinkUp", "Polling", "Disabled", ...), "rate_gbps", "link_downed" (int or None),
+    "counters": {name: int}}]; a counter the kernel does not expose (or that does not read as a number) is left
+    out. Counters are cumulative since the driver loaded (or the last reset) and saturate at their width."""
+    out = []
+    for dev, port in _ib_ports(sysfs_root):
+        counters = {}
+        for name in (*IB_ERROR_COUNTERS, "link_downed"):
+            value = _read(port / "counters" / name)
+            if value.isdigit():
+                counters[name] = int(value)
+        out.append({"device": dev, "port_number": int(port.name), "state": _port_state(port, "state"),
+                    "phys_state": _port_state(port, "phys_state"), "rate_gbps": _rate_gbps(port),
+                    "link_downed": counters.pop("link_downed", None), "counters": counters})
     return out
 
 

@@ -8,9 +8,12 @@ compares the driver's MIG GPU-instance profiles (NVML `nvmlDeviceGetGpuInstanceP
 compute slices, memory size, maximum instances and allowed start slices. Changes nothing on the GPU. The last line
 is one JSON object: {"gpus": n, "model": key, "profiles_checked": n, "mismatches": [...], "mig_query": "ok"|error}.
 With `--signals` it also reads the health signals as the agent does (`NvmlBackend.health_read`: XID event set,
-volatile ECC counts, remapped rows, NVLink states, PCIe link, clock event reasons, temperature, power), prints the
-values read per GPU and the events the agent would send, and adds ``"signals"`` (the values) and ``"events"`` to
-the last line. Nothing is injected and nothing is sent.
+volatile ECC counts, remapped rows, NVLink states, PCIe link, clock event reasons, GPU fabric state and status,
+temperature, power; for the host: NVSwitch SXid lines of the kernel log (`/dev/kmsg`, needs root or CAP_SYSLOG),
+the Fabric Manager service on NVSwitch systems, InfiniBand port state, rate and error counters from sysfs), prints
+the values read per GPU and for the host and the events the agent would send, and adds ``"signals"`` (per GPU),
+``"host_signals"`` and ``"events"`` to the last line. Nothing is injected and nothing is sent. InfiniBand counter
+deltas need two reads, so one run reports only ports that are down or slower than the host's fastest.
 """
 from __future__ import annotations
 
@@ -106,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
               "mismatches": mismatches, "mig_query": status}
     if args.signals:
         result["signals"] = backend.health_read()
+        result["host_signals"] = backend.host_read
         result["events"] = backend.health_events()
         print(f"health signals read: {json.dumps(result['signals'], default=str)}")
+        print(f"host signals read: {json.dumps(result['host_signals'], default=str)}")
     if args.out:
         Path(args.out, "inventory.json").write_text(json.dumps(inventory, indent=1, default=str))
     print(json.dumps(result))

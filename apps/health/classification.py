@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from django.core.exceptions import ImproperlyConfigured
 
-from .states import EFFECTS, EventKind
+from .states import EFFECTS, XID_KINDS, EventKind
 
 PATH = Path(__file__).with_name("classification.yaml")
 
@@ -78,8 +78,8 @@ def _rule(i: int, row) -> Rule:
     if set(match) - {"kind", "xid", "threshold"}:
         _fail(where, f"unknown match keys {sorted(set(match) - {'kind', 'xid', 'threshold'})}")
     xid = match.get("xid")
-    if xid is not None and (match["kind"] != EventKind.XID or not isinstance(xid, int) or xid < 0):
-        _fail(where, "match.xid must be a non-negative integer on kind xid")
+    if xid is not None and (match["kind"] not in XID_KINDS or not isinstance(xid, int) or xid < 0):
+        _fail(where, f"match.xid must be a non-negative integer on kinds {list(XID_KINDS)}")
     threshold = match.get("threshold")
     count = window = None
     if threshold is not None:

@@ -13,9 +13,22 @@ class EventKind(models.TextChoices):
     THERMAL = "thermal", "Thermal violation"
     FALLEN_OFF_BUS = "fallen_off_bus", "GPU fallen off the bus"
     IB_PORT_DOWN = "ib_port_down", "InfiniBand port down"
+    IB_LINK_FLAP = "ib_link_flap", "InfiniBand link flap"
+    IB_PORT_ERRORS = "ib_port_errors", "InfiniBand port error counters"
+    IB_RATE_DEGRADED = "ib_rate_degraded", "InfiniBand port below the host's rate"
+    NVSWITCH_FATAL = "nvswitch_fatal", "NVSwitch fatal SXid error"
+    NVSWITCH_NONFATAL = "nvswitch_nonfatal", "NVSwitch non-fatal SXid error"
+    FABRIC_INCOMPLETE = "fabric_incomplete", "GPU fabric registration not completed"
+    FABRIC_MANAGER_DOWN = "fabric_manager_down", "Fabric Manager not running"
     HEARTBEAT_LOST = "heartbeat_lost", "Agent heartbeat lost"
     DEVICE_OP_FAILED = "device_op_failed", "Device operation failed"
     TENANT_REPORT = "tenant_report", "Tenant report"
+
+
+#: kinds whose events carry a number in `xid` (required): the XID, or the NVSwitch's SXid
+XID_KINDS = (EventKind.XID, EventKind.NVSWITCH_FATAL, EventKind.NVSWITCH_NONFATAL)
+#: kinds about one NVSwitch (its PCI address in `nvswitch` required; `nvswitch_port` the port the driver names)
+NVSWITCH_KINDS = (EventKind.NVSWITCH_FATAL, EventKind.NVSWITCH_NONFATAL)
 
 
 class EventSource(models.TextChoices):

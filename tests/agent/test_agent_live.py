@@ -244,3 +244,98 @@ def test_an_idle_cycle_is_one_request_and_a_queued_command_is_fetched_in_the_sam
     [report] = agent.run_once()
     assert report["kind"] == "reset_gpu" and report["succeeded"]
     assert [p for _, p in sent][:2] == ["heartbeat", "commands"]
+
+
+SXID_FATAL = "nvidia-nvswitch2: SXid (PCI:0000:07:00.0): 24007, Fatal, Link 32 sourcetrack TCEN0 crumbstore ECC DBE Error"
+SXID_NONFATAL = "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link {link} egress non-posted PRIV error"
+
+
+def test_nvswitch_sxids_reach_the_switch_and_a_fatal_one_takes_the_host_out(enrolled, host):
+    """Fake backend → agent → control plane: SXid lines as the nvswitch driver prints them are events on the switch
+    and port with the SXid number; non-fatal ones are recorded until 10 on one switch within the hour cordon the
+    host (others' switches do not count), and a fatal one marks the host faulty and queues its reboot."""
+    from apps.health.models import HealthEvent
+
+    agent, backend = enrolled
+    for link in range(9):
+        backend.inject_kernel_log(SXID_NONFATAL.format(link=link))
+    backend.inject_kernel_log(SXID_NONFATAL.format(link=3).replace("nvswitch0", "nvswitch1").replace(":05:", ":06:"))
+    agent.run_once()
+    rows = HealthEvent.objects.filter(kind="nvswitch_nonfatal")
+    assert rows.count() == 10 and set(rows.values_list("classification", flat=True)) == {"observe"}
+    first = rows.get(nvswitch="0000:05:00.0", nvswitch_port=0)
+    assert (first.xid, first.gpu, first.hca_port, first.classification_version) == (12028, None, None, 4)
+    host.refresh_from_db()
+    assert host.state == "available"
+    backend.inject_kernel_log(SXID_NONFATAL.format(link=9))  # the 10th on switch 0 within the hour
+    agent.run_once()
+    tenth = HealthEvent.objects.get(kind="nvswitch_nonfatal", nvswitch_port=9)
+    host.refresh_from_db()
+    assert (tenth.classification, host.state) == ("nvswitch_degraded", "cordoned")
+    backend.inject_kernel_log(SXID_FATAL)
+    agent.run_once()
+    fatal = HealthEvent.objects.get(kind="nvswitch_fatal")
+    host.refresh_from_db()
+    assert (fatal.nvswitch, fatal.nvswitch_port, fatal.xid, fatal.classification) == ("0000:07:00.0", 32, 24007,
+                                                                                     "nvswitch_fatal")
+    assert host.state == "faulty" and "reboot_host" in fatal.applied["pending"]
+    assert "SXid 24007" in fatal.message
+
+
+def test_fabric_state_and_infiniband_signals_end_to_end(enrolled, host):
+    """A GPU whose fabric registration did not complete is taken out of placement (the host stays); InfiniBand
+    error counts add up per port (100 per hour on one port), and a third flap of one port within the hour cordons
+    the host; Fabric Manager down cordons it too."""
+    from apps.health.models import HealthEvent
+
+    agent, backend = enrolled
+    backend.inject("fabric_incomplete", gpu=3, message="GPU fabric state IN_PROGRESS, status 0")
+    backend.inject("ib_port_errors", hca_device="mlx5_3", hca_port_number=1, count=60)
+    backend.inject("ib_port_errors", hca_device="mlx5_4", hca_port_number=1, count=60)
+    backend.inject("ib_link_flap", hca_device="mlx5_5", hca_port_number=1)
+    backend.inject("ib_link_flap", hca_device="mlx5_5", hca_port_number=1)
+    agent.run_once()
+    assert sorted(HealthEvent.objects.values_list("kind", "classification")) == [
+        ("fabric_incomplete", "fabric_not_ready"), ("ib_link_flap", "observe"), ("ib_link_flap", "observe"),
+        ("ib_port_errors", "observe"), ("ib_port_errors", "observe")]
+    host.refresh_from_db()
+    assert host.state == "available" and Gpu.objects.get(host=host, index=3).health == "faulty"
+    assert Gpu.objects.filter(host=host, health="faulty").count() == 1
+    backend.inject("ib_port_errors", hca_device="mlx5_3", hca_port_number=1, count=40)  # 100 on mlx5_3 now
+    agent.run_once()
+    assert HealthEvent.objects.filter(kind="ib_port_errors").latest("created_at").classification == "fabric_degraded"
+    host.refresh_from_db()
+    assert host.state == "cordoned"
+    backend.inject("ib_link_flap", hca_device="mlx5_5", hca_port_number=1)
+    backend.inject("fabric_manager_down", message="nvidia-fabricmanager: failed")
+    agent.run_once()
+    flap = HealthEvent.objects.filter(kind="ib_link_flap").latest("created_at")
+    fm = HealthEvent.objects.get(kind="fabric_manager_down")
+    assert (flap.classification, flap.hca_port.device, fm.classification) == ("fabric_degraded", "mlx5_5",
+                                                                              "fabric_not_ready")
+
+
+def test_the_nvml_backends_collection_reaches_the_control_plane(enrolled, host, tmp_path):
+    """The real collection path (NVML simulator, a kernel log and a sysfs tree in tmp_path) through the agent: an
+    InfiniBand port's flaps and error counters and an NVSwitch SXid become events on that port / switch."""
+    from gpucloud_agent.backends.nvml import NvmlBackend
+
+    from apps.health.models import HealthEvent
+
+    from .test_fabric_signals import FabricSim, ib_port, kmsg
+    from .test_nvml_signals import backend as nvml_backend
+
+    agent, _ = enrolled
+    ib_port(tmp_path, "mlx5_3", symbol_error=0, link_downed=0)
+    (tmp_path / "kmsg").write_text("")
+    sim = FabricSim(gpus=8)
+    sim.fabric = [(0, 0)] * 8  # no fabric registration to read: no Fabric Manager check
+    agent.backend = nvml_backend(tmp_path, sim)
+    assert isinstance(agent.backend, NvmlBackend) and agent.report_health() == 0
+    ib_port(tmp_path, "mlx5_3", symbol_error=7, link_downed=3)
+    (tmp_path / "kmsg").write_text(kmsg(41, SXID_FATAL.replace("nvswitch2", "nvswitch3").replace(":07:", ":08:")))
+    assert agent.report_health() == 3
+    got = sorted(HealthEvent.objects.values_list("kind", "count", "hca_port__device", "nvswitch", "classification"))
+    assert got == [("ib_link_flap", 3, "mlx5_3", "", "fabric_degraded"), ("ib_port_errors", 7, "mlx5_3", "", "observe"),
+                   ("nvswitch_fatal", 1, None, "0000:08:00.0", "nvswitch_fatal")]
+    assert agent.report_health() == 0  # acknowledged: not sent again

@@ -86,7 +86,7 @@ def backend(tmp_path, sim) -> NvmlBackend:
     (tmp_path / "sys/kernel/random").mkdir(parents=True, exist_ok=True)
     (tmp_path / "sys/kernel/random/boot_id").write_text("b00t1d00-0000\n")
     b = NvmlBackend.__new__(NvmlBackend)
-    b.nv, b.proc_root, b.sysfs_root = sim, tmp_path, tmp_path
+    b.nv, b.proc_root, b.sysfs_root, b.dev_root = sim, tmp_path, tmp_path, tmp_path
     return b
 
 

@@ -132,6 +132,56 @@ def test_unknown_gpu_port_and_bad_event_are_400():
     assert HealthEvent.objects.count() == 0
 
 
+def test_nvswitch_and_fabric_events_are_validated_and_classified_by_their_rows():
+    """The SXid number rides in `xid` and the switch is named by its PCI address; each new kind has its sourced
+    row (table version 4)."""
+    host = make_host("hx9", gpus=1, hca=1)
+    cases = [
+        ({"kind": "nvswitch_fatal", "xid": 24007}, "nvswitch"),  # which switch?
+        ({"kind": "nvswitch_fatal", "nvswitch": "0000:07:00.0"}, "xid"),  # which SXid?
+        ({"kind": "nvswitch_fatal", "xid": 24007, "nvswitch": "nvswitch2"}, "nvswitch"),  # not a PCI address
+        ({"kind": "xid", "xid": 79, "nvswitch": "0000:07:00.0"}, "nvswitch"),
+        ({"kind": "ib_link_flap", "nvswitch_port": 3}, "nvswitch"),
+    ]
+    for kwargs, field in cases:
+        with pytest.raises(ValidationFailed) as exc:
+            health_event_ingest(actor=None, host=host, **kwargs)
+        assert (exc.value.code, list(exc.value.errors)) == ("health_invalid_event", [field]), kwargs
+    assert HealthEvent.objects.count() == 0
+    assert classification_load().version >= 4
+    want = {"nvswitch_fatal": ("nvswitch_fatal", ("cordon_host", "reboot_host", "provider_at_fault", "recreate_vm")),
+            "nvswitch_nonfatal": ("observe", ()), "fabric_incomplete": ("fabric_not_ready", ("cordon_gpu",)),
+            "fabric_manager_down": ("fabric_not_ready", ("cordon_host",)), "ib_link_flap": ("observe", ()),
+            "ib_port_errors": ("observe", ()), "ib_rate_degraded": ("fabric_degraded", ("cordon_host",))}
+    for kind, (klass, effects) in want.items():
+        rule = classify(kind, 12028 if kind.startswith("nvswitch") else None, {})
+        assert (rule.klass, rule.effects) == (klass, effects) and rule.source.strip(), kind
+    ev, _ = health_event_ingest(actor=None, host=host, kind="nvswitch_fatal", xid=24007, nvswitch="0000:07:00.0",
+                                nvswitch_port=32, observed_at=T0)
+    host.refresh_from_db()
+    assert (ev.nvswitch, ev.nvswitch_port, ev.classification, host.state) == ("0000:07:00.0", 32, "nvswitch_fatal",
+                                                                              "faulty")
+    assert "SXid 24007 on NVSwitch 0000:07:00.0 port 32" in Incident.objects.get().reason
+
+
+def test_port_and_switch_thresholds_count_per_port_and_per_switch():
+    host = make_host("hx10", hca=2)
+    for i, dev in enumerate(["mlx5_0", "mlx5_1", "mlx5_0"]):
+        ev, _ = health_event_ingest(actor=None, host=host, kind="ib_link_flap", hca_device=dev,
+                                    observed_at=T0 + dt.timedelta(minutes=i))
+        assert ev.classification == "observe"
+    ev, _ = health_event_ingest(actor=None, host=host, kind="ib_link_flap", hca_device="mlx5_0",
+                                observed_at=T0 + dt.timedelta(minutes=5))
+    assert (ev.classification, ev.applied["window_counts"]) == ("fabric_degraded", {"ib-link-flap-rate": 3})
+    for i in range(9):
+        health_event_ingest(actor=None, host=host, kind="nvswitch_nonfatal", xid=12028, nvswitch="0000:05:00.0",
+                            nvswitch_port=i, observed_at=T0 + dt.timedelta(minutes=i))
+    with time_machine.travel(T0 + dt.timedelta(minutes=10), tick=False):
+        other = health_event_preview(host=host, kind="nvswitch_nonfatal", xid=12028, nvswitch="0000:06:00.0")
+        same = health_event_preview(host=host, kind="nvswitch_nonfatal", xid=12028, nvswitch="0000:05:00.0")
+    assert (other["rule"]["id"], same["rule"]["id"]) == ("nvswitch-nonfatal", "nvswitch-nonfatal-rate")
+
+
 def test_sbe_threshold_counts_within_the_window_only():
     host = make_host("hx4", gpus=1)
     for i, (minutes, count) in enumerate([(0, 60), (60 * 25, 30), (60 * 26, 30)]):  # first one falls out

@@ -99,8 +99,9 @@ class GpuBackend(Protocol):
 
     def health_events(self) -> list[dict]:
         """Health signals observed and not yet acknowledged, oldest first: [{"kind", "xid", "gpu_index",
-        "hca_device", "hca_port_number", "count", "observed_at", "dedup_key", "message"}] (the control plane's
-        POST /api/v1/agent/health-events body; `dedup_key` stable across re-sends)."""
+        "hca_device", "hca_port_number", "nvswitch", "nvswitch_port", "count", "observed_at", "dedup_key",
+        "message"}] (the control plane's POST /api/v1/agent/health-events body; `dedup_key` stable across re-sends;
+        `xid` carries the SXid number of the NVSwitch kinds, `nvswitch` the switch's PCI address)."""
 
     def health_events_ack(self, dedup_keys: list[str]) -> None:
         """Forget signals the control plane has recorded."""

@@ -34,6 +34,8 @@ HGX_PARTITIONS = [{"id": 0, "gpus": list(range(1, 9))}, {"id": 1, "gpus": [1, 2,
 # DGX H100 GPU PCI bus ids and compute HCA device names (DGX H100 User Guide)
 PCI_BUSES = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
 HCA_DEVICES = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+# PCI addresses of the baseboard's 4 NVSwitch chips (synthetic; the kernel names them nvidia-nvswitch0..3)
+NVSWITCHES = ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]
 
 HOSTS = {
     "hgx-h100": {"gpu_name": "NVIDIA H100 80GB HBM3", "model": "H100-SXM5-80GB", "memory_mib": 81559,
@@ -264,9 +266,10 @@ class FakeBackend:
 
     # --- health signals (injected by tests and `gpucloud-agent inject`) ------------------------------------------
     def inject(self, kind: str, *, xid: int | None = None, gpu: int | None = None, hca_device: str = "",
-               hca_port_number: int | None = None, count: int = 1, message: str = "",
-               observed_at: str | None = None) -> dict:
-        """Queue one health signal as the driver would raise it (an XID on a GPU, ECC counts, a port down).
+               hca_port_number: int | None = None, nvswitch: str = "", nvswitch_port: int | None = None,
+               count: int = 1, message: str = "", observed_at: str | None = None) -> dict:
+        """Queue one health signal as the driver would raise it (an XID on a GPU, ECC counts, a port down, an SXid
+        on an NVSwitch port: `nvswitch` is the switch's PCI address, one of `NVSWITCHES`).
 
         `observed_at` (ISO 8601) defaults to now; each signal gets a dedup key unique to this fake host, so the
         agent re-sending it after a lost answer is recorded once."""
@@ -274,15 +277,29 @@ class FakeBackend:
             self._check_index(gpu)
         if hca_device and hca_device not in HCA_DEVICES:
             raise BackendError(f"no HCA device {hca_device}", code="not_found")
+        if nvswitch and nvswitch not in NVSWITCHES:
+            raise BackendError(f"no NVSwitch {nvswitch}", code="not_found")
         health = self.state["health"]
         health["seq"] += 1
         event = {"kind": kind, "xid": xid, "gpu_index": gpu, "hca_device": hca_device,
-                 "hca_port_number": hca_port_number, "count": count, "message": message,
+                 "hca_port_number": hca_port_number, "nvswitch": nvswitch, "nvswitch_port": nvswitch_port,
+                 "count": count, "message": message,
                  "observed_at": observed_at or dt.datetime.now(dt.UTC).isoformat(),
                  "dedup_key": f"fake-{self.host_id}-{health['seq']}"}
         health["pending"].append(event)
         self._save()
         return event
+
+    def inject_kernel_log(self, line: str) -> dict | None:
+        """Queue what the NVML backend makes of one kernel log line (`kernel_log.sxid_parse`: an NVSwitch SXid
+        line becomes ``nvswitch_fatal`` / ``nvswitch_nonfatal``); None for a line that is no signal."""
+        from ..kernel_log import sxid_parse, sxid_signal
+
+        sxid = sxid_parse(line)
+        if sxid is None:
+            return None
+        sig = sxid_signal(sxid)
+        return self.inject(sig.pop("kind"), **sig)
 
     def health_events(self) -> list[dict]:
         return [dict(e) for e in self.state["health"]["pending"]]

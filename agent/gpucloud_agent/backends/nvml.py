@@ -31,7 +31,8 @@ def _text(value) -> str:
 class NvmlBackend:
     name = "nvml"
 
-    def __init__(self, sysfs_root: str = "/sys", proc_root: str = "/proc", fmpm: str | None = None):
+    def __init__(self, sysfs_root: str = "/sys", proc_root: str = "/proc", fmpm: str | None = None,
+                 dev_root: str = "/dev"):
         try:
             import pynvml
         except ImportError as exc:  # pragma: no cover - depends on the host
@@ -41,7 +42,7 @@ class NvmlBackend:
             pynvml.nvmlInit()
         except pynvml.NVMLError as exc:
             raise BackendError(f"NVML init failed: {exc}", "NVML_ERROR_UNINITIALIZED") from exc
-        self.sysfs_root, self.proc_root = Path(sysfs_root), Path(proc_root)
+        self.sysfs_root, self.proc_root, self.dev_root = Path(sysfs_root), Path(proc_root), Path(dev_root)
         self.fmpm = fmpm or os.environ.get("GPUCLOUD_FMPM", "fmpm")
         #: the return-to-service check where DCGM is not installed (`gpucloud_agent.diagnostics`)
         self.validation_command = os.environ.get("GPUCLOUD_VALIDATION_COMMAND", "")
@@ -264,13 +265,15 @@ class NvmlBackend:
     THERMAL_REASONS = 0x08 | 0x20 | 0x40 | 0x80
 
     def _signal(self, kind: str, key: str, *, gpu: int | None, xid: int | None = None, count: int = 1,
-                message: str = "") -> None:
+                message: str = "", hca_device: str = "", hca_port_number: int | None = None, nvswitch: str = "",
+                nvswitch_port: int | None = None) -> None:
         import datetime as dt
 
         pending = self.__dict__.setdefault("_pending", {})
         if key in pending or key in self.__dict__.setdefault("_acked", set()):
             return
-        pending[key] = {"kind": kind, "xid": xid, "gpu_index": gpu, "hca_device": "", "hca_port_number": None,
+        pending[key] = {"kind": kind, "xid": xid, "gpu_index": gpu, "hca_device": hca_device,
+                        "hca_port_number": hca_port_number, "nvswitch": nvswitch, "nvswitch_port": nvswitch_port,
                         "count": count, "message": message[:500],
                         "observed_at": dt.datetime.now(dt.UTC).isoformat(), "dedup_key": key[:128]}
 
@@ -359,21 +362,121 @@ class NvmlBackend:
                              message=f"clock event reasons 0x{int(reasons):x}")
         else:
             throttled.discard(uuid)
+        read["fabric"] = self._fabric_signal(index, uuid, h)
         read["temperature_c"] = self._opt(nv.nvmlDeviceGetTemperature, h, getattr(nv, "NVML_TEMPERATURE_GPU", 0))
         read["power_mw"] = self._opt(nv.nvmlDeviceGetPowerUsage, h)
         return read
 
+    #: how long a GPU's fabric registration may stay NOT_STARTED / IN_PROGRESS before it is a fault (Fabric Manager
+    #: registers the GPUs within seconds of starting; ours)
+    FABRIC_GRACE_S = 300
+    #: the Fabric Manager systemd unit (NVIDIA's packages: nvidia-fabricmanager)
+    FM_SERVICE = "nvidia-fabricmanager"
+
+    def _fabric_signal(self, index: int, uuid: str, h) -> dict | None:
+        """The GPU's fabric registration (NVML `nvmlDeviceGetGpuFabricInfo`, Hopper and later on NVSwitch systems):
+        {"state": NOT_SUPPORTED | NOT_STARTED | IN_PROGRESS | COMPLETED, "status": the registration's NVML return
+        code (0: success)}, None where NVML has no such call. Queues ``fabric_incomplete`` when the registration
+        COMPLETED with an error status, or stayed unfinished for `FABRIC_GRACE_S`; once until it completes."""
+        import ctypes
+        import time
+
+        nv = self.nv
+        cls, fn = getattr(nv, "c_nvmlGpuFabricInfo_t", None), getattr(nv, "nvmlDeviceGetGpuFabricInfo", None)
+        if cls is None or fn is None:
+            return None
+        info = cls()
+        try:
+            fn(h, ctypes.byref(info))
+        except nv.NVMLError as exc:
+            return {"error": str(exc)}
+        names = {0: "NOT_SUPPORTED", 1: "NOT_STARTED", 2: "IN_PROGRESS", 3: "COMPLETED"}
+        state, status = int(info.state), int(info.status)
+        read = {"state": names.get(state, str(state)), "status": status}
+        waiting = self.__dict__.setdefault("_fabric_since", {})
+        reported = self.__dict__.setdefault("_fabric_reported", set())
+        if state == 0 or (state == 3 and status == 0):  # no fabric here, or registered
+            waiting.pop(uuid, None)
+            reported.discard(uuid)
+            return read
+        since = waiting.setdefault(uuid, time.monotonic())
+        if uuid not in reported and (state == 3 or time.monotonic() - since >= self.FABRIC_GRACE_S):
+            reported.add(uuid)
+            self._signal("fabric_incomplete", f"nvml-{uuid}-fabric-{self._boot()}-{int(time.time())}", gpu=index,
+                         message=f"GPU fabric state {read['state']}, status {status}")
+        return read
+
+    def _fabric_manager(self, nvswitch_system: bool) -> str | None:
+        """The Fabric Manager service's state (`systemctl is-active`: active, inactive, failed, activating, ...) on
+        an NVSwitch system, else None. Queues ``fabric_manager_down`` when it is not active, once per time."""
+        import time
+
+        if not nvswitch_system:
+            return None
+        service = os.environ.get("GPUCLOUD_FM_SERVICE", self.FM_SERVICE)
+        try:
+            proc = subprocess.run(["systemctl", "is-active", service], capture_output=True, text=True, timeout=10,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        state = proc.stdout.strip() or "unknown"
+        if state == "active":
+            self.__dict__.pop("_fm_down", None)
+        elif "_fm_down" not in self.__dict__:
+            self._fm_down = int(time.time())
+            self._signal("fabric_manager_down", f"nvml-{self._boot()}-fm-{self._fm_down}", gpu=None,
+                         message=f"{service}: {state}")
+        return state
+
+    def _sxid_events(self) -> dict:
+        """New NVSwitch SXid lines of the kernel log (`kernel_log`): ``nvswitch_fatal`` / ``nvswitch_nonfatal`` on the
+        switch (its PCI address) and port (the link the driver names), SXid number in `xid`; keyed by the boot and
+        the record's sequence number, so a restarted agent re-reading the log re-sends the same keys."""
+        from ..kernel_log import KmsgReader, sxid_parse, sxid_signal
+
+        reader = self.__dict__.get("_kmsg")
+        if reader is None:
+            reader = self._kmsg = KmsgReader(Path(getattr(self, "dev_root", "/dev")) / "kmsg")
+        seen = 0
+        for seq, text in reader.read():
+            sxid = sxid_parse(text)
+            if sxid is None:
+                continue
+            seen += 1
+            sig = sxid_signal(sxid)
+            self._signal(sig.pop("kind"), f"nvml-{self._boot()}-sxid-{seq}", gpu=None, **sig)
+        return {"sxid_lines": seen, "error": reader.error}
+
+    def _ib_signals(self) -> list[dict]:
+        """InfiniBand ports from sysfs through `ib_watch.IbPortWatch` (port down, link flaps, error counters, rate)."""
+        from ..ib_watch import IbPortWatch
+
+        ports = sysfs.ib_port_health(self.sysfs_root)
+        for sig in self.__dict__.setdefault("_ib_watch", IbPortWatch()).poll(ports):
+            self._signal(sig["kind"], f"ib-{self._boot()}-{sig['hca_device']}-{sig['hca_port_number']}-{sig['ref']}",
+                         gpu=None, count=sig["count"], message=sig["message"], hca_device=sig["hca_device"],
+                         hca_port_number=sig["hca_port_number"])
+        return ports
+
     def health_read(self) -> list[dict]:
-        """Collect now (XID events, then every GPU's counters and states) and return what was read per GPU
-        (`agent/tools/nvml_check.py` prints it)."""
+        """Collect now (XID events, every GPU's counters and states, NVSwitch SXids, Fabric Manager, InfiniBand
+        ports) and return what was read per GPU; what was read for the host is kept in `host_read` ({"sxid",
+        "fabric_manager", "ib_ports"}; `agent/tools/nvml_check.py` prints both)."""
         self._xid_events()
-        return [self._device_signals(i) for i in range(self._call(self.nv.nvmlDeviceGetCount))]
+        gpus = [self._device_signals(i) for i in range(self._call(self.nv.nvmlDeviceGetCount))]
+        nvswitch_system = any((g.get("fabric") or {}).get("state") not in (None, "NOT_SUPPORTED") for g in gpus) or \
+            (Path(getattr(self, "dev_root", "/dev")) / "nvidia-nvswitchctl").exists()
+        self.host_read = {"sxid": self._sxid_events(), "fabric_manager": self._fabric_manager(nvswitch_system),
+                          "ib_ports": self._ib_signals()}
+        return gpus
 
     def health_events(self) -> list[dict]:
         """Signals from NVML not yet acknowledged, oldest first (collected on each call): XID events (event set),
         volatile ECC uncorrected / corrected counts (keyed by the running total, so a restart re-reports the same
         key, which the control plane de-duplicates), row remapping failure, NVLink links not active, PCIe link
-        narrower than its maximum, thermal or hardware slowdown (on entering it), a GPU that is lost."""
+        narrower than its maximum, thermal or hardware slowdown (on entering it), a GPU that is lost, a GPU fabric
+        registration that did not complete, Fabric Manager not active, NVSwitch SXids from the kernel log, and
+        InfiniBand port down / link flaps / error counter increases / rate below the host's fastest port."""
         self.health_read()
         return [dict(e) for e in self.__dict__.get("_pending", {}).values()]
 

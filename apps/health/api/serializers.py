@@ -16,6 +16,16 @@ class _EventFields(Serializer):
     gpu_uuid = serializers.CharField(required=False, allow_blank=True, default="", max_length=64)
     hca_device = serializers.CharField(required=False, allow_blank=True, default="", max_length=32)
     hca_port_number = serializers.IntegerField(required=False, allow_null=True, min_value=1)
+    nvswitch = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=16,
+        help_text="the NVSwitch's PCI address, kinds nvswitch_fatal / nvswitch_nonfatal (xid: the SXid number)",
+    )
+    nvswitch_port = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, help_text="the NVSwitch port (link) the SXid names"
+    )
     count = serializers.IntegerField(required=False, default=1, min_value=1)
     observed_at = serializers.DateTimeField(required=False, allow_null=True)
 
@@ -100,8 +110,11 @@ class StaffHealthEventOutput(Serializer):
     gpu_index = serializers.IntegerField(source="gpu.index", allow_null=True, default=None)
     hca_port = serializers.CharField(source="hca_port.device", allow_null=True, default=None,
                                      help_text="the InfiniBand port's device (mlx5_0), for port events")
+    hca_port_number = serializers.IntegerField(source="hca_port.port_number", allow_null=True, default=None)
+    nvswitch = serializers.CharField(help_text="the NVSwitch's PCI address, for NVSwitch events ('' otherwise)")
+    nvswitch_port = serializers.IntegerField(allow_null=True, help_text="the NVSwitch port the SXid names")
     kind = serializers.CharField()
-    xid = serializers.IntegerField(allow_null=True)
+    xid = serializers.IntegerField(allow_null=True, help_text="the XID (kind xid) or SXid (kinds nvswitch_*)")
     count = serializers.IntegerField()
     observed_at = serializers.DateTimeField()
     source = serializers.CharField(help_text="agent | staff | control_plane")

@@ -10,6 +10,9 @@ from ..states import EventKind, EventSource
 class HealthEvent(TimestampedModel):
     """A fault signal as reported (agent, staff injection, control plane), with its classification.
 
+Where: the host, and optionally one GPU, one HCA port, or one NVSwitch of the host (its PCI address, and the port
+the SXid names).
+
     `dedup_key` is unique per host: the agent's own key for the signal (or one derived from host, device, kind,
     xid and observed_at), so a re-sent event is answered from the stored row and counted once.
     `classification` / `classification_version` / `effects` record what the rules decided at ingest.
@@ -23,7 +26,15 @@ class HealthEvent(TimestampedModel):
         "inventory.HcaPort", on_delete=models.PROTECT, null=True, blank=True, related_name="health_events"
     )
     kind = models.CharField(max_length=32, choices=EventKind.choices)
-    xid = models.PositiveIntegerField(null=True, blank=True, help_text="NVIDIA XID number (kind xid)")
+    xid = models.PositiveIntegerField(
+        null=True, blank=True, help_text="NVIDIA XID number (kind xid) or NVSwitch SXid number (kinds nvswitch_*)"
+    )
+    nvswitch = models.CharField(
+        max_length=16, blank=True, help_text="the NVSwitch's PCI address (kinds nvswitch_*), e.g. 0000:05:00.0"
+    )
+    nvswitch_port = models.PositiveIntegerField(
+        null=True, blank=True, help_text="the NVSwitch port (link) the SXid names, if any"
+    )
     count = models.PositiveIntegerField(default=1, help_text="occurrences this report stands for")
     observed_at = models.DateTimeField()
     dedup_key = models.CharField(max_length=128)

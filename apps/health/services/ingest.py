@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -41,10 +42,12 @@ from apps.scheduling.selectors import allocation_list_at
 from ..classification import Rule, classification_load, classify, threshold_rules
 from ..errors import Code
 from ..models import HealthEvent, HealthEventImpact
-from ..states import EFFECTS_HOOKS, EventKind, EventSource
+from ..states import EFFECTS_HOOKS, NVSWITCH_KINDS, XID_KINDS, EventKind, EventSource
 from .breaker import breaker_check
 
 CLOCK_SKEW = dt.timedelta(minutes=5)
+#: a PCI address as the kernel spells it (domain:bus:device.function), the NVSwitch's identity
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 #: plan actions that take a host out of service (counted and held by the breaker, `services.breaker`)
 HOST_TAKE_OUT = ("host_mark_faulty", "host_drain", "host_cordon")
 
@@ -72,6 +75,8 @@ class _Event:
     host: Host
     gpu: Gpu | None
     hca_port: HcaPort | None
+    nvswitch: str
+    nvswitch_port: int | None
     kind: str
     xid: int | None
     count: int
@@ -83,14 +88,30 @@ def _invalid(msg: str, code: str, fld: str):
 
 
 def _resolve(
-    *, host: Host, kind: str, xid, gpu_index, gpu_uuid, hca_device, hca_port_number, count, observed_at
+    *,
+    host: Host,
+    kind: str,
+    xid,
+    gpu_index,
+    gpu_uuid,
+    hca_device,
+    hca_port_number,
+    count,
+    observed_at,
+    nvswitch="",
+    nvswitch_port=None,
 ) -> _Event:
     if kind not in EventKind.values:
         _invalid(f"Unknown kind {kind!r}.", Code.INVALID_EVENT, "kind")
-    if kind == EventKind.XID and xid is None:
-        _invalid("kind xid needs an xid number.", Code.INVALID_EVENT, "xid")
-    if kind != EventKind.XID and xid is not None:
-        _invalid("xid is only for kind xid.", Code.INVALID_EVENT, "xid")
+    if kind in XID_KINDS and xid is None:
+        _invalid(f"kind {kind} needs an xid number.", Code.INVALID_EVENT, "xid")
+    if kind not in XID_KINDS and xid is not None:
+        _invalid(f"xid is only for kinds {', '.join(XID_KINDS)}.", Code.INVALID_EVENT, "xid")
+    nvswitch = (nvswitch or "").strip().lower()
+    if kind in NVSWITCH_KINDS and not PCI_ADDRESS.match(nvswitch):
+        _invalid(f"kind {kind} needs the NVSwitch's PCI address (0000:05:00.0).", Code.INVALID_EVENT, "nvswitch")
+    if kind not in NVSWITCH_KINDS and (nvswitch or nvswitch_port is not None):
+        _invalid(f"nvswitch is only for kinds {', '.join(NVSWITCH_KINDS)}.", Code.INVALID_EVENT, "nvswitch")
     if count is None or count < 1:
         _invalid("count must be at least 1.", Code.INVALID_EVENT, "count")
     at = observed_at or now()
@@ -119,7 +140,7 @@ def _resolve(
                 Code.HCA_PORT_UNKNOWN,
                 "hca_device",
             )
-    return _Event(host, gpu, port, kind, xid, count, at)
+    return _Event(host, gpu, port, nvswitch, nvswitch_port, kind, xid, count, at)
 
 
 def _dedup_key(ev: _Event, given: str) -> str:
@@ -130,6 +151,8 @@ def _dedup_key(ev: _Event, given: str) -> str:
             ev.xid,
             ev.gpu.index if ev.gpu else "",
             ev.hca_port.pk if ev.hca_port else "",
+            ev.nvswitch,
+            "" if ev.nvswitch_port is None else ev.nvswitch_port,
             ev.observed_at.isoformat(),
         )
     )
@@ -143,6 +166,8 @@ def _window_counts(ev: _Event) -> dict:
         prior = HealthEvent.objects.filter(
             host=ev.host,
             gpu=ev.gpu,
+            hca_port=ev.hca_port,
+            nvswitch=ev.nvswitch,
             kind=ev.kind,
             xid=ev.xid,
             observed_at__gt=since,
@@ -172,8 +197,16 @@ def _plan(ev: _Event) -> Plan:
 
 
 def _reason(ev: _Event, rule: Rule) -> str:
-    what = f"XID {ev.xid}" if ev.xid is not None else ev.kind
-    where = f" on gpu{ev.gpu.index}" if ev.gpu else ""
+    what = ev.kind if ev.xid is None else f"{'SXid' if ev.kind in NVSWITCH_KINDS else 'XID'} {ev.xid}"
+    if ev.gpu:
+        where = f" on gpu{ev.gpu.index}"
+    elif ev.hca_port:
+        where = f" on {ev.hca_port.device}/{ev.hca_port.port_number}"
+    elif ev.nvswitch:
+        port = "" if ev.nvswitch_port is None else f" port {ev.nvswitch_port}"
+        where = f" on NVSwitch {ev.nvswitch}{port}"
+    else:
+        where = ""
     return f"health: {what}{where} ({rule.klass}, rule {rule.id})"
 
 
@@ -227,6 +260,8 @@ def health_event_preview(
     gpu_uuid: str = "",
     hca_device: str = "",
     hca_port_number: int | None = None,
+    nvswitch: str = "",
+    nvswitch_port: int | None = None,
     count: int = 1,
     observed_at: dt.datetime | None = None,
 ) -> dict:
@@ -239,6 +274,8 @@ def health_event_preview(
         gpu_uuid=gpu_uuid,
         hca_device=hca_device,
         hca_port_number=hca_port_number,
+        nvswitch=nvswitch,
+        nvswitch_port=nvswitch_port,
         count=count,
         observed_at=observed_at,
     )
@@ -255,6 +292,8 @@ def health_event_ingest(
     gpu_uuid: str = "",
     hca_device: str = "",
     hca_port_number: int | None = None,
+    nvswitch: str = "",
+    nvswitch_port: int | None = None,
     count: int = 1,
     observed_at: dt.datetime | None = None,
     dedup_key: str = "",
@@ -265,7 +304,8 @@ def health_event_ingest(
 
     A second report with the same `dedup_key` (per host) returns the stored event with created False and changes
     nothing. Raises ValidationFailed (400): `health_gpu_unknown` / `health_hca_port_unknown` for a device the host
-    does not have, `health_invalid_event` for a bad kind/xid/count/time.
+    does not have, `health_invalid_event` for a bad kind/xid/count/time (or an NVSwitch kind without the switch's
+    PCI address, `nvswitch`; `xid` is the SXid number there).
     """
     ev = _resolve(
         host=host,
@@ -275,6 +315,8 @@ def health_event_ingest(
         gpu_uuid=gpu_uuid,
         hca_device=hca_device,
         hca_port_number=hca_port_number,
+        nvswitch=nvswitch,
+        nvswitch_port=nvswitch_port,
         count=count,
         observed_at=observed_at,
     )
@@ -291,6 +333,8 @@ def health_event_ingest(
             host=host,
             gpu=ev.gpu,
             hca_port=ev.hca_port,
+            nvswitch=ev.nvswitch,
+            nvswitch_port=ev.nvswitch_port,
             kind=kind,
             xid=xid,
             count=count,
@@ -344,6 +388,7 @@ def health_event_ingest(
                 "kind": kind,
                 "xid": xid,
                 "gpu_index": ev.gpu.index if ev.gpu else None,
+                "nvswitch": ev.nvswitch or None,
                 "class": plan.rule.klass,
                 "rule": plan.rule.id,
                 **event.applied,

@@ -24,10 +24,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", required=True, help="host name")
         parser.add_argument("--kind", required=True, choices=EventKind.values)
-        parser.add_argument("--xid", type=int, help="XID number (kind xid)")
+        parser.add_argument("--xid", type=int, help="XID number (kind xid) or SXid number (kinds nvswitch_*)")
         parser.add_argument("--gpu", type=int, help="GPU index on the host")
-        parser.add_argument("--hca-device", default="", help="HCA device (kind ib_port_down), e.g. mlx5_0")
+        parser.add_argument("--hca-device", default="", help="HCA device (kinds ib_*), e.g. mlx5_0")
         parser.add_argument("--hca-port", type=int, default=None, help="HCA port number (default 1)")
+        parser.add_argument("--nvswitch", default="", help="NVSwitch PCI address (kinds nvswitch_*)")
+        parser.add_argument("--nvswitch-port", type=int, default=None, help="NVSwitch port (link) number")
         parser.add_argument("--count", type=int, default=1)
         parser.add_argument("--observed-at", default="", help="ISO 8601 time with zone (default now)")
         parser.add_argument(
@@ -50,6 +52,8 @@ class Command(BaseCommand):
             "gpu_index": o["gpu"],
             "hca_device": o["hca_device"],
             "hca_port_number": o["hca_port"],
+            "nvswitch": o["nvswitch"],
+            "nvswitch_port": o["nvswitch_port"],
             "count": o["count"],
             "observed_at": observed_at,
         }

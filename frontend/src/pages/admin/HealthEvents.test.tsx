@@ -25,6 +25,9 @@ describe('staff health events', () => {
     expect(deviceText(EVENT)).toBe('GPU 1')
     expect(deviceText({ gpu_index: null, hca_port: 'mlx5_0' })).toBe('port mlx5_0')
     expect(deviceText(THERMAL)).toBe('host')
+    const sxid = { ...THERMAL, kind: 'nvswitch_fatal', xid: 24007, count: 1, nvswitch: '0000:07:00.0', nvswitch_port: 32 }
+    expect(eventText(sxid)).toBe('NVSwitch fatal error SXid 24007')
+    expect(deviceText(sxid)).toBe('NVSwitch 0000:07:00.0 port 32')
   })
 
   it('lists the fleet\'s events, opens filtered by ?host= and filters by kind and class', async () => {

@@ -20,6 +20,10 @@ export const EVENT_KINDS: Record<string, string> = {
   row_remap_failure: 'HBM row remap failure', nvlink_down: 'NVLink down', pcie_degraded: 'PCIe link degraded',
   thermal: 'Thermal violation', fallen_off_bus: 'GPU fallen off the bus', ib_port_down: 'InfiniBand port down',
   heartbeat_lost: 'Agent heartbeat lost', device_op_failed: 'Device operation failed', tenant_report: 'Tenant report',
+  ib_link_flap: 'InfiniBand link flap', ib_port_errors: 'InfiniBand port errors',
+  ib_rate_degraded: 'InfiniBand port below rate', nvswitch_fatal: 'NVSwitch fatal error',
+  nvswitch_nonfatal: 'NVSwitch non-fatal error', fabric_incomplete: 'GPU fabric not registered',
+  fabric_manager_down: 'Fabric Manager down',
 }
 
 export interface HealthFilters {
@@ -45,16 +49,19 @@ export function healthQuery(f: HealthFilters) {
   }
 }
 
-/** "XID 48", "Thermal violation": what was observed, in words. */
+/** "XID 48", "Thermal violation", "NVSwitch fatal error SXid 24007": what was observed, in words. */
 export function eventText(e: Pick<StaffHealthEvent, 'kind' | 'xid' | 'count'>): string {
-  const what = e.kind === 'xid' && e.xid != null ? `XID ${e.xid}` : (EVENT_KINDS[e.kind] ?? e.kind)
+  const label = EVENT_KINDS[e.kind] ?? e.kind
+  const what = e.xid == null ? label : e.kind === 'xid' ? `XID ${e.xid}` : `${label} SXid ${e.xid}`
   return e.count > 1 ? `${what} ×${e.count}` : what
 }
 
-/** "GPU 1", "port mlx5_0", "host": the device the event is about. */
-export function deviceText(e: Pick<StaffHealthEvent, 'gpu_index' | 'hca_port'>): string {
+/** "GPU 1", "port mlx5_0", "NVSwitch 0000:07:00.0 port 32", "host": the device the event is about. */
+export function deviceText(e: Pick<StaffHealthEvent, 'gpu_index' | 'hca_port'> &
+  Partial<Pick<StaffHealthEvent, 'nvswitch' | 'nvswitch_port'>>): string {
   if (e.gpu_index != null) return `GPU ${e.gpu_index}`
   if (e.hca_port) return `port ${e.hca_port}`
+  if (e.nvswitch) return `NVSwitch ${e.nvswitch}${e.nvswitch_port != null ? ` port ${e.nvswitch_port}` : ''}`
   return 'host'
 }
 
