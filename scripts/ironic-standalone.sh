@@ -3,6 +3,8 @@
 # from the virtual environment scripts/ironic-env.sh made. Hardware types fake-hardware and redfish.
 #   scripts/ironic-standalone.sh start DIR [PORT]   config, database and log in DIR; waits until the API answers;
 #                                                   prints the endpoint (http://127.0.0.1:PORT)
+#                                                   IRONIC_HTTP_URL: where something serves DIR/httpboot
+#                                                   (redfish-virtual-media's ISOs; default http://127.0.0.1:8082)
 #   scripts/ironic-standalone.sh stop DIR           SIGTERM, then SIGKILL after 15 s (a conductor that failed to
 #                                                   register its hardware types ignores SIGTERM)
 set -euo pipefail
@@ -67,7 +69,7 @@ lock_path = $dir/locks
 
 [deploy]
 http_root = $dir/httpboot
-http_url = http://127.0.0.1:8082
+http_url = ${IRONIC_HTTP_URL:-http://127.0.0.1:8082}
 CONF
 [ -f "$dir/ironic.sqlite" ] || "$IRONIC_VENV/bin/ironic-dbsync" --config-file "$dir/ironic.conf" create_schema \
   >"$dir/dbsync.log" 2>&1

@@ -9,6 +9,10 @@
 - `BAREMETAL_IRONIC_ENDPOINT` (default http://127.0.0.1:6385): the Ironic API the `ironic` driver talks to.
 - `BAREMETAL_FABRIC_VERIFY_S` (default 600): how long a delete waits for the subnet manager to apply the removal
   of the host's GUIDs from the tenant's InfiniBand partitions before it records a failure and holds the node.
+- `BAREMETAL_DISK_IMAGES` (default {}): {host name: path} of the disk images of VM-backed nodes (QEMU VMs behind a
+  Redfish emulator such as sushy-tools): the delete's erase read-back reads sample blocks of them back.
+- `BAREMETAL_GPU_CHECK_S` (default 1800): how long a delete waits for the node agent's GPU reset and validation
+  before it records them as unverified and holds the node.
 - `BAREMETAL_DEMO_ENROLL` (default false; `make run` sets it unless IRONIC=0): `manage.py demo_load` enrolls the
   demo bare-metal hosts into that Ironic (without it they are imported and left `enrolling`).
 """
@@ -38,3 +42,11 @@ def demo_enroll() -> bool:
 
 def fabric_verify_s() -> float:
     return float(getattr(settings, "BAREMETAL_FABRIC_VERIFY_S", 600.0))
+
+
+def disk_images() -> dict[str, str]:
+    return dict(getattr(settings, "BAREMETAL_DISK_IMAGES", None) or {})
+
+
+def gpu_check_s() -> float:
+    return float(getattr(settings, "BAREMETAL_GPU_CHECK_S", 1800.0))

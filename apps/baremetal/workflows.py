@@ -7,7 +7,9 @@ Instances of `baremetal` flavors (registered with compute, `integrations`; the s
   create:  place_and_claim → attach_networks (IB partition: the host's HCA GUIDs) → deploy (image + config
            drive) → wait_active
   delete:  undeploy → detach_networks (GUIDs leave the partitions) → verify_fabric (the subnet manager applied
-           it) → wait_cleaned (Ironic's automated cleaning) → sign_receipt → release_allocations
+           it) → wait_cleaned (Ironic's automated cleaning) → erase_read_back (sample blocks of the disk read
+           back) → gpu_checks (GPU reset and validation by the node agent) → return_to_service → sign_receipt →
+           release_allocations
   reboot:  reboot     stop: power_off     start: power_on     rebuild: rebuild → wait_rebuilt
 
 Every step is idempotent: the node is keyed by our instance id (Ironic's `instance_uuid`), so a deploy or an
@@ -356,10 +358,11 @@ def undeploy(op):
 
 
 def wait_cleaned(op) -> None:
-    """Wait for `available` (undeploy → cleaning → available), then return the host to service. What cleaning
-    did is read back from Ironic (its node history after `history_mark`) for the receipt, never inferred from
-    `available`. A `clean failed` node is held for staff (never handed to the next tenant) and the receipt says
-    cleaning failed; the tenant's delete completes."""
+    """Wait for `available` (undeploy → cleaning → available). What cleaning did is read back from Ironic (its
+    node history after `history_mark`) for the receipt, never inferred from `available`. A `clean failed` node is
+    held for staff (never handed to the next tenant) and the receipt says cleaning failed; the tenant's delete
+    completes. The host returns to service only after the erase read-back and the GPU checks
+    (`return_to_service`)."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None or "undeploy_started_at" not in op.state:
@@ -374,7 +377,119 @@ def wait_cleaned(op) -> None:
         raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
     nodesvc.node_observe(node, seen)
     op.state["cleaning"] = _cleaning(op, node, seen)
-    if not node.held_reason:
+
+
+def _skipped(reason: str) -> dict:
+    return {"result": "not_run", "how": f"skipped: {reason}", "started_at": None, "finished_at": None, "detail": ""}
+
+
+def erase_read_back(op) -> None:
+    """Read sample blocks of the node's disk back after cleaning (`services.erase`): all zeros → `succeeded`;
+    data left (an erase that reported success but did not erase, or cleaning that wiped only metadata) → `failed`
+    and the node is held. The disk is read where this deployment can reach it: the disk image of a VM-backed node
+    (`BAREMETAL_DISK_IMAGES`, a QEMU VM behind a Redfish emulator); otherwise the step is recorded as skipped with
+    the reason, never as done. Result in `op.state["erase_read_back"]` (once)."""
+    from .drivers.disk import QemuImageDisk
+    from .services import erase
+
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None or "undeploy_started_at" not in op.state or "erase_read_back" in op.state:
+        return
+    image = conf.disk_images().get(node.host.name)
+    if image:
+        check = erase.erase_read_back(QemuImageDisk(image), where=f"the disk of {node.host.name}")
+    elif node.driver == receipts.FAKE:
+        check = _skipped("fake-hardware has no disks")
+    else:
+        check = _skipped("this deployment has no way to read the node's disks back (BAREMETAL_DISK_IMAGES names "
+                         "the disk images of VM-backed nodes; real servers' disks are not read back in this version)")
+    op.state["erase_read_back"] = check
+    if check["result"] == "failed":
+        nodesvc.node_hold(node=node, reason=f"bare-metal: erase read-back failed: {check['detail']}"[:1000])
+
+
+def gpu_checks(op):
+    """GPU reset and GPU validation on the host after cleaning, by its node agent, with the mechanisms VM hosts
+    use: the GPU scrub (`gpus_scrub`: `reset_gpu` and its health check per GPU, ADR 0501) and the return-to-service
+    check (`run_diagnostics`, passed by health's `check_passed`: the tool said pass and logged no error, ADR 0213).
+    Queued once (`op.state["gpu_commands"]`, committed before the wait), then waited for up to
+    `BAREMETAL_GPU_CHECK_S`. Recorded in `op.state["gpu_reset"]` and `["gpu_validation"]`: `executed` with the
+    agent's results when it ran; a reset that failed or a check that did not pass → `failed` and the node held; no
+    report in time → `unknown` / `unverified` and the node held. Skipped, with the reason, on fake-hardware (no
+    server behind the node) and on a host with no node agent enrolled."""
+    import datetime as dt
+
+    from apps.health.services.repair import check_passed
+    from apps.inventory.models import AgentCommand, AgentCredential
+    from apps.inventory.services.agent import agent_command_enqueue
+    from apps.inventory.services.scrub import gpus_scrub
+    from apps.inventory.states import CommandKind, CommandStatus
+
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None or "undeploy_started_at" not in op.state or "gpu_validation" in op.state:
+        return None
+    host = node.host
+    indexes = sorted(host.gpus.values_list("index", flat=True))
+    reason = ("fake-hardware has no server behind the node, so no node agent runs on it" if node.driver == receipts.FAKE
+              else "no node agent is enrolled on this host" if not AgentCredential.objects.filter(
+                  host=host, revoked_at__isnull=True).exists()
+              else "the host has no GPUs in inventory" if not indexes else "")
+    if reason:
+        op.state["gpu_reset"] = op.state["gpu_validation"] = _skipped(reason)
+        return None
+    if "gpu_commands" not in op.state:
+        names = gpus_scrub(actor=None, host=host, gpu_indexes=indexes,
+                           reason=f"bare-metal instance {inst.pk} left the host")
+        diag = agent_command_enqueue(actor=None, host=host, kind=CommandKind.RUN_DIAGNOSTICS,
+                                     payload={"gpu_indexes": indexes, "level": 2}, ledger_guard=False)
+        op.state["gpu_commands"] = {"resets": {k: str(v) for k, v in names.items() if k.startswith("reset_")},
+                                    "diagnostics": str(diag.pk), "queued_at": now().isoformat()}
+        return AGAIN  # the commands are committed before the agent is waited for
+    queued = op.state["gpu_commands"]
+    cmds = {str(c.pk): c for c in AgentCommand.objects.filter(
+        pk__in=[*queued["resets"].values(), queued["diagnostics"]])}
+    done = (CommandStatus.SUCCEEDED, CommandStatus.FAILED)
+    late = (now() - dt.datetime.fromisoformat(queued["queued_at"])).total_seconds() > conf.gpu_check_s()
+    if any(c.status not in done for c in cmds.values()) and not late:
+        raise StepWait(conf.deploy_poll_s(), "waiting for the node agent's GPU reset and validation")
+    finished = now().isoformat()
+
+    def record(cs: list, ok, detail: str) -> dict:
+        if any(c.status not in done for c in cs):
+            return {"result": "unknown", "started_at": queued["queued_at"], "finished_at": None,
+                    "how": f"unverified: the node agent did not report within {conf.gpu_check_s():.0f} s",
+                    "detail": detail}
+        return {"result": "succeeded" if all(ok(c) for c in cs) else "failed", "how": "executed",
+                "started_at": queued["queued_at"], "finished_at": finished, "detail": detail}
+
+    resets = [cmds[i] for _, i in sorted(queued["resets"].items())]
+    op.state["gpu_reset"] = record(
+        resets, lambda c: c.status == CommandStatus.SUCCEEDED and c.result.get("health") == "ok",
+        "; ".join(f"GPU {c.payload.get('gpu_index')}: {c.status}, health {c.result.get('health') or c.error or '-'}"
+                  for c in resets))
+    diag = cmds[queued["diagnostics"]]
+    op.state["gpu_validation"] = record(
+        [diag], check_passed, f"{diag.result.get('tool') or 'diagnostics'} {diag.result.get('tool_version', '')}: "
+        f"{diag.result.get('result') or diag.status}" + (f", errors: {'; '.join(diag.result['errors'])}"
+                                                          if diag.result.get("errors") else "") + (
+            f" ({diag.error})" if diag.error else ""))
+    bad = [k for k in ("gpu_reset", "gpu_validation") if op.state[k]["result"] != "succeeded"]
+    if bad:
+        nodesvc.node_hold(node=node, reason=f"bare-metal: {' and '.join(bad)} after the tenant did not pass")
+    return None
+
+
+def return_to_service(op) -> None:
+    """The host back to placement once cleaning, the erase read-back and the GPU checks passed (a node any of
+    them held stays out for staff)."""
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None or "undeploy_started_at" not in op.state:
+        return
+    node.refresh_from_db(fields=["held_reason"])
+    if not node.held_reason and node.provision_state == P.AVAILABLE:
         nodesvc.node_return_to_service(node=node, reason="bare-metal node cleaned and available")
 
 
@@ -479,7 +594,9 @@ def register() -> None:
         on_error=create_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
     wf.register(wf.Workflow(kind=KINDS[DELETE], steps=(
         ("undeploy", undeploy), ("detach_networks", detach_networks), ("verify_fabric", verify_fabric),
-        ("wait_cleaned", wait_cleaned), ("sign_receipt", sign_receipt), ("release_allocations", release_allocations)),
+        ("wait_cleaned", wait_cleaned), ("erase_read_back", erase_read_back), ("gpu_checks", gpu_checks),
+        ("return_to_service", return_to_service), ("sign_receipt", sign_receipt),
+        ("release_allocations", release_allocations)),
         on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
     wf.register(wf.Workflow(kind=KINDS[REBOOT], steps=(("reboot", reboot),), on_error=action_failed,
                             deadline_seconds=600.0))

@@ -83,8 +83,9 @@ def test_deploy_reboot_stop_start_rebuild_delete_with_a_verified_receipt(world, 
     delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
     assert delete.status_code == 202
     op = drive(delete.data["operation"]["id"])
-    assert (op.status, op.steps_done) == ("succeeded", ["undeploy", "detach_networks", "verify_fabric",
-                                                        "wait_cleaned", "sign_receipt", "release_allocations"])
+    assert (op.status, op.steps_done) == ("succeeded", [
+        "undeploy", "detach_networks", "verify_fabric", "wait_cleaned", "erase_read_back", "gpu_checks",
+        "return_to_service", "sign_receipt", "release_allocations"])
     assert Instance.objects.get(pk=inst_id).status == "deleted" and _live(inst_id) == []
     seen = bm_driver.get(node.ironic_id)
     assert (seen.state.provision, seen.instance_id) == ("available", "")
@@ -110,7 +111,9 @@ def test_deploy_reboot_stop_start_rebuild_delete_with_a_verified_receipt(world, 
         ("undeploy", "succeeded", "executed"),
         ("automated_cleaning", "succeeded", "simulated by fake-hardware"),
         ("disk_erase_read_back", "not_run", "skipped: fake-hardware has no disks"),
-        ("gpu_reset_and_validation", "not_run", "skipped: no node agent runs on bare-metal hosts in this version"),
+        ("gpu_reset", "not_run", "skipped: fake-hardware has no server behind the node, so no node agent runs on it"),
+        ("gpu_validation", "not_run",
+         "skipped: fake-hardware has no server behind the node, so no node agent runs on it"),
         ("tenant_networks_detached", "succeeded", "skipped: the instance had no tenant network")]
 
 

@@ -7,6 +7,9 @@ The document (``payload``, canonical JSON: sorted keys, separators ``,`` and ``:
      "key_id", "instance": {"id", "name", "project"}, "node": {"id", "name", "host", "hardware_type"},
      "steps": [{"step", "result", "how", "started_at", "finished_at", "detail"}, ...]}
 
+`disk_erase_read_back` also has ``sampled_blocks``, ``block_bytes`` and ``blocks_with_data`` (byte offsets of
+sampled blocks that still held data) when it ran (`services.erase`); `gpu_reset` and `gpu_validation` are the node
+agent's GPU reset with its health check and its diagnostics (`workflows.gpu_checks`).
 `tenant_networks_detached` also lists ``pkey_members_removed`` (``fabric``, ``pkey`` as ``0x0101``, ``guid``: the
 host's HCA port GUIDs that left the tenant's InfiniBand partitions); one ``pkey_removal_verified`` step per fabric
 (with ``fabric``) says whether its subnet manager applied the removal (`workflows.verify_fabric`).
@@ -101,8 +104,19 @@ def canonical(document: dict) -> str:
     return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _recorded(step: str, check: dict | None, extra: tuple[str, ...] = ()) -> dict:
+    """A step the delete recorded in its state (`workflows.erase_read_back`, `workflows.gpu_checks`); a delete that
+    started before this version recorded them says so, as skipped."""
+    if not check:
+        return {"step": step, "result": "not_run", "how": "skipped: not run by the version that handled this delete",
+                "started_at": None, "finished_at": None, "detail": ""}
+    out = {"step": step, **{k: check.get(k) for k in ("result", "how", "started_at", "finished_at")},
+           "detail": check.get("detail") or ""}
+    out.update({k: check[k] for k in extra if k in check})
+    return out
+
+
 def _steps(node: BaremetalNode, state: dict) -> list[dict]:
-    simulated = node.driver == FAKE
     cleaning = state.get("cleaning", {})
     steps = [
         {"step": "undeploy", "result": "succeeded", "how": "executed",
@@ -112,13 +126,10 @@ def _steps(node: BaremetalNode, state: dict) -> list[dict]:
          "how": cleaning.get("how") or "unverified: no cleaning was read back from Ironic",
          "started_at": cleaning.get("started_at"), "finished_at": cleaning.get("finished_at"),
          "detail": cleaning.get("detail", "")},
-        {"step": "disk_erase_read_back", "result": "not_run", "how": (
-            "skipped: fake-hardware has no disks" if simulated else
-            "skipped: read-back of erased blocks needs the node agent, not installed on bare-metal hosts"),
-         "started_at": None, "finished_at": None, "detail": ""},
-        {"step": "gpu_reset_and_validation", "result": "not_run",
-         "how": "skipped: no node agent runs on bare-metal hosts in this version", "started_at": None,
-         "finished_at": None, "detail": ""},
+        _recorded("disk_erase_read_back", state.get("erase_read_back"), extra=("sampled_blocks", "block_bytes",
+                                                                              "blocks_with_data")),
+        _recorded("gpu_reset", state.get("gpu_reset")),
+        _recorded("gpu_validation", state.get("gpu_validation")),
         {"step": "tenant_networks_detached", "result": "succeeded",
          "how": "executed" if state.get("had_networks") else "skipped: the instance had no tenant network",
          "started_at": None, "finished_at": state.get("networks_detached_at") if state.get("had_networks") else None,
