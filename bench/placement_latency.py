@@ -6,7 +6,9 @@ Builds a benchmark-only database (`gpucloud_bench_ledger`, dropped and re-create
 the project's migrations, bulk-loads HGX H100 hosts (8 GPUs, 2 NUMA nodes, 8 IB rails, 32 hosts per scalable
 unit; ~1 % cordoned, ~0.5 % faulty, ~0.1 % of GPUs faulty), pre-fills about `--fill` of the GPUs with
 open-ended allocations (bulk insert, then one set-based summary rebuild), then times `--claims` on-demand
-requests of 1, 2, 4 or 8 GPUs with vCPUs and memory, each placed and claimed in its own transaction.
+requests of 1, 2, 4 or 8 GPUs with vCPUs and memory, each placed and claimed in its own transaction. The hosts are
+hypervisors and the requests are VMs' (`provisioning_kind="hypervisor"`, as compute asks), so the device step also
+fits each VM's guest NUMA nodes to its GPUs' host nodes (docs/adr/0510).
 The last stdout line is one JSON object: per fleet size p50_ms / p99_ms / mean_ms, plus `p50_ms` and `p99_ms`
 of the largest fleet.
 """
@@ -85,7 +87,7 @@ def load_fleet(n_hosts: int, rng: random.Random) -> list:
         hosts.append(Host(name=f"gpu{i:05d}", zone=su.zone_id and zones[(i // HOSTS_PER_SU) % 2],
                           scalable_unit=su, serial=f"SN{i:07d}", state=state, cpu_sockets=2, cpu_cores=112,
                           cpu_threads=224, memory_mib=2 * 1024 * 1024, numa_nodes=2,
-                          nvswitch_system="hgx-h100-8gpu"))
+                          nvswitch_system="hgx-h100-8gpu", provisioning_kind="hypervisor"))
     Host.objects.bulk_create(hosts, batch_size=5000)
     gpus, ports = [], []
     for i, h in enumerate(hosts):
@@ -150,7 +152,7 @@ def time_claims(n: int, rng: random.Random, project) -> list[float]:
     for _ in range(n):
         gpus = rng.choice([1, 1, 1, 2, 2, 4, 8])
         req = PlacementRequest(project_id=project.id, gpus_per_host=gpus, vcpus=24 * gpus, memory_mib=131072 * gpus,
-                               gpu_models=("H100-SXM5-80GB",))
+                               gpu_models=("H100-SXM5-80GB",), provisioning_kind="hypervisor")
         t = time.perf_counter()
         try:
             placement_claim(actor=None, request=req, consumers=ConsumerRef(uuid.uuid4(), "instance", project.id))

@@ -27,6 +27,7 @@ from apps.core.drivers import DriverError
 from apps.core.errors import DomainError
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
+from apps.inventory.numa import guest_numa_shortfall, node_caps
 from apps.inventory.services.agent import agent_command_enqueue
 from apps.inventory.services.scrub import gpus_hold_dirty, gpus_scrub
 from apps.inventory.states import CommandKind, CommandStatus, HostState, VgpuTypeKind
@@ -156,6 +157,19 @@ def _numa(inst: Instance, d: dict) -> tuple[list[dict], list[Gpu]]:
         d["numa"] = guest_numa(host=inst.host, gpu_nodes=[g.numa_node for g in ordered], vcpus=inst.flavor.vcpus,
                                memory_mib=inst.flavor.memory_mib)
     return resources, ordered
+
+
+def devices_numa_shortfall(instance: Instance, flavor) -> str:
+    """Why `flavor`'s vCPUs and memory cannot have their guest NUMA nodes on the host nodes of the instance's placed
+    GPUs ('' when they can, or without GPUs): the check placement makes for a create
+    (`apps.inventory.numa.guest_numa_shortfall`), for a resize that keeps the GPUs (docs/adr/0510)."""
+    resources = [r for r in (instance.devices or {}).get("placement", {}).get("resources", [])
+                 if r["resource_class"] in GPU_CLASSES and r.get("gpu_id")]
+    if not resources or instance.host is None:
+        return ""
+    nodes = dict(Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources]).values_list("pk", "numa_node"))
+    gpu_nodes = [nodes[uuid.UUID(str(r["gpu_id"]))] for r in resources if uuid.UUID(str(r["gpu_id"])) in nodes]
+    return guest_numa_shortfall(gpu_nodes, flavor.vcpus, flavor.memory_mib, node_caps(instance.host))
 
 
 def devices_numa_refresh(instance: Instance) -> None:

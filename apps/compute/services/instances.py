@@ -37,6 +37,7 @@ from ..models import Flavor, Image, Instance, InstanceFlavorChange, SshKey
 from ..selectors import flavor_offered_to_project
 from ..states import INSTANCE_TRANSITIONS, GpuForm, InstanceStatus, ProvisioningKind
 from ._common import validate_name
+from .devices import devices_numa_shortfall
 from .networks import network_request_resolve
 from .placement import instance_queue, placement_admit_for
 from .volumes import instance_volumes_check, instance_volumes_reserve
@@ -468,7 +469,8 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     instance never holds both. The new rows keep the terms the instance draws its capacity on, as the placement
     hooks give them (`placement.instance_placement_request`): inside a lease they nest under the lease's rows up
     to its end (the lease's GPUs, billed with the lease), a spot instance's stay spot. 409 `invalid_state` unless
-    stopped; 409 `flavor_does_not_fit` when the GPU spec differs or the host (or the lease) lacks room (nothing
+    stopped; 409 `flavor_does_not_fit` when the GPU spec differs, the host (or the lease) lacks room, or the new
+    vCPUs or memory do not fit the host NUMA nodes of the instance's GPUs (`devices_numa_shortfall`; nothing
     changes); 409 `lease_not_usable` when its lease is not active any more; 409 `capacity_unavailable` while spot
     instances still give the lease's GPUs back; 409 `not_supported_for_flavor_kind` for a bare-metal instance;
     400 "Not found." naming `flavor`; 422 `quota_exceeded` on growth."""
@@ -487,6 +489,10 @@ def instance_resize(*, actor, instance: Instance, flavor_id) -> Operation:
     if any(getattr(old, f) != getattr(flavor, f) for f in GPU_FIELDS):
         raise Conflict("A resize keeps the instance's GPUs: the new flavor must have the same GPU spec.",
                        code=Code.FLAVOR_DOES_NOT_FIT)
+    short = devices_numa_shortfall(instance, flavor)
+    if short:  # the guest NUMA nodes stay bound to the GPUs' host nodes (docs/adr/0505, 0510)
+        raise Conflict(f"The new flavor does not fit the NUMA nodes of the instance's GPUs on its host ({short}); "
+                       "choose a smaller flavor.", code=Code.FLAVOR_DOES_NOT_FIT)
     with transaction.atomic():
         before = transition(instance, "resize", INSTANCE_TRANSITIONS)
         for key, delta in (("vcpus", flavor.vcpus - old.vcpus), ("memory_mib", flavor.memory_mib - old.memory_mib)):

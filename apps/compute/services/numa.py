@@ -16,40 +16,18 @@ than its host node has (the flavor is too big for its GPUs' NUMA nodes on this h
 from __future__ import annotations
 
 from apps.core.drivers import DriverError
-from apps.inventory.numa import host_numa_nodes
-
-
-def _split(total: int, weights: list[int], unit: int = 1) -> list[int]:
-    units, w = total // unit, sum(weights)
-    parts = [units * x // w for x in weights]
-    for i in range(units - sum(parts)):
-        parts[i % len(parts)] += 1
-    for i, p in enumerate(parts):  # every guest node gets at least one unit (callers ensure units >= nodes)
-        if p == 0:
-            parts[parts.index(max(parts))] -= 1
-            parts[i] = 1
-    return [p * unit for p in parts]
+from apps.inventory.numa import guest_node_split, host_numa_nodes
 
 
 def guest_numa(*, host, gpu_nodes: list[int], vcpus: int, memory_mib: int) -> dict | None:
     """The layout (module docstring) for a VM with `vcpus` and `memory_mib` (MiB) whose GPUs sit on `gpu_nodes`
-    (one entry per GPU, host NUMA node ids). None for a VM without GPUs (left to the host's scheduler)."""
+    (one entry per GPU, host NUMA node ids). None for a VM without GPUs (left to the host's scheduler). The split
+    is `apps.inventory.numa.guest_node_split`, the one placement checks hosts with (docs/adr/0510)."""
     if not gpu_nodes:
         return None
     nodes = host_numa_nodes(host)
-    counts: dict[int, int] = {}
-    for n in gpu_nodes:
-        counts[n] = counts.get(n, 0) + 1
-    order = sorted(counts)
-    mem_unit = 1024 if memory_mib % 1024 == 0 else 1
-    if vcpus < len(order) or memory_mib // mem_unit < len(order):  # a guest node needs a vCPU and memory:
-        # keep the node with most GPUs
-        order = [max(order, key=lambda n: (counts[n], -n))]
-    weights = [counts[n] for n in order]
-    vsplit = _split(vcpus, weights)
-    msplit = _split(memory_mib, weights, mem_unit)
     cells, emulator, first = [], [], 0
-    for n, nv, mem in zip(order, vsplit, msplit, strict=True):
+    for n, nv, mem in guest_node_split(gpu_nodes, vcpus, memory_mib):
         hn = nodes.get(n)
         if hn is not None and hn.memory_mib and mem > hn.memory_mib:
             raise DriverError(f"guest NUMA node on host node {n} needs {mem} MiB; the host node has "

@@ -5,6 +5,10 @@
   partitions of the requested size prefer (1) one NUMA node, (2) breaking the fewest still-free larger
   partitions, (3) the lowest partition id. A size with no partition (e.g. 3 GPUs) does not fit.
 * Whole GPUs elsewhere: one NUMA node when one has room (the fullest such node, to keep whole nodes free).
+* A VM's GPUs (`fit`): only a choice whose host NUMA nodes can hold the guest NUMA nodes the VM gets there (its
+  memory and vCPUs split over its GPUs' nodes, each bound to its node: docs/adr/0505, 0510); on a host without
+  NVSwitch partitions, when no single node can, the GPUs are spread over the nodes (round robin) so each guest
+  node needs less. No such choice: ``numa_capacity``.
 * MIG: `apps.inventory.mig.mig_plan` next to the GPU's current GPU instances (from the ledger).
 * vGPU: homogeneous vGPU mode (one type per GPU), at most the catalog's maximum of that type.
 * Share: the GPU scored best by the packing policy (`apps.scheduling.policies`), i.e. the FGD family.
@@ -25,6 +29,7 @@ from functools import lru_cache
 
 from apps.inventory.catalog import gpu_model_get, nvswitch_partitions
 from apps.inventory.mig import mig_max_placeable, mig_plan
+from apps.inventory.numa import guest_numa_shortfall
 
 from ..models import GPU_SLICES
 
@@ -38,12 +43,13 @@ class GpuRow:
     occupancy: tuple = ()  # allocations overlapping the window: dicts rc/lo/hi/amount/profile/parent
 
 
-def choose_whole_gpus(n: int, free: list[GpuRow], nvswitch_system: str):
+def choose_whole_gpus(n: int, free: list[GpuRow], nvswitch_system: str, fit: tuple | None = None):
     """Pick `n` GPUs out of `free`. Returns ((gpus, detail), score) or (None, reason). The choice depends only
-    on (n, baseboard, free GPU indexes and NUMA nodes), so it is memoised: a fleet has few distinct patterns."""
+    on (n, baseboard, free GPU indexes and NUMA nodes, `fit`), so it is memoised: a fleet has few distinct
+    patterns. `fit`: see `choose_indexes`."""
     if len(free) < n:
         return None, "gpu_capacity"
-    picked, detail, score = choose_indexes(n, nvswitch_system or "", tuple((g.index, g.numa) for g in free))
+    picked, detail, score = choose_indexes(n, nvswitch_system or "", tuple((g.index, g.numa) for g in free), fit)
     if picked is None:
         return None, detail
     by_index = {g.index: g for g in free}
@@ -67,20 +73,33 @@ def _partition_masks(system: str) -> tuple[tuple[int, int, int], ...]:
 
 
 @lru_cache(maxsize=65536)
-def choose_indexes(n: int, system: str, free: tuple[tuple[int, int], ...]):
-    """`free`: ((GPU index, NUMA node), ...). -> (chosen indexes, detail items, score) or (None, reason, 0)."""
+def choose_indexes(n: int, system: str, free: tuple[tuple[int, int], ...], fit: tuple | None = None):
+    """`free`: ((GPU index, NUMA node), ...); `fit`: (vCPUs, memory MiB, `apps.inventory.numa.NodeCaps`) of the VM
+    whose guest NUMA nodes the chosen GPUs' host nodes must hold, or None (bare metal, CPU-less checks).
+    -> (chosen indexes, detail items, score) or (None, reason, 0)."""
     numa_of = dict(free)
+
+    def ok(idxs) -> bool:
+        return fit is None or not guest_numa_shortfall([numa_of[i] for i in idxs], *fit)
+
     parts = _partition_masks(system) if system else ()
     if not parts:
         by_numa: dict[int, list[int]] = {}
         for idx, node in free:
             by_numa.setdefault(node, []).append(idx)
-        fitting = sorted((len(v), node) for node, v in by_numa.items() if len(v) >= n)
+        fitting = sorted((len(v), node) for node, v in by_numa.items() if len(v) >= n and ok(v[:n]))
         if fitting:
             node = fitting[0][1]
             return tuple(by_numa[node][:n]), (("numa_nodes", (node,)),), 1.0
-        chosen = tuple(idx for idx, _ in free[:n])
-        return chosen, (("numa_nodes", tuple(sorted({numa_of[i] for i in chosen}))),), 0.0
+        options = [tuple(idx for idx, _ in free[:n])]
+        if fit is not None:  # spread over the nodes: every guest node needs less of its host node
+            lists = [by_numa[node] for node in sorted(by_numa)]
+            spread = [lst[i] for i in range(max(map(len, lists), default=0)) for lst in lists if i < len(lst)]
+            options.append(tuple(sorted(spread[:n])))
+        for chosen in options:
+            if ok(chosen):
+                return chosen, (("numa_nodes", tuple(sorted({numa_of[i] for i in chosen}))),), 0.0
+        return None, "numa_capacity", 0.0
     free_mask = 0
     for idx, _ in free:
         free_mask |= 1 << idx
@@ -90,6 +109,10 @@ def choose_indexes(n: int, system: str, free: tuple[tuple[int, int], ...]):
     usable = [p for p in sized if p[1] & ~free_mask == 0]
     if not usable:
         return None, "nvswitch_partition_busy", 0.0
+    if fit is not None:
+        usable = [p for p in usable if ok([i for i in range(64) if p[1] >> i & 1])]
+        if not usable:
+            return None, "numa_capacity", 0.0
 
     def key(p):
         idxs = [i for i in range(64) if p[1] >> i & 1]

@@ -13,11 +13,18 @@ Two paths give the same answers for what they cover:
 Filter order: host_state, provisioning_kind, zone, host (a pinned `host_id`), lease_holding, tenant_isolation, affinity, anti_affinity,
 gpu_model, gpu_mode, gpu_health, gpu_capacity, vcpu, memory, then the host filters of other apps the request
 needs (`needs`: e.g. compute's ``ib_partition``; such a request always takes the exact path), then the device
-filters (nvswitch_partition, mig_geometry, vgpu_capacity, share_capacity) and topology.
+filters (nvswitch_partition, numa_capacity, mig_geometry, vgpu_capacity, share_capacity) and topology.
+
+``numa_capacity`` (whole GPUs of a VM, i.e. a ``hypervisor`` request with vCPUs or memory): the chosen GPUs' host
+NUMA nodes must hold the guest NUMA nodes the VM gets (docs/adr/0510); each path reads the node sizes
+(`apps.inventory.numa.node_caps`) only for the hosts that reach its device step.
 """
 from __future__ import annotations
 
+import json
 import uuid
+from functools import lru_cache
+from types import SimpleNamespace
 
 from django.db import connection
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
@@ -26,6 +33,7 @@ from django.db.models import Count
 from apps.core import clock
 from apps.inventory.catalog import gpu_model_get
 from apps.inventory.models import VirtualFunction, Zone
+from apps.inventory.numa import node_caps
 from apps.inventory.states import GpuMode, HostState, ProvisioningKind
 
 from ..ledger import AllocationSpec
@@ -37,6 +45,8 @@ from .request import Candidate, HostChoice, PlacementRequest, Result
 from .topology import select_hosts
 
 FAST_OVERFETCH = 8
+#: hosts whose NUMA node sizes the exact path reads at a time (it stops once it has `limit` candidates)
+NUMA_CHUNK = 256
 
 
 class _Ctx:
@@ -65,12 +75,19 @@ class _Ctx:
         self.zone_id = None
         if req.zone:
             self.zone_id = Zone.objects.filter(name=req.zone).values_list("id", flat=True).first() or uuid.UUID(int=0)
+        #: a VM's whole GPUs: the guest NUMA nodes must fit the GPUs' host nodes (`devices.choose_indexes`'s fit)
+        self.numa = bool(req.gpus_per_host and req.provisioning_kind == ProvisioningKind.HYPERVISOR
+                         and (req.vcpus or req.memory_mib))
         self.group_hosts: set | None = None
         if req.affinity_group and not ideal:
             with connection.cursor() as cur:
                 cur.execute(sql.GROUP_HOSTS, {"group": req.affinity_group, "project": req.project_id,
                                               "window": self.window})
                 self.group_hosts = {host_id for (host_id,) in cur.fetchall()}
+
+    def fit(self, caps: dict, host_id) -> tuple | None:
+        """The device step's `fit` argument for `host_id` (None when the request has no guest NUMA nodes)."""
+        return (self.req.vcpus, self.req.memory_mib, caps.get(host_id, ())) if self.numa else None
 
     def countable_used(self, holders: int, workloads: int) -> int:
         r = self.req
@@ -129,10 +146,11 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     for lo in range(0, len(hosts), max(step, 1)):
         batch = hosts[lo:lo + step]
         free = _free_gpus(ctx, [h.id for h in batch]) if req.gpus_per_host else {}
+        caps = _node_caps(ctx, [h.id for h in batch])
         for rank, (hid, name, nvs) in enumerate(batch, start=lo):
             gpus, detail, score = [], {}, 0.0
             if req.gpus_per_host:
-                got, score = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs)
+                got, score = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs, ctx.fit(caps, hid))
                 if got is None:
                     exp.remove(_DEVICE_FILTER.get(score, score), score)
                     continue
@@ -156,12 +174,13 @@ def _fast_gang(ctx: _Ctx, hosts: list[sql.FastHostRow], exp: Explanation, rounds
         if picked is None:
             break
         free = _free_gpus(ctx, picked) if req.gpus_per_host else {}
+        caps = _node_caps(ctx, picked)
         chosen = []
         for hid in picked:
             name, nvs = meta[hid].name, meta[hid].nvswitch_system
             gpus, detail = [], {}
             if req.gpus_per_host:
-                got, why = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs)
+                got, why = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs, ctx.fit(caps, hid))
                 if got is None:
                     exp.remove(_DEVICE_FILTER.get(why, why), why)
                     excluded.add(hid)
@@ -178,6 +197,26 @@ def _gang_candidate(chosen: list[HostChoice], info: dict) -> Candidate:
     """Score: fewer leaves per rail first, then fewer spine groups, then fewer fabrics (higher is better)."""
     score = -(info["max_leaves_per_rail"] * 100 + info["spine_groups"] * 10 + info["fabrics"])
     return Candidate(chosen, float(score), info)
+
+
+def _node_caps(ctx: _Ctx, host_ids: list) -> dict:
+    """{host id: `NodeCaps`} of some hosts (the NUMA nodes' CPUs and memory, `apps.inventory.numa.node_caps`), read
+    only when the request has guest NUMA nodes to fit ({} otherwise)."""
+    if not ctx.numa or not host_ids:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(sql.HOST_NUMA, {"hosts": list(host_ids)})
+        # jsonb comes back as text through Django's connection (its JSONField decodes it)
+        return {hid: _caps(nodes, cores, threads, memory, numa if isinstance(numa, str) else json.dumps(numa or ""))
+                for hid, nodes, cores, threads, memory, numa in cur.fetchall()}
+
+
+@lru_cache(maxsize=1024)
+def _caps(numa_nodes: int, cpu_cores: int, cpu_threads: int, memory_mib: int, reported: str):
+    """`node_caps` of a host by its recorded counts and the agent's NUMA report (JSON text): hosts alike share one."""
+    host = SimpleNamespace(numa_nodes=numa_nodes, cpu_cores=cpu_cores, cpu_threads=cpu_threads,
+                           memory_mib=memory_mib, observed={"host": {"numa": json.loads(reported)}})
+    return node_caps(host)
 
 
 def _free_gpus(ctx: _Ctx, host_ids: list) -> dict:
@@ -236,10 +275,12 @@ def _window(ctx: _Ctx, limit: int, exclude: frozenset) -> tuple[Result, bool]:
         rows = [sql.WindowHostRow._make(r) for r in cur.fetchall()]
     exp = Explanation(len(rows), "window")
     passed = []
+    caps = _node_caps(ctx, [r.id for r in rows])
     for r in rows:
         key = weighers.host_key(ctx.policy, len(r.free_idx) - req.gpus_per_host, r.vcpus_free - req.vcpus)
         free = tuple(zip(r.free_idx, r.free_numa, strict=True))
-        picked, detail, score = devices.choose_indexes(req.gpus_per_host, r.nvswitch_system or "", free)
+        picked, detail, score = devices.choose_indexes(req.gpus_per_host, r.nvswitch_system or "", free,
+                                                       ctx.fit(caps, r.id))
         if picked is None:
             exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
             continue
@@ -272,6 +313,7 @@ _DEVICE_FILTER = {
     "vgpu_type_unsupported": "vgpu_capacity",
     "share_capacity": "share_capacity",
     "vf_capacity": "vf_capacity",
+    "numa_capacity": "numa_capacity",
 }
 _REASON_TEXT = {
     "nvswitch_partition_size": "no NVSwitch partition has exactly the requested number of GPUs",
@@ -284,6 +326,7 @@ _REASON_TEXT = {
     "share_capacity": "no shared-mode GPU has the share free",
     "gpu_capacity": "fewer free GPUs than requested",
     "vf_capacity": "no GPU that hands vGPUs to VMs as SR-IOV VFs has a free VF (enable VFs on the host)",
+    "numa_capacity": "the GPUs' host NUMA nodes cannot hold the VM's memory and vCPUs (bound to its GPUs' nodes)",
 }
 
 
@@ -393,11 +436,15 @@ def _whole_gpu_choices(ctx: _Ctx, survivors: list[sql.ExactHostRow], exp: Explan
         ranked.append((weighers.host_key(ctx.policy, len(r.free_idx) - req.gpus_per_host, free_vcpus), r))
     ranked.sort(key=lambda t: (t[0], str(t[1].id)))
     passed = []
-    for key, r in ranked:
+    caps: dict = {}
+    for pos, (key, r) in enumerate(ranked):
         picked, detail, score = (), (), 0.0
+        if ctx.numa and pos % NUMA_CHUNK == 0:
+            caps = _node_caps(ctx, [x.id for _, x in ranked[pos:pos + NUMA_CHUNK]])
         if req.gpus_per_host:
             picked, detail, score = devices.choose_indexes(req.gpus_per_host, r.nvswitch_system or "",
-                                                           tuple(zip(r.free_idx, r.free_numa, strict=True)))
+                                                           tuple(zip(r.free_idx, r.free_numa, strict=True)),
+                                                           ctx.fit(caps, r.id))
             if picked is None:
                 exp.remove(_DEVICE_FILTER[detail], _REASON_TEXT[detail])
                 continue

@@ -166,6 +166,12 @@ SELECT a.host_id, a.gpu_id FROM scheduling_allocation a
 WHERE a.consumer_id = %(lease)s AND a.consumer_type = 'lease' AND a.period @> %(window)s
 """
 
+#: What `apps.inventory.numa.node_caps` reads of some hosts: the recorded counts and the agent's NUMA report.
+HOST_NUMA = """
+SELECT h.id, h.numa_nodes, h.cpu_cores, h.cpu_threads, h.memory_mib, h.observed -> 'host' -> 'numa'
+FROM inventory_host h WHERE h.id = ANY(%(hosts)s::uuid[])
+"""
+
 #: GPU ids of some hosts by index (resolving the exact path's winners).
 GPU_IDS = """
 SELECT g.host_id, g.index, g.id FROM inventory_gpu g WHERE g.host_id = ANY(%(hosts)s::uuid[])
