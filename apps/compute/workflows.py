@@ -133,10 +133,12 @@ def _network_config(nics) -> str:
 
 def _spec(inst: Instance) -> DomainSpec:
     d = inst.devices or {}
-    hostdevs: list = [PciHostdev(a) for a in d.get("pci", []) + d.get("hca", [])]
-    hostdevs += [PciHostdev(v["address"], vgpu_type=v.get("vgpu_type", ""), is_vf=True) for v in d.get("vfs", [])]
-    hostdevs += [MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start"))
-                 for m in d.get("mdevs", [])]
+    node = devsvc.devices_guest_nodes(inst)  # each device under its guest NUMA node's PCIe expander bus
+    hostdevs: list = [PciHostdev(a, guest_node=node.get(a)) for a in d.get("pci", []) + d.get("hca", [])]
+    hostdevs += [PciHostdev(v["address"], vgpu_type=v.get("vgpu_type", ""), is_vf=True, guest_node=node.get(v["address"]))
+                 for v in d.get("vfs", [])]
+    hostdevs += [MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start"),
+                             guest_node=node.get(m["uuid"])) for m in d.get("mdevs", [])]
     image = inst.image
     disk = None
     volumes = volsvc.instance_volume_disks(inst)

@@ -18,6 +18,7 @@ from apps.compute.models import Flavor, Instance
 from apps.compute.services.hypervisor import driver_for_host, forget_drivers
 from apps.core.drivers import DriverError
 from tests.drivers.contract.conftest import qemu_embed_uri  # noqa: F401  (session fixture)
+from tests.drivers.contract.test_libvirt_schema import _guest_node_of
 
 from .conftest import create_body, drive, gpu_host
 
@@ -90,6 +91,10 @@ def test_guest_numa_follows_the_gpus(world, libvirt_host, gpus, vcpus, gib, huge
     root = ET.fromstring(driver_for_host(libvirt_host).domain_xml_get(inst.pk))
     assert _layout(root) == expected
     assert len(root.findall("devices/hostdev")) == gpus
+    # each guest node has a PCIe expander bus on it and its GPUs under it (GPU i is PCI bus i; 0-3 on node 0)
+    assert [c.findtext("target/node") for c in root.iterfind("devices/controller[@model='pcie-expander-bus']")] == [
+        str(i) for i in range(len(expected["cells"]))]
+    assert _guest_node_of(root) == {f"0x{i:02x}": "0" if i < 4 else "1" for i in range(gpus)}
     if gpus == 8:  # each guest node's vCPUs sit on its own host node's cores
         pins = {p.get("vcpu"): p.get("cpuset") for p in root.iterfind("cputune/vcpupin")}
         assert (pins["0"], pins["103"], pins["104"], pins["207"]) == (NODE0_CPUS,) * 2 + (NODE1_CPUS,) * 2
@@ -113,12 +118,69 @@ def test_a_resize_lays_the_guest_nodes_out_again_for_the_new_flavor(world, libvi
     assert _layout(root)["cells"] == [("0-51", 480 * 1024)] and _layout(root)["npins"] == 52
 
 
-def test_a_guest_node_never_gets_more_memory_than_its_host_node(world, libvirt_host):
-    """4 GPUs fit on node 0, whose 1 TiB cannot hold 1.5 TiB: the create fails with the reason, nothing defined."""
+def test_a_flavor_too_big_for_one_node_gets_gpus_on_both_nodes(world, libvirt_host):
+    """4 GPUs would fit on node 0, whose 1 TiB cannot hold 1.5 TiB: placement takes two GPUs on each node of this
+    PCIe host (no NVSwitch partitions), so each guest node needs 768 GiB of its host node's 1 TiB (the old code
+    took GPUs 0-3 and the create failed at the host with numa_memory_exceeded)."""
     op, inst = _create(world, libvirt_host, 4, 64, 1536)
-    assert op.status == "failed" and "numa_memory_exceeded" in (op.error_code + op.error_detail)
-    assert driver_for_host(libvirt_host).domain_list() == [] or all(
-        d.uuid != inst.pk for d in driver_for_host(libvirt_host).domain_list())
+    assert (op.status, op.error_detail) == ("succeeded", "")
+    layout = _layout(ET.fromstring(driver_for_host(libvirt_host).domain_xml_get(inst.pk)))
+    assert layout["cells"] == [("0-31", 768 * 1024), ("32-63", 768 * 1024)]
+    assert layout["memnodes"] == [("0", "strict", "0"), ("1", "strict", "1")]
+
+
+def _refused(world, gpus: int, vcpus: int, gib: int):
+    flavor = Flavor.objects.create(name=f"numa-no-g{gpus}-{vcpus}-{gib}", vcpus=vcpus, memory_mib=gib * 1024,
+                                   disk_gib=100, gpu_form="gpu", gpu_model="H100-SXM5-80GB", gpu_count=gpus)
+    before = Instance.objects.count()
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, flavor), format="json")
+    assert Instance.objects.count() == before  # nothing written
+    return resp
+
+
+@pytest.mark.parametrize("gpus,vcpus,gib,words", [
+    (1, 16, 1536, "memory"),  # one GPU, one guest node: 1.5 TiB on a 1 TiB node (the host has 2 TiB)
+    (1, 150, 256, "vCPUs"),  # 150 vCPUs pinned to a 112-thread node (the host has 224)
+])
+def test_a_flavor_no_gpu_node_can_hold_is_refused_up_front(world, libvirt_host, gpus, vcpus, gib, words):
+    """The host as a whole has room, its GPUs' NUMA nodes have not: 422 `unplaceable` naming `numa_capacity` before
+    anything is made (the old code answered 202 and the create failed at the host)."""
+    resp = _refused(world, gpus, vcpus, gib)
+    assert resp.status_code == 422, resp.content
+    body = resp.json()
+    assert (body["code"], body["reason"]) == ("unplaceable", "numa_capacity")
+    assert "NUMA" in body["detail"]
+
+
+def test_an_nvswitch_partition_on_one_node_is_refused_when_the_node_is_too_small(world, libvirt_host):
+    """On an HGX host the 4-GPU NVSwitch partitions are GPUs 1-4 (node 0) and 5-8 (node 1): 1.5 TiB on four GPUs
+    needs one 1 TiB node to hold it, so no partition fits and the create is refused."""
+    libvirt_host.nvswitch_system = "hgx-h100-8gpu"
+    libvirt_host.save(update_fields=["nvswitch_system"])
+    resp = _refused(world, 4, 64, 1536)
+    assert resp.status_code == 422, resp.content
+    assert resp.json()["reason"] == "numa_capacity"
+
+
+def test_a_resize_beyond_the_gpus_node_is_refused_and_nothing_changes(world, libvirt_host):
+    """A stopped 1-GPU instance resized to 1.5 TiB (its GPU's node has 1 TiB): 409 `flavor_does_not_fit` at once,
+    the flavor and the ledger stay (the old code answered 202 and the resize failed at the host)."""
+    from apps.scheduling.models import Allocation
+
+    op, inst = _create(world, libvirt_host, 1, 26, 240)
+    assert op.status == "succeeded"
+    huge = Flavor.objects.create(name="numa-g1-huge", vcpus=26, memory_mib=1536 * 1024, disk_gib=100,
+                                 gpu_form="gpu", gpu_model="H100-SXM5-80GB", gpu_count=1)
+    url = f"/api/v1/instances/{inst.pk}"
+    assert drive(world.client_a.post(f"{url}/stop/", {"hard": True}, format="json").data["operation"]["id"]
+                 ).status == "succeeded"
+    rows = sorted(Allocation.objects.filter(consumer_id=inst.pk).values_list("resource_class", "amount"))
+    resp = world.client_a.post(f"{url}/resize/", {"flavor": str(huge.pk)}, format="json")
+    assert resp.status_code == 409, resp.content
+    assert resp.json()["code"] == "flavor_does_not_fit" and "NUMA" in resp.json()["detail"]
+    inst.refresh_from_db()
+    assert (inst.flavor.name, inst.status) == ("numa-g1-26", "stopped")
+    assert sorted(Allocation.objects.filter(consumer_id=inst.pk).values_list("resource_class", "amount")) == rows
 
 
 def test_cells_must_add_up():
@@ -148,8 +210,8 @@ def test_the_agents_reported_numa_map_decides_the_pinning(world, libvirt_host):
 @pytest.mark.slow
 def test_two_node_guest_reaches_the_firmware_on_qemu(qemu_embed_uri, tmp_path):  # noqa: F811
     """The product's XML for a two-node guest, scaled to this 2-core, 1-node machine by a test-only layout (both
-    guest nodes on host node 0, vCPUs on CPU 1, the emulator on CPU 0), starts under TCG and OVMF writes to the
-    serial log. The full 2-socket layout is checked in the XML tests above."""
+    guest nodes on host node 0, vCPUs on CPU 1, the emulator on CPU 0), with a PCIe expander bus on each guest
+    node, starts under TCG and OVMF writes to the serial log. The full 2-socket layout is checked in the XML tests above."""
     from apps.compute.drivers.libvirt import LibvirtDriver
 
     if not any(Path("/usr/share/qemu/firmware").glob("*edk2-x86_64*.json")):
@@ -162,6 +224,9 @@ def test_two_node_guest_reaches_the_firmware_on_qemu(qemu_embed_uri, tmp_path): 
         drv.domain_start(spec.uuid)
         live = ET.fromstring(drv.domain_xml_get(spec.uuid))
         assert [c.get("cpus") for c in live.iterfind("cpu/numa/cell")] == ["0", "1"]
+        # a PCIe expander bus (QEMU pxb-pcie) on each guest node, as GPU VMs get them
+        assert [c.findtext("target/node") for c in live.iterfind(
+            "devices/controller[@model='pcie-expander-bus']")] == ["0", "1"]
         log, deadline = "", time.monotonic() + 90
         while "BdsDxe" not in log and time.monotonic() < deadline:
             time.sleep(0.5)

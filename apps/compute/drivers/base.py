@@ -49,6 +49,9 @@ class PciHostdev:
     address: str
     vgpu_type: str = ""
     is_vf: bool = False
+    #: the guest NUMA node (index into `DomainSpec.numa_cells`) whose PCIe expander bus the device sits under
+    #: (the node of its host NUMA node); None: on the guest's root complex
+    guest_node: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class MdevHostdev:
     mdev_type: str
     parent: str
     gpu_instance_id: int | None = None
+    #: as `PciHostdev.guest_node`
+    guest_node: int | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,8 @@ class DomainSpec:
     which needs a scheduler that hands out CPUs exclusively); `hugepages` backs memory with 1 GiB pages (the flavor
     must then be a multiple of 1024 MiB). `numa_cells`, when given, replace `numa_node`/`cpuset`: one guest NUMA
     node each (their vCPUs and memory add up to `vcpus` and `memory_mib`), with the emulator's threads pinned to
-    `emulator_cpuset` (host CPU ids kept apart from the vCPUs'). `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
+    `emulator_cpuset` (host CPU ids kept apart from the vCPUs'); each cell also gets a PCIe expander bus on its node,
+    under which the host devices whose `guest_node` is that cell sit. `virt_type` is `kvm` in production and `qemu` (TCG) in tests;
     `uefi` selects firmware autoselection (`<os firmware='efi'>`), without Secure Boot unless `secure_boot` (the
     image's property: unsigned kernel modules such as a DKMS-built NVIDIA driver do not load under it); `interfaces` are the VM's NICs in
     tenant subnets, in order (the first is the guest's first NIC); `volumes` the attached volumes, after the root disk. `project_id` and `labels` travel in the

@@ -26,7 +26,7 @@ from apps.core.clock import now
 from apps.core.drivers import DriverError
 from apps.core.errors import DomainError
 from apps.inventory.catalog import gpu_model_get
-from apps.inventory.models import Gpu, GpuInstance, Host, VirtualFunction
+from apps.inventory.models import Gpu, GpuInstance, HcaPort, Host, VirtualFunction
 from apps.inventory.numa import guest_numa_shortfall, node_caps
 from apps.inventory.services.agent import agent_command_enqueue
 from apps.inventory.services.scrub import gpus_hold_dirty, gpus_scrub
@@ -170,6 +170,26 @@ def devices_numa_shortfall(instance: Instance, flavor) -> str:
     nodes = dict(Gpu.objects.filter(pk__in=[r["gpu_id"] for r in resources]).values_list("pk", "numa_node"))
     gpu_nodes = [nodes[uuid.UUID(str(r["gpu_id"]))] for r in resources if uuid.UUID(str(r["gpu_id"])) in nodes]
     return guest_numa_shortfall(gpu_nodes, flavor.vcpus, flavor.memory_mib, node_caps(instance.host))
+
+
+def devices_guest_nodes(instance: Instance) -> dict[str, int]:
+    """{device: guest NUMA node} for the instance's host devices whose host NUMA node is one of its guest nodes'
+    (`devices["numa"]["cells"][i]["host_node"]` -> node i): whole GPUs, HCA functions and VFs by PCI address,
+    mdevs by UUID (their parent GPU's node). The domain puts each under its node's PCIe expander bus; a device on
+    a node without guest node (an HCA on the other socket) is left out (the guest's root complex)."""
+    d = instance.devices or {}
+    cell_of = {c["host_node"]: i for i, c in enumerate((d.get("numa") or {}).get("cells", []))}
+    if not cell_of or instance.host_id is None:
+        return {}
+    gpus = list(Gpu.objects.filter(host_id=instance.host_id).values_list("pci_address", "index", "numa_node"))
+    node_of = {addr: node for addr, _i, node in gpus}
+    node_of.update({v["address"]: node for v in d.get("vfs", []) for _a, i, node in gpus
+                    if i == v.get("gpu_index")})
+    node_of.update({m["uuid"]: node_of[m["parent"]] for m in d.get("mdevs", []) if m.get("parent") in node_of})
+    if d.get("hca"):
+        node_of.update(HcaPort.objects.filter(host_id=instance.host_id, pci_address__in=d["hca"])
+                       .values_list("pci_address", "numa_node"))
+    return {dev: cell_of[node] for dev, node in node_of.items() if node in cell_of}
 
 
 def devices_numa_refresh(instance: Instance) -> None:

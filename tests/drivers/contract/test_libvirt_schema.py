@@ -77,6 +77,41 @@ def test_two_guest_numa_nodes_validate_and_round_trip(driver):
     assert [(m.get("cellid"), m.get("nodeset")) for m in root.iterfind("numatune/memnode")] == [("0", "0"), ("1", "1")]
 
 
+def _guest_node_of(root: ET.Element) -> dict[str, str]:
+    """{hostdev source (PCI bus or mdev UUID): the guest NUMA node of the expander bus its root port sits on}, for
+    the hostdevs under an expander bus."""
+    ctl = {c.get("index"): c for c in root.iterfind("devices/controller[@type='pci']")}
+    out = {}
+    for hd in root.iterfind("devices/hostdev"):
+        src, addr = hd.find("source/address"), hd.find("address")
+        port = ctl.get(str(int(addr.get("bus"), 16))) if addr is not None else None
+        if port is None or port.find("address") is None:
+            continue
+        pxb = ctl[str(int(port.find("address").get("bus"), 16))]
+        if (port.get("model"), pxb.get("model")) == ("pcie-root-port", "pcie-expander-bus"):
+            out[src.get("uuid") or src.get("bus")] = pxb.findtext("target/node")
+    return out
+
+
+def test_devices_sit_under_their_guest_nodes_expander_bus(driver):
+    """Two guest nodes: each gets a pcie-expander-bus (pxb-pcie) with its <node>, and each device a root port on
+    its node's bus; libvirt's schema takes it and keeps it as written (bus ranges from the top down)."""
+    mdev = "9d0b6d4e-58c6-4a0b-8c55-3c1f1f3f6a11"
+    spec = _gpu_spec(numa_node=0, cpuset=(), dedicated_cpus=False, vcpus=4, memory_mib=8192,
+                     numa_cells=(NumaCell(0, (0, 1), (1, 2, 3), 4096), NumaCell(1, (2, 3), (5, 6, 7), 4096)),
+                     emulator_cpuset=(0, 4), hostdevs=(
+                         PciHostdev("0000:18:00.0", guest_node=0), PciHostdev("0000:9a:00.0", guest_node=1),
+                         PciHostdev("0000:1a:00.0", guest_node=0),  # an HCA on node 0
+                         MdevHostdev(mdev, "nvidia-700", "0000:9a:00.0", guest_node=1),
+                         PciHostdev("0000:5a:00.0")))  # no guest node: libvirt places it
+    driver.domain_define(spec)
+    root = ET.fromstring(driver.domain_xml_get(spec.uuid))
+    buses = [(c.get("index"), c.find("target").get("busNr"), c.findtext("target/node"))
+             for c in root.iterfind("devices/controller[@model='pcie-expander-bus']")]
+    assert buses == [("1", "252", "0"), ("4", "249", "1")]
+    assert _guest_node_of(root) == {"0x18": "0", "0x1a": "0", "0x9a": "1", mdev: "1"}
+
+
 def test_ovs_interface_validates_and_round_trips(driver):
     """A tenant NIC: virtio on the OVS integration bridge, libvirt's openvswitch virtualport with the port's
     UUID as interfaceid (the RNG allows only a UUID there), OVN's iface-id in our metadata."""

@@ -166,7 +166,47 @@ def _os_and_features(root: ET.Element, spec: DomainSpec) -> None:
     _sub(root, "on_crash", "destroy")
 
 
-def _hostdev(devices: ET.Element, dev: PciHostdev | MdevHostdev) -> None:
+#: the highest bus number an expander bus range may use (libvirt takes busNr 1..254); ranges go from the top down (the root complex's own
+#: buses, numbered from 0 by the firmware, stay below them)
+_LAST_BUS = 0xFE
+
+
+def _expander_buses(devices: ET.Element, spec: DomainSpec) -> dict[int, int]:
+    """One PCIe expander bus (QEMU's ``pxb-pcie``, libvirt ``pcie-expander-bus``) per guest NUMA node, with
+    ``<target busNr><node>`` set to the node, and one ``pcie-root-port`` on it per host device of that node
+    (`guest_node`), so the guest's kernel sees each GPU (and HCA) on its NUMA node (formatdomain "Controllers":
+    pcie-expander-bus, pcie-root-port; QEMU docs/pci_expander_bridge). Returns {index in `spec.hostdevs`: the
+    controller index of its root port} for the device's ``<address bus>``. Controller indexes start at 1 (0 is
+    pcie-root); libvirt numbers the root ports it adds for other devices after them. Each bus takes the bus
+    numbers ``busNr`` .. ``busNr + its root ports``, from the top down."""
+    if not spec.numa_cells:
+        return {}
+    cells = len(spec.numa_cells)
+    by_cell: dict[int, list[int]] = {i: [] for i in range(cells)}
+    for k, dev in enumerate(spec.hostdevs):
+        if dev.guest_node is not None:
+            if not 0 <= dev.guest_node < cells:
+                raise DriverError(f"host device on guest NUMA node {dev.guest_node}; the guest has {cells}",
+                                  code="invalid_numa_cells")
+            by_cell[dev.guest_node].append(k)
+    out: dict[int, int] = {}
+    index, top = 1, _LAST_BUS + 1
+    for cell, devs in by_cell.items():
+        top -= len(devs) + 1
+        pxb, index = index, index + 1
+        ctl = _sub(devices, "controller", type="pci", index=str(pxb), model="pcie-expander-bus")
+        _sub(_sub(ctl, "target", busNr=str(top)), "node", str(cell))
+        for slot, k in enumerate(devs):
+            port = _sub(devices, "controller", type="pci", index=str(index), model="pcie-root-port")
+            _sub(port, "address", type="pci", domain="0x0000", bus=f"0x{pxb:02x}", slot=f"0x{slot:02x}",
+                 function="0x0")
+            out[k], index = index, index + 1
+    return out
+
+
+def _hostdev(devices: ET.Element, dev: PciHostdev | MdevHostdev, bus: int | None = None) -> None:
+    """`bus`: the controller index of the root port the device sits in (`_expander_buses`); None: libvirt
+    chooses."""
     if isinstance(dev, PciHostdev):
         hd = _sub(devices, "hostdev", mode="subsystem", type="pci", managed="yes")
         _sub(_sub(hd, "source"), "address", **pci_parts(dev.address))
@@ -176,6 +216,8 @@ def _hostdev(devices: ET.Element, dev: PciHostdev | MdevHostdev) -> None:
         _sub(_sub(hd, "source"), "address", uuid=dev.uuid)
     else:  # pragma: no cover - the dataclass union is closed
         raise DriverError(f"unknown host device {dev!r}", code="invalid_hostdev")
+    if bus is not None:
+        _sub(hd, "address", type="pci", domain="0x0000", bus=f"0x{bus:02x}", slot="0x00", function="0x0")
 
 
 def _interface(devices: ET.Element, nic: NetInterface) -> None:
@@ -230,7 +272,8 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
 
     Shape: q35 (or `spec.machine`), UEFI when `spec.uefi` (Secure Boot off unless `spec.secure_boot`), vCPUs pinned 1:1 to `spec.cpuset`, memory bound to
     the GPUs' NUMA node (or, with `spec.numa_cells`, one guest NUMA node per cell with its vCPUs pinned to the cell's
-    host CPUs, its memory bound to the cell's host node and the emulator threads pinned apart), optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
+    host CPUs, its memory bound to the cell's host node and the emulator threads pinned apart, and a PCIe expander bus
+    on the node with a root port for each of the node's host devices), optional 1 GiB hugepages, one OVS `<interface>` per tenant port, one `<hostdev>` per GPU/VF/mdev, a NoCloud seed CD-ROM, and
     a serial console whose output is also logged to `serial_log_path`.
     """
     root = ET.Element("domain", {"type": spec.virt_type, **(extra_root_attrs or {})})
@@ -246,8 +289,9 @@ def domain_xml(spec: DomainSpec, *, disk_path: str = "", seed_path: str = "", se
     _disks(devices, spec, disk_path, seed_path)
     for nic in spec.interfaces:
         _interface(devices, nic)
-    for dev in spec.hostdevs:
-        _hostdev(devices, dev)
+    ports = _expander_buses(devices, spec)
+    for k, dev in enumerate(spec.hostdevs):
+        _hostdev(devices, dev, ports.get(k))
     serial = _sub(devices, "serial", type="pty")
     if serial_log_path:
         _sub(serial, "log", file=serial_log_path, append="on")
