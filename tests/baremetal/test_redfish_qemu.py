@@ -16,9 +16,9 @@ What runs and what does not, exactly. This machine has no Ironic Python Agent (I
   deploy and fails the step, as it must. The test then zeroes the image itself with qemu-io (standing in for
   IPA's `erase_devices`, which cannot run here) and the read-back succeeds.
 
-Marked slow (a few minutes: each Redfish power change costs Ironic ~8-10 s of polling). Skipped with the reason
-when libvirtd, QEMU, qemu-utils, Ironic's venv (`make ironic`) or sushy-tools' venv (var/sushy/venv, also made by
-`make ironic`) is missing.
+Ironic deploys in UEFI mode, so the emulator switches the domain to OVMF. Marked slow (a few minutes: each
+Redfish power change costs Ironic ~8-10 s of polling). Skipped with the reason when libvirtd, QEMU, qemu-utils,
+OVMF, Ironic's venv (`make ironic`) or sushy-tools' venv (var/sushy/venv, also made by `make ironic`) is missing.
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ SCRIPT = ROOT / "scripts" / "ironic-standalone.sh"
 MAC = "52:54:00:6b:3a:01"
 DISK_BYTES = 8 * 1024 * 1024
 POWER_S, DEPLOY_S = 120.0, 300.0
+OVMF = "/usr/share/OVMF/OVMF_CODE.secboot.fd"  # sushy-tools' default UEFI loader for x86_64
 
 
 def _free_port() -> int:
@@ -112,6 +113,8 @@ def _missing() -> str:
             return why
     if not (shutil.which("qemu-img") and shutil.which("qemu-io")):
         return "qemu-img and qemu-io are not installed (Debian package qemu-utils)"
+    if not Path(OVMF).exists():  # Ironic deploys in UEFI mode; the emulator points the domain at this firmware
+        return f"{OVMF} is missing (Debian package ovmf)"
     return ""
 
 
