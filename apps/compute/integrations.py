@@ -19,7 +19,7 @@ from apps.scheduling.placement import register_host_filter
 from apps.tenancy.quotas import register_usage_counter
 
 from . import billing, selectors
-from .services import networks
+from .services import clusters, networks
 
 
 def register() -> None:
@@ -32,3 +32,4 @@ def register() -> None:
     register_usage_source(billing.SOURCE, billing.instance_usage)
     register_placement_resolver(billing.SOURCE, billing.instance_placements)
     register_host_filter(networks.IB_PARTITION_FILTER, networks.ib_partition_host_filter)
+    register_host_filter(clusters.CLUSTER_TOPOLOGY_FILTER, clusters.cluster_member_host_filter)

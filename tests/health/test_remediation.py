@@ -390,25 +390,3 @@ def test_a_spot_vm_on_the_failed_gpu_is_preempted_at_once_not_moved(world, setup
     assert not Allocation.objects.filter(consumer_id=inst.pk, period__upper_inf=True).exists()
     assert Remediation.objects.filter(resource_id=inst.pk).count() == 1  # moved by nobody, recorded once
 
-
-def test_a_cluster_member_is_held_not_re_created_alone(world, setup):
-    """A cluster member's gang re-place is not built: the member is held (told), never re-created as a lone
-    instance, and stays where it runs."""
-    from apps.compute.models import Cluster
-
-    s = setup
-    _policy(world, "auto", notice=60)
-    inst = _launch(world, s, name="gang-0")
-    cluster = Cluster.objects.create(project=world.project_a, name="gang", flavor=s.flavor, image=world.image, size=1,
-                                     status="active")
-    Instance.objects.filter(pk=inst.pk).update(cluster=cluster)
-    home = inst.host_id
-    (rem_id,) = _xid79(inst.host)["applied"]["remediations"]
-    rem = Remediation.objects.get(pk=rem_id)
-    assert (rem.status, rem.reason) == ("held", "a cluster member: its gang re-place on the cluster's fabric is not "
-                                                "built (staff move it)")
-    with time_machine.travel(FAULT + dt.timedelta(minutes=5), tick=False):
-        assert remediations_advance() == {"started": 0, "finished": 0}
-    inst.refresh_from_db()
-    assert (inst.status, inst.host_id) == ("active", home)
-    assert Notification.objects.filter(event="remediation.held").count() == 1

@@ -15,6 +15,7 @@ never a wait until the create deadline), or, when the client asked `queue: true`
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Sequence
 
@@ -30,6 +31,7 @@ from apps.operations.runner import operation_deadline_set, operation_start
 from apps.operations.workflows import StepWait
 from apps.scheduling.errors import CapacityUnavailable
 from apps.scheduling.ledger import ConsumerRef
+from apps.scheduling.placement import HostFilterResult, HostNeed, PlacementRequest, host_topology, set_refusal
 from apps.scheduling.placement.request import TopologyConstraint
 from apps.scheduling.services import Unplaceable
 from apps.scheduling.services.placement import placement_claim
@@ -47,6 +49,8 @@ from .placement import cluster_queue, cluster_queue_wait, placement_admit_for, p
 
 CLUSTER_CREATE = "cluster.create"
 MEMBER = "cluster_member"
+#: the placement engine's host filter of a member's re-place (`cluster_member_host_filter`)
+CLUSTER_TOPOLOGY_FILTER = "cluster_topology"
 MAX_MEMBER_NAME = 63
 
 
@@ -181,6 +185,44 @@ def cluster_members_claim(*, actor, cluster: Cluster) -> bool:
         devices = {**(m.devices or {}), "placement": choice.as_dict()}
         Instance.objects.filter(pk=m.pk).update(host_id=choice.host_id, devices=devices)
     return True
+
+
+def cluster_member_request(instance: Instance, *, pins: dict | None = None) -> PlacementRequest:
+    """The `PlacementRequest` that re-places one member of a cluster (a re-create off a failed GPU or host,
+    docs/adr/0217-gang-re-place-of-a-lost-member.md): one host for the member's flavor, its networks (an InfiniBand
+    partition needs a GUID on the partition's fabric), the cluster's placement policy, consumer type
+    ``cluster_member``, and the need `CLUSTER_TOPOLOGY_FILTER`: only a host that, with the hosts of the other
+    members, meets the cluster's topology (one fabric, its ``max_leaves_per_rail`` / ``max_spine_groups``) and
+    holds no other member. `pins`: the instance's volume pins (`services.volumes.instance_placement_pins`)."""
+    cluster = instance.cluster
+    req = placement_request_for(instance.flavor, instance.project_id, consumer_type=MEMBER, pins=pins,
+                                network=instance.network, policy=cluster.placement_policy)
+    need = HostNeed(CLUSTER_TOPOLOGY_FILTER, f"{cluster.pk}:{instance.pk}")
+    return dataclasses.replace(req, needs=(*req.needs, need))
+
+
+def cluster_member_host_filter(*, need: HostNeed, request: PlacementRequest, host_ids: list,
+                               ideal: bool) -> HostFilterResult:
+    """Scheduling's host filter ``cluster_topology`` (`apps.scheduling.placement.register_host_filter`), asked by
+    `cluster_member_request` with ``need.key`` = ``"<cluster id>:<member id>"``: remove a host that holds another
+    member of the cluster (one member per host, as the gang claim places them) and a host that, with the hosts the
+    other members run on, breaks the cluster's topology (`cluster_topology`: one InfiniBand fabric, the tenant's
+    limits; `apps.scheduling.placement.set_refusal`). The same answer for the ideal fleet: the cabling and the
+    other members do not change short of the hardware or the tenant. Reads only."""
+    cluster_id, member_id = need.key.split(":", 1)
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return HostFilterResult({h: "the cluster no longer exists" for h in host_ids})
+    peers = list(Instance.objects.filter(cluster_id=cluster.pk, host__isnull=False).exclude(pk=member_id)
+                 .exclude(status=InstanceStatus.DELETED).values_list("host_id", flat=True))
+    constraint, topo = cluster_topology(cluster.topology), host_topology()
+    removed = {}
+    for host_id in host_ids:
+        if host_id in peers:
+            removed[host_id] = "holds another member of the cluster"
+        elif why := set_refusal([*peers, host_id], constraint, topo):
+            removed[host_id] = why
+    return HostFilterResult(removed, note=f"joins {len(peers)} other members of cluster {cluster.name}")
 
 
 def _claim_members(op):

@@ -185,24 +185,39 @@ def instance_placement_request(instance: Instance, flavor: Flavor | None = None)
     return request
 
 
-def _claim(*, actor, instance: Instance):
+def instance_replacement_request(instance: Instance) -> PlacementRequest:
+    """The request a re-create (`instance.recreate`) places the instance with: a cluster member's joins the other
+    members' topology (`clusters.cluster_member_request`: one fabric, the cluster's limits, one member per host);
+    any other instance's is `instance_placement_request`."""
+    if instance.cluster_id is None:
+        return instance_placement_request(instance)
+    from .clusters import cluster_member_request
+    from .volumes import instance_placement_pins
+
+    return cluster_member_request(instance, pins=instance_placement_pins(instance))
+
+
+def _claim(*, actor, instance: Instance, request: PlacementRequest | None = None):
     """Place and claim for the instance (consumer id = instance id) after the GPU quota re-check; returns the
-    `Placed`. Raises as `instance_place_and_claim` says."""
+    `Placed`. `request`: default `instance_placement_request`. Raises as `instance_place_and_claim` says (a cluster
+    member's claim: `CapacityUnavailable`, never `CapacityTaken`: it is not re-admitted as a lone instance)."""
     from .instances import gpu_quota_keys
 
-    request = instance_placement_request(instance)
+    request = request or instance_placement_request(instance)
     if request.lease_id is None:  # inside a lease the GPUs are the lease's (already counted)
         # the create request already holds this instance's GPUs (it counts as unplaced until the claim
         # below; a re-created one holds them on its old host), so the re-check adds nothing: it only fails if
         # the limit was lowered in between
         for key, _amount in gpu_quota_keys(instance.flavor):
             quota_check(scope=instance.project, resource=key, requested=0)
+    member = request.consumer_type != CONSUMER_TYPE and instance.cluster_id is not None
     try:
         return placement_claim(actor=actor, request=request,
-                               consumers=ConsumerRef(id=instance.pk, consumer_type=CONSUMER_TYPE,
-                                                     project_id=instance.project_id))
+                               consumers=ConsumerRef(id=instance.pk, consumer_type=request.consumer_type,
+                                                     project_id=instance.project_id,
+                                                     group=str(instance.cluster_id) if member else ""))
     except CapacityUnavailable as exc:
-        if request.lease_id is None and not request.spot:
+        if request.lease_id is None and not request.spot and not member:
             raise CapacityTaken(exc.detail, explanation=exc.explanation) from exc
         raise
 
@@ -225,9 +240,10 @@ def instance_claim_replacement(*, actor, instance: Instance, operation) -> None:
     """A re-create's first step: claim the new capacity while the instance still holds its old allocation and
     host (both stay recorded on the instance until `instance_replacement_adopt`), so a claim that fails leaves
     the VM where it runs. Records ``new_host_id``, ``new_placement`` and ``new_allocations`` (ids) in the
-    operation's state. Raises as `instance_place_and_claim`."""
+    operation's state. A cluster member is placed where it joins the other members' topology
+    (`instance_replacement_request`). Raises as `instance_place_and_claim`."""
     with transaction.atomic():
-        placed = _claim(actor=actor, instance=instance)
+        placed = _claim(actor=actor, instance=instance, request=instance_replacement_request(instance))
         choice = placed.candidate.hosts[0]
         operation.state["new_host_id"] = str(choice.host_id)
         operation.state["new_placement"] = choice.as_dict()

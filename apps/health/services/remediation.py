@@ -11,8 +11,11 @@ Opened at ingest (`remediations_open`, in the event's transaction) for every ins
 - `off`: `held` (notice `remediation.held`): never moved; the instance stays on the failed device and its
   downtime counts against the SLA until staff return the device to service.
 
-Also `held`: a cluster member (its gang re-place on the same fabric is not built; a lone re-create would claim
-it as a plain instance), an instance with a volume on a host-local tier (it cannot follow), one inside a lease whose
+A cluster member moves the same way, placed where it joins the other members' topology (the gang re-place,
+ADR 0217: same fabric, the cluster's limits, one member per host; it waits, with the placement's reason, while no
+such host is free); its notices name the cluster and the other members, which keep running.
+
+Also `held`: an instance with a volume on a host-local tier (it cannot follow), one inside a lease whose
 capacity on the failed host no spare host replaced (`services.lease_spares`, run first at ingest; a lease that got
 a spare re-creates its VMs there as on-demand ones move), and any while the blast-radius breaker of the host's component is
 open. A spot instance is `held` too, and interrupted at once through the spot market's preemption
@@ -31,7 +34,11 @@ from django.db.models import Q
 
 from apps.compute.models import Instance
 from apps.compute.services.instances import instance_recreate
-from apps.compute.services.placement import instance_placement_request, placement_admit_for
+from apps.compute.services.placement import (
+    instance_placement_request,
+    instance_replacement_request,
+    placement_admit_for,
+)
 from apps.compute.services.volumes import instance_placement_pins
 from apps.compute.states import InstanceStatus
 from apps.core.clock import now
@@ -42,6 +49,7 @@ from apps.reservations.services.notify import event_record
 from apps.reservations.states import Event
 from apps.scheduling.models import Allocation
 from apps.scheduling.placement import place
+from apps.scheduling.services import placement_admit
 from apps.tenancy.authz import authorize_project
 from apps.tenancy.models import ProjectRole
 
@@ -90,8 +98,24 @@ def remediation_policy_set(*, actor, project, consent_mode: str, notice_seconds:
     return row
 
 
+def _cluster(inst: Instance | None) -> dict:
+    """A cluster member's remediation names its cluster and the other members (ADR 0217: they keep running, but
+    a collective job over the gang stops with the lost rank, so the tenant restarts it from its checkpoint)."""
+    if inst is None or inst.cluster_id is None:
+        return {}
+    peers = (
+        Instance.objects.filter(cluster_id=inst.cluster_id)
+        .exclude(pk=inst.pk)
+        .exclude(status=InstanceStatus.DELETED)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    return {"cluster": {"id": str(inst.cluster_id), "name": inst.cluster.name, "other_members": list(peers)}}
+
+
 def _payload(rem: Remediation, inst: Instance | None) -> dict:
     return {
+        **_cluster(inst),
         "remediation": str(rem.pk),
         "instance": str(rem.resource_id),
         "name": inst.name if inst else "",
@@ -150,8 +174,6 @@ def _hold_reason(inst: Instance) -> str:
 
     if inst.flavor.kind != "vm":
         return f"a {inst.flavor.kind} instance: only VMs are re-created"
-    if inst.cluster_id is not None:
-        return "a cluster member: its gang re-place on the cluster's fabric is not built (staff move it)"
     lease_id = _lease_of(inst)
     if lease_id is not None and lease_held_on(lease_id, inst.host_id):
         return f"inside a lease: {NO_SPARE} replaced the failed one (the lease stays held)"
@@ -170,7 +192,9 @@ def remediations_open(*, event: HealthEvent, held_reason: str = "", lease_id=Non
     inside that lease (a lease that got its spare after the event, `lease_spares_backfill`). Returns those
     opened."""
     opened = []
-    ids = list(event.impacts.filter(resource_type="instance").values_list("resource_id", flat=True))
+    ids = list(
+        event.impacts.filter(resource_type__in=("instance", "cluster_member")).values_list("resource_id", flat=True)
+    )
     for inst in Instance.objects.filter(
         pk__in=ids, status=InstanceStatus.ACTIVE, host_id=event.host_id
     ).select_related("project__organization", "flavor"):
@@ -255,7 +279,12 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         _notify(rem, inst, "health.remediation.cancel", Event.REMEDIATION_FINISHED)
         return False
     waiting = None  # where its volumes let it go (a zoned volume: its zone); inside a lease: on the lease's capacity
-    if _lease_of(inst) is not None:
+    if inst.cluster_id is not None:  # the gang re-place: on the members' fabric, within the cluster's topology
+        try:
+            placement_admit(request=instance_replacement_request(inst))
+        except DomainError as exc:
+            waiting = exc.detail
+    elif _lease_of(inst) is not None:
         if not place(instance_placement_request(inst), limit=1).placeable:
             waiting = "the lease holds no free capacity for the VM"
     else:

@@ -2,6 +2,7 @@
 from .engine import place
 from .needs import HostFilterResult, register_host_filter
 from .request import Candidate, HostChoice, HostNeed, PlacementRequest, Result, TopologyConstraint
+from .topology import host_topology, set_refusal
 
 __all__ = ["Candidate", "HostChoice", "HostFilterResult", "HostNeed", "PlacementRequest", "Result",
-           "TopologyConstraint", "place", "register_host_filter"]
+           "TopologyConstraint", "host_topology", "place", "register_host_filter", "set_refusal"]

@@ -113,6 +113,23 @@ def set_score(hosts: list[uuid.UUID], topo: dict[uuid.UUID, HostTopo]) -> tuple[
     return (max((len(v) for v in per_rail.values()), default=0), len(groups), len(fabrics))
 
 
+def set_refusal(hosts: list[uuid.UUID], constraint: TopologyConstraint,
+                topo: dict[uuid.UUID, HostTopo] | None = None) -> str:
+    """Why the host set `hosts` breaks `constraint`, as a short phrase ('' when it meets it): ``one_fabric`` and a
+    host on no or another InfiniBand fabric, more distinct leaves on a rail than ``max_leaves_per_rail``, more
+    spine groups than ``max_spine_groups`` (`set_score`'s measures). Used where some hosts of a gang are fixed
+    and one more is chosen (a cluster member's re-place)."""
+    topo = host_topology() if topo is None else topo
+    leaves, spines, fabrics = set_score(hosts, topo)
+    if constraint.one_fabric and (fabrics > 1 or any(h not in topo for h in hosts)):
+        return "not on the gang's InfiniBand fabric"
+    if constraint.max_leaves_per_rail and leaves > constraint.max_leaves_per_rail:
+        return f"more than {constraint.max_leaves_per_rail} leaves on a rail with the gang"
+    if constraint.max_spine_groups and spines > constraint.max_spine_groups:
+        return f"more than {constraint.max_spine_groups} spine groups with the gang"
+    return ""
+
+
 def _greedy(groups: list[list[uuid.UUID]], n: int) -> list[uuid.UUID] | None:
     """Fill from the largest leaf groups first (fewest groups => fewest leaves per rail)."""
     chosen: list[uuid.UUID] = []
