@@ -205,7 +205,7 @@ def fleet_summary(actor) -> dict:
     at = clock.now()
     hosts = list(Host.objects.exclude(state="retired").order_by("zone__name", "rack__name", "rack_unit", "name")
                  .values_list("id", "name", "zone_id", "rack__name", "rack_unit", "state", "state_reason",
-                              "state_changed_at", "last_heartbeat_at", "agent_version", "provisioning_kind"))
+                              "state_changed_at", "last_heartbeat_at", "agent_version", "provisioning_kind", "spare"))
     with connection.cursor() as cur:
         cur.execute(FLEET_GPUS_SQL, {"at": at})
         gpus = cur.fetchall()
@@ -236,7 +236,7 @@ def fleet_summary(actor) -> dict:
     racks: dict = {}
     conditions: dict[str, int] = {}
     for (hid, name, zid, rack, rack_unit, state, reason, changed_at, heartbeat, agent_version,
-         kind) in hosts:
+         kind, spare) in hosts:
         key = (zid, rack)
         if key not in racks:
             racks[key] = {"name": rack, "hosts": []}
@@ -245,7 +245,7 @@ def fleet_summary(actor) -> dict:
         racks[key]["hosts"].append({
             "id": hid, "name": name, "rack_unit": rack_unit, "condition": state, "condition_reason": reason,
             "condition_changed_at": changed_at, "last_heartbeat_at": heartbeat, "agent_version": agent_version,
-            "provisioning_kind": kind, "gpu_model": "/".join(sorted(host_models.get(hid, ()))) or None,
+            "provisioning_kind": kind, "spare": spare, "gpu_model": "/".join(sorted(host_models.get(hid, ()))) or None,
             "mig": _mig_summary(host_profiles.get(hid, [])), "gpus": per_host.get(hid, [])})
     return {"generated_at": at, "host_count": len(hosts), "gpu_count": gpu_count, "gpu_states": totals,
             "host_conditions": conditions, "gpu_models": sorted(models), "regions": list(region_rows.values())}

@@ -478,3 +478,34 @@ def test_10_the_host_panel_shows_each_gpu_s_mig_layout(pc, tab):
     check_a11y(tab, "host panel with a MIG layout")
     tab.evaluate("window.scrollTo(0, 0)")
     shot(tab, "admin-fleet-mig-layout")
+
+
+def test_11_an_operator_marks_a_host_spare_and_back(pc, tab):
+    """An idle available host goes into the provider's spare pool from its panel (the dialog asks for the reason
+    and confirms): the panel and the map show it as a spare and the API agrees; then it comes back out."""
+    summary = pc.ops.get("fleet/summary").json()
+    hosts = [h for r in summary["regions"] for z in r["zones"] for k in z["racks"] for h in k["hosts"]]
+    host = next(h for h in hosts if h["condition"] == "available" and not h["spare"] and h["gpus"]
+                and all(g["state"] == "free" for g in h["gpus"]))
+    tab.goto(f"{pc.base}/staff/fleet")
+    row = tab.locator(f'[data-testid="heatmap-host"][data-host="{host["name"]}"]')
+    row.click()
+    panel = tab.get_by_test_id("host-panel")
+    expect(panel.get_by_test_id("host-spare-pool")).to_have_text("no")
+    panel.get_by_role("button", name="Mark spare").click()
+    dialog = tab.get_by_role("dialog", name=f"Make {host['name']} a spare?")
+    expect(dialog).to_contain_text("no new placement lands on it")
+    dialog.get_by_label("Reason").fill("spare pool for lease replacements")
+    check_a11y(tab, "the Mark spare dialog")
+    dialog.get_by_role("button", name="Mark spare").click()
+    expect(panel.get_by_test_id("host-spare")).to_have_text("spare")
+    expect(row.get_by_test_id("heatmap-spare")).to_be_visible()
+    assert pc.ops.get(f"hosts/{host['id']}").json()["spare"] is True
+    tab.evaluate("window.scrollTo(0, 0)")
+    shot(tab, "admin-fleet-host-spare")
+    panel.get_by_role("button", name="Unmark spare").click()
+    dialog = tab.get_by_role("dialog", name=f"Take {host['name']} out of the spare pool?")
+    dialog.get_by_label("Reason").fill("back to on-demand")
+    dialog.get_by_role("button", name="Unmark spare").click()
+    expect(panel.get_by_test_id("host-spare-pool")).to_have_text("no")
+    assert pc.ops.get(f"hosts/{host['id']}").json()["spare"] is False

@@ -30,7 +30,9 @@ def _hosts(body):
 def test_tree_states_and_mig_layout(api_client):
     project = fleet.project("a")
     busy = make_host("sum-busy", gpus=4)
-    make_host("sum-cordoned", state="cordoned", gpus=2, model="A100-SXM4-80GB")
+    cordoned = make_host("sum-cordoned", state="cordoned", gpus=2, model="A100-SXM4-80GB")
+    cordoned.spare = True  # in the provider's spare pool: the map marks it
+    cordoned.save(update_fields=["spare"])
     make_host("sum-retired", state="retired", gpus=1)
     g0, g1, g2, g3 = busy.gpus.order_by("index")
     allocations_claim(consumer=ConsumerRef(uuid.uuid4(), "instance", project.id),
@@ -56,6 +58,7 @@ def test_tree_states_and_mig_layout(api_client):
     assert h["gpus"][3]["mig"] == "3g.40gb×2" and h["gpus"][3]["mode"] == "mig" and h["mig"] == "3g.40gb×2"
     assert h["condition"] == "available" and h["gpu_model"] == "H100-SXM5-80GB" and "last_heartbeat_at" in h
     assert hosts["sum-cordoned"]["condition"] == "cordoned"
+    assert (hosts["sum-cordoned"]["spare"], h["spare"]) == (True, False)
     assert body["host_count"] == 2 and body["gpu_count"] == 6
     assert body["gpu_states"] == {"faulty": 1, "scrub_failed": 0, "dirty": 1, "allocated": 1, "free": 3}
     assert body["host_conditions"] == {"available": 1, "cordoned": 1}

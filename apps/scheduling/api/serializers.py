@@ -227,6 +227,8 @@ class FleetHostOutput(Serializer):
     last_heartbeat_at = serializers.DateTimeField(allow_null=True, help_text="the node agent's last heartbeat")
     agent_version = serializers.CharField()
     provisioning_kind = serializers.CharField()
+    spare = serializers.BooleanField(help_text="in the provider's spare pool (held out of placement until a lease "
+                                               "needs a replacement host)")
     gpu_model = serializers.CharField(allow_null=True, help_text="its GPUs' model (`A/B` when mixed)")
     mig = serializers.CharField(help_text="the MIG GPU instances of all its GPUs, e.g. `3g.40gb×16`")
     gpus = FleetGpuOutput(many=True)

@@ -1,4 +1,4 @@
-import { Anchor, Badge, Button, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Checkbox, Grid, Group, Modal, Paper, Select, SimpleGrid, Stack, Table, Text, Textarea, Title } from '@mantine/core'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { Link } from 'react-router'
@@ -133,6 +133,31 @@ function HostActionButton({ host, action, workloads }: { host: Host; action: str
   )
 }
 
+const SPARE_IN_HINT = 'Puts the host in the provider\'s spare pool: no new placement lands on it (on-demand, spot, '
+  + 'queued work and leases skip it) until a lease on a failed host needs a replacement. What runs on it keeps running. '
+  + 'A lease that waits for a spare of this model takes it at once, and the host leaves the pool again.'
+const SPARE_OUT_HINT = 'Takes the host out of the spare pool: it takes new placements again like any host.'
+
+/** Mark or unmark the host as a spare (`POST /hosts/{id}/spare/` with a reason, confirmed in a dialog). */
+function SpareButton({ host }: { host: Host }) {
+  const qc = useQueryClient()
+  const spare = Boolean(host.spare)
+  return (
+    <ReasonButton label={spare ? 'Unmark spare' : 'Mark spare'} color="indigo.9"
+      title={spare ? `Take ${host.name} out of the spare pool?` : `Make ${host.name} a spare?`}
+      hint={spare ? SPARE_OUT_HINT : SPARE_IN_HINT}
+      action={(reason) => unwrap(api.POST('/api/v1/hosts/{id}/spare/', {
+        params: { path: { id: host.id } }, body: { spare: !spare, reason },
+      }))}
+      onDone={(updated) => {
+        if (updated) qc.setQueryData(['host', host.id], updated)
+        else void qc.invalidateQueries({ queryKey: ['host', host.id] })
+        void qc.invalidateQueries({ queryKey: fleetKey })
+        void qc.invalidateQueries({ queryKey: ['host-workloads', host.id] })
+      }} />
+  )
+}
+
 /** A GPU's heat-map state from its own row and what holds it (the fleet summary's rule: faulty, scrub failed,
  * dirty, allocated, free). */
 export function gpuState(g: Pick<Gpu, 'index' | 'health' | 'scrub_state'>, held: Set<number>): string {
@@ -225,10 +250,15 @@ export function HostPanel({ row }: { row: FleetHost }) {
       <Stack gap="sm">
         <Group justify="space-between">
           <Title order={2} size="h4" ff="monospace">{row.name}</Title>
-          <Badge color={CONDITION_COLORS[h?.state ?? row.condition] ?? 'gray.7'} variant="filled" autoContrast
-            data-testid="host-condition">
-            {h?.state ?? row.condition}
-          </Badge>
+          <Group gap={6}>
+            {(h?.spare ?? row.spare) && (
+              <Badge color="indigo.9" variant="outline" data-testid="host-spare">spare</Badge>
+            )}
+            <Badge color={CONDITION_COLORS[h?.state ?? row.condition] ?? 'gray.7'} variant="filled" autoContrast
+              data-testid="host-condition">
+              {h?.state ?? row.condition}
+            </Badge>
+          </Group>
         </Group>
         {host.isError && <ProblemAlert error={host.error} />}
         <SimpleGrid cols={2} spacing={4} verticalSpacing={2}>
@@ -244,6 +274,10 @@ export function HostPanel({ row }: { row: FleetHost }) {
           </Text>
           <Text size="sm" c="dimmed">Kind</Text>
           <Text size="sm">{row.provisioning_kind}</Text>
+          <Text size="sm" c="dimmed">Spare pool</Text>
+          <Text size="sm" data-testid="host-spare-pool">
+            {(h?.spare ?? row.spare) ? 'yes: held out of placement for lease replacements' : 'no'}
+          </Text>
           {h && (
             <>
               <Text size="sm" c="dimmed">Serial</Text>
@@ -334,6 +368,8 @@ export function HostPanel({ row }: { row: FleetHost }) {
         {h && h.allowed_actions.length > 0 ? (
           <Group gap="xs" data-testid="host-actions">
             {h.allowed_actions.map((a) => <HostActionButton key={a} host={h} action={a} workloads={w} />)}
+            {/* an operator's host that is not retired (retired hosts have no action): into or out of the pool */}
+            <SpareButton host={h} />
           </Group>
         ) : (
           <Text size="sm" c="dimmed">
@@ -351,7 +387,7 @@ export function AdminFleetPage() {
   const staff = Boolean(me.data?.staff_role)
   // not waiting for /me/: the route's loader started it already (a tenant's answer is a 404)
   const summary = useQuery({ ...fleetQuery, refetchInterval: 15_000 })
-  const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null, gpuState: null })
+  const [filters, setFilters] = useState<HeatMapFilters>({ gpuModel: null, condition: null, gpuState: null, spareOnly: false })
   const [selected, setSelected] = useState<string | null>(null)
   const select = useCallback((h: FleetHost) => setSelected(h.id), [])   // stable: unchanged rows do not redraw
   // on a narrow screen the panel is below the whole map: a chosen host's panel is scrolled into view (beside the map
@@ -385,6 +421,8 @@ export function AdminFleetPage() {
             <Select label="GPU state" placeholder="Any GPU state" clearable w={220}
               data={GPU_STATES.map((s) => ({ value: s.state, label: s.label }))}
               value={filters.gpuState ?? null} onChange={(v) => setFilters({ ...filters, gpuState: v })} />
+            <Checkbox label="Spares only" mb={8} checked={Boolean(filters.spareOnly)}
+              onChange={(e) => setFilters({ ...filters, spareOnly: e.currentTarget.checked })} />
           </Group>
           <Legend />
           <Grid>

@@ -9,7 +9,7 @@ const gpu = (index: number, state: FleetHost['gpus'][number]['state'], mig = '')
   ({ index, state, mode: mig ? 'mig' : 'exclusive', health: state === 'faulty' ? 'faulty' : 'ok', mig })
 const host = (id: string, name: string, condition: string, gpu_model: string, gpus: FleetHost['gpus']): FleetHost =>
   ({ id, name, rack_unit: 1, condition, condition_reason: '', condition_changed_at: null, last_heartbeat_at: null,
-     agent_version: '', provisioning_kind: 'hypervisor', gpu_model, mig: gpus.map((g) => g.mig).filter(Boolean).join(' '), gpus })
+     agent_version: '', provisioning_kind: 'hypervisor', spare: false, gpu_model, mig: gpus.map((g) => g.mig).filter(Boolean).join(' '), gpus })
 const H1 = host('00000000-0000-7000-8000-000000000001', 'a-su1-n01', 'available', 'H100-SXM5-80GB',
   [gpu(0, 'allocated'), gpu(1, 'free'), gpu(2, 'dirty'), gpu(3, 'faulty')])
 const H2 = host('00000000-0000-7000-8000-000000000002', 'a-su1-n02', 'cordoned', 'H100-SXM5-80GB', [gpu(0, 'free', '3g.40gb×2')])
@@ -72,6 +72,62 @@ describe('fleet heat map', () => {
     expect(within(screen.getByTestId('host-panel')).queryByRole('button', { name: 'Cordon' })).toBeNull()
     const post = seen.find((r) => r.method === 'POST')!
     expect(await post.json()).toEqual({ reason: 'PSU swap', provider_at_fault: true })
+  }, 20_000)
+
+  it('shows spare hosts on the map and the panel; an operator marks a host spare with a confirmed reason', async () => {
+    let spare = false
+    const detail = () => ({ id: H1.id, name: H1.name, state: 'available', state_reason: '', serial: 'SER1', spare,
+      allowed_actions: ['cordon', 'drain', 'maintenance', 'mark-faulty', 'retire'] })
+    const summary = () => ({ ...SUMMARY, regions: [{ name: 'eu-west', zones: [{ name: 'eu-west-a', racks: [{ name: 'r01',
+      hosts: [{ ...H1, spare }, { ...H2, spare: true }] }] }] }] })
+    const seen = stubApi({
+      'GET /api/v1/me/': () => json({ email: 'ops@provider.example', staff_role: 'operator' }),
+      'GET /api/v1/fleet/summary/': () => json(summary()),
+      [`GET /api/v1/hosts/${H1.id}/`]: () => json(detail()),
+      [`GET /api/v1/health/hosts/${H1.id}/workloads/`]: () => json({ workloads: [], remediations: [] }),
+      'GET /api/v1/gpus/': () => json({ results: [], next: null, previous: null }),
+      [`POST /api/v1/hosts/${H1.id}/spare/`]: () => { spare = true; return json(detail()) },
+    })
+    renderPage(<AdminFleetPage />)
+    // the map says which hosts are spares, and "Spares only" keeps only those
+    const spareRow = await screen.findByRole('button', { name: /^a-su1-n02\s*cordoned\s*spare/ })
+    expect(within(spareRow).getByTestId('heatmap-spare')).toHaveTextContent('spare')
+    fireEvent.click(screen.getByLabelText('Spares only'))
+    await waitFor(() => expect(screen.getAllByTestId('heatmap-host').map((b) => b.dataset.host)).toEqual(['a-su1-n02']))
+    fireEvent.click(screen.getByLabelText('Spares only'))
+    fireEvent.click(await screen.findByRole('button', { name: /^a-su1-n01\s*available/ }))
+    const panel = await screen.findByTestId('host-panel')
+    expect(await within(panel).findByTestId('host-spare-pool')).toHaveTextContent('no')
+    expect(within(panel).queryByTestId('host-spare')).toBeNull()
+    fireEvent.click(await within(panel).findByRole('button', { name: 'Mark spare' }))
+    const dialog = await screen.findByRole('dialog', { name: 'Make a-su1-n01 a spare?' })
+    expect(within(dialog).getByText(/no new placement lands on it/)).toBeInTheDocument()
+    expect(within(dialog).getByRole('button', { name: 'Mark spare' })).toBeDisabled()   // a reason first
+    fireEvent.change(within(dialog).getByLabelText(/^Reason/), { target: { value: 'spare pool for leases' } })
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Mark spare' }))
+    await waitFor(() => expect(within(screen.getByTestId('host-panel')).getByTestId('host-spare')).toHaveTextContent('spare'))
+    expect(within(screen.getByTestId('host-panel')).getByRole('button', { name: 'Unmark spare' })).toBeInTheDocument()
+    expect(await screen.findByRole('button', { name: /^a-su1-n01\s*available\s*spare/ })).toBeInTheDocument()
+    const post = seen.find((r) => r.method === 'POST')!
+    expect(await post.json()).toEqual({ spare: true, reason: 'spare pool for leases' })
+  }, 20_000)
+
+  it('read-only staff see that a host is a spare but cannot change it', async () => {
+    const detail = { id: H2.id, name: H2.name, state: 'cordoned', state_reason: '', serial: 'SER2', spare: true, allowed_actions: [] }
+    stubApi({
+      'GET /api/v1/me/': () => json({ email: 'support@provider.example', staff_role: 'support' }),
+      'GET /api/v1/fleet/summary/': () => json({ ...SUMMARY, regions: [{ name: 'eu-west', zones: [{ name: 'eu-west-a', racks: [{ name: 'r01', hosts: [{ ...H2, spare: true }] }] }] }] }),
+      [`GET /api/v1/hosts/${H2.id}/`]: () => json(detail),
+      [`GET /api/v1/health/hosts/${H2.id}/workloads/`]: () => json({ workloads: [], remediations: [] }),
+      'GET /api/v1/gpus/': () => json({ results: [], next: null, previous: null }),
+    })
+    renderPage(<AdminFleetPage />)
+    fireEvent.click(await screen.findByRole('button', { name: /^a-su1-n02\s*cordoned\s*spare/ }))
+    const panel = await screen.findByTestId('host-panel')
+    expect(await within(panel).findByTestId('host-spare-pool')).toHaveTextContent('yes')
+    expect(within(panel).getByTestId('host-spare')).toHaveTextContent('spare')
+    await waitFor(() => expect(within(panel).getByText(/No action is open to you/)).toBeInTheDocument())
+    expect(within(panel).queryByRole('button', { name: /spare/ })).toBeNull()
   }, 20_000)
 
   it('a double click on "Mark healthy" of a faulty GPU sends one request', async () => {

@@ -24,6 +24,8 @@ export interface HeatMapFilters {
   condition: string | null
   /** hosts with at least one GPU in this heat-map state (e.g. faulty) */
   gpuState?: string | null
+  /** only the hosts in the provider's spare pool */
+  spareOnly?: boolean
 }
 
 export interface RackRows {
@@ -43,6 +45,7 @@ export function filterRacks(summary: FleetSummary, filters: HeatMapFilters): Rac
         const hosts = rack.hosts.filter(
           (h) =>
             (!filters.condition || h.condition === filters.condition) &&
+            (!filters.spareOnly || h.spare) &&
             (!filters.gpuState || h.gpus.some((g) => g.state === filters.gpuState)) &&
             (!filters.gpuModel || (h.gpu_model ?? '').split('/').includes(filters.gpuModel)),
         )
@@ -101,6 +104,7 @@ const HostRow = memo(function HostRow({ host, selected, onSelect }: {
       <span className="hm-condition" style={{ background: cssColor(fill), color: DARK_TEXT.has(fill) ? '#000' : '#fff' }}>
         {host.condition}
       </span>
+      {host.spare && <span className="hm-spare" data-testid="heatmap-spare">spare</span>}
       <span className="hm-cells">
         {host.gpus.map((g) => (
           <GpuCell
