@@ -88,3 +88,42 @@ def test_a_stated_topology_keeps_the_gang_under_one_leaf_per_rail(world):
     members = list(cluster.members.all())
     assert len({by_su[m.host_id] for m in members}) == 1 and len({m.host_id for m in members}) == 2
     assert {m.placement_policy for m in members} == {"spread"}
+
+
+def _nvl_racks(per_rack: int = 2):
+    """Two racks of GB200-style trays, all under one leaf per rail (one scalable unit): each rack's trays share one
+    multi-node NVLink domain (`Gpu.nvlink_domain`), so the IB limits cannot tell the racks apart."""
+    from apps.inventory.models import Gpu
+
+    su, leaves = fleet.su_with_leaves("su-nvl", rails=2)
+    racks = {}
+    for rack in ("nvl72-a", "nvl72-b"):
+        for _ in range(per_rack):
+            h = gpu_host(gpus=2, su=su, nvswitch="")
+            fleet.cable(h, leaves)
+            Gpu.objects.filter(host=h).update(nvlink_domain=rack)
+            racks[h.pk] = rack
+    return racks
+
+
+def test_one_nvlink_domain_keeps_the_gang_in_one_rack(world):
+    racks = _nvl_racks()
+    r = _cluster(world, 2, topology={"max_nvlink_domains": 1}, placement_policy="spread")
+    assert r.status_code == 201, r.content
+    assert r.json()["topology"] == {"max_nvlink_domains": 1}
+    assert drive(Operation.objects.get(kind="cluster.create").pk).status == "succeeded"
+    members = list(Cluster.objects.get(pk=r.data["id"]).members.all())
+    assert len({m.host_id for m in members}) == 2 and len({racks[m.host_id] for m in members}) == 1
+
+
+def test_one_nvlink_domain_too_small_for_the_gang_is_a_400_with_the_reason(world):
+    """3 members, racks of 2 trays: no NVLink domain holds them (without the limit they span both racks); a host
+    without an NVLink domain (PCIe GPUs, HGX hosts record their own) never counts."""
+    _nvl_racks()
+    r = _cluster(world, 3, topology={"max_nvlink_domains": 1})
+    body = r.json()
+    assert (r.status_code, body["code"]) == (400, "topology_constraint_impossible"), body
+    assert "NVLink domain" in str(body["errors"]["topology"])
+    assert not Cluster.objects.exists()
+    assert _cluster(world, 3, topology={"max_nvlink_domains": 2}).status_code == 201
+    assert _cluster(world, 3, name="t0", topology={"max_nvlink_domains": 0}).status_code == 400

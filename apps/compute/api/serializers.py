@@ -362,6 +362,10 @@ class ClusterTopologyInput(Serializer):
         help_text="the most leaf switches the members' hosts may use on any rail (1: one leaf per rail)")
     max_spine_groups = serializers.IntegerField(min_value=1, max_value=1024, required=False,
                                                 help_text="the most spine groups the members' leaves may span")
+    max_nvlink_domains = serializers.IntegerField(
+        min_value=1, max_value=1024, required=False,
+        help_text="the most NVLink domains the members' hosts may span (1: one NVLink domain, e.g. one GB200 NVL72 "
+                  "rack whose trays share a multi-node NVLink domain); hosts without one never qualify")
 
 
 class ClusterCreateInput(NetworkFieldsInput):

@@ -71,11 +71,12 @@ def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: in
 
 
 def cluster_topology(topology: dict | None) -> TopologyConstraint:
-    """The engine's constraint for a cluster's stated `topology` ({max_leaves_per_rail, max_spine_groups}; the
-    members are always on one fabric)."""
+    """The engine's constraint for a cluster's stated `topology` ({max_leaves_per_rail, max_spine_groups,
+    max_nvlink_domains}; the members are always on one fabric)."""
     t = topology or {}
     return TopologyConstraint(one_fabric=True, max_leaves_per_rail=t.get("max_leaves_per_rail"),
-                              max_spine_groups=t.get("max_spine_groups"))
+                              max_spine_groups=t.get("max_spine_groups"),
+                              max_nvlink_domains=t.get("max_nvlink_domains"))
 
 
 def _admit_stated(flavor, project, *, size: int, topology: dict | None, **kw):
@@ -126,7 +127,7 @@ def cluster_create(*, actor, project, name: str, flavor_id, image_id, size: int,
     waits up to `COMPUTE_QUEUE_TIMEOUT_S` for all its members' capacity. The operation claims it all or nothing.
     `sla_tier`: the SLA tier code the cluster and every member are bought at (default: the organization's default
     tier; 400 `unknown_sla_tier`). `placement_policy` (`pack` | `spread`) and `topology` ({max_leaves_per_rail,
-    max_spine_groups}): the tenant's hints, kept on the cluster and given to the engine on every claim of the gang;
+    max_spine_groups, max_nvlink_domains}): the tenant's hints, kept on the cluster and given to the engine on every claim of the gang;
     a `topology` no set of the fleet's hosts could meet answers 400 `topology_constraint_impossible`."""
     from apps.billing.selectors import sla_tier_resolve
 

@@ -16,6 +16,9 @@ class TopologyInput(Serializer):
     max_leaves_per_rail = serializers.IntegerField(min_value=1, required=False, allow_null=True,
                                                    help_text="1 = the same leaf on every rail")
     max_spine_groups = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    max_nvlink_domains = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True,
+        help_text="the most NVLink domains (inventory GPUs' nvlink_domain) the hosts may span; 1 = one NVLink domain")
     one_fabric = serializers.BooleanField(required=False, default=False)
 
 

@@ -25,16 +25,19 @@ MAX_MEMORY_MIB = 2**63 - 1
 @dataclass(frozen=True)
 class TopologyConstraint:
     """Hard limits for multi-host requests. ``max_leaves_per_rail=1`` is "same leaf on every rail";
-    ``one_fabric`` requires every host on one InfiniBand fabric. Without limits the engine still prefers
-    the tightest set (fewest leaves per rail, then fewest spine groups, then one fabric)."""
+    ``one_fabric`` requires every host on one InfiniBand fabric; ``max_nvlink_domains=1`` is "one NVLink domain":
+    every host's GPUs in one multi-node NVLink domain (`inventory.Gpu.nvlink_domain`, e.g. a GB200 NVL72 rack),
+    hosts without one never qualify. Without limits the engine still prefers the tightest set (fewest leaves per
+    rail, then fewest spine groups, then one fabric)."""
 
     max_leaves_per_rail: int | None = None
     max_spine_groups: int | None = None
     one_fabric: bool = False
+    max_nvlink_domains: int | None = None
 
     @property
     def is_set(self) -> bool:
-        return bool(self.max_leaves_per_rail or self.max_spine_groups or self.one_fabric)
+        return bool(self.max_leaves_per_rail or self.max_spine_groups or self.one_fabric or self.max_nvlink_domains)
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,15 @@ The view changes only when cabling changes, so it is cached in-process for ``PLA
 in Redis: one cache get per lookup) differs from the one it was loaded under, i.e. after a fleet import added or
 changed hosts, ports, switches or links in any process. `topology_cache_clear()` drops it. Loading it is two
 aggregate queries (one row per host and per leaf), about a second on 10,000 hosts.
+
+NVLink domains (`host_nvlink_domains`, cached the same way): a host's GPUs name the NVLink domain they share
+(`inventory.Gpu.nvlink_domain`): one per host on HGX boards (its NVSwitches), one per rack for multi-node NVLink
+systems (GB200 NVL72: the 18 compute trays of a rack share one domain). ``max_nvlink_domains`` limits a gang to
+that many domains; only hosts with a domain qualify.
 """
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections import defaultdict
@@ -59,8 +65,30 @@ GROUP BY s.id, s.scalable_unit_id
 """
 
 
+#: Per host with NVLink GPUs: the NVLink domain most of its GPUs name (a host's GPUs share one in practice).
+_NVLINK_SQL = """
+SELECT DISTINCT ON (g.host_id) g.host_id, g.nvlink_domain FROM inventory_gpu g WHERE g.nvlink_domain <> ''
+GROUP BY g.host_id, g.nvlink_domain ORDER BY g.host_id, count(*) DESC, g.nvlink_domain
+"""
+_NVLINK: dict = {"at": 0.0, "data": None, "stamp": None}
+
+
 def topology_cache_clear() -> None:
     _CACHE["data"] = None
+    _NVLINK["data"] = None
+
+
+def host_nvlink_domains() -> dict[uuid.UUID, str]:
+    """host id -> its NVLink domain, for every host whose GPUs name one (cached like `host_topology`)."""
+    ttl = getattr(settings, "PLACEMENT_TOPOLOGY_TTL_S", 60)
+    stamp = topology_stamp()
+    if _NVLINK["data"] is not None and _NVLINK["stamp"] == stamp and time.monotonic() - _NVLINK["at"] < ttl:
+        return _NVLINK["data"]
+    with connection.cursor() as cur:
+        cur.execute(_NVLINK_SQL)
+        data = {host_id: sys.intern(domain) for host_id, domain in cur.fetchall()}
+    _NVLINK.update(at=time.monotonic(), data=data, stamp=stamp)
+    return data
 
 
 def host_topology() -> dict[uuid.UUID, HostTopo]:
@@ -170,7 +198,45 @@ def select_hosts(ranked: list[uuid.UUID], n: int, constraint: TopologyConstraint
 
     Returns (hosts, info) or (None, info) where info says what the best achievable set would have scored and
     which limit it broke. Hard limits come from `constraint`; without them a set spanning fabrics or uncabled
-    hosts is the last resort."""
+    hosts is the last resort. With ``max_nvlink_domains`` the hosts are first grouped by NVLink domain and the
+    set is chosen inside one domain (or, for k > 1, inside each domain that holds `n` hosts alone and inside the
+    k largest together); info then has ``nvlink_domains``."""
+    if not constraint.max_nvlink_domains:
+        return _select(ranked, n, constraint, policy)
+    k = constraint.max_nvlink_domains
+    domain_of = host_nvlink_domains()
+    by_domain: dict = defaultdict(list)
+    for h in ranked:
+        if h in domain_of:
+            by_domain[domain_of[h]].append(h)
+    groups = [hosts for hosts in by_domain.values() if len(hosts) >= n]
+    if k > 1:
+        largest = sorted(by_domain.values(), key=len, reverse=True)[:k]
+        union = {h for hosts in largest for h in hosts}
+        if len(union) >= n:
+            groups.append([h for h in ranked if h in union])
+    if not groups:
+        biggest = max(map(len, by_domain.values()), default=0)
+        where = "no NVLink domain holds" if k == 1 else f"no {k} NVLink domains together hold"
+        unnamed = len(ranked) - sum(map(len, by_domain.values()))
+        return None, {"constraint": "max_nvlink_domains",
+                      "reason": f"{where} {n} suitable hosts (largest domain: {biggest}"
+                                + (f"; {unnamed} hosts have no NVLink domain)" if unnamed else ")")}
+    best: tuple | None = None
+    for hosts in groups:
+        picked, info = _select(hosts, n, constraint, policy)
+        key = (picked is None, info.get("max_leaves_per_rail", 0), info.get("spine_groups", 0))
+        if best is None or key < best[0]:
+            best = (key, picked, info)
+    _, picked, info = best
+    if picked is not None:
+        info = {**info, "nvlink_domains": len({domain_of[h] for h in picked})}
+    return picked, info
+
+
+def _select(ranked: list[uuid.UUID], n: int, constraint: TopologyConstraint, policy: str
+            ) -> tuple[list[uuid.UUID] | None, dict]:
+    """`select_hosts` without the NVLink-domain limit."""
     topo = host_topology()
     by_fabric: dict = defaultdict(list)
     for h in ranked:
