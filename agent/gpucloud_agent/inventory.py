@@ -5,7 +5,7 @@ from .backends.base import GpuBackend
 
 
 def collect(backend: GpuBackend) -> dict:
-    """{"host": {...facts, "boot_id"}, "gpus": [...], "hca_ports": [...], "nvswitch": {"active_partitions": [...]}}."""
+    """{"host": {...facts, "boot_id", "booted_at"}, "gpus": [...], "hca_ports": [...], "nvswitch": {"active_partitions": [...]}}."""
     partitions = backend.partitions() or {}
     doc = {"host": backend.host_facts(), "gpus": [g.as_dict() for g in backend.gpus()],
            "hca_ports": backend.hca_ports(), "nvswitch": {}}
@@ -13,6 +13,7 @@ def collect(backend: GpuBackend) -> dict:
         doc["nvswitch"] = {"active_partitions": partitions.get("active", [])}
     try:
         doc["host"]["boot_id"] = backend.boot_id()  # a new one tells the control plane the host rebooted
+        doc["host"]["booted_at"] = backend.booted_at()  # ISO 8601: VMs shut off since then were the reboot's
     except (OSError, AttributeError):
         pass
     for g in doc["gpus"]:

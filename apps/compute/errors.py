@@ -22,5 +22,6 @@ class Code(enum.StrEnum):
     DOMAIN_NOT_FOUND = "domain_not_found"
     CONSOLE_LOG_UNAVAILABLE = "console_log_unavailable"
     AGENT_COMMAND_FAILED = "agent_command_failed"
+    DEVICE_MISSING = "device_missing"  # a device of the instance did not come back after its host rebooted
     NO_HOST_URI = "host_has_no_libvirt_uri"
     SHARE_NOT_SUPPORTED_FOR_VM = "share_not_supported_for_vm"

@@ -89,6 +89,7 @@ class CommandKind(models.TextChoices):
     DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
     REBOOT_HOST = "reboot_host", "Reboot the host (repair)"
     RUN_DIAGNOSTICS = "run_diagnostics", "Run the return-to-service check (DCGM diagnostics or the validation command)"
+    RESTORE_DEVICES = "restore_devices", "Restore SR-IOV VFs and vfio-pci bindings after a host reboot"
 
 
 class CommandStatus(models.TextChoices):

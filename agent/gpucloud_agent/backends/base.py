@@ -84,6 +84,9 @@ class GpuBackend(Protocol):
     def boot_id(self) -> str:
         """This boot's id (Linux: /proc/sys/kernel/random/boot_id): a reboot changes it."""
 
+    def booted_at(self) -> str:
+        """When this boot began, ISO 8601 UTC (Linux: `btime` of /proc/stat)."""
+
     def reboot_host(self) -> None:
         """Reboot the host (returns only if the reboot did not happen, raising BackendError)."""
 

@@ -212,12 +212,16 @@ class FakeBackend:
     def boot_id(self) -> str:
         return f"fake-boot-{self.host_id}-{self.state.get('boots', 0)}"
 
+    def booted_at(self) -> str:
+        return self.state.get("booted_at") or "2026-01-01T00:00:00+00:00"
+
     def reboot_host(self) -> None:
         """A reboot as the driver and the kernel see it: GPU instances and active partitions are gone (MIG mode
         stays), the SR-IOV VFs too (`sriov_numvfs` is 0 at boot) and with them their vGPU types, and no function
         is bound to vfio-pci. The PCI addresses in `state["lost"]` (set by a test) do not come back: enabling
         their VFs or binding them fails with `device_missing`."""
         self.state["boots"] = self.state.get("boots", 0) + 1
+        self.state["booted_at"] = dt.datetime.now(dt.UTC).isoformat()
         self.state["gis"] = {k: [] for k in self.state["gis"]}
         self.state["active_partitions"] = []
         self.state["sriov"] = {**{pci: 0 for pci in self.state.get("sriov", {})},

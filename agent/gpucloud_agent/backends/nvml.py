@@ -227,6 +227,14 @@ class NvmlBackend:
     def boot_id(self) -> str:
         return (self.proc_root / "sys/kernel/random/boot_id").read_text().strip()
 
+    def booted_at(self) -> str:
+        import datetime as dt
+
+        btime = re.search(r"^btime (\d+)$", (self.proc_root / "stat").read_text(), re.M)
+        if btime is None:
+            raise OSError("no btime in /proc/stat")
+        return dt.datetime.fromtimestamp(int(btime.group(1)), dt.UTC).isoformat()
+
     def reboot_host(self) -> None:  # pragma: no cover - reboots the machine
         import time
 

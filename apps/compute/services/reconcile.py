@@ -15,6 +15,7 @@ Per libvirt URI (hosts may share one: the demo fleet uses `test:///default` for 
   `instance.recreate`, while this host did not answer) is removed (`compute.reconcile.stale_domain_removed`),
   so the host coming back never runs a second copy of the VM.
 A host whose libvirt does not answer is skipped (reported in the result).
+Before all that, the VMs of hosts that rebooted are settled (`host_reboot.hosts_rebooted_reconcile`).
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from ..errors import Code
 from ..models import Instance
 from ..states import INSTANCE_TRANSITIONS, InstanceStatus
 from .devices import devices_scrub
+from .host_reboot import hosts_rebooted_reconcile
 from .hypervisor import driver_for_uri
 from .instances import TARGET
 from .placement import instance_allocations_release
@@ -58,6 +60,7 @@ class ReconcileReport:
     unknown: list[str] = field(default_factory=list)
     unreachable: list[str] = field(default_factory=list)
     stale_removed: list[str] = field(default_factory=list)
+    after_reboot: dict = field(default_factory=dict)
 
 
 def _busy_ids(ids) -> set:
@@ -158,7 +161,7 @@ def _remove_stale(uri: str, host_ids: list, info) -> bool:
 
 def instances_reconcile() -> ReconcileReport:
     """Reconcile every hypervisor's domains with the instance rows. Returns counts of what changed."""
-    report = ReconcileReport()
+    report = ReconcileReport(after_reboot=hosts_rebooted_reconcile())
     by_uri: dict[str, list] = defaultdict(list)
     for host_id, uri in Host.objects.filter(provisioning_kind=ProvisioningKind.HYPERVISOR).exclude(
             libvirt_uri="").exclude(state=HostState.RETIRED).values_list("id", "libvirt_uri"):

@@ -266,17 +266,26 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "",
     if seen_at is not None:
         host.last_heartbeat_at = now() if seen_at is _UNSET else seen_at
     host.agent_version = agent_version or host.agent_version
+    before_boot = ((host.observed or {}).get("host") or {}).get("boot_id")
+    rebooted = bool(before_boot and facts.get("boot_id") and facts["boot_id"] != before_boot)
+    reboot = (host.observed or {}).get("reboot")
+    if rebooted:
+        reboot = {"boot_id": facts["boot_id"], "previous_boot_id": before_boot,
+                  "booted_at": facts.get("booted_at") or now().isoformat(), "seen_at": now().isoformat()}
     host.observed = {"host": facts, "hca_ports": inventory.get("hca_ports", []),
-                     "nvswitch": inventory.get("nvswitch", {})}
+                     "nvswitch": inventory.get("nvswitch", {}), **({"reboot": reboot} if reboot else {})}
     if "active_partitions" in (inventory.get("nvswitch") or {}):
         host.active_partitions = sorted(inventory["nvswitch"]["active_partitions"])
     changed = [f for f in _HOST_SYNCED if getattr(host, f) != before[f]]
     if changed:
         host.save(update_fields=changed)
     for g in inventory.get("gpus", []):
-        _gpu_sync(host, g)
+        _gpu_sync(host, g, rebooted=rebooted or bool(reboot and reboot["boot_id"] == facts.get("boot_id")
+                                                     and not reboot.get("restored_at")))
     for p in inventory.get("hca_ports", []):
         _hca_port_sync(host, p)
+    if rebooted:
+        audit_record(actor=None, action="inventory.host.rebooted", target=host, after=reboot)
 
 
 def _hca_port_sync(host: Host, p: dict) -> None:
@@ -296,7 +305,7 @@ def _hca_port_sync(host: Host, p: dict) -> None:
      .update(**values, updated_at=now()))
 
 
-def _gpu_sync(host: Host, g: dict) -> None:
+def _gpu_sync(host: Host, g: dict, rebooted: bool = False) -> None:
     clash = Gpu.objects.filter(uuid=g["uuid"]).exclude(host=host).values_list("host__name", flat=True).first()
     if clash:
         raise Conflict(f"GPU {g['uuid']} is already recorded on host {clash}.", code="gpu_uuid_conflict")
@@ -322,16 +331,18 @@ def _gpu_sync(host: Host, g: dict) -> None:
     if before != (gpu.uuid, gpu.serial, gpu.model, gpu.pci_address, gpu.numa_node, gpu.mode, gpu.observed):
         gpu.save()
     if "vfs" in g:
-        _vfs_sync(gpu, g["vfs"])
+        _vfs_sync(gpu, g["vfs"], keep=rebooted)
     if "layout" in mig and not recorded:
         _layout_replace(gpu, mig.get("layout") or [])  # nothing recorded yet: adopt what the host has
     elif drift:
         _mig_restore(host, gpu)
 
 
-def _vfs_sync(gpu: Gpu, vfs: list[dict]) -> None:
+def _vfs_sync(gpu: Gpu, vfs: list[dict], keep: bool = False) -> None:
     """Record the GPU's SR-IOV VFs as the kernel reports them; VFs that vanished are dropped unless a vGPU uses
-    them. `observed.vf_count` is the real count (RW-015/RW-017: never the count a tool claims)."""
+    them, or (`keep`) the host rebooted and its VFs have not been enabled again yet: the recorded ones are what
+    the restore after the reboot enables (compute's `restore_devices`). `observed.vf_count` is the real count
+    (RW-015/RW-017: never the count a tool claims)."""
     reported = {v["index"]: v.get("pci_address", "") for v in vfs}
     existing = {vf.index: vf for vf in VirtualFunction.objects.filter(gpu=gpu)}
     for index, pci in reported.items():
@@ -341,7 +352,8 @@ def _vfs_sync(gpu: Gpu, vfs: list[dict]) -> None:
         elif vf.pci_address != pci:
             vf.pci_address = pci
             vf.save(update_fields=["pci_address"])
-    VirtualFunction.objects.filter(gpu=gpu, vgpu_device__isnull=True).exclude(index__in=list(reported)).delete()
+    if not keep:
+        VirtualFunction.objects.filter(gpu=gpu, vgpu_device__isnull=True).exclude(index__in=list(reported)).delete()
 
 
 def _mig_restore(host: Host, gpu: Gpu) -> None:
@@ -498,6 +510,27 @@ def _validate_reboot(host: Host, payload: dict) -> dict:
     return {}
 
 
+def _validate_restore(host: Host, payload: dict) -> dict:
+    """``{"boot_id", "sriov": [{"pci_address", "num_vfs"}], "vfio": [{"pci_address"}]}``: the boot it restores
+    for, and PCI addresses of the host's own devices (a GPU or an HCA port with that address)."""
+    known = set(Gpu.objects.filter(host=host).values_list("pci_address", flat=True)) | set(
+        HcaPort.objects.filter(host=host).exclude(pci_address="").values_list("pci_address", flat=True))
+    out: dict = {"boot_id": str(payload.get("boot_id") or ""), "sriov": [], "vfio": []}
+    for key in ("sriov", "vfio"):
+        for item in payload.get(key) or []:
+            if not isinstance(item, dict) or item.get("pci_address") not in known:
+                raise ValidationFailed(f"{key}: {item!r} is not a device of {host.name}.", code=Code.COMMAND_INVALID,
+                                       errors={key: ["not a PCI address of this host's GPUs or HCA ports"]})
+            entry = {"pci_address": item["pci_address"]}
+            if key == "sriov":
+                if not isinstance(item.get("num_vfs"), int) or not 0 < item["num_vfs"] <= 256:
+                    raise ValidationFailed("num_vfs must be 1..256.", code=Code.COMMAND_INVALID,
+                                           errors={"num_vfs": ["1..256"]})
+                entry["num_vfs"] = item["num_vfs"]
+            out[key].append(entry)
+    return out
+
+
 def _validate_diagnostics(host: Host, payload: dict) -> dict:
     """``{"gpu_indexes": [...] (empty: every GPU), "level": 1..4}`` (DCGM's run levels; the validation command
     ignores it)."""
@@ -521,6 +554,7 @@ VALIDATORS = {
     CommandKind.RESET_VF: _validate_reset_vf, CommandKind.SET_VF_VGPU_TYPE: _validate_set_vf_type,
     CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
     CommandKind.REBOOT_HOST: _validate_reboot, CommandKind.RUN_DIAGNOSTICS: _validate_diagnostics,
+    CommandKind.RESTORE_DEVICES: _validate_restore,
 }
 
 
@@ -613,6 +647,8 @@ def agent_command_report(*, credential: AgentCredential, command_id, succeeded: 
             _apply_result(cmd, result)
         elif cmd.kind == CommandKind.APPLY_MIG_LAYOUT:
             _mig_apply_failed(cmd, result)
+        if cmd.kind == CommandKind.RESTORE_DEVICES:
+            _restore_reported(cmd, result)
         gpu_scrub_progress(cmd)
         audit_record(actor=None, action="inventory.agent.command_report", target=cmd.host,
                      after={"command_id": cmd.id, "kind": cmd.kind, "status": cmd.status, "error": cmd.error})
@@ -650,6 +686,20 @@ def _mig_apply_failed(cmd: AgentCommand, result: dict) -> None:
     gpu.save(update_fields=["observed", "updated_at"])
     if _pairs(cmd.payload.get("layout")) != recorded:  # a failed restore is not queued again here (no loop): the
         _mig_restore(gpu.host, gpu)                     # next inventory report retries it
+
+
+def _restore_reported(cmd: AgentCommand, result: dict) -> None:
+    """The restore after a reboot finished: the host's reboot record (`observed.reboot`) gets `restored_at` and
+    the devices that did not come back (`missing`: [{pci_address, step, code, error}]); from now on VFs the agent
+    does not report are dropped again."""
+    host = Host.objects.select_for_update().get(pk=cmd.host_id)
+    reboot = dict((host.observed or {}).get("reboot") or {})
+    if reboot.get("boot_id") != cmd.payload.get("boot_id"):
+        return  # the host rebooted again since: the newer record waits for its own restore
+    reboot.update(restored_at=now().isoformat(), restore_command=str(cmd.pk),
+                  missing=[m for m in result.get("missing") or [] if isinstance(m, dict)])
+    host.observed = {**host.observed, "reboot": reboot}
+    host.save(update_fields=["observed"])
 
 
 def _apply_result(cmd: AgentCommand, result: dict) -> None:

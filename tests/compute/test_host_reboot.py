@@ -1,0 +1,108 @@
+"""After a host reboots (docs/compute.md "After a host reboots", ADR 0509): the agent reports a new boot id, the
+control plane has it restore the VFs and passthrough bindings and the recorded MIG layout, and each VM made before
+the reboot is started again (it was running), left stopped (the tenant had stopped it) or put in `error` naming
+the device that did not come back, its allocation kept. Here the real agent executor on its `fake` backend (whose
+reboot forgets GPU instances, VFs, vGPU types and bindings) through the real command queue and reconciler."""
+from __future__ import annotations
+
+import pytest
+from gpucloud_agent.backends.fake import FakeBackend
+
+from apps.compute.models import Instance
+from apps.compute.services.hypervisor import driver_for_host
+from apps.compute.services.reconcile import instances_reconcile
+from apps.inventory.models import AgentCommand, VirtualFunction
+from apps.inventory.services.agent import host_inventory_sync
+from apps.operations.models import Operation
+
+from .conftest import drive, gpu_host
+from .test_instance_lifecycle import _live_allocations
+from .test_scrub import Agent, _create, timeline  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.django_db
+
+
+def _report(host, gpu, backend, boot_id):
+    """The agent's inventory report: its boot, GPU 0's MIG mode and GPU instances and the VFs the kernel has."""
+    g = backend.gpus()[0]
+    host_inventory_sync(host=host, inventory={
+        "host": {"boot_id": boot_id, "booted_at": backend.booted_at()},
+        "gpus": [{"index": 0, "uuid": gpu.uuid, "model": gpu.model, "pci_address": gpu.pci_address,
+                  "mig": {"enabled": g.mig["enabled"], "layout": g.mig["layout"]}, "vfs": g.vfs}]})
+
+
+def _mig_vm(world, name="m-1"):
+    """An active MIG `3g.40gb` VM on a Hopper host (MIG-backed vGPU on a VF), made through the agent, the host's
+    boot reported: (instance, host, gpu, backend, agent)."""
+    host = gpu_host(gpus=1, mode="mig")
+    gpu = host.gpus.get()
+    backend = FakeBackend(vfs_per_gpu=2)
+    gpu.pci_address = backend.gpus()[0].pci_address
+    gpu.save(update_fields=["pci_address"])
+    VirtualFunction.objects.bulk_create([VirtualFunction(gpu=gpu, index=v["index"], pci_address=v["pci_address"])
+                                         for v in backend.gpus()[0].vfs])
+    backend.set_mig_mode(0, True)
+    agent = Agent(host, [], backend)
+    resp = _create(world, world.client_a, world.project_a, world.mig, name)
+    drive(resp.data["operation"]["id"])
+    assert agent.run() == ["create_gpu_instance", "set_vf_vgpu_type"]
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    _report(host, gpu, backend, backend.boot_id())
+    return Instance.objects.get(pk=resp.data["instance"]["id"]), host, gpu, backend, agent
+
+
+def _reboot(host, gpu, backend, *instances):
+    for inst in instances:
+        driver_for_host(host).domain_stop(inst.pk, hard=True)  # the reboot took the VMs down
+    backend.reboot_host()
+    _report(host, gpu, backend, backend.boot_id())  # the agent's first cycle after the boot
+
+
+def test_a_running_vm_comes_back_running_with_its_vf_gpu_instance_and_type(world):
+    inst, host, gpu, backend, agent = _mig_vm(world)
+    _reboot(host, gpu, backend, inst)
+    assert backend.gpus()[0].vfs == [] and VirtualFunction.objects.filter(gpu=gpu).count() == 2  # kept
+    assert instances_reconcile().after_reboot["waiting"] == 1  # the restore is queued, not yet done
+    (restore,) = AgentCommand.objects.filter(host=host, kind="restore_devices")
+    assert restore.payload["sriov"] == [{"pci_address": gpu.pci_address, "num_vfs": 2}]
+    assert agent.run() == ["apply_mig_layout", "restore_devices"]
+    assert instances_reconcile().after_reboot["started"] == 1
+    inst.refresh_from_db()
+    assert inst.status == "starting" and inst.devices["reboot"]["outcome"] == "started"
+    start = Operation.objects.filter(target_id=inst.pk, kind__endswith="start").latest("created_at")
+    drive(start.pk)
+    assert agent.run() == ["set_vf_vgpu_type"]
+    assert drive(start.pk).status == "succeeded"
+    assert world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()["status"] == "active"
+    assert len(backend.gpus()[0].vfs) == 2 and len(backend.gpu_instances(0)) == 1
+    assert backend.state["vf_types"] == {inst.devices["vfs"][0]["address"]: "H100XM-3-40C"}
+    assert instances_reconcile().after_reboot == {"started": 0, "stopped": 0, "error": 0, "waiting": 0}
+
+
+def test_a_vm_whose_gpu_did_not_come_back_goes_to_error_naming_it_and_keeps_its_allocation(world):
+    inst, host, gpu, backend, agent = _mig_vm(world)
+    backend.state["lost"] = [gpu.pci_address]
+    _reboot(host, gpu, backend, inst)
+    instances_reconcile()
+    assert agent.run() == ["apply_mig_layout", "restore_devices"]
+    assert instances_reconcile().after_reboot["error"] == 1
+    body = world.client_a.get(f"/api/v1/instances/{inst.pk}/").json()
+    assert (body["status"], body["error_code"]) == ("error", "device_missing"), body
+    assert gpu.pci_address in body["error_reason"] and "did not come back" in body["error_reason"]
+    assert ("mig", 1) in _live_allocations(inst.pk)  # kept until the tenant acts
+
+
+def test_a_vm_the_tenant_had_stopped_stays_stopped(world):
+    inst, host, gpu, backend, agent = _mig_vm(world)
+    stop = world.client_a.post(f"/api/v1/instances/{inst.pk}/stop/", {"hard": True}, format="json")
+    assert drive(stop.data["operation"]["id"]).status == "succeeded"
+    _reboot(host, gpu, backend)
+    instances_reconcile()
+    assert agent.run() == ["apply_mig_layout", "restore_devices"]
+    assert instances_reconcile().after_reboot["stopped"] == 1
+    inst.refresh_from_db()
+    assert inst.status == "stopped" and inst.devices["reboot"]["outcome"] == "stopped"
+    start = world.client_a.post(f"/api/v1/instances/{inst.pk}/start/")  # the tenant's start brings it back
+    drive(start.data["operation"]["id"])
+    assert agent.run() == ["set_vf_vgpu_type"]
+    assert drive(start.data["operation"]["id"]).status == "succeeded"
