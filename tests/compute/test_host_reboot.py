@@ -106,3 +106,17 @@ def test_a_vm_the_tenant_had_stopped_stays_stopped(world):
     drive(start.data["operation"]["id"])
     assert agent.run() == ["set_vf_vgpu_type"]
     assert drive(start.data["operation"]["id"]).status == "succeeded"
+
+
+def test_a_host_without_vms_gets_its_vfs_back(world):
+    inst, host, gpu, backend, agent = _mig_vm(world)
+    delete = world.client_a.delete(f"/api/v1/instances/{inst.pk}/")
+    drive(delete.data["operation"]["id"])
+    agent.run()  # the scrub
+    _reboot(host, gpu, backend)
+    instances_reconcile()
+    assert agent.run() == ["restore_devices"]
+    _report(host, gpu, backend, backend.boot_id())
+    assert len(backend.gpus()[0].vfs) == 2 and VirtualFunction.objects.filter(gpu=gpu).count() == 2
+    host.refresh_from_db()
+    assert host.observed["reboot"]["missing"] == [] and "restored_at" in host.observed["reboot"]

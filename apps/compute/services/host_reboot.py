@@ -133,11 +133,13 @@ def hosts_rebooted_reconcile() -> dict[str, int]:
                                                                              InstanceStatus.STOPPED])
                    if ((i.devices or {}).get("reboot") or {}).get("boot_id") != reboot["boot_id"]
                    and (seen is None or i.created_at < seen)]
-        if not pending:
+        if not pending and "restored_at" in reboot:
             continue
+        cmd = _restore_command(host, pending, reboot["boot_id"])  # a host without VMs gets its VFs back too
         busy = targets_with_unfinished_operations(target_type=TARGET, target_ids=[i.pk for i in pending])
         pending = [i for i in pending if i.pk not in busy]
-        cmd = _restore_command(host, pending, reboot["boot_id"])
+        if not pending:
+            continue
         if cmd is not None and (cmd.status in _WAITING or "restored_at" not in reboot):
             counts["waiting"] += len(pending)
             continue
