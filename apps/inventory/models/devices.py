@@ -1,9 +1,12 @@
-"""Devices of a host: GPUs and their slices (MIG GPU instances, vGPUs, SR-IOV VFs), NICs and IB HCA ports."""
+"""Devices of a host: GPUs and their slices (MIG GPU instances, SR-IOV VFs), NICs and IB HCA ports.
+
+Which tenant holds a GPU, a slice, a vGPU or a VF is the allocation ledger's (apps.scheduling) and the instance's
+`devices` (apps.compute), not a row here."""
 from django.db import models
 
 from apps.core.models import TimestampedModel
 
-from ..states import GpuHealth, GpuMode, GpuScrub, VgpuBacking
+from ..states import GpuHealth, GpuMode, GpuScrub
 
 
 class Gpu(TimestampedModel):
@@ -81,22 +84,6 @@ class VirtualFunction(TimestampedModel):
             models.UniqueConstraint(fields=["gpu", "index"], name="inventory_vf_gpu_index_uniq"),
             models.UniqueConstraint(fields=["hca_port", "index"], name="inventory_vf_port_index_uniq"),
         ]
-
-
-class VgpuDevice(TimestampedModel):
-    """A vGPU of a catalog vGPU type on a GPU, exposed as a mediated device (`mdev_uuid`) or on an SR-IOV VF."""
-
-    gpu = models.ForeignKey(Gpu, on_delete=models.CASCADE, related_name="vgpu_devices")
-    vgpu_type = models.CharField(max_length=32, help_text="catalog vGPU type name, e.g. H100XM-10C")
-    backing = models.CharField(max_length=16, choices=VgpuBacking.choices)
-    mdev_uuid = models.UUIDField(null=True, blank=True, unique=True)
-    virtual_function = models.OneToOneField(VirtualFunction, on_delete=models.PROTECT, null=True, blank=True,
-                                            related_name="vgpu_device")
-    gpu_instance = models.ForeignKey(GpuInstance, on_delete=models.PROTECT, null=True, blank=True,
-                                     related_name="vgpu_devices", help_text="MIG-backed vGPU: its GPU instance")
-
-    class Meta:
-        ordering = ["gpu", "created_at"]
 
 
 class Nic(TimestampedModel):

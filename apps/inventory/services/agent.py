@@ -339,8 +339,8 @@ def _gpu_sync(host: Host, g: dict, rebooted: bool = False) -> None:
 
 
 def _vfs_sync(gpu: Gpu, vfs: list[dict], keep: bool = False) -> None:
-    """Record the GPU's SR-IOV VFs as the kernel reports them; VFs that vanished are dropped unless a vGPU uses
-    them, or (`keep`) the host rebooted and its VFs have not been enabled again yet: the recorded ones are what
+    """Record the GPU's SR-IOV VFs as the kernel reports them; VFs that vanished are dropped unless (`keep`) the
+    host rebooted and its VFs have not been enabled again yet: the recorded ones are what
     the restore after the reboot enables (compute's `restore_devices`). `observed.vf_count` is the real count
     (RW-015/RW-017: never the count a tool claims)."""
     reported = {v["index"]: v.get("pci_address", "") for v in vfs}
@@ -353,7 +353,7 @@ def _vfs_sync(gpu: Gpu, vfs: list[dict], keep: bool = False) -> None:
             vf.pci_address = pci
             vf.save(update_fields=["pci_address"])
     if not keep:
-        VirtualFunction.objects.filter(gpu=gpu, vgpu_device__isnull=True).exclude(index__in=list(reported)).delete()
+        VirtualFunction.objects.filter(gpu=gpu).exclude(index__in=list(reported)).delete()
 
 
 def _mig_restore(host: Host, gpu: Gpu) -> None:
