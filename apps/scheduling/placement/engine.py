@@ -134,8 +134,8 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     else:
         model_filter, model_order = "", ""
     with connection.cursor() as cur:
-        cur.execute(sql.FAST_HOSTS.format(direction=direction, model_filter=model_filter, model_order=model_order),
-                    params)
+        cur.execute(sql.FAST_HOSTS.format(direction=direction, model_filter=model_filter, model_order=model_order,
+                                          numa=sql.NUMA_COLUMNS if ctx.numa else sql.NO_NUMA_COLUMNS), params)
         hosts = [sql.FastHostRow._make(r) for r in cur.fetchall()]
     exp = Explanation(len(hosts), "fast")
     if req.hosts > 1:
@@ -146,8 +146,8 @@ def _fast(ctx: _Ctx, limit: int, exclude: frozenset) -> Result:
     for lo in range(0, len(hosts), max(step, 1)):
         batch = hosts[lo:lo + step]
         free = _free_gpus(ctx, [h.id for h in batch]) if req.gpus_per_host else {}
-        caps = _node_caps(ctx, [h.id for h in batch])
-        for rank, (hid, name, nvs) in enumerate(batch, start=lo):
+        caps = _row_caps(ctx, batch)
+        for rank, (hid, name, nvs, *_numa) in enumerate(batch, start=lo):
             gpus, detail, score = [], {}, 0.0
             if req.gpus_per_host:
                 got, score = devices.choose_whole_gpus(req.gpus_per_host, free.get(hid, []), nvs, ctx.fit(caps, hid))
@@ -174,7 +174,7 @@ def _fast_gang(ctx: _Ctx, hosts: list[sql.FastHostRow], exp: Explanation, rounds
         if picked is None:
             break
         free = _free_gpus(ctx, picked) if req.gpus_per_host else {}
-        caps = _node_caps(ctx, picked)
+        caps = _row_caps(ctx, [meta[h] for h in picked])
         chosen = []
         for hid in picked:
             name, nvs = meta[hid].name, meta[hid].nvswitch_system
@@ -206,9 +206,17 @@ def _node_caps(ctx: _Ctx, host_ids: list) -> dict:
         return {}
     with connection.cursor() as cur:
         cur.execute(sql.HOST_NUMA, {"hosts": list(host_ids)})
-        # jsonb comes back as text through Django's connection (its JSONField decodes it)
-        return {hid: _caps(nodes, cores, threads, memory, numa if isinstance(numa, str) else json.dumps(numa or ""))
-                for hid, nodes, cores, threads, memory, numa in cur.fetchall()}
+        return _row_caps(ctx, cur.fetchall())
+
+
+def _row_caps(ctx: _Ctx, rows) -> dict:
+    """{host id: `NodeCaps`} from rows that end with `sql.NUMA_COLUMNS` after the host id (HOST_NUMA's, or
+    FAST_HOSTS's, which carry them so the fast path needs no second query)."""
+    if not ctx.numa:
+        return {}
+    # jsonb comes back as text through Django's connection (its JSONField decodes it)
+    return {r[0]: _caps(nodes, cores, threads, memory, numa if isinstance(numa, str) else json.dumps(numa or ""))
+            for r in rows for nodes, cores, threads, memory, numa in [r[-5:]]}
 
 
 @lru_cache(maxsize=1024)

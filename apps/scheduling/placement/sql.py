@@ -94,18 +94,24 @@ LEFT JOIN scheduling_hostusage u ON u.host_id = h.id
 """
 
 class FastHostRow(NamedTuple):
-    """A row of `FAST_HOSTS`, in rank order."""
+    """A row of `FAST_HOSTS`, in rank order; ``numa_nodes`` .. ``numa_report``: what `HOST_NUMA` reads (`NUMA_COLUMNS`),
+    or zeros and NULL when the request has no guest NUMA nodes to fit."""
 
     id: uuid.UUID
     name: str
     nvswitch_system: str | None
+    numa_nodes: int
+    cpu_cores: int
+    cpu_threads: int
+    memory_mib: int
+    numa_report: object
 
 
 #: Fast path for on-demand whole-GPU (or CPU-only) requests (`FastHostRow`): pre-rank on the per-host usage
 #: summary, walking the (gpu_model, gpus_free, host) index in rank order and stopping at LIMIT (a few dozen index
 #: tuples).
 FAST_HOSTS = """
-SELECT h.id, h.name, h.nvswitch_system FROM scheduling_hostusage u JOIN inventory_host h ON h.id = u.host_id
+SELECT h.id, h.name, h.nvswitch_system, {numa} FROM scheduling_hostusage u JOIN inventory_host h ON h.id = u.host_id
 WHERE {model_filter} u.gpus_free >= %(gpus)s
   AND h.state = 'available' AND NOT h.spare
   AND (%(kind)s = '' OR h.provisioning_kind = %(kind)s)
@@ -166,11 +172,10 @@ SELECT a.host_id, a.gpu_id FROM scheduling_allocation a
 WHERE a.consumer_id = %(lease)s AND a.consumer_type = 'lease' AND a.period @> %(window)s
 """
 
-#: What `apps.inventory.numa.node_caps` reads of some hosts: the recorded counts and the agent's NUMA report.
-HOST_NUMA = """
-SELECT h.id, h.numa_nodes, h.cpu_cores, h.cpu_threads, h.memory_mib, h.observed -> 'host' -> 'numa'
-FROM inventory_host h WHERE h.id = ANY(%(hosts)s::uuid[])
-"""
+#: What `apps.inventory.numa.node_caps` reads of a host (``h``): the recorded counts and the agent's NUMA report.
+NUMA_COLUMNS = "h.numa_nodes, h.cpu_cores, h.cpu_threads, h.memory_mib, h.observed -> 'host' -> 'numa'"
+NO_NUMA_COLUMNS = "0, 0, 0, 0, NULL"
+HOST_NUMA = "SELECT h.id, " + NUMA_COLUMNS + " FROM inventory_host h WHERE h.id = ANY(%(hosts)s::uuid[])"
 
 #: GPU ids of some hosts by index (resolving the exact path's winners).
 GPU_IDS = """
