@@ -27,3 +27,9 @@ class HealthConfig(AppConfig):
         from .services.lease_spares import spare_ready
 
         register_spare_ready_hook(spare_ready)  # a new or returned spare goes to the oldest lease held for one
+
+        from apps.inventory.services.agent import register_device_missing_hook
+
+        from .services.ingest import device_missing_after_reboot
+
+        register_device_missing_hook(device_missing_after_reboot)  # a GPU lost in a reboot: device_op_failed

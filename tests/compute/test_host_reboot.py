@@ -90,6 +90,10 @@ def test_a_vm_whose_gpu_did_not_come_back_goes_to_error_naming_it_and_keeps_its_
     assert (body["status"], body["error_code"]) == ("error", "device_missing"), body
     assert gpu.pci_address in body["error_reason"] and "did not come back" in body["error_reason"]
     assert ("mig", 1) in _live_allocations(inst.pk)  # kept until the tenant acts
+    from apps.health.models import HealthEvent
+
+    (event,) = HealthEvent.objects.filter(host=host, kind="device_op_failed")
+    assert (event.gpu_id, event.source) == (gpu.pk, "control_plane") and gpu.pci_address in event.message
 
 
 def test_a_vm_the_tenant_had_stopped_stays_stopped(world):

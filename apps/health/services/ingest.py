@@ -397,4 +397,13 @@ def health_event_ingest(
     return event, True
 
 
-__all__ = ["health_event_ingest", "health_event_preview"]
+__all__ = ["device_missing_after_reboot", "health_event_ingest", "health_event_preview"]
+
+
+def device_missing_after_reboot(*, host: Host, gpu_index: int, boot_id: str, message: str) -> None:
+    """Inventory's hook (`register_device_missing_hook`): a GPU that did not come back after its host rebooted
+    is recorded as a failed device operation (`device_op_failed`, source control_plane, once per GPU and boot);
+    its classification row applies the effects (the GPU is cordoned)."""
+    health_event_ingest(actor=None, host=host, kind=EventKind.DEVICE_OP_FAILED, gpu_index=gpu_index,
+                        dedup_key=f"reboot:{boot_id}:gpu{gpu_index}"[:128], message=message,
+                        source=EventSource.CONTROL_PLANE)

@@ -688,10 +688,37 @@ def _mig_apply_failed(cmd: AgentCommand, result: dict) -> None:
         _mig_restore(gpu.host, gpu)                     # next inventory report retries it
 
 
+#: Called in the report's transaction for each GPU that did not come back after its host rebooted:
+#: ``fn(*, host, gpu_index, boot_id, message)``. apps.health registers one (a `device_op_failed` event).
+_DEVICE_MISSING_HOOKS: list = []
+
+
+def register_device_missing_hook(fn) -> None:
+    if fn not in _DEVICE_MISSING_HOOKS:
+        _DEVICE_MISSING_HOOKS.append(fn)
+
+
+def _gpus_missing(host: Host, reboot: dict) -> None:
+    """Tell the hooks about each GPU of the host among the devices that did not come back. A hook that fails is
+    logged and undone (its savepoint): the report is recorded regardless."""
+    by_pci = dict(Gpu.objects.filter(host=host).values_list("pci_address", "index"))
+    for m in reboot["missing"]:
+        index = by_pci.get(m.get("pci_address"))
+        for fn in _DEVICE_MISSING_HOOKS if index is not None else []:
+            try:
+                with transaction.atomic():
+                    fn(host=host, gpu_index=index, boot_id=reboot["boot_id"],
+                       message=f"GPU {index} ({m['pci_address']}) did not come back after the host rebooted: "
+                               f"{m.get('code', '')} {m.get('error', '')}".strip())
+            except Exception:  # noqa: BLE001 - a hook must not lose the agent's report
+                log.exception("device_missing_hook_failed", extra={"host": host.name, "gpu_index": index})
+
+
 def _restore_reported(cmd: AgentCommand, result: dict) -> None:
     """The restore after a reboot finished: the host's reboot record (`observed.reboot`) gets `restored_at` and
-    the devices that did not come back (`missing`: [{pci_address, step, code, error}]); from now on VFs the agent
-    does not report are dropped again."""
+    the devices that did not come back (`missing`: [{pci_address, step, code, error}]), each missing GPU goes to
+    the registered hooks (`register_device_missing_hook`); from now on VFs the agent does not report are dropped
+    again."""
     host = Host.objects.select_for_update().get(pk=cmd.host_id)
     reboot = dict((host.observed or {}).get("reboot") or {})
     if reboot.get("boot_id") != cmd.payload.get("boot_id"):
@@ -700,6 +727,7 @@ def _restore_reported(cmd: AgentCommand, result: dict) -> None:
                   missing=[m for m in result.get("missing") or [] if isinstance(m, dict)])
     host.observed = {**host.observed, "reboot": reboot}
     host.save(update_fields=["observed"])
+    _gpus_missing(host, reboot)
 
 
 def _apply_result(cmd: AgentCommand, result: dict) -> None:
