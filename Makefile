@@ -8,7 +8,7 @@ export PORT
 SECRET_KEY ?= $(shell scripts/secret-key.sh)
 export SECRET_KEY
 
-.PHONY: install ironic run test docs-pictures lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
+.PHONY: install ironic sushy-tools run test docs-pictures lint lint-imports schema schema-check api-schema services e2e clean console console-test terraform-provider
 
 # The web console (frontend/): `npm ci` when the lock changes, a build when a source or the API schema changes.
 CONSOLE_SOURCES := $(shell find frontend/src frontend/public -type f ! -name schema.d.ts 2>/dev/null) \
@@ -32,6 +32,11 @@ install: $(VENV)/.installed
 ironic:
 	PYTHON=$(PYTHON) scripts/ironic-env.sh
 
+# The sushy-tools Redfish emulator for the fencing driver's contract tests, in its own virtual environment
+# (var/sushy-tools/venv, never .venv); the tests start and stop it.
+sushy-tools:
+	PYTHON=$(PYTHON) scripts/sushy-tools-env.sh
+
 services:
 	@scripts/ensure-services.sh
 
@@ -52,7 +57,7 @@ console-test: frontend/node_modules/.installed
 run: install services console
 	@scripts/run.sh
 
-test: install services ironic
+test: install services ironic sushy-tools
 	$(PY) -m pytest -n 2 -q
 
 e2e: install services terraform-provider console

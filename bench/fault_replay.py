@@ -18,7 +18,7 @@ itself, with the real runner, at the simulated instant they are due). The comput
 What runs (all product code, in this process, time from `apps.core.clock` moved with time_machine, never slept):
 
 - fleet: hosts (8 GPUs, no NVSwitch partitioning), an agent credential each, one organization (enterprise plan),
-  an 8-GPU whole-host VM flavor priced at $36.00/h on both SLA tiers; 70 % of the hosts get one VM each through
+  a BMC each (`FenceDevice`, ADR 0218), an 8-GPU whole-host VM flavor priced at $36.00/h on both SLA tiers; 70 % of the hosts get one VM each through
   `instance_create` and the `instance.create` operation (half on the `standard` tier, half on `premium`).
 - faults: each root cause is mapped to the signal the node agent (or the control plane) reports for it (`CAUSES`
   below). A GPU/NIC signal is reported by the agent at its next 15 s cycle (`agent.run_forever`'s interval)
@@ -28,7 +28,8 @@ What runs (all product code, in this process, time from `apps.core.clock` moved 
   no device signal (nothing for the product to see).
 - while anything is due the clock advances on a 15 s grid: the agents' cycle (queued agent commands answered,
   e.g. the scrub of a released GPU), `remediations_advance` (beat, 15 s), `heartbeat_lost_detect` (beat, its
-  schedule's period), the batched last-seen flush (`AGENT_LAST_SEEN_FLUSH_SECONDS`) and every runnable operation step; the checkpoint notice is the project's
+  schedule's period), `fences_advance` (beat, 15 s: every host has a BMC, driven by the `fake` fencing driver,
+  which powers off when asked and reads back off), the batched last-seen flush (`AGENT_LAST_SEEN_FLUSH_SECONDS`) and every runnable operation step; the checkpoint notice is the project's
   (default `HEALTH_NOTICE_SECONDS_DEFAULT`, 900 s). Time jumps to the next fault only when no remediation,
   operation or agent command is open and no silent host is waiting for its heartbeat-lost event (then every
   periodic task would do nothing).
@@ -213,6 +214,7 @@ class Replay:
             settings.DRIVERS = {**getattr(settings, "DRIVERS", {}), "compute": "apps.compute.drivers.fake:FakeDriver"}
             FakeDriver.reset()
             forget_drivers()
+            settings.HEALTH_FENCE_DRIVER = "fake"  # every host's BMC powers off when asked and reads back off
         for code, schedule in TIERS.items():
             row = SlaTier.objects.get(code=code)
             assert [(str(e["below"]), str(e["credit_pct"])) for e in row.credit_schedule] == \
@@ -235,6 +237,12 @@ class Replay:
                                          numa_node=i // 4) for n, h in enumerate(hosts) for i in range(8)])
             AgentCredential.objects.bulk_create([AgentCredential(host=h, prefix=f"rp{n}", secret_hash="-")
                                                  for n, h in enumerate(hosts)])
+            from apps.baremetal.services.secrets import credentials_encrypt
+            from apps.health.models import FenceDevice
+
+            token = credentials_encrypt({"username": "replay", "password": "replay"})  # every host has a BMC
+            FenceDevice.objects.bulk_create([FenceDevice(host=h, address=f"https://bmc-{h.name}.replay.test",
+                                                         credentials_encrypted=token) for h in hosts])
             self.hosts = list(Host.objects.order_by("name"))
             self.host_names = {h.pk: h.name for h in self.hosts}
             self.flavor = Flavor.objects.create(name="h100-8x", vcpus=96, memory_mib=512 * 1024, gpu_form="gpu",
@@ -324,8 +332,12 @@ class Replay:
         # capacity in this replay except another remediation (counted here) or a repair (none yet): not due
         moving = Remediation.objects.filter(status__in=["approved", "running"]) | Remediation.objects.filter(
             Q(status="notice") & (Q(deadline_at__gt=now()) | ~Q(reason__startswith="waiting for capacity")))
+        from apps.health.models import HostFence
+        from apps.health.states import OPEN_FENCE
+
         return bool(
             moving.exists()
+            or HostFence.objects.filter(status__in=OPEN_FENCE).exists()
             or self.open_operations()
             or AgentCommand.objects.filter(status="queued").exclude(host_id__in=list(self.dead)).exists()
             or self.waiting_silent
@@ -403,6 +415,7 @@ class Replay:
         from django.conf import settings
 
         from apps.health.schedule import BEAT_SCHEDULE
+        from apps.health.services.fencing import fences_advance
         from apps.health.services.heartbeat import heartbeat_lost_detect
         from apps.health.services.remediation import remediations_advance
 
@@ -417,6 +430,7 @@ class Replay:
                 for event in heartbeat_lost_detect():
                     self.waiting_silent.discard(event.host_id)
                     self.after_event(event, None)
+            fences_advance()  # beat, 15 s: a silent host's power-off and its read-back
             self.answer_agents()
             remediations_advance()
             self.run_operations()

@@ -176,6 +176,11 @@ AGENT_CREDENTIAL_CACHE_SECONDS = env.int("AGENT_CREDENTIAL_CACHE_SECONDS", defau
 # A host whose agent has not heartbeated for this long gets a `heartbeat_lost` health event (apps.health, beat
 # every 15 s); keep it well above the heartbeat interval plus the flush lag above.
 HEALTH_HEARTBEAT_LOST_SECONDS = env.int("HEALTH_HEARTBEAT_LOST_SECONDS", default=300)
+# Fencing a silent host before its VMs move (apps.health, ADR 0218): the driver (redfish | fake), how long its BMC
+# may take to read the power back off before the fence fails (the VMs are then held), and each BMC call's timeout.
+HEALTH_FENCE_DRIVER = env.str("HEALTH_FENCE_DRIVER", default="redfish")
+HEALTH_FENCE_CONFIRM_SECONDS = env.int("HEALTH_FENCE_CONFIRM_SECONDS", default=120)
+HEALTH_FENCE_BMC_TIMEOUT_S = env.float("HEALTH_FENCE_BMC_TIMEOUT_S", default=10.0)
 # Remediation of VMs on a failed GPU or host (apps.health, docs/health.md): a project's consent mode when it set
 # none (auto | propose | off) and the checkpoint notice before an auto move (seconds).
 HEALTH_CONSENT_MODE_DEFAULT = env.str("HEALTH_CONSENT_MODE_DEFAULT", default="auto")

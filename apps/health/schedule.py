@@ -6,6 +6,12 @@ BEAT_SCHEDULE = {
         "schedule": 15.0,
         "options": {"queue": "reconcile"},
     },
+    "health-fences-advance": {
+        "task": "health.fences_advance_task",
+        # 15 s: a silent host's power-off is sent within 15 s of its event and read back on the next runs
+        "schedule": 15.0,
+        "options": {"queue": "reconcile"},
+    },
     "health-repairs-advance": {
         "task": "health.repairs_advance_task",
         "schedule": 15.0,

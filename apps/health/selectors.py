@@ -54,6 +54,13 @@ def rma_list() -> QuerySet:
     return Rma.objects.select_related("host", "gpu")
 
 
+def fence_list() -> QuerySet:
+    """Every host fence (ADR 0218), newest first (staff only)."""
+    from .models import HostFence
+
+    return HostFence.objects.select_related("host", "event", "confirmed_by")
+
+
 def maintenance_by_instance(instance_ids) -> dict:
     """Compute's maintenance provider: for each instance, its open remediation, else a `held` one while the
     instance still sits on the host it names (one query). ``{id: {remediation, status, consent_mode,

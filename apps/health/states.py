@@ -46,7 +46,25 @@ EFFECTS = EFFECTS_APPLIED + EFFECTS_HOOKS
 
 #: Effects that move tenant workloads off the faulty device (apps.health.services.remediation).
 EFFECTS_REMEDIATION = ("recreate_vm",)
-EFFECTS = EFFECTS + EFFECTS_REMEDIATION
+#: Fence the host (power it off through its BMC, read it back) before its VMs move (ADR 0218): a row naming it
+#: with `recreate_vm` opens the remediations only once the fence is confirmed.
+EFFECTS_FENCE = ("fence_host",)
+EFFECTS = EFFECTS + EFFECTS_REMEDIATION + EFFECTS_FENCE
+
+
+class FenceStatus(models.TextChoices):
+    PENDING = "pending", "The power-off is to be sent to the BMC"
+    POWERING_OFF = "powering_off", "The BMC accepted the power-off; waiting for it to read back off"
+    CONFIRMED = "confirmed", "The host is off (the BMC read it back, or staff confirmed it)"
+    FAILED = "failed", "Not fenced (no BMC, refused, or never read back off): the VMs are held"
+
+
+class FenceMethod(models.TextChoices):
+    BMC = "bmc", "The BMC read the power back off"
+    MANUAL = "manual", "Staff confirmed the host is off"
+
+
+OPEN_FENCE = (FenceStatus.PENDING, FenceStatus.POWERING_OFF)
 
 
 class ConsentMode(models.TextChoices):

@@ -34,3 +34,11 @@ def lease_spares_sweep_task() -> int:
     from .services.lease_spares import lease_spares_backfill
 
     return len(lease_spares_backfill())
+
+
+@shared_task(name="health.fences_advance_task")
+def fences_advance_task() -> dict:
+    """Send silent hosts' BMCs the power-off and read it back (beat, queue `reconcile`; idempotent)."""
+    from .services.fencing import fences_advance
+
+    return fences_advance()

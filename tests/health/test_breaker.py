@@ -44,7 +44,7 @@ def test_switch_fault_on_12_hosts_opens_one_incident_and_drains_no_more_than_all
             )
         assert event.classification == "fabric_degraded"
     states = [Host.objects.get(pk=h.pk).state for h in hosts]
-    assert states == ["cordoned"] * 3 + ["available"] * 9
+    assert states == ["faulty"] * 3 + ["available"] * 9  # table v5: an IB port down is the provider's fault
     (incident,) = ComponentIncident.objects.all()
     assert (incident.switch, incident.hosts_under, incident.allowed, incident.events_held) == (
         bad_leaf,
@@ -55,8 +55,10 @@ def test_switch_fault_on_12_hosts_opens_one_incident_and_drains_no_more_than_all
     assert incident.hosts == sorted(h.name for h in hosts)
     assert incident.opened_at == T0 + dt.timedelta(seconds=15)
     held = HealthEvent.objects.filter(applied__breaker=str(incident.pk))
-    assert held.count() == 9 and all(e.applied["held_actions"] == ["host_cordon"] for e in held)
-    assert not Incident.objects.exists()  # no per-host incident for the switch's fault
+    assert held.count() == 9 and all(e.applied["held_actions"] == ["host_mark_faulty"] for e in held)
+    assert all("remediations" not in e.applied for e in held)  # and no VM is moved off a held host
+    # no per-host incident for the held hosts: only the 3 hosts taken out have one
+    assert set(Incident.objects.values_list("host_id", flat=True)) == {h.pk for h in hosts[:3]}
     # the other leaf is not affected: a fault under it acts as usual
     other = HcaPort.objects.get(host=hosts[11], leaf_switch=leaves[0])
     staff = _staff()
@@ -70,8 +72,8 @@ def test_switch_fault_on_12_hosts_opens_one_incident_and_drains_no_more_than_all
         event, _ = health_event_ingest(
             actor=None, host=hosts[11], kind="ib_port_down", hca_device=other.device
         )
-    assert event.applied["actions"] == ["host_cordon"] and "breaker" not in event.applied
-    assert Host.objects.get(pk=hosts[11].pk).state == "cordoned"
+    assert event.applied["actions"] == ["host_mark_faulty"] and "breaker" not in event.applied
+    assert Host.objects.get(pk=hosts[11].pk).state == "faulty"
 
 
 def test_tenant_cannot_see_breakers(world):

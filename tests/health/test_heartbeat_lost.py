@@ -1,5 +1,6 @@
 """The `heartbeat_lost` detector: a host whose agent stopped heartbeating beyond the threshold gets one health
-event (class host_unreachable: the host is cordoned); running it again adds nothing; times are explicit."""
+event (class host_unreachable: the host is marked faulty and its fence opens, ADR 0218); running it again adds
+nothing; times are explicit."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _agent(host, *, last, revoked=False):
     host.save(update_fields=["last_heartbeat_at"])
 
 
-def test_silent_agent_gets_one_event_and_is_cordoned(settings):
+def test_silent_agent_gets_one_event_and_is_taken_out(settings):
     settings.HEALTH_HEARTBEAT_LOST_SECONDS = 300
     silent = make_host("hb-silent")
     fresh = make_host("hb-fresh")
@@ -50,11 +51,12 @@ def test_silent_agent_gets_one_event_and_is_cordoned(settings):
             "control_plane",
         )
         assert event.observed_at == T0 + dt.timedelta(seconds=300)
-        assert event.applied["actions"] == ["host_cordon"]
+        assert event.applied["actions"] == ["host_mark_faulty"]
+        assert event.applied["fence"]["status"] == "pending"
         assert heartbeat_lost_detect_task.run() == 0  # idempotent: the same silence is one event
     silent.refresh_from_db()
     fresh.refresh_from_db()
-    assert (silent.state, fresh.state) == ("cordoned", "available")
+    assert (silent.state, fresh.state) == ("faulty", "available")
     assert HealthEvent.objects.count() == 1
 
 

@@ -215,8 +215,9 @@ def test_host_level_signal_cordons_only_from_available():
     host = make_host("hx6", hca=1)
     ev, _ = health_event_ingest(actor=None, host=host, kind="ib_port_down", hca_device="mlx5_0")
     host.refresh_from_db()
-    assert (ev.hca_port.device, ev.applied["actions"], host.state) == ("mlx5_0", ["host_cordon"], "cordoned")
-    ev, _ = health_event_ingest(actor=None, host=host, kind="heartbeat_lost")  # already cordoned: left as is
+    # table v5: a compute InfiniBand port down is the provider's fault (its VMs move): the host is marked faulty
+    assert (ev.hca_port.device, ev.applied["actions"], host.state) == ("mlx5_0", ["host_mark_faulty"], "faulty")
+    ev, _ = health_event_ingest(actor=None, host=host, kind="heartbeat_lost")  # already faulty: left as is
     assert ev.applied["actions"] == []
 
 

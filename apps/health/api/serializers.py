@@ -231,6 +231,29 @@ class RmaOutput(Serializer):
     outcome = serializers.CharField(help_text="replaced | repaired | rejected once closed, else empty")
 
 
+class FenceOutput(Serializer):
+    """A silent host's fencing (ADR 0218): the BMC's power-off and its read-back, or staff's confirmation."""
+
+    id = serializers.UUIDField()
+    host = serializers.CharField(source="host.name")
+    host_id = serializers.UUIDField()
+    event = serializers.UUIDField(source="event_id")
+    status = serializers.CharField(help_text="pending | powering_off | confirmed | failed")
+    method = serializers.CharField(help_text="bmc | manual once confirmed, else empty")
+    reason = serializers.CharField()
+    bmc_address = serializers.CharField()
+    power_state = serializers.CharField(help_text="what the BMC read back last (on, off, ...), empty before")
+    attempts = serializers.IntegerField(help_text="power-off requests sent")
+    deadline_at = serializers.DateTimeField(allow_null=True, help_text="when an unconfirmed power-off fails")
+    confirmed_at = serializers.DateTimeField(allow_null=True)
+    confirmed_by = serializers.EmailField(source="confirmed_by.email", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+
+
+class FenceConfirmInput(Serializer):
+    reason = serializers.CharField(max_length=500, help_text="how staff found the host off (required)")
+
+
 class RmaCloseInput(Serializer):
     outcome = serializers.ChoiceField(choices=RmaOutcome.choices)
 

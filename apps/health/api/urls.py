@@ -9,6 +9,7 @@ router.register("health-events", views.HealthEventViewSet, basename="health-even
 router.register("remediations", views.RemediationViewSet, basename="remediation")
 router.register("health/breakers", views.BreakerViewSet, basename="health-breaker")
 router.register("health/repairs", views.RepairViewSet, basename="health-repair")
+router.register("health/fences", views.FenceViewSet, basename="health-fence")
 router.register("health/rmas", views.RmaViewSet, basename="health-rma")
 router.register("health/events", views.StaffHealthEventViewSet, basename="health-staff-event")
 

@@ -21,6 +21,7 @@ from .. import selectors
 from ..classification import classification_load
 from ..services import health_event_ingest, health_event_preview
 from ..services.breaker import breaker_release
+from ..services.fencing import fence_confirm
 from ..services.remediation import policy_for, remediation_approve, remediation_policy_set
 from ..services.repair import rma_close, rma_ship
 from ..states import EventSource
@@ -263,3 +264,23 @@ class RmaViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
         data = validated(s.RmaCloseInput(data=request.data))
         row = rma_close(actor=request.user, rma=self.get_object(), outcome=data["outcome"])
         return self._out(selectors.rma_list().get(pk=row.pk))
+
+
+class FenceViewSet(ApiViewMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Staff: fences of silent hosts (newest first); `confirm` records that staff found the host off by hand, which
+    lets its VMs move (ADR 0218)."""
+
+    permission_classes = [IsStaffOperator]
+    serializer_class = s.FenceOutput
+
+    def get_queryset(self):
+        return selectors.fence_list()
+
+    @extend_schema(request=s.FenceConfirmInput,
+                   responses={200: s.FenceOutput, **problems({400: "reason_required",
+                                                             409: "invalid_state: confirmed already"})})
+    @action(detail=True, methods=["post"])
+    def confirm(self, request, pk=None):
+        data = validated(s.FenceConfirmInput(data=request.data))
+        row = fence_confirm(actor=request.user, fence=self.get_object(), reason=data["reason"])
+        return self._out(selectors.fence_list().get(pk=row.pk))

@@ -13,6 +13,9 @@ staff preview (`health_event_preview`, the same plan with no writes). Effects:
 - The breaker (`services.breaker`): before a host is taken out (drain, cordon, mark faulty) or its VMs moved,
   the event's leaf switch is asked; when it is open (or this host opens it) only the GPU's containment applies
   and `applied.breaker` names the component incident.
+- `fence_host` (a silent host, ADR 0218): a fence (`services.fencing`) instead of moving anything now; the
+  BMC's confirmed power-off (or staff's) then moves the VMs as `recreate_vm` does. `applied.fence` says where
+  it stands.
 - `recreate_vm`: a lease the event touched moves to a free spare host first (`services.lease_spares`;
   `applied.lease_spares` says where, or why it stays held), then a remediation per VM the event touched (`services.remediation`, under the project's consent
   mode); `applied.remediations` lists them.
@@ -360,15 +363,15 @@ def health_event_ingest(
             event.applied.update(breaker=str(breaker.pk), held_actions=held, takes_host_out=False)
         elif takes_out:
             event.applied["takes_host_out"] = True
-        if "recreate_vm" in plan.rule.effects and breaker is None:
-            from .lease_spares import lease_spares_replace
-            from .remediation import remediations_open
+        if "fence_host" in plan.rule.effects and breaker is None:
+            from .fencing import fence_open
 
-            swaps = lease_spares_replace(event=event)  # first: the leases' VMs then re-create onto the spare
-            if swaps:
-                event.applied["lease_spares"] = swaps
+            fence = fence_open(event=event)  # the VMs move only once the host is confirmed off (ADR 0218)
+            event.applied["fence"] = {"id": str(fence.pk), "status": fence.status, "reason": fence.reason}
+        elif "recreate_vm" in plan.rule.effects and breaker is None:
+            from .remediation import vms_move_off
 
-            event.applied["remediations"] = [str(r.pk) for r in remediations_open(event=event)]
+            event.applied.update(vms_move_off(event=event))
         if plan.pending and breaker is None:
             from .repair import repairs_open_for_event
 

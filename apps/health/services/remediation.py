@@ -186,11 +186,20 @@ def _hold_reason(inst: Instance) -> str:
     return ""
 
 
-def remediations_open(*, event: HealthEvent, held_reason: str = "", lease_id=None) -> list[Remediation]:
+FENCED_NOTICE = (
+    "the host was fenced (powered off): the VM stopped with it and nothing is left to checkpoint, so it is "
+    "re-created at once"
+)
+
+
+def remediations_open(
+    *, event: HealthEvent, held_reason: str = "", lease_id=None, fenced: bool = False
+) -> list[Remediation]:
     """Open one remediation per active instance the event touched (none when one is open already). Call in
     the ingest's transaction. `held_reason` (e.g. the breaker) holds them all. `lease_id`: only the instances
-    inside that lease (a lease that got its spare after the event, `lease_spares_backfill`). Returns those
-    opened."""
+    inside that lease (a lease that got its spare after the event, `lease_spares_backfill`). `fenced`: the host
+    was powered off (ADR 0218): an `auto` one's deadline is now (no checkpoint notice to wait out) and its reason
+    says why; `propose` and `off` are as usual. Returns those opened."""
     opened = []
     ids = list(
         event.impacts.filter(resource_type__in=("instance", "cluster_member")).values_list("resource_id", flat=True)
@@ -215,6 +224,9 @@ def remediations_open(*, event: HealthEvent, held_reason: str = "", lease_id=Non
             status, deadline, what = S.PROPOSED, None, Event.REMEDIATION_PROPOSED
         else:
             status, deadline, what = S.NOTICE, at + dt.timedelta(seconds=notice), Event.REMEDIATION_NOTICE
+        if fenced and status != S.HELD:
+            reason = FENCED_NOTICE
+            deadline = at if status == S.NOTICE else None
         if reason == SPOT_REASON and not held_reason:
             _spot_preempt(inst, event)
         rem = Remediation.objects.create(
@@ -231,6 +243,22 @@ def remediations_open(*, event: HealthEvent, held_reason: str = "", lease_id=Non
         _notify(rem, inst, "health.remediation.open", what)
         opened.append(rem)
     return opened
+
+
+def vms_move_off(*, event: HealthEvent, fenced: bool = False) -> dict:
+    """Move the VMs the event touched off its device (a row with `recreate_vm`, the breaker closed): a lease
+    on the failed capacity moves to a free spare first (`lease_spares_replace`), then one remediation per VM
+    (`remediations_open`). Call in the event's transaction (at ingest, or when the host's fence is confirmed).
+    Returns what to add to the event's `applied`: `remediations` and, when a lease moved (or could not),
+    `lease_spares`."""
+    from .lease_spares import lease_spares_replace
+
+    out = {}
+    swaps = lease_spares_replace(event=event)  # first: the leases' VMs then re-create onto the spare
+    if swaps:
+        out["lease_spares"] = swaps
+    out["remediations"] = [str(r.pk) for r in remediations_open(event=event, fenced=fenced)]
+    return out
 
 
 def remediation_approve(*, actor, remediation: Remediation) -> Remediation:
@@ -385,4 +413,5 @@ __all__ = [
     "remediation_policy_set",
     "remediations_advance",
     "remediations_open",
+    "vms_move_off",
 ]
