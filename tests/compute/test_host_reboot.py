@@ -124,3 +124,45 @@ def test_a_host_without_vms_gets_its_vfs_back(world):
     assert len(backend.gpus()[0].vfs) == 2 and VirtualFunction.objects.filter(gpu=gpu).count() == 2
     host.refresh_from_db()
     assert host.observed["reboot"]["missing"] == [] and "restored_at" in host.observed["reboot"]
+
+
+def test_a_passthrough_gpu_is_bound_to_vfio_again_and_a_lost_one_errors_its_vm(world, timeline):  # noqa: F811
+    """Two whole-GPU VMs on an exclusive-mode host: both GPUs are in the restore's vfio list; the one whose GPU
+    did not come back goes to `error` naming it, the other is started again."""
+    host = gpu_host(gpus=2)
+    backend = FakeBackend()
+    gpus = list(host.gpus.order_by("index"))
+    for g, info in zip(gpus, backend.gpus()[:2], strict=True):
+        g.pci_address = info.pci_address
+        g.save(update_fields=["pci_address"])
+    agent = Agent(host, timeline, backend)
+    made = []
+    for name in ("p-1", "p-2"):
+        resp = _create(world, world.client_a, world.project_a, world.gpu1, name)
+        assert drive(resp.data["operation"]["id"]).status == "succeeded"
+        made.append(Instance.objects.get(pk=resp.data["instance"]["id"]))
+
+    def report(boot_id):
+        host_inventory_sync(host=host, inventory={"host": {"boot_id": boot_id, "booted_at": backend.booted_at()},
+                                                  "gpus": [{"index": g.index, "uuid": g.uuid, "model": g.model,
+                                                            "pci_address": g.pci_address} for g in gpus]})
+
+    report(backend.boot_id())
+    lost = made[1].devices["pci"][0]
+    backend.state["lost"] = [lost]
+    for inst in made:
+        driver_for_host(host).domain_stop(inst.pk, hard=True)
+    backend.reboot_host()
+    report(backend.boot_id())
+    instances_reconcile()
+    (restore,) = AgentCommand.objects.filter(host=host, kind="restore_devices")
+    assert sorted(v["pci_address"] for v in restore.payload["vfio"]) == sorted(g.pci_address for g in gpus)
+    assert agent.run() == ["restore_devices"]
+    assert instances_reconcile().after_reboot["started"] == 1
+    kept, errored = (Instance.objects.get(pk=i.pk) for i in made)
+    assert (errored.status, errored.error_code) == ("error", "device_missing") and lost in errored.error_reason
+    assert ("gpu", 1) in _live_allocations(errored.pk)
+    assert backend.state["vfio"] == [kept.devices["pci"][0]]
+    start = Operation.objects.filter(target_id=kept.pk, kind__endswith="start").latest("created_at")
+    assert drive(start.pk).status == "succeeded"
+    assert world.client_a.get(f"/api/v1/instances/{kept.pk}/").json()["status"] == "active"
