@@ -3,7 +3,8 @@
 Nodes (staff):
   baremetal.node.enroll:   enroll → manage → inspect (compared with the host's catalog) → provide
   baremetal.node.recover:  recover (Ironic's way out of the failed state) → provide → return_to_service
-Instances of `baremetal` flavors (registered with compute, `integrations`; the same /instances API and states):
+Instances of `baremetal` flavors (registered with compute, `integrations`; the same /instances and /clusters API
+and states; a cluster member's create starts after its cluster's gang claim, so its placement step finds its host):
   create:  place_and_claim → attach_networks (IB partition: the host's HCA GUIDs) → deploy (image + config
            drive) → wait_active
   delete:  undeploy → detach_networks (GUIDs leave the partitions) → verify_fabric (the subnet manager applied
@@ -245,8 +246,35 @@ def _wait_active(op, action: str) -> None:
                extra={"launched_at": inst.launched_at or now(), "error_code": "", "error_reason": ""})
 
 
+def _cluster_locked(inst: Instance):
+    from apps.compute.models import Cluster
+
+    return Cluster.objects.select_for_update().get(pk=inst.cluster_id)
+
+
 def wait_active(op) -> None:
+    """The node is `active`: the instance too; a cluster member settles its cluster (`active` once all are)."""
+    from apps.compute.services.clusters import cluster_member_settled
+
     _wait_active(op, "provisioned")
+    inst = _instance(op)
+    if inst.cluster_id is not None:
+        cluster_member_settled(_cluster_locked(inst))
+
+
+def _cluster_take_down(inst: Instance) -> None:
+    """A member of a bare-metal cluster failed: the cluster cannot be whole, so its other members are deleted
+    (undeploy, cleaning, an exit receipt each; their creates still running are cancelled) and the cluster is left
+    in `error` with the member's reason (docs/adr/1213-bare-metal-in-leases-and-clusters.md). Nothing of the
+    cluster then holds a host or a partition member; the tenant deletes the cluster to remove it."""
+    from apps.compute.services.clusters import cluster_member_settled
+    from apps.compute.services.instances import instance_delete
+
+    siblings = Instance.objects.filter(cluster_id=inst.cluster_id).exclude(pk=inst.pk).exclude(
+        status__in=(InstanceStatus.DELETING, InstanceStatus.DELETED)).order_by("name")
+    for sibling in siblings:  # before the cluster's lock: a sibling's step takes it after its own rows
+        instance_delete(actor=None, instance=sibling)
+    cluster_member_settled(_cluster_locked(inst))
 
 
 def create_failed(op, code: str, detail: str) -> None:
@@ -263,6 +291,8 @@ def create_failed(op, code: str, detail: str) -> None:
     if node is not None and op.state.get("node"):
         nodesvc.node_hold(node=node, reason=f"recovering after a failed deploy ({code})")
         nodesvc.node_recover_start(node=node, reason=f"deploy of instance {inst.pk} failed: {code}")
+    if inst.cluster_id is not None:
+        _cluster_take_down(inst)
 
 
 def reboot(op) -> None:
@@ -343,8 +373,13 @@ def undeploy(op):
     carries = seen.instance_id == str(inst.pk) and seen.state.provision in (
         P.ACTIVE, P.DEPLOY_FAILED, P.ERROR, P.DEPLOYING, P.DEPLOY_WAIT)
     if "undeploy_started_at" not in op.state:
-        if not carries:
-            return None  # nothing of this instance on the node (a create that failed and was recovered)
+        if not carries:  # nothing of this instance on the node (a create that failed and was recovered, or that
+            # never deployed): a host taken out for it at its lease's end (`capacity_released`) comes back
+            nodesvc.node_observe(node, seen)
+            if seen.state.provision == P.AVAILABLE and not seen.instance_id and not node.held_reason \
+                    and not seen.state.maintenance:
+                nodesvc.node_return_to_service(node=node, reason="bare-metal node available")
+            return None
         op.state["undeploy_started_at"] = now().isoformat()
         op.state["undeploy_from"] = str(seen.state.provision)
         op.state["history_mark"] = receipts.history_mark(_history(drv, node.ironic_id))
@@ -493,6 +528,16 @@ def return_to_service(op) -> None:
         nodesvc.node_return_to_service(node=node, reason="bare-metal node cleaned and available")
 
 
+def capacity_released(inst: Instance, *, reason: str) -> None:
+    """Compute's hook when someone else released the instance's capacity (its lease ended or was cancelled) while
+    the instance stays until its delete runs (`apps.reservations` asks that delete in the same transaction): the
+    host leaves placement at once (`maintenance`, "bare-metal cleaning ..."), so nobody is placed on a host that
+    still carries the tenant's image before the undeploy and cleaning finished (`wait_cleaned` returns it)."""
+    node = _instance_node(inst)
+    if node is not None:
+        nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}: {reason}")
+
+
 def _networks_detach(op, inst: Instance) -> None:
     """Leave the instance's networks, keeping in the operation's state what left (for the receipt): the
     InfiniBand members (`pkey_members_removed`: partition, P_Key, GUID, fabric) and when (`networks_detached_at`).
@@ -572,9 +617,15 @@ def sign_receipt(op) -> None:
 
 
 def release_allocations(op) -> None:
+    """The instance is deleted (its allocations end, if the undeploy did not end them); a cluster whose last member
+    this was is deleted too (`cluster_finish_if_empty`)."""
+    from apps.compute.services.clusters import cluster_finish_if_empty
+
     inst = _instance(op)
     instance_allocations_release(instance=inst)
     transition(inst, "deleted", INSTANCE_TRANSITIONS, extra={"deleted_at": now()})
+    if inst.cluster_id is not None:
+        cluster_finish_if_empty(_cluster_locked(inst))
 
 
 def delete_failed(op, code: str, detail: str) -> None:
@@ -587,7 +638,7 @@ def delete_failed(op, code: str, detail: str) -> None:
 def register() -> None:
     from apps.compute.services.instances import register_provisioner
 
-    register_provisioner(KIND, KINDS, ready=baremetal_service_require)
+    register_provisioner(KIND, KINDS, ready=baremetal_service_require, capacity_released=capacity_released)
     wf.register(wf.Workflow(kind=KINDS[CREATE], steps=(
         ("place_and_claim", place_and_claim), ("attach_networks", attach_networks), ("deploy", deploy),
         ("wait_active", wait_active)),

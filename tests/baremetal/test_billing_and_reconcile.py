@@ -135,3 +135,44 @@ def test_the_reconcile_is_scheduled_on_a_registered_task():
     assert {v["task"] for v in ours.values()} == {"baremetal.nodes_reconcile_task"}
     app.loader.import_default_modules()
     assert all(v["task"] in app.tasks for v in ours.values())
+
+
+def test_the_invoice_bills_deploy_to_delete_at_the_instance_tier_and_not_the_cleaning(world, bm_driver, bm_flavor,
+                                                                                       node):
+    """Deployed at T0, deleted at T1 (the undeploy starts), cleaning ends at T2: the invoice line is T1 - T0 host
+    hours at the price of the tier the instance was bought at (premium in a standard organization)."""
+    from apps.billing.models import Invoice, UsageRecord
+    from apps.billing.services import invoice_run_execute
+    from apps.billing.skus import sku_for
+    from tests.billing.conftest import book
+
+    t0, t1, t2 = utc(2026, 6, 1, 6), utc(2026, 6, 3, 18), utc(2026, 6, 3, 18, 45)
+    import importlib
+
+    from django.apps import apps
+
+    importlib.import_module("apps.billing.migrations.0002_defaults_and_guards").seed(apps, None)
+    sku = sku_for("flavor", name=bm_flavor.name)
+    book(utc(2026, 1, 1), {(sku, "standard", "on_demand"): "21.12", (sku, "premium", "on_demand"): "30.00"})
+    assert world.org_a.default_sla_tier == "standard"
+    with time_machine.travel(t0, tick=False):
+        resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, sla_tier="premium"),
+                                   format="json")
+        assert resp.status_code == 202, resp.content
+        inst_id = resp.data["instance"]["id"]
+        assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    with time_machine.travel(t1, tick=False):
+        op_id = world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"]
+        for _ in range(4):  # undeploy (intent + allocation end, then Ironic), detach_networks, verify_fabric
+            operation_run_step(op_id)
+        assert Operation.objects.get(pk=op_id).step == "wait_cleaned"
+    with time_machine.travel(t2, tick=False):
+        assert drive(op_id).status == "succeeded"
+        assert ExitReceipt.objects.filter(instance_id=inst_id).exists()
+    with time_machine.travel(utc(2026, 7, 2), tick=False):
+        invoice_run_execute(period="2026-06")
+        line = Invoice.objects.get(organization=world.org_a, period="2026-06").lines.get()
+    hours = Decimal((t1 - t0).total_seconds()) / 3600  # 60 h; not the 45 min of cleaning
+    assert (line.sku, line.sla_tier, line.billed_seconds, line.unit_price, line.amount) == (
+        sku, "premium", Decimal((t1 - t0).total_seconds()), Decimal("30.00"), hours * Decimal("30.00"))
+    assert set(UsageRecord.objects.filter(resource_id=inst_id).values_list("sla_tier", flat=True)) == {"premium"}

@@ -2,8 +2,9 @@
 rules (one InfiniBand fabric; fewest leaf switches per rail), and deleted together.
 
 `cluster_create` writes the cluster and its N pending instances and starts one `cluster.create` operation that
-claims every member's capacity in one ledger transaction (gang claim); it then starts each member's
-`instance.create`, whose placement step finds the host already chosen.
+claims every member's capacity in one ledger transaction (gang claim); it then starts each member's create (the
+flavor kind's: `instance.create` for VMs, the bare-metal deploy for a `baremetal` flavor, whose members are whole
+hosts), whose placement step finds the host already chosen.
 
 The placement rule (docs/adr/0404-placement-admission.md) runs before anything is written: a gang no topology of
 the fleet could ever hold is 422 `unplaceable`; one that cannot be held now is 409 `capacity_unavailable` with
@@ -41,9 +42,18 @@ from apps.tenancy.quotas import quota_check, quota_check_all
 from .. import conf
 from ..errors import Code
 from ..models import Cluster, Instance
-from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus, ProvisioningKind
+from ..states import CLUSTER_TRANSITIONS, ClusterStatus, InstanceStatus
 from ._common import validate_name
-from .instances import CREATE, TARGET, WRITERS, _resolve, gpu_quota_keys, instance_delete, quota_keys
+from .instances import (
+    CREATE,
+    TARGET,
+    WRITERS,
+    _resolve,
+    gpu_quota_keys,
+    instance_delete,
+    operation_kind,
+    quota_keys,
+)
 from .networks import network_request_resolve
 from .placement import cluster_queue, cluster_queue_wait, placement_admit_for, placement_request_for
 
@@ -63,8 +73,7 @@ def _cluster_prepare(*, actor, project, name: str, flavor_id, image_id, size: in
     if size < 1:
         raise ValidationFailed("size must be at least 1.", errors={"size": ["at least 1"]})
     flavor, image, keys = _resolve(project, flavor_id, image_id, ssh_key_ids)
-    if flavor.kind != ProvisioningKind.VM:  # members run compute's VM workflow (bare-metal clusters: not yet)
-        raise Conflict(f"Clusters of {flavor.kind} flavors are not supported yet.", code=Code.NOT_SUPPORTED_FOR_KIND)
+    operation_kind(flavor, CREATE)  # members run their flavor kind's create (409 `not_supported_for_flavor_kind`)
     network = network_request_resolve(project=project, subnet_id=subnet_id, security_group_ids=security_group_ids,
                                       ib_partition_id=ib_partition_id)
     return flavor, image, keys, network
@@ -252,9 +261,10 @@ def _claim_members(op):
 def _start_members(op) -> None:
     """Start each pending member's `instance.create`. The cluster stays `pending` until every member is
     `active` (`cluster_member_settled`): started is not running."""
-    cluster = Cluster.objects.select_for_update().get(pk=op.target_id)
+    cluster = Cluster.objects.select_for_update().select_related("flavor").get(pk=op.target_id)
     for m in cluster.members.filter(status=InstanceStatus.PENDING):
-        operation_start(kind=CREATE, target_type=TARGET, target_id=m.pk, project=m.project, actor=op.actor)
+        operation_start(kind=operation_kind(cluster.flavor, CREATE), target_type=TARGET, target_id=m.pk,
+                        project=m.project, actor=op.actor)
 
 
 def _cluster_failed(op, code: str, detail: str) -> None:

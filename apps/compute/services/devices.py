@@ -344,8 +344,13 @@ def devices_capacity_released(instance: Instance, *, reason: str) -> None:
     queued now. Any other (deleting, stopping, starting, rebooting, still being created, error with the domain
     possibly running): its GPUs are held dirty, since a reset under a running VM either fails or cleans a GPU a VM
     still uses; the delete or stop that turns the VM off queues the scrub (a start refuses to start it and its
-    failure queues the scrub)."""
+    failure queues the scrub). A flavor kind with its own rule (bare metal: `register_provisioner`'s
+    `capacity_released`) follows it instead."""
+    from .instances import provisioner_capacity_released
+
     if instance.host_id is None or instance.status == InstanceStatus.DELETED:
+        return
+    if provisioner_capacity_released(instance, reason=reason):
         return
     off = instance.status == InstanceStatus.STOPPED or (
         instance.status == InstanceStatus.ERROR and instance.observed_state in (PowerState.SHUTOFF, PowerState.MISSING))

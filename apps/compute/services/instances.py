@@ -57,14 +57,30 @@ _VM_KINDS = (CREATE, STOP, START, REBOOT, DELETE, RESIZE, RECREATE)
 
 
 _READY: dict[str, Callable[[], None]] = {}
+_RELEASED: dict[str, Callable[..., None]] = {}
 
 
-def register_provisioner(flavor_kind: str, kinds: dict[str, str], ready: Callable[[], None] | None = None) -> None:
+def register_provisioner(flavor_kind: str, kinds: dict[str, str], ready: Callable[[], None] | None = None,
+                         capacity_released: Callable[..., None] | None = None) -> None:
     """`kinds`: compute kind → the operation kind that runs it for `flavor_kind`'s instances. `ready()`, when
-    given, raises a `DomainError` (e.g. 503) while that provisioner cannot take a new instance."""
+    given, raises a `DomainError` (e.g. 503) while that provisioner cannot take a new instance.
+    `capacity_released(instance, *, reason)`, when given, replaces the VM's GPU hold/scrub when someone else
+    released the instance's capacity (its lease ended) while the instance stays (`devices_capacity_released`);
+    it runs in that transaction."""
     _PROVISIONERS[flavor_kind] = dict(kinds)
     if ready is not None:
         _READY[flavor_kind] = ready
+    if capacity_released is not None:
+        _RELEASED[flavor_kind] = capacity_released
+
+
+def provisioner_capacity_released(instance: Instance, *, reason: str) -> bool:
+    """Run the flavor kind's `capacity_released` hook (see `register_provisioner`); False when it has none."""
+    fn = _RELEASED.get(instance.flavor.kind)
+    if fn is None:
+        return False
+    fn(instance, reason=reason)
+    return True
 
 
 def provisioner_ready(flavor: Flavor) -> None:

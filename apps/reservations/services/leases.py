@@ -27,7 +27,7 @@ import logging
 from django.db import connection, transaction
 from django.db.backends.postgresql.psycopg_any import DateTimeTZRange
 
-from apps.compute.states import GONE_STATUSES, InstanceStatus
+from apps.compute.states import GONE_STATUSES, InstanceStatus, ProvisioningKind
 from apps.core import clock
 from apps.core.db import advisory_xact_lock, atomic_with_retry
 from apps.core.errors import QuotaExceeded, ValidationFailed
@@ -570,7 +570,11 @@ def lease_cancel(*, actor, lease: Lease) -> Lease:
 def _end_instances(lease: Lease) -> int:
     """Stop or delete the lease's instances through compute's services. The lease's release ends their nested
     allocations now, so their GPUs become `dirty` at once (compute's `devices_capacity_released`): the scrub is
-    queued by the delete or stop that was just asked, or now for an instance that is already off."""
+    queued by the delete or stop that was just asked, or now for an instance that is already off.
+
+    A bare-metal instance is deleted whatever `end_action` says (docs/adr/1213-bare-metal-in-leases-and-
+    clusters.md): its disk is the host's, and the host goes back to the pool, so only an undeploy and Ironic's
+    cleaning (with the tenant's exit receipt) can end it; a deploy still running is cancelled by that delete."""
     from apps.compute.models import Instance
     from apps.compute.services import devices as compute_devices
     from apps.compute.services import instances as compute
@@ -580,11 +584,12 @@ def _end_instances(lease: Lease) -> int:
 
     n = 0
     ids = InstanceTerms.objects.filter(lease=lease).values_list("instance_id", flat=True)
-    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status=InstanceStatus.DELETED):
+    for inst in Instance.objects.filter(pk__in=list(ids)).exclude(status=InstanceStatus.DELETED).select_related(
+            "flavor"):
         try:
             if inst.status in GONE_STATUSES:
                 pass  # already being deleted: only its GPUs' hold below
-            elif lease.end_action == EndAction.DELETE:
+            elif lease.end_action == EndAction.DELETE or inst.flavor.kind == ProvisioningKind.BAREMETAL:
                 compute.instance_delete(actor=None, instance=inst)
                 n += 1
             elif inst.status == InstanceStatus.ACTIVE:

@@ -56,7 +56,8 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
                             queue_timeout_s: int = 0, request_id: str = ""):
     """Create an instance with capacity terms. Returns (instance, operation, terms, queued request or None).
     400 for a bad market / timeout, 404 `not_found` for a lease not in the project, 409 `lease_not_usable` for a
-    lease that is not active; compute's own errors otherwise."""
+    lease that is not active, 409 `capacity_unavailable` (with ``lease``) when the lease cannot hold the instance
+    now (`_lease_room_check`); compute's own errors otherwise. Nothing is written when it refuses."""
     if market not in Market.values or (market == Market.LEASE) != bool(lease_id):
         raise ValidationFailed("market is on_demand, spot, or lease (with lease)",
                                errors={"market": ["on_demand | spot | lease (lease requires `lease`)"]})
@@ -70,8 +71,8 @@ def instance_request_create(*, actor, project, name: str, flavor_id, image_id, s
             ssh_key_ids=ssh_key_ids, user_data=user_data, request_id=request_id, gpu_quota=lease is None,
             admit=market == Market.ON_DEMAND, queue=bool(queue_timeout_s))
         terms = InstanceTerms.objects.create(instance=inst, project=project, market=market, lease=lease)
-        if lease is not None:
-            _reclaim_lease_gpus(inst, lease)
+        if lease is not None and not _reclaim_lease_gpus(inst, lease):
+            _lease_room_check(inst, lease)
         queued = None
         if queue_timeout_s:
             queued = _enqueue(inst, op, queue_timeout_s,
@@ -88,14 +89,42 @@ def _reclaim_lease_gpus(inst: Instance, lease: Lease) -> int:
     (after the notice, `spot.spot_reclaim_for_lease`); its create operation waits until they are gone
     (`hooks.placement_hook`). Chosen here, in the request's committed transaction, since a waiting step rolls its
     own writes back."""
-    from apps.compute.services.placement import placement_request_for
-
-    from ..hooks import lease_placement_request
     from .spot import spot_reclaim_for_lease
 
-    request = lease_placement_request(placement_request_for(inst.flavor, inst.project_id, network=inst.network),
-                                      lease)
-    return spot_reclaim_for_lease(lease, request, gpus_needed=max(_gpus(inst.flavor), 1))
+    return spot_reclaim_for_lease(lease, _in_lease_request(inst, lease), gpus_needed=max(_gpus(inst.flavor), 1))
+
+
+def _in_lease_request(inst: Instance, lease: Lease):
+    """The placement request of `inst` drawn from `lease` (as its create will place it)."""
+    from apps.compute.services.placement import placement_request_for
+    from apps.compute.services.volumes import instance_placement_pins
+
+    from ..hooks import lease_placement_request
+
+    return lease_placement_request(placement_request_for(
+        inst.flavor, inst.project_id, pins=instance_placement_pins(inst), network=inst.network,
+        policy=inst.placement_policy), lease)
+
+
+def _lease_room_check(inst: Instance, lease: Lease) -> None:
+    """An instance the lease cannot hold now (its hosts are taken by the lease's other instances, or none of
+    them can take the flavor: a bare-metal flavor in a lease of hypervisor hosts) is refused at the request:
+    409 `capacity_unavailable` with ``lease``, ``constraint`` and the placement ``explanation``, in the request's
+    transaction, so nothing is written. Nothing inside a lease waits for capacity, so its create would only fail
+    at its placement step. Not asked while spot instances were just told to give the lease's GPUs back (the
+    create waits for them, `hooks.placement_hook`)."""
+    from apps.scheduling.placement import place
+    from apps.scheduling.services.admission import refusal_constraint
+
+    request = _in_lease_request(inst, lease)
+    if place(request, limit=1).placeable:
+        return
+    explanation = place(request, limit=1, explain=True).explanation
+    blocking = [f"{f['filter']} ({f['removed']} host{'s' if f['removed'] != 1 else ''})"
+                for f in explanation.get("filters", []) if f.get("removed")]
+    raise CapacityUnavailable(
+        "The lease has no room for this instance now: " + ("; ".join(blocking) or "no host of the lease fits"),
+        explanation=explanation, constraint=refusal_constraint(explanation), lease=str(lease.pk))
 
 
 def _enqueue(inst: Instance, op, timeout_s: int, reason: str | None = "") -> QueuedRequest:

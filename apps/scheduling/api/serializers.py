@@ -122,12 +122,12 @@ class AllocationOutput(ModelSerializer):
 #: The placement rule's refusals (docs/adr/0404-placement-admission.md), documented on every create it guards.
 PLACEMENT_RULE_RESPONSES = {
     409: OpenApiResponse(description="capacity_unavailable: the fleet could hold the request but not now; "
-                                     "`earliest_start` says when it would fit (null when unknown). Also "
+                                     "`earliest_start` says when it would fit (null when unknown); inside a "
+                                     "lease (`lease` names it): the lease has no room for it now. Also "
                                      "name_taken (the name is used in the project), lease_not_usable (the lease "
-                                     "named cannot hold it now), invalid_state (the object it refers to is in a "
+                                     "named is not active), invalid_state (the object it refers to is in a "
                                      "state that does not allow it), not_supported_for_flavor_kind (instances and "
-                                     "clusters: the flavor's kind cannot run it, e.g. a cluster of bare-metal "
-                                     "flavors)."),
+                                     "clusters: the flavor's kind cannot run it)."),
     422: OpenApiResponse(description="quota_exceeded, or unplaceable: no capacity of the fleet could ever hold the "
                                      "request (`reason`, `explanation`); idempotency_key_reused."),
 }
