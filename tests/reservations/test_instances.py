@@ -172,10 +172,13 @@ def test_an_instance_in_a_full_lease_does_not_spill_onto_other_capacity(world, c
     le = _active_lease(world, clock, kind="gpus", count=1)
     first = _request(world, world.gpu1, "in-1", market="lease", lease=str(le.pk))
     assert finish(first["operation"]["id"]).status == "succeeded"
-    second = _request(world, world.gpu1, "in-2", market="lease", lease=str(le.pk))
-    op = finish(second["operation"]["id"])
-    assert (op.status, op.error_code) == ("failed", "capacity_unavailable")
-    assert not Allocation.objects.filter(consumer_id=second["instance"]["id"]).exists()
+    r = world.client_a.post("/api/v1/instance-requests", {
+        "project": str(world.project_a.pk), "name": "in-2", "flavor": str(world.gpu1.pk),
+        "image": str(world.image.pk), "market": "lease", "lease": str(le.pk)}, format="json")
+    # refused at the request (nothing inside a lease waits for capacity), nothing written
+    assert (r.status_code, r.json()["code"], r.json()["lease"]) == (409, "capacity_unavailable", str(le.pk))
+    assert not Instance.objects.filter(name="in-2").exists()
+    assert Allocation.objects.exclude(consumer_id__in=[le.pk, first["instance"]["id"]]).count() == 0
 
 
 def test_queued_on_demand_request_preempts_spot_after_the_grace_period(world, clock, settings):
