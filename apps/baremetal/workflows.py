@@ -265,7 +265,7 @@ def wait_active(op) -> None:
 def _cluster_take_down(inst: Instance) -> None:
     """A member of a bare-metal cluster failed: the cluster cannot be whole, so its other members are deleted
     (undeploy, cleaning, an exit receipt each; their creates still running are cancelled) and the cluster is left
-    in `error` with the member's reason (docs/adr/1213-bare-metal-in-leases-and-clusters.md). Nothing of the
+    in `error` with the member's reason (docs/adr/1214-bare-metal-in-leases-and-clusters.md). Nothing of the
     cluster then holds a host or a partition member; the tenant deletes the cluster to remove it."""
     from apps.compute.services.clusters import cluster_member_settled
     from apps.compute.services.instances import instance_delete

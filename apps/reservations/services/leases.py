@@ -572,7 +572,7 @@ def _end_instances(lease: Lease) -> int:
     allocations now, so their GPUs become `dirty` at once (compute's `devices_capacity_released`): the scrub is
     queued by the delete or stop that was just asked, or now for an instance that is already off.
 
-    A bare-metal instance is deleted whatever `end_action` says (docs/adr/1213-bare-metal-in-leases-and-
+    A bare-metal instance is deleted whatever `end_action` says (docs/adr/1214-bare-metal-in-leases-and-
     clusters.md): its disk is the host's, and the host goes back to the pool, so only an undeploy and Ironic's
     cleaning (with the tenant's exit receipt) can end it; a deploy still running is cancelled by that delete."""
     from apps.compute.models import Instance
