@@ -532,7 +532,7 @@ def capacity_released(inst: Instance, *, reason: str) -> None:
     """Compute's hook when someone else released the instance's capacity (its lease ended or was cancelled) while
     the instance stays until its delete runs (`apps.reservations` asks that delete in the same transaction): the
     host leaves placement at once (`maintenance`, "bare-metal cleaning ..."), so nobody is placed on a host that
-    still carries the tenant's image before the undeploy and cleaning finished (`wait_cleaned` returns it)."""
+    still carries the tenant's image before the undeploy, cleaning and checks finished (`return_to_service`)."""
     node = _instance_node(inst)
     if node is not None:
         nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}: {reason}")
