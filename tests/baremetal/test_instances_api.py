@@ -211,10 +211,16 @@ def test_no_node_ready_no_deploy_and_a_vm_cannot_be_rebuilt(world, bm_driver, bm
     assert (refused.status_code, refused.data["code"]) == (409, "not_supported_for_flavor_kind")
 
 
-def test_a_cluster_of_a_bare_metal_flavor_is_refused_before_anything_is_written(world, bm_driver, bm_flavor, node):
+def test_a_bare_metal_cluster_bigger_than_the_fleet_is_refused_before_anything_is_written(world, bm_driver,
+                                                                                         bm_flavor, node):
+    """Two whole hosts asked, one bare-metal host in the fleet: 422 `unplaceable` (clusters: test_clusters.py)."""
     from apps.compute.models import Cluster
+    from apps.tenancy.models import Quota
 
+    for resource, limit in (("gpus", 64), ("vcpus", 10**6), ("memory_mib", 10**9)):
+        Quota.objects.update_or_create(organization=world.org_a, project=None, resource=resource,
+                                       defaults={"limit": limit})
     body = {**bm_body(world, bm_flavor, name="train"), "size": 2}
     resp = world.client_a.post("/api/v1/clusters/", body, format="json")
-    assert (resp.status_code, resp.data["code"]) == (409, "not_supported_for_flavor_kind")
+    assert (resp.status_code, resp.data["code"]) == (422, "unplaceable"), resp.content
     assert not Cluster.objects.exists() and not Instance.objects.exists()

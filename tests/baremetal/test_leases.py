@@ -97,6 +97,17 @@ def test_what_the_lease_cannot_hold_is_refused_at_the_request_with_nothing_writt
     assert on_demand.status_code == 202 and drive(on_demand.data["operation"]["id"]).status == "succeeded"
     leased = set(Allocation.objects.filter(consumer_id=le.pk).values_list("host_id", flat=True))
     assert Instance.objects.get(pk=on_demand.data["instance"]["id"]).host_id not in leased
+    # inside a lease the GPUs are the lease's, but the project's vCPU quota still counts the host's vCPUs
+    from apps.tenancy.models import Quota
+
+    Quota.objects.update_or_create(organization=world.org_a, project=None, resource="vcpus",
+                                   defaults={"limit": 2 * bm_flavor.vcpus - 1})
+    drive(world.client_a.delete(f"/api/v1/instances/{first.json()['instance']['id']}/").data["operation"]["id"])
+    before = (Instance.objects.count(), Operation.objects.count())
+    over = _request(world, bm_flavor, "bm-c", market="lease", lease=str(le.pk))
+    assert (over.status_code, over.json()["code"]) == (422, "quota_exceeded"), over.content
+    assert over["Content-Type"].startswith("application/problem+json")
+    assert (Instance.objects.count(), Operation.objects.count()) == before
 
 
 def _receipts(inst_id) -> int:
