@@ -144,6 +144,10 @@ class Executor:
         self.backend.set_vf_vgpu_type(p["vf_address"], p["vgpu_type"])
         return {"vf_address": p["vf_address"], "vgpu_type": p["vgpu_type"]}
 
+    def _set_hca_vf_guid(self, p: dict) -> dict:
+        self.backend.set_hca_vf_guid(p["device"], p["vf_index"], p["guid"])
+        return {"device": p["device"], "vf_index": p["vf_index"], "guid": p["guid"]}
+
     def _run_diagnostics(self, p: dict) -> dict:
         return self.backend.diagnostics(list(p.get("gpu_indexes") or []), int(p.get("level", 2)))
 

@@ -40,14 +40,25 @@ def _rate_gbps(port: Path) -> int:
 
 
 def hca_ports(sysfs_root: Path | str = "/sys") -> list[dict]:
-    """InfiniBand ports (link layer InfiniBand only): device, port number, port GUID, LID, rate, state."""
+    """InfiniBand ports (link layer InfiniBand only): device, port number, port GUID, LID, rate, state, and the
+    device's PCI function (`pci_address`, from the `device` link) with its SR-IOV VFs (`vfs`: [{"index",
+    "pci_address"}] as `pci_virtual_functions` reads them; empty without SR-IOV). A VF's own RDMA device (its
+    `device/physfn` link exists) is not a port of the host: it is left out."""
     out = []
+    functions: dict[str, tuple[str, list[dict]]] = {}
     for dev, port in _ib_ports(sysfs_root):
+        link = Path(sysfs_root) / "class" / "infiniband" / dev / "device"
+        if (link / "physfn").exists():
+            continue
+        if dev not in functions:
+            pci = Path(os.path.realpath(link)).name if link.exists() else ""
+            functions[dev] = (pci, pci_virtual_functions(sysfs_root, pci) if pci else [])
         gid = _read(port / "gids" / "0")
         guid = "0x" + gid.replace(":", "")[-16:] if gid else ""
         out.append({"device": dev, "port_number": int(port.name), "port_guid": guid,
                     "lid": int(_read(port / "lid", "0x0"), 16), "rate_gbps": _rate_gbps(port),
-                    "state": _port_state(port, "state")})
+                    "state": _port_state(port, "state"), "pci_address": functions[dev][0],
+                    "vfs": functions[dev][1]})
     return out
 
 
@@ -76,6 +87,31 @@ def ib_port_health(sysfs_root: Path | str = "/sys") -> list[dict]:
                     "phys_state": _port_state(port, "phys_state"), "rate_gbps": _rate_gbps(port),
                     "link_downed": counters.pop("link_downed", None), "counters": counters})
     return out
+
+
+def _colon_guid(guid: str) -> str:
+    """0x-prefixed GUID -> the text the mlx5 SR-IOV sysfs files take and show (8 colon-separated bytes)."""
+    value = int(guid, 16) if guid else 0
+    return ":".join(f"{b:02x}" for b in value.to_bytes(8, "big"))
+
+
+def hca_vf_set_guid(sysfs_root: Path | str, device: str, vf_index: int, guid: str) -> None:
+    """Give SR-IOV VF `vf_index` of HCA `device` (an mlx5 physical function) its node and port GUID `guid`
+    (0x-prefixed) and let its port follow the physical port's state, through the driver's per-VF files
+    `/sys/class/infiniband/<device>/device/sriov/<n>/{node,port,policy}` (mlx5_ib; ADR 0508), then read them back.
+    Written before the VF is given to a VM (the VF's driver reads them when it loads). An all-zero `guid` with
+    policy `Down` clears the VF (the scrub). Raises OSError (no such VF or the driver refuses) and ValueError
+    (the read-back differs)."""
+    vf = Path(sysfs_root) / "class" / "infiniband" / device / "device" / "sriov" / str(vf_index)
+    if not vf.exists():
+        raise FileNotFoundError(f"{device} has no SR-IOV VF {vf_index} (sriov/{vf_index})")
+    text = _colon_guid(guid)
+    policy = "Follow" if int(guid or "0", 16) else "Down"
+    for name, value in (("node", text), ("port", text), ("policy", policy)):
+        (vf / name).write_text(value)
+    got = (_read(vf / "node").lower(), _read(vf / "port").lower(), _read(vf / "policy"))
+    if got != (text, text, policy):
+        raise ValueError(f"{device} VF {vf_index} reads back node/port/policy {got}, not {(text, text, policy)}")
 
 
 def pci_numa_node(sysfs_root: Path | str, pci_address: str) -> int:

@@ -33,3 +33,8 @@ def register() -> None:
     register_placement_resolver(billing.SOURCE, billing.instance_placements)
     register_host_filter(networks.IB_PARTITION_FILTER, networks.ib_partition_host_filter)
     register_host_filter(clusters.CLUSTER_TOPOLOGY_FILTER, clusters.cluster_member_host_filter)
+    from apps.inventory.services.holders import register_vf_holders
+
+    from .services.devices import vfs_held
+
+    register_vf_holders(vfs_held)

@@ -137,6 +137,8 @@ def _spec(inst: Instance) -> DomainSpec:
     hostdevs: list = [PciHostdev(a, guest_node=node.get(a)) for a in d.get("pci", []) + d.get("hca", [])]
     hostdevs += [PciHostdev(v["address"], vgpu_type=v.get("vgpu_type", ""), is_vf=True, guest_node=node.get(v["address"]))
                  for v in d.get("vfs", [])]
+    hostdevs += [PciHostdev(v["address"], is_vf=True, guest_node=node.get(v["address"]))  # RDMA: HCA VFs, by rail
+                 for v in d.get("hca_vfs", [])]
     hostdevs += [MdevHostdev(m["uuid"], m["mdev_type"], m["parent"], m.get("gpu_instance_start"),
                              guest_node=node.get(m["uuid"])) for m in d.get("mdevs", [])]
     image = inst.image

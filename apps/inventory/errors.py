@@ -19,6 +19,7 @@ class Code(StrEnum):
     GPU_SCRUB_PENDING = "gpu_scrub_pending"
     GPU_SCRUB_NOT_FAILED = "gpu_scrub_not_failed"
     GPU_ALLOCATED = "gpu_allocated"
+    VF_ALLOCATED = "vf_allocated"
     MIG_LAYOUT_MISMATCH = "mig_layout_mismatch"
 
 
@@ -50,3 +51,10 @@ class GpuAllocated(Conflict):
     """A change of the GPU's slicing or mode while an allocation in the ledger holds it; `holders` lists them."""
 
     code = Code.GPU_ALLOCATED
+
+
+class VfAllocated(Conflict):
+    """A staff command on an SR-IOV VF (a GPU's or an HCA's) that an instance holds; `vf_address`, `holders`
+    (instance ids) say which."""
+
+    code = Code.VF_ALLOCATED

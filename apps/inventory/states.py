@@ -85,6 +85,7 @@ class CommandKind(models.TextChoices):
     RESET_GPU = "reset_gpu", "Reset GPU and health check"
     RESET_VF = "reset_vf", "Reset SR-IOV VF (vGPU) and health check"
     SET_VF_VGPU_TYPE = "set_vf_vgpu_type", "Set an SR-IOV VF's vGPU type"
+    SET_HCA_VF_GUID = "set_hca_vf_guid", "Set (or clear) an HCA SR-IOV VF's node and port GUID"
     ACTIVATE_PARTITION = "activate_partition", "Activate NVSwitch partition"
     DEACTIVATE_PARTITION = "deactivate_partition", "Deactivate NVSwitch partition"
     REBOOT_HOST = "reboot_host", "Reboot the host (repair)"

@@ -5,9 +5,10 @@ another tenant's object is a 404 in the API. Staff see everything.
 """
 from __future__ import annotations
 
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
-from apps.inventory.models import HcaPort
+from apps.inventory.models import HcaPort, VirtualFunction
 from apps.tenancy import selectors as tenancy
 
 from .models import (
@@ -84,10 +85,18 @@ def virtual_guid_pool_list_visible_to(user) -> QuerySet[VirtualGuidPool]:
 def hca_ports_guid_room(*, fabric_id, host_ids) -> QuerySet:
     """The HCA ports of `host_ids` cabled to fabric `fabric_id`, each annotated with ``guid_free``: how many
     virtual GUIDs its pool can still hand out (`services.virtual_guid_allocate` takes the lowest free offset;
-    GUIDs still `releasing` hold theirs), or None when the port has no pool. Ordered by host, device, port.
-    Internal (compute's placement filter and VF choice); not tenant-scoped."""
+    GUIDs still `releasing` hold theirs), or None when the port has no pool; and ``vf_free``: how many of its
+    SR-IOV VFs in inventory (with a PCI address) no GUID of its pool can be on, i.e. the VFs less the pool's GUIDs
+    still taken (each VM on a VF holds one GUID of the VF's port; a GUID still `releasing` counts, so this never
+    offers a VF that is held). Ordered by host, device, port. Internal (compute's placement filter and VF
+    choice); not tenant-scoped."""
+    vfs = (VirtualFunction.objects.filter(hca_port=OuterRef("pk")).exclude(pci_address="").order_by()
+           .values("hca_port").annotate(n=Count("pk")).values("n"))
     return (HcaPort.objects.filter(fabric_id=fabric_id, host_id__in=list(host_ids))
-            .annotate(guid_free=F("virtual_guid_pool__size") - Count("virtual_guid_pool__guids"))
+            .annotate(guid_taken=Count("virtual_guid_pool__guids"),
+                      vf_count=Coalesce(Subquery(vfs, output_field=IntegerField()), Value(0)))
+            .annotate(guid_free=F("virtual_guid_pool__size") - F("guid_taken"),
+                      vf_free=F("vf_count") - F("guid_taken"))
             .order_by("host_id", "device", "port_number"))
 
 

@@ -23,7 +23,8 @@ def test_sysfs_hca_ports_and_host_facts(tmp_path):
     eth = tmp_path / "class/infiniband/mlx5_1/ports/1"
     write(eth / "link_layer", "Ethernet\n")
     assert sysfs.hca_ports(tmp_path) == [{"device": "mlx5_0", "port_number": 1, "port_guid": "0x946dae0300a10002",
-                                          "lid": 31, "rate_gbps": 400, "state": "ACTIVE"}]
+                                          "lid": 31, "rate_gbps": 400, "state": "ACTIVE", "pci_address": "",
+                                          "vfs": []}]
     for cpu, (pkg, core) in enumerate([(0, 0), (0, 0), (0, 1), (1, 0)]):
         write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/physical_package_id", str(pkg))
         write(tmp_path / f"devices/system/cpu/cpu{cpu}/topology/core_id", str(core))
@@ -376,3 +377,50 @@ def test_the_agent_sends_its_inventory_with_the_boot_id_once_per_boot(tmp_path):
     agent = Agent(fake, cp, state_dir=str(tmp_path))
     agent.run_once()
     assert cp.beats[3]["host"]["boot_id"] == "fake-boot-3-1"
+
+
+def test_sysfs_hca_ports_name_their_pci_function_and_its_sriov_vfs_and_skip_the_vfs_own_devices(tmp_path):
+    """An HCA physical function with two VFs: the port carries the PF's PCI address and the VFs (index, address,
+    from its `virtfnN` links); the VF's own RDMA device (mlx5_8, with a `physfn` link) is no port of the host."""
+    pf = tmp_path / "bus/pci/devices/0000:1a:00.0"
+    pf.mkdir(parents=True)
+    for n, addr in enumerate(["0000:1a:00.1", "0000:1a:00.2"]):
+        (tmp_path / "bus/pci/devices" / addr).mkdir()
+        (pf / f"virtfn{n}").symlink_to(f"../{addr}")
+    for dev, pci in (("mlx5_0", "0000:1a:00.0"), ("mlx5_8", "0000:1a:00.1")):
+        port = tmp_path / f"class/infiniband/{dev}/ports/1"
+        write(port / "gids/0", "fe80:0000:0000:0000:946d:ae03:00a1:0002\n")
+        write(port / "link_layer", "InfiniBand\n")
+        (tmp_path / f"class/infiniband/{dev}/device").symlink_to(tmp_path / "bus/pci/devices" / pci)
+    (tmp_path / "bus/pci/devices/0000:1a:00.1/physfn").symlink_to("../0000:1a:00.0")
+    (port,) = sysfs.hca_ports(tmp_path)
+    assert (port["device"], port["pci_address"], port["vfs"]) == ("mlx5_0", "0000:1a:00.0", [
+        {"index": 0, "pci_address": "0000:1a:00.1"}, {"index": 1, "pci_address": "0000:1a:00.2"}])
+
+
+def test_sysfs_sets_an_hca_vfs_node_and_port_guid_and_clears_it(tmp_path):
+    vf = tmp_path / "class/infiniband/mlx5_0/device/sriov/3"
+    vf.mkdir(parents=True)
+    sysfs.hca_vf_set_guid(tmp_path, "mlx5_0", 3, "0x0200000000000101")
+    assert [(vf / n).read_text() for n in ("node", "port", "policy")] == [
+        "02:00:00:00:00:00:01:01", "02:00:00:00:00:00:01:01", "Follow"]
+    sysfs.hca_vf_set_guid(tmp_path, "mlx5_0", 3, "0x0")
+    assert [(vf / n).read_text() for n in ("node", "port", "policy")] == ["00:00:00:00:00:00:00:00"] * 2 + ["Down"]
+    with pytest.raises(FileNotFoundError):
+        sysfs.hca_vf_set_guid(tmp_path, "mlx5_0", 4, "0x0200000000000101")
+
+
+def test_executor_sets_an_hca_vfs_guid_on_the_fake_and_the_fake_reports_its_vfs():
+    fake = FakeBackend(vfs_per_hca=2)
+    (first, *_) = fake.hca_ports()
+    assert (first["pci_address"], first["vfs"]) == ("0000:1a:00.0", [
+        {"index": 0, "pci_address": "0000:1a:00.1"}, {"index": 1, "pci_address": "0000:1a:00.2"}])
+    ex = Executor(fake)
+    out = ex.execute({"id": "g1", "kind": "set_hca_vf_guid",
+                      "payload": {"device": "mlx5_0", "vf_index": 1, "guid": "0x0200000000000101"}})
+    assert (out["succeeded"], fake.state["hca_vf_guids"]) == (True, {"mlx5_0/1": "0x0200000000000101"})
+    ex.execute({"id": "g2", "kind": "set_hca_vf_guid", "payload": {"device": "mlx5_0", "vf_index": 1, "guid": "0x0"}})
+    assert fake.state["hca_vf_guids"] == {}
+    bad = ex.execute({"id": "g3", "kind": "set_hca_vf_guid",
+                      "payload": {"device": "mlx5_0", "vf_index": 2, "guid": "0x0200000000000102"}})
+    assert (bad["succeeded"], bad["result"]["code"]) == (False, "hca_vf_not_found")

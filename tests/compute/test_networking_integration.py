@@ -42,11 +42,11 @@ def nets(world):
                                  part_b=part_b))
 
 
-def _hgx_hosts(fabric, n: int):
+def _hgx_hosts(fabric, n: int, vfs: int = 2):
     su, leaves = fleet.su_with_leaves("su-net", rails=8, fabric=fabric)
     hosts = [gpu_host(gpus=8, su=su) for _ in range(n)]
     for h in hosts:
-        fleet.cable(h, leaves, fabric=fabric)
+        fleet.cable(h, leaves, fabric=fabric, vfs=vfs)
     return hosts
 
 
@@ -410,6 +410,10 @@ def test_demo_a_shared_hgx_vm_joins_demo_train_and_a_mig_vm_is_told_why_not(fake
     VirtualFunction.objects.bulk_create([
         VirtualFunction(gpu=g, index=i, pci_address=f"0000:{g.index + 0x20:02x}:00.{i + 1}")
         for g in Gpu.objects.filter(host__name__startswith="b-h100-mig-") for i in range(4)])
+    # the HGX hosts' HCA SR-IOV VFs, as their demo agents report them (`demo_agents`: `max_vfs` per port)
+    VirtualFunction.objects.bulk_create([
+        VirtualFunction(hca_port=p, index=i, pci_address=f"{p.pci_address[:7]}:00.{i + 1}")
+        for p in HcaPort.objects.exclude(pci_address="") for i in range(2)])
     demo_instances = list(Instance.objects.values_list("pk", flat=True))  # the demo's of its closed months
     mig = body("h100-mig-3g40", "mig-ib")
     without = {k: v for k, v in mig.items() if k != "ib_partition_id"}

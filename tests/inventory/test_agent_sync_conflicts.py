@@ -28,3 +28,34 @@ def test_reported_guid_for_the_same_port_updates_lid():
         {"device": port.device, "port_number": port.port_number, "port_guid": port.port_guid, "lid": 42}]})
     port.refresh_from_db()
     assert port.lid == 42
+
+
+@pytest.mark.django_db
+def test_reported_hca_pci_function_and_sriov_vfs_are_recorded_and_a_vanished_vf_goes():
+    """The agent's `hca_ports[].pci_address` and `vfs` (from sysfs, or the fake driver) become the port's PCI
+    address and its `VirtualFunction` rows, as a GPU's VFs are; a staff `set_hca_vf_guid` names only those."""
+    from gpucloud_agent.backends.fake import FakeBackend
+
+    from apps.core.errors import ValidationFailed
+    from apps.inventory.models import VirtualFunction
+    from apps.inventory.services.agent import agent_command_enqueue
+
+    a = make_host("hostv", hca=1)
+    port = HcaPort.objects.get(host=a)
+    reported = {**FakeBackend(vfs_per_hca=3).hca_ports()[0], "device": port.device, "port_guid": port.port_guid}
+    host_inventory_sync(host=a, inventory={"hca_ports": [reported]})
+    port.refresh_from_db()
+    assert port.pci_address == "0000:1a:00.0"
+    assert list(VirtualFunction.objects.filter(hca_port=port).order_by("index").values_list("index", "pci_address")) \
+        == [(0, "0000:1a:00.1"), (1, "0000:1a:00.2"), (2, "0000:1a:00.3")]
+    host_inventory_sync(host=a, inventory={"hca_ports": [{**reported, "vfs": reported["vfs"][:2]}]})
+    assert VirtualFunction.objects.filter(hca_port=port).count() == 2
+    cmd = agent_command_enqueue(actor=None, host=a, kind="set_hca_vf_guid",
+                                payload={"device": port.device, "vf_index": 1, "guid": "0x0200000000000001"})
+    assert cmd.payload == {"device": port.device, "vf_index": 1, "vf_address": "0000:1a:00.2",
+                           "guid": "0x0200000000000001"}
+    for bad in ({"device": port.device, "vf_index": 2, "guid": "0x02"}, {"device": port.device, "vf_index": 0,
+                                                                          "guid": "nope"}):
+        with pytest.raises(ValidationFailed) as err:
+            agent_command_enqueue(actor=None, host=a, kind="set_hca_vf_guid", payload=bad)
+        assert err.value.code == "agent_command_invalid"

@@ -4,7 +4,17 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from apps.inventory.models import Fabric, Gpu, HcaPort, Host, Region, ScalableUnit, Switch, Zone
+from apps.inventory.models import (
+    Fabric,
+    Gpu,
+    HcaPort,
+    Host,
+    Region,
+    ScalableUnit,
+    Switch,
+    VirtualFunction,
+    Zone,
+)
 from apps.tenancy.models import Organization, Project
 
 _seq = itertools.count(1)
@@ -48,10 +58,15 @@ def su_with_leaves(name: str, *, rails: int = 2, fabric: Fabric | None = None, z
     return su, leaves
 
 
-def cable(h: Host, leaves: dict, fabric: Fabric | None = None) -> None:
-    """One HCA port per rail, cabled to that rail's leaf (rail r's HCA at PCI 0000:(0x80+r):00.0)."""
+def cable(h: Host, leaves: dict, fabric: Fabric | None = None, vfs: int = 2) -> None:
+    """One HCA port per rail, cabled to that rail's leaf (rail r's HCA at PCI 0000:(0x80+r):00.0), with `vfs`
+    SR-IOV VFs in inventory (VF n at 0000:(0x80+r):00.(n+1), as the agent reports them)."""
     fabric = fabric or ib_fabric()
     for r, leaf in leaves.items():
-        HcaPort.objects.create(host=h, device=f"mlx5_{r}", port_guid=f"0x{uuid.uuid4().int & (2**64 - 1):016x}",
-                               fabric=fabric, rail=r, leaf_switch=leaf, pci_address=f"0000:{0x80 + r:02x}:00.0",
-                               leaf_port=next(_seq) % 60000)
+        port = HcaPort.objects.create(host=h, device=f"mlx5_{r}",
+                                      port_guid=f"0x{uuid.uuid4().int & (2**64 - 1):016x}", fabric=fabric, rail=r,
+                                      leaf_switch=leaf, pci_address=f"0000:{0x80 + r:02x}:00.0",
+                                      leaf_port=next(_seq) % 60000, max_vfs=vfs)
+        VirtualFunction.objects.bulk_create([VirtualFunction(hca_port=port, index=n,
+                                                             pci_address=f"0000:{0x80 + r:02x}:00.{n + 1}")
+                                             for n in range(vfs)])

@@ -98,7 +98,11 @@ class GpuBackend(Protocol):
     def deactivate_partition(self, partition_id: int) -> None: ...
 
     def hca_ports(self) -> list[dict]:
-        """[{"device", "port_number", "port_guid", "lid", "rate_gbps", "state"}] (sysfs in the nvml backend)."""
+        """[{"device", "port_number", "port_guid", "lid", "rate_gbps", "state", "pci_address", "vfs": [{"index",
+        "pci_address"}]}] (sysfs in the nvml backend)."""
+
+    def set_hca_vf_guid(self, device: str, vf_index: int, guid: str) -> None:
+        """Give an HCA SR-IOV VF its node/port GUID before its VM starts ("0x0" clears it: the scrub)."""
 
     def health_events(self) -> list[dict]:
         """Health signals observed and not yet acknowledged, oldest first: [{"kind", "xid", "gpu_index",

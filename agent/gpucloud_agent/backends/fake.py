@@ -36,6 +36,7 @@ PCI_BUSES = ["1b", "43", "52", "61", "9d", "c3", "d1", "df"]
 HCA_DEVICES = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
 # PCI addresses of the baseboard's 4 NVSwitch chips (synthetic; the kernel names them nvidia-nvswitch0..3)
 NVSWITCHES = ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]
+HCA_BUSES = ["1a", "40", "53", "64", "9c", "c0", "d2", "e4"]  # synthetic PCI buses next to their GPUs
 
 HOSTS = {
     "hgx-h100": {"gpu_name": "NVIDIA H100 80GB HBM3", "model": "H100-SXM5-80GB", "memory_mib": 81559,
@@ -61,12 +62,13 @@ class FakeBackend:
     name = "fake"
 
     def __init__(self, host: str = "hgx-h100", host_id: int | str = 1, state_path: str | None = None,
-                 vfs_per_gpu: int = 0):
+                 vfs_per_gpu: int = 0, vfs_per_hca: int = 0):
         if host not in HOSTS:
             raise ValueError(f"fake host must be one of {sorted(HOSTS)}")
         self.kind, self.host_id, self.spec = host, host_number(host_id), HOSTS[host]
         self.state_path = Path(state_path) if state_path else None
         self.vfs_per_gpu = vfs_per_gpu  # SR-IOV VFs enabled per GPU (0: SR-IOV off; H100/H200 expose up to 32)
+        self.vfs_per_hca = vfs_per_hca  # SR-IOV VFs per HCA port (ConnectX-7: up to 127 per port with SRIOV_EN)
         self.state = {"mig": {str(i): False for i in range(8)}, "gis": {str(i): [] for i in range(8)},
                       "active_partitions": [], "resets": {str(i): 0 for i in range(8)}, "next_gi": 1}
         if self.state_path and self.state_path.exists():
@@ -101,9 +103,28 @@ class FakeBackend:
         return out
 
     def hca_ports(self) -> list[dict]:
+        """One ConnectX-7 port per rail; HCA *i* at PCI bus `HCA_BUSES[i]`, its VFs at functions 1.. of it."""
         return [{"device": dev, "port_number": 1, "port_guid": f"0x{FAKE_GUID_PREFIX}{self.host_id:08x}{i:04x}",
-                 "lid": 1 + (100 * self.host_id + i) % 0xbfff, "rate_gbps": 400, "state": "ACTIVE"}
+                 "lid": 1 + (100 * self.host_id + i) % 0xbfff, "rate_gbps": 400, "state": "ACTIVE",
+                 "pci_address": f"0000:{HCA_BUSES[i]}:00.0",
+                 "vfs": [{"index": v, "pci_address": f"0000:{HCA_BUSES[i]}:{(v + 1) // 8:02x}.{(v + 1) % 8}"}
+                         for v in range(self.vfs_per_hca)]}
                 for i, dev in enumerate(HCA_DEVICES)]
+
+    def set_hca_vf_guid(self, device: str, vf_index: int, guid: str) -> None:
+        """`state["hca_vf_guids"]["<device>/<n>"]` := the GUID, as the driver's sriov/<n>/{node,port} would hold
+        it; "0x0" clears it. A VF this fake does not have (its own, `vfs_per_hca`, or those in `state["hca_vfs"]`,
+        "<device>/<n>" a harness reports, e.g. `manage.py demo_agents`) is `hca_vf_not_found`."""
+        known = self.state.get("hca_vfs") or [f"{p['device']}/{v['index']}" for p in self.hca_ports()
+                                               for v in p["vfs"]]
+        if f"{device}/{vf_index}" not in known:
+            raise BackendError(f"{device} has no SR-IOV VF {vf_index}", "hca_vf_not_found")
+        guids = self.state.setdefault("hca_vf_guids", {})
+        if int(guid, 16):
+            guids[f"{device}/{vf_index}"] = guid
+        else:
+            guids.pop(f"{device}/{vf_index}", None)
+        self._save()
 
     # --- MIG ---------------------------------------------------------------------------------------------------
     def _check_index(self, index: int) -> str:

@@ -105,6 +105,12 @@ class NvmlBackend:
     def hca_ports(self) -> list[dict]:
         return sysfs.hca_ports(self.sysfs_root)
 
+    def set_hca_vf_guid(self, device: str, vf_index: int, guid: str) -> None:
+        try:
+            sysfs.hca_vf_set_guid(self.sysfs_root, device, vf_index, guid)
+        except (OSError, ValueError) as exc:
+            raise BackendError(str(exc), "hca_vf_guid_failed") from exc
+
     # --- MIG ---------------------------------------------------------------------------------------------------
     def set_mig_mode(self, index: int, enabled: bool) -> None:
         mode = self.nv.NVML_DEVICE_MIG_ENABLE if enabled else self.nv.NVML_DEVICE_MIG_DISABLE

@@ -12,6 +12,10 @@ Recorded in `Instance.devices` (JSON), written in the step's transaction:
   mdevs        [{uuid, mdev_type, parent, gpu_instance_start}]: mediated devices (vGPU on mdev drivers)
   hca          PCI addresses of the HCA physical functions passed through for RDMA (an instance that takes its
                whole host and joined an InfiniBand partition with the host's port GUIDs)
+  hca_vfs      [{address, device, vf_index, guid, rail}]: the HCA SR-IOV VFs passed through for RDMA (a VM that
+               shares its host and joined a partition with virtual GUIDs), one per virtual GUID it holds, each
+               given its GUID by the agent (`set_hca_vf_guid`) before define and cleared by the scrub. This is the
+               record of which VF an instance holds (`vfs_held`), as `vfs` is for a GPU's VFs.
   agent        {name: command id} of commands to finish before define; `agent_release` the GPU scrub's commands
   scrub_queued_at  when the scrub of the instance's GPUs was queued (set once, by `devices_scrub`)
 
@@ -65,6 +69,22 @@ def mig_vgpu_type(model: str, profile: str) -> str:
     return ""
 
 
+def vfs_held(*, host_id, addresses=None, exclude_instance=None) -> dict[str, list[str]]:
+    """{VF PCI address: [instance id]} of the SR-IOV VFs (a GPU's, `devices.vfs`, or an HCA's, `devices.hca_vfs`)
+    that instances on host `host_id` not deleted hold; only `addresses` when given. A deleted instance's VF is free
+    (its scrub, queued before, runs on the agent before any later command of the host)."""
+    qs = Instance.objects.filter(host_id=host_id).exclude(status=InstanceStatus.DELETED)
+    if exclude_instance is not None:
+        qs = qs.exclude(pk=exclude_instance)
+    wanted = None if addresses is None else set(addresses)
+    out: dict[str, list[str]] = {}
+    for pk, devs in qs.values_list("pk", "devices"):
+        for v in (devs or {}).get("vfs", []) + (devs or {}).get("hca_vfs", []):
+            if wanted is None or v["address"] in wanted:
+                out.setdefault(v["address"], []).append(str(pk))
+    return out
+
+
 def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | None) -> None:
     spec = gpu_model_get(gpu.model)
     backing = spec.vgpu_backing if spec else ""
@@ -75,10 +95,7 @@ def _vgpu(inst: Instance, d: dict, gpu: Gpu, vgpu_type: str, gi_start: int | Non
                      {"gpu_index": vf["gpu_index"], "vf_address": vf["address"], "vgpu_type": vf["vgpu_type"]})
             return
         Gpu.objects.select_for_update().filter(pk=gpu.pk).first()  # serialise VF choice per GPU
-        used = set()
-        for devs in Instance.objects.filter(host_id=inst.host_id).exclude(status=InstanceStatus.DELETED).exclude(
-                pk=inst.pk).values_list("devices", flat=True):
-            used |= {v["address"] for v in (devs or {}).get("vfs", [])}
+        used = set(vfs_held(host_id=inst.host_id, exclude_instance=inst.pk))
         vf = (VirtualFunction.objects.filter(gpu=gpu).exclude(pci_address="").exclude(pci_address__in=used)
               .order_by("index").first())
         if vf is None:
@@ -111,6 +128,9 @@ def _devices_again(inst: Instance, d: dict, op_id: str) -> None:
     agent = d.setdefault("agent", {})
     agent.pop("vf_vgpu_type", None)
     agent.pop("mig_restore", None)
+    for name in [n for n in agent if n.startswith("hca_vf_guid:")]:
+        agent.pop(name)  # the VF's GUID does not survive a reboot of the host: set again before the VM runs
+    _hca_vf_guids(inst, d)
     gi = d.get("gpu_instance")
     if gi:
         restore = (AgentCommand.objects.filter(host_id=inst.host_id, gpu__index=gi["gpu_index"],
@@ -144,6 +164,48 @@ def _hca(inst: Instance, d: dict) -> None:
         raise DriverError(f"HCA port(s) {', '.join(missing)} on {inst.host.name} have no PCI address in the "
                           "inventory (fleet file hca_ports[].pci_address)", code="hca_pci_address_unknown")
     d["hca"] = list(dict.fromkeys(p.pci_address for p in ports))
+
+
+def _hca_vfs(inst: Instance, d: dict) -> None:
+    """RDMA inside a VM that shares its host: for each virtual GUID the instance holds in its InfiniBand partition
+    (`networks.ib_partition_join_vf`: one per rail of its GPUs, on ports NUMA-near them) a free SR-IOV VF of that
+    GUID's HCA port in inventory, recorded in `hca_vfs` in rail order, and a `set_hca_vf_guid` agent command that
+    gives the VF the GUID as node and port GUID before the domain is defined (ADR 0508). The VFs are chosen under
+    a lock of their ports, against every live instance's VFs on the host (`vfs_held`). `DriverError`
+    `no_free_hca_vf` when a port has none left (placement counted them, so only a concurrent create gets there)."""
+    from apps.networking.models import IbPartitionMember
+
+    if not (inst.network or {}).get("ib_partition") or "hca_vfs" in d:
+        return
+    members = list(IbPartitionMember.objects.filter(instance_id=inst.pk, virtual_guid__isnull=False)
+                   .select_related("virtual_guid__pool__hca_port")
+                   .order_by("virtual_guid__pool__hca_port__rail", "virtual_guid__pool__hca_port__device"))
+    if not members:
+        return
+    ports = sorted({m.virtual_guid.pool.hca_port_id for m in members}, key=str)
+    list(HcaPort.objects.select_for_update().filter(pk__in=ports).order_by("pk"))  # serialise VF choice per port
+    used = set(vfs_held(host_id=inst.host_id, exclude_instance=inst.pk))
+    chosen = []
+    for m in members:
+        port = m.virtual_guid.pool.hca_port
+        vf = (VirtualFunction.objects.filter(hca_port=port).exclude(pci_address="").exclude(pci_address__in=used)
+              .order_by("index").first())
+        if vf is None:
+            raise DriverError(f"HCA {port.device} on {inst.host.name} has no free SR-IOV VF in inventory",
+                              code="no_free_hca_vf")
+        used.add(vf.pci_address)
+        chosen.append({"address": vf.pci_address, "device": port.device, "vf_index": vf.index,
+                       "guid": m.virtual_guid.guid, "rail": port.rail})
+    d["hca_vfs"] = chosen
+    _hca_vf_guids(inst, d)
+
+
+def _hca_vf_guids(inst: Instance, d: dict) -> None:
+    """Queue the agent's `set_hca_vf_guid` for each of the instance's HCA VFs (once per prepare; a VF that has the
+    GUID already is written again with the same value, which the driver accepts)."""
+    for v in d.get("hca_vfs", []):
+        _enqueue(inst, d, "agent", f"hca_vf_guid:{v['device']}/{v['vf_index']}", CommandKind.SET_HCA_VF_GUID,
+                 {"device": v["device"], "vf_index": v["vf_index"], "guid": v["guid"]})
 
 
 def _numa(inst: Instance, d: dict) -> tuple[list[dict], list[Gpu]]:
@@ -189,6 +251,10 @@ def devices_guest_nodes(instance: Instance) -> dict[str, int]:
     if d.get("hca"):
         node_of.update(HcaPort.objects.filter(host_id=instance.host_id, pci_address__in=d["hca"])
                        .values_list("pci_address", "numa_node"))
+    if d.get("hca_vfs"):  # an HCA VF sits on its physical function's node
+        port_node = dict(HcaPort.objects.filter(host_id=instance.host_id, device__in=[v["device"] for v in d["hca_vfs"]])
+                         .values_list("device", "numa_node"))
+        node_of.update({v["address"]: port_node[v["device"]] for v in d["hca_vfs"] if v["device"] in port_node})
     return {dev: cell_of[node] for dev, node in node_of.items() if node in cell_of}
 
 
@@ -213,6 +279,7 @@ def devices_prepare(*, instance: Instance, driver, call, start_op_id: str | None
         _devices_again(inst, d, start_op_id)
     resources, ordered = _numa(inst, d)
     _hca(inst, d)
+    _hca_vfs(inst, d)
     form = inst.flavor.gpu_form
     if form == GpuForm.GPU:
         d["pci"] = [g.pci_address for g in ordered]
@@ -319,6 +386,11 @@ def devices_scrub(instance: Instance, *, reason: str) -> dict[str, str]:
     vfs = [(v["gpu_index"], v["address"]) for v in d.get("vfs", []) if "gpu_index" in v]
     names = gpus_scrub(actor=None, host=inst.host, gpu_indexes=indexes, gpu_instances=gis, partitions=parts,
                        vfs=vfs, reason=f"instance {inst.pk} released its devices: {reason}")
+    for v in d.get("hca_vfs", []):  # the HCA VF's GUID is cleared (node/port GUID 0, port down) for the next VM
+        cmd = agent_command_enqueue(actor=None, host=inst.host, kind=CommandKind.SET_HCA_VF_GUID,
+                                    payload={"device": v["device"], "vf_index": v["vf_index"], "guid": "0x0"},
+                                    ledger_guard=False)  # its own released VF
+        names[f"hca_vf_clear:{v['device']}/{v['vf_index']}"] = str(cmd.pk)
     d["agent_release"] = {**d.get("agent_release", {}), **names}
     d["scrub_queued_at"] = now().isoformat()
     _save(inst, d)

@@ -19,7 +19,8 @@ services, keyed by the instance id so a retried step finds what the last try mad
 Placement only offers hosts that can do this (docs/adr/0406-infiniband-partitions-in-placement.md): an instance
 that asks for a partition carries the need ``ib_partition`` (`placement_needs`), judged by
 `ib_partition_host_filter` (registered with scheduling from `apps.compute.integrations`): a host with an HCA port
-on the partition's fabric (whole host), with a free virtual GUID in such a port's pool (shared host). A create
+on the partition's fabric (whole host), with a free virtual GUID in such a port's pool and a free SR-IOV VF of
+that port in inventory (shared host: the VF is passed through with the GUID set, `devices._hca_vfs`). A create
 no host can serve is refused before anything is written (422 `unplaceable` / 409 `capacity_unavailable`,
 reason ``ib_partition``); the attach step's 409 `ib_vf_unavailable` is left for a GUID a concurrent create took
 in between (the create then fails rather than boot a VM outside the partition it asked for).
@@ -129,8 +130,11 @@ def ib_partition_host_filter(*, need: HostNeed, request: PlacementRequest, host_
         return HostFilterResult({h: "the InfiniBand partition no longer exists" for h in host_ids})
     fabric = partition.fabric.name
     room: dict = {}
+    vfs: dict = {}
     for port in hca_ports_guid_room(fabric_id=partition.fabric_id, host_ids=host_ids):
         room.setdefault(port.host_id, []).append(port.guid_free)
+        if port.guid_free:
+            vfs[port.host_id] = vfs.get(port.host_id, 0) + max(port.vf_free, 0)
     whole: set = set()
     if request.gpu_form == "gpu":
         whole = {row["host_id"] for row in Gpu.objects.filter(host_id__in=host_ids).values("host_id")
@@ -146,9 +150,12 @@ def ib_partition_host_filter(*, need: HostNeed, request: PlacementRequest, host_
             removed[host_id] = f"no virtual GUID pool on its HCA ports on fabric {fabric}"
         elif not any(n for n in free if n is not None):
             removed[host_id] = f"no free virtual GUID in its HCA ports' pools on fabric {fabric}"
+        elif not vfs.get(host_id):
+            removed[host_id] = f"no free SR-IOV VF on its HCA ports on fabric {fabric}"
     return HostFilterResult(removed, note=(
         f"partition {partition.name} on fabric {fabric}: a VM that shares its host joins with an SR-IOV VF's "
-        "virtual GUID from its HCA port's pool, one that takes the whole host with its physical port GUIDs"))
+        "virtual GUID from its HCA port's pool and gets that VF passed through, one that takes the whole host "
+        "with its physical port GUIDs"))
 
 
 def _instance_gpus(instance) -> list[Gpu]:
@@ -158,21 +165,21 @@ def _instance_gpus(instance) -> list[Gpu]:
 
 
 def _vf_ports(instance, partition) -> list[HcaPort]:
-    """HCA ports (on the partition's fabric, with a free GUID in their virtual GUID pool: what
-    `ib_partition_host_filter` placed the instance by) of the instance's GPUs' rails; else those on the GPUs'
+    """HCA ports (on the partition's fabric, with a free GUID in their virtual GUID pool and a free SR-IOV VF:
+    what `ib_partition_host_filter` placed the instance by) of the instance's GPUs' rails; else those on the GPUs'
     NUMA nodes; else all of the host's (a VM without GPUs: the first). 409 `ib_vf_unavailable` when the host has
     none (a concurrent create took the last GUID after placement)."""
     from apps.networking.selectors import hca_ports_guid_room
 
     ports = [p for p in hca_ports_guid_room(fabric_id=partition.fabric_id, host_ids=[instance.host_id])
-             if p.guid_free]
+             if p.guid_free and p.vf_free > 0]
     gpus = _instance_gpus(instance)
     rails, numa = {g.index for g in gpus}, {g.numa_node for g in gpus}
     for chosen in ([p for p in ports if p.rail in rails], [p for p in ports if p.numa_node in numa],
                    ports if gpus else ports[:1]):
         if chosen:
             return chosen
-    raise Conflict(f"Host {instance.host.name} has no HCA port with a free virtual GUID on fabric "
+    raise Conflict(f"Host {instance.host.name} has no HCA port with a free virtual GUID and VF on fabric "
                    f"{partition.fabric.name}.", code=IB_VF_UNAVAILABLE)
 
 

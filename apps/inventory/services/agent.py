@@ -48,7 +48,7 @@ from ..models import (
 )
 from ..states import HOST_TRANSITIONS, CommandKind, CommandStatus, GpuHealth, GpuMode, HostState
 from . import last_seen
-from .holders import gpu_guard_free
+from .holders import gpu_guard_free, vf_guard_free
 from .scrub import gpu_scrub_progress
 
 log = logging.getLogger("gpucloud.inventory")
@@ -249,8 +249,9 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "",
     `inventory` shape (agent/gpucloud_agent/inventory.py): {"host": {cpu_sockets, cpu_cores, cpu_threads,
     memory_mib, numa_nodes, driver_version}, "gpus": [{index, uuid, serial, model, pci_address, numa_node,
     mig: {enabled, layout: [{profile_id, start, size}]}, ...}], "hca_ports": [{device, port_number, port_guid,
-    lid, rate_gbps}]}. GPUs unknown to the inventory are created; HCA ports are matched by device/port and only
-    updated (their fabric and cabling come from the fleet file). A GPU with no recorded MIG layout adopts the
+    lid, rate_gbps, pci_address, vfs: [{index, pci_address}]}]}. GPUs unknown to the inventory are created; HCA
+    ports are matched by device/port and only updated (their fabric and cabling come from the fleet file); their
+    SR-IOV VFs are recorded as `VirtualFunction` rows of the port, as a GPU's are. A GPU with no recorded MIG layout adopts the
     reported one; a GPU whose recorded layout differs from the reported one (e.g. after a reboot) keeps the record,
     is flagged `observed.mig_restore_pending` and gets an `apply_mig_layout` command to restore it. Raises Conflict
     when a reported GPU UUID belongs to another host.
@@ -301,8 +302,14 @@ def _hca_port_sync(host: Host, p: dict) -> None:
         raise Conflict(f"HCA port GUID {p['port_guid']} reported for {p['device']}/{port_number} is already "
                        f"recorded on {clash[0]} {clash[1]}/{clash[2]}.", code="hca_port_guid_conflict")
     values = {"port_guid": p["port_guid"], "lid": p.get("lid"), "rate_gbps": p.get("rate_gbps") or 0}
+    if p.get("pci_address"):
+        values["pci_address"] = p["pci_address"]
     (HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).exclude(**values)
      .update(**values, updated_at=now()))
+    if "vfs" in p:
+        port = HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).first()
+        if port is not None:
+            _vfs_sync(p["vfs"], hca_port=port)
 
 
 def _gpu_sync(host: Host, g: dict, rebooted: bool = False) -> None:
@@ -331,29 +338,29 @@ def _gpu_sync(host: Host, g: dict, rebooted: bool = False) -> None:
     if before != (gpu.uuid, gpu.serial, gpu.model, gpu.pci_address, gpu.numa_node, gpu.mode, gpu.observed):
         gpu.save()
     if "vfs" in g:
-        _vfs_sync(gpu, g["vfs"], keep=rebooted)
+        _vfs_sync(g["vfs"], keep=rebooted, gpu=gpu)
     if "layout" in mig and not recorded:
         _layout_replace(gpu, mig.get("layout") or [])  # nothing recorded yet: adopt what the host has
     elif drift:
         _mig_restore(host, gpu)
 
 
-def _vfs_sync(gpu: Gpu, vfs: list[dict], keep: bool = False) -> None:
-    """Record the GPU's SR-IOV VFs as the kernel reports them; VFs that vanished are dropped unless (`keep`) the
-    host rebooted and its VFs have not been enabled again yet: the recorded ones are what
-    the restore after the reboot enables (compute's `restore_devices`). `observed.vf_count` is the real count
-    (RW-015/RW-017: never the count a tool claims)."""
+def _vfs_sync(vfs: list[dict], keep: bool = False, **parent) -> None:
+    """Record the SR-IOV VFs of one parent (`gpu=` a GPU, or `hca_port=` an HCA port's physical function) as the
+    kernel reports them; VFs that vanished are dropped unless (`keep`) the host rebooted and its VFs have not been
+    enabled again yet: the recorded ones are what the restore after the reboot enables (compute's
+    `restore_devices`). `observed.vf_count` is the real count (RW-015/RW-017: never the count a tool claims)."""
     reported = {v["index"]: v.get("pci_address", "") for v in vfs}
-    existing = {vf.index: vf for vf in VirtualFunction.objects.filter(gpu=gpu)}
+    existing = {vf.index: vf for vf in VirtualFunction.objects.filter(**parent)}
     for index, pci in reported.items():
         vf = existing.get(index)
         if vf is None:
-            VirtualFunction.objects.create(gpu=gpu, index=index, pci_address=pci)
+            VirtualFunction.objects.create(index=index, pci_address=pci, **parent)
         elif vf.pci_address != pci:
             vf.pci_address = pci
             vf.save(update_fields=["pci_address"])
     if not keep:
-        VirtualFunction.objects.filter(gpu=gpu).exclude(index__in=list(reported)).delete()
+        VirtualFunction.objects.filter(**parent).exclude(index__in=list(reported)).delete()
 
 
 def _mig_restore(host: Host, gpu: Gpu) -> None:
@@ -472,6 +479,27 @@ def _validate_set_vf_type(host: Host, payload: dict) -> dict:
     return {"gpu_index": gpu.index, "gpu_uuid": gpu.uuid, "vf_address": vf.pci_address, "vgpu_type": vgpu_type}
 
 
+def _validate_set_hca_vf_guid(host: Host, payload: dict) -> dict:
+    """``{"device", "vf_index", "guid"}``: an SR-IOV VF of one of the host's HCA ports in inventory, and a GUID
+    (0x-prefixed, up to 64 bits; ``0x0`` clears the VF). Normalised with the VF's PCI address."""
+    vf = (VirtualFunction.objects.filter(hca_port__host=host, hca_port__device=payload.get("device") or "",
+                                         index=payload.get("vf_index") if isinstance(payload.get("vf_index"), int)
+                                         else -1).first())
+    if vf is None:
+        raise ValidationFailed(f"Host {host.name} has no SR-IOV VF {payload.get('vf_index')!r} of HCA "
+                               f"{payload.get('device')!r}.", code=Code.COMMAND_INVALID,
+                               errors={"vf_index": ["not a VF of this HCA in inventory"]})
+    try:
+        guid = int(str(payload.get("guid") or ""), 16)
+        if not 0 <= guid < 2**64:
+            raise ValueError
+    except ValueError:
+        raise ValidationFailed("guid must be a 0x-prefixed 64-bit GUID.", code=Code.COMMAND_INVALID,
+                               errors={"guid": ["a 0x-prefixed 64-bit GUID"]})
+    return {"device": payload["device"], "vf_index": vf.index, "vf_address": vf.pci_address,
+            "guid": f"0x{guid:016x}" if guid else "0x0"}
+
+
 def host_nvswitch_system(host: Host) -> str:
     if host.nvswitch_system:
         return host.nvswitch_system
@@ -552,6 +580,7 @@ VALIDATORS = {
     CommandKind.APPLY_MIG_LAYOUT: _validate_mig_apply, CommandKind.CREATE_GPU_INSTANCE: _validate_gi_create,
     CommandKind.DESTROY_GPU_INSTANCE: _validate_gi_destroy, CommandKind.RESET_GPU: _validate_reset,
     CommandKind.RESET_VF: _validate_reset_vf, CommandKind.SET_VF_VGPU_TYPE: _validate_set_vf_type,
+    CommandKind.SET_HCA_VF_GUID: _validate_set_hca_vf_guid,
     CommandKind.ACTIVATE_PARTITION: _validate_activate, CommandKind.DEACTIVATE_PARTITION: _validate_deactivate,
     CommandKind.REBOOT_HOST: _validate_reboot, CommandKind.RUN_DIAGNOSTICS: _validate_diagnostics,
     CommandKind.RESTORE_DEVICES: _validate_restore,
@@ -568,6 +597,8 @@ GUARDED = {
 }
 #: The commands that take an NVSwitch partition's NVLink from its GPUs (guarded on each of them).
 GUARDED_PARTITIONS = (CommandKind.DEACTIVATE_PARTITION,)
+#: The commands on one SR-IOV VF (payload `vf_address`), refused while an instance holds the VF.
+GUARDED_VFS = (CommandKind.RESET_VF, CommandKind.SET_VF_VGPU_TYPE, CommandKind.SET_HCA_VF_GUID)
 #: Guarded against running work only (allocations whose period has begun): they harm no lease that starts later.
 GUARDED_STARTED_ONLY = (CommandKind.RESET_GPU, CommandKind.DEACTIVATE_PARTITION)
 
@@ -577,7 +608,8 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
 
     With `ledger_guard` (the default, and always for staff), a command of `GUARDED` is refused while an allocation
     in the ledger holds the GPU (a MIG layout or mode change, a GPU reset: any allocation; a GPU instance's create
-    or destroy: one on its memory slices), and a partition deactivation while one holds any of its GPUs, read
+    or destroy: one on its memory slices), a command on an SR-IOV VF (`GUARDED_VFS`) while an instance holds the
+    VF (409 `vf_allocated`), and a partition deactivation while one holds any of its GPUs, read
     under the host's ledger lock in the command's transaction (ADR 0503). The platform's own steps on devices
     they hold pass `ledger_guard=False`: compute creating the GPU instance its claim placed and deactivating its
     stopped VM's partition, the scrub's destroy and resets of a released tenant's devices, the restore of a
@@ -595,6 +627,8 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
         if ledger_guard and kind in GUARDED and gpu is not None:
             gpu_guard_free(gpu, action=f"{kind} on GPU {gpu.index}", slices=GUARDED[kind](normalised),
                            started_only=kind in GUARDED_STARTED_ONLY)
+        if ledger_guard and kind in GUARDED_VFS:
+            vf_guard_free(host, normalised["vf_address"], action=f"{kind} on VF {normalised['vf_address']}")
         if ledger_guard and kind in GUARDED_PARTITIONS:  # physical GPU id = index + 1
             for g in Gpu.objects.filter(host=host, index__in=[p - 1 for p in normalised["gpus"]]).order_by("index"):
                 gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}", started_only=True)

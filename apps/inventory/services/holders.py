@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 from apps.core.clock import now
 
-from ..errors import GpuAllocated
+from ..errors import GpuAllocated, VfAllocated
 from ..models import Gpu
 
 GpuHoldersReader = Callable[..., dict]
@@ -68,3 +68,27 @@ def gpu_guard_free(gpu: Gpu, *, action: str, slices: tuple[int, int] | None = No
             + "; ".join(_label(h) for h in held[:5]) + (" ..." if len(held) > 5 else "")
             + f". {action} is refused until they are released (delete or move the instances, end the leases).",
             gpu_index=gpu.index, holders=held)
+
+
+#: Who holds an SR-IOV VF (a GPU's for a vGPU, an HCA's for RDMA): registered by compute, whose instances record
+#: the VFs they hold (`apps.compute.services.devices.vfs_held`): `fn(*, host_id, addresses) -> {address: [ids]}`.
+_VF_READERS: list[Callable[..., dict]] = []
+
+
+def register_vf_holders(fn: Callable[..., dict]) -> None:
+    if fn not in _VF_READERS:
+        _VF_READERS.append(fn)
+
+
+def vf_guard_free(host, address: str, *, action: str) -> None:
+    """Refuse `action` on the VF at PCI `address` of `host` while an instance holds it (a reset or a new vGPU type
+    under a running VM takes its device away). Raises VfAllocated (409 `vf_allocated`, `vf_address`, `holders`)
+    and RuntimeError when no reader is registered (apps.compute must be installed)."""
+    if not _VF_READERS:
+        raise RuntimeError("no VF holders reader registered (apps.compute must be installed)")
+    held: list = []
+    for fn in _VF_READERS:
+        held += fn(host_id=host.pk, addresses=[address]).get(address, [])
+    if held:
+        raise VfAllocated(f"SR-IOV VF {address} of host {host.name} is held by instance(s) {', '.join(held)}. "
+                          f"{action} is refused until they are deleted.", vf_address=address, holders=held)

@@ -96,6 +96,15 @@ class DemoAgent:
                                                    for x in layout]},
                 "vfs": [{"index": v, "pci_address": f"{base}:{(v + 4) // 8:02x}.{(v + 4) % 8}"} for v in range(vfs)]})
         backend.state["vfs"] = [v["pci_address"] for g in self.inventory["gpus"] for v in g["vfs"]]  # reset_vf's
+        # the HCA ports as the fleet file cabled them, each with its `max_vfs` SR-IOV VFs (functions 1.. of its PF)
+        self.inventory["hca_ports"] = [
+            {"device": p.device, "port_number": p.port_number, "port_guid": p.port_guid, "lid": p.lid,
+             "rate_gbps": p.rate_gbps, "state": "ACTIVE", "pci_address": p.pci_address,
+             "vfs": [{"index": v, "pci_address": f"{p.pci_address[:7]}:{(v + 1) // 8:02x}.{(v + 1) % 8}"}
+                     for v in range(p.max_vfs if p.pci_address else 0)]}
+            for p in host.hca_ports.order_by("device", "port_number")]
+        backend.state["hca_vfs"] = [f"{p['device']}/{v['index']}" for p in self.inventory["hca_ports"]
+                                    for v in p["vfs"]]  # set_hca_vf_guid's
         self.host_id, self.name = host.pk, host.name
         self.cp = ControlPlane(base_url)
         self.agent = Agent(backend, self.cp)
