@@ -363,7 +363,8 @@ def undeploy(op):
     """Tear the instance down, in two commits so a worker killed in between loses nothing: first the intent
     (`undeploy_started_at`, where the node's history stood: `history_mark`), the end of the instance's allocation (the tenant stops paying: cleaning is not
     billed) and the host to `maintenance` (nobody is placed on it before cleaning finished); then the request to
-    Ironic, sent only while the node still carries the instance (a retry after it was sent finds it cleaning)."""
+    Ironic, sent only while the node still carries the instance (a retry after it was sent finds it cleaning).
+    A node still `deploying` (a delete right after the create) is waited for: Ironic refuses an undeploy there."""
     inst = _instance(op)
     node = _instance_node(inst)
     if node is None:
@@ -386,6 +387,10 @@ def undeploy(op):
         instance_allocations_release(instance=inst)
         nodesvc.node_cleaning(node=node, reason=f"bare-metal cleaning after instance {inst.pk}")
         return AGAIN
+    if carries and seen.state.provision == P.DEPLOYING:
+        # Ironic refuses an undeploy while a deploy step runs (it takes one from `wait call-back`, `active` or a
+        # failed deploy): wait for the step to end rather than fail the tenant's delete
+        raise StepWait(conf.deploy_poll_s(), "node is deploying; undeploy once the deploy step ends")
     if carries:
         seen = drv.undeploy(node.ironic_id, wait=False)
     nodesvc.node_observe(node, seen)

@@ -224,3 +224,28 @@ def test_a_bare_metal_cluster_bigger_than_the_fleet_is_refused_before_anything_i
     resp = world.client_a.post("/api/v1/clusters/", body, format="json")
     assert (resp.status_code, resp.data["code"]) == (422, "unplaceable"), resp.content
     assert not Cluster.objects.exists() and not Instance.objects.exists()
+
+
+def test_a_delete_while_ironic_is_still_deploying_waits_for_the_deploy_then_cleans(world, bm_driver, bm_flavor,
+                                                                                    node):
+    """Ironic refuses an undeploy while a node is `deploying` (it allows one from `wait call-back`, `active`, a
+    failed deploy): the delete waits for the deploy to end instead of failing the tenant's delete."""
+    from dataclasses import replace
+
+    inst_id, op_id = _create(world, bm_flavor)
+    drive(op_id)
+    row = bm_driver._row(node.ironic_id)
+    row["state"] = replace(row["state"], provision="deploying", target_provision="active")  # still writing
+    delete = world.client_a.delete(f"/api/v1/instances/{inst_id}/")
+    assert delete.status_code == 202
+    op = drive(delete.data["operation"]["id"], max_steps=6)
+    assert op.status == "running", (op.status, op.error_code, op.error_detail)
+    assert Instance.objects.get(pk=inst_id).status == "deleting" and _live(inst_id) == []  # not billed meanwhile
+    row["state"] = replace(row["state"], provision="active", target_provision=None)  # the deploy ended
+    op = drive(delete.data["operation"]["id"])
+    assert op.status == "succeeded", (op.error_code, op.error_detail)
+    assert Instance.objects.get(pk=inst_id).status == "deleted"
+    assert (bm_driver.get(node.ironic_id).state.provision, bm_driver.get(node.ironic_id).instance_id) == (
+        "available", "")
+    assert Host.objects.get(pk=node.host_id).state == "available"
+    assert ExitReceipt.objects.filter(instance_id=inst_id).count() == 1
