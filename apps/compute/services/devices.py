@@ -151,8 +151,8 @@ def _hca(inst: Instance, d: dict) -> None:
     (it takes the whole host: `networks.ib_partition_join_whole_host`) gets those ports' HCA physical functions as
     PCI hostdevs, one per rail it joined, so the guest's mlx5 driver sees the same GUIDs the partition holds.
     `DriverError` `hca_pci_address_unknown` when the inventory has no PCI address for such a port (the VM would
-    boot without the RDMA it asked for). A VM that shares its host joins with SR-IOV VF virtual GUIDs; their VFs
-    are not passed through yet (docs/compute.md, "RDMA inside the VM")."""
+    boot without the RDMA it asked for). A VM that shares its host joins with SR-IOV VF virtual GUIDs and gets
+    those VFs instead (`_hca_vfs`, ADR 0508)."""
     from apps.networking.models import IbPartitionMember
 
     if not (inst.network or {}).get("ib_partition") or "hca" in d:
