@@ -166,3 +166,23 @@ def test_fence_device_needs_a_url():
     with pytest.raises(ValidationFailed) as exc:
         fence_device_set(actor=None, host=make_host("fd-1"), address="10.0.0.1", username="a", password="b")
     assert exc.value.code == "invalid_bmc"
+
+
+def test_a_compute_ib_port_down_moves_the_vm_under_its_notice(world, setup):  # noqa: F811
+    """Table v5: a compute InfiniBand port down cuts the VM's RDMA off the fabric: the host is the provider's
+    fault and the VM gets an ordinary remediation (the checkpoint notice applies: the host still runs; no fence)."""
+    from apps.health.services.ingest import health_event_ingest
+    from apps.inventory.models import HcaPort
+
+    s = setup
+    _policy(world, "auto", notice=900)
+    inst = _launch(world, s)
+    port = HcaPort.objects.filter(host=inst.host).order_by("device").first()
+    with time_machine.travel(DETECT, tick=False):
+        event, _ = health_event_ingest(actor=None, host=inst.host, kind="ib_port_down", hca_device=port.device,
+                                       observed_at=DETECT)
+    assert (event.classification, event.applied["actions"]) == ("fabric_degraded", ["host_mark_faulty"])
+    assert "fence" not in event.applied and not HostFence.objects.exists()
+    (rem,) = Remediation.objects.all()
+    assert (rem.status, rem.deadline_at, rem.reason) == ("notice", DETECT + dt.timedelta(seconds=900), "")
+    assert event.applied["remediations"] == [str(rem.pk)]
