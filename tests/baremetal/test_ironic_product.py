@@ -138,3 +138,51 @@ def test_the_receipt_says_whether_ironic_cleaned_the_node(world, ironic, bm_flav
         if seen.state.provision == "active":
             ironic.undeploy(node.ironic_id)
         ironic.delete(node.ironic_id)
+
+
+def test_a_lease_of_a_bare_metal_host_ends_with_an_undeploy_and_cleaning_on_real_ironic(world, ironic, bm_flavor):
+    """A tenant's lease of one whole host, a bare-metal instance `market: lease` in it, the lease cancelled (its
+    end's path): Ironic undeploys and cleans the node, the receipt says so, the host is back in the pool."""
+    import datetime as dt
+
+    from apps.core.clock import now
+    from apps.reservations.services.leases import lease_create, leases_advance
+    from apps.tenancy.models import Quota
+
+    Quota.objects.update_or_create(organization=world.org_a, project=None, resource="gpus", defaults={"limit": 64})
+    host = bm_host()
+    resp = world.staff_client.post("/api/v1/bare-metal/nodes/", {"host": str(host.pk), "driver": "fake-hardware"},
+                                   format="json")
+    assert _run(resp.data["operation"]["id"]).status == "succeeded"
+    node = BaremetalNode.objects.get(pk=resp.data["node"]["id"])
+    try:
+        le = lease_create(actor=None, project=world.project_a, name="bm", start=now(),
+                          end=now() + dt.timedelta(hours=2), kind="hosts", gpu_model=bm_flavor.gpu_model, count=1)
+        assert le.status == "confirmed", (le.reason, le.explanation)
+        leases_advance()
+        create = world.client_a.post("/api/v1/instance-requests", {
+            "project": str(world.project_a.pk), "name": "bm-l", "flavor": str(bm_flavor.pk),
+            "image": str(world.image.pk), "market": "lease", "lease": str(le.pk)}, format="json")
+        assert create.status_code == 202, create.content
+        inst_id = create.json()["instance"]["id"]
+        op = _run(create.json()["operation"]["id"])
+        assert op.status == "succeeded", (op.error_code, op.error_detail)
+        assert ironic.get(node.ironic_id).instance_id == inst_id
+
+        assert world.client_a.post(f"/api/v1/leases/{le.pk}/cancel/").status_code == 200
+        assert Host.objects.get(pk=host.pk).state == "maintenance"
+        delete = Operation.objects.get(target_id=inst_id, kind="baremetal.instance.delete")
+        op = _run(delete.pk)
+        assert op.status == "succeeded", (op.error_code, op.error_detail)
+        seen = ironic.get(node.ironic_id)
+        assert (seen.state.provision, seen.instance_id) == ("available", "")
+        assert Host.objects.get(pk=host.pk).state == "available"
+        steps = {s["step"]: s for s in json.loads(ExitReceipt.objects.get(instance_id=inst_id).payload)["steps"]}
+        assert (steps["undeploy"]["result"], steps["automated_cleaning"]["result"],
+                steps["automated_cleaning"]["how"]) == ("succeeded", "succeeded", "simulated by fake-hardware")
+    finally:
+        node.refresh_from_db()
+        seen = ironic.get(node.ironic_id)
+        if seen.state.provision == "active":
+            ironic.undeploy(node.ironic_id)
+        ironic.delete(node.ironic_id)
