@@ -104,7 +104,6 @@ const HostRow = memo(function HostRow({ host, selected, onSelect }: {
       <span className="hm-condition" style={{ background: cssColor(fill), color: DARK_TEXT.has(fill) ? '#000' : '#fff' }}>
         {host.condition}
       </span>
-      {host.spare && <span className="hm-spare" data-testid="heatmap-spare">spare</span>}
       <span className="hm-cells">
         {host.gpus.map((g) => (
           <GpuCell
@@ -115,6 +114,8 @@ const HostRow = memo(function HostRow({ host, selected, onSelect }: {
           />
         ))}
       </span>
+      {/* after the cells, so every row's cells line up */}
+      {host.spare && <span className="hm-spare" data-testid="heatmap-spare">spare</span>}
       {/* the cells are drawn only: their count per state is said in words (the row's name is its visible text
           and this, as WCAG's label-in-name asks) */}
       <span className="visually-hidden">{hostSummary(host)}</span>
