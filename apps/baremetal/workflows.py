@@ -47,6 +47,7 @@ from .drivers.base import (
     DriverTransientError,
     NodeFailed,
     PowerAction,
+    PowerState,
     ProvisionState,
 )
 from .errors import Code
@@ -241,6 +242,11 @@ def _wait_active(op, action: str) -> None:
         raise NodeFailed(seen)
     if seen.state.provision != P.ACTIVE or seen.state.target_provision is not None:
         raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
+    if seen.state.power != PowerState.ON:
+        # `active` means the server runs: a deploy that left it off or its power unknown (fake-hardware, a
+        # deploy interface that does not boot the instance; a rebuild of a stopped one) is powered on here
+        seen = baremetal_driver().set_power(node.ironic_id, PowerAction.ON)
+        nodesvc.node_observe(node, seen)
     _observe_instance(inst, str(seen.state.power))
     transition(inst, action, INSTANCE_TRANSITIONS,
                extra={"launched_at": inst.launched_at or now(), "error_code": "", "error_reason": ""})

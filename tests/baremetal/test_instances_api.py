@@ -249,3 +249,26 @@ def test_a_delete_while_ironic_is_still_deploying_waits_for_the_deploy_then_clea
         "available", "")
     assert Host.objects.get(pk=node.host_id).state == "available"
     assert ExitReceipt.objects.filter(instance_id=inst_id).count() == 1
+
+
+def test_an_instance_is_active_only_powered_on_even_where_ironic_leaves_the_node_off(world, bm_driver, bm_flavor,
+                                                                                       node):
+    """Ironic's fake-hardware (and a deploy interface that does not boot the instance) ends a deploy or rebuild
+    with the node off or its power unknown: `active` must still mean the server runs, so the last step powers it
+    on (otherwise reconcile later calls it a power-off nobody asked for, and `start` is refused on an `active`)."""
+    from dataclasses import replace
+
+    inst_id, op_id = _create(world, bm_flavor)
+    drive(op_id)
+    stop = world.client_a.post(f"/api/v1/instances/{inst_id}/stop/", {}, format="json")
+    assert drive(stop.data["operation"]["id"]).status == "succeeded"
+    rebuild = world.client_a.post(f"/api/v1/instances/{inst_id}/rebuild/", {}, format="json")
+    assert rebuild.status_code == 202
+    op = drive(rebuild.data["operation"]["id"], max_steps=1)
+    assert op.steps_done == ["rebuild"] and op.status == "running"
+    row = bm_driver._row(node.ironic_id)
+    row["state"] = replace(row["state"], power="off")  # as fake-hardware leaves a node that was off
+    assert drive(rebuild.data["operation"]["id"]).status == "succeeded"
+    got = world.client_a.get(f"/api/v1/instances/{inst_id}/").data
+    assert (got["status"], got["observed_state"]) == ("active", "on")
+    assert bm_driver.get(node.ironic_id).state.power == "on"
