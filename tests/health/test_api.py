@@ -225,3 +225,14 @@ def test_staff_list_every_health_event_filtered_by_host_kind_and_class_tenants_g
     owner, org = make_user("owner@health.test"), make_org("healthy")
     member(owner, org, OrgRole.OWNER)
     assert client_for(token_for(owner, organization=org)).get("/api/v1/health/events/").status_code == 404
+
+
+def test_an_observed_at_near_year_one_is_a_400_problem_not_a_500():
+    """A threshold row's window ends at observed_at; a time within that window of year 1 cannot start it."""
+    host = make_host("ha9", gpus=1)
+    body = {"kind": "ecc_sbe", "gpu_index": 0, "observed_at": "0001-01-01T00:00:00Z"}
+    for client, url in ((_staff(), "/api/v1/health/preview"), (_agent(host), "/api/v1/agent/health-events")):
+        r = client.post(url, {**({"host": str(host.pk)} if "preview" in url else {}), **body}, format="json")
+        assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json"), r.content
+        assert (r.json()["code"], list(r.json()["errors"])) == ("health_invalid_event", ["observed_at"])
+    assert HealthEvent.objects.count() == 0

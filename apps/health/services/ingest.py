@@ -122,6 +122,10 @@ def _resolve(
         _invalid("observed_at must carry a time zone.", Code.INVALID_EVENT, "observed_at")
     if at > now() + CLOCK_SKEW:
         _invalid("observed_at is in the future.", Code.INVALID_EVENT, "observed_at")
+    try:  # the threshold windows end at observed_at: their start must be a time too (not before year 1)
+        at - dt.timedelta(seconds=max((r.threshold_window_s or 0) for r in classification_load().rules))
+    except OverflowError:
+        _invalid("observed_at is too far in the past.", Code.INVALID_EVENT, "observed_at")
     gpu = None
     if gpu_index is not None or gpu_uuid:
         qs = Gpu.objects.filter(host=host)
@@ -307,8 +311,9 @@ def health_event_ingest(
 
     A second report with the same `dedup_key` (per host) returns the stored event with created False and changes
     nothing. Raises ValidationFailed (400): `health_gpu_unknown` / `health_hca_port_unknown` for a device the host
-    does not have, `health_invalid_event` for a bad kind/xid/count/time (or an NVSwitch kind without the switch's
-    PCI address, `nvswitch`; `xid` is the SXid number there).
+    does not have, `health_invalid_event` for a bad kind/xid/count/time (in the future beyond the clock skew, or
+    so near year 1 that a threshold window would start before it), or an NVSwitch kind without the switch's
+    PCI address (`nvswitch`; `xid` is the SXid number there).
     """
     ev = _resolve(
         host=host,
