@@ -46,3 +46,41 @@ def test_parallel_policy_puts_leave_one_row(world):
     assert outcome(responses) == {(200, None): N}
     (row,) = RemediationPolicy.objects.filter(project=world.project_a)
     assert row.consent_mode in modes and row.notice_seconds == 900
+
+
+def test_ingest_waiting_on_a_gpu_does_not_deadlock_a_holder_that_names_the_host():
+    """A transaction holding a GPU row (a command queued for it) inserts a row naming the GPU's host: its foreign
+    key takes FOR KEY SHARE on the host at commit. An ingest of that GPU waits for the GPU holding the host's
+    lock meanwhile; both finish (the host lock was FOR UPDATE, which conflicts with KEY SHARE: PostgreSQL aborted
+    one of them as a deadlock, the agent's report answered 503 `contention`)."""
+    import time
+
+    from django.db import connection, transaction
+
+    from apps.health.services import health_event_ingest
+    from apps.inventory.models import AgentCommand, Gpu
+
+    host = make_host("par-dl", gpus=1)
+    gpu = host.gpus.get()
+
+    def holder():
+        with transaction.atomic():
+            Gpu.objects.select_for_update().get(pk=gpu.pk)
+            with connection.cursor() as cur:  # until the ingest waits for this GPU row
+                for _ in range(200):
+                    cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                " AND query LIKE %s", ["%inventory_gpu%FOR UPDATE%"])
+                    if cur.fetchone()[0]:
+                        break
+                    time.sleep(0.05)
+            AgentCommand.objects.create(host=host, gpu=gpu, kind="reset_gpu", payload={"gpu_index": 0})
+        return "committed"
+
+    def ingest():
+        time.sleep(0.3)  # the holder has the GPU row first
+        event, created = health_event_ingest(actor=None, host=host, kind="xid", xid=48, gpu_index=0)
+        return created
+
+    results = run_parallel(2, lambda i: (holder, ingest)[i]())
+    assert results == ["committed", True]
+    assert HealthEvent.objects.filter(host=host).count() == 1 and AgentCommand.objects.filter(host=host).count() == 1

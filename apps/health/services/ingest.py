@@ -330,9 +330,10 @@ def health_event_ingest(
     )
     key = _dedup_key(ev, dedup_key)
     with transaction.atomic():
-        Host.objects.select_for_update().filter(pk=host.pk).values_list(
-            "pk", flat=True
-        ).get()  # one at a time
+        # one at a time per host; NO KEY UPDATE: a transaction holding one of the host's GPUs that inserts a row
+        # naming the host (its foreign key's KEY SHARE at commit) is not blocked by it, so it cannot deadlock with
+        # this ingest waiting for that GPU (FOR UPDATE did)
+        Host.objects.select_for_update(no_key=True).filter(pk=host.pk).values_list("pk", flat=True).get()
         existing = HealthEvent.objects.filter(host=host, dedup_key=key).first()
         if existing is not None:
             return existing, False
