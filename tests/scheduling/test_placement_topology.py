@@ -135,3 +135,29 @@ def test_a_host_imported_after_the_topology_was_cached_is_placed_at_once(setting
     got = place(request).candidates[0]
     assert sorted(h.host_name for h in got.hosts) == ["su1-n1", "su1-n2", "su1-n3", "su1-n4"]
     assert got.topology["max_leaves_per_rail"] == 1
+
+
+def test_set_refusal_says_why_one_more_host_breaks_a_gang_s_limits():
+    """A cluster member's re-place keeps the other members' hosts and adds one: the one-fabric rule, the leaf
+    and spine limits and the NVLink-domain limit are each named."""
+    from apps.inventory.models import Gpu
+    from apps.scheduling.placement import set_refusal
+
+    _, (a, b) = _su("su-a", 2)
+    _, (c,) = _su("su-c", 1)
+    other = fleet.ib_fabric("ib-other")
+    _, (d,) = _su("su-d", 1, fabric=other)
+    one = TopologyConstraint(one_fabric=True)
+    assert set_refusal([a.id, b.id], one) == ""
+    assert set_refusal([a.id, d.id], one) == "not on the gang's InfiniBand fabric"
+    assert set_refusal([a.id, c.id], one) == ""
+    tight = TopologyConstraint(one_fabric=True, max_leaves_per_rail=1)
+    assert set_refusal([a.id, c.id], tight) == "more than 1 leaves on a rail with the gang"
+    assert set_refusal([a.id, b.id], tight) == ""
+    Gpu.objects.filter(host__in=[a, b]).update(nvlink_domain="rack-1")
+    Gpu.objects.filter(host=c).update(nvlink_domain="rack-2")
+    topology_cache_clear()
+    nvl = TopologyConstraint(one_fabric=True, max_nvlink_domains=1)
+    assert set_refusal([a.id, b.id], nvl) == ""
+    assert set_refusal([a.id, c.id], nvl) == "more than 1 NVLink domains with the gang"
+    assert set_refusal([a.id, d.id], TopologyConstraint(max_nvlink_domains=1)) == "no NVLink domain"

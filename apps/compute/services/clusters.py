@@ -202,7 +202,8 @@ def cluster_member_request(instance: Instance, *, pins: dict | None = None) -> P
     docs/adr/0217-gang-re-place-of-a-lost-member.md): one host for the member's flavor, its networks (an InfiniBand
     partition needs a GUID on the partition's fabric), the cluster's placement policy, consumer type
     ``cluster_member``, and the need `CLUSTER_TOPOLOGY_FILTER`: only a host that, with the hosts of the other
-    members, meets the cluster's topology (one fabric, its ``max_leaves_per_rail`` / ``max_spine_groups``) and
+    members, meets the cluster's topology (one fabric, its ``max_leaves_per_rail`` / ``max_spine_groups`` /
+    ``max_nvlink_domains``) and
     holds no other member. `pins`: the instance's volume pins (`services.volumes.instance_placement_pins`)."""
     cluster = instance.cluster
     req = placement_request_for(instance.flavor, instance.project_id, consumer_type=MEMBER, pins=pins,

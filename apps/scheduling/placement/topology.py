@@ -145,8 +145,9 @@ def set_refusal(hosts: list[uuid.UUID], constraint: TopologyConstraint,
                 topo: dict[uuid.UUID, HostTopo] | None = None) -> str:
     """Why the host set `hosts` breaks `constraint`, as a short phrase ('' when it meets it): ``one_fabric`` and a
     host on no or another InfiniBand fabric, more distinct leaves on a rail than ``max_leaves_per_rail``, more
-    spine groups than ``max_spine_groups`` (`set_score`'s measures). Used where some hosts of a gang are fixed
-    and one more is chosen (a cluster member's re-place)."""
+    spine groups than ``max_spine_groups`` (`set_score`'s measures), a host without an NVLink domain or more
+    domains than ``max_nvlink_domains`` (`host_nvlink_domains`). Used where some hosts of a gang are fixed and one
+    more is chosen (a cluster member's re-place)."""
     topo = host_topology() if topo is None else topo
     leaves, spines, fabrics = set_score(hosts, topo)
     if constraint.one_fabric and (fabrics > 1 or any(h not in topo for h in hosts)):
@@ -155,6 +156,12 @@ def set_refusal(hosts: list[uuid.UUID], constraint: TopologyConstraint,
         return f"more than {constraint.max_leaves_per_rail} leaves on a rail with the gang"
     if constraint.max_spine_groups and spines > constraint.max_spine_groups:
         return f"more than {constraint.max_spine_groups} spine groups with the gang"
+    if constraint.max_nvlink_domains:
+        domain_of = host_nvlink_domains()
+        if any(h not in domain_of for h in hosts):
+            return "no NVLink domain"
+        if len({domain_of[h] for h in hosts}) > constraint.max_nvlink_domains:
+            return f"more than {constraint.max_nvlink_domains} NVLink domains with the gang"
     return ""
 
 
