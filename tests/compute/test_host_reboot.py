@@ -166,3 +166,29 @@ def test_a_passthrough_gpu_is_bound_to_vfio_again_and_a_lost_one_errors_its_vm(w
     start = Operation.objects.filter(target_id=kept.pk, kind__endswith="start").latest("created_at")
     assert drive(start.pk).status == "succeeded"
     assert world.client_a.get(f"/api/v1/instances/{kept.pk}/").json()["status"] == "active"
+
+
+def test_an_hca_ports_vfs_are_kept_through_the_reboot_and_enabled_again(world):
+    """The kernel lists no VFs on a freshly booted HCA (`sriov_numvfs` is 0); the recorded ones stay until the
+    restore enabled them again, and the restore asks for as many on the port's physical function."""
+    from apps.inventory.models import HcaPort
+    from tests.scheduling import fleet
+
+    host = gpu_host(gpus=1)
+    su, leaves = fleet.su_with_leaves("su-reboot", rails=1)
+    fleet.cable(host, leaves, vfs=2)
+    port = HcaPort.objects.get(host=host)
+
+    def report(boot_id: str, vfs: list[dict]) -> None:
+        host_inventory_sync(host=host, inventory={
+            "host": {"boot_id": boot_id},
+            "hca_ports": [{"device": port.device, "port_number": port.port_number, "port_guid": port.port_guid,
+                           "pci_address": port.pci_address, "vfs": vfs}]})
+
+    before = [{"index": vf.index, "pci_address": vf.pci_address} for vf in port.virtual_functions.order_by("index")]
+    report("boot-1", before)
+    report("boot-2", [])  # the first report after the reboot
+    assert VirtualFunction.objects.filter(hca_port=port).count() == 2
+    instances_reconcile()
+    restore = AgentCommand.objects.get(host=host, kind="restore_devices")
+    assert {"pci_address": port.pci_address, "num_vfs": 2} in restore.payload["sriov"]

@@ -280,16 +280,19 @@ def host_inventory_sync(*, host: Host, inventory: dict, agent_version: str = "",
     changed = [f for f in _HOST_SYNCED if getattr(host, f) != before[f]]
     if changed:
         host.save(update_fields=changed)
+    # a reboot whose restore has not reported yet: the VFs the kernel no longer lists are kept (the restore
+    # enables them again from the recorded ones), on GPUs and HCA ports alike
+    restoring = rebooted or bool(reboot and reboot["boot_id"] == facts.get("boot_id")
+                                 and not reboot.get("restored_at"))
     for g in inventory.get("gpus", []):
-        _gpu_sync(host, g, rebooted=rebooted or bool(reboot and reboot["boot_id"] == facts.get("boot_id")
-                                                     and not reboot.get("restored_at")))
+        _gpu_sync(host, g, rebooted=restoring)
     for p in inventory.get("hca_ports", []):
-        _hca_port_sync(host, p)
+        _hca_port_sync(host, p, rebooted=restoring)
     if rebooted:
         audit_record(actor=None, action="inventory.host.rebooted", target=host, after=reboot)
 
 
-def _hca_port_sync(host: Host, p: dict) -> None:
+def _hca_port_sync(host: Host, p: dict, rebooted: bool = False) -> None:
     """Update the recorded port (matched by device/port) with the reported GUID, LID and rate.
 
     Raises Conflict `hca_port_guid_conflict` (409) when the GUID is recorded on another port: the fleet file
@@ -309,7 +312,7 @@ def _hca_port_sync(host: Host, p: dict) -> None:
     if "vfs" in p:
         port = HcaPort.objects.filter(host=host, device=p["device"], port_number=port_number).first()
         if port is not None:
-            _vfs_sync(p["vfs"], hca_port=port)
+            _vfs_sync(p["vfs"], keep=rebooted, hca_port=port)
 
 
 def _gpu_sync(host: Host, g: dict, rebooted: bool = False) -> None:
