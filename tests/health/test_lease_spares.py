@@ -179,3 +179,35 @@ def test_a_spare_back_in_service_goes_to_the_held_lease(world, clock):  # noqa: 
     assert Host.objects.get(pk=spare.pk).spare is False
     assert _live_hosts(le.pk, now=FAULT + dt.timedelta(seconds=1)) == {spare.pk}
     assert lease_spares_sweep_task() == 0
+
+
+def test_two_held_leases_the_oldest_held_gets_the_first_spare(world, clock):  # noqa: F811
+    from apps.tenancy.models import Quota
+
+    Quota.objects.update_or_create(organization=world.org_a, project=None, resource="gpus", defaults={"limit": 32})
+    gpu_host(), gpu_host()
+    first = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    second = lease(world.project_a, start=at(9), end=at(12), kind="hosts", count=1)
+    clock.move_to(at(9))
+    leases_advance()
+    failed = {}
+    for i, (le, when) in enumerate(((first, FAULT), (second, FAULT + dt.timedelta(minutes=1)))):
+        (host_id,) = _live_hosts(le.pk, at(9))
+        failed[le.pk] = Host.objects.get(pk=host_id)
+        clock.move_to(when)
+        r = _agent(failed[le.pk]).post(
+            "/api/v1/agent/health-events",
+            {"kind": "xid", "xid": 79, "gpu_index": 0, "observed_at": when.isoformat(), "dedup_key": f"k{i}"},
+            format="json",
+        )
+        assert r.status_code == 201, r.content
+        assert r.json()["applied"]["lease_spares"][0]["held"] is True
+    clock.move_to(FAULT + dt.timedelta(minutes=5))
+    spare = gpu_host()
+    host_spare_set(actor=None, host=spare, spare=True, reason="pool")
+    now = FAULT + dt.timedelta(minutes=5)
+    assert _live_hosts(first.pk, now) == {spare.pk}  # held first, served first
+    assert _live_hosts(second.pk, now) == {failed[second.pk].pk}
+    spare2 = gpu_host()
+    host_spare_set(actor=None, host=spare2, spare=True, reason="pool")
+    assert _live_hosts(second.pk, now) == {spare2.pk}
