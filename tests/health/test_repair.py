@@ -220,3 +220,30 @@ def test_a_new_host_takes_no_tenant_before_its_acceptance_check_passes(world, se
     host.refresh_from_db()
     assert (host.state, host.state_reason) == ("available", f"health: return-to-service check passed (acceptance "
                                                             f"{second.pk})")
+
+
+def test_a_gpu_fault_during_a_host_reboot_gets_its_own_repair_once_the_reboot_passed(world):
+    """An XID 48 on GPU 5 while the host's reboot (XID 79 on GPU 2) is open opens no repair of its own; the reboot's
+    check looks at GPU 2 only, so its pass opens GPU 5's reset, whose check returns it and ends its incident (was:
+    GPU 5 stayed faulty, its incident open, with no repair)."""
+    host = gpu_host(gpus=8)
+    reboot = Repair.objects.get(pk=_event(host, {"kind": "xid", "xid": 79, "gpu_index": 2}, FAULT)["applied"]["repair"])
+    b48 = _event(host, {"kind": "xid", "xid": 48, "gpu_index": 5}, FAULT + dt.timedelta(seconds=5))
+    assert "repair" not in b48["applied"]
+    node, at = Node(host), FAULT + dt.timedelta(seconds=15)
+    assert _step(at, node) == ["reboot_host"]
+    at += dt.timedelta(seconds=15)
+    assert _step(at, node) == ["run_diagnostics"]
+    reboot.refresh_from_db()
+    assert reboot.status == "passed"
+    gpu5 = Gpu.objects.get(host=host, index=5)
+    (reset,) = Repair.objects.filter(host=host, gpu=gpu5)
+    assert (reset.action, reset.status, str(reset.event_id)) == ("reset_gpu", "waiting", b48["id"])
+    at += dt.timedelta(seconds=15)
+    assert _step(at, node) == ["reset_gpu"]
+    at += dt.timedelta(seconds=15)
+    assert _step(at, node) == ["run_diagnostics"]
+    gpu5.refresh_from_db()
+    assert (Repair.objects.get(pk=reset.pk).status, gpu5.health) == ("passed", "ok")
+    assert not Incident.objects.filter(gpu=gpu5, end__isnull=True).exists()
+    assert _step(at + dt.timedelta(seconds=15), node) == []  # nothing opens twice

@@ -205,6 +205,8 @@ def _return_to_service(row: Repair) -> None:
         return
     row.status, row.finished_at, row.reason = R.PASSED, now(), ""
     row.save(update_fields=["status", "finished_at", "reason", "updated_at"])
+    if row.action == RepairAction.REBOOT_HOST:
+        _repairs_open_covered(row)
     if row.event is not None:
         from .notify import incident_notify
 
@@ -212,6 +214,21 @@ def _return_to_service(row: Repair) -> None:
             incident_notify(row.event, incident, closed=True)
     _audit("health.repair.pass", row, after={"check": {k: row.result.get(k) for k in ("tool", "tool_version",
                                                                                      "result")}})
+
+
+def _repairs_open_covered(reboot: Repair) -> None:
+    """A GPU event that came while this reboot was open opened no repair (the reboot covers the host), but the
+    reboot's check looked only at its own GPU: each GPU such an event left faulty gets, once the reboot passed,
+    the repair its row asked for (`repairs_open_for_event`), so its own check returns it. Events the breaker held
+    or that opened an RMA are left as they are."""
+    events = (HealthEvent.objects.filter(host_id=reboot.host_id, gpu__isnull=False, gpu__health=GpuHealth.FAULTY,
+                                         created_at__gte=reboot.created_at)
+              .exclude(gpu_id=reboot.gpu_id).select_related("host", "gpu").order_by("created_at"))
+    for event in events:
+        applied = event.applied or {}
+        if applied.get("pending") and not {"repair", "rma", "breaker"} & set(applied) \
+                and "rma" not in applied["pending"]:
+            repairs_open_for_event(event=event, pending=applied["pending"])
 
 
 def _fail(row: Repair, reason: str) -> None:
