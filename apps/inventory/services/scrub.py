@@ -45,17 +45,20 @@ def _save(gpu: Gpu) -> None:
     gpu.save(update_fields=_FIELDS)
 
 
-def _pending(host: Host, kind: str, **match) -> AgentCommand | None:
-    """A queued or dispatched command of `kind` whose payload has `match` (reused instead of queueing twice)."""
-    return (AgentCommand.objects.filter(host=host, kind=kind, status__in=LIVE,
-                                        **{f"payload__{k}": v for k, v in match.items()})
+def _pending(host: Host, kind: str, match: dict, scrubbing: Iterable[str]) -> AgentCommand | None:
+    """A command of `kind` whose payload has `match` that is reused instead of queueing twice: one still queued
+    (the agent runs it after the tenant's VM is gone), or one already dispatched that is a step of the scrub the
+    GPU is in (`scrubbing`: the GPU has not been placed since it was queued). Any other dispatched command (a
+    staff reset the agent took before the tenant's VM ran) may have run already and cleans nothing of it."""
+    return (AgentCommand.objects.filter(host=host, kind=kind, **{f"payload__{k}": v for k, v in match.items()})
+            .filter(Q(status=CommandStatus.QUEUED) | Q(status=CommandStatus.DISPATCHED, pk__in=list(scrubbing)))
             .order_by("created_at").first())
 
 
-def _queue(host: Host, kind: str, payload: dict, match: dict) -> AgentCommand:
+def _queue(host: Host, kind: str, payload: dict, match: dict, scrubbing: Iterable[str] = ()) -> AgentCommand:
     from .agent import agent_command_enqueue
 
-    return _pending(host, kind, **match) or agent_command_enqueue(  # the released tenant's own devices
+    return _pending(host, kind, match, scrubbing) or agent_command_enqueue(  # the released tenant's own devices
         actor=None, host=host, kind=kind, payload=payload, ledger_guard=False)
 
 
@@ -77,30 +80,32 @@ def gpus_scrub(*, actor, host: Host, gpu_indexes: Iterable[int], gpu_instances: 
         gpus = {g.index: g for g in Gpu.objects.select_for_update().filter(host=host, index__in=indexes)
                 .order_by("index")}
         per_gpu: dict[int, list[str]] = {i: [] for i in gpus}
+        scrubbing = {c for g in gpus.values() if g.scrub_state != GpuScrub.CLEAN for c in g.scrub_commands}
         names: dict[str, str] = {}
         for index, address in vfs:
             gpu = gpus.get(index)
             if gpu is not None and VirtualFunction.objects.filter(gpu=gpu, pci_address=address).exists():
                 cmd = _queue(host, CommandKind.RESET_VF, {"gpu_index": index, "vf_address": address},
-                             {"vf_address": address})
+                             {"vf_address": address}, scrubbing)
                 names[f"vf_reset_{address}"] = str(cmd.pk)
                 per_gpu[index].append(str(cmd.pk))
         for index, start in gpu_instances:
             gpu = gpus.get(index)
             if gpu is not None and GpuInstance.objects.filter(gpu=gpu, start=start).exists():
                 cmd = _queue(host, CommandKind.DESTROY_GPU_INSTANCE, {"gpu_index": index, "start": start},
-                             {"gpu_index": index, "start": start})
+                             {"gpu_index": index, "start": start}, scrubbing)
                 names[f"gpu_instance_destroy_{index}_{start}"] = str(cmd.pk)
                 per_gpu[index].append(str(cmd.pk))
         for part in partitions:
             if part in host.active_partitions:
-                cmd = _queue(host, CommandKind.DEACTIVATE_PARTITION, {"partition_id": part}, {"partition_id": part})
+                cmd = _queue(host, CommandKind.DEACTIVATE_PARTITION, {"partition_id": part}, {"partition_id": part},
+                             scrubbing)
                 names[f"partition_deactivate_{part}"] = str(cmd.pk)
                 for ids in per_gpu.values():
                     ids.append(str(cmd.pk))
         for index, gpu in gpus.items():
             if gpu.mode not in (GpuMode.MIG, GpuMode.VGPU):
-                cmd = _queue(host, CommandKind.RESET_GPU, {"gpu_index": index}, {"gpu_index": index})
+                cmd = _queue(host, CommandKind.RESET_GPU, {"gpu_index": index}, {"gpu_index": index}, scrubbing)
                 names[f"reset_{index}"] = str(cmd.pk)
                 per_gpu[index].append(str(cmd.pk))
         for index, gpu in gpus.items():
@@ -204,7 +209,8 @@ def gpu_scrub_retry(*, actor, gpu: Gpu, reason: str) -> Gpu:
                 continue
             keys = ("gpu_index", "start", "partition_id", "vf_address")
             match = {k: c.payload[k] for k in keys if k in c.payload}
-            ids.append(str(_queue(gpu.host, c.kind, {k: v for k, v in c.payload.items() if k in keys}, match).pk))
+            ids.append(str(_queue(gpu.host, c.kind, {k: v for k, v in c.payload.items() if k in keys}, match,
+                                  gpu.scrub_commands).pk))
         audit_record(actor=actor, action="inventory.gpu.scrub_retry", target=gpu,
                      before={"scrub_state": gpu.scrub_state}, after={"reason": reason, "commands": ids})
         gpu.scrub_commands, gpu.scrub_state, gpu.scrub_changed_at = ids, GpuScrub.DIRTY, now()
