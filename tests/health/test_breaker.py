@@ -79,3 +79,23 @@ def test_switch_fault_on_12_hosts_opens_one_incident_and_drains_no_more_than_all
 def test_tenant_cannot_see_breakers(world):
     r = world.client_a.get("/api/v1/health/breakers")  # a staff endpoint answers a tenant like a missing one
     assert (r.status_code, r.json()["code"]) == (404, "not_found")
+
+
+def test_a_gpu_fault_that_moves_vms_is_not_counted_as_a_host_taken_out(settings):
+    """4 hosts under a leaf, share 0.25: one host may be taken out. An XID 48 on another host's GPU moves the
+    VMs off that GPU and leaves its host in service, so an InfiniBand port down on a third host still takes it
+    out (was: the XID 48 counted as a host taken out and the port down opened the breaker)."""
+    settings.HEALTH_BREAKER_MAX_SHARE = 0.25
+    fabric = fleet.ib_fabric("ib-brk-gpu")
+    su, leaves = fleet.su_with_leaves("su-brk-gpu", rails=1, fabric=fabric)
+    hosts = [fleet.host(gpus=8, su=su) for _ in range(4)]
+    for h in hosts:
+        fleet.cable(h, leaves, fabric=fabric)
+    with time_machine.travel(T0, tick=False):
+        xid, _ = health_event_ingest(actor=None, host=hosts[0], kind="xid", xid=48, gpu_index=0)
+    port = HcaPort.objects.get(host=hosts[1], leaf_switch=leaves[0])
+    with time_machine.travel(T0 + dt.timedelta(seconds=5), tick=False):
+        down, _ = health_event_ingest(actor=None, host=hosts[1], kind="ib_port_down", hca_device=port.device)
+    assert "takes_host_out" not in xid.applied and down.applied["takes_host_out"] is True
+    assert [Host.objects.get(pk=h.pk).state for h in hosts[:2]] == ["available", "faulty"]
+    assert not ComponentIncident.objects.exists()

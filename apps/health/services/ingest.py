@@ -357,7 +357,10 @@ def health_event_ingest(
             needs_return_to_service=plan.rule.needs_return_to_service,
         )
         _impacts(event)
-        takes_out = "recreate_vm" in plan.rule.effects or any(a in HOST_TAKE_OUT for a, _ in plan.actions)
+        # the breaker is asked before a host is taken out or VMs move; it counts only the events that took a host
+        # out (`takes_host_out`): a GPU fault that moves the VMs off that GPU leaves its host in service
+        takes_host = any(a in HOST_TAKE_OUT for a, _ in plan.actions)
+        takes_out = "recreate_vm" in plan.rule.effects or takes_host
         breaker = breaker_check(host=host, hca_port=ev.hca_port) if takes_out else None
         held = []
         if breaker is not None:  # keep the GPU's own containment; take no host out, move no VM
@@ -367,7 +370,7 @@ def health_event_ingest(
         event.applied = _apply(actor=actor, ev=ev, plan=plan)
         if breaker is not None:
             event.applied.update(breaker=str(breaker.pk), held_actions=held, takes_host_out=False)
-        elif takes_out:
+        elif takes_host:
             event.applied["takes_host_out"] = True
         if "fence_host" in plan.rule.effects and breaker is None:
             from .fencing import fence_open
