@@ -240,6 +240,27 @@ def test_a_staff_reset_or_partition_deactivation_under_a_tenant_is_refused(ops):
     assert _command(ops, host, "deactivate_partition", partition_id=1).status_code == 201
 
 
+def test_a_staff_partition_activation_over_a_tenants_gpu_is_refused(ops):
+    """Activating an NVSwitch partition resets its GPUs in Fabric Manager and joins their NVLink to the other GPUs
+    of the partition: over a running tenant's GPU it takes the device from the VM and links it to GPUs other
+    projects get next. Refused like the deactivation; the platform's own activation of its claim passes."""
+    from apps.inventory.services.agent import agent_command_enqueue
+
+    host = make_host("g4", gpus=8, nvswitch_system="hgx-h100-8gpu", active_partitions=[])
+    g2 = host.gpus.get(index=2)
+    consumer = uuid.uuid4()
+    allocations_claim(consumer=ConsumerRef(consumer, "instance", fleet.project("a").id),
+                      specs=[AllocationSpec(host.id, "gpu", gpu_id=g2.id)])
+    activate = _command(ops, host, "activate_partition", partition_id=1)  # all eight GPUs, the tenant's GPU 2 too
+    assert (activate.status_code, activate.json()["code"], activate.json()["gpu_index"]) == (
+        409, "gpu_allocated", 2), activate.content
+    assert not AgentCommand.objects.filter(host=host).exists()
+    agent_command_enqueue(actor=None, host=host, kind="activate_partition", payload={"partition_id": 1},
+                          ledger_guard=False)  # compute activating the partition its own claim placed
+    allocations_release(consumer_id=consumer)
+    assert _command(ops, host, "activate_partition", partition_id=1).status_code == 201
+
+
 def test_a_failed_restore_is_not_queued_again_at_once(ops):
     """A restore of the recorded layout that fails is left to the next inventory report (which queues it again):
     re-queuing it on its own failure would loop while the device keeps refusing."""

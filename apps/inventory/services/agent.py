@@ -598,8 +598,9 @@ GUARDED = {
     CommandKind.DESTROY_GPU_INSTANCE: lambda p: (p["start"], p["start"] + p["size"]),
     CommandKind.RESET_GPU: lambda p: None,
 }
-#: The commands that take an NVSwitch partition's NVLink from its GPUs (guarded on each of them).
-GUARDED_PARTITIONS = (CommandKind.DEACTIVATE_PARTITION,)
+#: The commands that change an NVSwitch partition's NVLink between its GPUs (guarded on each of them): a
+#: deactivation takes it from them, an activation resets the GPUs (Fabric Manager) and links them to the others.
+GUARDED_PARTITIONS = (CommandKind.ACTIVATE_PARTITION, CommandKind.DEACTIVATE_PARTITION)
 #: The commands on one SR-IOV VF (payload `vf_address`), refused while an instance holds the VF.
 GUARDED_VFS = (CommandKind.RESET_VF, CommandKind.SET_VF_VGPU_TYPE, CommandKind.SET_HCA_VF_GUID)
 #: Guarded against running work only (allocations whose period has begun): they harm no lease that starts later.
@@ -612,7 +613,7 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
     With `ledger_guard` (the default, and always for staff), a command of `GUARDED` is refused while an allocation
     in the ledger holds the GPU (a MIG layout or mode change, a GPU reset: any allocation; a GPU instance's create
     or destroy: one on its memory slices), a command on an SR-IOV VF (`GUARDED_VFS`) while an instance holds the
-    VF (409 `vf_allocated`), and a partition deactivation while one holds any of its GPUs, read
+    VF (409 `vf_allocated`), and a partition activation or deactivation while one holds any of its GPUs, read
     under the host's ledger lock in the command's transaction (ADR 0503). The platform's own steps on devices
     they hold pass `ledger_guard=False`: compute creating the GPU instance its claim placed and deactivating its
     stopped VM's partition, the scrub's destroy and resets of a released tenant's devices, the restore of a
@@ -634,7 +635,8 @@ def agent_command_enqueue(*, actor, host: Host, kind: str, payload: dict, ledger
             vf_guard_free(host, normalised["vf_address"], action=f"{kind} on VF {normalised['vf_address']}")
         if ledger_guard and kind in GUARDED_PARTITIONS:  # physical GPU id = index + 1
             for g in Gpu.objects.filter(host=host, index__in=[p - 1 for p in normalised["gpus"]]).order_by("index"):
-                gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}", started_only=True)
+                gpu_guard_free(g, action=f"{kind} {normalised['partition_id']}",
+                               started_only=kind in GUARDED_STARTED_ONLY)
         cmd = AgentCommand.objects.create(host=host, gpu=gpu, kind=kind, payload=normalised, created_by=actor)
         audit_record(actor=actor, action=f"inventory.agent.command.{kind}", target=host,
                      after={"command_id": cmd.id, **normalised})
