@@ -161,3 +161,33 @@ def test_set_refusal_says_why_one_more_host_breaks_a_gang_s_limits():
     assert set_refusal([a.id, b.id], nvl) == ""
     assert set_refusal([a.id, c.id], nvl) == "more than 1 NVLink domains with the gang"
     assert set_refusal([a.id, d.id], TopologyConstraint(max_nvlink_domains=1)) == "no NVLink domain"
+
+
+def test_max_nvlink_domains_keeps_the_gang_in_one_domain_over_a_tighter_ib_set():
+    """SU a: hosts a0, a1 of NVLink domain "rack-1", a2, a3 of "rack-2"; SU b: b0 of "rack-1", b1, b2 of "rack-2".
+    4 hosts would take SU a (one leaf per rail); one NVLink domain takes rack-2 across both SUs, which a hard
+    one-leaf-per-rail limit on top refuses; 5 hosts fit no domain; 2 domains hold all 7."""
+    from apps.inventory.models import Gpu
+
+    p = fleet.project("nv")
+    _, a = _su("nv-a", 4)
+    _, b = _su("nv-b", 3)
+    domain = {a[0].id: "rack-1", a[1].id: "rack-1", b[0].id: "rack-1",
+              a[2].id: "rack-2", a[3].id: "rack-2", b[1].id: "rack-2", b[2].id: "rack-2"}
+    for hid, name in domain.items():
+        Gpu.objects.filter(host_id=hid).update(nvlink_domain=name)
+
+    def gang(hosts, **limits):
+        return PlacementRequest(project_id=p.id, gpus_per_host=8, hosts=hosts,
+                                topology=TopologyConstraint(one_fabric=True, **limits))
+
+    assert {h.host_id for h in place(gang(4)).candidates[0].hosts} == {h.id for h in a}
+    one = place(gang(4, max_nvlink_domains=1)).candidates[0]
+    assert {h.host_id for h in one.hosts} == {a[2].id, a[3].id, b[1].id, b[2].id}
+    assert (one.topology["nvlink_domains"], one.topology["max_leaves_per_rail"]) == (1, 2)
+    tight = place(gang(4, max_nvlink_domains=1, max_leaves_per_rail=1), explain=True)
+    assert not tight.candidates and tight.explanation["topology"]["constraint"] == "max_leaves_per_rail"
+    five = place(gang(5, max_nvlink_domains=1), explain=True)
+    assert not five.candidates and five.explanation["topology"] == {
+        "constraint": "max_nvlink_domains", "reason": "no NVLink domain holds 5 suitable hosts (largest domain: 4)"}
+    assert place(gang(7, max_nvlink_domains=2)).candidates[0].topology["nvlink_domains"] == 2
