@@ -55,3 +55,61 @@ def test_a_reset_the_agent_took_before_the_vm_ran_does_not_count_as_its_scrub(wo
     assert second.status_code == 202, second.data
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     assert timeline == [("define", str(world.project_a.pk)), ("reset_gpu", 0), ("define", str(world.project_b.pk))]
+
+
+class WorkerKilled(BaseException):
+    """The worker process dies where this is raised: nothing after it runs, its open transaction rolls back."""
+
+
+def test_a_delete_whose_worker_dies_between_and_inside_steps_never_hands_the_gpu_on_unscrubbed(
+        world, timeline, monkeypatch):  # noqa: F811
+    """The worker dies inside `release_devices` (after the scrub was queued, before the commit) and again between
+    it and `release_allocations`: at no point is the GPU free in the ledger while the agent has not reset it, and
+    the resumed delete finishes with the reset before the next project's define."""
+    from apps.compute.services import devices as devsvc
+    from apps.inventory.models import AgentCommand
+    from apps.operations.runner import operation_run_step
+
+    from .test_instance_lifecycle import _live_allocations
+
+    host = gpu_host(gpus=1)
+    agent = Agent(host, timeline, FakeBackend())
+    first = _create(world, world.client_a, world.project_a, world.gpu1, "a-1")
+    assert drive(first.data["operation"]["id"]).status == "succeeded"
+    inst_a = Instance.objects.get(pk=first.data["instance"]["id"])
+    op_id = world.client_a.delete(f"/api/v1/instances/{inst_a.pk}/").data["operation"]["id"]
+    gpu = host.gpus.get()
+
+    def refused():
+        answer = _create(world, world.client_b, world.project_b, world.gpu1, "b-1")
+        assert (answer.status_code, answer.data["code"]) == (409, "capacity_unavailable"), answer.data
+
+    assert operation_run_step(op_id) == "destroy_domain"
+    release = devsvc.devices_release
+
+    def dies_after_the_scrub(**kw):
+        release(**kw)
+        raise WorkerKilled
+
+    monkeypatch.setattr(devsvc, "devices_release", dies_after_the_scrub)
+    with pytest.raises(WorkerKilled):
+        operation_run_step(op_id)
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, AgentCommand.objects.filter(host=host, kind="reset_gpu").exists()) == ("clean", False)
+    assert _live_allocations(inst_a.pk) != []  # rolled back with the step: the GPU is still the tenant's
+    refused()
+
+    monkeypatch.setattr(devsvc, "devices_release", release)  # the next worker resumes the operation
+    assert operation_run_step(op_id) == "release_devices"
+    assert operation_run_step(op_id) == "wait_devices_released"
+    gpu.refresh_from_db()
+    assert (gpu.scrub_state, _live_allocations(inst_a.pk) != []) == ("dirty", True)  # ... and it dies here
+    refused()
+    assert agent.run() == ["reset_gpu"]
+    refused()  # clean now, but the delete has not released it yet
+
+    assert drive(op_id).status == "succeeded"
+    second = _create(world, world.client_b, world.project_b, world.gpu1, "b-1")
+    assert second.status_code == 202, second.data
+    assert drive(second.data["operation"]["id"]).status == "succeeded"
+    assert timeline == [("define", str(world.project_a.pk)), ("reset_gpu", 0), ("define", str(world.project_b.pk))]
