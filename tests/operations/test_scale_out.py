@@ -62,7 +62,7 @@ CLUSTER_SIZE = 2
 WEB, WORKERS, BEATS = 3, 3, 2
 KILL_EVERY_S = 10.0
 #: every this many kills, a whole machine (web + worker + beat) instead of one worker
-MACHINE_EVERY = 3
+MACHINE_EVERY = 4
 #: the beats run at least this long, so the 15 s and 30 s periodic tasks are sent a few times
 MIN_SPAN_S = 60.0
 DEADLINE_S = float(os.environ.get("GPUCLOUD_SCALE_DEADLINE_S", "480"))
@@ -251,6 +251,17 @@ def _create_all(ports: list[int], world: dict) -> tuple[list[str], list[str]]:
     return [v for k, v in done if k == "instance"], [v for k, v in done if k == "cluster"]
 
 
+def _progress(instance_ids: list[str]) -> dict:
+    """What a run that missed its deadline was doing: instances by status, unfinished operations by next step."""
+    from collections import Counter
+
+    statuses = Counter(Instance.objects.filter(pk__in=instance_ids).values_list("status", flat=True))
+    steps = Counter(f"{op.kind}:{op.status}:{len(op.steps_done)}" for op in
+                    Operation.objects.filter(kind__in=("instance.create", "cluster.create"))
+                    .exclude(status__in=("succeeded", "failed")))
+    return {"instances": dict(statuses), "operations (kind:status:steps done)": dict(steps.most_common(8))}
+
+
 def _settled(instance_ids: list[str], cluster_ids: list[str]) -> bool:
     if Cluster.objects.filter(pk__in=cluster_ids, status="pending").exists():
         return False
@@ -299,7 +310,7 @@ def test_many_web_worker_and_beat_processes_survive_worker_kills(tmp_path):
             time.sleep(0.5)
         creator.join()
         instance_ids, cluster_ids = result["ids"]
-        assert _settled(instance_ids, cluster_ids), "instances still in progress at the deadline"
+        assert _settled(instance_ids, cluster_ids), f"still in progress at the deadline: {_progress(instance_ids)}"
         settled_s = time.monotonic() - started
         beats_until = now()
     finally:
