@@ -166,7 +166,9 @@ def test_a_reboot_waits_for_the_tenant_to_leave_then_returns_the_host(world, set
     assert (repair.action, repair.status) == ("reboot_host", "waiting")
     node = Node(old)
     assert _step(FAULT + dt.timedelta(seconds=15), node) == []  # the VM still runs there: no reboot under it
-    assert Repair.objects.get(pk=repair.pk).status == "waiting"
+    waiting = Repair.objects.get(pk=repair.pk)  # staff see what it waits for
+    assert (waiting.status, waiting.reason) == (
+        "waiting", f"waiting for the host to hold no tenant: 1 still on it (instance {inst.pk})")
     at = FAULT + dt.timedelta(seconds=60)
     with time_machine.travel(at, tick=False):
         remediations_advance()

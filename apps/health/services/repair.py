@@ -129,10 +129,30 @@ def _queue_check(row: Repair) -> None:
     row.save(update_fields=["check_command", "status", "updated_at"])
 
 
+WAITING = "waiting for the {device} to hold no tenant: "
+
+
+def _waiting_reason(row: Repair) -> str:
+    """Why a busy repair waits, for staff: the tenants still on the device (kind and id, the first three), e.g.
+    a VM on another GPU of a host to reboot, which the event did not move."""
+    gpu_id = row.gpu_id if row.action == RepairAction.RESET_GPU else None
+    held = sorted(set(allocation_list_at(host_id=row.host_id, gpu_id=gpu_id, at=now())
+                      .values_list("consumer_type", "consumer_id")))
+    names = ", ".join(f"{kind} {pk}" for kind, pk in held[:3]) + (", ..." if len(held) > 3 else "")
+    device = "GPU" if gpu_id else "host"
+    return (WAITING.format(device=device) + f"{len(held)} still on it ({names})")[:500]
+
+
 def _step_waiting(row: Repair) -> None:
     if row.action != RepairAction.NONE and _busy(row):
+        wait = _waiting_reason(row)
+        if row.reason != wait:
+            Repair.objects.filter(pk=row.pk).update(reason=wait, updated_at=now())
         return
     row.started_at = now()
+    if row.reason.startswith(("waiting for the GPU", "waiting for the host")):
+        row.reason = ""
+        row.save(update_fields=["reason", "updated_at"])
     if row.action == RepairAction.NONE:
         row.save(update_fields=["started_at", "updated_at"])
         _queue_check(row)
