@@ -167,7 +167,9 @@ def _instance_node(inst: Instance) -> BaremetalNode | None:
 
 def place_and_claim(op):
     """Claim the whole host (every GPU, the flavor's vCPUs and memory; the host dedicated to the project) as the
-    VM create does (`apps.compute.services.placement`), then check that its node is ready for a tenant."""
+    VM create does (`apps.compute.services.placement`), then check that its node is ready for a tenant: not
+    held, not in maintenance, and no earlier instance of the host still being deleted (a host staff marked
+    `available` by hand during the previous tenant's cleaning or checks); else 409 `baremetal_node_not_available`."""
     inst = _instance(op)
     if inst.status == InstanceStatus.PENDING:
         transition(inst, "provision", INSTANCE_TRANSITIONS)
@@ -182,6 +184,11 @@ def place_and_claim(op):
     node = _instance_node(inst)
     if node is None or node.held_reason or node.maintenance or not node.ironic_id:
         raise Conflict("The placed host has no bare-metal node ready for a tenant.", code=Code.NODE_NOT_AVAILABLE)
+    if Instance.objects.filter(host_id=inst.host_id, status=InstanceStatus.DELETING).exclude(pk=inst.pk).exists():
+        # the previous tenant's delete (cleaning, erase read-back, GPU checks) has not returned the host yet:
+        # staff marked it available by hand; nothing is asked of Ironic and the node is not touched
+        raise Conflict("The placed host is still being cleaned after its previous instance.",
+                       code=Code.NODE_NOT_AVAILABLE)
     op.state["node"] = node.ironic_id
     return None
 

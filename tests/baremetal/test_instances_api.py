@@ -272,3 +272,36 @@ def test_an_instance_is_active_only_powered_on_even_where_ironic_leaves_the_node
     got = world.client_a.get(f"/api/v1/instances/{inst_id}/").data
     assert (got["status"], got["observed_state"]) == ("active", "on")
     assert bm_driver.get(node.ironic_id).state.power == "on"
+
+
+def test_a_host_marked_available_while_its_last_tenant_is_still_being_cleaned_gets_nobody(world, bm_driver,
+                                                                                         bm_flavor, node):
+    """Staff marking the host `available` by hand while the previous tenant's delete still runs (cleaning, the
+    erase read-back, the GPU checks) must not hand it to the next tenant: the create fails with
+    `baremetal_node_not_available` before anything is asked of Ironic, and the delete ends as usual."""
+    from dataclasses import replace
+
+    inst_a, op_id = _create(world, bm_flavor, name="bm-a")
+    drive(op_id)
+    delete = world.client_a.delete(f"/api/v1/instances/{inst_a}/")
+    op = drive(delete.data["operation"]["id"], max_steps=2)
+    assert op.steps_done == ["undeploy"], op.steps_done
+    row = bm_driver._row(node.ironic_id)
+    row["state"] = replace(row["state"], provision="cleaning", target_provision="available")  # Ironic cleans
+    op = drive(delete.data["operation"]["id"], max_steps=6)
+    assert op.status == "running" and Host.objects.get(pk=node.host_id).state == "maintenance"
+    marked = world.staff_client.post(f"/api/v1/hosts/{node.host_id}/mark-available/", {"reason": "looks done"},
+                                     format="json")
+    assert marked.status_code == 200, marked.content
+
+    resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor, name="bm-b"), format="json")
+    assert resp.status_code == 202, resp.content
+    op_b = drive(resp.data["operation"]["id"])
+    assert (op_b.status, op_b.error_code) == ("failed", "baremetal_node_not_available")
+    assert bm_driver.get(node.ironic_id).instance_id in ("", None)  # nothing deployed for the second tenant
+    assert _live(resp.data["instance"]["id"]) == []
+
+    row["state"] = replace(row["state"], provision="available", target_provision=None)  # cleaning ended
+    assert drive(delete.data["operation"]["id"]).status == "succeeded"
+    assert BaremetalNode.objects.get(pk=node.pk).held_reason == ""
+    assert Host.objects.get(pk=node.host_id).state == "available"
