@@ -83,6 +83,26 @@ def test_other_tenant_gets_404_for_reads_and_actions(world):
     assert Operation.objects.filter(kind="instance.delete").count() == 0
 
 
+def test_another_tenants_gpu_instance_answers_every_action_like_a_missing_one(world):
+    """Every action on another project's GPU instance (and its console log) is the 404 of an id that does not
+    exist, body included, whatever the body asks, and changes nothing."""
+    gpu_host(gpus=2)
+    resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
+    pk = resp.data["instance"]["id"]
+    calls = [("post", "stop/", {"hard": True}), ("post", "start/", {}), ("post", "reboot/", {"hard": True}),
+             ("post", "rebuild/", {"image": str(world.image.pk)}), ("post", "resize/", {"flavor": str(world.gpu1.pk)}),
+             ("get", "console-log/", None), ("get", "", None), ("delete", "", None)]
+    for method, tail, body in calls:
+        ids = (pk, new_uuid())
+        answers = [getattr(world.client_b, method)(f"/api/v1/instances/{i}/{tail}", body, format="json")
+                   for i in ids]
+        assert [a.status_code for a in answers] == [404, 404], (tail, answers[0].content)
+        seen = [{k: str(v).replace(i, "ID") for k, v in a.json().items() if k != "request_id"}
+                for a, i in zip(answers, ids, strict=True)]
+        assert seen[0] == seen[1], tail
+    assert Operation.objects.exclude(kind="instance.create").count() == 0
+
+
 def test_every_exceeded_quota_is_named_at_once(world, django_capture_on_commit_callbacks):
     """A create past its GPU and its instance quota names both, so one raise of the limits (or one smaller
     request) is enough; the first one's `resource` ... stay as the console and the Terraform provider read them."""
