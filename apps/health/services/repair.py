@@ -238,9 +238,10 @@ def _return_to_service(row: Repair) -> None:
 
 def _repairs_open_covered(reboot: Repair) -> None:
     """A GPU event that came while this reboot was open opened no repair (the reboot covers the host), but the
-    reboot's check looked only at its own GPU: each GPU such an event left faulty gets, once the reboot passed,
-    the repair its row asked for (`repairs_open_for_event`), so its own check returns it. Events the breaker held
-    or that opened an RMA are left as they are."""
+    reboot's check looked only at its own GPU: each GPU such an event left faulty gets, once the reboot passed, a
+    reset of that GPU (the host was just rebooted, so a row asking for a reboot gets the GPU's reset too: the host,
+    back in service, is not taken out again), whose own check returns it. Events the breaker held or that opened
+    an RMA are left as they are."""
     events = (HealthEvent.objects.filter(host_id=reboot.host_id, gpu__isnull=False, gpu__health=GpuHealth.FAULTY,
                                          created_at__gte=reboot.created_at)
               .exclude(gpu_id=reboot.gpu_id).select_related("host", "gpu").order_by("created_at"))
@@ -248,7 +249,8 @@ def _repairs_open_covered(reboot: Repair) -> None:
         applied = event.applied or {}
         if applied.get("pending") and not {"repair", "rma", "breaker"} & set(applied) \
                 and "rma" not in applied["pending"]:
-            repairs_open_for_event(event=event, pending=applied["pending"])
+            repair_open(host=event.host, gpu=event.gpu, action=RepairAction.RESET_GPU, event=event,
+                        reason=f"health: {event.classification} (after the host's reboot {reboot.pk})")
 
 
 def _fail(row: Repair, reason: str) -> None:
