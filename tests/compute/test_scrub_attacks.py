@@ -6,6 +6,8 @@ import pytest
 from gpucloud_agent.backends.fake import FakeBackend
 
 from apps.compute.models import Instance
+from apps.compute.services.hypervisor import driver_for_host
+from apps.compute.services.reconcile import instances_reconcile
 from apps.inventory.services.agent import agent_command_report, agent_commands_pull
 
 from .conftest import drive, gpu_host
@@ -113,3 +115,41 @@ def test_a_delete_whose_worker_dies_between_and_inside_steps_never_hands_the_gpu
     assert second.status_code == 202, second.data
     assert drive(second.data["operation"]["id"]).status == "succeeded"
     assert timeline == [("define", str(world.project_a.pk)), ("reset_gpu", 0), ("define", str(world.project_b.pk))]
+
+
+def test_a_free_passthrough_gpu_that_did_not_come_back_after_a_reboot_is_not_placed(world, timeline):  # noqa: F811
+    """A host reboot loses a whole GPU no VM had: the restore binds every passthrough GPU of the host, not only its
+    VMs', so the lost one is reported missing and leaves placement; the next project's create is not put on it."""
+    from apps.inventory.services.agent import host_inventory_sync
+
+    host = gpu_host(gpus=2)
+    backend = FakeBackend()
+    gpus = list(host.gpus.order_by("index"))
+    for g, info in zip(gpus, backend.gpus()[:2], strict=True):
+        g.pci_address = info.pci_address
+        g.save(update_fields=["pci_address"])
+    agent = Agent(host, timeline, backend)
+    resp = _create(world, world.client_a, world.project_a, world.gpu1, "p-1")
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    inst = Instance.objects.get(pk=resp.data["instance"]["id"])
+
+    def report(boot_id):
+        host_inventory_sync(host=host, inventory={"host": {"boot_id": boot_id, "booted_at": backend.booted_at()},
+                                                  "gpus": [{"index": g.index, "uuid": g.uuid, "model": g.model,
+                                                            "pci_address": g.pci_address} for g in gpus]})
+
+    report(backend.boot_id())
+    (free,) = [g for g in gpus if g.pci_address not in inst.devices["pci"]]
+    backend.state["lost"] = [free.pci_address]
+    driver_for_host(host).domain_stop(inst.pk, hard=True)
+    backend.reboot_host()
+    report(backend.boot_id())
+    instances_reconcile()
+    assert agent.run() == ["restore_devices"]
+    instances_reconcile()
+    host.refresh_from_db()
+    assert [m["pci_address"] for m in host.observed["reboot"]["missing"]] == [free.pci_address]
+    free.refresh_from_db()
+    assert free.health != "ok"
+    refused = _create(world, world.client_b, world.project_b, world.gpu1, "b-1")
+    assert (refused.status_code, refused.data["code"]) == (409, "capacity_unavailable"), refused.data

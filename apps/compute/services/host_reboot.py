@@ -7,7 +7,8 @@ first step of `instances_reconcile`) then:
 
 1. queues one `restore_devices` for the boot (payload `boot_id`): the SR-IOV VFs the inventory records for each
    GPU and HCA port (their count, `sriov_numvfs` at boot is 0) and the functions its VMs get by passthrough
-   (`devices.pci`, `devices.hca`) to bind to vfio-pci. MIG GPU instances come back through inventory's restore
+   (`devices.pci`, `devices.hca`) and every whole (exclusive-mode) GPU, a VM's or free, to bind to vfio-pci (a
+   free GPU that did not come back is reported missing and leaves placement through inventory's hook). MIG GPU instances come back through inventory's restore
    of the recorded layout (`apply_mig_layout`, queued from the same report), vGPU types on VFs through the start;
 2. once the restore reported (and no MIG restore of an instance's GPU is still queued), each VM made before the
    reboot (`active` or `stopped`, no unfinished operation) is settled once per boot (`devices.reboot`):
@@ -30,7 +31,7 @@ from apps.audit.services import audit_record
 from apps.core.transitions import transition
 from apps.inventory.models import AgentCommand, Gpu, Host, VirtualFunction
 from apps.inventory.services.agent import agent_command_enqueue
-from apps.inventory.states import CommandKind, CommandStatus
+from apps.inventory.states import CommandKind, CommandStatus, GpuMode
 from apps.operations.selectors import targets_with_unfinished_operations
 
 from ..drivers.base import PowerState
@@ -57,8 +58,12 @@ def _restore_payload(host: Host, instances: list[Instance], boot_id: str) -> dic
     for port_pci in VirtualFunction.objects.filter(hca_port__host=host).exclude(
             hca_port__pci_address="").values_list("hca_port__pci_address", flat=True):
         counts[port_pci] = counts.get(port_pci, 0) + 1
-    vfio = sorted({a for i in instances for a in [*(i.devices or {}).get("pci", []), *(i.devices or {}).get("hca", [])]
-                   if a})
+    # every whole (exclusive-mode) GPU is a passthrough device, with a VM or free: a free one that did not come
+    # back is reported missing too and leaves placement (inventory's device-missing hook), not only a VM's
+    whole = Gpu.objects.filter(host=host, mode=GpuMode.EXCLUSIVE).exclude(pci_address="").values_list(
+        "pci_address", flat=True)
+    vfio = sorted({*whole, *(a for i in instances
+                             for a in [*(i.devices or {}).get("pci", []), *(i.devices or {}).get("hca", [])] if a)})
     return {"boot_id": boot_id, "sriov": [{"pci_address": a, "num_vfs": n} for a, n in sorted(counts.items()) if a],
             "vfio": [{"pci_address": a} for a in vfio]}
 
