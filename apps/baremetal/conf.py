@@ -13,6 +13,10 @@
   Redfish emulator such as sushy-tools): the delete's erase read-back reads sample blocks of them back.
 - `BAREMETAL_GPU_CHECK_S` (default 1800): how long a delete waits for the node agent's GPU reset and validation
   before it records them as unverified and holds the node.
+- `BAREMETAL_CLEAN_TIMEOUT_S` (default 21600, six hours): how long the host's cleaning after a tenant's delete may
+  run (from the undeploy) before it is given up on: the node is held (its host stays in maintenance, staff see the
+  reason) and the receipt says cleaning did not finish. A secure erase or a multi-pass shred of several NVMe drives
+  takes hours; the tenant's delete does not wait for it (docs/adr/1215).
 - `BAREMETAL_DEMO_ENROLL` (default false; `make run` sets it unless IRONIC=0): `manage.py demo_load` enrolls the
   demo bare-metal hosts into that Ironic (without it they are imported and left `enrolling`).
 """
@@ -50,3 +54,7 @@ def disk_images() -> dict[str, str]:
 
 def gpu_check_s() -> float:
     return float(getattr(settings, "BAREMETAL_GPU_CHECK_S", 1800.0))
+
+
+def clean_timeout_s() -> float:
+    return float(getattr(settings, "BAREMETAL_CLEAN_TIMEOUT_S", 21600.0))

@@ -8,15 +8,20 @@ and states; a cluster member's create starts after its cluster's gang claim, so 
   create:  place_and_claim → attach_networks (IB partition: the host's HCA GUIDs) → deploy (image + config
            drive) → wait_active
   delete:  undeploy → detach_networks (GUIDs leave the partitions) → verify_fabric (the subnet manager applied
-           it) → wait_cleaned (Ironic's automated cleaning) → erase_read_back (sample blocks of the disk read
-           back) → gpu_checks (GPU reset and validation by the node agent) → return_to_service → sign_receipt →
-           release_allocations
+           it) → clean_start (hands the host's own work to `baremetal.node.clean`) → release_allocations (the
+           instance is `deleted`: the tenant's delete is done once the server is undeployed and its access gone)
+  baremetal.node.clean (the host's work after a delete, target the node, deadline sized for cleaning:
+           `BAREMETAL_CLEAN_TIMEOUT_S`; docs/adr/1215): wait_cleaned (Ironic's automated cleaning) →
+           erase_read_back (sample blocks of the disk read back) → gpu_checks (GPU reset and validation by the node
+           agent) → return_to_service → sign_receipt
+  (A delete started by an earlier version, which ran those steps itself, still finds them in the delete.)
   reboot:  reboot     stop: power_off     start: power_on     rebuild: rebuild → wait_rebuilt
 
 Every step is idempotent: the node is keyed by our instance id (Ironic's `instance_uuid`), so a deploy or an
 undeploy that already happened is seen and not asked again; a step that waits only reads. A BMC or Ironic that
 does not answer is a `DriverTransientError`: the runner retries the step with backoff until the operation's
-deadline (an hour for a delete), so a delete is never lost; a failed provision state is terminal for that
+deadline (an hour for a delete; `BAREMETAL_CLEAN_TIMEOUT_S` plus the GPU check's time for the host's cleaning), so a
+delete is never lost; a failed provision state is terminal for that
 operation and its `on_error` takes the documented way back (docs/bare-metal.md).
 """
 from __future__ import annotations
@@ -59,6 +64,7 @@ from .services.driver import baremetal_driver, baremetal_service_require
 P = ProvisionState
 KIND = "baremetal"
 KINDS = {k: f"baremetal.{k}" for k in (CREATE, DELETE, REBOOT, REBUILD, START, STOP)}
+CLEAN = "baremetal.node.clean"
 
 
 # ---- nodes ---------------------------------------------------------------------------------------------------
@@ -155,8 +161,10 @@ wf.register(wf.Workflow(kind=nodesvc.RECOVER, steps=(
 
 # ---- instances -------------------------------------------------------------------------------------------------
 def _instance(op) -> Instance:
+    """The operation's instance: its target, or for the host's cleaning (`baremetal.node.clean`, target the node)
+    the deleted instance it follows (`op.state["instance_id"]`)."""
     return Instance.objects.select_for_update(of=("self",)).select_related("flavor", "image", "host").get(
-        pk=op.target_id)
+        pk=op.state.get("instance_id") or op.target_id)
 
 
 def _instance_node(inst: Instance) -> BaremetalNode | None:
@@ -427,9 +435,35 @@ def wait_cleaned(op) -> None:
         nodesvc.node_hold(node=node, reason=f"cleaning failed: {seen.state.last_error}"[:1000])
         return
     if seen.state.provision != P.AVAILABLE or seen.state.target_provision is not None or seen.instance_id:
+        if _cleaning_overdue(op):
+            _cleaning_given_up(op, node, seen)
+            return
         raise StepWait(conf.deploy_poll_s(), f"node is {seen.state.provision}")
     nodesvc.node_observe(node, seen)
     op.state["cleaning"] = _cleaning(op, node, seen)
+
+
+def _cleaning_overdue(op) -> bool:
+    import datetime as dt
+
+    started = dt.datetime.fromisoformat(op.state["undeploy_started_at"])
+    return (now() - started).total_seconds() > conf.clean_timeout_s()
+
+
+def _cleaning_given_up(op, node: BaremetalNode, seen) -> None:
+    """Cleaning still runs `BAREMETAL_CLEAN_TIMEOUT_S` after the undeploy: the node is held with the reason (its
+    host stays in maintenance, never placed; staff see `held_reason` and take the documented recovery once Ironic
+    settles), the disk is not read back nor the GPUs checked under a running clean, and the receipt says so."""
+    nodesvc.node_observe(node, seen)
+    limit = f"{conf.clean_timeout_s():.0f} s"
+    op.state["cleaning"] = {
+        "result": "unknown", "how": f"unverified: cleaning had not finished {limit} after the undeploy",
+        "started_at": op.state["undeploy_started_at"], "finished_at": None, "observed_at": now().isoformat(),
+        "detail": f"Ironic: {seen.state.provision}" + (f", {seen.state.last_error}" if seen.state.last_error else "")}
+    reason = f"cleaning did not finish within {limit}"
+    op.state["erase_read_back"] = _skipped(reason)
+    op.state["gpu_reset"] = op.state["gpu_validation"] = _skipped(reason)
+    nodesvc.node_hold(node=node, reason=f"bare-metal: {reason} (Ironic: {seen.state.provision})"[:1000])
 
 
 def _skipped(reason: str) -> dict:
@@ -634,6 +668,50 @@ def sign_receipt(op) -> None:
         receipts.receipt_issue(instance=inst, node=node, operation=op)
 
 
+def clean_start(op) -> None:
+    """The tenant's part is done (undeployed, networks left and verified): the host's own work - cleaning, the
+    erase read-back, the GPU checks, the return to service and the receipt - goes on as `baremetal.node.clean`
+    (target the node, no project: staff's), with the delete's record in its state and a deadline sized for
+    cleaning (`BAREMETAL_CLEAN_TIMEOUT_S` + `BAREMETAL_GPU_CHECK_S` + an hour for the rest). Started once, in this
+    step's transaction (`op.state["clean_operation"]`). A delete with nothing on the node (never deployed) has no
+    cleaning to follow."""
+    import datetime as dt
+
+    from apps.operations.runner import operation_deadline_set, operation_start
+
+    inst = _instance(op)
+    node = _instance_node(inst)
+    if node is None or "undeploy_started_at" not in op.state or "clean_operation" in op.state:
+        return
+    clean = operation_start(kind=CLEAN, target_type=nodesvc.TARGET, target_id=node.pk, request_id=op.request_id,
+                            state={**op.state, "instance_id": str(inst.pk), "parent_operation": str(op.pk)})
+    operation_deadline_set(operation=clean, deadline_at=now() + dt.timedelta(
+        seconds=conf.clean_timeout_s() + conf.gpu_check_s() + 3600.0))
+    op.state["clean_operation"] = str(clean.pk)
+
+
+def _host_work(fn):
+    """A step of the host's cleaning: run by `baremetal.node.clean`; in a delete only when that delete started
+    before the cleaning became its own operation (no `clean_operation` in its state)."""
+    def step(op):
+        if op.kind == KINDS[DELETE] and "clean_operation" in op.state:
+            return None
+        return fn(op)
+
+    step.__name__, step.__doc__ = fn.__name__, fn.__doc__
+    return step
+
+
+def clean_failed(op, code: str, detail: str) -> None:
+    """on_error of `baremetal.node.clean` (its deadline passed, or a terminal driver error): the node is held with
+    the reason (its host stays in maintenance for staff) and the tenant's receipt is signed with what was recorded
+    (steps not done read `not_run` / `unknown`), so it never stays pending."""
+    inst = _instance(op)
+    node = BaremetalNode.objects.select_for_update().select_related("host").get(pk=op.target_id)
+    nodesvc.node_hold(node=node, reason=f"bare-metal: cleaning after instance {inst.pk} failed: {code}: {detail}")
+    receipts.receipt_issue(instance=inst, node=node, operation=op)
+
+
 def release_allocations(op) -> None:
     """The instance is deleted (its allocations end, if the undeploy did not end them); a cluster whose last member
     this was is deleted too (`cluster_finish_if_empty`)."""
@@ -661,12 +739,16 @@ def register() -> None:
         ("place_and_claim", place_and_claim), ("attach_networks", attach_networks), ("deploy", deploy),
         ("wait_active", wait_active)),
         on_error=create_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+    host_work = (("wait_cleaned", wait_cleaned), ("erase_read_back", erase_read_back), ("gpu_checks", gpu_checks),
+                 ("return_to_service", return_to_service), ("sign_receipt", sign_receipt))
     wf.register(wf.Workflow(kind=KINDS[DELETE], steps=(
         ("undeploy", undeploy), ("detach_networks", detach_networks), ("verify_fabric", verify_fabric),
-        ("wait_cleaned", wait_cleaned), ("erase_read_back", erase_read_back), ("gpu_checks", gpu_checks),
-        ("return_to_service", return_to_service), ("sign_receipt", sign_receipt),
+        ("clean_start", clean_start), *((name, _host_work(fn)) for name, fn in host_work),
         ("release_allocations", release_allocations)),
         on_error=delete_failed, deadline_seconds=3600.0, max_backoff_seconds=30.0))
+    # its deadline is set at its start from the settings (`clean_start`); this is only the registry's default
+    wf.register(wf.Workflow(kind=CLEAN, steps=host_work, on_error=clean_failed, deadline_seconds=6 * 3600.0,
+                            max_backoff_seconds=30.0))
     wf.register(wf.Workflow(kind=KINDS[REBOOT], steps=(("reboot", reboot),), on_error=action_failed,
                             deadline_seconds=600.0))
     wf.register(wf.Workflow(kind=KINDS[STOP], steps=(("power_off", power_off),), on_error=action_failed,

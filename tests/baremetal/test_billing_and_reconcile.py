@@ -47,7 +47,7 @@ def test_usage_is_the_whole_host_from_active_to_delete_and_cleaning_is_not_bille
         operation_run_step(op_id)  # undeploy, second: Ironic is asked; cleaning starts
         operation_run_step(op_id)  # detach_networks (none)
         operation_run_step(op_id)  # verify_fabric (no fabric to check)
-        assert Operation.objects.get(pk=op_id).step == "wait_cleaned"
+        assert Operation.objects.get(pk=op_id).step == "clean_start"
         assert Host.objects.get(pk=node.host_id).state == "maintenance"  # nobody placed on it while cleaning
     with time_machine.travel(utc(2026, 6, 3, 0, 40), tick=False):  # cleaning took 40 minutes
         assert drive(op_id).status == "succeeded"
@@ -165,7 +165,7 @@ def test_the_invoice_bills_deploy_to_delete_at_the_instance_tier_and_not_the_cle
         op_id = world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"]
         for _ in range(4):  # undeploy (intent + allocation end, then Ironic), detach_networks, verify_fabric
             operation_run_step(op_id)
-        assert Operation.objects.get(pk=op_id).step == "wait_cleaned"
+        assert Operation.objects.get(pk=op_id).step == "clean_start"
     with time_machine.travel(t2, tick=False):
         assert drive(op_id).status == "succeeded"
         assert ExitReceipt.objects.filter(instance_id=inst_id).exists()

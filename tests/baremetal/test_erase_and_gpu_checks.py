@@ -17,6 +17,7 @@ from apps.baremetal.models import BaremetalNode, ExitReceipt
 from apps.baremetal.services.erase import sample_offsets
 from apps.inventory.models import AgentCredential, Host
 from apps.inventory.services.agent import agent_command_report, agent_commands_pull
+from apps.operations.models import Operation
 
 from .conftest import bm_body, bm_host, drive, enroll
 
@@ -125,8 +126,10 @@ def test_gpu_reset_and_validation_run_by_the_node_agent_before_the_host_returns(
     agent = Agent(node.host)
     if diagnostics == "pass_with_errors":  # DCGM's way of reporting a flaky GPU: overall pass, errors logged
         agent.backend.set_diagnostics("pass", errors=["GPU 3: XID 79, fell off the bus"])
-    inst_id, op = _deploy_and_delete(world, bm_flavor)
-    # the delete waits for the agent: the host is out of placement, no receipt yet
+    inst_id, delete = _deploy_and_delete(world, bm_flavor)
+    # the tenant's delete is done; the host's cleaning waits for the agent: out of placement, no receipt yet
+    assert delete.status == "succeeded"
+    op = Operation.objects.get(pk=delete.state["clean_operation"])
     assert (op.status, op.steps_done[-1]) == ("running", "erase_read_back"), (op.status, op.steps_done)
     assert Host.objects.get(pk=node.host_id).state == "maintenance"
     assert not ExitReceipt.objects.filter(instance_id=inst_id).exists()

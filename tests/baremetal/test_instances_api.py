@@ -84,8 +84,13 @@ def test_deploy_reboot_stop_start_rebuild_delete_with_a_verified_receipt(world, 
     assert delete.status_code == 202
     op = drive(delete.data["operation"]["id"])
     assert (op.status, op.steps_done) == ("succeeded", [
-        "undeploy", "detach_networks", "verify_fabric", "wait_cleaned", "erase_read_back", "gpu_checks",
-        "return_to_service", "sign_receipt", "release_allocations"])
+        "undeploy", "detach_networks", "verify_fabric", "clean_start", "wait_cleaned", "erase_read_back",
+        "gpu_checks", "return_to_service", "sign_receipt", "release_allocations"])
+    # the host's own work ran as its own operation (the delete's host steps found it started and did nothing)
+    clean = Operation.objects.get(pk=op.state["clean_operation"])
+    assert (clean.kind, str(clean.target_id), clean.project_id, clean.status, clean.steps_done) == (
+        "baremetal.node.clean", str(node.pk), None, "succeeded",
+        ["wait_cleaned", "erase_read_back", "gpu_checks", "return_to_service", "sign_receipt"])
     assert Instance.objects.get(pk=inst_id).status == "deleted" and _live(inst_id) == []
     seen = bm_driver.get(node.ironic_id)
     assert (seen.state.provision, seen.instance_id) == ("available", "")

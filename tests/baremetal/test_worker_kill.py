@@ -22,6 +22,7 @@ from .conftest import bm_body, bm_host, drive, enroll
 
 pytestmark = pytest.mark.django_db
 CREATE, DELETE = KINDS["instance.create"], KINDS["instance.delete"]
+CLEAN = "baremetal.node.clean"
 
 
 class Killed(BaseException):
@@ -30,7 +31,7 @@ class Killed(BaseException):
 
 @pytest.fixture
 def kill_at():
-    originals = {k: workflows.get(k) for k in (CREATE, DELETE)}
+    originals = {k: workflows.get(k) for k in (CREATE, DELETE, CLEAN)}
     fired: list[str] = []
 
     def arm(kind: str, step: str):
@@ -119,6 +120,28 @@ def test_killed_at_each_delete_step_resumes_with_nothing_left(world, bm_driver, 
     assert Instance.objects.get(pk=inst_id).status == "deleted" and _live(inst_id) == []
     seen = bm_driver.get(node.ironic_id)
     assert (seen.state.provision, seen.instance_id) == ("available", "")
+    assert ExitReceipt.objects.filter(instance_id=inst_id).count() == 1
+    from apps.inventory.models import Host
+
+    assert Host.objects.get(pk=node.host_id).state == "available"
+
+
+@pytest.mark.parametrize("step", workflows.get(CLEAN).names)
+def test_killed_at_each_step_of_the_hosts_cleaning_resumes_with_one_receipt(world, bm_driver, bm_flavor, node,
+                                                                            kill_at, step):
+    """The host's cleaning after a delete (its own operation) killed at each step resumes from its last commit:
+    one receipt, the host back in service."""
+    from apps.operations.models import Operation
+
+    resp = world.client_a.post("/api/v1/instances/", bm_body(world, bm_flavor), format="json")
+    inst_id = resp.data["instance"]["id"]
+    assert drive(resp.data["operation"]["id"]).status == "succeeded"
+    fired = kill_at(CLEAN, step)
+    op_id = world.client_a.delete(f"/api/v1/instances/{inst_id}/").data["operation"]["id"]
+    assert drive(op_id, follow=False).status == "succeeded"
+    clean_id = Operation.objects.get(pk=op_id).state["clean_operation"]
+    clean = _resume(clean_id)
+    assert fired == [step] and clean.status == "succeeded"
     assert ExitReceipt.objects.filter(instance_id=inst_id).count() == 1
     from apps.inventory.models import Host
 
