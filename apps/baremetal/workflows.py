@@ -42,6 +42,7 @@ from apps.core.clock import now
 from apps.core.errors import Conflict
 from apps.core.transitions import transition
 from apps.operations import workflows as wf
+from apps.operations.selectors import operation_latest_for
 from apps.operations.workflows import AGAIN, StepWait
 
 from . import conf
@@ -173,11 +174,18 @@ def _instance_node(inst: Instance) -> BaremetalNode | None:
     return BaremetalNode.objects.select_related("host").filter(host_id=inst.host_id).first()
 
 
+def _cleaning_runs(node: BaremetalNode) -> bool:
+    """The host's cleaning after a delete (`baremetal.node.clean`) has not finished."""
+    last = operation_latest_for(target_type=nodesvc.TARGET, target_id=node.pk, kind=CLEAN)
+    return last is not None and last.finished_at is None
+
+
 def place_and_claim(op):
     """Claim the whole host (every GPU, the flavor's vCPUs and memory; the host dedicated to the project) as the
     VM create does (`apps.compute.services.placement`), then check that its node is ready for a tenant: not
-    held, not in maintenance, and no earlier instance of the host still being deleted (a host staff marked
-    `available` by hand during the previous tenant's cleaning or checks); else 409 `baremetal_node_not_available`."""
+    held, not in maintenance, and no earlier instance of the host still being deleted nor the host's cleaning after
+    one still running (`baremetal.node.clean`; a host staff marked `available` by hand during the previous tenant's
+    cleaning or checks); else 409 `baremetal_node_not_available`."""
     inst = _instance(op)
     if inst.status == InstanceStatus.PENDING:
         transition(inst, "provision", INSTANCE_TRANSITIONS)
@@ -192,7 +200,8 @@ def place_and_claim(op):
     node = _instance_node(inst)
     if node is None or node.held_reason or node.maintenance or not node.ironic_id:
         raise Conflict("The placed host has no bare-metal node ready for a tenant.", code=Code.NODE_NOT_AVAILABLE)
-    if Instance.objects.filter(host_id=inst.host_id, status=InstanceStatus.DELETING).exclude(pk=inst.pk).exists():
+    if Instance.objects.filter(host_id=inst.host_id, status=InstanceStatus.DELETING).exclude(pk=inst.pk).exists() \
+            or _cleaning_runs(node):
         # the previous tenant's delete (cleaning, erase read-back, GPU checks) has not returned the host yet:
         # staff marked it available by hand; nothing is asked of Ironic and the node is not touched
         raise Conflict("The placed host is still being cleaned after its previous instance.",
