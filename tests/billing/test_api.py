@@ -20,7 +20,7 @@ from apps.tenancy.errors import Forbidden
 from tests.operations.helpers import drive
 from tests.tenancy.helpers import client_for, make_user, member, token_for
 
-from .conftest import H100, book, collect, make_org, pdf_text, utc
+from .conftest import H100, book, collect, incident, make_org, pdf_text, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -292,6 +292,31 @@ def test_invoice_preview_is_the_month_so_far_and_writes_nothing(billed, fleet):
     with time_machine.travel(utc(2026, 2, 20), tick=False):  # February is finalized: its invoice as it is
         body = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)}).json()
         assert (body["period"], body["status"], body["total"]) == ("2026-02", "finalized", "12.00")
+
+
+def test_invoice_preview_leaves_out_provider_fault_downtime_at_once(billed, fleet, host):
+    """An incident with the provider at fault on a VM's host shows in the preview as soon as it is recorded (closed,
+    or still open until now): its time is not charged, with no invoice run or nightly task between, and the GET
+    still writes nothing (not even the downtime it derives)."""
+    from apps.billing.models import DowntimeInterval
+
+    acme, project, _ = billed
+    h1, h2 = host("gpu-node-1"), host("gpu-node-2")
+    fleet.run(acme, project, "vm-c", utc(2026, 3, 1), utc(2026, 3, 1, 3), gpu_equivalents=Decimal(1))
+    fleet.run(acme, project, "vm-o", utc(2026, 3, 1), utc(2026, 3, 1, 3), gpu_equivalents=Decimal(1))
+    fleet.place(h1.id, "vm-c", utc(2026, 2, 28))
+    fleet.place(h2.id, "vm-o", utc(2026, 2, 28), utc(2026, 3, 1, 3))
+    collect(utc(2026, 3, 1), utc(2026, 3, 2))
+    owner = make_user("owner@acme.test")
+    member(owner, acme, "owner")
+    with time_machine.travel(utc(2026, 3, 1, 5), tick=False):
+        incident(h1, utc(2026, 3, 1, 1), utc(2026, 3, 1, 2))  # closed: 1 h
+        incident(h2, utc(2026, 3, 1, 2, 30), None)  # still open: 30 min of vm-o's placement
+        body = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)}).json()
+        assert {ln["resource_id"]: (ln["billed_seconds"], ln["amount"]) for ln in body["lines"]} == {
+            "vm-c": ("7200.000000", "4.00"), "vm-o": ("9000.000000", "5.00")}  # before: 10800 s, 6.00 each
+        assert body["total"] == "9.00"
+        assert not DowntimeInterval.objects.exists()
 
 
 def test_invoice_of_a_period_not_ended_refuses_finalize(billed, fleet):

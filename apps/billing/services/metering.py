@@ -135,7 +135,7 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
 
     DowntimeInterval.objects.filter(incident__provider_at_fault=False).delete()
     incidents = Incident.objects.filter(provider_at_fault=True, start__lt=window_end).filter(
-        Q(end__isnull=True) | Q(end__gt=window_start))
+        Q(end__isnull=True) | Q(end__gt=window_start)).order_by("start", "id")  # one lock order for every caller
     written = 0
     for incident in incidents:
         inc_end = incident.end or min(window_end, now())
