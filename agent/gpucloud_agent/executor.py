@@ -47,12 +47,28 @@ class Executor:
         try:
             if handler is None:
                 raise BackendError(f"unknown command kind {command['kind']!r}", "unknown_command")
-            outcome = {"succeeded": True, "result": handler(command["payload"]), "error": ""}
+            outcome = {"succeeded": True, "result": handler(self._located(command["payload"])), "error": ""}
         except BackendError as exc:
             outcome = {"succeeded": False, "result": {**exc.details, "code": exc.code}, "error": str(exc)}
         self.executions += 1
         self.journal.put(command["id"], outcome)
         return outcome
+
+    def _located(self, payload: dict) -> dict:
+        """The payload with `gpu_index` where the GPU named by `gpu_uuid` is now. The control plane names a GPU by
+        the index the agent reported and by its UUID; a backend that can look a UUID up (`index_of`: NVML, whose
+        indexes skip the GPUs bound to vfio-pci for VMs) is asked, so a reset, a health check or a MIG change never
+        lands on another GPU than the one meant. Raises BackendError `gpu_not_visible` when the driver does not see
+        that GPU (nothing is done to any GPU)."""
+        index_of = getattr(self.backend, "index_of", None)
+        uuid = payload.get("gpu_uuid")
+        if index_of is None or not uuid or not isinstance(payload.get("gpu_index"), int):
+            return payload
+        index = index_of(uuid)
+        if index is None:
+            raise BackendError(f"GPU {uuid} (index {payload['gpu_index']} in the inventory) is not visible to the "
+                               "driver; nothing was done to any GPU", "gpu_not_visible")
+        return {**payload, "gpu_index": index}
 
     def _layout(self, index: int) -> list[dict]:
         return [vars(g) for g in self.backend.gpu_instances(index)]

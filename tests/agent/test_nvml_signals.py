@@ -120,3 +120,39 @@ def test_a_restarted_agent_re_reports_counters_under_the_same_keys(tmp_path):
     first = backend(tmp_path, sim).health_events()
     again = backend(tmp_path, sim).health_events()  # a new process: the control plane de-duplicates by key
     assert [e["dedup_key"] for e in first] == [e["dedup_key"] for e in again] == ["nvml-GPU-0-ecc_dbe-b00t1d00-2"]
+
+
+def _reset(tmp_path, monkeypatch, payload: dict) -> tuple[dict, list[list[str]]]:
+    """Run a `reset_gpu` command through the executor on the NVML backend; nvidia-smi is recorded, not run."""
+    import subprocess
+
+    from gpucloud_agent.executor import Executor
+
+    calls: list[list[str]] = []
+
+    def run(cmd, **_kw):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr("gpucloud_agent.backends.nvml.subprocess.run", run)
+    sim = Sim(gpus=3)
+    del sim.gpus[0]  # GPU-0 went to a VM (vfio-pci): NVML now enumerates GPU-1 at 0 and GPU-2 at 1
+    nvml = backend(tmp_path, sim)
+    nvml.health_check = lambda index: {"health": "ok", "checked_index": index}  # the check after the reset
+    outcome = Executor(nvml).execute({"id": "c1", "kind": "reset_gpu", "payload": payload})
+    return outcome, calls
+
+
+def test_a_reset_goes_to_the_gpu_the_uuid_names_where_nvml_enumerates_it_now(tmp_path, monkeypatch):
+    """The inventory recorded GPU-2 at index 2 (three GPUs with the driver then); with GPU-0 passed through, NVML's
+    index 2 is no GPU and index 1 is GPU-2: the reset and its health check go to index 1, never to another GPU."""
+    outcome, calls = _reset(tmp_path, monkeypatch, {"gpu_index": 2, "gpu_uuid": "GPU-2"})
+    assert outcome["succeeded"], outcome
+    assert calls == [["nvidia-smi", "--gpu-reset", "-i", "1"]]
+    assert outcome["result"] == {"health": "ok", "checked_index": 1}
+
+
+def test_a_reset_of_a_gpu_the_driver_does_not_see_resets_nothing(tmp_path, monkeypatch):
+    outcome, calls = _reset(tmp_path, monkeypatch, {"gpu_index": 0, "gpu_uuid": "GPU-0"})
+    assert not outcome["succeeded"] and outcome["result"]["code"] == "gpu_not_visible"
+    assert calls == []  # index 0 is GPU-1 now: it was not touched

@@ -62,6 +62,16 @@ class NvmlBackend:
     def _handle(self, index: int):
         return self._call(self.nv.nvmlDeviceGetHandleByIndex, index)
 
+    def index_of(self, uuid: str) -> int | None:
+        """The index NVML enumerates the GPU with this UUID at now, or None when the driver does not see it (bound
+        to vfio-pci for a VM, or fallen off the bus). NVML's indexes count only the GPUs the driver holds, so an
+        index the inventory recorded can name another GPU once one before it went to a VM."""
+        for i in range(self._call(self.nv.nvmlDeviceGetCount)):
+            handle = self._opt(self.nv.nvmlDeviceGetHandleByIndex, i)
+            if handle is not None and _text(self._opt(self.nv.nvmlDeviceGetUUID, handle, default="")) == uuid:
+                return i
+        return None
+
     # --- discovery -------------------------------------------------------------------------------------------
     def host_facts(self) -> dict:
         facts = sysfs.host_facts(self.sysfs_root, self.proc_root)
