@@ -118,8 +118,10 @@ def test_a_host_without_a_bmc_is_held_until_staff_confirm_it_is_off(world, setup
 
     staff = _staff()
     assert world.client_a.get(f"/api/v1/health/fences/{fence.pk}").status_code == 404  # tenants never see it
-    r = staff.post(f"/api/v1/health/fences/{fence.pk}/confirm", {}, format="json")
-    assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json")
+    for body in ({}, {"reason": "  "}):  # the code docs/health.md names, not a generic validation_error
+        r = staff.post(f"/api/v1/health/fences/{fence.pk}/confirm", body, format="json")
+        assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json")
+        assert (r.json()["code"], r.json()["errors"]) == ("reason_required", {"reason": ["required"]})
     assert HostFence.objects.get().status == "failed"  # no partial write
     with time_machine.travel(DETECT + dt.timedelta(hours=2), tick=False):
         r = staff.post(f"/api/v1/health/fences/{fence.pk}/confirm",

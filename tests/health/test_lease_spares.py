@@ -134,7 +134,13 @@ def test_a_host_staff_mark_spare_goes_to_the_oldest_held_lease_and_its_vm_moves(
     failed = inst.host
     clock.move_to(FAULT + dt.timedelta(minutes=5))
     new = gpu_host()
-    r = _staff().post(f"/api/v1/hosts/{new.pk}/spare/", {"spare": True, "reason": "new spare"}, format="json")
+    staff = _staff()
+    for refused in ({"spare": True}, {"spare": True, "reason": ""}):  # 400 `reason_required`, nothing changes
+        r = staff.post(f"/api/v1/hosts/{new.pk}/spare/", refused, format="json")
+        assert (r.status_code, r.json()["code"], r.json()["errors"]) == (400, "reason_required",
+                                                                        {"reason": ["required"]}), r.content
+        assert Host.objects.get(pk=new.pk).spare is False
+    r = staff.post(f"/api/v1/hosts/{new.pk}/spare/", {"spare": True, "reason": "new spare"}, format="json")
     assert r.status_code == 200, r.content
     # in the same transaction the held lease took it: the host left the pool again, the lease's rows moved
     assert r.json()["spare"] is False and Host.objects.get(pk=new.pk).spare is False

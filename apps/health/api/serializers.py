@@ -251,7 +251,9 @@ class FenceOutput(Serializer):
 
 
 class FenceConfirmInput(Serializer):
-    reason = serializers.CharField(max_length=500, help_text="how staff found the host off (required)")
+    # Not required here: `fence_confirm` refuses a missing or blank reason with 400 `reason_required`.
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
+                                   help_text="how staff found the host off (required: 400 `reason_required`)")
 
 
 class RmaCloseInput(Serializer):

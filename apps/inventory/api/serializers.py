@@ -117,7 +117,9 @@ class HostActionInput(Serializer):
 
 class HostSpareInput(Serializer):
     spare = serializers.BooleanField(help_text="true: into the spare pool (held out of placement); false: back out")
-    reason = serializers.CharField(max_length=500)
+    # Not required here: `host_spare_set` refuses a missing or blank reason with 400 `reason_required`.
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="",
+                                   help_text="why (required: 400 `reason_required`)")
 
 
 class IncidentUpdateInput(Serializer):

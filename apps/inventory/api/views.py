@@ -161,7 +161,7 @@ class HostViewSet(_StaffReadOnly):
     retire = _host_action("retire", host_services.host_retire, "Retire the host (terminal)")
 
     @extend_schema(request=s.HostSpareInput, responses={200: s.HostOutput, **problems({
-        400: "reason_required / validation_error: no reason, or no `spare`.",
+        400: "reason_required: no reason (or a blank one); validation_error: no `spare`.",
         409: "host_retired: a retired host cannot go into the spare pool."})},
         summary="Put the host in the spare pool or take it out (audited; spares take no new placement)")
     @action(detail=True, methods=["post"], url_path="spare")
