@@ -32,8 +32,8 @@ install: $(VENV)/.installed
 ironic:
 	PYTHON=$(PYTHON) scripts/ironic-env.sh
 
-# The sushy-tools Redfish emulator for the fencing driver's contract tests, in its own virtual environment
-# (var/sushy-tools/venv, never .venv); the tests start and stop it.
+# The sushy-tools Redfish emulator (with libvirt-python) for the fencing driver's contract tests and the redfish
+# test on a QEMU VM, in its own virtual environment (var/sushy-tools/venv, never .venv); the tests start and stop it.
 sushy-tools:
 	PYTHON=$(PYTHON) scripts/sushy-tools-env.sh
 

@@ -18,7 +18,7 @@ What runs and what does not, exactly. This machine has no Ironic Python Agent (I
 
 Ironic deploys in UEFI mode, so the emulator switches the domain to OVMF. Marked slow (a few minutes: each
 Redfish power change costs Ironic ~8-10 s of polling). Skipped with the reason when libvirtd, QEMU, qemu-utils,
-OVMF, Ironic's venv (`make ironic`) or sushy-tools' venv (var/sushy/venv, also made by `make ironic`) is missing.
+OVMF, Ironic's venv (`make ironic`) or sushy-tools' venv (var/sushy-tools/venv, `make sushy-tools`) is missing.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 IRONIC_VENV = ROOT / "var" / "ironic" / "venv"
-SUSHY = ROOT / "var" / "sushy" / "venv" / "bin" / "sushy-emulator"
+SUSHY = ROOT / "var" / "sushy-tools" / "venv" / "bin" / "sushy-emulator"
 SCRIPT = ROOT / "scripts" / "ironic-standalone.sh"
 MAC = "52:54:00:6b:3a:01"
 DISK_BYTES = 8 * 1024 * 1024
@@ -108,7 +108,7 @@ def _missing() -> str:
     for path, why in ((LIBVIRTD, "libvirtd is not installed (Debian package libvirt-daemon)"),
                       (QEMU, "qemu-system-x86_64 is not installed (Debian package qemu-system-x86)"),
                       (IRONIC_VENV / "bin" / "ironic", "Ironic is not installed in var/ironic/venv (make ironic)"),
-                      (SUSHY, "sushy-tools is not installed in var/sushy/venv (make ironic)")):
+                      (SUSHY, "sushy-tools is not installed in var/sushy-tools/venv (make sushy-tools)")):
         if not Path(path).exists():
             return why
     if not (shutil.which("qemu-img") and shutil.which("qemu-io")):
