@@ -141,6 +141,18 @@ def classify(kind: str, xid: int | None, window_count: dict[str, int]) -> Rule:
     raise ImproperlyConfigured(f"no classification row for kind {kind}")  # the loader forbids this
 
 
+#: effects that act on one GPU: a row naming one is about the event's GPU
+GPU_EFFECTS = frozenset({"cordon_gpu", "reset_gpu"})
+
+
+def host_level(kind: str) -> bool:
+    """Whether events of `kind` are about the host, not one of its GPUs (the agent's heartbeat, an HCA port, an
+    NVSwitch, the Fabric Manager): the table marks a kind's scope by its rows' effects, and a host-level kind's
+    rows act on the host (cordon_host) and none acts on one GPU (`GPU_EFFECTS`). Such an event names no GPU."""
+    rows = [r for r in classification_load().rules if r.kind == kind]
+    return any("cordon_host" in r.effects for r in rows) and not any(GPU_EFFECTS & set(r.effects) for r in rows)
+
+
 def threshold_rules(kind: str, xid: int | None) -> list[Rule]:
     return [
         r

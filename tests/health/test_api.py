@@ -227,6 +227,29 @@ def test_staff_list_every_health_event_filtered_by_host_kind_and_class_tenants_g
     assert client_for(token_for(owner, organization=org)).get("/api/v1/health/events/").status_code == 404
 
 
+def test_a_host_level_kind_naming_a_gpu_is_refused_by_the_preview_and_the_agent_report():
+    """heartbeat_lost (and every kind whose classification rows act on the host, none on one GPU) is about the
+    host: a gpu_index or gpu_uuid on it is a 400 `health_invalid_event` naming the field, and nothing is recorded;
+    without one it is accepted."""
+    host = make_host("ha8", gpus=1)
+    gpu_uuid = host.gpus.get().uuid
+    staff, agent = _staff(), _agent(host)
+    for extra, field in (({"gpu_index": 0}, "gpu_index"), ({"gpu_uuid": gpu_uuid}, "gpu_uuid")):
+        for kind in ("heartbeat_lost", "fabric_manager_down"):
+            r = staff.post("/api/v1/health/preview", {"host": str(host.pk), "kind": kind, **extra}, format="json")
+            assert r.status_code == 400 and r["Content-Type"].startswith("application/problem+json"), r.content
+            assert (r.json()["code"], list(r.json()["errors"])) == ("health_invalid_event", [field])
+            r = agent.post("/api/v1/agent/health-events", {"kind": kind, **extra}, format="json")
+            assert (r.status_code, r.json()["code"], list(r.json()["errors"])) == (400, "health_invalid_event",
+                                                                                  [field]), r.content
+    assert HealthEvent.objects.count() == 0 and Incident.objects.count() == 0
+    r = staff.post("/api/v1/health/preview", {"host": str(host.pk), "kind": "heartbeat_lost"}, format="json")
+    assert (r.status_code, r.json()["rule"]["id"]) == (200, "heartbeat-lost"), r.content
+    ok = staff.post("/api/v1/health/preview", {"host": str(host.pk), "kind": "thermal", "gpu_index": 0},
+                    format="json")
+    assert ok.status_code == 200, ok.content  # a GPU kind still takes its GPU
+
+
 def test_an_observed_at_near_year_one_is_a_400_problem_not_a_500():
     """A threshold row's window ends at observed_at; a time within that window of year 1 cannot start it."""
     host = make_host("ha9", gpus=1)

@@ -42,7 +42,7 @@ from apps.inventory.services import hosts as host_services
 from apps.inventory.states import HOST_TRANSITIONS, HostState
 from apps.scheduling.selectors import allocation_list_at
 
-from ..classification import Rule, classification_load, classify, threshold_rules
+from ..classification import Rule, classification_load, classify, host_level, threshold_rules
 from ..errors import Code
 from ..models import HealthEvent, HealthEventImpact
 from ..states import EFFECTS_HOOKS, NVSWITCH_KINDS, XID_KINDS, EventKind, EventSource
@@ -115,6 +115,9 @@ def _resolve(
         _invalid(f"kind {kind} needs the NVSwitch's PCI address (0000:05:00.0).", Code.INVALID_EVENT, "nvswitch")
     if kind not in NVSWITCH_KINDS and (nvswitch or nvswitch_port is not None):
         _invalid(f"nvswitch is only for kinds {', '.join(NVSWITCH_KINDS)}.", Code.INVALID_EVENT, "nvswitch")
+    if (gpu_index is not None or gpu_uuid) and host_level(kind):
+        _invalid(f"kind {kind} is about the whole host, not one GPU: send it without gpu_index or gpu_uuid.",
+                 Code.INVALID_EVENT, "gpu_uuid" if gpu_uuid and gpu_index is None else "gpu_index")
     if count is None or count < 1:
         _invalid("count must be at least 1.", Code.INVALID_EVENT, "count")
     at = observed_at or now()
@@ -312,8 +315,9 @@ def health_event_ingest(
     A second report with the same `dedup_key` (per host) returns the stored event with created False and changes
     nothing. Raises ValidationFailed (400): `health_gpu_unknown` / `health_hca_port_unknown` for a device the host
     does not have, `health_invalid_event` for a bad kind/xid/count/time (in the future beyond the clock skew, or
-    so near year 1 that a threshold window would start before it), or an NVSwitch kind without the switch's
-    PCI address (`nvswitch`; `xid` is the SXid number there).
+    so near year 1 that a threshold window would start before it), an NVSwitch kind without the switch's
+    PCI address (`nvswitch`; `xid` is the SXid number there), or a GPU (`gpu_index`, `gpu_uuid`) on a host-level
+    kind such as `heartbeat_lost` (`classification.host_level`).
     """
     ev = _resolve(
         host=host,
