@@ -299,6 +299,8 @@ def test_invoice_preview_leaves_out_provider_fault_downtime_at_once(billed, flee
     or still open until now): its time is not charged, with no invoice run or nightly task between, and the GET
     still writes nothing (not even the downtime it derives)."""
     from apps.billing.models import DowntimeInterval
+    from apps.billing.services import downtime_sync
+    from apps.inventory.models import Incident
 
     acme, project, _ = billed
     h1, h2 = host("gpu-node-1"), host("gpu-node-2")
@@ -317,6 +319,10 @@ def test_invoice_preview_leaves_out_provider_fault_downtime_at_once(billed, flee
             "vm-c": ("7200.000000", "4.00"), "vm-o": ("9000.000000", "5.00")}  # before: 10800 s, 6.00 each
         assert body["total"] == "9.00"
         assert not DowntimeInterval.objects.exists()
+        downtime_sync(window_start=utc(2026, 3, 1), window_end=utc(2026, 4, 1))  # a run's sync, committed
+        Incident.objects.filter(host=h2).update(end=utc(2026, 3, 1, 2, 45))  # vm-o's incident closes after it
+        body = _client(owner, acme).get("/api/v1/invoices/preview/", {"organization": str(acme.pk)}).json()
+        assert {ln["resource_id"]: ln["amount"] for ln in body["lines"]} == {"vm-c": "4.00", "vm-o": "5.50"}
 
 
 def test_invoice_of_a_period_not_ended_refuses_finalize(billed, fleet):

@@ -363,9 +363,10 @@ def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> di
     date first, in the same rolled-back transaction (`downtime_sync` over the month, as an invoice run does in
     `invoice_run_prepare`): the time a resource spent on a provider-at-fault incident, closed or still open (until
     now), is not charged in the estimate from the moment the incident is recorded, with no nightly run between.
-    The sync's row writes are rolled back with the rest, so the GET writes nothing; its row locks on the month's
-    downtime rows make concurrent previews (and a run's sync) wait for each other briefly, in one order
-    (`downtime_sync` walks the incidents by start and id).
+    Closed incidents synced since they closed are skipped (`stale_only`), so a call costs the new, open and
+    changed incidents only. The sync's row writes are rolled back with the rest, so the GET writes nothing; its
+    row locks on the month's downtime rows make concurrent previews (and a run's sync) wait for each other
+    briefly, in one order (`downtime_sync` walks the incidents by start and id).
 
     Returns ``serialize(invoice)`` plus ``usage_until``: the end of the latest usage record of the month (ISO 8601,
     UTC) or None."""
@@ -382,7 +383,7 @@ def invoice_preview(*, organization, serialize: Callable[[Invoice], dict]) -> di
         return {**serialize(final), "usage_until": latest}
     try:
         with transaction.atomic():
-            downtime_sync(window_start=start, window_end=end)
+            downtime_sync(window_start=start, window_end=end, stale_only=True)
             run = InvoiceRun.objects.create(period=period, finalize=False)
             _batch_process(run, [organization.id], finalize=False)
             invoice = (Invoice.objects.filter(organization=organization, period=period, status=InvoiceStatus.DRAFT)

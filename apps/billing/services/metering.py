@@ -8,7 +8,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Max, OuterRef, Q, Subquery
 
 from apps.core.clock import now
 from apps.core.errors import ValidationFailed
@@ -121,7 +121,7 @@ def usage_record_collect_closed(*, actor=None, window_start: dt.datetime, window
     return usage_record_collect(actor=actor, window_start=window_start, window_end=window_end)
 
 
-def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
+def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime, stale_only: bool = False) -> int:
     """Derive per-resource downtime from provider-fault inventory incidents overlapping the window.
 
     Each incident (host or one GPU) is asked of every placement resolver; the overlap of incident and placement
@@ -129,6 +129,9 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
     names one), carrying the placement's `part` and `units` (a part of a resource: only that share is down), so
     syncing again updates the end of a still-open incident instead of adding rows. An incident's rows that no
     placement gives any more are removed, as are the rows of incidents no longer marked provider-at-fault.
+    With `stale_only` (the invoice preview, at request time) a closed incident whose rows already reach its end
+    is skipped: it was synced after it closed (an invoice run, the nightly preview run, or its correction, which
+    syncs at once), so only new, open and changed incidents cost a resolver call and writes.
     Returns the number of intervals written.
     """
     from apps.inventory.models import Incident
@@ -136,6 +139,12 @@ def downtime_sync(*, window_start: dt.datetime, window_end: dt.datetime) -> int:
     DowntimeInterval.objects.filter(incident__provider_at_fault=False).delete()
     incidents = Incident.objects.filter(provider_at_fault=True, start__lt=window_end).filter(
         Q(end__isnull=True) | Q(end__gt=window_start)).order_by("start", "id")  # one lock order for every caller
+    if stale_only:
+        last = (DowntimeInterval.objects.filter(incident=OuterRef("pk")).values("incident")
+                .annotate(last=Max("end")).values("last"))
+        incidents = incidents.annotate(synced_until=Subquery(last)).filter(  # never synced: synced_until NULL
+            Q(end__isnull=True) | Q(synced_until__isnull=True) | Q(synced_until__lt=F("end"))
+            | Q(synced_until__gt=F("end")))
     written = 0
     for incident in incidents:
         inc_end = incident.end or min(window_end, now())
