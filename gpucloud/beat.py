@@ -78,7 +78,10 @@ class SingletonScheduler(PersistentScheduler):
 
     def _load_last_runs(self) -> None:
         """Start each entry from the time the previous leader last sent it, when that is later than this beat's
-        own record. Without the record (a failed read: logged) the entries keep this beat's own times."""
+        own record. Without the record (a failed read: logged) the entries keep this beat's own times; without a
+        schedule yet (the lock taken before the schedule store is open) there is nothing to move."""
+        if getattr(self, "_store", None) is None:
+            return
         try:
             stored = dict(self._conn.execute("SELECT name, last_run_at FROM core_beat_last_run").fetchall())
         except psycopg.Error as exc:

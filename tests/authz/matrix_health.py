@@ -142,3 +142,24 @@ ENTRIES += [
     Entry("POST", "/api/v1/health/rmas/{pk}/ship", STAFF_WRITE(), _rma),
     Entry("POST", "/api/v1/health/rmas/{pk}/close", STAFF_WRITE(), _rma_close),
 ]
+
+
+def _fence(world) -> Case:
+    """A fence that failed (the host's BMC never read back off): staff read it and confirm it by hand with a
+    reason; each confirm gets a fence not confirmed yet."""
+    from apps.health.models import HostFence
+
+    host = Host.objects.filter(name="authz-h2").first() or make_host("authz-h2", gpus=1)
+    row = HostFence.objects.filter(host=host, status="failed").first()
+    if row is None:
+        _event(world)
+        event = HealthEvent.objects.get(dedup_key="authz")
+        row = HostFence.objects.create(host=host, event=event, status="failed", reason="authz: no BMC")
+    return Case(kwargs={"pk": str(row.pk)}, data={"reason": "checked at the rack: the host is off"})
+
+
+ENTRIES += [
+    Entry("GET", "/api/v1/health/fences", STAFF_READ, _fence),
+    Entry("GET", "/api/v1/health/fences/{pk}", STAFF_READ, _fence),
+    Entry("POST", "/api/v1/health/fences/{pk}/confirm", STAFF_WRITE(), _fence),
+]

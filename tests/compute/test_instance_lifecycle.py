@@ -215,7 +215,7 @@ def test_delete_during_create_cancels_it_and_cleans_up(world):
 def test_resize_when_stopped_to_a_flavor_that_fits(world):
     from apps.compute.models import Flavor
 
-    host = gpu_host(gpus=2, threads=16, memory_mib=229376)  # 112 GiB per NUMA node: 96 GiB fits its GPU's node
+    host = gpu_host(gpus=2, threads=32, memory_mib=229376)  # per NUMA node 16 threads, 112 GiB: the 12-vCPU 96 GiB flavor fits its GPU's node
     resp = world.client_a.post("/api/v1/instances/", create_body(world, world.gpu1), format="json")
     drive(resp.data["operation"]["id"])
     inst_id = resp.data["instance"]["id"]
@@ -233,8 +233,9 @@ def test_resize_when_stopped_to_a_flavor_that_fits(world):
     too_big = world.client_a.post(url, {"flavor": str(huge.pk)}, format="json")
     assert (too_big.status_code, too_big.json()["code"]) == (409, "flavor_does_not_fit")
     # the tenant's words: what is short, never the host's identity or the ledger's set names
-    assert too_big.json()["detail"] == ("The instance's host has not enough free memory for the new flavor; "
-                                        "choose a smaller flavor."), too_big.json()
+    assert too_big.json()["detail"] == (
+        "The new flavor does not fit the NUMA nodes of the instance's GPUs on its host (a guest NUMA node on host "
+        "node 0 needs 262144 MiB; the host node has 114688 MiB); choose a smaller flavor."), too_big.json()
     assert str(host.pk) not in too_big.content.decode()
     assert Instance.objects.get(pk=inst_id).status == "stopped"
     assert _live_allocations(inst_id) == [("gpu", 1), ("memory_mib", 65536), ("vcpu", 8)]

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def stack(world, settings, monkeypatch):
     """An instance running on a fake host that also serves the shared pool; a shared volume type."""
-    host = gpu_host(gpus=2, threads=16, memory_mib=262144)  # 128 GiB per NUMA node: the resize fits its GPU's node
+    host = gpu_host(gpus=2, threads=32, memory_mib=262144)  # per NUMA node 16 threads, 128 GiB: the resize fits its GPU's node
     settings.DRIVERS = {**settings.DRIVERS, "storage": "apps.storage.drivers.fake:FakeStorageDriver"}
     monkeypatch.setenv("STORAGE_SHARED_POOL_URI", host.libvirt_uri)
     FakeStorageDriver.reset()

@@ -24,6 +24,9 @@ NOT_ANSWERED = {
     ("post", "/api/v1/instances/check/"): {422},
     ("post", "/api/v1/clusters/check/"): {422},
     ("post", "/api/v1/leases/check/"): {422},
+    # approving a move: a placement refusal while starting the re-create is caught and leaves the remediation
+    # waiting, its reason saying why (apps.health.services.remediation._start)
+    ("post", "/api/v1/remediations/{id}/approve/"): {422},
 }
 
 

@@ -154,7 +154,8 @@ class RemediationViewSet(
                 {
                     403: "a project reader (members and admins approve)",
                     409: "invalid_state: only a proposed (or noticed) remediation is approved (allowed_states); "
-                    "not_supported_for_flavor_kind: the instance's flavor kind cannot be re-created",
+                    "not_supported_for_flavor_kind: the instance's flavor kind cannot be re-created "
+                    "(never capacity_unavailable: without capacity now the remediation waits, its reason says why)",
                 }
             ),
         },

@@ -308,8 +308,9 @@ def _start(rem: Remediation, *, actor=None) -> bool:
         return False
     waiting = None  # where its volumes let it go (a zoned volume: its zone); inside a lease: on the lease's capacity
     if inst.cluster_id is not None:  # the gang re-place: on the members' fabric, within the cluster's topology
-        try:
-            placement_admit(request=instance_replacement_request(inst))
+        try:  # queue=True: no capacity now is an answer (its reason), not a refusal; one that can never fit raises
+            admission = placement_admit(request=instance_replacement_request(inst), queue=True)
+            waiting = admission.reason if admission.queued else None
         except DomainError as exc:
             waiting = exc.detail
     elif _lease_of(inst) is not None:
