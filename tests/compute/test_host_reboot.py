@@ -11,7 +11,7 @@ from gpucloud_agent.backends.fake import FakeBackend
 from apps.compute.models import Instance
 from apps.compute.services.hypervisor import driver_for_host
 from apps.compute.services.reconcile import instances_reconcile
-from apps.inventory.models import AgentCommand, VirtualFunction
+from apps.inventory.models import AgentCommand, Host, VirtualFunction
 from apps.inventory.services.agent import host_inventory_sync
 from apps.operations.models import Operation
 
@@ -192,3 +192,27 @@ def test_an_hca_ports_vfs_are_kept_through_the_reboot_and_enabled_again(world):
     instances_reconcile()
     restore = AgentCommand.objects.get(host=host, kind="restore_devices")
     assert {"pci_address": port.pci_address, "num_vfs": 2} in restore.payload["sriov"]
+
+
+def test_a_settled_reboot_is_marked_and_the_host_not_read_again_until_its_next_reboot(world):
+    from apps.compute.services.host_reboot import hosts_rebooted_reconcile
+
+    inst, host, gpu, backend, agent = _mig_vm(world)
+    _reboot(host, gpu, backend, inst)
+    instances_reconcile()
+    agent.run()
+    assert instances_reconcile().after_reboot["started"] == 1
+    start = Operation.objects.filter(target_id=inst.pk, kind__endswith="start").latest("created_at")
+    drive(start.pk)
+    agent.run()
+    assert drive(start.pk).status == "succeeded"
+    instances_reconcile()  # nothing left to settle: the record is marked
+    host.refresh_from_db()
+    assert "settled_at" in host.observed["reboot"]
+    assert not Host.objects.filter(observed__has_key="reboot").exclude(
+        observed__reboot__has_key="settled_at").exists()  # the reconciler's query finds no host to read
+    before = host.observed["reboot"]["boot_id"]
+    _reboot(host, gpu, backend, inst)  # the next reboot is a new record, read again
+    host.refresh_from_db()
+    assert host.observed["reboot"]["boot_id"] != before and "settled_at" not in host.observed["reboot"]
+    assert hosts_rebooted_reconcile()["waiting"] == 1

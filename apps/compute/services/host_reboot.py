@@ -30,7 +30,7 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.core.transitions import transition
 from apps.inventory.models import AgentCommand, Gpu, Host, VirtualFunction
-from apps.inventory.services.agent import agent_command_enqueue
+from apps.inventory.services.agent import agent_command_enqueue, host_reboot_settled
 from apps.inventory.states import CommandKind, CommandStatus, GpuMode
 from apps.operations.selectors import targets_with_unfinished_operations
 
@@ -129,9 +129,11 @@ def _settle(inst: Instance, reboot: dict, gpus: dict[int, Gpu], booted_at: dt.da
 
 
 def hosts_rebooted_reconcile() -> dict[str, int]:
-    """Settle the VMs of every host whose latest reboot they have not been settled for. -> counts per outcome."""
+    """Settle the VMs of every host whose latest reboot they have not been settled for. -> counts per outcome.
+    A host whose reboot is fully settled (restore reported, no VM left to settle) is marked (`settled_at`) and
+    skipped by later passes, so the 30 s reconcile reads only hosts with a reboot in progress."""
     counts = {"started": 0, "stopped": 0, "error": 0, "waiting": 0}
-    for host in Host.objects.filter(observed__has_key="reboot"):
+    for host in Host.objects.filter(observed__has_key="reboot").exclude(observed__reboot__has_key="settled_at"):
         reboot = host.observed["reboot"]
         seen = _when(reboot.get("seen_at"))
         pending = [i for i in Instance.objects.filter(host=host, status__in=[InstanceStatus.ACTIVE,
@@ -139,6 +141,7 @@ def hosts_rebooted_reconcile() -> dict[str, int]:
                    if ((i.devices or {}).get("reboot") or {}).get("boot_id") != reboot["boot_id"]
                    and (seen is None or i.created_at < seen)]
         if not pending and "restored_at" in reboot:
+            host_reboot_settled(host_id=host.pk, boot_id=reboot["boot_id"])  # not read again until its next reboot
             continue
         cmd = _restore_command(host, pending, reboot["boot_id"])  # a host without VMs gets its VFs back too
         busy = targets_with_unfinished_operations(target_type=TARGET, target_ids=[i.pk for i in pending])

@@ -769,6 +769,20 @@ def _restore_reported(cmd: AgentCommand, result: dict) -> None:
     _gpus_missing(host, reboot)
 
 
+def host_reboot_settled(*, host_id, boot_id: str) -> None:
+    """Compute has settled every VM of the host's reboot `boot_id` (and its restore reported): the reboot record
+    gets `settled_at`, so the reconciler stops reading the host until its next reboot. Nothing when the host has
+    rebooted again since or the record is settled already."""
+    with transaction.atomic():
+        host = Host.objects.select_for_update().get(pk=host_id)
+        reboot = dict((host.observed or {}).get("reboot") or {})
+        if reboot.get("boot_id") != boot_id or "settled_at" in reboot:
+            return
+        reboot["settled_at"] = now().isoformat()
+        host.observed = {**host.observed, "reboot": reboot}
+        host.save(update_fields=["observed"])
+
+
 def _apply_result(cmd: AgentCommand, result: dict) -> None:
     host = Host.objects.select_for_update().get(pk=cmd.host_id)
     gpu = Gpu.objects.filter(host=host, index=cmd.payload.get("gpu_index")).first()
