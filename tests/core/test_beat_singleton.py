@@ -49,6 +49,14 @@ def _beat(tmp_path: Path, name: str, period: int = 1) -> subprocess.Popen:
     )
 
 
+def _stop(beats: list[subprocess.Popen], r: redis.Redis) -> None:
+    for b in beats:
+        if b.poll() is None:
+            os.killpg(b.pid, signal.SIGTERM)
+            b.wait(15)
+    r.delete("default")
+
+
 def _sent(r: redis.Redis) -> int:
     return sum(json.loads(m)["headers"]["task"] == TASK for m in r.lrange("default", 0, -1))
 
@@ -89,11 +97,7 @@ def test_two_beats_send_each_periodic_task_once_per_period(tmp_path):
         time.sleep(3)
         assert _sent(r) - before <= 3 + 3  # at most the takeover's catch-up send plus one per second
     finally:
-        for b in beats:
-            if b.poll() is None:
-                os.killpg(b.pid, signal.SIGTERM)
-                b.wait(15)
-        r.delete("default")
+        _stop(beats, r)
 
 
 def _send_times(r: redis.Redis, seen: list[float], until: float, stop_after: int) -> None:
@@ -132,8 +136,4 @@ def test_a_standby_taking_over_keeps_the_period_of_a_task_the_dead_leader_just_s
         assert "beat_lock_acquired" in (tmp_path / f"{standby}.log").read_text()
         assert seen[1] - seen[0] >= period - 1.5, (seen[1] - seen[0], killed_at - seen[0])
     finally:
-        for b in beats:
-            if b.poll() is None:
-                os.killpg(b.pid, signal.SIGTERM)
-                b.wait(15)
-        r.delete("default")
+        _stop(beats, r)

@@ -28,7 +28,10 @@ class RedfishFenceDriver:
         self.timeout_s = timeout_s
 
     def _system(self, target: BmcTarget):
-        try:
+        """The host's ComputerSystem: `system_id`, or the BMC's only one. Raises DriverError `bmc_no_system` (no such
+        system, or several and none named) and what `_call` maps."""
+
+        def find():
             root = sushy.Sushy(
                 target.address.rstrip("/") + "/redfish/v1",
                 auth=sushy_auth.BasicAuth(target.username, target.password),
@@ -38,23 +41,23 @@ class RedfishFenceDriver:
                 connect_timeout=self.timeout_s,
             )
             if target.system_id:
-                return root.get_system(target.system_id)
+                try:
+                    return root.get_system(target.system_id)
+                except sushy_exc.ResourceNotFoundError as exc:
+                    raise DriverError(f"BMC {target.address} has no system {target.system_id}",
+                                      code="bmc_no_system") from exc
             members = root.get_system_collection().get_members()
-        except sushy_exc.ConnectionError as exc:
-            raise DriverTransientError(f"BMC {target.address} did not answer: {exc}", code="bmc_unreachable") from exc
-        except sushy_exc.ServerSideError as exc:
-            raise DriverTransientError(f"BMC {target.address}: {exc}", code="bmc_unreachable") from exc
-        except sushy_exc.ResourceNotFoundError as exc:
-            raise DriverError(f"BMC {target.address} has no system {target.system_id}", code="bmc_no_system") from exc
-        except sushy_exc.SushyError as exc:
-            raise DriverError(f"BMC {target.address} refused: {exc}", code="bmc_refused") from exc
-        if len(members) != 1:
-            raise DriverError(
-                f"BMC {target.address} has {len(members)} systems: name one (system_id)", code="bmc_no_system"
-            )
-        return members[0]
+            if len(members) != 1:
+                raise DriverError(
+                    f"BMC {target.address} has {len(members)} systems: name one (system_id)", code="bmc_no_system"
+                )
+            return members[0]
+
+        return self._call(target, find)
 
     def _call(self, target: BmcTarget, fn):
+        """`fn()` with sushy's errors mapped: no answer or a 5xx → DriverTransientError `bmc_unreachable` (the
+        service retries until its deadline); any other refusal → DriverError `bmc_refused`."""
         try:
             return fn()
         except sushy_exc.ConnectionError as exc:
